@@ -1,0 +1,40 @@
+"""Which device runs the attention, in one place, and a one-line description of it."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+
+def pick_device(prefer: str | None = None) -> torch.device:
+    """CUDA when present, else CPU. ``ATLAS_DEVICE=cpu`` (or ``prefer``) forces one."""
+    choice = prefer or os.environ.get("ATLAS_DEVICE")
+    if choice:
+        dev = torch.device(choice)
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError("ATLAS_DEVICE asks for CUDA, but torch sees no CUDA device")
+        return dev
+    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+
+def compute_dtype(device: torch.device) -> torch.dtype:
+    """The dtype the fast paths use: bfloat16 on CUDA (flash / cuDNN kernels),
+    float32 on CPU."""
+    return torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+
+
+def describe_device(device: torch.device | None = None) -> str:
+    """e.g. ``NVIDIA H200 · 139 GiB · bfloat16`` or ``CPU · 2 threads · float32``."""
+    device = torch.device(device) if device is not None else pick_device()
+    dtype = str(compute_dtype(device)).replace("torch.", "")
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        gib = props.total_memory / 2**30
+        return f"{props.name} · {gib:.0f} GiB · {dtype}"
+    return f"CPU · {torch.get_num_threads()} threads · {dtype}"
+
+
+def synchronize(device: torch.device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)

@@ -1,0 +1,144 @@
+"""Feature maps φ for linear attention: exp(q·k) is replaced by φ(q)·φ(k).
+
+Every map here makes every weight φ(q)·φ(k) >= 0 (Taylor's features can be negative
+one by one, but their product 1 + x + x²/2 is > 0).
+They are applied to ``q·√s`` and ``k·√s`` (s = the attention scale, 1/√d by
+default), so that φ(q)·φ(k) stands in for exp(s·q·k), the numerator of softmax.
+
+* ``elu``    elu(x) + 1                                   m = d
+* ``relu``   max(x, 0)                                    m = d
+* ``favor``  Performer's positive random features
+             exp(ωᵀx − ‖x‖²/2) / √m, ω orthogonal Gaussian     m = feature_dim (256)
+* ``taylor`` 2nd-order Taylor of exp on x projected to r = 16 dimensions:
+             [1, x', x'⊗x'/√2] with x' = Pᵀx, P Gaussian d×16 / √16
+             so φ(q)·φ(k) = 1 + q'·k' + (q'·k')²/2 > 0     m = 1 + 16 + 256 = 273
+
+The random maps draw their matrices from ``torch.Generator`` seeded by ``seed``:
+the same seed gives the same φ for q and k and across calls.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+FAVOR_DEFAULT_DIM = 256
+TAYLOR_DIM = 16
+
+
+@dataclass(frozen=True)
+class FeatureMap:
+    name: str
+    formula: str
+    size: Callable[[int, int | None], int]  # (d, feature_dim) -> m
+    pair: Callable[..., tuple[torch.Tensor, torch.Tensor]]  # (q, k, feature_dim, seed) -> φ(q), φ(k)
+    random: bool = False
+
+
+def _elu_pair(q, k, feature_dim=None, seed=0):
+    return torch.nn.functional.elu(q) + 1, torch.nn.functional.elu(k) + 1
+
+
+def _relu_pair(q, k, feature_dim=None, seed=0):
+    return torch.relu(q), torch.relu(k)
+
+
+def _generator(seed: int) -> torch.Generator:
+    g = torch.Generator(device="cpu")
+    g.manual_seed(int(seed))
+    return g
+
+
+def orthogonal_gaussian(d: int, m: int, seed: int) -> torch.Tensor:
+    """(d, m) random projection whose columns come in orthogonal blocks of d, each
+    column's norm drawn like a Gaussian vector's (Performer's ORF)."""
+    g = _generator(seed)
+    blocks = []
+    for _ in range(math.ceil(m / d)):
+        a = torch.randn(d, d, generator=g, dtype=torch.float64)
+        qmat, _ = torch.linalg.qr(a)
+        blocks.append(qmat)
+    omega = torch.cat(blocks, dim=1)[:, :m]
+    norms = torch.randn(m, d, generator=g, dtype=torch.float64).norm(dim=1)
+    return (omega * norms).to(torch.float32)
+
+
+def _favor_pair(q, k, feature_dim=None, seed=0):
+    d = q.shape[-1]
+    m = feature_dim or FAVOR_DEFAULT_DIM
+    omega = orthogonal_gaussian(d, m, seed).to(device=q.device, dtype=q.dtype)  # (d, m)
+    # exponent ωᵀx − ‖x‖²/2, shifted by a constant that cancels in the ratio:
+    # per query row (each row is normalised on its own), one constant for all keys
+    # of a (batch, head) (a per-key shift would change the weights).
+    eq = q @ omega - (q * q).sum(-1, keepdim=True) / 2  # (b, h, n, m)
+    ek = k @ omega - (k * k).sum(-1, keepdim=True) / 2
+    eq = eq - eq.amax(dim=-1, keepdim=True)
+    ek = ek - ek.amax(dim=(-2, -1), keepdim=True)
+    scale = 1.0 / math.sqrt(m)
+    return torch.exp(eq) * scale, torch.exp(ek) * scale
+
+
+def taylor_projection(d: int, seed: int) -> torch.Tensor:
+    g = _generator(seed)
+    return (torch.randn(d, TAYLOR_DIM, generator=g) / math.sqrt(TAYLOR_DIM)).to(torch.float32)
+
+
+def _taylor_features(x: torch.Tensor) -> torch.Tensor:
+    ones = torch.ones_like(x[..., :1])
+    outer = (x[..., :, None] * x[..., None, :]).flatten(-2) / math.sqrt(2.0)
+    return torch.cat([ones, x, outer], dim=-1)
+
+
+def _taylor_pair(q, k, feature_dim=None, seed=0):
+    p = taylor_projection(q.shape[-1], seed).to(device=q.device, dtype=q.dtype)
+    return _taylor_features(q @ p), _taylor_features(k @ p)
+
+
+FEATURE_MAPS: dict[str, FeatureMap] = {
+    "elu": FeatureMap("elu", "φ(x) = elu(x) + 1", lambda d, f: d, _elu_pair),
+    "relu": FeatureMap("relu", "φ(x) = max(x, 0)", lambda d, f: d, _relu_pair),
+    "favor": FeatureMap(
+        "favor",
+        "φ(x) = exp(ωᵀx − ‖x‖²/2) / √m",
+        lambda d, f: f or FAVOR_DEFAULT_DIM,
+        _favor_pair,
+        random=True,
+    ),
+    "taylor": FeatureMap(
+        "taylor",
+        "φ(x) = [1, x′, x′⊗x′/√2],  x′ = Pᵀx ∈ ℝ¹⁶",
+        lambda d, f: 1 + TAYLOR_DIM + TAYLOR_DIM * TAYLOR_DIM,
+        _taylor_pair,
+        random=True,
+    ),
+}
+
+
+def get_feature_map(name: str) -> FeatureMap:
+    try:
+        return FEATURE_MAPS[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown feature map {name!r}; choose one of {', '.join(FEATURE_MAPS)}"
+        ) from None
+
+
+def feature_size(name: str, d: int, feature_dim: int | None = None) -> int:
+    """m, the length of φ(x) for a head size d."""
+    return get_feature_map(name).size(d, feature_dim)
+
+
+def apply_feature_map(
+    name: str, q: torch.Tensor, k: torch.Tensor, *, scale: float | None = None,
+    feature_dim: int | None = None, seed: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """φ(q·√s), φ(k·√s), each ``(b, h, n, m)``."""
+    fmap = get_feature_map(name)
+    if feature_dim is not None and (int(feature_dim) != feature_dim or feature_dim < 1):
+        raise ValueError(f"feature_dim must be a whole number >= 1, got {feature_dim!r}")
+    s = q.shape[-1] ** -0.5 if scale is None else float(scale)
+    root = math.sqrt(s)
+    return fmap.pair(q * root, k * root, feature_dim=feature_dim, seed=seed)

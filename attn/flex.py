@@ -1,0 +1,190 @@
+"""Compiled FlexAttention for window (+ hubs) attention, and its background warm-up.
+
+The first compile of ``torch.compile(flex_attention, dynamic=True)`` takes 10–20 s
+(it needs a C++ compiler on CPU). A request never waits for it: :func:`is_ready`
+is False until a warm-up for that kind of call (device, dtype, head sizes, causal)
+has finished, and :func:`attn.kernels.window_attention` uses the blocked kernel
+meanwhile. The app starts :func:`start_warmup` once at start-up.
+
+The block mask is built from kv-block lists (``BlockMask.from_kv_blocks``) — the
+band of blocks around the diagonal, the blocks holding hub columns, and every
+block for query blocks holding a hub row — so building it never scans the n²
+pairs; inside those blocks the pattern predicate of :mod:`attn.patterns` decides.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import threading
+import time
+
+import torch
+
+from . import patterns
+
+FLEX_BLOCK = 64  # 64 beat 128 on useful GFLOP/s here (less of each block wasted on the band's edges)
+
+_lock = threading.Lock()
+_compiled = None
+_ready: set[tuple] = set()  # signatures whose compile has finished
+_failed: dict[tuple, str] = {}
+_warming: set[tuple] = set()
+_log: list[str] = []
+
+
+def _signature(q: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple:
+    """What a compiled kernel is specialised on. Dynamic shapes still specialise
+    sizes of 1, so a batch or head count of 1 is part of the signature."""
+    b, h = q.shape[:2]
+    return (q.device.type, q.dtype, q.shape[-1], v.shape[-1], bool(causal), b == 1, h == 1)
+
+
+def available() -> bool:
+    """Can FlexAttention compile here? (CPU needs a C++ compiler.)"""
+    try:
+        from torch.nn.attention.flex_attention import flex_attention  # noqa: F401
+    except Exception:
+        return False
+    if torch.cuda.is_available():
+        return True
+    return shutil.which("g++") is not None or shutil.which("c++") is not None
+
+
+def _get_compiled():
+    global _compiled
+    with _lock:
+        if _compiled is None:
+            from torch.nn.attention.flex_attention import flex_attention
+
+            # Past the recompile limit dynamo would silently run the unfused flex
+            # attention, which builds the n×n scores: fail instead, and the caller
+            # falls back to the blocked kernel.
+            torch._dynamo.config.fail_on_recompile_limit_hit = True
+            _compiled = torch.compile(flex_attention, dynamic=True)
+        return _compiled
+
+
+def is_ready(q: torch.Tensor, v: torch.Tensor, causal: bool) -> bool:
+    """True when a compiled kernel serves this call without compiling again.
+    Texts of one or two blocks stay on the blocked kernel (a single query block is
+    a shape the compiler specialises too, and small grids gain nothing)."""
+    return q.shape[2] > 2 * FLEX_BLOCK and _signature(q, v, causal) in _ready
+
+
+def status() -> dict:
+    """For the app and the benchmark: what is compiled, warming or failed."""
+    return {
+        "available": available(),
+        "ready": sorted(str(s) for s in _ready),
+        "warming": sorted(str(s) for s in _warming),
+        "failed": {str(k): v for k, v in _failed.items()},
+        "log": list(_log),
+    }
+
+
+def block_lists(n: int, window: int, hubs: tuple[int, ...], causal: bool, block: int = FLEX_BLOCK, device=None):
+    """kv blocks each query block must visit, as ``(kv_num_blocks, kv_indices)``
+    of shapes ``(1, 1, nq)`` and ``(1, 1, nq, nk)``. Built from block ranges, in
+    O((n/block)²) small integers, never from the n² cells."""
+    nq = nk = math.ceil(n / block)
+    qb = torch.arange(nq, device=device)
+    kb = torch.arange(nk, device=device)
+    q_lo, q_hi = qb * block, torch.clamp((qb + 1) * block - 1, max=n - 1)  # rows of each q block
+    k_lo, k_hi = kb * block, torch.clamp((kb + 1) * block - 1, max=n - 1)
+    # band: some pair (i, j) in the block pair has |i - j| < w (and j <= i when causal)
+    near = (k_lo[None, :] <= q_hi[:, None] + (window - 1)) & (k_hi[None, :] >= q_lo[:, None] - (window - 1))
+    visit = near
+    if hubs:
+        hub_blocks = torch.zeros(nk, dtype=torch.bool, device=device)
+        hub_blocks[torch.tensor(hubs, device=device) // block] = True
+        visit = visit | hub_blocks[None, :] | hub_blocks[:, None]
+    if causal:
+        visit = visit & (k_lo[None, :] <= q_hi[:, None])
+    counts = visit.sum(dim=-1).to(torch.int32)
+    # the visited block indices first, in increasing order
+    order = torch.argsort((~visit).to(torch.int8), dim=-1, stable=True).to(torch.int32)
+    return counts[None, None], order[None, None]
+
+
+def block_mask(n: int, window: int, hubs: tuple[int, ...], causal: bool, device, block: int = FLEX_BLOCK):
+    from torch.nn.attention.flex_attention import BlockMask
+
+    counts, indices = block_lists(n, window, hubs, causal, block, device=device)
+    # Hubs are always part of the predicate (all False when there are none) and the
+    # window is a tensor, so one compiled kernel serves every window and hub set.
+    is_hub = patterns.hub_flags(n, hubs, device=device)
+    visible = patterns.or_masks(
+        patterns.window_mask(torch.tensor(window, device=device)), patterns.hub_mask(is_hub)
+    )
+    mask_mod = patterns.and_masks(visible, patterns.causal_mask) if causal else visible
+    return BlockMask.from_kv_blocks(counts, indices, BLOCK_SIZE=block, mask_mod=mask_mod, seq_lengths=(n, n))
+
+
+def window_attention(q, k, v, *, window: int, hubs=(), causal=True, scale=None):
+    """Window (+ hubs) attention through compiled FlexAttention (compiles on first use)."""
+    n = q.shape[2]
+    bm = block_mask(n, window, tuple(hubs), causal, q.device)
+    fn = _get_compiled()
+    return fn(q, k, v, block_mask=bm, scale=scale)
+
+
+def mark_failed(q, v, causal, exc: Exception) -> None:
+    sig = _signature(q, v, causal)
+    _ready.discard(sig)
+    _failed[sig] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    _log.append(f"flex call failed for {sig}; the blocked kernel takes over: {_failed[sig]}")
+
+
+def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=True, dv=None) -> bool:
+    """Compile for one kind of call, synchronously; returns True when it is ready."""
+    device = torch.device(device)
+    b, h, n, d = q_shape
+    dv = dv or d
+    q = torch.randn(b, h, n, d, dtype=dtype, device=device)
+    v = torch.randn(b, h, n, dv, dtype=dtype, device=device)
+    sig = _signature(q, v, causal)
+    if sig in _ready:
+        return True
+    if not available():
+        _failed[sig] = "no C++ compiler or FlexAttention in this torch"
+        return False
+    t0 = time.perf_counter()
+    try:
+        from .kernels import window_attention_blocked
+
+        # a second length checks that the dynamic-shape kernel serves it unchanged
+        for nn_, w, hubs in ((n, 64, (0,)), (n // 2 + 3, 17, ())):
+            qq, kk, vv = q[:, :, :nn_], torch.randn_like(q[:, :, :nn_]), v[:, :, :nn_]
+            got = window_attention(qq, kk, vv, window=w, hubs=hubs, causal=causal)
+            want = window_attention_blocked(qq, kk, vv, window=w, hubs=hubs, causal=causal)
+            tol = 2e-2 if dtype != torch.float32 else 1e-4
+            if not torch.allclose(got.float(), want.float(), atol=tol, rtol=tol):
+                raise RuntimeError("compiled FlexAttention disagrees with the blocked kernel")
+    except Exception as exc:  # compile errors surface here; the blocked kernel stays in use
+        _failed[sig] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        _log.append(f"flex warm-up failed for {sig}: {_failed[sig]}")
+        return False
+    _ready.add(sig)
+    _log.append(f"flex ready for {sig} after {time.perf_counter() - t0:.1f} s")
+    return True
+
+
+def start_warmup(signatures: list[dict]) -> threading.Thread | None:
+    """Warm several kinds of call in one background thread (daemon); returns it."""
+    todo = []
+    for kw in signatures:
+        key = repr(sorted(kw.items()))
+        if key not in _warming:
+            _warming.add(key)
+            todo.append(kw)
+    if not todo or not available():
+        return None
+
+    def run():
+        for kw in todo:
+            warm(**kw)
+
+    t = threading.Thread(target=run, name="flex-warmup", daemon=True)
+    t.start()
+    return t

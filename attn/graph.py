@@ -1,0 +1,88 @@
+"""How far information travels through stacked attention layers.
+
+Each layer is a graph on the tokens: an edge j → i when query i may look at key j
+(the pattern of :mod:`attn.patterns`). After L layers, j can influence i when a
+path of L edges joins them (each token also keeps its own state: every pattern
+here includes the diagonal). These grids are n×n by nature: they are drawn, so n
+stays small (a few hundred tokens).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import patterns
+
+
+def _adjacency(n: int, window: int, hubs=(), causal: bool = True) -> torch.Tensor:
+    """float (n, n): 1 where query i sees key j."""
+    return patterns.pattern_grid(n, window, patterns.check_hubs(n, hubs), causal).to(torch.float32)
+
+
+def reach_after_layers(n: int, window: int, layers: int, causal: bool = True, hubs=()) -> torch.Tensor:
+    """bool (n, n): ``reach[i, j]`` is True when token j can influence token i after
+    ``layers`` stacked layers of the pattern (A^L > 0).
+
+    Causal window including itself: row i reaches ``min(i + 1, L·(w − 1) + 1)`` tokens."""
+    if layers < 0 or int(layers) != layers:
+        raise ValueError(f"layers must be a whole number >= 0, got {layers!r}")
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    a = _adjacency(n, window, hubs, causal)
+    reach = torch.eye(n)
+    for _ in range(int(layers)):
+        reach = ((a @ reach) > 0).to(torch.float32)
+    return reach > 0
+
+
+def reach_size(window: int, layers: int) -> int:
+    """L·(w − 1) + 1: tokens a causal window (itself included) reaches after L layers,
+    far enough from the start."""
+    return layers * (window - 1) + 1
+
+
+def hops(n: int, window: int, hubs=(), causal: bool = False, max_layers: int | None = None) -> torch.Tensor:
+    """int (n, n): the fewest layers in which information from j reaches i; 0 on the
+    diagonal, −1 when it never does (within ``max_layers``, default n).
+
+    Bidirectional with at least one hub (Longformer's setting): every pair is within 2
+    (j → hub → i). Causal: a hub at position 0 only sees itself, so it cannot carry a
+    later token forward — it is a sink, not a relay."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    a = _adjacency(n, window, hubs, causal)
+    out = torch.full((n, n), -1, dtype=torch.int64)
+    reach = torch.eye(n)
+    out[reach > 0] = 0
+    limit = n if max_layers is None else int(max_layers)
+    for layer in range(1, limit + 1):
+        new = ((a @ reach) > 0).to(torch.float32)
+        fresh = (new > 0) & (out < 0)
+        if not fresh.any():
+            break
+        out[fresh] = layer
+        reach = new
+    return out
+
+
+def route(hop_grid: torch.Tensor, adjacency: torch.Tensor, i: int, j: int) -> list[int]:
+    """One shortest path j → … → i (token positions, j first), [] when none."""
+    if hop_grid[i, j] < 0:
+        return []
+    path = [i]
+    cur = i
+    # walk back: from cur pick a key it sees that is one hop closer to j
+    while cur != j:
+        need = int(hop_grid[cur, j]) - 1
+        prev = next(
+            int(p) for p in torch.nonzero(adjacency[cur] > 0).flatten().tolist()
+            if int(hop_grid[p, j]) == need
+        )
+        path.append(prev)
+        cur = prev
+    return path[::-1]
+
+
+def adjacency(n: int, window: int, hubs=(), causal: bool = True) -> torch.Tensor:
+    """bool (n, n) edges of one layer (for :func:`route` and drawing)."""
+    return _adjacency(n, window, hubs, causal) > 0

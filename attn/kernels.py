@@ -1,0 +1,284 @@
+"""Full, window (+ hubs) and linear attention on ``(batch, heads, n, d)`` tensors.
+
+Every fast path has a plain, obviously correct twin here (``*_reference``) that
+builds the n×n grid; the tests compare the two. The fast paths never allocate
+anything of size n×n:
+
+* :func:`window_attention` — memory O(n·(w + g)) per head. A compiled
+  FlexAttention kernel when it has been warmed up (see :mod:`attn.flex`), else a
+  blocked pure-torch kernel: queries in blocks of ``BLOCK``, each block against its
+  ``BLOCK + w − 1`` candidate keys (causal) and the hub columns, with the pattern
+  predicate of :mod:`attn.patterns` deciding which candidates count.
+* :func:`linear_attention` — φ(q)ᵀ(Σ φ(k) vᵀ) / φ(q)ᵀ(Σ φ(k)) in the O(n·m·d) order;
+  causal through a chunked scan (chunks of ``CHUNK``), memory O(n·m + m·d).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from . import patterns
+from .features import apply_feature_map
+
+BLOCK = 64  # query block of the blocked window kernel
+CHUNK = 64  # chunk of the causal linear-attention scan
+LINEAR_EPS = 1e-12  # denominator guard: max(φ(q)·Σφ(k), ε); ReLU features can make both parts 0
+_GROUP_BYTES = 4 * 2**20  # score tensor of one group of blocks: small enough to stay in cache
+
+
+# --- checks -----------------------------------------------------------------
+
+
+def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, int, int, int]:
+    """Validate ``(b, h, n, d)`` shapes; return ``(b, h, n, d)``."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor")
+        if t.dim() != 4:
+            raise ValueError(f"{name} must be (batch, heads, n, d), got shape {tuple(t.shape)}")
+    if q.shape[:2] != k.shape[:2] or k.shape[:2] != v.shape[:2]:
+        raise ValueError(
+            f"q, k, v must share batch and heads: {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must share d: {q.shape[-1]} != {k.shape[-1]}")
+    if k.shape[2] != v.shape[2]:
+        raise ValueError(f"k and v must have the same length: {k.shape[2]} != {v.shape[2]}")
+    if q.shape[2] != k.shape[2]:
+        raise ValueError(f"self-attention needs as many queries as keys: {q.shape[2]} != {k.shape[2]}")
+    if q.shape[2] == 0:
+        raise ValueError("attention needs at least one token")
+    if q.dtype != k.dtype or k.dtype != v.dtype:
+        raise ValueError(f"q, k, v must share a dtype: {q.dtype}, {k.dtype}, {v.dtype}")
+    return tuple(q.shape)  # type: ignore[return-value]
+
+
+def _scale(q: torch.Tensor, scale: float | None) -> float:
+    return q.shape[-1] ** -0.5 if scale is None else float(scale)
+
+
+# --- full attention ---------------------------------------------------------
+
+
+def full_attention(q, k, v, *, causal: bool = True, scale: float | None = None) -> torch.Tensor:
+    """softmax(s·QKᵀ + causal mask)·V through torch's fused SDPA (flash / memory-efficient
+    kernels where the device has them). ``scale=None`` means 1/√d."""
+    check_qkv(q, k, v)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=_scale(q, scale))
+
+
+def masked_softmax_reference(q, k, v, allowed: torch.Tensor, scale: float | None = None) -> torch.Tensor:
+    """Plain dense softmax over the allowed cells of an n×n grid (float64 inside)."""
+    s = _scale(q, scale)
+    scores = (q.double() @ k.double().transpose(-1, -2)) * s  # (b, h, n, n)
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    return (torch.softmax(scores, dim=-1) @ v.double()).to(q.dtype)
+
+
+def full_attention_reference(q, k, v, *, causal: bool = True, scale: float | None = None):
+    n = check_qkv(q, k, v)[2]
+    allowed = patterns.dense(patterns.pattern(n, None, (), causal), n, device=q.device)
+    return masked_softmax_reference(q, k, v, allowed, scale)
+
+
+# --- window (+ hubs) attention ----------------------------------------------
+
+
+def window_attention(
+    q, k, v, *, window: int, hubs=(), causal: bool = True, scale: float | None = None,
+    backend: str = "auto",
+) -> torch.Tensor:
+    """Softmax attention over the window (+ hubs) pattern of :mod:`attn.patterns`.
+
+    ``backend``: ``"auto"`` (compiled FlexAttention when warm, else blocked),
+    ``"blocked"`` or ``"flex"`` (compiles on first use)."""
+    _, _, n, _ = check_qkv(q, k, v)
+    window = patterns.check_window(window)
+    hubs = patterns.check_hubs(n, hubs)
+    if backend not in ("auto", "blocked", "flex"):
+        raise ValueError(f"unknown backend {backend!r}; use auto, blocked or flex")
+    s = _scale(q, scale)
+    if window >= n:  # the pattern is every (causal) pair: exactly full attention
+        return full_attention(q, k, v, causal=causal, scale=s)
+    from . import flex
+
+    if backend == "flex":
+        return flex.window_attention(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
+    if backend == "auto" and flex.is_ready(q, v, causal):
+        try:
+            return flex.window_attention(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
+        except Exception as exc:  # a compile problem never fails a request
+            flex.mark_failed(q, v, causal, exc)
+    return window_attention_blocked(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
+
+
+def window_backend(q, v, causal: bool = True, window: int | None = None) -> str:
+    """Which kernel :func:`window_attention` with ``backend="auto"`` would run."""
+    if window is not None and window >= q.shape[2]:
+        return "sdpa"
+    from . import flex
+
+    return "flex" if flex.is_ready(q, v, causal) else "blocked"
+
+
+def window_attention_blocked(
+    q, k, v, *, window: int, hubs=(), causal: bool = True, scale: float | None = None,
+    block: int = BLOCK,
+) -> torch.Tensor:
+    """The blocked pure-torch window (+ hubs) kernel (see the module docstring)."""
+    b, h, n, d = check_qkv(q, k, v)
+    w = patterns.check_window(window)
+    hubs = patterns.check_hubs(n, hubs)
+    s = _scale(q, scale)
+    dv = v.shape[-1]
+    B = max(1, min(block, n))
+    nb = math.ceil(n / B)
+    left = w - 1
+    right = 0 if causal else w - 1
+    L = B + left + right  # candidate keys of one query block
+    total = nb * B + left + right
+    kp = F.pad(k, (0, 0, left, total - left - n))  # (b, h, total, d)
+    vp = F.pad(v, (0, 0, left, total - left - n))
+    qp = F.pad(q, (0, 0, 0, nb * B - n))  # (b, h, nb·B, d)
+    k_blocks = kp.unfold(2, L, B)  # (b, h, nb, d, L): a view, no copy
+    v_blocks = vp.unfold(2, L, B)  # (b, h, nb, dv, L)
+
+    dev = q.device
+    mask_mod = patterns.pattern(n, w, hubs, causal, device=dev)
+    g = len(hubs)
+    hub_idx = torch.tensor(hubs, dtype=torch.long, device=dev)
+    k_hub = k[:, :, hub_idx][:, :, None]  # (b, h, 1, g, d)
+    v_hub = v[:, :, hub_idx][:, :, None]  # (b, h, 1, g, dv)
+
+    out = torch.empty(b, h, nb * B, dv, dtype=q.dtype, device=dev)
+    per_block = b * h * B * (L + g) * max(q.element_size(), 4) * 3
+    group = max(1, _GROUP_BYTES // max(per_block, 1))
+    for g0 in range(0, nb, group):
+        g1 = min(nb, g0 + group)
+        starts = torch.arange(g0, g1, device=dev) * B  # (G,)
+        qi = starts[:, None] + torch.arange(B, device=dev)[None, :]  # (G, B) absolute query positions
+        kj = starts[:, None] - left + torch.arange(L, device=dev)[None, :]  # (G, L) absolute key positions
+        qs = qp[:, :, g0 * B : g1 * B].reshape(b, h, g1 - g0, B, d)  # (b, h, G, B, d)
+        scores = qs @ k_blocks[:, :, g0:g1]  # (b, h, G, B, L)
+        inside = (kj >= 0) & (kj < n)  # padding keys are never visible
+        # the predicate sees clamped positions; padded cells are dropped by `inside`
+        # and padded query rows are cut off at the end
+        qc, kc = qi.clamp(max=n - 1), kj.clamp(0, n - 1)
+        allowed = mask_mod(0, 0, qc[:, :, None], kc[:, None, :]) & inside[:, None, :]
+        if g:
+            # hub columns outside the block's candidate range (those inside are counted above)
+            hj = hub_idx[None, None, :]  # (1, 1, g)
+            in_range = (hj >= starts[:, None, None] - left) & (hj < starts[:, None, None] - left + L)
+            allowed_h = mask_mod(0, 0, qc[:, :, None], hj) & ~in_range  # (G, B, g)
+            scores = torch.cat([scores, qs @ k_hub.transpose(-1, -2)], dim=-1)  # (b, h, G, B, L+g)
+            allowed = torch.cat([allowed, allowed_h], dim=-1)
+        scores = (scores * s).masked_fill_(~allowed, float("-inf"))
+        p = torch.softmax(scores, dim=-1)
+        o = p[..., :L] @ v_blocks[:, :, g0:g1].transpose(-1, -2)  # (b, h, G, B, dv)
+        if g:
+            o = o + p[..., L:] @ v_hub
+        out[:, :, g0 * B : g1 * B] = o.reshape(b, h, (g1 - g0) * B, dv)
+    out = out[:, :, :n]
+    if g:
+        # hub rows see every (earlier) key: g full rows, O(g·n)
+        rows = q[:, :, hub_idx] @ k.transpose(-1, -2) * s  # (b, h, g, n)
+        allowed = mask_mod(0, 0, hub_idx[:, None], torch.arange(n, device=dev)[None, :])
+        out[:, :, hub_idx] = torch.softmax(rows.masked_fill(~allowed, float("-inf")), dim=-1) @ v
+    return out.contiguous()
+
+
+def window_attention_reference(q, k, v, *, window: int, hubs=(), causal: bool = True, scale=None):
+    n = check_qkv(q, k, v)[2]
+    allowed = patterns.dense(patterns.pattern(n, window, hubs, causal), n, device=q.device)
+    return masked_softmax_reference(q, k, v, allowed, scale)
+
+
+# --- linear attention -------------------------------------------------------
+
+
+def linear_attention(
+    q, k, v, *, feature: str = "elu", causal: bool = True, feature_dim: int | None = None,
+    seed: int = 0, scale: float | None = None, chunk: int = CHUNK,
+) -> torch.Tensor:
+    """φ(q)ᵀ(Σ_j φ(k_j) v_jᵀ) / max(φ(q)ᵀ Σ_j φ(k_j), ε), in the O(n·m·d) order.
+
+    The sums run over j ≤ i when ``causal``: a chunked scan carries the m×d summary
+    from chunk to chunk and handles each chunk's own causal triangle (chunk×chunk)
+    directly. φ is applied to q·√s and k·√s (see :mod:`attn.features`)."""
+    check_qkv(q, k, v)
+    fq, fk = apply_feature_map(feature, q, k, scale=scale, feature_dim=feature_dim, seed=seed)
+    if not causal:
+        summary = fk.transpose(-1, -2) @ v  # (b, h, m, dv): Σ φ(k) vᵀ
+        norm = fk.sum(dim=-2)  # (b, h, m): Σ φ(k)
+        num = fq @ summary  # (b, h, n, dv)
+        den = (fq @ norm[..., None]).clamp_min(LINEAR_EPS)  # (b, h, n, 1)
+        return num / den
+    return _causal_linear_scan(fq, fk, v, chunk)
+
+
+def _causal_linear_scan(fq, fk, v, chunk: int) -> torch.Tensor:
+    b, h, n, m = fq.shape
+    dv = v.shape[-1]
+    C = max(1, min(chunk, n))
+    nc = math.ceil(n / C)
+    pad = nc * C - n
+    fq = F.pad(fq, (0, 0, 0, pad)).reshape(b, h, nc, C, m)  # (b, h, nc, C, m)
+    fk = F.pad(fk, (0, 0, 0, pad)).reshape(b, h, nc, C, m)
+    vc = F.pad(v, (0, 0, 0, pad)).reshape(b, h, nc, C, dv)
+    tri = torch.ones(C, C, dtype=torch.bool, device=fq.device).tril()
+    out = torch.empty(b, h, nc, C, dv, dtype=v.dtype, device=v.device)
+    state = torch.zeros(b, h, m, dv, dtype=v.dtype, device=v.device)  # Σ φ(k) vᵀ of earlier chunks
+    norm = torch.zeros(b, h, m, 1, dtype=v.dtype, device=v.device)  # Σ φ(k) of earlier chunks
+    # Chunks in groups (bounded memory): each group's own triangles and summaries in
+    # a few batched products, then a short scan that carries the summary along.
+    per_chunk = b * h * (m * dv + C * C + C * dv) * 4
+    group = max(1, (16 * 2**20) // per_chunk)
+    for c0 in range(0, nc, group):
+        c1 = min(nc, c0 + group)
+        q_, k_, v_ = fq[:, :, c0:c1], fk[:, :, c0:c1], vc[:, :, c0:c1]
+        inner = (q_ @ k_.transpose(-1, -2)).masked_fill_(~tri, 0.0)  # (b, h, G, C, C)
+        num = inner @ v_  # (b, h, G, C, dv): pairs inside each chunk
+        den = inner.sum(dim=-1, keepdim=True)  # (b, h, G, C, 1)
+        kv = k_.transpose(-1, -2) @ v_  # (b, h, G, m, dv): each chunk's own summary
+        ks = k_.sum(dim=-2)[..., None]  # (b, h, G, m, 1)
+        for c in range(c1 - c0):
+            num[:, :, c] += q_[:, :, c] @ state  # (b, h, C, dv): all earlier chunks at once
+            den[:, :, c] += q_[:, :, c] @ norm
+            state += kv[:, :, c]
+            norm += ks[:, :, c]
+        out[:, :, c0:c1] = num / den.clamp_min(LINEAR_EPS)
+    return out.reshape(b, h, nc * C, dv)[:, :, :n]
+
+
+def linear_attention_quadratic(
+    q, k, v, *, feature: str = "elu", causal: bool = True, feature_dim: int | None = None,
+    seed: int = 0, scale: float | None = None,
+) -> torch.Tensor:
+    """The same φ in the other order: build the n×n grid A = φ(Q)φ(K)ᵀ (lower
+    triangle when causal), then (A·V) / (A·1). Step 5 shows it beside the linear order."""
+    n = check_qkv(q, k, v)[2]
+    fq, fk = apply_feature_map(feature, q, k, scale=scale, feature_dim=feature_dim, seed=seed)
+    grid = fq @ fk.transpose(-1, -2)  # (b, h, n, n)
+    if causal:
+        grid = grid.masked_fill(~patterns.dense(patterns.causal_mask, n, device=q.device), 0.0)
+    return (grid @ v) / grid.sum(dim=-1, keepdim=True).clamp_min(LINEAR_EPS)
+
+
+def linear_attention_reference(q, k, v, **kwargs) -> torch.Tensor:
+    """float64 version of :func:`linear_attention_quadratic`, for the tests."""
+    out = linear_attention_quadratic(q.double(), k.double(), v.double(), **kwargs)
+    return out.to(q.dtype)
+
+
+def linear_weights(q, k, *, feature="elu", causal=True, feature_dim=None, seed=0, scale=None):
+    """The attention map a linear method implies, rows normalised: (b, h, n, n).
+    For drawing small grids only."""
+    n = q.shape[2]
+    fq, fk = apply_feature_map(feature, q, k, scale=scale, feature_dim=feature_dim, seed=seed)
+    grid = fq @ fk.transpose(-1, -2)
+    if causal:
+        grid = grid.masked_fill(~patterns.dense(patterns.causal_mask, n, device=q.device), 0.0)
+    return grid / grid.sum(dim=-1, keepdim=True).clamp_min(LINEAR_EPS)

@@ -1,0 +1,214 @@
+"""Which (query, key) pairs each attention method computes: the one definition.
+
+A pattern is a *mask_mod* in FlexAttention's signature,
+``mask_mod(b, h, q_idx, kv_idx) -> bool``, built from tiny predicates joined with
+:func:`or_masks` / :func:`and_masks` (as attention-gym does). The same predicate
+
+* draws small grids (:func:`dense`),
+* is the dense reference in the tests,
+* builds FlexAttention block masks and the masks of the blocked kernel
+  (:mod:`attn.kernels` evaluates it on the candidate cells of each block only),
+
+so there is never a second definition of "which pairs". :func:`cells` counts the
+pairs with a closed form, and the tests check it against the predicate.
+
+Rules (i = query position, j = key position):
+
+* causal: ``j <= i``;
+* window w: ``|i - j| < w`` (with causal: ``0 <= i - j < w``, the w most recent
+  tokens, i itself included);
+* hubs: a hub row sees every key, a hub column is seen by every query; causality
+  still applies when it is on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import torch
+
+MaskMod = Callable[..., torch.Tensor]
+
+
+# --- the predicates ---------------------------------------------------------
+
+
+def causal_mask(b, h, q_idx, kv_idx):
+    """A token looks only backwards: ``j <= i``."""
+    return q_idx >= kv_idx
+
+
+def full_mask(b, h, q_idx, kv_idx):
+    """Every pair (bidirectional full attention)."""
+    return q_idx >= 0  # True, in the broadcast shape FlexAttention expects
+
+
+def window_mask(window) -> MaskMod:
+    """``|i - j| < window``; ``window`` may be an int or a 0-d tensor."""
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return (q_idx - kv_idx).abs() < window
+
+    return mask_mod
+
+
+def hub_mask(is_hub: torch.Tensor) -> MaskMod:
+    """A hub row sees every key; a hub column is seen by every query.
+
+    ``is_hub`` is a bool tensor of length n (see :func:`hub_flags`)."""
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return is_hub[q_idx] | is_hub[kv_idx]
+
+    return mask_mod
+
+
+def or_masks(*mods: MaskMod) -> MaskMod:
+    def mask_mod(b, h, q_idx, kv_idx):
+        out = mods[0](b, h, q_idx, kv_idx)
+        for m in mods[1:]:
+            out = out | m(b, h, q_idx, kv_idx)
+        return out
+
+    return mask_mod
+
+
+def and_masks(*mods: MaskMod) -> MaskMod:
+    def mask_mod(b, h, q_idx, kv_idx):
+        out = mods[0](b, h, q_idx, kv_idx)
+        for m in mods[1:]:
+            out = out & m(b, h, q_idx, kv_idx)
+        return out
+
+    return mask_mod
+
+
+# --- arguments --------------------------------------------------------------
+
+
+def check_window(window) -> int:
+    if isinstance(window, bool) or not isinstance(window, int):
+        try:
+            as_int = int(window)
+        except (TypeError, ValueError):
+            raise ValueError(f"window must be a whole number >= 1, got {window!r}") from None
+        if as_int != window:
+            raise ValueError(f"window must be a whole number >= 1, got {window!r}")
+        window = as_int
+    if window < 1:
+        raise ValueError(f"window must be >= 1 (a token always sees itself), got {window}")
+    return window
+
+
+def check_hubs(n: int, hubs: Iterable[int] | None) -> tuple[int, ...]:
+    """Sorted, de-duplicated hub positions; ``ValueError`` when one is outside 0..n-1."""
+    if hubs is None:
+        return ()
+    out = set()
+    for h in hubs:
+        if isinstance(h, bool) or int(h) != h:
+            raise ValueError(f"hub positions must be whole numbers, got {h!r}")
+        h = int(h)
+        if not 0 <= h < n:
+            raise ValueError(f"hub position {h} is outside the text (0..{n - 1})")
+        out.add(h)
+    return tuple(sorted(out))
+
+
+def hub_flags(n: int, hubs: Sequence[int], device=None) -> torch.Tensor:
+    """Bool tensor of length n, True at each hub position."""
+    flags = torch.zeros(n, dtype=torch.bool, device=device)
+    if hubs:
+        flags[torch.as_tensor(list(hubs), dtype=torch.long, device=device)] = True
+    return flags
+
+
+# --- patterns ---------------------------------------------------------------
+
+
+def pattern(
+    n: int,
+    window: int | None = None,
+    hubs: Iterable[int] = (),
+    causal: bool = True,
+    *,
+    device=None,
+    window_tensor: bool = False,
+) -> MaskMod:
+    """The mask_mod of full (``window=None``), window, or window + hubs attention.
+
+    ``window_tensor=True`` captures the window as a 0-d tensor (so a compiled
+    FlexAttention does not recompile for each window)."""
+    parts = []
+    if window is not None:
+        window = check_window(window)
+        w = torch.tensor(window, device=device) if window_tensor else window
+        visible = window_mask(w)
+        hubs = check_hubs(n, hubs)
+        if hubs:
+            visible = or_masks(visible, hub_mask(hub_flags(n, hubs, device=device)))
+        parts.append(visible)
+    elif hubs:
+        check_hubs(n, hubs)  # validated, but full attention already sees everything
+    if causal:
+        parts.append(causal_mask)
+    if not parts:
+        return full_mask
+    return parts[0] if len(parts) == 1 else and_masks(*parts)
+
+
+def dense(mask_mod: MaskMod, n_q: int, n_kv: int | None = None, device=None) -> torch.Tensor:
+    """Evaluate a pattern on every cell: bool ``(n_q, n_kv)``. For drawing small grids
+    and for reference tests only; the kernels never call this."""
+    n_kv = n_q if n_kv is None else n_kv
+    q_idx = torch.arange(n_q, device=device)[:, None]
+    kv_idx = torch.arange(n_kv, device=device)[None, :]
+    return torch.broadcast_to(mask_mod(0, 0, q_idx, kv_idx), (n_q, n_kv))
+
+
+def pattern_grid(n: int, window=None, hubs=(), causal=True) -> torch.Tensor:
+    """Shortcut: the dense bool grid of a pattern (small n only)."""
+    return dense(pattern(n, window, hubs, causal), n)
+
+
+def cells(n: int, window: int | None = None, hubs: Iterable[int] = (), causal: bool = True) -> int:
+    """Exact number of (query, key) pairs the pattern computes, in O(n log g) time.
+
+    full: n² (bidirectional) or n(n+1)/2 (causal). Window + hubs: per non-hub row
+    the band ``min(i+1, w)`` (causal) plus the hubs outside it; per hub row the
+    whole (causal) row. Equals ``pattern_grid(...).sum()``, which the tests check."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if n == 0:
+        return 0
+    if window is None or window >= n:
+        check_hubs(n, hubs)
+        return n * (n + 1) // 2 if causal else n * n
+    w = check_window(window)
+    hubs_t = torch.tensor(check_hubs(n, hubs), dtype=torch.long)
+    i = torch.arange(n, dtype=torch.long)
+    if causal:
+        lo = (i - w + 1).clamp_min(0)
+        band = i - lo + 1
+        # hubs j <= i - w (strictly before the band; later hubs are in the future)
+        outside = torch.searchsorted(hubs_t, lo, right=False)
+        hub_row = i + 1
+    else:
+        lo = (i - w + 1).clamp_min(0)
+        hi = (i + w - 1).clamp_max(n - 1)
+        band = hi - lo + 1
+        before = torch.searchsorted(hubs_t, lo, right=False)
+        after = len(hubs_t) - torch.searchsorted(hubs_t, hi, right=True)
+        outside = before + after
+        hub_row = torch.full_like(i, n)
+    per_row = band + outside
+    if len(hubs_t):
+        is_hub = hub_flags(n, hubs_t.tolist())
+        per_row = torch.where(is_hub, hub_row, per_row)
+    return int(per_row.sum())
+
+
+def linear_summary_size(m: int, d_v: int) -> int:
+    """Numbers held by linear attention's running summary: the m×d_v matrix Σφ(k)vᵀ
+    plus the m-vector Σφ(k)."""
+    return m * d_v + m

@@ -1,0 +1,106 @@
+"""How each attention method's time and memory grow as n doubles.
+
+    .venv/bin/python bench/scaling.py            # CPU: n = 512 … 16,384, then 65,536 for memory
+    .venv/bin/python bench/scaling.py --quick    # a short run (n up to 4,096)
+
+Prints one table: median time and peak memory per method and n, the ratio
+cost(2n)/cost(n), the machine's matrix-multiply throughput, and for each
+efficient method its computed and useful GFLOP/s as shares of that figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torch  # noqa: E402
+
+from attn import bench, flex  # noqa: E402
+from attn.device import describe_device, pick_device  # noqa: E402
+
+NAIVE_MAX = {"cpu": 8192, "cuda": 32768}  # the naive grid: n² floats, twice
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="n up to 4,096, fewer repeats")
+    ap.add_argument("--max-n", type=int, default=None)
+    ap.add_argument("--window", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--no-flex", action="store_true", help="skip the compiled FlexAttention path")
+    args = ap.parse_args(argv)
+
+    device = pick_device()
+    s = bench.Setting(window=args.window)
+    top = args.max_n or (4096 if args.quick else (16384 if device.type == "cpu" else 131072))
+    ns = []
+    n = 512
+    while n <= top:
+        ns.append(n)
+        n *= 2
+    repeats = 2 if args.quick else args.repeats
+    print(f"device: {describe_device(device)}   torch {torch.__version__}")
+    print(f"heads={s.heads} d={s.d} window={s.window} hubs={s.hubs} feature={s.feature}; median of {repeats}")
+
+    peak = bench.matmul_gflops(device)
+    print(f"matmul throughput ({bench.compute_dtype(device)}, 2048²): {peak:.1f} GFLOP/s\n")
+
+    backends = ["blocked"]
+    if not args.no_flex:
+        t0 = time.perf_counter()
+        ok = flex.warm((1, s.heads, 1024, s.d), dtype=bench.compute_dtype(device), device=device)
+        print(f"FlexAttention compile: {'ready' if ok else 'unavailable'} in {time.perf_counter() - t0:.1f} s"
+              + ("" if ok else f" ({flex.status()['failed']})"))
+        if ok:
+            backends.insert(0, "flex")
+
+    plan = [("sdpa", "auto"), ("naive", "auto")]
+    plan += [(m, b) for m in ("window", "window_hubs") for b in backends]
+    plan += [("linear", "auto")]
+    rows: dict[tuple[str, str], list[bench.Row]] = {p: [] for p in plan}
+    for n in ns:
+        for method, backend in plan:
+            if method == "naive" and n > NAIVE_MAX[device.type]:
+                continue
+            r = bench.measure(method, n, s, device, repeats=repeats, backend=backend)
+            rows[(method, backend)].append(r)
+            print(f"  measured {method:<12} {r.backend:<12} n={n:>7}: {r.seconds * 1e3:9.2f} ms", file=sys.stderr)
+
+    def label(method, backend):
+        return f"{method} [{rows[(method, backend)][0].backend}]" if rows[(method, backend)] else method
+
+    print(f"{'method':<26}{'n':>8}{'time ms':>11}{'t(2n)/t(n)':>12}{'peak MiB':>10}"
+          f"{'m(2n)/m(n)':>12}{'×SDPA':>8}{'computed':>10}{'useful':>8}")
+    sdpa = {r.n: r.seconds for r in rows[("sdpa", "auto")]}
+    for key, rs in rows.items():
+        tr = bench.ratios(rs)
+        mr = bench.ratios(rs, key=lambda r: r.peak_bytes or 0)
+        for r in rs:
+            ratio = tr.get((r.method, r.n))
+            mratio = mr.get((r.method, r.n))
+            speed = sdpa.get(r.n, float("nan")) / r.seconds
+            comp = r.computed_flops / r.seconds / 1e9 / peak
+            use = r.useful_flops / r.seconds / 1e9 / peak
+            mib = (r.peak_bytes or 0) / 2**20
+            print(f"{label(*key):<26}{r.n:>8}{r.seconds * 1e3:>11.2f}"
+                  f"{'' if ratio is None else f'{ratio:.2f}':>12}{mib:>10.1f}"
+                  f"{'' if mratio is None else f'{mratio:.2f}':>12}{speed:>8.1f}"
+                  f"{comp:>10.0%}{use:>8.0%}")
+        print()
+
+    if not args.quick:
+        big = 65536
+        print(f"peak memory at n = {big:,} (a dense n×n float32 grid per head would be "
+              f"{big * big * 4 * s.heads / 2**30:.0f} GiB):")
+        for method, backend in [("window", b) for b in backends] + [("window_hubs", backends[0]), ("linear", "auto")]:
+            r = bench.measure(method, big, s, device, repeats=1, backend=backend)
+            print(f"  {method} [{r.backend}]: {(r.peak_bytes or 0) / 2**20:.0f} MiB, {r.seconds:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

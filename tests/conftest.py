@@ -1,0 +1,24 @@
+import os
+import sys
+
+import pytest
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def tolerance(device: str) -> dict:
+    """float32 on CPU: 1e-5; bfloat16 on CUDA: bf16's rounding (≈1e-2 relative)."""
+    return {"atol": 1e-5, "rtol": 1e-5} if device == "cpu" else {"atol": 2e-2, "rtol": 2e-2}
+
+
+def dtype_for(device: str) -> torch.dtype:
+    return torch.float32 if device == "cpu" else torch.bfloat16
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param

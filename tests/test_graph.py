@@ -1,0 +1,50 @@
+import pytest
+import torch
+
+from attn import graph
+
+
+@pytest.mark.parametrize("w,layers", [(2, 1), (3, 2), (4, 3), (5, 4), (8, 2)])
+def test_reach_of_a_causal_window_after_L_layers_is_L_times_w_minus_1_plus_1(w, layers):
+    n = 64
+    reach = graph.reach_after_layers(n, w, layers, causal=True)
+    size = graph.reach_size(w, layers)
+    rows = reach.sum(dim=1)
+    for i in range(n):
+        assert int(rows[i]) == min(i + 1, size)
+    assert not reach.triu(1).any()  # nothing from the future
+
+
+def test_reach_after_zero_layers_is_the_token_itself():
+    assert torch.equal(graph.reach_after_layers(9, 3, 0), torch.eye(9, dtype=torch.bool))
+
+
+def test_bidirectional_hops_with_a_hub_are_at_most_two():
+    n, w = 80, 3
+    no_hub = graph.hops(n, w, (), causal=False)
+    with_hub = graph.hops(n, w, (40,), causal=False)
+    assert int(no_hub.max()) > 2  # a far pair needs many layers without hubs
+    assert int(no_hub[0, n - 1]) == -(-(n - 1) // (w - 1))  # ceil((n-1)/(w-1))
+    assert int(with_hub.max()) <= 2 and int(with_hub.min()) >= 0
+    assert torch.equal(torch.diagonal(with_hub), torch.zeros(n, dtype=torch.long))
+
+
+def test_in_a_causal_model_the_first_token_is_a_sink_not_a_relay():
+    n, w = 60, 3
+    causal = graph.hops(n, w, (0,), causal=True)
+    # token 5 reaches token 59 only along the window chain, never through the hub
+    assert int(causal[59, 5]) == -(-(59 - 5) // (w - 1)) > 2
+    # the hub itself is reached from nobody but itself, and later tokens never reach earlier ones
+    assert causal[0, 1:].eq(-1).all()
+    assert int(causal[59, 0]) == 1  # every token reads the sink directly
+    bidir = graph.hops(n, w, (0,), causal=False)
+    assert int(bidir[59, 5]) == 2
+
+
+def test_route_goes_through_the_hub_when_it_is_shorter():
+    n, w = 40, 2
+    hop = graph.hops(n, w, (20,), causal=False)
+    adj = graph.adjacency(n, w, (20,), causal=False)
+    path = graph.route(hop, adj, 39, 0)
+    assert path == [0, 20, 39]
+    assert graph.route(graph.hops(n, w, (0,), causal=True), graph.adjacency(n, w, (0,), True), 0, 5) == []

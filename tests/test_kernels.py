@@ -1,0 +1,199 @@
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attn import features, flex, kernels, patterns
+from conftest import ROOT, dtype_for, tolerance
+
+
+def rand(shape, device="cpu", dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g).to(device=device, dtype=dtype)
+
+
+def qkv(b, h, n, d, device="cpu", dtype=torch.float32, dv=None, seed=0):
+    return (rand((b, h, n, d), device, dtype, seed), rand((b, h, n, d), device, dtype, seed + 1),
+            rand((b, h, n, dv or d), device, dtype, seed + 2))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_full_attention_matches_the_dense_reference(device, causal):
+    q, k, v = qkv(2, 3, 37, 16, device, dtype_for(device))
+    got = kernels.full_attention(q, k, v, causal=causal, scale=0.3)
+    ref = kernels.full_attention_reference(q.float(), k.float(), v.float(), causal=causal, scale=0.3)
+    torch.testing.assert_close(got.float(), ref, **tolerance(device))
+
+
+CASES = [
+    # n, window, hubs: n not a multiple of the block, n < window, window = 1,
+    # hubs at the start, middle and end, duplicate hubs
+    (1, 1, ()), (2, 1, (1,)), (7, 1, ()), (65, 1, (0,)), (63, 200, ()), (130, 129, (5,)),
+    (100, 7, (0,)), (100, 7, (50,)), (100, 7, (99,)), (100, 7, (0, 50, 50, 99)),
+    (257, 16, (3, 128)), (200, 64, tuple(range(0, 200, 9))), (129, 64, ()),
+]
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("n,w,hubs", CASES)
+def test_window_attention_matches_the_dense_reference(device, n, w, hubs, causal):
+    q, k, v = qkv(2, 3, n, 16, device, dtype_for(device), dv=8, seed=n + w)
+    ref = kernels.window_attention_reference(q.float(), k.float(), v.float(), window=w, hubs=hubs, causal=causal)
+    got = kernels.window_attention(q, k, v, window=w, hubs=hubs, causal=causal)
+    torch.testing.assert_close(got.float(), ref, **tolerance(device))
+    got_blocked = kernels.window_attention_blocked(q, k, v, window=w, hubs=hubs, causal=causal, block=16)
+    torch.testing.assert_close(got_blocked.float(), ref, **tolerance(device))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    n=st.integers(1, 150), w=st.integers(1, 160), b=st.integers(1, 2), h=st.integers(1, 3),
+    hub_frac=st.lists(st.floats(0, 1), max_size=4), causal=st.booleans(), block=st.sampled_from([1, 8, 32, 64]),
+)
+def test_blocked_window_kernel_equals_reference_on_random_shapes(n, w, b, h, hub_frac, causal, block):
+    hubs = tuple(int(f * (n - 1)) for f in hub_frac)
+    q, k, v = qkv(b, h, n, 8, seed=n)
+    ref = kernels.window_attention_reference(q, k, v, window=w, hubs=hubs, causal=causal)
+    got = kernels.window_attention_blocked(q, k, v, window=w, hubs=hubs, causal=causal, block=block)
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_window_of_n_or_more_equals_full_attention(device):
+    q, k, v = qkv(1, 4, 50, 32, device, dtype_for(device))
+    full = kernels.full_attention(q, k, v, causal=True)
+    for w in (50, 51, 1000):
+        torch.testing.assert_close(kernels.window_attention(q, k, v, window=w), full, atol=0, rtol=0)
+    blocked = kernels.window_attention_blocked(q, k, v, window=50)
+    torch.testing.assert_close(blocked.float(), full.float(), **tolerance(device))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("feature", list(features.FEATURE_MAPS))
+@pytest.mark.parametrize("n,chunk", [(1, 64), (63, 64), (64, 64), (200, 64), (131, 16), (300, 128)])
+def test_linear_attention_matches_the_explicit_feature_grid(feature, causal, n, chunk):
+    q, k, v = qkv(2, 3, n, 16, dv=8, seed=n)
+    got = kernels.linear_attention(q, k, v, feature=feature, causal=causal, chunk=chunk, feature_dim=32)
+    ref = kernels.linear_attention_reference(q, k, v, feature=feature, causal=causal, feature_dim=32)
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("feature", list(features.FEATURE_MAPS))
+def test_linear_attention_on_cuda_matches_the_cpu_reference(feature):
+    q, k, v = qkv(1, 4, 300, 32)
+    got = kernels.linear_attention(q.cuda(), k.cuda(), v.cuda(), feature=feature).cpu()
+    ref = kernels.linear_attention_reference(q, k, v, feature=feature)
+    torch.testing.assert_close(got, ref, atol=1e-4, rtol=1e-4)
+
+
+def test_the_two_multiplication_orders_agree_for_each_feature_map():
+    q, k, v = qkv(1, 2, 90, 16)
+    for feature in features.FEATURE_MAPS:
+        for causal in (True, False):
+            a = kernels.linear_attention(q, k, v, feature=feature, causal=causal)
+            b = kernels.linear_attention_quadratic(q, k, v, feature=feature, causal=causal)
+            assert (a - b).abs().max() < 1e-5
+
+
+def test_feature_sizes_and_seeding():
+    assert features.feature_size("elu", 64) == 64
+    assert features.feature_size("relu", 64, 999) == 64  # feature_dim ignored where m is fixed
+    assert features.feature_size("favor", 64, 128) == 128
+    assert features.feature_size("taylor", 256) == 1 + 16 + 256
+    q, k, _ = qkv(1, 1, 10, 16)
+    a = features.apply_feature_map("favor", q, k, seed=1)[0]
+    assert torch.equal(a, features.apply_feature_map("favor", q, k, seed=1)[0])
+    assert not torch.equal(a, features.apply_feature_map("favor", q, k, seed=2)[0])
+    for name in features.FEATURE_MAPS:
+        fq, fk = features.apply_feature_map(name, q, k)
+        assert (fq @ fk.transpose(-1, -2) >= 0).all()  # every implied weight is >= 0
+
+
+def test_relu_features_can_zero_the_denominator_without_nan():
+    q = -torch.ones(1, 1, 5, 4)  # relu(q) = 0: numerator and denominator are both 0
+    k, v = torch.ones(1, 1, 5, 4), torch.randn(1, 1, 5, 4)
+    out = kernels.linear_attention(q, k, v, feature="relu")
+    assert torch.isfinite(out).all() and (out == 0).all()
+
+
+@pytest.mark.parametrize("call", [
+    lambda q, k, v: kernels.window_attention(q, k, v, window=0),
+    lambda q, k, v: kernels.window_attention(q, k, v, window=-2),
+    lambda q, k, v: kernels.window_attention(q, k, v, window=3, hubs=(10,)),
+    lambda q, k, v: kernels.window_attention(q, k, v, window=3, hubs=(-1,)),
+    lambda q, k, v: kernels.window_attention(q, k[:, :, :5], v, window=3),
+    lambda q, k, v: kernels.window_attention(q[0], k[0], v[0], window=3),
+    lambda q, k, v: kernels.full_attention(q, k[..., :3], v),
+    lambda q, k, v: kernels.linear_attention(q, k, v, feature="softmax"),
+    lambda q, k, v: kernels.linear_attention(q, k, v, feature="favor", feature_dim=0),
+    lambda q, k, v: kernels.window_attention(q, k, v, window=3, backend="gpu"),
+])
+def test_bad_arguments_raise_a_clear_value_error(call):
+    q, k, v = qkv(1, 2, 10, 8)
+    with pytest.raises(ValueError):
+        call(q, k, v)
+
+
+def test_flex_block_lists_are_a_superset_of_the_pattern_and_skip_far_blocks():
+    for n, w, hubs, causal in [(300, 16, (), True), (300, 100, (0, 150), True), (257, 20, (256,), False)]:
+        counts, idx = flex.block_lists(n, w, hubs, causal, block=32)
+        grid = patterns.pattern_grid(n, w, hubs, causal)
+        nb = counts.shape[-1]
+        for qb in range(nb):
+            visited = set(idx[0, 0, qb, : counts[0, 0, qb]].tolist())
+            rows = grid[qb * 32 : (qb + 1) * 32]
+            needed = {j // 32 for j in rows.any(dim=0).nonzero().flatten().tolist()}
+            assert needed <= visited
+        if not hubs:
+            assert int(counts.max()) <= (w - 1) // 32 + 2 + (0 if causal else (w - 1) // 32 + 1)
+
+
+@pytest.mark.skipif(not flex.available(), reason="FlexAttention cannot compile here (no C++ compiler)")
+def test_compiled_flex_attention_matches_the_dense_reference():
+    assert flex.warm((1, 4, 1024, 32))
+    for n, w, hubs, causal in [(300, 16, (), True), (513, 100, (0, 260), True), (700, 5, (699,), True)]:
+        q, k, v = qkv(1, 4, n, 32, seed=n)
+        assert kernels.window_backend(q, v, causal, w) == "flex"
+        got = kernels.window_attention(q, k, v, window=w, hubs=hubs, causal=causal)
+        ref = kernels.window_attention_reference(q, k, v, window=w, hubs=hubs, causal=causal)
+        torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+
+
+NO_NN_SCRIPT = textwrap.dedent("""
+    import resource, sys, torch
+    sys.path.insert(0, {root!r})
+    from attn import kernels
+    torch.set_num_threads(2)
+    small = torch.randn(1, 1, 300, 16)
+    kernels.window_attention(small, small, small, window=8, hubs=(0,))
+    kernels.linear_attention(small, small, small)
+    n = 65536
+    q, k, v = (torch.randn(1, 1, n, 16) for _ in range(3))
+    limit = 3 * 2**30  # an n×n float32 grid alone would take 16 GiB, a bool one 4 GiB
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        torch.empty(n, n, dtype=torch.bool)
+    except (RuntimeError, MemoryError):
+        print("nxn-refused")
+    out = kernels.window_attention(q, k, v, window=64, hubs=(0, 1000, n - 1))
+    assert out.shape == (1, 1, n, 16) and torch.isfinite(out).all()
+    for feature in ("elu", "favor", "taylor"):
+        out = kernels.linear_attention(q, k, v, feature=feature)
+        assert out.shape == (1, 1, n, 16) and torch.isfinite(out).all()
+    out = kernels.linear_attention(q, k, v, causal=False)
+    print("ok")
+""")
+
+
+def test_window_and_linear_attention_never_allocate_n_by_n():
+    script = NO_NN_SCRIPT.format(root=ROOT)
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "ATLAS_DEVICE": "cpu"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "nxn-refused" in res.stdout  # the limit really forbids an n×n tensor
+    assert res.stdout.strip().endswith("ok")
