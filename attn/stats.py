@@ -1,0 +1,172 @@
+"""How a row's attention weight is spread, and what each shortcut costs.
+
+Weights are ``(..., n, n)`` with rows summing to 1 (float16 is fine: the sums
+here run in float32).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from . import kernels, patterns
+from .device import compute_dtype
+
+
+def k_for_share(weights: torch.Tensor, p: float) -> torch.Tensor:
+    """k(p) per row: the fewest cells whose weights add up to at least a share p of
+    the row (largest first). int64 ``(..., n)``."""
+    if not 0 < p <= 1:
+        raise ValueError(f"p must be in (0, 1], got {p}")
+    w = weights.float()
+    total = w.sum(dim=-1, keepdim=True)
+    top = torch.sort(w, dim=-1, descending=True).values.cumsum(dim=-1)
+    # cells strictly below the target, plus the one that reaches it (float slack 1e-6)
+    return ((top < p * total - 1e-6).sum(dim=-1) + 1).clamp_max(w.shape[-1])
+
+
+def top_share_mask(weights: torch.Tensor, p: float) -> torch.Tensor:
+    """bool, same shape: the cells that make up share p of each row (largest first)."""
+    w = weights.float()
+    k = k_for_share(w, p)
+    order = torch.argsort(w, dim=-1, descending=True)
+    ranks = torch.empty_like(order)
+    ranks.scatter_(-1, order, torch.arange(w.shape[-1]).expand_as(order).contiguous())
+    return ranks < k[..., None]
+
+
+def useful_summary(weights: torch.Tensor, p: float) -> dict:
+    """For one grid (n, n): mean k, useful ≈ n·k, the share k/n, and the causal cells."""
+    n = weights.shape[-1]
+    k = k_for_share(weights, p).float()
+    mean_k = float(k.mean())
+    return {"n": n, "k": mean_k, "useful": n * mean_k, "share": mean_k / n,
+            "cells_causal": patterns.cells(n, None, (), True), "k_rows": k}
+
+
+def useful_share_by_prefix(weights: torch.Tensor, p: float, lengths: list[int]) -> list[dict]:
+    """k/n on growing prefixes of the text. In a causal model the attention of a
+    prefix is the top-left block of the whole text's grid (no row sees later
+    tokens), so each prefix is read off the one run."""
+    out = []
+    for m in lengths:
+        if 1 <= m <= weights.shape[-1]:
+            sub = weights[..., :m, :m]
+            k = k_for_share(sub, p).float()
+            out.append({"n": m, "k": float(k.mean()), "share": float(k.mean()) / m})
+    return out
+
+
+def prefix_lengths(n: int, start: int = 16) -> list[int]:
+    """Doubling lengths up to n (n itself last)."""
+    out, m = [], start
+    while m < n:
+        out.append(m)
+        m *= 2
+    if n >= 1:
+        out.append(n)
+    return out
+
+
+def share_kept(weights: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """Share of each row's weight on the allowed cells, averaged over rows:
+    ``(...)`` from weights ``(..., n, n)`` and a bool pattern ``(n, n)``."""
+    kept = (weights.float() * allowed).sum(dim=-1)  # (..., n)
+    return kept.mean(dim=-1)
+
+
+def share_kept_by_pattern(weights: torch.Tensor, window: int, hubs=(), causal: bool = True) -> dict:
+    """Per layer and head (``(L, H)``), per layer and overall, for weights ``(L, H, n, n)``."""
+    n = weights.shape[-1]
+    allowed = patterns.pattern_grid(n, window, patterns.check_hubs(n, hubs), causal)
+    per = share_kept(weights, allowed)
+    return {"per_head": per, "per_layer": per.mean(dim=-1), "mean": float(per.mean())}
+
+
+def anchors(weights: torch.Tensor, top: int = 5, min_distance: int = 8) -> list[tuple[int, float]]:
+    """Positions that receive the most weight from far away: for column j, the mean
+    weight it gets from rows i ≥ j + min_distance (averaged over layers and heads
+    when given ``(L, H, n, n)``). Candidates for hubs: the <bos> sink, separators,
+    punctuation. Returns [(position, mean far weight)], best first."""
+    w = weights.float()
+    while w.dim() > 2:
+        w = w.mean(dim=0)
+    n = w.shape[-1]
+    if n <= min_distance:
+        return [(0, float(w[:, 0].mean()))] if n else []
+    i = torch.arange(n)[:, None]
+    j = torch.arange(n)[None, :]
+    far = (i - j) >= min_distance
+    counts = far.sum(dim=0)
+    score = (w * far).sum(dim=0) / counts.clamp_min(1)
+    score = torch.where(counts > 0, score, torch.full_like(score, -1.0))
+    best = torch.argsort(score, descending=True)[: min(top, int((counts > 0).sum()))]
+    return [(int(b), float(score[b])) for b in best]
+
+
+# --- output error of each method on the model's own q, k, v --------------------
+
+
+def relative_error(out: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
+    """‖o − o_exact‖ / ‖o_exact‖ per head: ``(heads,)`` from ``(1, heads, n, d)``."""
+    diff = (out.double() - exact.double()).flatten(2).norm(dim=-1)[0]
+    return diff / exact.double().flatten(2).norm(dim=-1)[0].clamp_min(1e-30)
+
+
+def method_outputs(q, k, v, *, scale: float, own_mask: torch.Tensor, window: int, hubs=(),
+                   features_list=("elu", "relu", "favor", "taylor"), device=None) -> dict:
+    """Outputs of every method on one layer's q, k, v ``(1, heads, n, d)``, plus the
+    exact softmax output over the layer's own pattern ``own_mask`` in float64.
+
+    The fused kernel runs in the device's compute dtype (bfloat16 on CUDA)."""
+    device = torch.device(device) if device is not None else q.device
+    dtype = compute_dtype(device)
+    exact = kernels.masked_softmax_reference(q.double(), k.double(), v.double(), own_mask, scale)
+    qd, kd, vd = (t.to(device=device, dtype=dtype) for t in (q, k, v))
+    fused = F.scaled_dot_product_attention(qd, kd, vd, attn_mask=own_mask.to(device), scale=scale)
+    qf, kf, vf = (t.to(device=device, dtype=torch.float32) for t in (q, k, v))
+    outs = {
+        "fused": fused,
+        "window": kernels.window_attention(qf, kf, vf, window=window, causal=True, scale=scale),
+        "window_hubs": kernels.window_attention(qf, kf, vf, window=window, hubs=hubs, causal=True, scale=scale),
+    }
+    for name in features_list:
+        outs[f"linear_{name}"] = kernels.linear_attention(qf, kf, vf, feature=name, causal=True, scale=scale)
+    return {"exact": exact, "outputs": {k_: o.float().cpu() for k_, o in outs.items()},
+            "dtype": str(dtype).replace("torch.", "")}
+
+
+def output_errors(q, k, v, *, scale: float, own_mask: torch.Tensor, window: int, hubs=(),
+                  features_list=("elu", "relu", "favor", "taylor"), device=None) -> dict:
+    """Relative error of each method against exact softmax, per head and averaged.
+    Also the error of uniform attention over the causal prefix (every earlier token
+    weighted equally): the floor a method must beat to have learned anything."""
+    res = method_outputs(q, k, v, scale=scale, own_mask=own_mask, window=window, hubs=hubs,
+                         features_list=features_list, device=device)
+    exact = res["exact"]
+    n = q.shape[2]
+    uniform = own_mask.double() / own_mask.double().sum(dim=-1, keepdim=True)
+    errors = {name: relative_error(o, exact) for name, o in res["outputs"].items()}
+    errors["uniform"] = relative_error(uniform @ v.double(), exact)
+    return {"per_head": {k_: e.tolist() for k_, e in errors.items()},
+            "mean": {k_: float(e.mean()) for k_, e in errors.items()},
+            "dtype": res["dtype"], "n": n}
+
+
+def implied_weights(q, k, *, scale: float, own_mask: torch.Tensor, method: str, window: int = 1, hubs=(),
+                    feature: str = "elu") -> torch.Tensor:
+    """The attention map a method implies on one layer ``(heads, n, n)``, rows summing
+    to 1 — for drawing (n small)."""
+    n = q.shape[2]
+    if method == "exact":
+        allowed = own_mask
+    elif method in ("window", "window_hubs"):
+        allowed = patterns.pattern_grid(n, window, patterns.check_hubs(n, hubs) if method == "window_hubs" else (),
+                                        True)
+    elif method.startswith("linear_"):
+        return kernels.linear_weights(q.float(), k.float(), feature=method[len("linear_"):], causal=True,
+                                      scale=scale)[0]
+    else:
+        raise ValueError(f"unknown method {method!r}")
+    scores = (q.double() @ k.double().transpose(-1, -2)) * scale
+    return torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)[0].float()

@@ -1,0 +1,232 @@
+"""The model layer on a tiny random-weight Gemma3 (same classes, byte tokenizer)."""
+
+import threading
+
+import pytest
+import torch
+
+from attn import model as atlas_model
+from attn import patterns
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return atlas_model.tiny(device="cpu")
+
+
+TEXT = "Olá! 日本語 and emoji 😀, then more words to pass the window of eight tokens."
+
+
+def test_analysis_shapes_one_label_per_token_and_rows_summing_to_one(tiny):
+    a = tiny.analyze(TEXT)
+    L, H = tiny.n_layers, tiny.n_heads
+    assert a.attentions.shape == (L, H, a.n, a.n)
+    assert a.attentions.dtype == torch.float16
+    assert len(a.tokens) == a.n == len(a.ids) == len(a.words)
+    sums = a.attentions.float().sum(dim=-1)
+    torch.testing.assert_close(sums, torch.ones_like(sums), atol=2e-3, rtol=0)
+    assert a.layer_types == ["sliding"] * (L - 1) + ["full"]
+    q, k, v = a.qkv(0)
+    assert q.shape == k.shape == v.shape == (1, H, a.n, tiny.head_dim)
+
+
+def test_causal_zeros_above_the_diagonal_and_sliding_layers_zero_beyond_their_window(tiny):
+    a = tiny.analyze(TEXT)
+    w = tiny.sliding_window
+    assert a.n > 3 * w
+    upper = torch.ones(a.n, a.n, dtype=torch.bool).triu(1)
+    assert (a.attentions[:, :, upper] == 0).all()
+    for layer, kind in enumerate(a.layer_types):
+        outside = ~patterns.pattern_grid(a.n, w, (), True)
+        outside_weight = a.attentions[layer][:, outside].float().abs().max()
+        if kind == "sliding":
+            assert outside_weight == 0
+        else:
+            assert outside_weight > 0  # the full layer does look further back
+
+
+def test_q_k_v_reproduce_the_models_own_attention_weights(tiny):
+    a = tiny.analyze(TEXT)
+    for layer in range(a.n_layers):
+        q, k, v = a.qkv(layer)
+        scores = (q @ k.transpose(-1, -2)) * a.scale
+        weights = torch.softmax(scores.masked_fill(~a.model_mask(layer), float("-inf")), dim=-1)[0]
+        # the stored weights are float16: agreement to its rounding
+        torch.testing.assert_close(weights, a.attentions[layer].float(), atol=1e-3, rtol=0)
+
+
+def test_truncation_keeps_the_budget_and_says_how_much_was_dropped(tiny):
+    a = tiny.analyze(TEXT, max_tokens=10)
+    full = tiny.analyze(TEXT)
+    assert a.n == 10 and a.truncated == full.n - 10 and a.total_tokens == full.n
+    # a causal model: the first rows are the same with or without the rest of the text
+    torch.testing.assert_close(a.attentions, full.attentions[:, :, :10, :10], atol=1e-3, rtol=0)
+
+
+def test_multibyte_characters_show_on_their_first_piece_and_never_as_bytes(tiny):
+    a = tiny.analyze("日😀a")
+    assert a.tokens == ["<bos>", "日", "…", "…", "😀", "…", "…", "…", "a"]
+    assert a.words == [-1, 0, 0, 0, 1, 1, 1, 1, 2]  # 日, then 😀 (a symbol: a word of its own), then a
+
+
+@pytest.mark.parametrize("text,expect", [
+    ("", ["<bos>"]), ("   ", ["<bos>", "␣", "␣", "␣"]), ("a\nb", ["<bos>", "a", "↵", "b"]),
+    ("\u202e", ["<bos>", "U+202E", "…", "…"]), ("\x07", ["<bos>", "U+0007"]),
+])
+def test_odd_text_gets_readable_labels(tiny, text, expect):
+    a = tiny.analyze(text)
+    assert a.tokens == expect
+    assert not any("\ufffd" in t for t in a.tokens)
+
+
+def test_readable_labels_make_whitespace_and_control_characters_visible():
+    assert atlas_model.readable(" coração") == "coração"
+    assert atlas_model.readable("\n\n") == "↵↵"
+    assert atlas_model.readable("a\u200db") == "aU+200Db"
+    assert atlas_model.readable("x" * 40).endswith("…")
+    offsets = [(0, 0), (0, 1), (0, 1), (1, 3)]
+    assert atlas_model.labels_from_offsets("𠮷ab", offsets, ["<bos>", None, None, None]) == ["<bos>", "𠮷", "…", "ab"]
+
+
+def test_bad_analysis_arguments_raise_value_error(tiny):
+    with pytest.raises(ValueError):
+        tiny.analyze(TEXT, max_tokens=0)
+    with pytest.raises(ValueError):
+        tiny.analyze(None)
+    with pytest.raises(ValueError):
+        tiny.analyze(TEXT).qkv(99)
+
+
+def test_cache_folder_follows_xdg_and_the_override(monkeypatch, tmp_path):
+    monkeypatch.delenv(atlas_model.CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert atlas_model.cache_dir() == tmp_path / "xdg" / "attention-atlas"
+    monkeypatch.setenv(atlas_model.CACHE_ENV, str(tmp_path / "mine"))
+    assert atlas_model.cache_dir() == tmp_path / "mine"
+
+
+def test_a_half_written_conversion_is_never_taken_as_done(monkeypatch, tmp_path):
+    monkeypatch.setenv(atlas_model.CACHE_ENV, str(tmp_path))
+    target = atlas_model.converted_dir()
+    target.mkdir(parents=True)
+    (target / "config.json").write_text("{}")
+    (target / "model.safetensors").write_bytes(b"partial")
+    (target / "tokenizer.json").write_text("{}")
+    assert not atlas_model.is_converted(target)  # no completion marker
+    import json
+    (target / atlas_model.MARKER).write_text(json.dumps({**atlas_model._expected_marker(), "format": 0}))
+    assert not atlas_model.is_converted(target)  # a marker from another version
+    (target / atlas_model.MARKER).write_text(json.dumps(atlas_model._expected_marker()))
+    assert atlas_model.is_converted(target)
+
+
+# --- swapping the attention (issue: the model itself feels the catch) --------------
+
+
+def own_logits(m, text, max_tokens=256):
+    ids = m.encode(text)[0][:max_tokens]
+    with torch.no_grad():
+        return m.model(input_ids=torch.tensor([ids])).logits[0]
+
+
+def swapped_logits(m, text, **plan):
+    ids = m.encode(text)[0]
+    x = torch.tensor([ids])
+    layers = set(m.resolve_layers(plan.pop("layers", "all")))
+    full = {"mode": "swap", "layers": layers, "window": None, "hubs": (), "feature": "elu", **plan}
+    hidden = m._run(full, lambda: m._hidden(x))
+    return m._logits(hidden)[0]
+
+
+def test_exact_control_reproduces_the_unmodified_model_beyond_its_own_window(tiny):
+    text = TEXT * 2
+    assert len(tiny.encode(text)[0]) > 5 * tiny.sliding_window
+    torch.testing.assert_close(swapped_logits(tiny, text, method="exact"), own_logits(tiny, text),
+                               atol=1e-4, rtol=1e-4)
+    r = tiny.swap_measure(text, method="exact")
+    assert r.kl < 1e-6 and r.top1_agreement == 1.0
+    assert r.perplexity == pytest.approx(r.base_perplexity, rel=1e-5)
+
+
+def test_a_swapped_window_as_long_as_a_short_text_reproduces_the_model():
+    m = atlas_model.tiny(device="cpu", sliding_window=64)
+    text = "short text, under the window"
+    n = len(m.encode(text)[0])
+    assert n < m.sliding_window
+    torch.testing.assert_close(swapped_logits(m, text, method="window", window=n), own_logits(m, text),
+                               atol=1e-4, rtol=1e-4)
+    r = m.swap_measure(text, method="window", window=n)
+    assert r.kl < 1e-6 and r.top1_agreement == 1.0
+
+
+def test_a_swapped_window_replaces_the_layers_own_pattern(tiny):
+    # a window wider than the model's own 8 in its sliding layers changes the output:
+    # the engine's pattern replaces the layer's, not min(w, 8)
+    text = TEXT
+    wide = swapped_logits(tiny, text, method="window", window=40, layers="sliding")
+    own = own_logits(tiny, text)
+    assert (wide - own).abs().max() > 1e-3
+    # and a window equal to its own reproduces it
+    same = swapped_logits(tiny, text, method="window", window=tiny.sliding_window, layers="sliding")
+    torch.testing.assert_close(same, own, atol=1e-4, rtol=1e-4)
+
+
+def test_swapping_one_layer_leaves_the_others_as_they_were(tiny):
+    one = tiny.swap_measure(TEXT, method="linear", feature="elu", layers=[1])
+    assert one.layers == [1] and one.kl > 0
+    assert tiny.resolve_layers("sliding") == [0, 1, 2]
+
+
+def test_the_shared_model_is_restored_after_a_swap_even_when_it_fails(tiny, monkeypatch):
+    before = tiny.model.config._attn_implementation
+    tiny.swap_measure(TEXT, method="window", window=2)
+    assert tiny.model.config._attn_implementation == before and tiny._plan is None
+    import attn.kernels as K
+    monkeypatch.setattr(K, "window_attention", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
+    with pytest.raises(RuntimeError):
+        tiny.swap_measure(TEXT, method="window", window=2)
+    assert tiny.model.config._attn_implementation == before and tiny._plan is None
+    assert not tiny.lock._is_owned()
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"method": "window", "window": 0}, {"method": "window"}, {"method": "window", "window": 2, "layers": []},
+    {"method": "window", "window": 2, "layers": [99]}, {"method": "window", "window": 2, "layers": "some"},
+    {"method": "linear", "feature": "softmax"}, {"method": "magic"},
+    {"method": "window", "window": 2, "hubs": (500,)},
+])
+def test_bad_swap_settings_raise_value_error(tiny, kwargs):
+    with pytest.raises(ValueError):
+        tiny.swap_measure(TEXT, **kwargs)
+
+
+def test_a_text_with_nothing_to_predict_is_refused(tiny):
+    with pytest.raises(ValueError, match="too short"):
+        tiny.swap_measure("", method="exact")
+
+
+def test_readers_in_parallel_see_an_unmodified_model(tiny):
+    expected = tiny.analyze(TEXT).attentions
+    results, errors = [], []
+
+    def reader():
+        try:
+            results.append(tiny.analyze(TEXT).attentions)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    def swapper():
+        try:
+            for _ in range(3):
+                tiny.swap_measure(TEXT, method="window", window=2)
+        except Exception as e:  # pragma: no cover
+            errors.append(e)
+
+    threads = [threading.Thread(target=swapper)] + [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for r in results:
+        assert torch.equal(r, expected)

@@ -1,0 +1,79 @@
+import pytest
+import torch
+
+from attn import kernels, stats
+
+
+def test_k_for_share_counts_the_largest_cells_needed():
+    w = torch.tensor([[1.0, 0, 0, 0], [0.5, 0.5, 0, 0], [0.7, 0.2, 0.1, 0], [0.1, 0.2, 0.3, 0.4]])
+    assert stats.k_for_share(w, 0.9).tolist() == [1, 2, 2, 3]
+    assert stats.k_for_share(w, 0.5).tolist() == [1, 1, 1, 2]
+    assert stats.k_for_share(w, 1.0).tolist() == [1, 2, 3, 4]
+    mask = stats.top_share_mask(w, 0.9)
+    assert mask.tolist()[3] == [False, True, True, True]
+    with pytest.raises(ValueError):
+        stats.k_for_share(w, 0)
+
+
+def test_useful_summary_and_prefixes_follow_their_formulas():
+    n = 64
+    w = torch.zeros(n, n)
+    w[:, 0] = 0.5  # a sink
+    w[torch.arange(n), torch.arange(n)] += 0.5  # and itself
+    s = stats.useful_summary(w, 0.9)
+    assert s["k"] == pytest.approx((1 + 2 * (n - 1)) / n)
+    assert s["useful"] == pytest.approx(n * s["k"]) and s["share"] == pytest.approx(s["k"] / n)
+    rows = stats.useful_share_by_prefix(w, 0.9, stats.prefix_lengths(n, 8))
+    assert [r["n"] for r in rows] == [8, 16, 32, 64]
+    shares = [r["share"] for r in rows]
+    assert shares == sorted(shares, reverse=True)  # k stays ~2 while n grows
+
+
+def test_share_kept_by_a_window_is_the_weight_inside_it():
+    n = 10
+    w = torch.full((n, n), 0.0)
+    for i in range(n):
+        w[i, : i + 1] = 1.0 / (i + 1)
+    res = stats.share_kept_by_pattern(w[None, None], window=2)
+    expect = sum(min(i + 1, 2) / (i + 1) for i in range(n)) / n
+    assert res["mean"] == pytest.approx(expect, rel=1e-6)
+    hub = stats.share_kept_by_pattern(w[None, None], window=2, hubs=(0,))
+    expect_h = sum(min(i + 1, 3 if i >= 2 else 2) / (i + 1) for i in range(n)) / n
+    assert hub["mean"] == pytest.approx(expect_h, rel=1e-6)
+
+
+def test_anchors_find_the_column_that_far_rows_look_at():
+    n = 40
+    w = torch.zeros(n, n)
+    for i in range(n):
+        w[i, i] = 0.3
+        w[i, 0] += 0.5
+        w[i, 17 if i > 17 else i] += 0.2
+    best = stats.anchors(w, top=2)
+    assert best[0][0] == 0 and best[1][0] == 17
+
+
+def test_output_errors_fused_kernel_at_rounding_level_and_full_window_exact():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 4, 70, 32) for _ in range(3))
+    mask = torch.ones(70, 70, dtype=torch.bool).tril()
+    err = stats.output_errors(q, k, v, scale=0.2, own_mask=mask, window=4, hubs=(0,))
+    assert err["mean"]["fused"] <= 1e-5
+    assert err["mean"]["window"] > err["mean"]["fused"]
+    assert len(err["per_head"]["window"]) == 4
+    wide = stats.output_errors(q, k, v, scale=0.2, own_mask=mask, window=70, features_list=())
+    assert wide["mean"]["window"] <= 1e-5
+    # the uniform floor: by hand
+    uniform = (mask.double() / mask.double().sum(-1, keepdim=True)) @ v.double()
+    exact = kernels.masked_softmax_reference(q.double(), k.double(), v.double(), mask, 0.2)
+    assert err["mean"]["uniform"] == pytest.approx(float(stats.relative_error(uniform, exact).mean()))
+
+
+def test_implied_weights_rows_sum_to_one():
+    torch.manual_seed(1)
+    q, k = torch.randn(1, 2, 30, 8), torch.randn(1, 2, 30, 8)
+    mask = torch.ones(30, 30, dtype=torch.bool).tril()
+    for method in ("exact", "window", "window_hubs", "linear_elu", "linear_favor"):
+        w = stats.implied_weights(q, k, scale=0.3, own_mask=mask, method=method, window=3, hubs=(0,))
+        torch.testing.assert_close(w.sum(-1), torch.ones(2, 30), atol=1e-5, rtol=0)
+        assert (w.triu(1) == 0).all()
