@@ -229,3 +229,17 @@ def ratios(rows: list[Row], key=lambda r: r.seconds) -> dict[tuple[str, int], fl
         if prev is not None and n % 2 == 0 and key(prev):
             out[(method, n)] = key(r) / key(prev)
     return out
+
+
+def live_sizes(device) -> list[int]:
+    """The lengths the app's live benchmark runs: short enough to end in ~20 s on a
+    2-core CPU; longer on CUDA."""
+    return [512, 1024, 2048, 4096] if torch.device(device).type == "cpu" else [1024, 2048, 4096, 8192, 16384]
+
+
+def cost_model(ns: list[int], s: Setting) -> dict[str, list[float]]:
+    """Useful floating-point operations of each method at each n (no timing)."""
+    out = {}
+    for method in ("sdpa", "window", "window_hubs", "linear"):
+        out[method] = [flops(method, n, s, "model")[0] for n in ns]
+    return out

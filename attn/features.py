@@ -33,6 +33,7 @@ TAYLOR_DIM = 16
 class FeatureMap:
     name: str
     formula: str
+    latex: str
     size: Callable[[int, int | None], int]  # (d, feature_dim) -> m
     pair: Callable[..., tuple[torch.Tensor, torch.Tensor]]  # (q, k, feature_dim, seed) -> φ(q), φ(k)
     random: bool = False
@@ -98,11 +99,14 @@ def _taylor_pair(q, k, feature_dim=None, seed=0):
 
 
 FEATURE_MAPS: dict[str, FeatureMap] = {
-    "elu": FeatureMap("elu", "φ(x) = elu(x) + 1", lambda d, f: d, _elu_pair),
-    "relu": FeatureMap("relu", "φ(x) = max(x, 0)", lambda d, f: d, _relu_pair),
+    "elu": FeatureMap("elu", "φ(x) = elu(x) + 1", r"\phi(x) = \operatorname{elu}(x) + 1 \quad (m = d)",
+                      lambda d, f: d, _elu_pair),
+    "relu": FeatureMap("relu", "φ(x) = max(x, 0)", r"\phi(x) = \max(x, 0) \quad (m = d)", lambda d, f: d, _relu_pair),
     "favor": FeatureMap(
         "favor",
         "φ(x) = exp(ωᵀx − ‖x‖²/2) / √m",
+        r"\phi(x) = \frac{1}{\sqrt{m}}\exp\!\big(\omega^\top x - \tfrac{\lVert x\rVert^2}{2}\big)"
+        r" \quad (m = 256)",
         lambda d, f: f or FAVOR_DEFAULT_DIM,
         _favor_pair,
         random=True,
@@ -110,6 +114,8 @@ FEATURE_MAPS: dict[str, FeatureMap] = {
     "taylor": FeatureMap(
         "taylor",
         "φ(x) = [1, x′, x′⊗x′/√2],  x′ = Pᵀx ∈ ℝ¹⁶",
+        r"\phi(x) = \big[1,\; x',\; \tfrac{x' \otimes x'}{\sqrt 2}\big],\; x' = P^\top x \in \mathbb{R}^{16}"
+        r" \quad (m = 273)",
         lambda d, f: 1 + TAYLOR_DIM + TAYLOR_DIM * TAYLOR_DIM,
         _taylor_pair,
         random=True,

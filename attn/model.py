@@ -287,6 +287,11 @@ class Analysis:
         h = q.shape[1]
         return q, k.expand(-1, h, -1, -1), v.expand(-1, h, -1, -1)
 
+    def grid(self, layer: int, head: int | None = None) -> torch.Tensor:
+        """float32 (n, n): one head's weights, or the mean over heads (head=None)."""
+        w = self.attentions[layer]
+        return w.float().mean(dim=0) if head is None else w[head].float()
+
     def model_mask(self, layer: int) -> torch.Tensor:
         """bool (n, n): the pairs the model's own layer attends to (causal, plus its
         sliding window in sliding layers) — the engine's predicate."""
@@ -482,6 +487,26 @@ class LoadedModel:
                 self._base_cache.popitem(last=False)
             return hidden
 
+    def _swap_ids(self, text: str, max_tokens: int) -> tuple[list[int], int]:
+        budget = int(max_tokens)
+        if budget < 2:
+            raise ValueError(f"max_tokens must be >= 2, got {max_tokens}")
+        ids, _ = self.encode(text)
+        if len(ids) < 2:
+            raise ValueError("the text is too short: it needs at least one token to predict")
+        return ids[:budget], len(ids)
+
+    def _check_swap(self, method, window, feature, layers):
+        if method not in ("exact", "window", "linear"):
+            raise ValueError(f"method must be 'exact', 'window' or 'linear', got {method!r}")
+        if method == "window":
+            if window is None:
+                raise ValueError("method 'window' needs a window size")
+            window = patterns.check_window(window)
+        if method == "linear":
+            features.get_feature_map(feature)
+        return window, self.resolve_layers(layers)
+
     def swap_measure(self, text: str, *, method: str, window: int | None = None, hubs=(), feature: str = "elu",
                      layers="all", max_tokens: int = SWAP_MAX_TOKENS) -> SwapResult:
         """Run the model with the attention of ``layers`` computed by ``method``
@@ -492,47 +517,67 @@ class LoadedModel:
         layers) through the fused SDPA kernel: the control. "window" replaces the
         pattern of the swapped layers by the engine's window (+ hubs), whatever
         the layer had. Layers not swapped keep their own attention."""
-        if method not in ("exact", "window", "linear"):
-            raise ValueError(f"method must be 'exact', 'window' or 'linear', got {method!r}")
-        if method == "window":
-            if window is None:
-                raise ValueError("method 'window' needs a window size")
-            window = patterns.check_window(window)
-        if method == "linear":
-            features.get_feature_map(feature)
-        chosen = self.resolve_layers(layers)
-        budget = int(max_tokens)
-        if budget < 2:
-            raise ValueError(f"max_tokens must be >= 2, got {max_tokens}")
+        window, chosen = self._check_swap(method, window, feature, layers)
+        ids, total = self._swap_ids(text, max_tokens)
+        return self._swap(ids, total, self._base_hidden(ids), method, window, hubs, feature, chosen)
+
+    def swap_sweep(self, text: str, settings: list[dict], *, max_tokens: int = SWAP_MAX_TOKENS,
+                   progress: Callable[[int, object], None] | None = None) -> list:
+        """:meth:`swap_measure` for several settings on one text, the unmodified
+        model's predictions computed once. Each entry is a SwapResult, or the
+        ValueError that setting raised."""
+        ids, total = self._swap_ids(text, max_tokens)
+        base = self._base_logprobs(ids)
+        out = []
+        for i, s in enumerate(settings):
+            try:
+                method = s.get("method", "exact")
+                window, chosen = self._check_swap(method, s.get("window"), s.get("feature", "elu"),
+                                                  s.get("layers", "all"))
+                r = self._swap(ids, total, base, method, window, s.get("hubs", ()), s.get("feature", "elu"), chosen)
+            except ValueError as exc:
+                r = exc
+            out.append(r)
+            if progress:
+                progress(i, r)
+        return out
+
+    def _swap(self, ids, total, base, method, window, hubs, feature, chosen) -> SwapResult:
         t0 = time.perf_counter()
-        ids, _ = self.encode(text)
-        total = len(ids)
-        ids = ids[:budget]
         n = len(ids)
-        if n < 2:
-            raise ValueError("the text is too short: it needs at least one token to predict")
         hubs = patterns.check_hubs(n, hubs) if method == "window" else ()
-        base_hidden = self._base_hidden(ids)
         x = torch.tensor([ids], device=self.device)
         plan = {"mode": "swap", "method": method, "layers": set(chosen), "window": window, "hubs": hubs,
                 "feature": feature}
         swapped_hidden = self._run(plan, lambda: self._hidden(x))
-        m = self._compare(base_hidden, swapped_hidden, torch.tensor(ids[1:], device=self.device))
+        m = self._compare(base, swapped_hidden, torch.tensor(ids[1:], device=self.device))
         return SwapResult(method=method, layers=chosen, n=n, truncated=total - n,
                           perplexity=math.exp(m["nll"]), base_perplexity=math.exp(m["base_nll"]),
                           top1_agreement=m["top1"], kl=m["kl"], seconds=time.perf_counter() - t0,
                           window=window, hubs=tuple(hubs), feature=feature if method == "linear" else None)
 
-    def _compare(self, base_hidden, swapped_hidden, targets) -> dict:
+    def _base_logprobs(self, ids: list[int]) -> list[torch.Tensor]:
+        """The unmodified model's next-token log-probabilities, chunk by chunk (held
+        only for the length of a sweep)."""
+        hidden = self._base_hidden(ids)
+        with torch.no_grad():
+            return [torch.log_softmax(self._logits(hidden[0, s:s + _LOGIT_CHUNK]), dim=-1)
+                    for s in range(0, len(ids) - 1, _LOGIT_CHUNK)]
+
+    def _compare(self, base, swapped_hidden, targets) -> dict:
         """Mean NLL of both, top-1 agreement and mean KL(base ‖ swapped) over the
         predicted positions, a few positions at a time (each distribution has a
-        vocabulary's worth of entries)."""
+        vocabulary's worth of entries). ``base``: the unmodified hidden states, or
+        their log-probabilities by chunk."""
         n_pred = targets.shape[0]
         nll = base_nll = kl = agree = 0.0
         with torch.no_grad():
-            for s in range(0, n_pred, _LOGIT_CHUNK):
+            for c, s in enumerate(range(0, n_pred, _LOGIT_CHUNK)):
                 e = min(n_pred, s + _LOGIT_CHUNK)
-                lb = torch.log_softmax(self._logits(base_hidden[0, s:e]), dim=-1)  # (c, vocab)
+                if isinstance(base, list):
+                    lb = base[c]
+                else:
+                    lb = torch.log_softmax(self._logits(base[0, s:e]), dim=-1)  # (c, vocab)
                 ls = torch.log_softmax(self._logits(swapped_hidden[0, s:e]), dim=-1)
                 t = targets[s:e]
                 base_nll += float(-lb.gather(1, t[:, None]).sum())

@@ -104,6 +104,39 @@ def anchors(weights: torch.Tensor, top: int = 5, min_distance: int = 8) -> list[
     return [(int(b), float(score[b])) for b in best]
 
 
+def sink_share(weights: torch.Tensor) -> float:
+    """Mean weight that each row after the first puts on the first token, over all
+    layers and heads of ``(L, H, n, n)``: how much the sink soaks up."""
+    if weights.shape[-1] < 2:
+        return 0.0
+    return float(weights[..., 1:, 0].float().mean())
+
+
+def linear_orders(q, k, v, *, scale: float, feature: str, causal: bool) -> dict:
+    """Linear attention computed in both orders on the same φ: (φ(Q)φ(K)ᵀ)V with the
+    n×n grid, and φ(Q)(φ(K)ᵀV) with the m×d summary. Their largest difference is
+    rounding; the sizes show what the second order saves."""
+    import time
+
+    from .features import feature_size
+
+    t0 = time.perf_counter()
+    fast = kernels.linear_attention(q, k, v, feature=feature, causal=causal, scale=scale)
+    t1 = time.perf_counter()
+    slow = kernels.linear_attention_quadratic(q, k, v, feature=feature, causal=causal, scale=scale)
+    t2 = time.perf_counter()
+    n, d, dv = q.shape[2], q.shape[-1], v.shape[-1]
+    m = feature_size(feature, d)
+    diff = (fast - slow).abs()
+    return {
+        "max_diff": float(diff.max()),
+        "rel_diff": float(diff.norm() / slow.norm().clamp_min(1e-30)),
+        "n": n, "d": d, "m": m,
+        "grid_numbers": n * n, "summary_numbers": patterns.linear_summary_size(m, dv),
+        "seconds_linear": t1 - t0, "seconds_quadratic": t2 - t1,
+    }
+
+
 # --- output error of each method on the model's own q, k, v --------------------
 
 

@@ -1,0 +1,51 @@
+"""Step 2 — the grid is nearly empty: k(p) cells carry a share p of each row."""
+
+import streamlit as st
+
+from ui import data, figures, state, widgets
+
+t = state.tr()
+widgets.step_header(t, 2)
+a = state.analysis_or_message()
+if a is None:
+    st.stop()
+
+layer, head = widgets.layer_head_picker(t, a, "s2", default_layer=a.n_layers - 1)
+p = st.select_slider(t("step2.pick_p"), options=[0.5, 0.7, 0.8, 0.9, 0.95, 0.99], value=0.9,
+                     format_func=lambda x: t.pct(x, 0), key="s2_p")
+
+widgets.formula(r"k(p) = \min\Big\{k : \textstyle\sum_{\text{top } k} a_{ij} \ge p\Big\} \qquad "
+                r"\text{useful} \approx n \cdot \bar k", t("step2.formula_caption"))
+
+
+res = data.useful(state.current_text(), state.model_kind(), layer, head, p)
+s, all_k, prefixes = res["summary"], res["k_all"], res["prefixes"]
+n = a.n
+c1, c2, c3, c4 = st.columns(4)
+c1.metric(t("step2.metric_k", p=t.pct(p, 0)), t.float(s["k"], 1))
+c2.metric(t("step2.metric_useful"), t.int(s["useful"]), help=t("step2.metric_useful_help"))
+c3.metric(t("step2.metric_share"), t.pct(s["share"]))
+c4.metric(t("step2.metric_all"), t.float(all_k, 1), help=t("step2.metric_all_help"))
+
+shown = data.top_share_view(state.current_text(), state.model_kind(), layer, head, p)
+fig, factor = figures.attention_heatmap(
+    shown, a.tokens, title=t("step2.grid_title", p=t.pct(p, 0), who=widgets.head_caption(t, a, layer, head)),
+    x_title=t("common.key_axis"), y_title=t("common.query_axis"),
+    hover=t("common.hover_cell_tokens") if n <= 128 else t("common.hover_cell"),
+    separators=t.separators, colorbar=t("common.weight"), reduce="max",
+)
+widgets.show_figure(fig, key="s2_grid")
+widgets.downsample_note(t, factor, n)
+st.caption(t("step2.grid_caption", p=t.pct(p, 0), cells=t.int(res["mask_cells"]), total=t.int(n * (n + 1) // 2)))
+
+st.subheader(t("step2.prefix_heading"))
+series = [{"name": t("step2.series_share"), "x": [r["n"] for r in prefixes], "y": [r["share"] for r in prefixes],
+           "hover": t("step2.hover_prefix")}]
+fig2 = figures.lines(series, title=t("step2.prefix_title", p=t.pct(p, 0)), x_title=t("common.n_axis"),
+                     y_title=t("step2.share_axis"), separators=t.separators, log_x=True, y_format=".0%")
+widgets.show_figure(fig2, key="s2_prefix")
+if len(prefixes) >= 2:
+    first, last = prefixes[0], prefixes[-1]
+    st.caption(t("step2.prefix_caption", n0=t.int(first["n"]), s0=t.pct(first["share"]),
+                 n1=t.int(last["n"]), s1=t.pct(last["share"])))
+st.markdown(t("step2.outro"))

@@ -1,0 +1,77 @@
+"""Step 4 — hubs: a few global tokens join every pair in two hops (bidirectional),
+and in a causal model the first token is a sink."""
+
+import streamlit as st
+
+from ui import data, figures, state, swaps, widgets
+
+t = state.tr()
+widgets.step_header(t, 4)
+a = state.analysis_or_message()
+if a is None:
+    st.stop()
+
+text, kind = state.current_text(), state.model_kind()
+n = a.n
+found = data.anchors(text, kind, 5)
+st.caption(t("step4.anchors_found", found=", ".join(f"{p} · {a.tokens[p]}" for p, _ in found)))
+default_hubs = [p for p, _ in found[:3]]
+hubs = st.multiselect(t("step4.pick_hubs"), list(range(n)), default=default_hubs,
+                      format_func=lambda i: widgets.token_option(a, i), key="s4_hubs")
+hubs = tuple(sorted(hubs))
+w = st.slider(t("step4.pick_w"), 1, max(2, min(n, 256)), min(8, n), key="s4_w")
+g = len(hubs)
+
+widgets.formula(r"\text{cells} = O\big(n\,(w + g)\big) \ll n^2", t("step4.formula_caption"))
+
+cells_h = data.cells(n, w, hubs, True)
+cells_full = data.cells(n)
+kept_w = data.kept(text, kind, w, ())
+kept_h = data.kept(text, kind, w, hubs)
+c1, c2, c3 = st.columns(3)
+c1.metric(t("step4.metric_cells", g=g), t.int(cells_h),
+          delta=t("step4.metric_cells_delta", share=t.pct(cells_h / cells_full)), delta_color="off")
+c2.metric(t("step4.metric_kept_window"), t.pct(kept_w["mean"]))
+c3.metric(t("step4.metric_kept_hubs", g=g), t.pct(kept_h["mean"]),
+          delta=t("step4.metric_kept_delta", d=t.pct(kept_h["mean"] - kept_w["mean"])), delta_color="off")
+
+st.subheader(t("step4.hops_heading"))
+st.markdown(t("step4.hops_lead"))
+hn = min(n, 48)
+hop_hubs = tuple(h for h in hubs if h < hn) or (0,)
+hw = min(w, 4)
+grids = data.hop_grids(hn, hw, hop_hubs)
+h1, h2 = st.columns(2)
+common = dict(x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("step4.hover_hops"),
+              separators=t.separators, colorbar=t("step4.hops_unit"))
+with h1:
+    widgets.show_figure(figures.integer_grid(grids["none"], a.tokens[:hn], title=t("step4.hops_none", w=hw),
+                                             **common), key="s4_hops_none")
+    st.metric(t("step4.metric_max_hops"), t.int(int(grids["none"].max())))
+with h2:
+    widgets.show_figure(figures.integer_grid(grids["hubs"], a.tokens[:hn],
+                                             title=t("step4.hops_hubs", w=hw, g=len(hop_hubs)), **common),
+                        key="s4_hops_hubs")
+    st.metric(t("step4.metric_max_hops"), t.int(int(grids["hubs"].max())))
+st.caption(t("step4.hops_caption", n=hn, w=hw))
+
+far_i, far_j = hn - 1, next((j for j in range(hn) if j not in hop_hubs), 0)
+path = data.route(hn, hw, hop_hubs, far_i, far_j)
+st.markdown(t("step4.route_lead", i=far_i, j=far_j, hops=len(path) - 1))
+st.text(" → ".join(f"{p} · {a.tokens[p]}" for p in path))
+widgets.show_figure(figures.route_diagram(hn, path, hop_hubs, a.tokens[:hn], title=t("step4.route_title"),
+                                          separators=t.separators, token_word=t("common.token"),
+                                          hub_word=t("common.hub")), key="s4_route")
+
+st.subheader(t("step4.sink_heading"))
+causal_grid = grids["causal_hubs"]
+never = int((causal_grid < 0).sum())
+st.markdown(t("step4.sink_text", never=t.int(never), total=t.int(hn * hn)))
+widgets.show_figure(figures.integer_grid(causal_grid, a.tokens[:hn], title=t("step4.hops_causal", w=hw),
+                                         missing_label=t("step4.never"), **common), key="s4_hops_causal")
+sink_share = data.sink_share(text, kind)
+st.metric(t("step4.metric_sink"), t.pct(sink_share), help=t("step4.metric_sink_help"))
+
+st.subheader(t("step4.model_heading"))
+st.markdown(t("step4.model_text"))
+swaps.hub_evidence(t, text)

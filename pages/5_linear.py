@@ -1,0 +1,47 @@
+"""Step 5 — never build the grid: linear attention reassociates (QKᵀ)V into Q(KᵀV)."""
+
+import streamlit as st
+
+from attn.features import FEATURE_MAPS
+from ui import data, figures, state, widgets
+
+t = state.tr()
+widgets.step_header(t, 5)
+a = state.analysis_or_message()
+if a is None:
+    st.stop()
+
+text, kind = state.current_text(), state.model_kind()
+layer, _ = widgets.layer_head_picker(t, a, "s5", allow_average=True, default_layer=0)
+c1, c2 = st.columns([2, 1])
+feature = c1.radio(t("step5.pick_feature"), list(FEATURE_MAPS), horizontal=True,
+                   format_func=lambda f: t(f"features.{f}"), key="s5_feature")
+causal = c2.toggle(t("step5.causal"), value=True, key="s5_causal")
+
+widgets.formula(r"\underbrace{\big(\phi(Q)\,\phi(K)^\top\big)}_{n \times n}\,V \;=\; "
+                r"\phi(Q)\,\underbrace{\big(\phi(K)^\top V\big)}_{m \times d}", t("step5.formula_caption"))
+st.latex(FEATURE_MAPS[feature].latex)
+st.caption(t(f"features.{feature}_note"))
+
+r = data.linear_orders(text, kind, layer, feature, causal)
+m1, m2, m3, m4 = st.columns(4)
+m1.metric(t("step5.metric_diff"), t.sci(r["max_diff"]), help=t("step5.metric_diff_help"))
+m2.metric(t("step5.metric_grid", n=t.int(r["n"])), t.int(r["grid_numbers"]))
+m3.metric(t("step5.metric_summary", m=t.int(r["m"]), d=t.int(r["d"])), t.int(r["summary_numbers"]))
+m4.metric(t("step5.metric_ratio"), t.ratio(r["grid_numbers"] / r["summary_numbers"]))
+st.caption(t("step5.diff_caption", rel=t.sci(r["rel_diff"]), layer=layer,
+             tq=t.float(r["seconds_quadratic"] * 1e3, 1), tl=t.float(r["seconds_linear"] * 1e3, 1)))
+
+ns = [2 ** e for e in range(8, 18)]
+series = [
+    {"name": t("step5.series_grid"), "x": ns, "y": [n * n for n in ns], "hover": t("step5.hover_numbers")},
+    {"name": t("step5.series_summary", m=r["m"], d=r["d"]), "x": ns, "y": [r["summary_numbers"]] * len(ns),
+     "hover": t("step5.hover_numbers")},
+    {"name": t("step5.series_features"), "x": ns, "y": [n * r["m"] for n in ns], "dash": "dot",
+     "hover": t("step5.hover_numbers")},
+]
+fig = figures.lines(series, title=t("step5.sizes_title"), x_title=t("common.n_axis"), y_title=t("step5.numbers_axis"),
+                    separators=t.separators, log_x=True, log_y=True)
+widgets.show_figure(fig, key="s5_sizes")
+st.caption(t("step5.sizes_caption"))
+st.markdown(t("step5.outro"))

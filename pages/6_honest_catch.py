@@ -1,0 +1,64 @@
+"""Step 6 — the honest catch: what each shortcut gets wrong, on the model's own q, k, v."""
+
+import streamlit as st
+
+from attn.features import FEATURE_MAPS
+from ui import data, figures, state, swaps, widgets
+
+t = state.tr()
+widgets.step_header(t, 6)
+a = state.analysis_or_message()
+if a is None:
+    st.stop()
+
+text, kind = state.current_text(), state.model_kind()
+n = a.n
+layer, head = widgets.layer_head_picker(t, a, "s6", allow_average=False, default_layer=a.n_layers - 1)
+found = data.anchors(text, kind, 3)
+c1, c2 = st.columns(2)
+w = c1.slider(t("step6.pick_w"), 1, max(2, min(n, 256)), min(16, n), key="s6_w")
+hubs = c2.multiselect(t("step6.pick_hubs"), list(range(n)), default=[p for p, _ in found],
+                      format_func=lambda i: widgets.token_option(a, i), key="s6_hubs")
+hubs = tuple(sorted(hubs))
+
+widgets.formula(r"\text{error} = \frac{\lVert o - o_{\text{exact}} \rVert}{\lVert o_{\text{exact}} \rVert}",
+                t("step6.formula_caption"))
+
+err = data.errors(text, kind, layer, w, hubs)
+mean = err["mean"]
+order = ["fused", "window", "window_hubs"] + [f"linear_{f}" for f in FEATURE_MAPS]
+names = [t("step6.name_fused", dtype=err["dtype"]), t("step6.name_window", w=w),
+         t("step6.name_window_hubs", w=w, g=len(hubs))] + [t(f"features.{f}") for f in FEATURE_MAPS]
+k1, k2, k3 = st.columns(3)
+k1.metric(t("step6.metric_fused"), t.sci(mean["fused"]), help=t("step6.metric_fused_help", dtype=err["dtype"]))
+k2.metric(t("step6.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean["window_hubs"]))
+best_linear = min(FEATURE_MAPS, key=lambda f: mean[f"linear_{f}"])
+k3.metric(t("step6.metric_best_linear", f=t(f"features.{best_linear}")), t.pct(mean[f"linear_{best_linear}"]),
+          delta=t("step6.metric_uniform", u=t.pct(mean["uniform"])), delta_color="off")
+
+values = [max(mean[k], 1e-12) for k in order]
+fig = figures.bars(names, values, title=t("step6.errors_title", layer=layer), y_title=t("step6.error_axis"),
+                   separators=t.separators, log_y=True, hover=t("step6.hover_error"),
+                   reference=mean["uniform"], reference_name=t("step6.uniform_line"),
+                   text=[t.pct(v, 1) if v >= 1e-3 else t.sci(v) for v in values])
+widgets.show_figure(fig, key="s6_errors")
+st.caption(t("step6.errors_caption", dtype=err["dtype"]))
+
+st.subheader(t("step6.maps_heading"))
+feature = st.radio(t("step6.pick_feature"), list(FEATURE_MAPS), horizontal=True,
+                   format_func=lambda f: t(f"features.{f}"), key="s6_feature")
+maps = data.implied_maps(text, kind, layer, head, w, hubs, feature)
+m = maps["exact"].shape[0]
+cols = st.columns(2)
+titles = {"exact": t("step6.map_exact"), "window": t("step6.name_window", w=w),
+          "window_hubs": t("step6.name_window_hubs", w=w, g=len([h for h in hubs if h < m])),
+          f"linear_{feature}": t(f"features.{feature}")}
+for i, (key, grid) in enumerate(maps.items()):
+    with cols[i % 2]:
+        fig_m, _ = figures.attention_heatmap(
+            grid, a.tokens[:m], title=titles[key], x_title=t("common.key_axis"), y_title=t("common.query_axis"),
+            hover=t("common.hover_cell_tokens"), separators=t.separators, colorbar=t("common.weight"), height=420)
+        widgets.show_figure(fig_m, key=f"s6_map_{key}")
+st.caption(t("step6.maps_caption", m=m, layer=layer, h=head))
+
+swaps.sweep_section(t, a, text)

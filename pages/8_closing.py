@@ -1,0 +1,21 @@
+"""Closing page: what a reader can safely ignore."""
+
+import json
+
+import streamlit as st
+
+from ui import state
+from ui.i18n import ROOT
+
+t = state.tr()
+st.title(t("closing.title"))
+st.markdown(t("closing.body"))
+st.subheader(t("closing.glossary"))
+glossary = json.loads((ROOT / "assets" / "glossary.json").read_text(encoding="utf-8"))
+lang = t.lang
+st.dataframe(
+    {t("closing.col_term"): [g[lang]["term"] for g in glossary],
+     t("closing.col_meaning"): [g[lang]["meaning"] for g in glossary]},
+    hide_index=True, width="stretch",
+)
+st.caption(t("closing.credits"))

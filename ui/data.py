@@ -1,0 +1,121 @@
+"""What the pages show, computed once per text and setting and cached
+(``st.cache_data``: small results only — the big tensors stay in the analysis,
+cached once as a resource). Each function takes the text and the model kind, so
+that the cache key names everything the result depends on."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+import torch
+
+from attn import graph, patterns, stats
+
+from . import state
+
+
+def _analysis(text: str, kind: str):
+    return state.get_analysis(text, kind)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def grid(text: str, kind: str, layer: int, head) -> np.ndarray:
+    return _analysis(text, kind).grid(layer, head).numpy()
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def useful(text: str, kind: str, layer: int, head, p: float) -> dict:
+    a = _analysis(text, kind)
+    g = a.grid(layer, head)
+    s = stats.useful_summary(g, p)
+    return {
+        "summary": {k: v for k, v in s.items() if k != "k_rows"},
+        "mask_cells": int(stats.top_share_mask(g, p).sum()),
+        "k_all": float(stats.k_for_share(a.attentions, p).float().mean()),
+        "prefixes": stats.useful_share_by_prefix(g, p, stats.prefix_lengths(a.n)),
+    }
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def kept(text: str, kind: str, window: int, hubs: tuple) -> dict:
+    """Share of the real weight a window (+ hubs) keeps, per layer and head."""
+    a = _analysis(text, kind)
+    res = stats.share_kept_by_pattern(a.attentions, window, hubs, True)
+    return {"per_head": res["per_head"].numpy(), "per_layer": res["per_layer"].numpy(), "mean": res["mean"]}
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def anchors(text: str, kind: str, top: int = 5) -> list[tuple[int, float]]:
+    return stats.anchors(_analysis(text, kind).attentions, top=top)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def reach_frames(n: int, window: int, layers: int) -> list[np.ndarray]:
+    return [graph.reach_after_layers(n, window, L, causal=True).numpy() for L in range(layers + 1)]
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def hop_grids(n: int, window: int, hubs: tuple) -> dict:
+    out = {
+        "none": graph.hops(n, window, (), causal=False).numpy(),
+        "hubs": graph.hops(n, window, hubs, causal=False).numpy(),
+        "causal_hubs": graph.hops(n, window, hubs, causal=True).numpy(),
+    }
+    return out
+
+
+def route(n: int, window: int, hubs: tuple, i: int, j: int, causal: bool = False) -> list[int]:
+    hop = hop_grids(n, window, hubs)["causal_hubs" if causal else "hubs"]
+    return graph.route(torch.from_numpy(hop), graph.adjacency(n, window, hubs, causal), i, j)
+
+
+def cells(n: int, window=None, hubs=(), causal=True) -> int:
+    return patterns.cells(n, window, hubs, causal)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def sink_share(text: str, kind: str) -> float:
+    """Mean weight every row after the first gives to the first token (all layers, heads)."""
+    return stats.sink_share(_analysis(text, kind).attentions)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def top_share_view(text: str, kind: str, layer: int, head, p: float) -> np.ndarray:
+    """The grid with only the cells that make up share p of each row (others NaN)."""
+    a = _analysis(text, kind)
+    g = a.grid(layer, head)
+    return torch.where(stats.top_share_mask(g, p), g, torch.nan).numpy()
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def linear_orders(text: str, kind: str, layer: int, feature: str, causal: bool) -> dict:
+    """Both multiplication orders of one φ on the model's own q, k, v of a layer."""
+    a = _analysis(text, kind)
+    q, k, v = a.qkv(layer)
+    return stats.linear_orders(q, k, v, scale=a.scale, feature=feature, causal=causal)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def errors(text: str, kind: str, layer: int, window: int, hubs: tuple) -> dict:
+    a = _analysis(text, kind)
+    q, k, v = a.qkv(layer)
+    return stats.output_errors(q, k, v, scale=a.scale, own_mask=a.model_mask(layer), window=window, hubs=hubs)
+
+
+MAP_TOKENS = 96
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def implied_maps(text: str, kind: str, layer: int, head: int, window: int, hubs: tuple, feature: str) -> dict:
+    """The attention each method implies on the first MAP_TOKENS tokens of one head."""
+    a = _analysis(text, kind)
+    m = min(a.n, MAP_TOKENS)
+    q, k, _ = a.qkv(layer)
+    q, k = q[:, head:head + 1, :m], k[:, head:head + 1, :m]
+    own = a.model_mask(layer)[:m, :m]
+    small_hubs = tuple(h for h in hubs if h < m)
+    out = {}
+    for method in ("exact", "window", "window_hubs", f"linear_{feature}"):
+        out[method] = stats.implied_weights(q, k, scale=a.scale, own_mask=own, method=method, window=window,
+                                            hubs=small_hubs)[0].numpy()
+    return out

@@ -1,0 +1,252 @@
+"""Plotly figure builders: numbers and labels in, a figure out. No tensor math
+beyond reshaping for the screen (downsampling large grids), no Streamlit.
+
+Token labels are the reader's text: they are escaped before they reach Plotly,
+whose labels understand a few HTML tags.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+
+# colour-blind-safe choices: Cividis for weights, Okabe–Ito for categories
+WEIGHTS = "Cividis"
+OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+MAX_SIDE = 384  # at most this many rows/columns of cells are sent to the browser
+FONT = "system-ui, -apple-system, 'Segoe UI', 'Noto Sans', 'Noto Sans CJK JP', 'IPAGothic', sans-serif"
+
+
+def safe(label: str) -> str:
+    """A token label as Plotly text: every character shown as itself."""
+    return html.escape(str(label), quote=False)
+
+
+def _layout(fig: go.Figure, title: str, separators: str, height: int = 520) -> go.Figure:
+    fig.update_layout(
+        title={"text": safe(title), "x": 0.0, "xanchor": "left", "font": {"size": 16}},
+        separators=separators,
+        height=height,
+        margin={"l": 60, "r": 20, "t": 60, "b": 50},
+        font={"family": FONT},
+        template="plotly_white",
+    )
+    return fig
+
+
+def downsample(grid: np.ndarray, reduce: str = "mean") -> tuple[np.ndarray, int]:
+    """Pool an (n, n) grid into at most MAX_SIDE² cells; returns (grid, factor)."""
+    n = grid.shape[0]
+    f = max(1, math.ceil(n / MAX_SIDE))
+    if f == 1:
+        return grid, 1
+    m = math.ceil(n / f)
+    padded = np.full((m * f, m * f), np.nan, dtype=np.float32)
+    padded[:n, :n] = grid
+    blocks = padded.reshape(m, f, m, f)
+    with np.errstate(all="ignore"):
+        pooled = np.nanmax(blocks, axis=(1, 3)) if reduce == "max" else np.nanmean(blocks, axis=(1, 3))
+    return pooled, f
+
+
+def _token_axes(fig, labels, n, factor, x_title, y_title):
+    if factor == 1 and n <= 64:
+        ticks = {"tickmode": "array", "tickvals": list(range(n)), "ticktext": [safe(s) for s in labels]}
+    else:
+        ticks = {}
+    fig.update_xaxes(title=safe(x_title), side="bottom", **ticks)
+    fig.update_yaxes(title=safe(y_title), autorange="reversed", **ticks)
+    if factor == 1 and n <= 64:
+        fig.update_xaxes(tickangle=-60, tickfont={"size": 10})
+        fig.update_yaxes(tickfont={"size": 10})
+
+
+def attention_heatmap(grid, labels, *, title, x_title, y_title, hover, separators, colorbar="",
+                      zmax=None, colorscale=WEIGHTS, reduce="mean", height=560):
+    """Heat map of an (n, n) grid of weights; rows are queries, columns keys.
+
+    ``hover`` is a Plotly hovertemplate using %{y} (query), %{x} (key), %{z} and,
+    when tokens are shown, %{customdata[0]} / %{customdata[1]} (their labels)."""
+    grid = np.asarray(grid, dtype=np.float32)
+    n = grid.shape[0]
+    z, f = downsample(grid, reduce)
+    m = z.shape[0]
+    coords = np.arange(m) * f + (f - 1) / 2 if f > 1 else np.arange(m)
+    kwargs = {}
+    if f == 1 and n <= 128:
+        lab = [safe(s) for s in labels]
+        kwargs["customdata"] = np.dstack(np.meshgrid(lab, lab)[::-1]).tolist()
+    z = np.round(z, 5)
+    fig = go.Figure(go.Heatmap(
+        z=z.tolist(), x=coords.tolist(), y=coords.tolist(), colorscale=colorscale, zmin=0,
+        zmax=zmax, hovertemplate=hover + "<extra></extra>", colorbar={"title": {"text": safe(colorbar)}},
+        hoverongaps=False, **kwargs,
+    ))
+    _token_axes(fig, labels, n, f, x_title, y_title)
+    fig.update_yaxes(scaleanchor="x", constrain="domain")
+    fig.update_xaxes(constrain="domain")
+    return _layout(fig, title, separators, height), f
+
+
+def add_band(fig, n: int, window: int, colour: str = "#D55E00", name: str = "", causal: bool = True):
+    """Outline the causal window 0 ≤ i − j < w on a heat map (two diagonal lines)."""
+    xs = [0, n - 1]
+    fig.add_trace(go.Scatter(x=xs, y=xs, mode="lines", line={"color": colour, "width": 2}, name=safe(name),
+                             hoverinfo="skip", showlegend=bool(name)))
+    if window < n:
+        fig.add_trace(go.Scatter(x=[0, n - window], y=[window - 1, n - 1], mode="lines",
+                                 line={"color": colour, "width": 2, "dash": "dash"}, hoverinfo="skip",
+                                 showlegend=False))
+    fig.update_layout(legend={"orientation": "h", "y": -0.12})
+    return fig
+
+
+def row_bars(weights, labels, *, title, x_title, y_title, hover, separators, highlight=None, height=320):
+    """One query's row: how its weight spreads over the keys it may look at."""
+    w = np.asarray(weights, dtype=np.float32)
+    idx = np.arange(len(w))
+    colours = [OKABE_ITO[0]] * len(w)
+    if highlight is not None:
+        for j in highlight:
+            if 0 <= j < len(w):
+                colours[j] = OKABE_ITO[1]
+    fig = go.Figure(go.Bar(x=idx.tolist(), y=np.round(w, 5).tolist(), marker_color=colours,
+                           customdata=[safe(s) for s in labels], hovertemplate=hover + "<extra></extra>"))
+    fig.update_xaxes(title=safe(x_title))
+    fig.update_yaxes(title=safe(y_title), rangemode="tozero")
+    return _layout(fig, title, separators, height)
+
+
+def lines(series: list[dict], *, title, x_title, y_title, separators, log_x=False, log_y=False,
+          height=420, y_format=None, x_format=None):
+    """Several named lines: each ``{"name", "x", "y", "dash"?, "hover"?}``."""
+    fig = go.Figure()
+    for i, s in enumerate(series):
+        fig.add_trace(go.Scatter(
+            x=list(s["x"]), y=list(s["y"]), name=safe(s["name"]), mode=s.get("mode", "lines+markers"),
+            line={"color": s.get("colour", OKABE_ITO[i % len(OKABE_ITO)]), "dash": s.get("dash", "solid"),
+                  "width": 2},
+            hovertemplate=s.get("hover", "%{x}: %{y}") + "<extra>" + safe(s["name"]) + "</extra>",
+        ))
+    fig.update_xaxes(title=safe(x_title), type="log" if log_x else "linear", tickformat=x_format)
+    fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear", tickformat=y_format)
+    fig.update_layout(legend={"orientation": "h", "y": -0.22})
+    return _layout(fig, title, separators, height)
+
+
+def bars(names, values, *, title, y_title, separators, log_y=False, colours=None, hover="%{x}: %{y}",
+         reference=None, reference_name="", height=420, text=None):
+    fig = go.Figure(go.Bar(
+        x=[safe(n) for n in names], y=list(values),
+        marker_color=colours or [OKABE_ITO[i % len(OKABE_ITO)] for i in range(len(names))],
+        hovertemplate=hover + "<extra></extra>", text=text, textposition="outside",
+    ))
+    if reference is not None:
+        fig.add_hline(y=reference, line_dash="dot", line_color="#555",
+                      annotation_text=safe(reference_name), annotation_position="top left")
+    fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear")
+    return _layout(fig, title, separators, height)
+
+
+def grouped_bars(groups: list[dict], categories, *, title, y_title, separators, log_y=False, height=420,
+                 hover="%{x}: %{y}"):
+    """Bars side by side: each group ``{"name", "values"}`` over the same categories."""
+    fig = go.Figure()
+    for i, g in enumerate(groups):
+        fig.add_trace(go.Bar(x=[safe(c) for c in categories], y=list(g["values"]), name=safe(g["name"]),
+                             marker_color=OKABE_ITO[i % len(OKABE_ITO)],
+                             hovertemplate=hover + "<extra>" + safe(g["name"]) + "</extra>"))
+    fig.update_layout(barmode="group", legend={"orientation": "h", "y": -0.2})
+    fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear")
+    return _layout(fig, title, separators, height)
+
+
+def integer_grid(grid, labels, *, title, x_title, y_title, hover, separators, colorbar="", height=460,
+                 missing_label=""):
+    """Heat map of small integers (hop counts); −1 (never) shows as an empty cell."""
+    g = np.asarray(grid, dtype=np.float32)
+    g = np.where(g < 0, np.nan, g)
+    n = g.shape[0]
+    zmax = float(np.nanmax(g)) if np.isfinite(g).any() else 1.0
+    lab = [safe(s) for s in labels]
+    fig = go.Figure(go.Heatmap(
+        z=g.tolist(), colorscale="Viridis", zmin=0, zmax=max(1.0, zmax), hoverongaps=False,
+        customdata=np.dstack(np.meshgrid(lab, lab)[::-1]).tolist(),
+        hovertemplate=hover + "<extra></extra>", colorbar={"title": {"text": safe(colorbar)}},
+    ))
+    _token_axes(fig, labels, n, 1, x_title, y_title)
+    fig.update_yaxes(scaleanchor="x", constrain="domain")
+    fig.update_xaxes(constrain="domain")
+    if missing_label:
+        fig.add_annotation(text=safe(missing_label), xref="paper", yref="paper", x=1.0, y=1.06,
+                           showarrow=False, font={"size": 11, "color": "#555"})
+    return _layout(fig, title, separators, height)
+
+
+def reach_animation(frames: list[np.ndarray], *, title, x_title, y_title, separators, layer_word,
+                    play, pause, hover, height=520):
+    """Reach grids after 0, 1, … L layers, with a slider and a play button."""
+    n = frames[0].shape[0]
+
+    def trace(g):
+        return go.Heatmap(z=np.asarray(g, dtype=np.int8).tolist(), colorscale=[[0, "#F2F2F2"], [1, OKABE_ITO[0]]],
+                          zmin=0, zmax=1, showscale=False, hovertemplate=hover + "<extra></extra>")
+
+    fig = go.Figure(data=[trace(frames[-1])],
+                    frames=[go.Frame(data=[trace(g)], name=str(i)) for i, g in enumerate(frames)])
+    steps = [{"method": "animate", "label": str(i),
+              "args": [[str(i)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True},
+                                  "transition": {"duration": 0}}]} for i in range(len(frames))]
+    fig.update_layout(
+        sliders=[{"active": len(frames) - 1, "steps": steps, "currentvalue": {"prefix": safe(layer_word) + " "},
+                  "pad": {"t": 40}}],
+        updatemenus=[{"type": "buttons", "showactive": False, "x": 0, "y": -0.08, "xanchor": "left",
+                      "buttons": [
+                          {"label": safe(play), "method": "animate",
+                           "args": [None, {"frame": {"duration": 600, "redraw": True}, "fromcurrent": False,
+                                           "transition": {"duration": 0}}]},
+                          {"label": safe(pause), "method": "animate",
+                           "args": [[None], {"mode": "immediate", "frame": {"duration": 0, "redraw": False}}]},
+                      ]}],
+    )
+    fig.update_xaxes(title=safe(x_title), range=[-0.5, n - 0.5], constrain="domain")
+    fig.update_yaxes(title=safe(y_title), autorange="reversed", scaleanchor="x", constrain="domain")
+    return _layout(fig, title, separators, height)
+
+
+def route_diagram(n: int, path: list[int], hubs, labels, *, title, separators, token_word, hub_word,
+                  height=260):
+    """Tokens on a line; arcs along one route j → … → i; hubs marked."""
+    fig = go.Figure()
+    xs = list(range(n))
+    fig.add_trace(go.Scatter(x=xs, y=[0] * n, mode="markers", marker={"color": "#BBBBBB", "size": 6},
+                             customdata=[safe(s) for s in labels], name=safe(token_word),
+                             hovertemplate="%{x}: %{customdata}<extra></extra>"))
+    if hubs:
+        fig.add_trace(go.Scatter(x=list(hubs), y=[0] * len(hubs), mode="markers", name=safe(hub_word),
+                                 marker={"color": OKABE_ITO[1], "size": 14, "symbol": "star"},
+                                 customdata=[safe(labels[h]) for h in hubs],
+                                 hovertemplate="%{x}: %{customdata}<extra></extra>"))
+    for a, b in zip(path, path[1:]):
+        mid, span = (a + b) / 2, abs(b - a) / 2
+        theta = np.linspace(0, math.pi, 40)
+        fig.add_trace(go.Scatter(x=(mid - span * np.cos(theta)).tolist(), y=(span * np.sin(theta)).tolist(),
+                                 mode="lines", line={"color": OKABE_ITO[0], "width": 3}, showlegend=False,
+                                 hoverinfo="skip"))
+    if path:
+        fig.add_trace(go.Scatter(x=[path[0], path[-1]], y=[0, 0], mode="markers+text",
+                                 text=[safe(labels[path[0]]), safe(labels[path[-1]])], textposition="bottom center",
+                                 marker={"color": OKABE_ITO[2], "size": 12}, showlegend=False,
+                                 hoverinfo="skip"))
+    fig.update_yaxes(visible=False, range=[-0.2 * n / 2, n / 2 + 1])
+    fig.update_xaxes(range=[-1, n])
+    fig.update_layout(legend={"orientation": "h", "y": 1.15})
+    return _layout(fig, title, separators, height)
+
+
+def payload_bytes(fig: go.Figure) -> int:
+    """Size of the figure as sent to the browser (JSON)."""
+    return len(fig.to_json())

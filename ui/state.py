@@ -1,0 +1,142 @@
+"""Shared state of the app: language, the reader's text, the model and its cached
+results. The one place for caching: ``st.cache_resource`` for the model and the
+analyses (read-only objects, never copied), ``st.cache_data`` for small numbers.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import streamlit as st
+
+from attn import model as atlas_model
+from attn.device import describe_device, pick_device
+
+from .i18n import LANGS, ROOT, Translator, detect_language
+
+SAMPLES = {lang: (ROOT / "assets" / f"sample_{lang}.txt") for lang in LANGS}
+_convert_lock = threading.Lock()
+
+
+def sample_text(lang: str) -> str:
+    return SAMPLES[lang].read_text(encoding="utf-8").strip()
+
+
+def model_kind() -> str:
+    return "tiny" if os.environ.get("ATLAS_MODEL", "").lower() == "tiny" else "gemma"
+
+
+# --- language and text -----------------------------------------------------------
+
+
+def init_language() -> str:
+    """Once per session: from ``?lang=``, else the browser, else English."""
+    if "lang" not in st.session_state:
+        st.session_state["lang"] = detect_language(st.query_params.get("lang"), st.context.locale)
+    return st.session_state["lang"]
+
+
+def tr() -> Translator:
+    return Translator(st.session_state.get("lang", "en"))
+
+
+def on_language_change() -> None:
+    """Keep the URL in step; switch the sample text too while it is untouched."""
+    new = st.session_state["lang_choice"]
+    old = st.session_state.get("lang", "en")
+    st.session_state["lang"] = new
+    st.query_params["lang"] = new
+    if st.session_state.get("text") == sample_text(old):
+        st.session_state["text"] = sample_text(new)
+
+
+def restore_sample() -> None:
+    st.session_state["text"] = sample_text(st.session_state.get("lang", "en"))
+
+
+def init_text() -> None:
+    if "text" not in st.session_state:
+        st.session_state["text"] = sample_text(st.session_state.get("lang", "en"))
+
+
+def current_text() -> str:
+    return st.session_state.get("text", "")
+
+
+# --- the model ---------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False)
+def get_model(kind: str):
+    """One model per process, shared by every reader (it switches its attention only
+    under its own lock and restores it)."""
+    if kind == "tiny":
+        return atlas_model.tiny()
+    return atlas_model.load()
+
+
+def ensure_model():
+    """The model, converting it first (once, with a progress bar) when needed."""
+    kind = model_kind()
+    if kind == "gemma" and not atlas_model.is_converted():
+        t = tr()
+        with _convert_lock:
+            if not atlas_model.is_converted():
+                bar = st.progress(0.0, text=t("model.converting"))
+
+                def progress(fraction: float, stage: str) -> None:
+                    bar.progress(min(1.0, fraction), text=t("model.converting") + " — " + t(f"model.stage_{stage}"))
+
+                atlas_model.convert(progress)
+                bar.empty()
+    return get_model(kind)
+
+
+@st.cache_resource(show_spinner=False)
+def device_line() -> str:
+    return describe_device(pick_device())
+
+
+@st.cache_resource(show_spinner=False)
+def start_flex_warmup():
+    """Compile FlexAttention in the background, once per process: the live benchmark
+    (d = 64) and the model's own heads (d = 256). Requests use the blocked kernel until
+    it is ready."""
+    from attn import flex
+
+    device = pick_device()
+    from attn.device import compute_dtype
+
+    dtype = compute_dtype(device)
+    return flex.start_warmup([
+        {"q_shape": (1, 4, 1024, 64), "dtype": dtype, "device": device, "causal": True},
+    ])
+
+
+# --- analyses ----------------------------------------------------------------------
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def get_analysis(text: str, kind: str):
+    """One run of the model per text, kept read-only and shared by every page (at
+    most two texts: the attention of 1,024 tokens is ~250 MB)."""
+    return get_model(kind).analyze(text)
+
+
+def analysis_or_message():
+    """The analysis of the current text, or None after showing why there is none."""
+    t = tr()
+    text = current_text()
+    if not text.strip():
+        st.info(t("common.need_text"))
+        return None
+    model = ensure_model()
+    with st.spinner(t("common.analysing")):
+        a = get_analysis(text, model_kind())
+    if a.n < 3:
+        st.info(t("common.too_short", n=a.n))
+        return None
+    if a.truncated:
+        st.caption(t("common.truncated", used=t.int(a.n), total=t.int(a.total_tokens)))
+    return a

@@ -1,0 +1,150 @@
+"""The model itself feels the catch: run it with its attention swapped for a
+shortcut and measure what it loses (perplexity, KL, top-1 agreement).
+
+Runs only on a button press, with a progress bar, bounded to a token budget, and
+cached per text and settings."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attn.model import SWAP_MAX_TOKENS
+
+from . import figures, state, widgets
+from .i18n import Translator
+
+WINDOWS = (4, 16, 64)
+FEATURES = ("elu", "relu", "favor", "taylor")
+
+
+def sweep_settings(hubs: tuple, single_layer: int) -> list[dict]:
+    out = [{"method": "exact", "layers": "all", "tag": "control"}]
+    for layers in ("all", "sliding"):
+        for w in WINDOWS:
+            out.append({"method": "window", "window": w, "layers": layers, "tag": f"window/{layers}"})
+            out.append({"method": "window", "window": w, "hubs": hubs, "layers": layers,
+                        "tag": f"window_hubs/{layers}"})
+    for f in FEATURES:
+        out.append({"method": "linear", "feature": f, "layers": "all", "tag": "linear/all"})
+        out.append({"method": "linear", "feature": f, "layers": [single_layer], "tag": "linear/one"})
+    return out
+
+
+def _run_sweep(text: str, kind: str, settings: list[dict], budget: int, bar) -> list:
+    model = state.ensure_model()
+    clean = [{k: v for k, v in s.items() if k != "tag"} for s in settings]
+
+    def progress(i, _result):
+        bar.progress((i + 1) / len(settings), text=f"{i + 1} / {len(settings)}")
+
+    results = model.swap_sweep(text, clean, max_tokens=budget, progress=progress)
+    return [r if not isinstance(r, Exception) else None for r in results]
+
+
+def _key(text: str, settings: list[dict], budget: int) -> str:
+    import hashlib
+
+    raw = repr((state.model_kind(), budget, [sorted(s.items(), key=str) for s in settings])) + text
+    return "swap_" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _store() -> dict:
+    """Finished sweeps by key (small: a few numbers per setting), shared by readers."""
+    return {}
+
+
+def run_or_show(t: Translator, text: str, settings: list[dict], budget: int, button_label: str, key: str):
+    """The results when already measured; else a button that measures them."""
+    store = _store()
+    k = _key(text, settings, budget)
+    if k in store:
+        return store[k]
+    if not st.button(button_label, key=key, type="primary"):
+        return None
+    bar = st.progress(0.0, text=t("swap.running"))
+    try:
+        results = _run_sweep(text, state.model_kind(), settings, budget, bar)
+    except ValueError:
+        bar.empty()
+        widgets.error_box(t, "swap.too_short")
+        return None
+    bar.empty()
+    store[k] = results
+    while len(store) > 32:
+        store.pop(next(iter(store)))
+    return results
+
+
+def hub_evidence(t: Translator, text: str) -> None:
+    """Step 4's borrowed number: one hub at a 4-token window, in every layer."""
+    settings = [{"method": "window", "window": 4, "layers": "all"},
+                {"method": "window", "window": 4, "hubs": (0,), "layers": "all"}]
+    st.caption(t("swap.budget", n=t.int(SWAP_MAX_TOKENS)))
+    res = run_or_show(t, text, settings, SWAP_MAX_TOKENS, t("swap.measure_hub"), "s4_swap")
+    if not res:
+        return
+    alone, hub = res
+    if alone is None or hub is None:
+        widgets.error_box(t, "swap.too_short")
+        return
+    base = alone.base_perplexity
+    c1, c2, c3 = st.columns(3)
+    c1.metric(t("swap.base_ppl"), t.float(base, 1))
+    c2.metric(t("swap.w4_ppl"), t.float(alone.perplexity, 1),
+              delta=t("swap.times", x=t.float(alone.perplexity / base, 1)), delta_color="off")
+    c3.metric(t("swap.w4_hub_ppl"), t.float(hub.perplexity, 1),
+              delta=t("swap.times", x=t.float(hub.perplexity / base, 1)), delta_color="off")
+    st.caption(t("swap.hub_caption", kl0=t.float(alone.kl, 2), kl1=t.float(hub.kl, 2),
+                 a0=t.pct(alone.top1_agreement, 0), a1=t.pct(hub.top1_agreement, 0)))
+
+
+def sweep_section(t: Translator, a, text: str) -> None:
+    """Step 6's second half: the whole model with its attention swapped."""
+    st.subheader(t("swap.heading"))
+    st.markdown(t("swap.lead"))
+    layer = st.selectbox(t("swap.pick_layer"), list(range(a.n_layers)), index=0,
+                         format_func=lambda i: widgets.layer_label(t, a, i), key="s6_swap_layer")
+    hubs = (0,)
+    settings = sweep_settings(hubs, layer)
+    st.caption(t("swap.budget_sweep", n=t.int(SWAP_MAX_TOKENS), runs=len(settings)))
+    res = run_or_show(t, text, settings, SWAP_MAX_TOKENS, t("swap.measure_sweep"), "s6_swap")
+    if not res:
+        return
+    if any(r is None for r in res):
+        widgets.error_box(t, "swap.too_short")
+        return
+    tagged = list(zip(settings, res))
+    control = tagged[0][1]
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric(t("swap.base_ppl"), t.float(control.base_perplexity, 2))
+    c2.metric(t("swap.control_ppl"), t.float(control.perplexity, 2))
+    c3.metric(t("swap.control_kl"), t.sci(max(control.kl, 0.0)))
+    c4.metric(t("swap.control_top1"), t.pct(control.top1_agreement, 0))
+    st.caption(t("swap.control_caption", n=t.int(control.n)))
+
+    metric = st.radio(t("swap.pick_metric"), ["kl", "perplexity", "top1_agreement"], horizontal=True,
+                      format_func=lambda m: t(f"swap.metric_{m}"), key="s6_swap_metric")
+    series = []
+    names = {"window/all": t("swap.series_window_all"), "window_hubs/all": t("swap.series_hubs_all"),
+             "window/sliding": t("swap.series_window_sliding"),
+             "window_hubs/sliding": t("swap.series_hubs_sliding")}
+    for i, (tag, name) in enumerate(names.items()):
+        pts = [(s["window"], getattr(r, metric)) for s, r in tagged if s["tag"] == tag]
+        series.append({"name": name, "x": [p[0] for p in pts], "y": [p[1] for p in pts],
+                       "dash": "dash" if "sliding" in tag else "solid", "hover": t("swap.hover_point")})
+    fig = figures.lines(series, title=t("swap.chart_window", metric=t(f"swap.metric_{metric}")),
+                        x_title=t("swap.w_axis"), y_title=t(f"swap.metric_{metric}"), separators=t.separators,
+                        log_x=True, log_y=(metric != "top1_agreement"))
+    widgets.show_figure(fig, key="s6_swap_window")
+
+    groups = []
+    for tag, name in (("linear/all", t("swap.series_linear_all")),
+                      ("linear/one", t("swap.series_linear_one", layer=layer))):
+        groups.append({"name": name, "values": [getattr(r, metric) for s, r in tagged if s["tag"] == tag]})
+    fig2 = figures.grouped_bars(groups, [t(f"features.{f}") for f in FEATURES],
+                                title=t("swap.chart_linear", metric=t(f"swap.metric_{metric}")),
+                                y_title=t(f"swap.metric_{metric}"), separators=t.separators,
+                                log_y=(metric != "top1_agreement"))
+    widgets.show_figure(fig2, key="s6_swap_linear")
+    st.markdown(t("swap.outro"))

@@ -1,0 +1,65 @@
+"""Widgets and layout pieces every page shares."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from .i18n import Translator
+
+AVERAGE = "avg"
+
+
+def step_header(t: Translator, step: int) -> None:
+    if step <= 7:
+        st.caption(t("common.step_of", step=step, total=7))
+    st.title(t(f"step{step}.title"))
+    st.markdown(t(f"step{step}.lead"))
+
+
+def formula(latex: str, caption: str | None = None) -> None:
+    st.latex(latex)
+    if caption:
+        st.caption(caption)
+
+
+def layer_label(t: Translator, a, layer: int) -> str:
+    kind = a.layer_types[layer]
+    if kind == "sliding":
+        return t("common.layer_sliding", layer=layer, w=t.int(a.sliding_window))
+    return t("common.layer_full", layer=layer)
+
+
+def layer_head_picker(t: Translator, a, key: str, allow_average: bool = True, default_layer: int = 0):
+    """In the sidebar: which layer and head this page shows. Returns (layer, head);
+    head is None for the average over heads."""
+    with st.sidebar:
+        st.markdown(f"**{t('common.shown')}**")
+        layer = st.selectbox(t("common.layer"), list(range(a.n_layers)), index=min(default_layer, a.n_layers - 1),
+                             format_func=lambda i: layer_label(t, a, i), key=f"{key}_layer")
+        heads = ([AVERAGE] if allow_average else []) + list(range(a.n_heads))
+        head = st.selectbox(t("common.head"), heads, key=f"{key}_head",
+                            format_func=lambda h: t("common.head_average") if h == AVERAGE else t("common.head_n", h=h))
+    return layer, (None if head == AVERAGE else int(head))
+
+
+def head_caption(t: Translator, a, layer: int, head) -> str:
+    who = t("common.head_average") if head is None else t("common.head_n", h=head)
+    return f"{layer_label(t, a, layer)} · {who}"
+
+
+def token_option(a, i: int) -> str:
+    return f"{i} · {a.tokens[i]}"
+
+
+def downsample_note(t: Translator, factor: int, n: int) -> None:
+    if factor > 1:
+        st.caption(t("common.downsampled", f=factor, n=n))
+
+
+def show_figure(fig, key: str | None = None) -> None:
+    st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
+
+
+def error_box(t: Translator, key: str = "common.bad_setting", **kwargs) -> None:
+    """A clear, translated message instead of a traceback."""
+    st.error(t(key, **kwargs))
