@@ -561,8 +561,9 @@ class LoadedModel:
         only for the length of a sweep)."""
         hidden = self._base_hidden(ids)
         with torch.no_grad():
-            return [torch.log_softmax(self._logits(hidden[0, s:s + _LOGIT_CHUNK]), dim=-1)
-                    for s in range(0, len(ids) - 1, _LOGIT_CHUNK)]
+            n_pred = len(ids) - 1
+            return [torch.log_softmax(self._logits(hidden[0, s:min(n_pred, s + _LOGIT_CHUNK)]), dim=-1)
+                    for s in range(0, n_pred, _LOGIT_CHUNK)]
 
     def _compare(self, base, swapped_hidden, targets) -> dict:
         """Mean NLL of both, top-1 agreement and mean KL(base ‖ swapped) over the

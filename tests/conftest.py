@@ -22,3 +22,37 @@ def dtype_for(device: str) -> torch.dtype:
 @pytest.fixture(params=DEVICES)
 def device(request):
     return request.param
+
+
+APP = os.path.join(ROOT, "app.py")
+PAGES = [
+    "pages/1_every_pair.py", "pages/2_nearly_empty.py", "pages/3_neighbours.py", "pages/4_hubs.py",
+    "pages/5_linear.py", "pages/6_honest_catch.py", "pages/7_payoff.py", "pages/8_closing.py",
+]
+LANGS = ["ja", "pt", "en"]
+
+
+@pytest.fixture
+def make_app(monkeypatch):
+    """AppTest of app.py as the server runs it: st.navigation in app.py drawing the
+    sidebar on every page. (AppTest would otherwise re-detect the pages/ folder on
+    every run and run a page file alone, skipping app.py.)"""
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.testing.v1 import AppTest
+
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+    def make(model: str = "tiny", lang: str | None = None, timeout: float = 180):
+        monkeypatch.setenv("ATLAS_MODEL", model)
+        at = AppTest.from_file(APP, default_timeout=timeout)
+        if lang:
+            at.query_params["lang"] = lang
+        return at
+
+    return make

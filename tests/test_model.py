@@ -171,6 +171,19 @@ def test_a_swapped_window_replaces_the_layers_own_pattern(tiny):
     torch.testing.assert_close(same, own, atol=1e-4, rtol=1e-4)
 
 
+def test_a_sweep_gives_the_same_numbers_as_single_runs(tiny):
+    text = TEXT * 2  # more than one chunk of predicted positions
+    settings = [{"method": "exact"}, {"method": "window", "window": 3, "hubs": (0,)},
+                {"method": "linear", "feature": "favor", "layers": [2]}, {"method": "window", "window": 0}]
+    got = tiny.swap_sweep(text, settings, max_tokens=100)
+    assert isinstance(got[-1], ValueError)
+    for s, r in zip(settings[:3], got[:3]):
+        one = tiny.swap_measure(text, max_tokens=100, **s)
+        assert r.perplexity == pytest.approx(one.perplexity, rel=1e-6)
+        assert r.kl == pytest.approx(one.kl, rel=1e-5, abs=1e-9)
+        assert r.top1_agreement == one.top1_agreement and r.n == 100
+
+
 def test_swapping_one_layer_leaves_the_others_as_they_were(tiny):
     one = tiny.swap_measure(TEXT, method="linear", feature="elu", layers=[1])
     assert one.layers == [1] and one.kl > 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+import warnings
 
 import numpy as np
 import plotly.graph_objects as go
@@ -47,7 +48,8 @@ def downsample(grid: np.ndarray, reduce: str = "mean") -> tuple[np.ndarray, int]
     padded = np.full((m * f, m * f), np.nan, dtype=np.float32)
     padded[:n, :n] = grid
     blocks = padded.reshape(m, f, m, f)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-empty blocks stay empty (NaN)
         pooled = np.nanmax(blocks, axis=(1, 3)) if reduce == "max" else np.nanmean(blocks, axis=(1, 3))
     return pooled, f
 

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Shared set-up for scripts/run.sh and scripts/test.sh: a virtual environment in
+# .venv with the pinned requirements. Works where the system Python refuses global
+# installs (PEP 668). Usage: scripts/setup.sh REQUIREMENTS_FILE
+set -euo pipefail
+cd "$(dirname "$0")/.."
+req="${1:-requirements.txt}"
+PY="${PYTHON:-python3}"
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo "$@"
+  else return 1
+  fi
+}
+
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 || return 1
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null || return 1
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+  echo "Attention Atlas needs Python 3.11 or newer as '$PY' (set PYTHON=... to choose another)." >&2
+  exit 1
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  if ! "$PY" -m venv .venv 2>/dev/null; then
+    rm -rf .venv
+    # Debian and Ubuntu ship venv separately
+    pyver=$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+    apt_install "python${pyver}-venv" || apt_install python3-venv || {
+      echo "Cannot create a virtual environment: install python3-venv (sudo apt-get install python3-venv)." >&2
+      exit 1
+    }
+    "$PY" -m venv .venv
+  fi
+fi
+
+stamp=".venv/.installed-$(cat "$req" requirements.txt | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  echo "Installing Python packages from $req into .venv …"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  .venv/bin/python -m pip install -q -r "$req"
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Set up and run every test: bash scripts/test.sh [pytest options]
+# Brings what pip cannot: Debian's chromium and fonts-ipafont-gothic (for the browser
+# tests and for Japanese on screenshots), when missing and installable.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh requirements-test.txt
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo "$@"
+  else return 1
+  fi
+}
+
+browser_ok() { [ -n "${ATLAS_CHROMIUM:-}" ] && [ -x "$ATLAS_CHROMIUM" ] || { command -v chromium >/dev/null 2>&1 && chromium --version >/dev/null 2>&1; }; }
+font_ok() { command -v fc-list >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi "IPAGothic\|IPAゴシック"; }
+
+need=()
+browser_ok || need+=(chromium)
+font_ok || need+=(fonts-ipafont-gothic)
+if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "Installing ${need[*]} with apt-get (--no-install-recommends) …"
+  if as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null &&
+     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null; then
+    :
+  else
+    echo "apt-get could not install ${need[*]} (no root, or not in the archive)." >&2
+  fi
+fi
+if ! browser_ok; then
+  # e.g. Ubuntu, whose chromium package is only a snap stub: use Playwright's own build
+  echo "No usable chromium from the system; trying Playwright's own download …"
+  if .venv/bin/python -m playwright install --with-deps chromium >/dev/null 2>&1 ||
+     .venv/bin/python -m playwright install chromium >/dev/null 2>&1; then
+    export ATLAS_CHROMIUM=playwright
+  else
+    echo "No browser for the browser tests. Install one of: 'sudo apt-get install --no-install-recommends chromium fonts-ipafont-gothic'" >&2
+    echo "or '.venv/bin/python -m playwright install --with-deps chromium'." >&2
+  fi
+fi
+
+exec .venv/bin/python -m pytest "$@"

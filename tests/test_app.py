@@ -1,0 +1,344 @@
+"""The app through Streamlit's AppTest: every page × language, odd text, language
+and text state, and each number on screen against the formula it shows.
+
+The page × language × odd-text matrix runs on the tiny random-weight model
+(``ATLAS_MODEL=tiny``); the real model runs once per language at the end."""
+
+import json
+import re
+
+import pytest
+
+from attn import model as atlas_model
+from attn import patterns, stats
+from conftest import LANGS, PAGES
+from ui import i18n
+from ui.state import sample_text
+
+pytestmark = pytest.mark.apptest
+
+KEY_METRIC = {  # the one number each step is about: its locale key
+    1: "step1.metric_causal", 2: "step2.metric_useful", 3: "step3.metric_kept_all", 4: "step4.metric_cells",
+    5: "step5.metric_diff", 6: "step6.metric_fused", 7: "step7.metric_model_ratio",
+}
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return atlas_model.tiny(device="cpu")
+
+
+def parse(value: str, lang: str) -> float:
+    """A number as the app shows it in a language, back to a float."""
+    dec, thou = i18n._SEPARATORS[lang]
+    v = value.strip().replace("\u00a0", " ")
+    m = re.fullmatch(r"(-?[\d.,]+) × 10([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)", v)
+    if m:
+        exp = int(m.group(2).translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")))
+        return parse(m.group(1), lang) * 10**exp
+    pct = v.endswith("%")
+    v = v.rstrip("%× ").replace(thou, "").replace(dec, ".")
+    x = float(v)
+    return x / 100 if pct else x
+
+
+def metric(at, key: str, lang: str, **kw) -> str:
+    label = i18n.translate(lang, key, **kw)
+    found = [m for m in at.metric if m.label == label]
+    assert found, f"no metric {label!r} among {[m.label for m in at.metric]}"
+    return found[0].value
+
+
+def metric_starting(at, lang: str, key: str) -> str:
+    prefix = i18n.translate(lang, key).split("{")[0]
+    found = [m for m in at.metric if m.label.startswith(prefix.split("{")[0])]
+    assert found, f"no metric starting {prefix!r}"
+    return found[0].value
+
+
+def open_page(make_app, page: str, lang: str = "en", text: str | None = None, model: str = "tiny"):
+    at = make_app(model, lang)
+    at.run()
+    if text is not None:
+        at.text_area(key="text").input(text).run()
+    if page != PAGES[0]:
+        at.switch_page(page).run()
+    return at
+
+
+def assert_clean(at):
+    assert not at.exception, [e.value for e in at.exception]
+
+
+# --- every page × every language ---------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_opens_in_every_language_with_its_key_number(make_app, page, lang):
+    at = open_page(make_app, page, lang)
+    assert_clean(at)
+    step = PAGES.index(page) + 1
+    title_key = f"step{step}.title" if step <= 7 else "closing.title"
+    assert at.title[0].value == i18n.translate(lang, title_key)
+    if step <= 7:
+        label = i18n.translate(lang, KEY_METRIC[step], m=i18n.translate(lang, "step7.m_full"), w=16, g=3)
+        prefix = re.split(r"\d", label)[0][:12]
+        values = [m.value for m in at.metric if m.label.startswith(prefix)]
+        assert values and values[0] not in ("", "—"), (label, [m.label for m in at.metric])
+        parse(values[0], lang)
+    else:
+        assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == 10  # the glossary
+    # the sidebar is drawn on every page, in the page's language
+    assert at.sidebar.text_area[0].label == i18n.translate(lang, "sidebar.text")
+
+
+# --- numbers on screen against their formulas ----------------------------------------
+
+
+def test_step1_cells_follow_n_squared_and_the_causal_triangle(make_app):
+    for lang in ("en", "pt"):
+        at = open_page(make_app, PAGES[0], lang)
+        n = int(parse(metric(at, "step1.metric_n", lang), lang))
+        assert int(parse(metric(at, "step1.metric_square", lang), lang)) == n * n
+        assert int(parse(metric(at, "step1.metric_causal", lang), lang)) == n * (n + 1) // 2
+        doubled = metric(at, "step1.metric_doubled", lang, n2=i18n.fmt_int(2 * n, lang))
+        assert int(parse(doubled, lang)) == 2 * n * (2 * n + 1) // 2
+
+
+def test_portuguese_numbers_use_a_decimal_comma_and_a_thousands_dot(make_app):
+    at = open_page(make_app, PAGES[0], "pt")
+    n = int(parse(metric(at, "step1.metric_n", "pt"), "pt"))
+    assert n >= 1000
+    assert metric(at, "step1.metric_n", "pt") == f"{n // 1000}.{n % 1000:03d}"
+    at2 = open_page(make_app, PAGES[1], "pt")
+    assert "," in metric_starting(at2, "pt", "step2.metric_share") or "%" in metric_starting(at2, "pt", "step2.metric_share")
+    assert i18n.fmt_float(0.93, "pt") == "0,93" and i18n.fmt_int(1024, "pt") == "1.024"
+    assert i18n.fmt_float(0.93, "en") == "0.93" and i18n.fmt_int(1024, "ja") == "1,024"
+
+
+def test_step2_useful_is_n_times_k(make_app, tiny):
+    at = open_page(make_app, PAGES[1])
+    a = tiny.analyze(sample_text("en"))
+    k_bar = parse(metric_starting(at, "en", "step2.metric_k"), "en")
+    useful = parse(metric(at, "step2.metric_useful", "en"), "en")
+    assert useful == pytest.approx(a.n * k_bar, abs=a.n * 0.05 + 1)
+    expect = stats.useful_summary(a.grid(a.n_layers - 1, None), 0.9)
+    assert useful == pytest.approx(expect["useful"], abs=1)
+    assert parse(metric(at, "step2.metric_share", "en"), "en") == pytest.approx(expect["share"], abs=5e-4)
+
+
+def test_step3_reach_and_cells_follow_their_formulas(make_app, tiny):
+    at = open_page(make_app, PAGES[2])
+    a = tiny.analyze(sample_text("en"))
+    assert parse(metric(at, "step3.metric_reach_formula", "en"), "en") == 4 * (3 - 1) + 1
+    assert parse(metric(at, "step3.metric_reach_measured", "en", i=min(a.n, 64) - 1), "en") == 9
+    assert parse(metric(at, "step3.metric_cells", "en"), "en") == patterns.cells(a.n, 16, (), True)
+    at.slider(key="s3_rl").set_value(3).run()  # the tiny model has 4 layers
+    at.slider(key="s3_rw").set_value(5).run()
+    assert parse(metric(at, "step3.metric_reach_formula", "en"), "en") == 3 * 4 + 1
+    kept = stats.share_kept_by_pattern(a.attentions, 16)["mean"]
+    assert parse(metric(at, "step3.metric_kept_all", "en"), "en") == pytest.approx(kept, abs=5e-4)
+
+
+def test_step4_cells_with_hubs_and_hops(make_app, tiny):
+    at = open_page(make_app, PAGES[3])
+    assert_clean(at)
+    a = tiny.analyze(sample_text("en"))
+    hubs = tuple(sorted(p for p, _ in stats.anchors(a.attentions, top=5)[:3]))
+    assert tuple(sorted(at.multiselect(key="s4_hubs").value)) == hubs
+    shown = parse(metric(at, "step4.metric_cells", "en", g=len(hubs)), "en")
+    assert shown == patterns.cells(a.n, 8, hubs, True)
+    # bidirectional with hubs: every pair within two layers
+    hop_metrics = [m for m in at.metric if m.label == i18n.translate("en", "step4.metric_max_hops")]
+    assert parse(hop_metrics[1].value, "en") <= 2 < parse(hop_metrics[0].value, "en")
+
+
+def test_step5_both_orders_agree_and_the_summary_is_m_by_d(make_app, tiny):
+    at = open_page(make_app, PAGES[4])
+    assert parse(metric_starting(at, "en", "step5.metric_diff"), "en") < 1e-5
+    a = tiny.analyze(sample_text("en"))
+    d = tiny.head_dim
+    assert parse(metric(at, "step5.metric_grid", "en", n=i18n.fmt_int(a.n, "en")), "en") == a.n * a.n
+    assert parse(metric(at, "step5.metric_summary", "en", m=d, d=d), "en") == d * d + d
+    at.radio(key="s5_feature").set_value("taylor").run()
+    assert parse(metric(at, "step5.metric_summary", "en", m=273, d=d), "en") == 273 * d + 273
+
+
+def test_step6_fused_kernel_is_at_rounding_level(make_app):
+    at = open_page(make_app, PAGES[5])
+    assert parse(metric(at, "step6.metric_fused", "en"), "en") <= 1e-5
+    assert len(at.get("plotly_chart")) >= 5  # the error bars and four implied maps
+
+
+def test_step7_cost_model_ratios_are_four_and_two(make_app):
+    at = open_page(make_app, PAGES[6])
+    values = [parse(m.value, "en") for m in at.metric]
+    assert values[0] == pytest.approx(4.0, abs=0.01)
+    assert all(v == pytest.approx(2.0, abs=0.02) for v in values[1:4])
+
+
+def test_step7_live_benchmark_runs_on_a_button_press(make_app):
+    at = open_page(make_app, PAGES[6])
+    at.button(key="s7_run").click().run(timeout=300)
+    assert_clean(at)
+    ratios = [m for m in at.metric if "t(2n)/t(n)" in m.label]
+    assert len(ratios) == 5 and all(parse(m.value, "en") > 0 for m in ratios)
+    assert len(at.dataframe) == 1
+
+
+def test_swap_sweep_runs_on_a_button_press_and_the_control_matches(make_app):
+    at = open_page(make_app, PAGES[5])
+    at.button(key="s6_swap").click().run(timeout=300)
+    assert_clean(at)
+    base = parse(metric(at, "swap.base_ppl", "en"), "en")
+    control = parse(metric(at, "swap.control_ppl", "en"), "en")
+    assert control == pytest.approx(base, rel=1e-3)
+    assert parse(metric(at, "swap.control_top1", "en"), "en") == 1.0
+    at4 = open_page(make_app, PAGES[3])
+    at4.button(key="s4_swap").click().run(timeout=300)
+    assert_clean(at4)
+    assert parse(metric(at4, "swap.base_ppl", "en"), "en") > 0
+
+
+# --- language and text state ------------------------------------------------------------
+
+
+def test_query_param_opens_in_portuguese_and_the_choice_is_written_back(make_app):
+    at = make_app("tiny", "pt")
+    at.run()
+    assert at.title[0].value == i18n.translate("pt", "step1.title")
+    assert at.query_params["lang"] == ["pt"] or at.query_params["lang"] == "pt"
+    assert at.text_area(key="text").value == sample_text("pt")
+
+
+def test_switching_language_changes_the_title_and_the_untouched_sample(make_app):
+    at = make_app("tiny")
+    at.run()
+    assert at.title[0].value == i18n.translate("en", "step1.title")
+    at.selectbox(key="lang_choice").set_value("ja").run()
+    assert_clean(at)
+    assert at.title[0].value == i18n.translate("ja", "step1.title")
+    assert at.text_area(key="text").value == sample_text("ja")
+    assert at.query_params["lang"] in ("ja", ["ja"])
+
+
+def test_typed_text_survives_a_language_switch_and_a_page_switch(make_app):
+    at = make_app("tiny")
+    at.run()
+    mine = "My own words, typed here. 私の文章。"
+    at.text_area(key="text").input(mine).run()
+    at.selectbox(key="lang_choice").set_value("pt").run()
+    assert at.text_area(key="text").value == mine
+    at.switch_page(PAGES[2]).run()
+    assert_clean(at)
+    assert at.text_area(key="text").value == mine
+    assert at.title[0].value == i18n.translate("pt", "step3.title")
+    at.button[0].click().run()  # restore the sample
+    assert at.text_area(key="text").value == sample_text("pt")
+
+
+# --- odd text on every page ------------------------------------------------------------------
+
+ODD_TEXTS = {
+    "empty": "",
+    "whitespace": "   \n\t  ",
+    "one_char": "a",
+    "html": "<script>alert('x')</script><img src=x onerror=alert(1)><b>bold</b>",
+    "markdown": "# Title\n**bold** [link](javascript:alert(1)) ![img](http://x/y.png) $x^2$ `code`",
+    "emoji": "😀👨‍👩‍👧🇯🇵 🦜 " * 20,
+    "control_bidi": "abc\x00\x07\x1b[31mred\u202eevil\u2066iso\u2069 \u200b zero",
+    "mixed": "日本語 Português English 中文 العربية עברית Ελληνικά Русский 한국어 " * 5,
+    "one_megabyte": ("The quick brown fox. " * 50000)[:1_000_000],
+}
+
+
+@pytest.mark.parametrize("name", list(ODD_TEXTS))
+@pytest.mark.parametrize("page", PAGES)
+def test_odd_text_gives_a_message_or_a_result_never_an_exception_or_html(make_app, page, name):
+    text = ODD_TEXTS[name]
+    at = open_page(make_app, page, "en", text=text)
+    assert_clean(at)
+    step = PAGES.index(page) + 1
+    if name in ("empty", "whitespace") and step <= 6:
+        assert [i.value for i in at.info] == [i18n.translate("en", "common.need_text")]
+    elif step <= 6 and name == "one_char":
+        assert any("token" in i.value for i in at.info)
+    elif step <= 6:
+        assert at.metric, "a result was expected"
+    # the reader's text never reaches a Markdown/HTML element
+    for el in list(at.markdown) + list(at.caption) + list(at.info):
+        for bad in ("<script", "<img", "onerror", "javascript:", "\u202e"):
+            assert bad not in el.value
+    if name == "one_megabyte" and step <= 6:
+        assert any(i18n.translate("en", "common.truncated", used="1,024", total="")[:20] in c.value for c in at.caption)
+
+
+# --- locale files ------------------------------------------------------------------------------
+
+
+def _placeholders(s: str) -> list[str]:
+    return sorted(re.findall(r"%\{[^}]*\}|(?<!%)\{[^}]*\}", s))
+
+
+def test_locale_files_have_the_same_keys_placeholders_and_no_empty_value():
+    tables = {lang: i18n.strings(lang) for lang in LANGS}
+    keys = set(tables["en"])
+    for lang, table in tables.items():
+        assert set(table) == keys, (lang, keys ^ set(table))
+        for k, v in table.items():
+            assert isinstance(v, str) and v.strip(), (lang, k)
+            assert _placeholders(v) == _placeholders(tables["en"][k]), (lang, k)
+
+
+def test_every_key_the_code_uses_exists():
+    import pathlib
+
+    root = pathlib.Path(i18n.ROOT)
+    code = "\n".join(p.read_text() for p in [root / "app.py", *root.glob("pages/*.py"), *root.glob("ui/*.py")])
+    used = set(re.findall(r"""t\(["']([a-z0-9_]+\.[a-z0-9_]+)["']""", code))
+    used |= set(re.findall(r"""translate\([^,]+, ["']([a-z0-9_]+\.[a-z0-9_]+)["']""", code))
+    missing = sorted(k for k in used if k not in i18n.strings("en"))
+    assert not missing
+
+
+ENGLISH_SENTENCE = re.compile(r"[A-Za-z]+(?:[ ,'’-]+[A-Za-z]+){4,}")
+
+
+@pytest.mark.parametrize("lang", ["ja", "pt"])
+def test_japanese_and_portuguese_pages_show_no_leftover_english_sentence(make_app, lang):
+    english = set()
+    for v in i18n.strings("en").values():
+        english.update(s for s in ENGLISH_SENTENCE.findall(v))
+    glossary = json.loads((i18n.ROOT / "assets" / "glossary.json").read_text())
+    english |= {g["en"]["meaning"] for g in glossary}
+    for page in PAGES:
+        at = open_page(make_app, page, lang)
+        texts = [e.value for e in list(at.markdown) + list(at.caption) + list(at.info) + list(at.title)
+                 + list(at.subheader)]
+        texts += [m.label for m in at.metric] + [w.label for w in list(at.slider) + list(at.selectbox)
+                                                  + list(at.radio) + list(at.button) + list(at.multiselect)]
+        joined = "\n".join(str(t) for t in texts)
+        leftovers = [s for s in english if len(s) > 25 and s in joined]
+        assert not leftovers, (page, leftovers[:3])
+
+
+# --- the real model, once per language ----------------------------------------------------------
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("lang", LANGS)
+def test_real_model_pages_in_each_language(make_app, lang):
+    real = pytest.importorskip("attn.model").load()
+    a = real.analyze(sample_text(lang))
+    at = open_page(make_app, PAGES[0], lang, model="gemma")
+    assert_clean(at)
+    assert int(parse(metric(at, "step1.metric_n", lang), lang)) == a.n
+    assert int(parse(metric(at, "step1.metric_causal", lang), lang)) == a.n * (a.n + 1) // 2
+    at.switch_page(PAGES[2]).run()
+    assert_clean(at)
+    note = i18n.translate(lang, "step3.model_note", sliding=15, layers=18, w=i18n.fmt_int(512, lang))
+    assert note in [i.value for i in at.info]
+    at.switch_page(PAGES[5]).run()
+    assert_clean(at)
+    assert parse(metric(at, "step6.metric_fused", lang), lang) <= 1e-5
