@@ -15,7 +15,7 @@ from attn import model as atlas_model  # noqa: E402
 from ui import state  # noqa: E402
 from ui.i18n import LANGS  # noqa: E402
 
-st.set_page_config(page_title="Attention Atlas", page_icon="🧭", layout="wide")
+st.set_page_config(page_title="Attention Atlas", page_icon=":material/explore:", layout="wide")
 
 lang = state.init_language()
 state.init_text()
@@ -23,14 +23,14 @@ state.start_flex_warmup()
 t = state.tr()
 
 PAGES = [
-    ("pages/1_every_pair.py", "every-pair", "🔲"),
-    ("pages/2_nearly_empty.py", "nearly-empty", "✨"),
-    ("pages/3_neighbours.py", "neighbours", "↔️"),
-    ("pages/4_hubs.py", "hubs", "🛰️"),
-    ("pages/5_linear.py", "linear", "📏"),
-    ("pages/6_honest_catch.py", "honest-catch", "⚖️"),
-    ("pages/7_payoff.py", "payoff", "🚀"),
-    ("pages/8_closing.py", "closing", "🧭"),
+    ("pages/1_every_pair.py", "every-pair", ":material/grid_on:"),
+    ("pages/2_nearly_empty.py", "nearly-empty", ":material/grain:"),
+    ("pages/3_neighbours.py", "neighbours", ":material/swap_horiz:"),
+    ("pages/4_hubs.py", "hubs", ":material/hub:"),
+    ("pages/5_linear.py", "linear", ":material/linear_scale:"),
+    ("pages/6_honest_catch.py", "honest-catch", ":material/balance:"),
+    ("pages/7_payoff.py", "payoff", ":material/speed:"),
+    ("pages/8_closing.py", "closing", ":material/school:"),
 ]
 pages = [
     st.Page(path, title=t(f"nav.page{i + 1}"), url_path=url, icon=icon, default=(i == 0))
@@ -39,7 +39,7 @@ pages = [
 nav = st.navigation(pages)
 
 with st.sidebar:
-    st.markdown(f"### 🧭 {t('app.name')}")
+    st.markdown(f"### :material/explore: {t('app.name')}")
     st.caption(t("app.tagline"))
     st.selectbox(
         t("sidebar.language"),

@@ -86,8 +86,9 @@ def share_kept_by_pattern(weights: torch.Tensor, window: int, hubs=(), causal: b
 def anchors(weights: torch.Tensor, top: int = 5, min_distance: int = 8) -> list[tuple[int, float]]:
     """Positions that receive the most weight from far away: for column j, the mean
     weight it gets from rows i ≥ j + min_distance (averaged over layers and heads
-    when given ``(L, H, n, n)``). Candidates for hubs: the <bos> sink, separators,
-    punctuation. Returns [(position, mean far weight)], best first."""
+    when given ``(L, H, n, n)``), for columns with at least a quarter of the text
+    after them. Candidates for hubs: the <bos> sink, separators, punctuation.
+    Returns [(position, mean far weight)], best first."""
     w = weights.float()
     while w.dim() > 2:
         w = w.mean(dim=0)
@@ -99,8 +100,10 @@ def anchors(weights: torch.Tensor, top: int = 5, min_distance: int = 8) -> list[
     far = (i - j) >= min_distance
     counts = far.sum(dim=0)
     score = (w * far).sum(dim=0) / counts.clamp_min(1)
-    score = torch.where(counts > 0, score, torch.full_like(score, -1.0))
-    best = torch.argsort(score, descending=True)[: min(top, int((counts > 0).sum()))]
+    # a mean over a handful of rows is noise: a column needs a quarter of the text after it
+    eligible = counts >= max(1, min(n - min_distance, max(min_distance, n // 4)))
+    score = torch.where(eligible, score, torch.full_like(score, -1.0))
+    best = torch.argsort(score, descending=True)[: min(top, int(eligible.sum()))]
     return [(int(b), float(score[b])) for b in best]
 
 

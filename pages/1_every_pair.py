@@ -11,7 +11,7 @@ a = state.analysis_or_message()
 if a is None:
     st.stop()
 
-layer, head = widgets.layer_head_picker(t, a, "s1", default_layer=a.n_layers - 1)
+layer, head = widgets.layer_head_picker(t, a, "s1")
 n = a.n
 cells_causal = patterns.cells(n, None, (), True)
 cells_square = patterns.cells(n, None, (), False)

@@ -10,7 +10,7 @@ a = state.analysis_or_message()
 if a is None:
     st.stop()
 
-layer, head = widgets.layer_head_picker(t, a, "s2", default_layer=a.n_layers - 1)
+layer, head = widgets.layer_head_picker(t, a, "s2")
 p = st.select_slider(t("step2.pick_p"), options=[0.5, 0.7, 0.8, 0.9, 0.95, 0.99], value=0.9,
                      format_func=lambda x: t.pct(x, 0), key="s2_p")
 

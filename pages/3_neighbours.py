@@ -12,7 +12,7 @@ if a is None:
     st.stop()
 
 text, kind = state.current_text(), state.model_kind()
-layer, head = widgets.layer_head_picker(t, a, "s3", default_layer=a.n_layers - 1)
+layer, head = widgets.layer_head_picker(t, a, "s3")
 n = a.n
 w = st.slider(t("step3.pick_w"), 1, max(2, min(n, 512)), min(16, n), key="s3_w")
 

@@ -64,10 +64,9 @@ widgets.show_figure(figures.route_diagram(hn, path, hop_hubs, a.tokens[:hn], tit
                                           hub_word=t("common.hub")), key="s4_route")
 
 st.subheader(t("step4.sink_heading"))
-causal_grid = grids["causal_hubs"]
-never = int((causal_grid < 0).sum())
-st.markdown(t("step4.sink_text", never=t.int(never), total=t.int(hn * hn)))
-widgets.show_figure(figures.integer_grid(causal_grid, a.tokens[:hn], title=t("step4.hops_causal", w=hw),
+far_causal = int(grids["causal_sink"].max())
+st.markdown(t("step4.sink_text", far=t.int(far_causal), far0=t.int(int(grids["causal_none"].max()))))
+widgets.show_figure(figures.integer_grid(grids["causal_sink"], a.tokens[:hn], title=t("step4.hops_causal", w=hw),
                                          missing_label=t("step4.never"), **common), key="s4_hops_causal")
 sink_share = data.sink_share(text, kind)
 st.metric(t("step4.metric_sink"), t.pct(sink_share), help=t("step4.metric_sink_help"))

@@ -12,7 +12,7 @@ if a is None:
     st.stop()
 
 text, kind = state.current_text(), state.model_kind()
-layer, _ = widgets.layer_head_picker(t, a, "s5", allow_average=True, default_layer=0)
+layer, _ = widgets.layer_head_picker(t, a, "s5", allow_average=True)
 c1, c2 = st.columns([2, 1])
 feature = c1.radio(t("step5.pick_feature"), list(FEATURE_MAPS), horizontal=True,
                    format_func=lambda f: t(f"features.{f}"), key="s5_feature")

@@ -13,7 +13,7 @@ if a is None:
 
 text, kind = state.current_text(), state.model_kind()
 n = a.n
-layer, head = widgets.layer_head_picker(t, a, "s6", allow_average=False, default_layer=a.n_layers - 1)
+layer, head = widgets.layer_head_picker(t, a, "s6", allow_average=False)
 found = data.anchors(text, kind, 3)
 c1, c2 = st.columns(2)
 w = c1.slider(t("step6.pick_w"), 1, max(2, min(n, 256)), min(16, n), key="s6_w")

@@ -173,9 +173,17 @@ def test_step6_fused_kernel_is_at_rounding_level(make_app):
 
 def test_step7_cost_model_ratios_are_four_and_two(make_app):
     at = open_page(make_app, PAGES[6])
+    from attn import bench
+
+    s = bench.Setting()
+    ns = [2 ** e for e in range(9, 21)]
+    costs = bench.cost_model(ns, s)
+    assert costs["sdpa"][-1] / costs["sdpa"][-2] == pytest.approx(4.0, abs=0.01)
     values = [parse(m.value, "en") for m in at.metric]
     assert values[0] == pytest.approx(4.0, abs=0.01)
     assert all(v == pytest.approx(2.0, abs=0.02) for v in values[1:4])
+    # the full method's cost is the causal cell count times 4·d per head
+    assert costs["sdpa"][0] == patterns.cells(512) * 4 * s.d * s.heads
 
 
 def test_step7_live_benchmark_runs_on_a_button_press(make_app):

@@ -18,9 +18,17 @@ def _analysis(text: str, kind: str):
     return state.get_analysis(text, kind)
 
 
+def _causal_view(g: torch.Tensor) -> np.ndarray:
+    """For drawing: the cells a causal model never computes (above the diagonal) left
+    empty rather than drawn as zero weight."""
+    out = g.clone()
+    out[torch.ones_like(out, dtype=torch.bool).triu(1)] = torch.nan
+    return out.numpy()
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
 def grid(text: str, kind: str, layer: int, head) -> np.ndarray:
-    return _analysis(text, kind).grid(layer, head).numpy()
+    return _causal_view(_analysis(text, kind).grid(layer, head))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -56,17 +64,18 @@ def reach_frames(n: int, window: int, layers: int) -> list[np.ndarray]:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def hop_grids(n: int, window: int, hubs: tuple) -> dict:
-    out = {
+    return {
         "none": graph.hops(n, window, (), causal=False).numpy(),
         "hubs": graph.hops(n, window, hubs, causal=False).numpy(),
-        "causal_hubs": graph.hops(n, window, hubs, causal=True).numpy(),
+        "causal_none": graph.hops(n, window, (), causal=True).numpy(),
+        "causal_sink": graph.hops(n, window, (0,), causal=True).numpy(),
     }
-    return out
 
 
-def route(n: int, window: int, hubs: tuple, i: int, j: int, causal: bool = False) -> list[int]:
-    hop = hop_grids(n, window, hubs)["causal_hubs" if causal else "hubs"]
-    return graph.route(torch.from_numpy(hop), graph.adjacency(n, window, hubs, causal), i, j)
+def route(n: int, window: int, hubs: tuple, i: int, j: int) -> list[int]:
+    """One shortest route j → … → i in the bidirectional setting with hubs."""
+    hop = hop_grids(n, window, hubs)["hubs"]
+    return graph.route(torch.from_numpy(hop), graph.adjacency(n, window, hubs, False), i, j)
 
 
 def cells(n: int, window=None, hubs=(), causal=True) -> int:
@@ -84,7 +93,7 @@ def top_share_view(text: str, kind: str, layer: int, head, p: float) -> np.ndarr
     """The grid with only the cells that make up share p of each row (others NaN)."""
     a = _analysis(text, kind)
     g = a.grid(layer, head)
-    return torch.where(stats.top_share_mask(g, p), g, torch.nan).numpy()
+    return _causal_view(torch.where(stats.top_share_mask(g, p), g, torch.nan))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -116,6 +125,10 @@ def implied_maps(text: str, kind: str, layer: int, head: int, window: int, hubs:
     small_hubs = tuple(h for h in hubs if h < m)
     out = {}
     for method in ("exact", "window", "window_hubs", f"linear_{feature}"):
-        out[method] = stats.implied_weights(q, k, scale=a.scale, own_mask=own, method=method, window=window,
-                                            hubs=small_hubs)[0].numpy()
+        w = stats.implied_weights(q, k, scale=a.scale, own_mask=own, method=method, window=window,
+                                  hubs=small_hubs)[0]
+        if method in ("window", "window_hubs"):  # cells the method skips: drawn empty
+            allowed = patterns.pattern_grid(m, window, small_hubs if method == "window_hubs" else (), True)
+            w = torch.where(allowed, w, torch.nan)
+        out[method] = _causal_view(w)
     return out

@@ -12,10 +12,15 @@ import math
 import warnings
 
 import numpy as np
+import plotly.colors as pc
 import plotly.graph_objects as go
 
-# colour-blind-safe choices: Cividis for weights, Okabe–Ito for categories
-WEIGHTS = "Cividis"
+# colour-blind-safe choices: Cividis for weights, Okabe–Ito for categories. Attention
+# weights span orders of magnitude (a sink takes most of a row, the rest share
+# crumbs), so the Cividis colours are spread over weights unevenly: small weights
+# stay visible while z (and the hover) keeps the real weight.
+_WEIGHT_STOPS = [0.0, 0.002, 0.01, 0.03, 0.1, 0.3, 1.0]
+WEIGHTS = [[w, c] for w, c in zip(_WEIGHT_STOPS, pc.sample_colorscale("Cividis", [i / 6 for i in range(7)]))]
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 MAX_SIDE = 384  # at most this many rows/columns of cells are sent to the browser
 FONT = "system-ui, -apple-system, 'Segoe UI', 'Noto Sans', 'Noto Sans CJK JP', 'IPAGothic', sans-serif"
@@ -54,20 +59,20 @@ def downsample(grid: np.ndarray, reduce: str = "mean") -> tuple[np.ndarray, int]
     return pooled, f
 
 
-def _token_axes(fig, labels, n, factor, x_title, y_title):
-    if factor == 1 and n <= 64:
+def _token_axes(fig, labels, n, factor, x_title, y_title, max_labels: int = 64):
+    if factor == 1 and n <= max_labels:
         ticks = {"tickmode": "array", "tickvals": list(range(n)), "ticktext": [safe(s) for s in labels]}
     else:
         ticks = {}
     fig.update_xaxes(title=safe(x_title), side="bottom", **ticks)
     fig.update_yaxes(title=safe(y_title), autorange="reversed", **ticks)
-    if factor == 1 and n <= 64:
+    if factor == 1 and n <= max_labels:
         fig.update_xaxes(tickangle=-60, tickfont={"size": 10})
         fig.update_yaxes(tickfont={"size": 10})
 
 
 def attention_heatmap(grid, labels, *, title, x_title, y_title, hover, separators, colorbar="",
-                      zmax=None, colorscale=WEIGHTS, reduce="mean", height=560):
+                      zmax=1.0, colorscale=WEIGHTS, reduce="mean", height=560):
     """Heat map of an (n, n) grid of weights; rows are queries, columns keys.
 
     ``hover`` is a Plotly hovertemplate using %{y} (query), %{x} (key), %{z} and,
@@ -87,6 +92,8 @@ def attention_heatmap(grid, labels, *, title, x_title, y_title, hover, separator
         zmax=zmax, hovertemplate=hover + "<extra></extra>", colorbar={"title": {"text": safe(colorbar)}},
         hoverongaps=False, **kwargs,
     ))
+    if colorscale is WEIGHTS:
+        fig.update_traces(colorbar={"tickvals": [0, 0.1, 0.3, 0.5, 1.0], "ticks": "outside"})
     _token_axes(fig, labels, n, f, x_title, y_title)
     fig.update_yaxes(scaleanchor="x", constrain="domain")
     fig.update_xaxes(constrain="domain")
@@ -123,7 +130,7 @@ def row_bars(weights, labels, *, title, x_title, y_title, hover, separators, hig
 
 
 def lines(series: list[dict], *, title, x_title, y_title, separators, log_x=False, log_y=False,
-          height=420, y_format=None, x_format=None):
+          height=420, y_format=None, x_format=None, x_ticks=None):
     """Several named lines: each ``{"name", "x", "y", "dash"?, "hover"?}``."""
     fig = go.Figure()
     for i, s in enumerate(series):
@@ -133,8 +140,12 @@ def lines(series: list[dict], *, title, x_title, y_title, separators, log_x=Fals
                   "width": 2},
             hovertemplate=s.get("hover", "%{x}: %{y}") + "<extra>" + safe(s["name"]) + "</extra>",
         ))
-    fig.update_xaxes(title=safe(x_title), type="log" if log_x else "linear", tickformat=x_format)
-    fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear", tickformat=y_format)
+    fig.update_xaxes(title=safe(x_title), type="log" if log_x else "linear", tickformat=x_format,
+                     exponentformat="power")
+    if x_ticks:  # (values, texts): numbers written in the reader's language
+        fig.update_xaxes(tickmode="array", tickvals=list(x_ticks[0]), ticktext=[safe(s) for s in x_ticks[1]])
+    fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear", tickformat=y_format,
+                     exponentformat="power", dtick=1 if log_y else None)
     fig.update_layout(legend={"orientation": "h", "y": -0.22})
     return _layout(fig, title, separators, height)
 
@@ -149,7 +160,7 @@ def bars(names, values, *, title, y_title, separators, log_y=False, colours=None
     if reference is not None:
         fig.add_hline(y=reference, line_dash="dot", line_color="#555",
                       annotation_text=safe(reference_name), annotation_position="top left")
-    fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear")
+    fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear", exponentformat="power")
     return _layout(fig, title, separators, height)
 
 
@@ -162,7 +173,7 @@ def grouped_bars(groups: list[dict], categories, *, title, y_title, separators, 
                              marker_color=OKABE_ITO[i % len(OKABE_ITO)],
                              hovertemplate=hover + "<extra>" + safe(g["name"]) + "</extra>"))
     fig.update_layout(barmode="group", legend={"orientation": "h", "y": -0.2})
-    fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear")
+    fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear", exponentformat="power")
     return _layout(fig, title, separators, height)
 
 
@@ -179,7 +190,7 @@ def integer_grid(grid, labels, *, title, x_title, y_title, hover, separators, co
         customdata=np.dstack(np.meshgrid(lab, lab)[::-1]).tolist(),
         hovertemplate=hover + "<extra></extra>", colorbar={"title": {"text": safe(colorbar)}},
     ))
-    _token_axes(fig, labels, n, 1, x_title, y_title)
+    _token_axes(fig, labels, n, 1, x_title, y_title, max_labels=24)
     fig.update_yaxes(scaleanchor="x", constrain="domain")
     fig.update_xaxes(constrain="domain")
     if missing_label:
@@ -204,8 +215,9 @@ def reach_animation(frames: list[np.ndarray], *, title, x_title, y_title, separa
                                   "transition": {"duration": 0}}]} for i in range(len(frames))]
     fig.update_layout(
         sliders=[{"active": len(frames) - 1, "steps": steps, "currentvalue": {"prefix": safe(layer_word) + " "},
-                  "pad": {"t": 40}}],
-        updatemenus=[{"type": "buttons", "showactive": False, "x": 0, "y": -0.08, "xanchor": "left",
+                  "pad": {"t": 50}, "x": 0.15, "len": 0.85}],
+        updatemenus=[{"type": "buttons", "showactive": False, "x": 0, "y": -0.12, "xanchor": "left",
+                      "yanchor": "top", "direction": "down",
                       "buttons": [
                           {"label": safe(play), "method": "animate",
                            "args": [None, {"frame": {"duration": 600, "redraw": True}, "fromcurrent": False,

@@ -11,7 +11,7 @@ import threading
 import streamlit as st
 
 from attn import model as atlas_model
-from attn.device import describe_device, pick_device
+from attn.device import device_info, pick_device
 
 from .i18n import LANGS, ROOT, Translator, detect_language
 
@@ -94,8 +94,16 @@ def ensure_model():
 
 
 @st.cache_resource(show_spinner=False)
+def _device_info() -> dict:
+    return device_info(pick_device())
+
+
 def device_line() -> str:
-    return describe_device(pick_device())
+    """The device in the reader's language."""
+    info, t = _device_info(), tr()
+    if info["kind"] == "cuda":
+        return t("sidebar.device_cuda", name=info["name"], gib=t.int(info["gib"]), dtype=info["dtype"])
+    return t("sidebar.device_cpu", threads=t.int(info["threads"]), dtype=info["dtype"])
 
 
 @st.cache_resource(show_spinner=False)

@@ -7,6 +7,7 @@ import streamlit as st
 from .i18n import Translator
 
 AVERAGE = "avg"
+DEFAULT_LAYER = 8  # a sliding layer whose local band and sink read clearly on the sample texts
 
 
 def step_header(t: Translator, step: int) -> None:
@@ -29,7 +30,7 @@ def layer_label(t: Translator, a, layer: int) -> str:
     return t("common.layer_full", layer=layer)
 
 
-def layer_head_picker(t: Translator, a, key: str, allow_average: bool = True, default_layer: int = 0):
+def layer_head_picker(t: Translator, a, key: str, allow_average: bool = True, default_layer: int = DEFAULT_LAYER):
     """In the sidebar: which layer and head this page shows. Returns (layer, head);
     head is None for the average over heads."""
     with st.sidebar:

@@ -1,0 +1,102 @@
+"""Start the app on a free port and a headless Chromium for it (browser tests and
+bench/app_latency.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def app_server(model: str = "gemma", timeout: float = 300, extra_env: dict | None = None):
+    """Yield the base URL of a running app; stop it afterwards."""
+    port = free_port()
+    env = {**os.environ, "ATLAS_MODEL": model, "PYTHONUNBUFFERED": "1", **(extra_env or {})}
+    log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", os.path.join(ROOT, "app.py"), "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise RuntimeError("the app stopped:\n" + log.read()[-3000:])
+            try:
+                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.time() > deadline:
+                raise TimeoutError("the app did not start")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        os.unlink(log.name)
+
+
+def chromium_path() -> str | None:
+    """Debian's chromium, or ATLAS_CHROMIUM (a path, or 'playwright' for its own build)."""
+    env = os.environ.get("ATLAS_CHROMIUM")
+    if env == "playwright":
+        return "playwright"
+    if env and os.path.exists(env):
+        return env
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def launch(playwright):
+    path = chromium_path()
+    if path is None:
+        raise FileNotFoundError("no Chromium: install Debian's 'chromium' package or set ATLAS_CHROMIUM")
+    kwargs = {"args": CHROMIUM_ARGS, "headless": True}
+    if path != "playwright":
+        kwargs["executable_path"] = path
+    return playwright.chromium.launch(**kwargs)
+
+
+def wait_idle(page, timeout: float = 120_000) -> None:
+    """Wait until Streamlit has finished its run: no "running" indicator for a
+    whole second (it can blink off between the app and the page script)."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
+    page.wait_for_function(
+        """() => {
+            const busy = document.querySelector('[data-testid="stStatusWidget"]')
+                || document.querySelector('[data-testid="stSkeleton"]');
+            const now = Date.now();
+            if (busy) { window.__atlasIdleSince = null; return false; }
+            if (!window.__atlasIdleSince) { window.__atlasIdleSince = now; return false; }
+            return now - window.__atlasIdleSince > 1000;
+        }""",
+        timeout=timeout,
+        polling=200,
+    )
