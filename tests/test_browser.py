@@ -1,0 +1,127 @@
+"""The app in a real browser: headless Chromium (Debian's) driven by Playwright, the
+app started on a free port by the test with the real model. Screenshots of every
+step in every language land in test-artifacts/. In CI a missing browser fails."""
+
+import os
+
+import pytest
+
+from conftest import LANGS, ROOT
+from serve import app_server, chromium_path, launch, wait_idle
+from ui import i18n
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = os.path.join(ROOT, "test-artifacts")
+URLS = ["", "nearly-empty", "neighbours", "hubs", "linear", "honest-catch", "payoff", "closing"]
+JAPANESE = "東京の朝は早い。電車が来るたびに、駅員さんは時計を見て、旗を上げます。雨の日も雪の日も同じです。" * 3
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if chromium_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("no Chromium in CI: the browser tests must run (install Debian's chromium)")
+        pytest.skip("no Chromium here (install Debian's chromium package)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def url():
+    with app_server("gemma", timeout=600) as u:
+        yield u
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 2600}, locale="en-US")
+    pg = ctx.new_page()
+    dialogs = []
+    pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    pg.dialogs = dialogs
+    yield pg
+    ctx.close()
+
+
+def h1(page) -> str:
+    return page.locator("h1").first.inner_text().strip()
+
+
+FIRST_METRIC = "() => { const m = document.querySelector('[data-testid=\"stMetricValue\"]'); return m && m.innerText; }"
+
+
+def paste(page, text: str) -> None:
+    """Type a text into the sidebar box and wait for the page to show its numbers
+    (the first metric, the token count, changes)."""
+    page.wait_for_function(FIRST_METRIC, timeout=300_000)
+    before = page.evaluate(FIRST_METRIC)
+    box = page.locator('[data-testid="stSidebar"] textarea')
+    box.fill(text)
+    box.press("Control+Enter")
+    page.wait_for_function(f"() => ({FIRST_METRIC})() && ({FIRST_METRIC})() !== {before!r}", timeout=300_000)
+    wait_idle(page, 300_000)
+
+
+def wait_title(page, title: str, timeout: float = 300_000) -> None:
+    page.wait_for_function("t => { const h = document.querySelector('h1'); return h && h.innerText.trim() === t; }",
+                           arg=title, timeout=timeout)
+    wait_idle(page, timeout)
+
+
+def test_switch_language_paste_japanese_and_see_the_chart(page, url):
+    page.goto(url + "/?lang=en")
+    wait_idle(page, 600_000)
+    assert h1(page) == i18n.translate("en", "step1.title")
+    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+    page.get_by_role("option", name="日本語").click()
+    wait_title(page, i18n.translate("ja", "step1.title"))
+    assert "lang=ja" in page.url
+    paste(page, JAPANESE)
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    assert page.locator(".js-plotly-plot").count() >= 2
+    assert "東京" in page.locator('[data-testid="stSidebar"] textarea').input_value()
+    # the text survives a page switch
+    page.locator('[data-testid="stSidebarNav"] a').nth(2).click()
+    wait_title(page, i18n.translate("ja", "step3.title"))
+    assert page.locator('[data-testid="stSidebar"] textarea').input_value().startswith("東京の朝")
+    page.screenshot(path=os.path.join(ARTIFACTS, "ja-pasted-text.png"))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_step_draws_its_chart_in_every_language(page, url, lang):
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    for i, path in enumerate(URLS):
+        page.goto(f"{url}/{path}?lang={lang}")
+        title_key = f"step{i + 1}.title" if i < 7 else "closing.title"
+        wait_title(page, i18n.translate(lang, title_key), 600_000)
+        if i < 7:
+            page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+            wait_idle(page)
+            assert page.locator(".js-plotly-plot").count() >= 1
+        else:
+            page.wait_for_selector('[data-testid="stDataFrame"]', timeout=60_000)
+        assert page.locator('[data-testid="stException"]').count() == 0, path
+        page.screenshot(path=os.path.join(ARTIFACTS, f"{lang}-{i + 1}-{path or 'every-pair'}.png"), full_page=True)
+    assert not page.dialogs
+
+
+def test_html_in_the_text_is_shown_as_text_never_run(page, url):
+    payload = '<img src="x" onerror="window.__atlasPwned = 1"><b id="atlas-bold">bold</b> **not bold** <script>window.__atlasPwned = 2</script>'
+    page.goto(url + "/?lang=en")
+    wait_idle(page, 600_000)
+    paste(page, payload)
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    assert page.evaluate("() => window.__atlasPwned === undefined")
+    assert page.locator("#atlas-bold").count() == 0
+    assert page.locator('img[src="x"]').count() == 0
+    assert not page.dialogs
+    # the token picker shows the tags as plain characters
+    picker = page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]').first
+    picker.click()
+    options = " ".join(page.get_by_role("option").all_inner_texts())
+    assert "1 · <" in options and "2 · img" in options  # the tokens of '<img', as characters

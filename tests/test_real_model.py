@@ -1,0 +1,149 @@
+"""The real packaged model (Gemma-3-270m), converted once into the cache folder.
+Marked ``real``: it runs in CI (the first conversion takes about a minute)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from attn import model as atlas_model
+from attn import patterns, stats
+from conftest import ROOT
+from ui.state import sample_text
+
+pytestmark = pytest.mark.real
+
+SHORT = {
+    "en": "The keeper counted the stairs, and the cat waited at step forty.",
+    "pt": "A bibliotecária guardou o papelzinho na lata de biscoitos, atrás do balcão.",
+    "ja": "駅長の森さんは、列車が来るたびに帽子をかぶり直しました。😀",
+}
+
+
+@pytest.fixture(scope="module")
+def real():
+    return atlas_model.load()
+
+
+def test_the_model_is_the_one_the_app_names(real):
+    assert real.n_layers == 18 and real.n_heads == 4 and real.head_dim == 256
+    assert real.layer_types.count("sliding") == 15 and real.layer_types.count("full") == 3
+    assert real.sliding_window == 512
+    assert atlas_model.is_converted()
+
+
+@pytest.mark.parametrize("lang", ["en", "pt", "ja"])
+def test_each_language_has_no_unknown_tokens_and_readable_labels(real, lang):
+    a = real.analyze(SHORT[lang])
+    assert a.unknown == 0
+    assert a.tokens[0] == "<bos>" and len(a.tokens) == a.n
+    for label in a.tokens:
+        assert "\ufffd" not in label and "<0x" not in label and label
+    q, k, v = a.qkv(5)
+    for layer in (0, 5):
+        q, k, v = a.qkv(layer)
+        w = torch.softmax(((q @ k.transpose(-1, -2)) * a.scale).masked_fill(~a.model_mask(layer), float("-inf")), -1)
+        torch.testing.assert_close(w[0], a.attentions[layer].float(), atol=1e-3, rtol=0)
+
+
+def test_japanese_characters_split_into_bytes_show_once(real):
+    a = real.analyze("𠮷野家")  # 𠮷 has no piece of its own: four byte pieces
+    assert a.tokens[1] == "𠮷" and a.tokens[2:5] == [atlas_model.CONTINUATION] * 3
+
+
+def test_sliding_layers_put_no_weight_beyond_their_window(real):
+    small = 16
+    sliding = [i for i, t in enumerate(real.layer_types) if t == "sliding"]
+    with real.lock:  # a smaller window, on this model only for the length of the test
+        old = real.config.sliding_window
+        try:
+            real.config.sliding_window = small
+            for i in sliding:
+                real.model.model.layers[i].self_attn.sliding_window = small
+            real.sliding_window = small
+            a = real.analyze(sample_text("en"), max_tokens=120)
+        finally:
+            real.config.sliding_window = old
+            for i in sliding:
+                real.model.model.layers[i].self_attn.sliding_window = old
+            real.sliding_window = old
+    outside = ~patterns.pattern_grid(a.n, small, (), True) & patterns.pattern_grid(a.n, None, (), True)
+    for i, kind in enumerate(a.layer_types):
+        beyond = a.attentions[i][:, outside].float()
+        if kind == "sliding":
+            assert beyond.abs().max() == 0
+        else:
+            assert beyond.sum() > 1.0  # the full layers do look further back
+
+
+@pytest.mark.parametrize("lang", ["en", "pt", "ja"])
+def test_the_first_token_is_found_as_the_sink(real, lang):
+    a = real.analyze(sample_text(lang))
+    found = stats.anchors(a.attentions, top=3)
+    assert found[0][0] == 0
+    assert stats.sink_share(a.attentions) > 0.2
+
+
+def test_loading_and_running_work_with_the_network_blocked():
+    script = textwrap.dedent(f"""
+        import socket, sys
+        sys.path.insert(0, {ROOT!r})
+        def refuse(*a, **k):
+            raise OSError("network blocked by the test")
+        socket.socket.connect = refuse
+        socket.socket.connect_ex = refuse
+        socket.create_connection = refuse
+        socket.getaddrinfo = refuse
+        from attn import model
+        m = model.load()
+        a = m.analyze("offline, and still working")
+        print("tokens", a.n)
+    """)
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "tokens" in res.stdout
+
+
+# --- swapping the attention of the real model -----------------------------------------
+
+
+def test_exact_control_reproduces_the_model_beyond_its_own_512_window(real):
+    text = " ".join(sample_text(lang) for lang in ("en", "pt", "ja"))
+    ids = real.encode(text)[0][:700]
+    assert len(ids) == 700 > real.sliding_window
+    x = torch.tensor([ids])
+    with torch.no_grad():
+        own = real.model.model(input_ids=x).last_hidden_state  # its own eager attention
+    plan = {"mode": "swap", "method": "exact", "layers": set(range(real.n_layers)), "window": None, "hubs": (),
+            "feature": "elu"}
+    swapped = real._run(plan, lambda: real._hidden(x))
+    torch.testing.assert_close(swapped, own, atol=2e-3, rtol=2e-3)
+    r = real.swap_measure(text, method="exact", max_tokens=700)
+    assert r.n == 700 and r.kl < 1e-4 and r.top1_agreement > 0.995
+    assert r.perplexity == pytest.approx(r.base_perplexity, rel=1e-3)
+
+
+def test_a_window_as_long_as_a_short_text_reproduces_the_model(real):
+    text = SHORT["en"]
+    n = len(real.encode(text)[0])
+    r = real.swap_measure(text, method="window", window=n)
+    assert r.kl < 1e-6 and r.top1_agreement == 1.0
+
+
+@pytest.mark.parametrize("lang", ["en", "pt", "ja"])
+def test_damage_grows_as_the_window_shrinks_and_the_first_token_as_hub_repairs_it(real, lang):
+    text = sample_text(lang)
+    settings = [{"method": "window", "window": w} for w in (4, 16, 64, 256)]
+    settings += [{"method": "window", "window": 4, "hubs": (0,)}, {"method": "window", "window": 16, "hubs": (0,)}]
+    w4, w16, w64, wn, h4, h16 = real.swap_sweep(text, settings, max_tokens=256)
+    assert wn.kl < 1e-6  # 256 tokens in a window of 256: nothing is dropped
+    kls = [w4.kl, w16.kl, w64.kl, wn.kl]
+    ppls = [w4.perplexity, w16.perplexity, w64.perplexity, wn.perplexity]
+    assert kls == sorted(kls, reverse=True)
+    assert ppls[0] > ppls[1] > ppls[3] and ppls[2] >= ppls[3] * 0.98  # within noise at w = 64
+    assert h4.kl < w4.kl / 2 and h4.perplexity < w4.perplexity / 10
+    assert h16.kl < w16.kl
+    assert w4.perplexity / w4.base_perplexity > 50  # "hundreds" on the samples; at least 50
