@@ -54,7 +54,7 @@ CONTINUATION = "…"  # label of the 2nd, 3rd… byte piece of one character
 
 # Tokens analysed at most, from measured time and memory (docs/performance.md):
 # attention weights are kept as float16, (layers·heads·n²·2 bytes): 151 MB at
-# 1,024 tokens, 604 MB at 2,048.
+# 1,024 tokens, 604 MB at 2,048. ATLAS_MAX_TOKENS overrides it.
 MAX_TOKENS = {"cpu": 1024, "cuda": 2048}
 SWAP_MAX_TOKENS = 256
 _LOGIT_CHUNK = 32  # positions whose next-token distributions are held at once
@@ -342,7 +342,7 @@ class LoadedModel:
         self.sliding_window = int(cfg.sliding_window)
         self.layer_types = ["sliding" if t == "sliding_attention" else "full" for t in cfg.layer_types]
         self.scale = float(cfg.query_pre_attn_scalar) ** -0.5
-        self.max_tokens = MAX_TOKENS.get(self.device.type, 1024)
+        self.max_tokens = int(os.environ.get("ATLAS_MAX_TOKENS") or MAX_TOKENS.get(self.device.type, 1024))
         self._own_impl = cfg._attn_implementation
         self._plan: dict | None = None
         self._base_cache: OrderedDict = OrderedDict()

@@ -17,7 +17,7 @@ cells_causal = patterns.cells(n, None, (), True)
 cells_square = patterns.cells(n, None, (), False)
 doubled = patterns.cells(2 * n, None, (), True)
 
-widgets.formula(r"\text{cells} = n^2 \qquad \text{causal: } \frac{n(n+1)}{2}", t("step1.formula_caption"))
+widgets.formula(t, r"\text{@cells} = n^2 \qquad \text{@causal: } \frac{n(n+1)}{2}", t("step1.formula_caption"))
 
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(t("step1.metric_n"), t.int(n))

@@ -14,8 +14,8 @@ layer, head = widgets.layer_head_picker(t, a, "s2")
 p = st.select_slider(t("step2.pick_p"), options=[0.5, 0.7, 0.8, 0.9, 0.95, 0.99], value=0.9,
                      format_func=lambda x: t.pct(x, 0), key="s2_p")
 
-widgets.formula(r"k(p) = \min\Big\{k : \textstyle\sum_{\text{top } k} a_{ij} \ge p\Big\} \qquad "
-                r"\text{useful} \approx n \cdot \bar k", t("step2.formula_caption"))
+widgets.formula(t, r"k(p) = \min\Big\{k : \textstyle\sum_{\text{@top}\,k} a_{ij} \ge p\Big\} \qquad "
+                r"\text{@useful} \approx n \cdot \bar k", t("step2.formula_caption"))
 
 
 res = data.useful(state.current_text(), state.model_kind(), layer, head, p)

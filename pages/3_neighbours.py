@@ -16,7 +16,7 @@ layer, head = widgets.layer_head_picker(t, a, "s3")
 n = a.n
 w = st.slider(t("step3.pick_w"), 1, max(2, min(n, 512)), min(16, n), key="s3_w")
 
-widgets.formula(r"j \text{ visible from } i \iff 0 \le i - j < w \qquad \text{cells} \approx n \cdot w",
+widgets.formula(t, r"\text{@visible}(i, j) \iff 0 \le i - j < w \qquad \text{@cells} \approx n \cdot w",
                 t("step3.formula_caption"))
 
 kept = data.kept(text, kind, w, ())
@@ -51,7 +51,7 @@ rn = min(n, 64)
 frames = data.reach_frames(rn, rw, rl)
 formula_size = graph.reach_size(rw, rl)
 measured = int(frames[-1][rn - 1].sum())
-widgets.formula(r"\text{reach}(L) = L\,(w-1) + 1 = " + f"{rl}\\,({rw}-1)+1 = {formula_size}")
+widgets.formula(t, r"\text{@reach}(L) = L\,(w-1) + 1 = " + f"{rl}\\,({rw}-1)+1 = {formula_size}")
 m1, m2 = st.columns(2)
 m1.metric(t("step3.metric_reach_formula"), t.int(formula_size))
 m2.metric(t("step3.metric_reach_measured", i=rn - 1), t.int(measured),

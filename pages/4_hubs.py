@@ -22,7 +22,7 @@ hubs = tuple(sorted(hubs))
 w = st.slider(t("step4.pick_w"), 1, max(2, min(n, 256)), min(8, n), key="s4_w")
 g = len(hubs)
 
-widgets.formula(r"\text{cells} = O\big(n\,(w + g)\big) \ll n^2", t("step4.formula_caption"))
+widgets.formula(t, r"\text{@cells} = O\big(n\,(w + g)\big) \ll n^2", t("step4.formula_caption"))
 
 cells_h = data.cells(n, w, hubs, True)
 cells_full = data.cells(n)

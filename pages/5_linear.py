@@ -18,7 +18,7 @@ feature = c1.radio(t("step5.pick_feature"), list(FEATURE_MAPS), horizontal=True,
                    format_func=lambda f: t(f"features.{f}"), key="s5_feature")
 causal = c2.toggle(t("step5.causal"), value=True, key="s5_causal")
 
-widgets.formula(r"\underbrace{\big(\phi(Q)\,\phi(K)^\top\big)}_{n \times n}\,V \;=\; "
+widgets.formula(t, r"\underbrace{\big(\phi(Q)\,\phi(K)^\top\big)}_{n \times n}\,V \;=\; "
                 r"\phi(Q)\,\underbrace{\big(\phi(K)^\top V\big)}_{m \times d}", t("step5.formula_caption"))
 st.latex(FEATURE_MAPS[feature].latex)
 st.caption(t(f"features.{feature}_note"))

@@ -21,7 +21,7 @@ hubs = c2.multiselect(t("step6.pick_hubs"), list(range(n)), default=[p for p, _ 
                       format_func=lambda i: widgets.token_option(a, i), key="s6_hubs")
 hubs = tuple(sorted(hubs))
 
-widgets.formula(r"\text{error} = \frac{\lVert o - o_{\text{exact}} \rVert}{\lVert o_{\text{exact}} \rVert}",
+widgets.formula(t, r"\text{@error} = \frac{\lVert o - o_{\text{@exact}} \rVert}{\lVert o_{\text{@exact}} \rVert}",
                 t("step6.formula_caption"))
 
 err = data.errors(text, kind, layer, w, hubs)

@@ -10,7 +10,7 @@ t = state.tr()
 widgets.step_header(t, 7)
 
 s = bench.Setting()
-widgets.formula(r"\frac{\text{cost}(2n)}{\text{cost}(n)} \;\to\; 4 \;\;(n^2) \qquad \text{vs} \qquad 2 \;\;(n)",
+widgets.formula(t, r"\frac{\text{@cost}(2n)}{\text{@cost}(n)} \;\to\; 4 \;\;(n^2) \qquad \text{@vs} \qquad 2 \;\;(n)",
                 t("step7.formula_caption", w=s.window, g=s.hubs, d=s.d, h=s.heads))
 
 ns = [2 ** e for e in range(9, 21)]

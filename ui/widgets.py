@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from .i18n import Translator
@@ -17,8 +19,9 @@ def step_header(t: Translator, step: int) -> None:
     st.markdown(t(f"step{step}.lead"))
 
 
-def formula(latex: str, caption: str | None = None) -> None:
-    st.latex(latex)
+def formula(t: Translator, latex: str, caption: str | None = None) -> None:
+    """A formula; ``@word`` inside it becomes ``formula.word`` in the reader's language."""
+    st.latex(re.sub(r"@([a-z_]+)", lambda m: t(f"formula.{m.group(1)}"), latex))
     if caption:
         st.caption(caption)
 

@@ -1,0 +1,120 @@
+"""How fast the app answers in a browser, on this machine.
+
+    .venv/bin/python bench/app_latency.py
+
+Prints: the cold start (server start to the first chart), the time from a page
+switch to the page finished (title shown, every chart drawn, the script done)
+for each page with a ~300-token text after a warm-up pass, and for a 2,048-token
+text the attention grid's payload and the time until it is drawn.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+import numpy as np  # noqa: E402
+
+from serve import app_server, launch, wait_idle  # noqa: E402
+from ui import figures, i18n  # noqa: E402
+from ui.state import sample_text  # noqa: E402
+
+URLS = ["", "nearly-empty", "neighbours", "hubs", "linear", "honest-catch", "payoff", "closing"]
+TITLES = [f"step{i}.title" for i in range(1, 8)] + ["closing.title"]
+
+DONE = """([title, plots]) => {
+    const h = document.querySelector('h1');
+    if (!h || h.innerText.trim() !== title) return false;
+    if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
+    return document.querySelectorAll('.js-plotly-plot').length >= plots;
+}"""
+
+
+def finished(page, title: str, plots: int, timeout=300_000):
+    page.wait_for_function(DONE, arg=[title, plots], timeout=timeout, polling=25)
+
+
+def text_of_tokens(n: int) -> str:
+    """About n tokens of the sample texts (the English one, repeated as needed)."""
+    base = sample_text("en")
+    words = (base + "\n\n") * (1 + n // 300)
+    return " ".join(words.split(" ")[: int(n * 0.78)])
+
+
+def main() -> int:
+    from playwright.sync_api import sync_playwright
+
+    print("cold start and page latency (real model, CPU)")
+    with sync_playwright() as p:
+        browser = launch(p)
+        t0 = time.perf_counter()
+        with app_server("gemma") as url:
+            page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            page.goto(url + "/?lang=en")
+            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=600_000)
+            print(f"  cold start to the first chart: {time.perf_counter() - t0:.1f} s (model already converted)")
+            wait_idle(page)
+            text = text_of_tokens(300)
+            box = page.locator('[data-testid="stSidebar"] textarea')
+            box.fill(text)
+            box.press("Control+Enter")
+            wait_idle(page, 300_000)
+            plots = []
+            for i, path in enumerate(URLS):  # warm-up pass: caches filled, plots counted
+                page.goto(f"{url}/{path}?lang=en")
+                title = i18n.translate("en", TITLES[i])
+                finished(page, title, 0)
+                wait_idle(page, 300_000)
+                plots.append(page.locator(".js-plotly-plot").count())
+            n_tokens = page.evaluate("() => document.querySelector('[data-testid=\\"stMetricValue\\"]')?.innerText")
+            print(f"  text: {n_tokens} tokens (as step 1 counts them)")
+            nav = page.locator('[data-testid="stSidebarNav"] a')
+            rows = []
+            for rep in range(3):
+                for i in list(range(1, len(URLS))) + [0]:
+                    title = i18n.translate("en", TITLES[i])
+                    t = time.perf_counter()
+                    nav.nth(i).click()
+                    finished(page, title, plots[i])
+                    rows.append((i, time.perf_counter() - t))
+            for i, path in enumerate(URLS):
+                times = [s for j, s in rows if j == i]
+                print(f"  page {i + 1} {path or 'every-pair':<14} warm switch: median {statistics.median(times):.2f} s"
+                      f"  (runs: {', '.join(f'{s:.2f}' for s in times)})")
+
+        print("\nthe grid of a 2,048-token text")
+        with app_server("gemma", extra_env={"ATLAS_MAX_TOKENS": "2048"}) as url:
+            page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            page.goto(url + "/?lang=en")
+            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=600_000)
+            wait_idle(page)
+            box = page.locator('[data-testid="stSidebar"] textarea')
+            box.fill(text_of_tokens(2300))
+            box.press("Control+Enter")
+            wait_idle(page, 600_000)
+            n_tokens = page.evaluate("() => document.querySelector('[data-testid=\\"stMetricValue\\"]')?.innerText")
+            page.goto(url + "/nearly-empty?lang=en")
+            finished(page, i18n.translate("en", TITLES[1]), 1)
+            wait_idle(page, 300_000)
+            t = time.perf_counter()
+            page.locator('[data-testid="stSidebarNav"] a').nth(0).click()
+            finished(page, i18n.translate("en", TITLES[0]), 2)
+            print(f"  {n_tokens} tokens: page 1 switch to its grid drawn: {time.perf_counter() - t:.2f} s")
+        browser.close()
+
+    grid = np.random.default_rng(0).random((2048, 2048)).astype(np.float32)
+    fig, factor = figures.attention_heatmap(grid, ["x"] * 2048, title="", x_title="", y_title="", hover="",
+                                            separators=".,")
+    print(f"  payload of the grid figure at 2,048 tokens: {figures.payload_bytes(fig) / 2**20:.2f} MB "
+          f"(pooled {factor}×{factor}; the full grid would be {2048 * 2048 * 8 / 2**20:.0f} MB as JSON numbers)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
