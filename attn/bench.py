@@ -197,6 +197,11 @@ def backend_of(method: str, q, v, s: Setting, backend: str = "auto") -> str:
 
 def measure(method: str, n: int, s: Setting, device, dtype=None, repeats: int = 3,
             memory: bool = True, max_seconds: float | None = None, backend: str = "auto") -> Row:
+    """Time (and, with ``memory``, peak memory) of one method at one length.
+
+    The memory probe switches glibc to a fixed mmap threshold for the rest of the
+    process, which slows allocation-heavy kernels: time every method before probing
+    memory (:func:`run_plan` does)."""
     device = torch.device(device)
     dtype = dtype or compute_dtype(device)
     if method == "linear":
@@ -208,6 +213,33 @@ def measure(method: str, n: int, s: Setting, device, dtype=None, repeats: int = 
     peak = peak_memory(fn, device) if memory else None
     useful, computed = flops(method, n, s, backend)
     return Row(method, n, seconds, peak, useful, computed, backend, {"dtype": str(dtype).replace("torch.", "")})
+
+
+def measure_memory(row: Row, s: Setting, device, backend: str = "auto") -> Row:
+    """Fill in a timed row's peak memory."""
+    dtype = torch.float32 if row.method == "linear" else compute_dtype(torch.device(device))
+    q, k, v = _inputs(row.n, s, device, dtype)
+    row.peak_bytes = peak_memory(run_method(row.method, q, k, v, s, backend), device)
+    return row
+
+
+def run_plan(plan: list[tuple], s: Setting, device, repeats: int = 3, max_seconds: float | None = None,
+             progress=None) -> list[Row]:
+    """Every (method, n[, backend]) of ``plan``: all timings first, then all memory
+    probes. ``progress(done, total, method, n)`` is called before each step."""
+    plan = [(p[0], p[1], p[2] if len(p) > 2 else "auto") for p in plan]
+    total = 2 * len(plan)
+    rows = []
+    for i, (method, n, backend) in enumerate(plan):
+        if progress:
+            progress(i, total, method, n)
+        rows.append(measure(method, n, s, device, repeats=repeats, memory=False, max_seconds=max_seconds,
+                            backend=backend))
+    for i, (row, (method, n, backend)) in enumerate(zip(rows, plan)):
+        if progress:
+            progress(len(plan) + i, total, method, n)
+        measure_memory(row, s, device, backend)
+    return rows
 
 
 def matmul_gflops(device, n: int = 2048, repeats: int = 5) -> float:

@@ -219,37 +219,33 @@ def linear_attention(
     return _causal_linear_scan(fq, fk, v, chunk)
 
 
-def _causal_linear_scan(fq, fk, v, chunk: int) -> torch.Tensor:
+def _causal_linear_scan(fq, fk, v, chunk: int, group: int = 16) -> torch.Tensor:
+    """Chunks of C tokens, taken ``group`` chunks at a time: each chunk's own causal
+    triangle directly (C×C), the earlier chunks through the running m×(d+1) summary
+    (Σφ(k)vᵀ beside Σφ(k): a column of ones appended to v gives numerator and
+    denominator in one product)."""
     b, h, n, m = fq.shape
     dv = v.shape[-1]
     C = max(1, min(chunk, n))
     nc = math.ceil(n / C)
     pad = nc * C - n
+    va = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)  # (b, h, n, dv+1)
     fq = F.pad(fq, (0, 0, 0, pad)).reshape(b, h, nc, C, m)  # (b, h, nc, C, m)
     fk = F.pad(fk, (0, 0, 0, pad)).reshape(b, h, nc, C, m)
-    vc = F.pad(v, (0, 0, 0, pad)).reshape(b, h, nc, C, dv)
+    vc = F.pad(va, (0, 0, 0, pad)).reshape(b, h, nc, C, dv + 1)
     tri = torch.ones(C, C, dtype=torch.bool, device=fq.device).tril()
     out = torch.empty(b, h, nc, C, dv, dtype=v.dtype, device=v.device)
-    state = torch.zeros(b, h, m, dv, dtype=v.dtype, device=v.device)  # Σ φ(k) vᵀ of earlier chunks
-    norm = torch.zeros(b, h, m, 1, dtype=v.dtype, device=v.device)  # Σ φ(k) of earlier chunks
-    # Chunks in groups (bounded memory): each group's own triangles and summaries in
-    # a few batched products, then a short scan that carries the summary along.
-    per_chunk = b * h * (m * dv + C * C + C * dv) * 4
-    group = max(1, (16 * 2**20) // per_chunk)
+    state = torch.zeros(b, h, 1, m, dv + 1, dtype=v.dtype, device=v.device)  # summary of earlier groups
     for c0 in range(0, nc, group):
         c1 = min(nc, c0 + group)
         q_, k_, v_ = fq[:, :, c0:c1], fk[:, :, c0:c1], vc[:, :, c0:c1]
         inner = (q_ @ k_.transpose(-1, -2)).masked_fill_(~tri, 0.0)  # (b, h, G, C, C)
-        num = inner @ v_  # (b, h, G, C, dv): pairs inside each chunk
-        den = inner.sum(dim=-1, keepdim=True)  # (b, h, G, C, 1)
-        kv = k_.transpose(-1, -2) @ v_  # (b, h, G, m, dv): each chunk's own summary
-        ks = k_.sum(dim=-2)[..., None]  # (b, h, G, m, 1)
-        for c in range(c1 - c0):
-            num[:, :, c] += q_[:, :, c] @ state  # (b, h, C, dv): all earlier chunks at once
-            den[:, :, c] += q_[:, :, c] @ norm
-            state += kv[:, :, c]
-            norm += ks[:, :, c]
-        out[:, :, c0:c1] = num / den.clamp_min(LINEAR_EPS)
+        kv = k_.transpose(-1, -2) @ v_  # (b, h, G, m, dv+1): each chunk's own summary
+        running = torch.cumsum(kv, dim=2)
+        before = state + running - kv  # summary of every earlier chunk
+        num = inner @ v_ + q_ @ before  # (b, h, G, C, dv+1)
+        out[:, :, c0:c1] = num[..., :dv] / num[..., dv:].clamp_min(LINEAR_EPS)
+        state = state + running[:, :, -1:]
     return out.reshape(b, h, nc * C, dv)[:, :, :n]
 
 

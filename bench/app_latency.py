@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import numpy as np  # noqa: E402
 
-from serve import app_server, launch, wait_idle  # noqa: E402
+from serve import SERVER_PIDS, app_server, launch, peak_rss_mb, wait_idle  # noqa: E402
 from ui import figures, i18n  # noqa: E402
 from ui.state import sample_text  # noqa: E402
 
@@ -83,6 +83,7 @@ def main() -> int:
                     nav.nth(i).click()
                     finished(page, title, plots[i])
                     rows.append((i, time.perf_counter() - t))
+            print(f"  peak resident memory of the app process so far: {peak_rss_mb(SERVER_PIDS[url]):.0f} MB")
             for i, path in enumerate(URLS):
                 times = [s for j, s in rows if j == i]
                 print(f"  page {i + 1} {path or 'every-pair':<14} warm switch: median {statistics.median(times):.2f} s"
@@ -106,6 +107,7 @@ def main() -> int:
             page.locator('[data-testid="stSidebarNav"] a').nth(0).click()
             finished(page, i18n.translate("en", TITLES[0]), 2)
             print(f"  {n_tokens} tokens: page 1 switch to its grid drawn: {time.perf_counter() - t:.2f} s")
+            print(f"  peak resident memory of that app process: {peak_rss_mb(SERVER_PIDS[url]):.0f} MB")
         browser.close()
 
     grid = np.random.default_rng(0).random((2048, 2048)).astype(np.float32)

@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="n up to 4,096, fewer repeats")
     ap.add_argument("--max-n", type=int, default=None)
     ap.add_argument("--window", type=int, default=128)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--no-flex", action="store_true", help="skip the compiled FlexAttention path")
     args = ap.parse_args(argv)
 
@@ -61,14 +61,16 @@ def main(argv=None) -> int:
     plan = [("sdpa", "auto"), ("naive", "auto")]
     plan += [(m, b) for m in ("window", "window_hubs") for b in backends]
     plan += [("linear", "auto")]
+    steps = [(method, n, backend) for n in ns for method, backend in plan
+             if not (method == "naive" and n > NAIVE_MAX[device.type])]
+
+    def progress(done, total, method, n):
+        print(f"  [{done + 1}/{total}] {'time' if done < total // 2 else 'memory'} {method} n={n}", file=sys.stderr)
+
+    measured = bench.run_plan(steps, s, device, repeats=repeats, max_seconds=6.0, progress=progress)
     rows: dict[tuple[str, str], list[bench.Row]] = {p: [] for p in plan}
-    for n in ns:
-        for method, backend in plan:
-            if method == "naive" and n > NAIVE_MAX[device.type]:
-                continue
-            r = bench.measure(method, n, s, device, repeats=repeats, backend=backend)
-            rows[(method, backend)].append(r)
-            print(f"  measured {method:<12} {r.backend:<12} n={n:>7}: {r.seconds * 1e3:9.2f} ms", file=sys.stderr)
+    for (method, n, backend), r in zip(steps, measured):
+        rows[(method, backend)].append(r)
 
     def label(method, backend):
         return f"{method} [{rows[(method, backend)][0].backend}]" if rows[(method, backend)] else method
@@ -96,9 +98,9 @@ def main(argv=None) -> int:
         big = 65536
         print(f"peak memory at n = {big:,} (a dense n×n float32 grid per head would be "
               f"{big * big * 4 * s.heads / 2**30:.0f} GiB):")
-        for method, backend in [("window", b) for b in backends] + [("window_hubs", backends[0]), ("linear", "auto")]:
-            r = bench.measure(method, big, s, device, repeats=1, backend=backend)
-            print(f"  {method} [{r.backend}]: {(r.peak_bytes or 0) / 2**20:.0f} MiB, {r.seconds:.2f} s")
+        big_plan = [("window", big, b) for b in backends] + [("window_hubs", big, backends[0]), ("linear", big)]
+        for r in bench.run_plan(big_plan, s, device, repeats=1):
+            print(f"  {r.method} [{r.backend}]: {(r.peak_bytes or 0) / 2**20:.0f} MiB, {r.seconds:.2f} s")
     return 0
 
 

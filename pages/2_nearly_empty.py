@@ -42,7 +42,8 @@ st.subheader(t("step2.prefix_heading"))
 series = [{"name": t("step2.series_share"), "x": [r["n"] for r in prefixes], "y": [r["share"] for r in prefixes],
            "hover": t("step2.hover_prefix")}]
 fig2 = figures.lines(series, title=t("step2.prefix_title", p=t.pct(p, 0)), x_title=t("common.n_axis"),
-                     y_title=t("step2.share_axis"), separators=t.separators, log_x=True, y_format=".0%")
+                     y_title=t("step2.share_axis"), separators=t.separators, log_x=True, y_format=".0%",
+                     x_ticks=([r["n"] for r in prefixes], [t.int(r["n"]) for r in prefixes]))
 widgets.show_figure(fig2, key="s2_prefix")
 if len(prefixes) >= 2:
     first, last = prefixes[0], prefixes[-1]

@@ -25,11 +25,11 @@ st.caption(t(f"features.{feature}_note"))
 
 r = data.linear_orders(text, kind, layer, feature, causal)
 m1, m2, m3, m4 = st.columns(4)
-m1.metric(t("step5.metric_diff"), t.sci(r["max_diff"]), help=t("step5.metric_diff_help"))
+m1.metric(t("step5.metric_diff"), t.sci(r["rel_diff"]), help=t("step5.metric_diff_help"))
 m2.metric(t("step5.metric_grid", n=t.int(r["n"])), t.int(r["grid_numbers"]))
 m3.metric(t("step5.metric_summary", m=t.int(r["m"]), d=t.int(r["d"])), t.int(r["summary_numbers"]))
 m4.metric(t("step5.metric_ratio"), t.ratio(r["grid_numbers"] / r["summary_numbers"]))
-st.caption(t("step5.diff_caption", rel=t.sci(r["rel_diff"]), layer=layer,
+st.caption(t("step5.diff_caption", abs=t.sci(r["max_diff"]), layer=layer,
              tq=t.float(r["seconds_quadratic"] * 1e3, 1), tl=t.float(r["seconds_linear"] * 1e3, 1)))
 
 ns = [2 ** e for e in range(8, 18)]
@@ -41,7 +41,7 @@ series = [
      "hover": t("step5.hover_numbers")},
 ]
 fig = figures.lines(series, title=t("step5.sizes_title"), x_title=t("common.n_axis"), y_title=t("step5.numbers_axis"),
-                    separators=t.separators, log_x=True, log_y=True)
+                    separators=t.separators, log_x=True, log_y=True, x_ticks=(ns[::2], [t.int(n) for n in ns[::2]]))
 widgets.show_figure(fig, key="s5_sizes")
 st.caption(t("step5.sizes_caption"))
 st.markdown(t("step5.outro"))

@@ -14,6 +14,7 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SERVER_PIDS: dict[str, int] = {}  # url -> pid of the app serving it
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
@@ -53,8 +54,10 @@ def app_server(model: str = "gemma", timeout: float = 300, extra_env: dict | Non
             if time.time() > deadline:
                 raise TimeoutError("the app did not start")
             time.sleep(0.5)
+        SERVER_PIDS[url] = proc.pid
         yield url
     finally:
+        SERVER_PIDS.pop(url, None)
         proc.terminate()
         try:
             proc.wait(timeout=20)
@@ -62,6 +65,15 @@ def app_server(model: str = "gemma", timeout: float = 300, extra_env: dict | Non
             proc.kill()
         log.close()
         os.unlink(log.name)
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's resident high-water mark (VmHWM), in MB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def chromium_path() -> str | None:

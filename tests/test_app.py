@@ -306,6 +306,8 @@ def test_every_key_the_code_uses_exists():
     code = "\n".join(p.read_text() for p in [root / "app.py", *root.glob("pages/*.py"), *root.glob("ui/*.py")])
     used = set(re.findall(r"""t\(["']([a-z0-9_]+\.[a-z0-9_]+)["']""", code))
     used |= set(re.findall(r"""translate\([^,]+, ["']([a-z0-9_]+\.[a-z0-9_]+)["']""", code))
+    used |= {f"formula.{w}" for w in re.findall(r"\\text\{@([a-z_]+)\}", code)}
+    assert any(k.startswith("formula.") for k in used)
     missing = sorted(k for k in used if k not in i18n.strings("en"))
     assert not missing
 

@@ -28,13 +28,15 @@ def results(key) -> list | None:
 
 
 def run(t: Translator, key, s: bench.Setting, device, sizes: list[int]) -> list:
-    """Measure every method at every size, showing progress; keep the result."""
-    plan = [(m, n) for n in sizes for m in METHODS]
+    """Measure every method at every size (times first, then memory), showing
+    progress; keep the result."""
     bar = st.progress(0.0, text=t("step7.running"))
-    rows = []
-    for i, (m, n) in enumerate(plan):
-        bar.progress(i / len(plan), text=t("step7.running_one", m=method_name(t, m, s), n=t.int(n)))
-        rows.append(bench.measure(m, n, s, device, repeats=2, max_seconds=2.0))
+
+    def progress(done, total, method, n):
+        bar.progress(done / total, text=t("step7.running_one", m=method_name(t, method, s), n=t.int(n)))
+
+    rows = bench.run_plan([(m, n) for n in sizes for m in METHODS], s, device, repeats=2, max_seconds=2.0,
+                          progress=progress)
     bar.empty()
     _results()[key] = rows
     return rows

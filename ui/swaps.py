@@ -135,7 +135,8 @@ def sweep_section(t: Translator, a, text: str) -> None:
                        "dash": "dash" if "sliding" in tag else "solid", "hover": t("swap.hover_point")})
     fig = figures.lines(series, title=t("swap.chart_window", metric=t(f"swap.metric_{metric}")),
                         x_title=t("swap.w_axis"), y_title=t(f"swap.metric_{metric}"), separators=t.separators,
-                        log_x=True, log_y=(metric != "top1_agreement"))
+                        log_x=True, log_y=(metric != "top1_agreement"),
+                        x_ticks=(list(WINDOWS), [t.int(w) for w in WINDOWS]))
     widgets.show_figure(fig, key="s6_swap_window")
 
     groups = []
