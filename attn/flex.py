@@ -43,7 +43,7 @@ def _signature(q: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple:
 def available() -> bool:
     """Can FlexAttention compile here? (CPU needs a C++ compiler.)"""
     try:
-        from torch.nn.attention.flex_attention import flex_attention  # noqa: F401
+        import torch.nn.attention.flex_attention  # noqa: F401
     except Exception:
         return False
     if torch.cuda.is_available():

@@ -27,6 +27,7 @@ from ui.state import sample_text  # noqa: E402
 
 URLS = ["", "nearly-empty", "neighbours", "hubs", "linear", "honest-catch", "payoff", "closing"]
 TITLES = [f"step{i}.title" for i in range(1, 8)] + ["closing.title"]
+FIRST_METRIC = "() => document.querySelector('[data-testid=stMetricValue]')?.innerText"
 
 DONE = """([title, plots]) => {
     const h = document.querySelector('h1');
@@ -72,7 +73,7 @@ def main() -> int:
                 finished(page, title, 0)
                 wait_idle(page, 300_000)
                 plots.append(page.locator(".js-plotly-plot").count())
-            n_tokens = page.evaluate("() => document.querySelector('[data-testid=\\"stMetricValue\\"]')?.innerText")
+            n_tokens = page.evaluate(FIRST_METRIC)
             print(f"  text: {n_tokens} tokens (as step 1 counts them)")
             nav = page.locator('[data-testid="stSidebarNav"] a')
             rows = []
@@ -99,7 +100,7 @@ def main() -> int:
             box.fill(text_of_tokens(2300))
             box.press("Control+Enter")
             wait_idle(page, 600_000)
-            n_tokens = page.evaluate("() => document.querySelector('[data-testid=\\"stMetricValue\\"]')?.innerText")
+            n_tokens = page.evaluate(FIRST_METRIC)
             page.goto(url + "/nearly-empty?lang=en")
             finished(page, i18n.translate("en", TITLES[1]), 1)
             wait_idle(page, 300_000)

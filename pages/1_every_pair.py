@@ -5,11 +5,7 @@ import streamlit as st
 from attn import patterns
 from ui import data, figures, state, widgets
 
-t = state.tr()
-widgets.step_header(t, 1)
-a = state.analysis_or_message()
-if a is None:
-    st.stop()
+t, a = widgets.open_step(1)
 
 layer, head = widgets.layer_head_picker(t, a, "s1")
 n = a.n

@@ -4,11 +4,7 @@ import streamlit as st
 
 from ui import data, figures, state, widgets
 
-t = state.tr()
-widgets.step_header(t, 2)
-a = state.analysis_or_message()
-if a is None:
-    st.stop()
+t, a = widgets.open_step(2)
 
 layer, head = widgets.layer_head_picker(t, a, "s2")
 p = st.select_slider(t("step2.pick_p"), options=[0.5, 0.7, 0.8, 0.9, 0.95, 0.99], value=0.9,

@@ -5,11 +5,7 @@ import streamlit as st
 from attn import graph
 from ui import data, figures, state, widgets
 
-t = state.tr()
-widgets.step_header(t, 3)
-a = state.analysis_or_message()
-if a is None:
-    st.stop()
+t, a = widgets.open_step(3)
 
 text, kind = state.current_text(), state.model_kind()
 layer, head = widgets.layer_head_picker(t, a, "s3")

@@ -5,11 +5,7 @@ import streamlit as st
 
 from ui import data, figures, state, swaps, widgets
 
-t = state.tr()
-widgets.step_header(t, 4)
-a = state.analysis_or_message()
-if a is None:
-    st.stop()
+t, a = widgets.open_step(4)
 
 text, kind = state.current_text(), state.model_kind()
 n = a.n

@@ -5,11 +5,7 @@ import streamlit as st
 from attn.features import FEATURE_MAPS
 from ui import data, figures, state, swaps, widgets
 
-t = state.tr()
-widgets.step_header(t, 6)
-a = state.analysis_or_message()
-if a is None:
-    st.stop()
+t, a = widgets.open_step(6)
 
 text, kind = state.current_text(), state.model_kind()
 n = a.n

@@ -125,3 +125,25 @@ def test_html_in_the_text_is_shown_as_text_never_run(page, url):
     picker.click()
     options = " ".join(page.get_by_role("option").all_inner_texts())
     assert "1 · <" in options and "2 · img" in options  # the tokens of '<img', as characters
+
+
+def test_measuring_buttons_show_progress_then_live_numbers(page, url):
+    """Step 4's borrowed number (the real model with a 4-token window, with and
+    without the first token as hub) and step 7's live benchmark, pressed once."""
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    page.goto(url + "/hubs?lang=en")
+    wait_title(page, i18n.translate("en", "step4.title"), 600_000)
+    page.get_by_role("button", name=i18n.translate("en", "swap.measure_hub")).click()
+    label = i18n.translate("en", "swap.w4_hub_ppl")
+    page.wait_for_function("t => document.body.innerText.includes(t)", arg=label, timeout=300_000)
+    wait_idle(page, 300_000)
+    page.screenshot(path=os.path.join(ARTIFACTS, "en-4-hubs-measured.png"), full_page=True)
+
+    page.goto(url + "/payoff?lang=en")
+    wait_title(page, i18n.translate("en", "step7.title"), 600_000)
+    page.get_by_role("button", name=i18n.translate("en", "step7.run")).click()
+    page.wait_for_selector('[data-testid="stProgress"]', timeout=60_000)  # progress is shown
+    page.wait_for_selector('[data-testid="stDataFrame"]', timeout=600_000)
+    wait_idle(page, 300_000)
+    assert page.locator(".js-plotly-plot").count() >= 3  # the cost model, time and memory
+    page.screenshot(path=os.path.join(ARTIFACTS, "en-7-payoff-measured.png"), full_page=True)

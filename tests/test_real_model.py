@@ -1,7 +1,6 @@
 """The real packaged model (Gemma-3-270m), converted once into the cache folder.
 Marked ``real``: it runs in CI (the first conversion takes about a minute)."""
 
-import os
 import subprocess
 import sys
 import textwrap

@@ -139,7 +139,7 @@ def analysis_or_message():
     if not text.strip():
         st.info(t("common.need_text"))
         return None
-    model = ensure_model()
+    ensure_model()
     with st.spinner(t("common.analysing")):
         a = get_analysis(text, model_kind())
     if a.n < 3:

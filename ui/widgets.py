@@ -6,6 +6,7 @@ import re
 
 import streamlit as st
 
+from . import state
 from .i18n import Translator
 
 AVERAGE = "avg"
@@ -17,6 +18,17 @@ def step_header(t: Translator, step: int) -> None:
         st.caption(t("common.step_of", step=step, total=7))
     st.title(t(f"step{step}.title"))
     st.markdown(t(f"step{step}.lead"))
+
+
+def open_step(step: int):
+    """A step page's header, then the analysis of the reader's text: returns
+    ``(translator, analysis)``, or stops the page after saying why there is none."""
+    t = state.tr()
+    step_header(t, step)
+    a = state.analysis_or_message()
+    if a is None:
+        st.stop()
+    return t, a
 
 
 def formula(t: Translator, latex: str, caption: str | None = None) -> None:
