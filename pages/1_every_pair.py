@@ -3,7 +3,9 @@
 import streamlit as st
 
 from attn import patterns
-from ui import data, figures, state, widgets
+from ui import boot, data, figures, state, widgets
+
+boot.through_app()
 
 t, a = widgets.open_step(1)
 

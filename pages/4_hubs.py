@@ -3,7 +3,9 @@ and in a causal model the first token is a sink."""
 
 import streamlit as st
 
-from ui import data, figures, state, swaps, widgets
+from ui import boot, data, figures, state, swaps, widgets
+
+boot.through_app()
 
 t, a = widgets.open_step(4)
 

@@ -3,7 +3,9 @@
 import streamlit as st
 
 from attn.features import FEATURE_MAPS
-from ui import data, figures, state, swaps, widgets
+from ui import boot, data, figures, state, swaps, widgets
+
+boot.through_app()
 
 t, a = widgets.open_step(6)
 

@@ -4,7 +4,9 @@ import streamlit as st
 
 from attn import bench
 from attn.device import compute_dtype, pick_device
-from ui import figures, live, state, widgets
+from ui import boot, figures, live, state, widgets
+
+boot.through_app()
 
 t = state.tr()
 widgets.step_header(t, 7)

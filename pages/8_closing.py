@@ -4,8 +4,10 @@ import json
 
 import streamlit as st
 
-from ui import state
+from ui import boot, state
 from ui.i18n import ROOT
+
+boot.through_app()
 
 t = state.tr()
 st.title(t("closing.title"))

@@ -147,3 +147,19 @@ def test_measuring_buttons_show_progress_then_live_numbers(page, url):
     wait_idle(page, 300_000)
     assert page.locator(".js-plotly-plot").count() >= 3  # the cost model, time and memory
     page.screenshot(path=os.path.join(ARTIFACTS, "en-7-payoff-measured.png"), full_page=True)
+
+
+def test_a_bookmarked_page_opens_through_the_app_on_a_fresh_server(browser):
+    """The very first request a server gets is a page URL: the page still runs inside
+    app.py (sidebar, language, text), not alone as Streamlit's pages/ folder mode
+    would run it."""
+    with app_server("tiny", timeout=300) as fresh:
+        ctx = browser.new_context(viewport={"width": 1400, "height": 1400})
+        pg = ctx.new_page()
+        pg.goto(fresh + "/neighbours?lang=pt")
+        wait_title(pg, i18n.translate("pt", "step3.title"), 300_000)
+        assert pg.locator('[data-testid="stSidebar"] textarea').input_value().startswith("Na vila")
+        nav = pg.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+        assert nav[0].endswith(i18n.translate("pt", "nav.page1")) and len(nav) == 8
+        pg.wait_for_selector(".js-plotly-plot", timeout=120_000)
+        ctx.close()
