@@ -12,14 +12,14 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import streamlit as st  # noqa: E402
 
 from attn import model as atlas_model  # noqa: E402
-from ui import state  # noqa: E402
+from ui import boot, state  # noqa: E402
 from ui.i18n import LANGS  # noqa: E402
 
+boot.through_app()
 st.set_page_config(page_title="Attention Atlas", page_icon=":material/explore:", layout="wide")
 
 lang = state.init_language()
 state.init_text()
-state.start_flex_warmup()
 t = state.tr()
 
 PAGES = [
@@ -58,3 +58,5 @@ with st.sidebar:
     st.caption(t("sidebar.about", model=name, quant=atlas_model.QUANT_LABEL, licence=atlas_model.LICENCE_LABEL))
 
 nav.run()
+# after the first page is drawn: compile FlexAttention in the background, once per process
+state.start_flex_warmup()

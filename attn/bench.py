@@ -5,9 +5,11 @@ short live run). Times are medians of several runs after a warm-up call.
 
 Peak memory: on CUDA, the allocator's peak; on CPU, the rise of the process's
 resident high-water mark (``VmHWM``, reset through ``/proc/self/clear_refs``)
-over its resident size before the call, with glibc's dynamic mmap threshold
-turned off so that large tensors are really returned to the system when freed.
-That counts every page the call touched, the kernels' own workspaces included.
+over its resident size before the call, with glibc's mmap threshold held low
+during the probe so that large tensors are really returned to the system when
+freed. That counts every page the call touched, the kernels' own workspaces
+included. (Resetting VmHWM affects the whole process: a monitor reading the peak
+of an app that ran the live benchmark sees the peak since then.)
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .features import feature_size
 METHODS = ("sdpa", "naive", "window", "window_hubs", "linear")
 
 _libc = None
+_M_MMAP_THRESHOLD = -3
 
 
 def _malloc_setup() -> None:
@@ -36,7 +39,6 @@ def _malloc_setup() -> None:
         return
     try:
         _libc = ctypes.CDLL("libc.so.6")
-        _libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD: fixed, so big blocks go back on free
     except OSError:
         _libc = False
 
@@ -65,15 +67,20 @@ def peak_memory(fn, device: torch.device) -> int | None:
     _malloc_setup()
     gc.collect()
     if _libc:
+        _libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)  # big blocks go back to the system on free
         _libc.malloc_trim(0)
     try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        return None
-    before = _proc_status("VmRSS:")
-    fn()
-    after = _proc_status("VmHWM:")
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            return None
+        before = _proc_status("VmRSS:")
+        fn()
+        after = _proc_status("VmHWM:")
+    finally:
+        if _libc:  # back to glibc's largest automatic threshold, so later work allocates as fast as before
+            _libc.mallopt(_M_MMAP_THRESHOLD, 32 * 2**20)
     if before is None or after is None:
         return None
     return max(0, after - before)
@@ -199,9 +206,9 @@ def measure(method: str, n: int, s: Setting, device, dtype=None, repeats: int = 
             memory: bool = True, max_seconds: float | None = None, backend: str = "auto") -> Row:
     """Time (and, with ``memory``, peak memory) of one method at one length.
 
-    The memory probe switches glibc to a fixed mmap threshold for the rest of the
-    process, which slows allocation-heavy kernels: time every method before probing
-    memory (:func:`run_plan` does)."""
+    The memory probe changes how glibc hands out large blocks (a fixed mmap
+    threshold from then on), which changes allocation-heavy kernels' times: time
+    every method before probing memory (:func:`run_plan` does)."""
     device = torch.device(device)
     dtype = dtype or compute_dtype(device)
     if method == "linear":

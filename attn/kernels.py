@@ -26,7 +26,7 @@ from .features import apply_feature_map
 BLOCK = 64  # query block of the blocked window kernel
 CHUNK = 64  # chunk of the causal linear-attention scan
 LINEAR_EPS = 1e-12  # denominator guard: max(φ(q)·Σφ(k), ε); ReLU features can make both parts 0
-_GROUP_BYTES = 4 * 2**20  # score tensor of one group of blocks: small enough to stay in cache
+_GROUP_BYTES = {"cpu": 4 * 2**20, "cuda": 256 * 2**20}  # scores of one group of blocks: in cache on CPU
 
 
 # --- checks -----------------------------------------------------------------
@@ -155,7 +155,7 @@ def window_attention_blocked(
 
     out = torch.empty(b, h, nb * B, dv, dtype=q.dtype, device=dev)
     per_block = b * h * B * (L + g) * max(q.element_size(), 4) * 3
-    group = max(1, _GROUP_BYTES // max(per_block, 1))
+    group = max(1, _GROUP_BYTES.get(q.device.type, _GROUP_BYTES["cpu"]) // max(per_block, 1))
     for g0 in range(0, nb, group):
         g1 = min(nb, g0 + group)
         starts = torch.arange(g0, g1, device=dev) * B  # (G,)

@@ -97,13 +97,16 @@ def launch(playwright):
 
 
 def wait_idle(page, timeout: float = 120_000) -> None:
-    """Wait until Streamlit has finished its run: no "running" indicator for a
-    whole second (it can blink off between the app and the page script)."""
+    """Wait until Streamlit has finished its run: no "running" indicator, and the
+    app's navigation in the sidebar, for a whole second (the indicator can blink
+    off between runs)."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
     page.wait_for_function(
         """() => {
             const busy = document.querySelector('[data-testid="stStatusWidget"]')
-                || document.querySelector('[data-testid="stSkeleton"]');
+                || document.querySelector('[data-testid="stSkeleton"]')
+                // the app's own navigation (8 pages), not the pages/ folder list of a first run
+                || document.querySelectorAll('[data-testid="stSidebarNav"] a').length !== 8;
             const now = Date.now();
             if (busy) { window.__atlasIdleSince = null; return false; }
             if (!window.__atlasIdleSince) { window.__atlasIdleSince = now; return false; }

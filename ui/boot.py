@@ -1,9 +1,11 @@
 """Every page runs inside app.py's ``st.navigation`` (sidebar, language, text).
 
-A fresh server asked first for a page URL (a bookmark, after a restart) has not yet
-run app.py, so Streamlit still takes the ``pages/`` folder for its older multipage
-mode and would run the page file alone. :func:`through_app` turns that mode off
-and reruns, this time through app.py (the page's URL picks the same page)."""
+Until app.py has called ``st.navigation`` once, a fresh server takes the
+``pages/`` folder for Streamlit's older multipage mode: its first run lists the
+page files in the sidebar (app.py among them) and, for a page URL (a bookmark,
+after a restart), runs the page file alone. :func:`through_app`, called first by
+app.py and by every page, turns that mode off and reruns, this time through
+app.py's navigation (the URL picks the same page)."""
 
 from __future__ import annotations
 

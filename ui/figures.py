@@ -43,6 +43,12 @@ def _layout(fig: go.Figure, title: str, separators: str, height: int = 520) -> g
     return fig
 
 
+def _pair_labels(labels: list[str]) -> np.ndarray:
+    """customdata[i][j] = (label of query i, label of key j); an object array, which
+    Plotly checks far faster than nested lists."""
+    return np.dstack(np.meshgrid(labels, labels)[::-1]).astype(object)
+
+
 def downsample(grid: np.ndarray, reduce: str = "mean") -> tuple[np.ndarray, int]:
     """Pool an (n, n) grid into at most MAX_SIDE² cells; returns (grid, factor)."""
     n = grid.shape[0]
@@ -85,10 +91,11 @@ def attention_heatmap(grid, labels, *, title, x_title, y_title, hover, separator
     kwargs = {}
     if f == 1 and n <= 128:
         lab = [safe(s) for s in labels]
-        kwargs["customdata"] = np.dstack(np.meshgrid(lab, lab)[::-1]).tolist()
-    z = np.round(z, 5)
+        kwargs["customdata"] = _pair_labels(lab)
+    # numpy arrays travel to the browser as compact typed arrays (base64), not JSON lists
+    z = np.round(z, 5).astype(np.float32)
     fig = go.Figure(go.Heatmap(
-        z=z.tolist(), x=coords.tolist(), y=coords.tolist(), colorscale=colorscale, zmin=0,
+        z=z, x=coords.astype(np.float32), y=coords.astype(np.float32), colorscale=colorscale, zmin=0,
         zmax=zmax, hovertemplate=hover + "<extra></extra>", colorbar={"title": {"text": safe(colorbar)}},
         hoverongaps=False, **kwargs,
     ))
@@ -122,7 +129,7 @@ def row_bars(weights, labels, *, title, x_title, y_title, hover, separators, hig
         for j in highlight:
             if 0 <= j < len(w):
                 colours[j] = OKABE_ITO[1]
-    fig = go.Figure(go.Bar(x=idx.tolist(), y=np.round(w, 5).tolist(), marker_color=colours,
+    fig = go.Figure(go.Bar(x=idx, y=np.round(w, 5), marker_color=colours,
                            customdata=[safe(s) for s in labels], hovertemplate=hover + "<extra></extra>"))
     fig.update_xaxes(title=safe(x_title))
     fig.update_yaxes(title=safe(y_title), rangemode="tozero")
@@ -186,8 +193,8 @@ def integer_grid(grid, labels, *, title, x_title, y_title, hover, separators, co
     zmax = float(np.nanmax(g)) if np.isfinite(g).any() else 1.0
     lab = [safe(s) for s in labels]
     fig = go.Figure(go.Heatmap(
-        z=g.tolist(), colorscale="Viridis", zmin=0, zmax=max(1.0, zmax), hoverongaps=False,
-        customdata=np.dstack(np.meshgrid(lab, lab)[::-1]).tolist(),
+        z=g, colorscale="Viridis", zmin=0, zmax=max(1.0, zmax), hoverongaps=False,
+        customdata=_pair_labels(lab),
         hovertemplate=hover + "<extra></extra>", colorbar={"title": {"text": safe(colorbar)}},
     ))
     _token_axes(fig, labels, n, 1, x_title, y_title, max_labels=24)
@@ -205,7 +212,7 @@ def reach_animation(frames: list[np.ndarray], *, title, x_title, y_title, separa
     n = frames[0].shape[0]
 
     def trace(g):
-        return go.Heatmap(z=np.asarray(g, dtype=np.int8).tolist(), colorscale=[[0, "#F2F2F2"], [1, OKABE_ITO[0]]],
+        return go.Heatmap(z=np.asarray(g, dtype=np.int8), colorscale=[[0, "#F2F2F2"], [1, OKABE_ITO[0]]],
                           zmin=0, zmax=1, showscale=False, hovertemplate=hover + "<extra></extra>")
 
     fig = go.Figure(data=[trace(frames[-1])],
