@@ -12,8 +12,14 @@ import math
 import warnings
 
 import numpy as np
+import pandas  # noqa: F401  (see below)
 import plotly.colors as pc
 import plotly.graph_objects as go
+
+# Plotly looks pandas up in sys.modules without taking the import lock: if another
+# thread (the FlexAttention warm-up, a reader's page) is importing pandas at that
+# moment, validation fails with "partially initialized module 'pandas'". Importing
+# it here, before any figure is built, closes that window.
 
 # colour-blind-safe choices: Cividis for weights, Okabe–Ito for categories. Attention
 # weights span orders of magnitude (a sink takes most of a row, the rest share
