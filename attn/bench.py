@@ -198,7 +198,8 @@ def backend_of(method: str, q, v, s: Setting, backend: str = "auto") -> str:
     if method in ("window", "window_hubs"):
         if backend != "auto" and s.window < q.shape[2]:
             return backend
-        return kernels.window_backend(q, v, True, min(s.window, q.shape[2]))
+        hubs = s.hub_positions(q.shape[2]) if method == "window_hubs" else ()
+        return kernels.window_backend(q, v, True, min(s.window, q.shape[2]), hubs)
     return {"sdpa": "sdpa", "naive": "torch", "linear": "chunked scan"}[method]
 
 

@@ -33,11 +33,12 @@ _warming: set[tuple] = set()
 _log: list[str] = []
 
 
-def _signature(q: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple:
+def _signature(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool) -> tuple:
     """What a compiled kernel is specialised on. Dynamic shapes still specialise
-    sizes of 1, so a batch or head count of 1 is part of the signature."""
+    sizes of 1, so a batch or head count of 1 is part of the signature; with and
+    without hubs are two kernels (the hub test costs a quarter of the speed)."""
     b, h = q.shape[:2]
-    return (q.device.type, q.dtype, q.shape[-1], v.shape[-1], bool(causal), b == 1, h == 1)
+    return (q.device.type, q.dtype, q.shape[-1], v.shape[-1], bool(causal), bool(hubs), b == 1, h == 1)
 
 
 def available() -> bool:
@@ -65,11 +66,11 @@ def _get_compiled():
         return _compiled
 
 
-def is_ready(q: torch.Tensor, v: torch.Tensor, causal: bool) -> bool:
+def is_ready(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool = False) -> bool:
     """True when a compiled kernel serves this call without compiling again.
     Texts of one or two blocks stay on the blocked kernel (a single query block is
     a shape the compiler specialises too, and small grids gain nothing)."""
-    return q.shape[2] > 2 * FLEX_BLOCK and _signature(q, v, causal) in _ready
+    return q.shape[2] > 2 * FLEX_BLOCK and _signature(q, v, causal, hubs) in _ready
 
 
 def status() -> dict:
@@ -111,12 +112,11 @@ def block_mask(n: int, window: int, hubs: tuple[int, ...], causal: bool, device,
     from torch.nn.attention.flex_attention import BlockMask
 
     counts, indices = block_lists(n, window, hubs, causal, block, device=device)
-    # Hubs are always part of the predicate (all False when there are none) and the
-    # window is a tensor, so one compiled kernel serves every window and hub set.
-    is_hub = patterns.hub_flags(n, hubs, device=device)
-    visible = patterns.or_masks(
-        patterns.window_mask(torch.tensor(window, device=device)), patterns.hub_mask(is_hub)
-    )
+    # The window and the hub flags are tensors, so one compiled kernel serves every
+    # window, and one more every hub set.
+    visible = patterns.window_mask(torch.tensor(window, device=device))
+    if hubs:
+        visible = patterns.or_masks(visible, patterns.hub_mask(patterns.hub_flags(n, hubs, device=device)))
     mask_mod = patterns.and_masks(visible, patterns.causal_mask) if causal else visible
     return BlockMask.from_kv_blocks(counts, indices, BLOCK_SIZE=block, mask_mod=mask_mod, seq_lengths=(n, n))
 
@@ -129,21 +129,22 @@ def window_attention(q, k, v, *, window: int, hubs=(), causal=True, scale=None):
     return fn(q, k, v, block_mask=bm, scale=scale)
 
 
-def mark_failed(q, v, causal, exc: Exception) -> None:
-    sig = _signature(q, v, causal)
+def mark_failed(q, v, causal, hubs: bool, exc: Exception) -> None:
+    sig = _signature(q, v, causal, hubs)
     _ready.discard(sig)
     _failed[sig] = f"{type(exc).__name__}: {str(exc)[:300]}"
     _log.append(f"flex call failed for {sig}; the blocked kernel takes over: {_failed[sig]}")
 
 
-def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=True, dv=None) -> bool:
-    """Compile for one kind of call, synchronously; returns True when it is ready."""
+def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=True, dv=None, hubs=False) -> bool:
+    """Compile for one kind of call (with or without hubs), synchronously; returns
+    True when it is ready."""
     device = torch.device(device)
     b, h, n, d = q_shape
     dv = dv or d
     q = torch.randn(b, h, n, d, dtype=dtype, device=device)
     v = torch.randn(b, h, n, dv, dtype=dtype, device=device)
-    sig = _signature(q, v, causal)
+    sig = _signature(q, v, causal, hubs)
     if sig in _ready:
         return True
     if not available():
@@ -154,10 +155,11 @@ def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=Tru
         from .kernels import window_attention_blocked
 
         # a second length checks that the dynamic-shape kernel serves it unchanged
-        for nn_, w, hubs in ((n, 64, (0,)), (n // 2 + 3, 17, ())):
+        for nn_, w, hub_set in ((n, 64, (0, n // 3)), (n // 2 + 3, 17, (5,))):
+            hub_set = hub_set if hubs else ()
             qq, kk, vv = q[:, :, :nn_], torch.randn_like(q[:, :, :nn_]), v[:, :, :nn_]
-            got = window_attention(qq, kk, vv, window=w, hubs=hubs, causal=causal)
-            want = window_attention_blocked(qq, kk, vv, window=w, hubs=hubs, causal=causal)
+            got = window_attention(qq, kk, vv, window=w, hubs=hub_set, causal=causal)
+            want = window_attention_blocked(qq, kk, vv, window=w, hubs=hub_set, causal=causal)
             tol = 2e-2 if dtype != torch.float32 else 1e-4
             if not torch.allclose(got.float(), want.float(), atol=tol, rtol=tol):
                 raise RuntimeError("compiled FlexAttention disagrees with the blocked kernel")

@@ -107,21 +107,21 @@ def window_attention(
 
     if backend == "flex":
         return flex.window_attention(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
-    if backend == "auto" and flex.is_ready(q, v, causal):
+    if backend == "auto" and flex.is_ready(q, v, causal, bool(hubs)):
         try:
             return flex.window_attention(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
         except Exception as exc:  # a compile problem never fails a request
-            flex.mark_failed(q, v, causal, exc)
+            flex.mark_failed(q, v, causal, bool(hubs), exc)
     return window_attention_blocked(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
 
 
-def window_backend(q, v, causal: bool = True, window: int | None = None) -> str:
+def window_backend(q, v, causal: bool = True, window: int | None = None, hubs=()) -> str:
     """Which kernel :func:`window_attention` with ``backend="auto"`` would run."""
     if window is not None and window >= q.shape[2]:
         return "sdpa"
     from . import flex
 
-    return "flex" if flex.is_ready(q, v, causal) else "blocked"
+    return "flex" if flex.is_ready(q, v, causal, bool(hubs)) else "blocked"
 
 
 def window_attention_blocked(

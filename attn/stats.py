@@ -13,16 +13,31 @@ from . import kernels, patterns
 from .device import compute_dtype
 
 
+_CHUNK = 1 << 22  # weights handled at once (in float32: 16 MB), so all layers of a long text fit
+
+
+def _rows(weights: torch.Tensor):
+    """The grid's rows in chunks: yields (start, stop, float32 rows ``(r, n)``)."""
+    n = weights.shape[-1]
+    flat = weights.reshape(-1, n)
+    step = max(1, _CHUNK // max(n, 1))
+    for s in range(0, flat.shape[0], step):
+        yield s, min(flat.shape[0], s + step), flat[s:s + step].float()
+
+
 def k_for_share(weights: torch.Tensor, p: float) -> torch.Tensor:
     """k(p) per row: the fewest cells whose weights add up to at least a share p of
     the row (largest first). int64 ``(..., n)``."""
     if not 0 < p <= 1:
         raise ValueError(f"p must be in (0, 1], got {p}")
-    w = weights.float()
-    total = w.sum(dim=-1, keepdim=True)
-    top = torch.sort(w, dim=-1, descending=True).values.cumsum(dim=-1)
-    # cells strictly below the target, plus the one that reaches it (float slack 1e-6)
-    return ((top < p * total - 1e-6).sum(dim=-1) + 1).clamp_max(w.shape[-1])
+    n = weights.shape[-1]
+    out = torch.empty(weights.shape[:-1], dtype=torch.int64).reshape(-1)
+    for s, e, w in _rows(weights):
+        total = w.sum(dim=-1, keepdim=True)
+        top = torch.sort(w, dim=-1, descending=True).values.cumsum(dim=-1)
+        # cells strictly below the target, plus the one that reaches it (float slack 1e-6)
+        out[s:e] = ((top < p * total - 1e-6).sum(dim=-1) + 1).clamp_max(n)
+    return out.reshape(weights.shape[:-1])
 
 
 def top_share_mask(weights: torch.Tensor, p: float) -> torch.Tensor:
@@ -71,8 +86,13 @@ def prefix_lengths(n: int, start: int = 16) -> list[int]:
 def share_kept(weights: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
     """Share of each row's weight on the allowed cells, averaged over rows:
     ``(...)`` from weights ``(..., n, n)`` and a bool pattern ``(n, n)``."""
-    kept = (weights.float() * allowed).sum(dim=-1)  # (..., n)
-    return kept.mean(dim=-1)
+    n = weights.shape[-1]
+    kept = torch.empty(weights.shape[:-1]).reshape(-1)
+    allowed_rows = allowed.reshape(-1, n)
+    for s, e, w in _rows(weights):
+        rows = torch.arange(s, e) % allowed_rows.shape[0]  # which row of the pattern each is
+        kept[s:e] = (w * allowed_rows[rows]).sum(dim=-1)
+    return kept.reshape(weights.shape[:-1]).mean(dim=-1)
 
 
 def share_kept_by_pattern(weights: torch.Tensor, window: int, hubs=(), causal: bool = True) -> dict:
@@ -89,10 +109,12 @@ def anchors(weights: torch.Tensor, top: int = 5, min_distance: int = 8) -> list[
     when given ``(L, H, n, n)``), for columns with at least a quarter of the text
     after them. Candidates for hubs: the <bos> sink, separators, punctuation.
     Returns [(position, mean far weight)], best first."""
-    w = weights.float()
-    while w.dim() > 2:
-        w = w.mean(dim=0)
-    n = w.shape[-1]
+    n = weights.shape[-1]
+    grids = weights.reshape(-1, n, n)
+    w = torch.zeros(n, n)
+    for g in grids:  # the mean over layers and heads, one grid at a time
+        w += g.float()
+    w /= max(1, grids.shape[0])
     if n <= min_distance:
         return [(0, float(w[:, 0].mean()))] if n else []
     i = torch.arange(n)[:, None]

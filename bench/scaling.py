@@ -52,7 +52,8 @@ def main(argv=None) -> int:
     backends = ["blocked"]
     if not args.no_flex:
         t0 = time.perf_counter()
-        ok = flex.warm((1, s.heads, 1024, s.d), dtype=bench.compute_dtype(device), device=device)
+        ok = all([flex.warm((1, s.heads, 1024, s.d), dtype=bench.compute_dtype(device), device=device, hubs=h)
+                  for h in (False, True)])
         print(f"FlexAttention compile: {'ready' if ok else 'unavailable'} in {time.perf_counter() - t0:.1f} s"
               + ("" if ok else f" ({flex.status()['failed']})"))
         if ok:

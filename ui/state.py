@@ -118,7 +118,8 @@ def start_flex_warmup():
 
     dtype = compute_dtype(device)
     return flex.start_warmup([
-        {"q_shape": (1, 4, 1024, 64), "dtype": dtype, "device": device, "causal": True},
+        {"q_shape": (1, 4, 1024, 64), "dtype": dtype, "device": device, "causal": True, "hubs": hubs}
+        for hubs in (False, True)
     ])
 
 
