@@ -35,16 +35,22 @@ class FeatureMap:
     formula: str
     latex: str
     size: Callable[[int, int | None], int]  # (d, feature_dim) -> m
-    pair: Callable[..., tuple[torch.Tensor, torch.Tensor]]  # (q, k, feature_dim, seed) -> φ(q), φ(k)
+    # make(q, k, root, feature_dim, seed) -> (φ for queries, φ for keys): functions of a
+    # slice of q or k (any run of positions), so that a scan can apply φ chunk by chunk
+    make: Callable[..., tuple[Callable, Callable]]
     random: bool = False
 
 
-def _elu_pair(q, k, feature_dim=None, seed=0):
-    return torch.nn.functional.elu(q) + 1, torch.nn.functional.elu(k) + 1
+def _same_for_both(fn):
+    def make(q, k, root, feature_dim=None, seed=0):
+        phi = lambda x: fn(x * root)  # noqa: E731
+        return phi, phi
+
+    return make
 
 
-def _relu_pair(q, k, feature_dim=None, seed=0):
-    return torch.relu(q), torch.relu(k)
+_elu_make = _same_for_both(lambda x: torch.nn.functional.elu(x) + 1)
+_relu_make = _same_for_both(torch.relu)
 
 
 def _generator(seed: int) -> torch.Generator:
@@ -67,19 +73,32 @@ def orthogonal_gaussian(d: int, m: int, seed: int) -> torch.Tensor:
     return (omega * norms).to(torch.float32)
 
 
-def _favor_pair(q, k, feature_dim=None, seed=0):
+def _favor_make(q, k, root, feature_dim=None, seed=0):
     d = q.shape[-1]
     m = feature_dim or FAVOR_DEFAULT_DIM
     omega = orthogonal_gaussian(d, m, seed).to(device=q.device, dtype=q.dtype)  # (d, m)
-    # exponent ωᵀx − ‖x‖²/2, shifted by a constant that cancels in the ratio:
-    # per query row (each row is normalised on its own), one constant for all keys
-    # of a (batch, head) (a per-key shift would change the weights).
-    eq = q @ omega - (q * q).sum(-1, keepdim=True) / 2  # (b, h, n, m)
-    ek = k @ omega - (k * k).sum(-1, keepdim=True) / 2
-    eq = eq - eq.amax(dim=-1, keepdim=True)
-    ek = ek - ek.amax(dim=(-2, -1), keepdim=True)
     scale = 1.0 / math.sqrt(m)
-    return torch.exp(eq) * scale, torch.exp(ek) * scale
+
+    def exponent(x):  # ωᵀx − ‖x‖²/2, (b, h, r, m)
+        x = x * root
+        return x @ omega - (x * x).sum(-1, keepdim=True) / 2
+
+    # Shifts that cancel in the ratio: per query row (each row is normalised on its
+    # own), and one constant for all keys of a (batch, head) — their largest exponent,
+    # found a chunk at a time (a per-key shift would change the weights).
+    shift = None
+    for s in range(0, k.shape[2], 4096):
+        top = exponent(k[:, :, s:s + 4096]).amax(dim=(-2, -1), keepdim=True)
+        shift = top if shift is None else torch.maximum(shift, top)
+
+    def phi_q(x):
+        e = exponent(x)
+        return torch.exp(e - e.amax(dim=-1, keepdim=True)) * scale
+
+    def phi_k(x):
+        return torch.exp(exponent(x) - shift) * scale
+
+    return phi_q, phi_k
 
 
 def taylor_projection(d: int, seed: int) -> torch.Tensor:
@@ -93,22 +112,23 @@ def _taylor_features(x: torch.Tensor) -> torch.Tensor:
     return torch.cat([ones, x, outer], dim=-1)
 
 
-def _taylor_pair(q, k, feature_dim=None, seed=0):
-    p = taylor_projection(q.shape[-1], seed).to(device=q.device, dtype=q.dtype)
-    return _taylor_features(q @ p), _taylor_features(k @ p)
+def _taylor_make(q, k, root, feature_dim=None, seed=0):
+    p = taylor_projection(q.shape[-1], seed).to(device=q.device, dtype=q.dtype) * root
+    phi = lambda x: _taylor_features(x @ p)  # noqa: E731
+    return phi, phi
 
 
 FEATURE_MAPS: dict[str, FeatureMap] = {
     "elu": FeatureMap("elu", "φ(x) = elu(x) + 1", r"\phi(x) = \operatorname{elu}(x) + 1 \quad (m = d)",
-                      lambda d, f: d, _elu_pair),
-    "relu": FeatureMap("relu", "φ(x) = max(x, 0)", r"\phi(x) = \max(x, 0) \quad (m = d)", lambda d, f: d, _relu_pair),
+                      lambda d, f: d, _elu_make),
+    "relu": FeatureMap("relu", "φ(x) = max(x, 0)", r"\phi(x) = \max(x, 0) \quad (m = d)", lambda d, f: d, _relu_make),
     "favor": FeatureMap(
         "favor",
         "φ(x) = exp(ωᵀx − ‖x‖²/2) / √m",
         r"\phi(x) = \frac{1}{\sqrt{m}}\exp\!\big(\omega^\top x - \tfrac{\lVert x\rVert^2}{2}\big)"
         r" \quad (m = 256)",
         lambda d, f: f or FAVOR_DEFAULT_DIM,
-        _favor_pair,
+        _favor_make,
         random=True,
     ),
     "taylor": FeatureMap(
@@ -117,7 +137,7 @@ FEATURE_MAPS: dict[str, FeatureMap] = {
         r"\phi(x) = \big[1,\; x',\; \tfrac{x' \otimes x'}{\sqrt 2}\big],\; x' = P^\top x \in \mathbb{R}^{16}"
         r" \quad (m = 273)",
         lambda d, f: 1 + TAYLOR_DIM + TAYLOR_DIM * TAYLOR_DIM,
-        _taylor_pair,
+        _taylor_make,
         random=True,
     ),
 }
@@ -137,14 +157,23 @@ def feature_size(name: str, d: int, feature_dim: int | None = None) -> int:
     return get_feature_map(name).size(d, feature_dim)
 
 
+def feature_functions(
+    name: str, q: torch.Tensor, k: torch.Tensor, *, scale: float | None = None,
+    feature_dim: int | None = None, seed: int = 0,
+) -> tuple[Callable, Callable]:
+    """(x ↦ φ(x·√s) for query slices, the same for key slices) of ``(b, h, r, d)``
+    tensors; ``q`` and ``k`` are the whole tensors (FAVOR+ needs one look at every key)."""
+    fmap = get_feature_map(name)
+    if feature_dim is not None and (int(feature_dim) != feature_dim or feature_dim < 1):
+        raise ValueError(f"feature_dim must be a whole number >= 1, got {feature_dim!r}")
+    s = q.shape[-1] ** -0.5 if scale is None else float(scale)
+    return fmap.make(q, k, math.sqrt(s), feature_dim=feature_dim, seed=seed)
+
+
 def apply_feature_map(
     name: str, q: torch.Tensor, k: torch.Tensor, *, scale: float | None = None,
     feature_dim: int | None = None, seed: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """φ(q·√s), φ(k·√s), each ``(b, h, n, m)``."""
-    fmap = get_feature_map(name)
-    if feature_dim is not None and (int(feature_dim) != feature_dim or feature_dim < 1):
-        raise ValueError(f"feature_dim must be a whole number >= 1, got {feature_dim!r}")
-    s = q.shape[-1] ** -0.5 if scale is None else float(scale)
-    root = math.sqrt(s)
-    return fmap.pair(q * root, k * root, feature_dim=feature_dim, seed=seed)
+    phi_q, phi_k = feature_functions(name, q, k, scale=scale, feature_dim=feature_dim, seed=seed)
+    return phi_q(q), phi_k(k)

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from . import patterns
-from .features import apply_feature_map
+from .features import apply_feature_map, feature_functions
 
 BLOCK = 64  # query block of the blocked window kernel
 CHUNK = 64  # chunk of the causal linear-attention scan
@@ -209,44 +209,49 @@ def linear_attention(
     from chunk to chunk and handles each chunk's own causal triangle (chunk×chunk)
     directly. φ is applied to q·√s and k·√s (see :mod:`attn.features`)."""
     check_qkv(q, k, v)
-    fq, fk = apply_feature_map(feature, q, k, scale=scale, feature_dim=feature_dim, seed=seed)
+    phi_q, phi_k = feature_functions(feature, q, k, scale=scale, feature_dim=feature_dim, seed=seed)
     if not causal:
+        fq, fk = phi_q(q), phi_k(k)  # (b, h, n, m)
         summary = fk.transpose(-1, -2) @ v  # (b, h, m, dv): Σ φ(k) vᵀ
         norm = fk.sum(dim=-2)  # (b, h, m): Σ φ(k)
         num = fq @ summary  # (b, h, n, dv)
         den = (fq @ norm[..., None]).clamp_min(LINEAR_EPS)  # (b, h, n, 1)
         return num / den
-    return _causal_linear_scan(fq, fk, v, chunk)
+    return _causal_linear_scan(q, k, v, phi_q, phi_k, chunk)
 
 
-def _causal_linear_scan(fq, fk, v, chunk: int, group: int = 16) -> torch.Tensor:
-    """Chunks of C tokens, taken ``group`` chunks at a time: each chunk's own causal
-    triangle directly (C×C), the earlier chunks through the running m×(d+1) summary
-    (Σφ(k)vᵀ beside Σφ(k): a column of ones appended to v gives numerator and
-    denominator in one product)."""
-    b, h, n, m = fq.shape
+def _causal_linear_scan(q, k, v, phi_q, phi_k, chunk: int, group: int = 16) -> torch.Tensor:
+    """Tokens in groups of ``group`` chunks of C: φ applied to the group only (the
+    working set stays in cache), each chunk's own causal triangle directly (C×C), the
+    earlier chunks through the running m×(d+1) summary (Σφ(k)vᵀ beside Σφ(k): a
+    column of ones appended to v gives numerator and denominator in one product)."""
+    b, h, n, _ = q.shape
     dv = v.shape[-1]
     C = max(1, min(chunk, n))
-    nc = math.ceil(n / C)
-    pad = nc * C - n
-    va = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)  # (b, h, n, dv+1)
-    fq = F.pad(fq, (0, 0, 0, pad)).reshape(b, h, nc, C, m)  # (b, h, nc, C, m)
-    fk = F.pad(fk, (0, 0, 0, pad)).reshape(b, h, nc, C, m)
-    vc = F.pad(va, (0, 0, 0, pad)).reshape(b, h, nc, C, dv + 1)
-    tri = torch.ones(C, C, dtype=torch.bool, device=fq.device).tril()
-    out = torch.empty(b, h, nc, C, dv, dtype=v.dtype, device=v.device)
-    state = torch.zeros(b, h, 1, m, dv + 1, dtype=v.dtype, device=v.device)  # summary of earlier groups
-    for c0 in range(0, nc, group):
-        c1 = min(nc, c0 + group)
-        q_, k_, v_ = fq[:, :, c0:c1], fk[:, :, c0:c1], vc[:, :, c0:c1]
+    tri = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
+    out = torch.empty(b, h, n, dv, dtype=v.dtype, device=v.device)
+    state = None  # (b, h, 1, m, dv+1): summary of every earlier group
+    span = C * group
+    for t0 in range(0, n, span):
+        t1 = min(n, t0 + span)
+        G = math.ceil((t1 - t0) / C)
+        pad = G * C - (t1 - t0)
+        fq = F.pad(phi_q(q[:, :, t0:t1]), (0, 0, 0, pad))  # (b, h, G·C, m)
+        fk = F.pad(phi_k(k[:, :, t0:t1]), (0, 0, 0, pad))
+        m = fq.shape[-1]
+        va = F.pad(torch.cat([v[:, :, t0:t1], torch.ones_like(v[:, :, t0:t1, :1])], dim=-1), (0, 0, 0, pad))
+        q_ = fq.reshape(b, h, G, C, m)
+        k_ = fk.reshape(b, h, G, C, m)
+        v_ = va.reshape(b, h, G, C, dv + 1)
         inner = (q_ @ k_.transpose(-1, -2)).masked_fill_(~tri, 0.0)  # (b, h, G, C, C)
         kv = k_.transpose(-1, -2) @ v_  # (b, h, G, m, dv+1): each chunk's own summary
         running = torch.cumsum(kv, dim=2)
-        before = state + running - kv  # summary of every earlier chunk
-        num = inner @ v_ + q_ @ before  # (b, h, G, C, dv+1)
-        out[:, :, c0:c1] = num[..., :dv] / num[..., dv:].clamp_min(LINEAR_EPS)
-        state = state + running[:, :, -1:]
-    return out.reshape(b, h, nc * C, dv)[:, :, :n]
+        before = running - kv if state is None else state + running - kv  # every earlier chunk
+        num = (inner @ v_ + q_ @ before).reshape(b, h, G * C, dv + 1)[:, :, : t1 - t0]
+        out[:, :, t0:t1] = num[..., :dv] / num[..., dv:].clamp_min(LINEAR_EPS)
+        last = running[:, :, -1:]
+        state = last if state is None else state + last
+    return out
 
 
 def linear_attention_quadratic(
