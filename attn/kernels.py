@@ -135,16 +135,10 @@ def window_attention_blocked(
     s = _scale(q, scale)
     dv = v.shape[-1]
     B = max(1, min(block, n))
-    nb = math.ceil(n / B)
+    nb = math.ceil(n / B)  # query blocks
     left = w - 1
     right = 0 if causal else w - 1
     L = B + left + right  # candidate keys of one query block
-    total = nb * B + left + right
-    kp = F.pad(k, (0, 0, left, total - left - n))  # (b, h, total, d)
-    vp = F.pad(v, (0, 0, left, total - left - n))
-    qp = F.pad(q, (0, 0, 0, nb * B - n))  # (b, h, nb·B, d)
-    k_blocks = kp.unfold(2, L, B)  # (b, h, nb, d, L): a view, no copy
-    v_blocks = vp.unfold(2, L, B)  # (b, h, nb, dv, L)
 
     dev = q.device
     mask_mod = patterns.pattern(n, w, hubs, causal, device=dev)
@@ -153,19 +147,26 @@ def window_attention_blocked(
     k_hub = k[:, :, hub_idx][:, :, None]  # (b, h, 1, g, d)
     v_hub = v[:, :, hub_idx][:, :, None]  # (b, h, 1, g, dv)
 
-    out = torch.empty(b, h, nb * B, dv, dtype=q.dtype, device=dev)
+    out = torch.empty(b, h, n, dv, dtype=q.dtype, device=dev)
     per_block = b * h * B * (L + g) * max(q.element_size(), 4) * 3
     group = max(1, _GROUP_BYTES.get(q.device.type, _GROUP_BYTES["cpu"]) // max(per_block, 1))
     for g0 in range(0, nb, group):
         g1 = min(nb, g0 + group)
+        G, q0, q1 = g1 - g0, g0 * B, min(n, g1 * B)
+        # this group's queries and candidate keys only, padded where they run past the
+        # text (nothing of size n is copied): keys [q0 − left, g1·B + right)
+        k0, k1 = q0 - left, g1 * B + right
+        lo, hi = max(0, k0), min(n, k1)
+        kg = F.pad(k[:, :, lo:hi], (0, 0, lo - k0, k1 - hi))  # (b, h, G·B + left + right, d)
+        vg = F.pad(v[:, :, lo:hi], (0, 0, lo - k0, k1 - hi))
+        qs = F.pad(q[:, :, q0:q1], (0, 0, 0, G * B - (q1 - q0))).reshape(b, h, G, B, d)  # (b, h, G, B, d)
         starts = torch.arange(g0, g1, device=dev) * B  # (G,)
         qi = starts[:, None] + torch.arange(B, device=dev)[None, :]  # (G, B) absolute query positions
         kj = starts[:, None] - left + torch.arange(L, device=dev)[None, :]  # (G, L) absolute key positions
-        qs = qp[:, :, g0 * B : g1 * B].reshape(b, h, g1 - g0, B, d)  # (b, h, G, B, d)
-        scores = qs @ k_blocks[:, :, g0:g1]  # (b, h, G, B, L)
+        scores = qs @ kg.unfold(2, L, B)  # (b, h, G, B, L)
         inside = (kj >= 0) & (kj < n)  # padding keys are never visible
         # the predicate sees clamped positions; padded cells are dropped by `inside`
-        # and padded query rows are cut off at the end
+        # and padded query rows are cut off below
         qc, kc = qi.clamp(max=n - 1), kj.clamp(0, n - 1)
         allowed = mask_mod(0, 0, qc[:, :, None], kc[:, None, :]) & inside[:, None, :]
         if g:
@@ -177,17 +178,16 @@ def window_attention_blocked(
             allowed = torch.cat([allowed, allowed_h], dim=-1)
         scores = (scores * s).masked_fill_(~allowed, float("-inf"))
         p = torch.softmax(scores, dim=-1)
-        o = p[..., :L] @ v_blocks[:, :, g0:g1].transpose(-1, -2)  # (b, h, G, B, dv)
+        o = p[..., :L] @ vg.unfold(2, L, B).transpose(-1, -2)  # (b, h, G, B, dv)
         if g:
             o = o + p[..., L:] @ v_hub
-        out[:, :, g0 * B : g1 * B] = o.reshape(b, h, (g1 - g0) * B, dv)
-    out = out[:, :, :n]
+        out[:, :, q0:q1] = o.reshape(b, h, G * B, dv)[:, :, : q1 - q0]
     if g:
         # hub rows see every (earlier) key: g full rows, O(g·n)
         rows = q[:, :, hub_idx] @ k.transpose(-1, -2) * s  # (b, h, g, n)
         allowed = mask_mod(0, 0, hub_idx[:, None], torch.arange(n, device=dev)[None, :])
         out[:, :, hub_idx] = torch.softmax(rows.masked_fill(~allowed, float("-inf")), dim=-1) @ v
-    return out.contiguous()
+    return out
 
 
 def window_attention_reference(q, k, v, *, window: int, hubs=(), causal: bool = True, scale=None):
