@@ -26,6 +26,10 @@ from . import patterns
 FLEX_BLOCK = 64  # 64 beat 128 on useful GFLOP/s here (less of each block wasted on the band's edges)
 
 _lock = threading.Lock()
+# One compiled-flex call or compile at a time: dynamo is not thread-safe, and a call
+# that arrives while another thread compiles can fall back to the unfused flex
+# attention, which builds the n×n scores. Requests never wait on it (try_window_attention).
+_busy = threading.Lock()
 _compiled = None
 _ready: set[tuple] = set()  # signatures whose compile has finished
 _failed: dict[tuple, str] = {}
@@ -122,11 +126,26 @@ def block_mask(n: int, window: int, hubs: tuple[int, ...], causal: bool, device,
 
 
 def window_attention(q, k, v, *, window: int, hubs=(), causal=True, scale=None):
-    """Window (+ hubs) attention through compiled FlexAttention (compiles on first use)."""
+    """Window (+ hubs) attention through compiled FlexAttention (compiles on first use;
+    waits for any compile in progress)."""
+    with _busy:
+        return _call(q, k, v, window, hubs, causal, scale)
+
+
+def try_window_attention(q, k, v, *, window: int, hubs=(), causal=True, scale=None):
+    """The same, or None at once when a compile (a warm-up) is in progress."""
+    if not _busy.acquire(blocking=False):
+        return None
+    try:
+        return _call(q, k, v, window, hubs, causal, scale)
+    finally:
+        _busy.release()
+
+
+def _call(q, k, v, window, hubs, causal, scale):
     n = q.shape[2]
     bm = block_mask(n, window, tuple(hubs), causal, q.device)
-    fn = _get_compiled()
-    return fn(q, k, v, block_mask=bm, scale=scale)
+    return _get_compiled()(q, k, v, block_mask=bm, scale=scale)
 
 
 def mark_failed(q, v, causal, hubs: bool, exc: Exception) -> None:
@@ -152,17 +171,8 @@ def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=Tru
         return False
     t0 = time.perf_counter()
     try:
-        from .kernels import window_attention_blocked
-
-        # a second length checks that the dynamic-shape kernel serves it unchanged
-        for nn_, w, hub_set in ((n, 64, (0, n // 3)), (n // 2 + 3, 17, (5,))):
-            hub_set = hub_set if hubs else ()
-            qq, kk, vv = q[:, :, :nn_], torch.randn_like(q[:, :, :nn_]), v[:, :, :nn_]
-            got = window_attention(qq, kk, vv, window=w, hubs=hub_set, causal=causal)
-            want = window_attention_blocked(qq, kk, vv, window=w, hubs=hub_set, causal=causal)
-            tol = 2e-2 if dtype != torch.float32 else 1e-4
-            if not torch.allclose(got.float(), want.float(), atol=tol, rtol=tol):
-                raise RuntimeError("compiled FlexAttention disagrees with the blocked kernel")
+        with _busy:
+            _warm_calls(q, v, n, causal, hubs, dtype)
     except Exception as exc:  # compile errors surface here; the blocked kernel stays in use
         _failed[sig] = f"{type(exc).__name__}: {str(exc)[:300]}"
         _log.append(f"flex warm-up failed for {sig}: {_failed[sig]}")
@@ -170,6 +180,21 @@ def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=Tru
     _ready.add(sig)
     _log.append(f"flex ready for {sig} after {time.perf_counter() - t0:.1f} s")
     return True
+
+
+def _warm_calls(q, v, n, causal, hubs, dtype):
+    """Compile, then check against the blocked kernel (holding ``_busy``)."""
+    from .kernels import window_attention_blocked
+
+    # a second length checks that the dynamic-shape kernel serves it unchanged
+    for nn_, w, hub_set in ((n, 64, (0, n // 3)), (n // 2 + 3, 17, (5,))):
+        hub_set = hub_set if hubs else ()
+        qq, kk, vv = q[:, :, :nn_], torch.randn_like(q[:, :, :nn_]), v[:, :, :nn_]
+        got = _call(qq, kk, vv, w, hub_set, causal, None)
+        want = window_attention_blocked(qq, kk, vv, window=w, hubs=hub_set, causal=causal)
+        tol = 2e-2 if dtype != torch.float32 else 1e-4
+        if not torch.allclose(got.float(), want.float(), atol=tol, rtol=tol):
+            raise RuntimeError("compiled FlexAttention disagrees with the blocked kernel")
 
 
 def start_warmup(signatures: list[dict]) -> threading.Thread | None:

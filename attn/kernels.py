@@ -108,8 +108,10 @@ def window_attention(
     if backend == "flex":
         return flex.window_attention(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
     if backend == "auto" and flex.is_ready(q, v, causal, bool(hubs)):
-        try:
-            return flex.window_attention(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
+        try:  # None while a warm-up compiles: the blocked kernel answers instead
+            out = flex.try_window_attention(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
+            if out is not None:
+                return out
         except Exception as exc:  # a compile problem never fails a request
             flex.mark_failed(q, v, causal, bool(hubs), exc)
     return window_attention_blocked(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
