@@ -201,7 +201,7 @@ def integer_grid(grid, labels, *, title, x_title, y_title, hover, separators, co
     fig = go.Figure(go.Heatmap(
         z=g, colorscale="Viridis", zmin=0, zmax=max(1.0, zmax), hoverongaps=False,
         customdata=_pair_labels(lab),
-        hovertemplate=hover + "<extra></extra>", colorbar={"title": {"text": safe(colorbar)}},
+        hovertemplate=hover + "<extra></extra>", colorbar={"title": {"text": safe(colorbar)}, "dtick": 1},
     ))
     _token_axes(fig, labels, n, 1, x_title, y_title, max_labels=24)
     fig.update_yaxes(scaleanchor="x", constrain="domain")
