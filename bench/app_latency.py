@@ -21,13 +21,12 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import numpy as np  # noqa: E402
 
-from serve import SERVER_PIDS, app_server, launch, peak_rss_mb, wait_idle  # noqa: E402
+from serve import SERVER_PIDS, app_server, launch, paste, peak_rss_mb, wait_idle  # noqa: E402
 from ui import figures, i18n  # noqa: E402
 from ui.state import sample_text  # noqa: E402
 
 URLS = ["", "nearly-empty", "neighbours", "hubs", "linear", "honest-catch", "payoff", "closing"]
 TITLES = [f"step{i}.title" for i in range(1, 8)] + ["closing.title"]
-FIRST_METRIC = "() => document.querySelector('[data-testid=stMetricValue]')?.innerText"
 
 DONE = """([title, plots]) => {
     const h = document.querySelector('h1');
@@ -46,19 +45,6 @@ def text_of_tokens(n: int) -> str:
     base = sample_text("en")
     words = (base + "\n\n") * (1 + n // 300)
     return " ".join(words.split(" ")[: int(n * 0.78)])
-
-
-def paste(page, text: str) -> str:
-    """Type a text into the sidebar (same session) and wait for step 1's token count
-    to change; returns the new count as shown."""
-    page.wait_for_function(FIRST_METRIC, timeout=300_000)
-    before = page.evaluate(FIRST_METRIC)
-    box = page.locator('[data-testid="stSidebar"] textarea')
-    box.fill(text)
-    box.press("Control+Enter")
-    page.wait_for_function(f"() => ({FIRST_METRIC})() && ({FIRST_METRIC})() !== {before!r}", timeout=600_000)
-    wait_idle(page, 300_000)
-    return page.evaluate(FIRST_METRIC)
 
 
 def main() -> int:

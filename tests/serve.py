@@ -96,6 +96,22 @@ def launch(playwright):
     return playwright.chromium.launch(**kwargs)
 
 
+FIRST_METRIC = "() => { const m = document.querySelector('[data-testid=stMetricValue]'); return m && m.innerText; }"
+
+
+def paste(page, text: str) -> str:
+    """Type a text into the sidebar box (same session) and wait for the page to show
+    its numbers: the first metric, step 1's token count, changes. Returns it."""
+    page.wait_for_function(FIRST_METRIC, timeout=300_000)
+    before = page.evaluate(FIRST_METRIC)
+    box = page.locator('[data-testid="stSidebar"] textarea')
+    box.fill(text)
+    box.press("Control+Enter")
+    page.wait_for_function(f"() => ({FIRST_METRIC})() && ({FIRST_METRIC})() !== {before!r}", timeout=600_000)
+    wait_idle(page, 300_000)
+    return page.evaluate(FIRST_METRIC)
+
+
 def wait_idle(page, timeout: float = 120_000) -> None:
     """Wait until Streamlit has finished its run: no "running" indicator, and the
     app's navigation in the sidebar, for a whole second (the indicator can blink

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from conftest import LANGS, ROOT
-from serve import app_server, chromium_path, launch, wait_idle
+from serve import app_server, chromium_path, launch, paste, wait_idle
 from ui import i18n
 
 pytestmark = pytest.mark.browser
@@ -50,21 +50,6 @@ def page(browser):
 
 def h1(page) -> str:
     return page.locator("h1").first.inner_text().strip()
-
-
-FIRST_METRIC = "() => { const m = document.querySelector('[data-testid=\"stMetricValue\"]'); return m && m.innerText; }"
-
-
-def paste(page, text: str) -> None:
-    """Type a text into the sidebar box and wait for the page to show its numbers
-    (the first metric, the token count, changes)."""
-    page.wait_for_function(FIRST_METRIC, timeout=300_000)
-    before = page.evaluate(FIRST_METRIC)
-    box = page.locator('[data-testid="stSidebar"] textarea')
-    box.fill(text)
-    box.press("Control+Enter")
-    page.wait_for_function(f"() => ({FIRST_METRIC})() && ({FIRST_METRIC})() !== {before!r}", timeout=300_000)
-    wait_idle(page, 300_000)
 
 
 def wait_title(page, title: str, timeout: float = 300_000) -> None:
