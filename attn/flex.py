@@ -148,6 +148,8 @@ def try_window_attention(q, k, v, *, window: int, hubs=(), causal=True, scale=No
 def _call(q, k, v, window, hubs, causal, scale):
     n = q.shape[2]
     bm = block_mask(n, window, tuple(hubs), causal, q.device)
+    # contiguous inputs: strides are part of what a compiled kernel is specialised on
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     return _get_compiled()(q, k, v, block_mask=bm, scale=scale)
 
 

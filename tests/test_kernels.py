@@ -165,6 +165,10 @@ def test_compiled_flex_attention_matches_the_dense_reference():
         got = kernels.window_attention(q, k, v, window=w, hubs=hubs, causal=causal)
         ref = kernels.window_attention_reference(q, k, v, window=w, hubs=hubs, causal=causal)
         torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+        compiled_before = torch._dynamo.utils.counters["frames"]["ok"]
+        kernels.window_attention(q[:, :, : n - 7], k[:, :, : n - 7], v[:, :, : n - 7],  # other n, strides
+                                 window=w + 3, hubs=tuple(h for h in hubs if h < n - 7), causal=causal)
+        assert torch._dynamo.utils.counters["frames"]["ok"] == compiled_before  # no compile on a request
         with flex._busy:  # a warm-up compiling elsewhere: a request does not wait for it
             t0 = time.perf_counter()
             got = kernels.window_attention(q, k, v, window=w, hubs=hubs, causal=causal)
