@@ -108,14 +108,14 @@ def device_line() -> str:
 
 @st.cache_resource(show_spinner=False)
 def start_flex_warmup():
-    """Compile FlexAttention in the background, once per process: the live benchmark
-    (d = 64) and the model's own heads (d = 256). Requests use the blocked kernel until
-    it is ready."""
+    """Compile FlexAttention in the background, once per process, for the live
+    benchmark's kind of call (head size 64; with and without hubs). Requests use the
+    blocked kernel until it is ready. (The model's own heads, of size 256 and at most
+    a few thousand tokens, are served well by the blocked kernel.)"""
     from attn import flex
-
-    device = pick_device()
     from attn.device import compute_dtype
 
+    device = pick_device()
     dtype = compute_dtype(device)
     return flex.start_warmup([
         {"q_shape": (1, 4, 1024, 64), "dtype": dtype, "device": device, "causal": True, "hubs": hubs}
