@@ -11,6 +11,10 @@ def test_k_for_share_counts_the_largest_cells_needed():
     assert stats.k_for_share(w, 1.0).tolist() == [1, 2, 3, 4]
     mask = stats.top_share_mask(w, 0.9)
     assert mask.tolist()[3] == [False, True, True, True]
+    torch.manual_seed(0)
+    rnd = torch.softmax(torch.randn(3, 40, 40) * 3, dim=-1)
+    for p in (0.3, 0.9, 1.0):
+        assert torch.equal(stats.top_share_mask(rnd, p).sum(dim=-1), stats.k_for_share(rnd, p))
     with pytest.raises(ValueError):
         stats.k_for_share(w, 0)
 

@@ -38,7 +38,7 @@ def useful(text: str, kind: str, layer: int, head, p: float) -> dict:
     s = stats.useful_summary(g, p)
     return {
         "summary": {k: v for k, v in s.items() if k != "k_rows"},
-        "mask_cells": int(stats.top_share_mask(g, p).sum()),
+        "mask_cells": int(s["k_rows"].sum()),  # the drawn mask holds exactly k cells per row
         "k_all": float(stats.k_for_share(a.attentions, p).float().mean()),
         "prefixes": stats.useful_share_by_prefix(g, p, stats.prefix_lengths(a.n)),
     }
