@@ -30,7 +30,7 @@ def sweep_settings(hubs: tuple, single_layer: int) -> list[dict]:
     return out
 
 
-def _run_sweep(text: str, kind: str, settings: list[dict], budget: int, bar) -> list:
+def _run_sweep(text: str, settings: list[dict], budget: int, bar) -> list:
     model = state.ensure_model()
     clean = [{k: v for k, v in s.items() if k != "tag"} for s in settings]
 
@@ -64,7 +64,7 @@ def run_or_show(t: Translator, text: str, settings: list[dict], budget: int, but
         return None
     bar = st.progress(0.0, text=t("swap.running"))
     try:
-        results = _run_sweep(text, state.model_kind(), settings, budget, bar)
+        results = _run_sweep(text, settings, budget, bar)
     except ValueError:
         bar.empty()
         widgets.error_box(t, "swap.too_short")
@@ -129,7 +129,7 @@ def sweep_section(t: Translator, a, text: str) -> None:
     names = {"window/all": t("swap.series_window_all"), "window_hubs/all": t("swap.series_hubs_all"),
              "window/sliding": t("swap.series_window_sliding"),
              "window_hubs/sliding": t("swap.series_hubs_sliding")}
-    for i, (tag, name) in enumerate(names.items()):
+    for tag, name in names.items():
         pts = [(s["window"], getattr(r, metric)) for s, r in tagged if s["tag"] == tag]
         series.append({"name": name, "x": [p[0] for p in pts], "y": [p[1] for p in pts],
                        "dash": "dash" if "sliding" in tag else "solid", "hover": t("swap.hover_point")})
