@@ -88,7 +88,10 @@ def test_every_page_opens_in_every_language_with_its_key_number(make_app, page, 
         assert values and values[0] not in ("", "—"), (label, [m.label for m in at.metric])
         parse(values[0], lang)
     else:
-        assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == 10  # the glossary
+        glossary = at.table[0].value  # the glossary, in the page's language
+        assert len(at.table) == 1 and len(glossary) == 10
+        assert list(glossary.columns) == [i18n.translate(lang, "closing.col_term"),
+                                          i18n.translate(lang, "closing.col_meaning")]
     # the sidebar is drawn on every page, in the page's language
     assert at.sidebar.text_area[0].label == i18n.translate(lang, "sidebar.text")
 

@@ -89,7 +89,8 @@ def test_every_step_draws_its_chart_in_every_language(page, url, lang):
             wait_idle(page)
             assert page.locator(".js-plotly-plot").count() >= 1
         else:
-            page.wait_for_selector('[data-testid="stDataFrame"]', timeout=60_000)
+            page.wait_for_selector('[data-testid="stTable"]', timeout=60_000)
+            assert page.locator('[data-testid="stTable"] tbody tr').count() == 10  # the glossary
         assert page.locator('[data-testid="stException"]').count() == 0, path
         page.screenshot(path=os.path.join(ARTIFACTS, f"{lang}-{i + 1}-{path or 'every-pair'}.png"), full_page=True)
     assert not page.dialogs
