@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import math
-import warnings
 
 import numpy as np
 import pandas  # noqa: F401  (see below)
@@ -65,9 +64,16 @@ def downsample(grid: np.ndarray, reduce: str = "mean") -> tuple[np.ndarray, int]
     padded = np.full((m * f, m * f), np.nan, dtype=np.float32)
     padded[:n, :n] = grid
     blocks = padded.reshape(m, f, m, f)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-empty blocks stay empty (NaN)
-        pooled = np.nanmax(blocks, axis=(1, 3)) if reduce == "max" else np.nanmean(blocks, axis=(1, 3))
+    # all-empty blocks stay empty (NaN). Computed by hand, not with nanmean/nanmax:
+    # their "empty slice" warning can only be silenced through warnings.catch_warnings,
+    # which is process-wide and not thread-safe under a server's threads.
+    filled = ~np.isnan(blocks)
+    count = filled.sum(axis=(1, 3))
+    if reduce == "max":
+        pooled = np.where(filled, blocks, -np.inf).max(axis=(1, 3))
+    else:
+        pooled = np.where(filled, blocks, 0.0).sum(axis=(1, 3)) / np.maximum(count, 1)
+    pooled = np.where(count > 0, pooled, np.nan).astype(np.float32)
     return pooled, f
 
 
