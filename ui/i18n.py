@@ -1,22 +1,26 @@
 """Locale lookup and number formatting: the one place for both.
 
 Strings live in ``locales/<lang>.json`` (same keys in every file, grouped by
-page). English is the fallback. Numbers follow the language: ``0,93`` and
-``1.024`` in Portuguese, ``0.93`` and ``1,024`` in English and Japanese.
+page). English is the fallback. Numbers follow the language through Babel's CLDR
+data (``en``, ``pt_BR``, ``ja``): ``0,93``, ``1.024`` and ``93,0%`` in Portuguese,
+``0.93``, ``1,024`` and ``93.0%`` in English and Japanese.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import math
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
+
+from babel import Locale, numbers
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCALES = ROOT / "locales"
 LANGS = {"ja": "日本語", "pt": "Português", "en": "English"}
 DEFAULT = "en"
-_SEPARATORS = {"en": (".", ","), "ja": (".", ","), "pt": (",", ".")}  # (decimal, thousands)
 
 
 def _flatten(d: dict, prefix: str = "") -> dict[str, str]:
@@ -54,44 +58,71 @@ def detect_language(query_value: str | None, browser_locale: str | None) -> str:
 
 
 # --- numbers -----------------------------------------------------------------
+# Babel's CLDR data decides the symbols and where they go (en: 93.0%, pt_BR: 93,0%,
+# ja: 93.0%); we decide only how many digits. Rounding happens here, on the exact
+# binary value, half to even — the digits ``f"{x:.2f}"`` gives — so Babel only lays out.
+
+CLDR = {"en": "en", "pt": "pt_BR", "ja": "ja"}  # our language → the CLDR locale it writes numbers in
+NONE = "—"  # what a missing or non-finite number shows
 
 
-def _group(digits: str, sep: str) -> str:
-    out = []
-    while len(digits) > 3:
-        out.insert(0, digits[-3:])
-        digits = digits[:-3]
-    out.insert(0, digits)
-    return sep.join(out)
+@functools.lru_cache(maxsize=None)
+def _locale(lang: str) -> Locale:
+    return Locale.parse(CLDR.get(lang, CLDR[DEFAULT]))
+
+
+# (decimal, thousands) per language, read from CLDR; Plotly's separators and the tests use it.
+_SEPARATORS = {lang: (numbers.get_decimal_symbol(code), numbers.get_group_symbol(code)) for lang, code in CLDR.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _pattern(lang: str, percent: bool, digits: int) -> numbers.NumberPattern:
+    """The locale's own decimal or percent pattern, with exactly ``digits`` decimals."""
+    loc = _locale(lang)
+    pattern = copy.copy((loc.percent_formats if percent else loc.decimal_formats)[None])
+    pattern.frac_prec = (digits, digits)
+    return pattern
+
+
+def _missing(x) -> bool:
+    try:
+        return x is None or not math.isfinite(x)
+    except TypeError:
+        return False
+
+
+def _rounded(x, digits: int) -> Decimal:
+    """x rounded to ``digits`` decimals, half to even on its exact value; never ``-0``."""
+    d = Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_EVEN)
+    return abs(d) if d == 0 else d
 
 
 def fmt_int(x, lang: str) -> str:
-    dec, thou = _SEPARATORS.get(lang, _SEPARATORS[DEFAULT])
-    x = int(round(x))
-    sign = "-" if x < 0 else ""
-    return sign + _group(str(abs(x)), thou)
+    if _missing(x):
+        return NONE
+    return _pattern(lang, False, 0).apply(Decimal(int(round(x))), _locale(lang))
 
 
 def fmt_float(x, lang: str, digits: int = 2) -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "—"
-    dec, thou = _SEPARATORS.get(lang, _SEPARATORS[DEFAULT])
-    text = f"{abs(x):.{digits}f}"
-    whole, _, frac = text.partition(".")
-    sign = "-" if x < 0 and float(text) != 0 else ""
-    return sign + _group(whole, thou) + (dec + frac if frac else "")
+    if _missing(x):
+        return NONE
+    return _pattern(lang, False, digits).apply(_rounded(float(x), digits), _locale(lang))
 
 
 def fmt_pct(x, lang: str, digits: int = 1) -> str:
-    return fmt_float(100 * x, lang, digits) + " %"
+    """A share (0.93) as a percentage in the language's own style: "93.0%", "93,0%"."""
+    if _missing(x):
+        return NONE
+    hundredths = _rounded(100 * float(x), digits)  # the same digits as formatting 100·x
+    return _pattern(lang, True, digits).apply(hundredths.scaleb(-2), _locale(lang))
 
 
 def fmt_sci(x, lang: str, digits: int = 1) -> str:
     """1.2 × 10⁻⁷ style, for errors at rounding level."""
+    if _missing(x):
+        return NONE
     if x == 0:
         return "0"
-    if not math.isfinite(x):
-        return "—"
     exp = int(math.floor(math.log10(abs(x))))
     if -3 <= exp <= 3:
         return fmt_float(x, lang, max(digits, -exp + digits))
@@ -105,7 +136,7 @@ def fmt_ratio(x, lang: str) -> str:
 
 
 def plotly_separators(lang: str) -> str:
-    """Plotly's ``layout.separators``: decimal then thousands."""
+    """Plotly's ``layout.separators``: CLDR's decimal symbol, then its group symbol."""
     dec, thou = _SEPARATORS.get(lang, _SEPARATORS[DEFAULT])
     return dec + thou
 
