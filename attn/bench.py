@@ -1,4 +1,6 @@
-"""Time and peak memory of each attention method on the active device.
+"""Time and peak memory of each attention method of the registry
+(:mod:`attn.methods`) on the active device; the operations each run did come from
+the registry's cost model (:mod:`attn.costs`).
 
 Used by ``bench/scaling.py`` (the printed table) and by step 7 of the app (a
 short live run). Times are medians of several runs after a warm-up call.
@@ -16,18 +18,15 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import math
 import statistics
 import time
 from dataclasses import dataclass, field
 
 import torch
 
-from . import flex, kernels, patterns
+from . import methods
+from .costs import Shape
 from .device import compute_dtype, synchronize
-from .features import feature_size
-
-METHODS = ("sdpa", "naive", "window", "window_hubs", "linear")
 
 _libc = None
 _M_MMAP_THRESHOLD = -3
@@ -103,107 +102,60 @@ def median_time(fn, device, repeats: int = 3, max_seconds: float | None = None) 
 
 
 @dataclass
-class Setting:
-    heads: int = 4
-    d: int = 64
-    window: int = 128
-    hubs: int = 4  # hubs spread evenly, the first token among them
-    feature: str = "elu"
-    batch: int = 1
-
-    def hub_positions(self, n: int) -> tuple[int, ...]:
-        if self.hubs <= 0:
-            return ()
-        return tuple(sorted({int(round(i * (n - 1) / max(1, self.hubs))) for i in range(self.hubs)}))
-
-
-@dataclass
 class Row:
-    method: str
+    method: str  # a name of the registry (attn.methods)
     n: int
     seconds: float
     peak_bytes: int | None
     useful_flops: float
     computed_flops: float
-    backend: str
+    backend: str  # the kernel that ran; "reference" for the method's dense twin, written out
     extra: dict = field(default_factory=dict)
 
+    @property
+    def key(self) -> str:
+        return row_key(self.method, self.backend)
 
-def _inputs(n: int, s: Setting, device, dtype):
+
+def row_key(method: str, backend: str) -> str:
+    """A timed row's name: the method, or the method written out (its dense
+    reference, ``backend="reference"``, timed beside it)."""
+    return f"{method}:reference" if backend == "reference" else method
+
+
+def _inputs(n: int, s: Shape, device, dtype):
     g = torch.Generator(device="cpu").manual_seed(n)
     shape = (s.batch, s.heads, n, s.d)
     return [torch.randn(shape, generator=g).to(device=device, dtype=dtype) for _ in range(3)]
 
 
-def naive_attention(q, k, v, causal: bool = True, scale=None):
-    """Full attention written out: the n×n score grid, masked, softmax, times V."""
-    s = q.shape[-1] ** -0.5 if scale is None else scale
-    scores = (q @ k.transpose(-1, -2)) * s  # (b, h, n, n)
-    if causal:
-        n = q.shape[2]
-        scores = scores.masked_fill(~patterns.dense(patterns.causal_mask, n, device=q.device), float("-inf"))
-    return torch.softmax(scores, dim=-1) @ v
+def _params(method: methods.Method, n: int, s: Shape) -> methods.Params:
+    return methods.Params(window=min(s.window, n), hubs=s.hub_positions(n) if method.name == "window_hubs" else ())
 
 
-def flops(method: str, n: int, s: Setting, backend: str) -> tuple[float, float]:
-    """(useful, computed) floating-point operations: 2d for q·k plus 2d for p·v per
-    computed cell; linear attention 4·m·d per token (summary update and read) plus
-    its chunks' own causal triangles."""
-    per_cell = 4 * s.d * s.batch * s.heads
-    if method in ("sdpa", "naive"):
-        useful = patterns.cells(n, None, (), True) * per_cell
-        computed = useful if method == "sdpa" else n * n * per_cell
-        return useful, computed
-    if method in ("window", "window_hubs"):
-        hubs = s.hub_positions(n) if method == "window_hubs" else ()
-        w = min(s.window, n)
-        useful = patterns.cells(n, w, hubs, True) * per_cell
-        if backend == "flex":
-            counts, _ = flex.block_lists(n, w, hubs, True)
-            computed = int(counts.sum()) * flex.FLEX_BLOCK**2 * per_cell
-        elif backend == "sdpa":
-            computed = useful
-        else:
-            B = min(kernels.BLOCK, n)
-            nb = math.ceil(n / B)
-            computed = (nb * B * (B + w - 1 + len(hubs)) + len(hubs) * n) * per_cell
-        return useful, computed
-    m = feature_size(s.feature, s.d)
-    C = min(kernels.CHUNK, n)
-    per_token = 4 * m * s.d * s.batch * s.heads
-    useful = n * per_token
-    computed = useful + n * C * 2 * (m + s.d) * s.batch * s.heads
-    return useful, computed
+def dtype_of(method: methods.Method, device) -> torch.dtype:
+    """Fused softmax kernels run in the device's compute dtype (bfloat16 on CUDA); the
+    window and linear kernels here keep float32 running sums everywhere."""
+    return compute_dtype(torch.device(device)) if method.fused or method.family == "window" else torch.float32
 
 
-def run_method(method: str, q, k, v, s: Setting, backend: str = "auto"):
-    n = q.shape[2]
-    if method == "sdpa":
-        return lambda: kernels.full_attention(q, k, v, causal=True)
-    if method == "naive":
-        return lambda: naive_attention(q, k, v, causal=True)
-    if method == "window":
-        return lambda: kernels.window_attention(
-            q, k, v, window=min(s.window, n), causal=True, backend=backend)
-    if method == "window_hubs":
-        hubs = s.hub_positions(n)
-        return lambda: kernels.window_attention(
-            q, k, v, window=min(s.window, n), hubs=hubs, causal=True, backend=backend)
-    if method == "linear":
-        return lambda: kernels.linear_attention(q, k, v, feature=s.feature, causal=True)
-    raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+def run_method(method: str, q, k, v, s: Shape, backend: str = "auto"):
+    """A call of one method (``backend="reference"``: its dense twin) on q, k, v."""
+    m = methods.get(method)
+    params = _params(m, q.shape[2], s)
+    if backend == "reference":
+        return lambda: m.reference(q, k, v, params)
+    return lambda: m.run(q, k, v, params, backend=backend)
 
 
-def backend_of(method: str, q, v, s: Setting, backend: str = "auto") -> str:
-    if method in ("window", "window_hubs"):
-        if backend != "auto" and s.window < q.shape[2]:
-            return backend
-        hubs = s.hub_positions(q.shape[2]) if method == "window_hubs" else ()
-        return kernels.window_backend(q, v, True, min(s.window, q.shape[2]), hubs)
-    return {"sdpa": "sdpa", "naive": "torch", "linear": "chunked scan"}[method]
+def backend_of(method: str, q, v, s: Shape, backend: str = "auto") -> str:
+    if backend == "reference":
+        return "reference"
+    m = methods.get(method)
+    return m.backend(q, v, _params(m, q.shape[2], s), backend)
 
 
-def measure(method: str, n: int, s: Setting, device, dtype=None, repeats: int = 3,
+def measure(method: str, n: int, s: Shape, device, dtype=None, repeats: int = 3,
             memory: bool = True, max_seconds: float | None = None, backend: str = "auto") -> Row:
     """Time (and, with ``memory``, peak memory) of one method at one length.
 
@@ -211,27 +163,25 @@ def measure(method: str, n: int, s: Setting, device, dtype=None, repeats: int = 
     threshold from then on), which changes allocation-heavy kernels' times: time
     every method before probing memory (:func:`run_plan` does)."""
     device = torch.device(device)
-    dtype = dtype or compute_dtype(device)
-    if method == "linear":
-        dtype = torch.float32  # the scan's running sums stay in float32
+    m = methods.get(method)
+    dtype = dtype or dtype_of(m, device)
     q, k, v = _inputs(n, s, device, dtype)
     fn = run_method(method, q, k, v, s, backend)
-    backend = backend_of(method, q, v, s, backend)
+    ran = backend_of(method, q, v, s, backend)
     seconds = median_time(fn, device, repeats, max_seconds)
     peak = peak_memory(fn, device) if memory else None
-    useful, computed = flops(method, n, s, backend)
-    return Row(method, n, seconds, peak, useful, computed, backend, {"dtype": str(dtype).replace("torch.", "")})
+    useful, computed = m.flops(n, s, ran)
+    return Row(method, n, seconds, peak, useful, computed, ran, {"dtype": str(dtype).replace("torch.", "")})
 
 
-def measure_memory(row: Row, s: Setting, device, backend: str = "auto") -> Row:
+def measure_memory(row: Row, s: Shape, device, backend: str = "auto") -> Row:
     """Fill in a timed row's peak memory."""
-    dtype = torch.float32 if row.method == "linear" else compute_dtype(torch.device(device))
-    q, k, v = _inputs(row.n, s, device, dtype)
+    q, k, v = _inputs(row.n, s, device, dtype_of(methods.get(row.method), device))
     row.peak_bytes = peak_memory(run_method(row.method, q, k, v, s, backend), device)
     return row
 
 
-def run_plan(plan: list[tuple], s: Setting, device, repeats: int = 3, max_seconds: float | None = None,
+def run_plan(plan: list[tuple], s: Shape, device, repeats: int = 3, max_seconds: float | None = None,
              progress=None) -> list[Row]:
     """Every (method, n[, backend]) of ``plan``: all timings first, then all memory
     probes. ``progress(done, total, method, n)`` is called before each step."""
@@ -261,8 +211,8 @@ def matmul_gflops(device, n: int = 2048, repeats: int = 5) -> float:
 
 
 def ratios(rows: list[Row], key=lambda r: r.seconds) -> dict[tuple[str, int], float]:
-    """cost(2n)/cost(n) per method, keyed by (method, 2n)."""
-    by = {(r.method, r.n): r for r in rows}
+    """cost(2n)/cost(n) per method (``Row.key``), keyed by (key, 2n)."""
+    by = {(r.key, r.n): r for r in rows}
     out = {}
     for (method, n), r in by.items():
         prev = by.get((method, n // 2))
@@ -275,11 +225,3 @@ def live_sizes(device) -> list[int]:
     """The lengths the app's live benchmark runs: short enough to end in ~20 s on a
     2-core CPU; longer on CUDA."""
     return [512, 1024, 2048, 4096] if torch.device(device).type == "cpu" else [1024, 2048, 4096, 8192, 16384]
-
-
-def cost_model(ns: list[int], s: Setting) -> dict[str, list[float]]:
-    """Useful floating-point operations of each method at each n (no timing)."""
-    out = {}
-    for method in ("sdpa", "window", "window_hubs", "linear"):
-        out[method] = [flops(method, n, s, "model")[0] for n in ns]
-    return out

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
-
 import torch
+
+from . import settings
 
 
 def pick_device(prefer: str | None = None) -> torch.device:
     """CUDA when present, else CPU. ``ATLAS_DEVICE=cpu`` (or ``prefer``) forces one."""
-    choice = prefer or os.environ.get("ATLAS_DEVICE")
+    choice = prefer or settings.read().device
     if choice:
         dev = torch.device(choice)
         if dev.type == "cuda" and not torch.cuda.is_available():

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -43,7 +43,7 @@ class FeatureMap:
 
 def _same_for_both(fn):
     def make(q, k, root, feature_dim=None, seed=0):
-        phi = lambda x: fn(x * root)  # noqa: E731
+        phi = lambda x: fn(x * root)
         return phi, phi
 
     return make
@@ -114,7 +114,7 @@ def _taylor_features(x: torch.Tensor) -> torch.Tensor:
 
 def _taylor_make(q, k, root, feature_dim=None, seed=0):
     p = taylor_projection(q.shape[-1], seed).to(device=q.device, dtype=q.dtype) * root
-    phi = lambda x: _taylor_features(x @ p)  # noqa: E731
+    phi = lambda x: _taylor_features(x @ p)
     return phi, phi
 
 

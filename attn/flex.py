@@ -14,6 +14,7 @@ pairs; inside those blocks the pattern predicate of :mod:`attn.patterns` decides
 
 from __future__ import annotations
 
+import importlib
 import math
 import shutil
 import threading
@@ -48,7 +49,7 @@ def _signature(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool) -> tu
 def available() -> bool:
     """Can FlexAttention compile here? (CPU needs a C++ compiler.)"""
     try:
-        import torch.nn.attention.flex_attention  # noqa: F401
+        importlib.import_module("torch.nn.attention.flex_attention")
     except Exception:
         return False
     if torch.cuda.is_available():
@@ -121,10 +122,7 @@ def block_mask(n: int, window: int, hubs: tuple[int, ...], causal: bool, device,
     counts, indices = block_lists(n, window, hubs, causal, block, device=device)
     # The window and the hub flags are tensors, so one compiled kernel serves every
     # window, and one more every hub set.
-    visible = patterns.window_mask(torch.tensor(window, device=device))
-    if hubs:
-        visible = patterns.or_masks(visible, patterns.hub_mask(patterns.hub_flags(n, hubs, device=device)))
-    mask_mod = patterns.and_masks(visible, patterns.causal_mask) if causal else visible
+    mask_mod = patterns.pattern(n, window, hubs, causal, device=device, window_tensor=True)
     return BlockMask.from_kv_blocks(counts, indices, BLOCK_SIZE=block, mask_mod=mask_mod, seq_lengths=(n, n))
 
 

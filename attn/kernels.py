@@ -21,10 +21,9 @@ import torch
 import torch.nn.functional as F
 
 from . import patterns
+from .costs import BLOCK, CHUNK  # query block of the blocked window kernel; chunk of the linear scan
 from .features import apply_feature_map, feature_functions
 
-BLOCK = 64  # query block of the blocked window kernel
-CHUNK = 64  # chunk of the causal linear-attention scan
 LINEAR_EPS = 1e-12  # denominator guard: max(φ(q)·Σφ(k), ε); ReLU features can make both parts 0
 _GROUP_BYTES = {"cpu": 4 * 2**20, "cuda": 256 * 2**20}  # scores of one group of blocks: in cache on CPU
 

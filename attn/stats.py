@@ -9,8 +9,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from . import kernels, patterns
+from . import kernels, methods, patterns
 from .device import compute_dtype
+from .features import FEATURE_MAPS, feature_size
 
 
 _CHUNK = 1 << 22  # weights handled at once (in float32: 16 MB), so all layers of a long text fit
@@ -143,8 +144,6 @@ def linear_orders(q, k, v, *, scale: float, feature: str, causal: bool) -> dict:
     rounding; the sizes show what the second order saves."""
     import time
 
-    from .features import feature_size
-
     t0 = time.perf_counter()
     fast = kernels.linear_attention(q, k, v, feature=feature, causal=causal, scale=scale)
     t1 = time.perf_counter()
@@ -171,38 +170,47 @@ def relative_error(out: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
     return diff / exact.double().flatten(2).norm(dim=-1)[0].clamp_min(1e-30)
 
 
-def method_outputs(q, k, v, *, scale: float, own_mask: torch.Tensor, window: int, hubs=(),
-                   features_list=("elu", "relu", "favor", "taylor"), device=None) -> dict:
-    """Outputs of every method on one layer's q, k, v ``(1, heads, n, d)``, plus the
-    exact softmax output over the layer's own pattern ``own_mask`` in float64.
+def method_outputs(q, k, v, *, scale: float, own_window: int | None, window: int, hubs=(),
+                   features_list=tuple(FEATURE_MAPS), device=None) -> dict:
+    """Outputs of every method tagged ``errors`` (:mod:`attn.methods`) on one layer's
+    q, k, v ``(1, heads, n, d)``, plus the exact softmax output over the layer's own
+    pattern (causal; ``own_window`` in a sliding layer) in float64.
 
-    The fused kernel runs in the device's compute dtype (bfloat16 on CUDA)."""
+    ``own`` is the layer's own pattern through the fused kernel, in the device's
+    compute dtype (bfloat16 on CUDA); the shortcuts run in float32."""
     device = torch.device(device) if device is not None else q.device
     dtype = compute_dtype(device)
-    exact = kernels.masked_softmax_reference(q.double(), k.double(), v.double(), own_mask, scale)
-    qd, kd, vd = (t.to(device=device, dtype=dtype) for t in (q, k, v))
-    fused = F.scaled_dot_product_attention(qd, kd, vd, attn_mask=own_mask.to(device), scale=scale)
-    qf, kf, vf = (t.to(device=device, dtype=torch.float32) for t in (q, k, v))
-    outs = {
-        "fused": fused,
-        "window": kernels.window_attention(qf, kf, vf, window=window, causal=True, scale=scale),
-        "window_hubs": kernels.window_attention(qf, kf, vf, window=window, hubs=hubs, causal=True, scale=scale),
-    }
-    for name in features_list:
-        outs[f"linear_{name}"] = kernels.linear_attention(qf, kf, vf, feature=name, causal=True, scale=scale)
+    n = q.shape[2]
+    own = methods.get("own")
+    exact = own.reference(q.double(), k.double(), v.double(), methods.Params(window=own_window, scale=scale))
+    outs = {}
+    for m in methods.tagged(methods.ERRORS, lambda m: m.family != "linear" or m.feature in features_list):
+        params = methods.Params(window=own_window if m.family == "own" else window, hubs=hubs, scale=scale)
+        if m.fused:
+            qd, kd, vd = (t.to(device=device, dtype=dtype) for t in (q, k, v))
+            w = params.window
+            # the fused kernel itself, with the layer's pattern as its mask
+            mask = None if w is None or w >= n else patterns.dense(m.mask(n, params), n, device=device)
+            outs[m.name] = F.scaled_dot_product_attention(qd, kd, vd, attn_mask=mask, is_causal=mask is None,
+                                                          scale=scale)
+        else:
+            qf, kf, vf = (t.to(device=device, dtype=torch.float32) for t in (q, k, v))
+            outs[m.name] = m.run(qf, kf, vf, params)
     return {"exact": exact, "outputs": {k_: o.float().cpu() for k_, o in outs.items()},
             "dtype": str(dtype).replace("torch.", "")}
 
 
-def output_errors(q, k, v, *, scale: float, own_mask: torch.Tensor, window: int, hubs=(),
-                  features_list=("elu", "relu", "favor", "taylor"), device=None) -> dict:
-    """Relative error of each method against exact softmax, per head and averaged.
-    Also the error of uniform attention over the causal prefix (every earlier token
-    weighted equally): the floor a method must beat to have learned anything."""
-    res = method_outputs(q, k, v, scale=scale, own_mask=own_mask, window=window, hubs=hubs,
+def output_errors(q, k, v, *, scale: float, own_window: int | None, window: int, hubs=(),
+                  features_list=tuple(FEATURE_MAPS), device=None) -> dict:
+    """Relative error of each method against exact softmax, per head and averaged,
+    keyed by method name. Also the error of uniform attention over the layer's own
+    pattern (every visible earlier token weighted equally), keyed ``uniform``: the
+    floor a method must beat to have learned anything."""
+    res = method_outputs(q, k, v, scale=scale, own_window=own_window, window=window, hubs=hubs,
                          features_list=features_list, device=device)
     exact = res["exact"]
     n = q.shape[2]
+    own_mask = patterns.dense(methods.get("own").mask(n, methods.Params(window=own_window)), n)
     uniform = own_mask.double() / own_mask.double().sum(dim=-1, keepdim=True)
     errors = {name: relative_error(o, exact) for name, o in res["outputs"].items()}
     errors["uniform"] = relative_error(uniform @ v.double(), exact)
@@ -211,20 +219,15 @@ def output_errors(q, k, v, *, scale: float, own_mask: torch.Tensor, window: int,
             "dtype": res["dtype"], "n": n}
 
 
-def implied_weights(q, k, *, scale: float, own_mask: torch.Tensor, method: str, window: int = 1, hubs=(),
-                    feature: str = "elu") -> torch.Tensor:
-    """The attention map a method implies on one layer ``(heads, n, n)``, rows summing
-    to 1 — for drawing (n small)."""
+def implied_weights(q, k, *, scale: float, method: str, params: methods.Params) -> torch.Tensor:
+    """The attention map a method of the registry implies on one layer ``(heads, n, n)``,
+    rows summing to 1 — for drawing (n small). Softmax methods: softmax over their
+    pattern; linear methods: φ(q)·φ(k), normalised per row."""
+    m = methods.get(method)
     n = q.shape[2]
-    if method == "exact":
-        allowed = own_mask
-    elif method in ("window", "window_hubs"):
-        allowed = patterns.pattern_grid(n, window, patterns.check_hubs(n, hubs) if method == "window_hubs" else (),
-                                        True)
-    elif method.startswith("linear_"):
-        return kernels.linear_weights(q.float(), k.float(), feature=method[len("linear_"):], causal=True,
+    if m.family == "linear":
+        return kernels.linear_weights(q.float(), k.float(), feature=m.feature, causal=params.causal,
                                       scale=scale)[0]
-    else:
-        raise ValueError(f"unknown method {method!r}")
+    allowed = patterns.dense(m.mask(n, params), n)
     scores = (q.double() @ k.double().transpose(-1, -2)) * scale
     return torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)[0].float()

@@ -10,23 +10,18 @@ text the attention grid's payload and the time until it is drawn.
 
 from __future__ import annotations
 
-import os
 import statistics
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+import numpy as np
 
-import numpy as np  # noqa: E402
+from harness.serve import SERVER_PIDS, app_server, launch, paste, peak_rss_mb, wait_idle
+from ui import figures, i18n
+from ui.samples import sample_text
+from ui.steps import LINKS as URLS
+from ui.steps import PAGES
 
-from serve import SERVER_PIDS, app_server, launch, paste, peak_rss_mb, wait_idle  # noqa: E402
-from ui import figures, i18n  # noqa: E402
-from ui.state import sample_text  # noqa: E402
-
-URLS = ["", "nearly-empty", "neighbours", "hubs", "linear", "honest-catch", "payoff", "closing"]
-TITLES = [f"step{i}.title" for i in range(1, 8)] + ["closing.title"]
+TITLES = [p.heading_key for p in PAGES]
 
 DONE = """([title, plots]) => {
     const h = document.querySelector('h1');
@@ -68,12 +63,12 @@ def main() -> int:
             for i in order:  # warm-up pass: caches filled, charts counted
                 t = time.perf_counter()
                 nav.nth(i).click()
-                finished(page, i18n.translate("en", TITLES[i]), 1 if i < 7 else 0)
+                finished(page, i18n.translate("en", TITLES[i]), 1 if PAGES[i].is_step else 0)
                 wait_idle(page, 300_000)
                 plots[i] = page.locator(".js-plotly-plot").count()
                 print(f"  first visit of page {i + 1}: {time.perf_counter() - t:.2f} s (with its one-off computations)")
             rows = []
-            for rep in range(3):
+            for _ in range(3):
                 for i in order:
                     t = time.perf_counter()
                     nav.nth(i).click()

@@ -17,41 +17,39 @@ import sys
 import tempfile
 import textwrap
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 CHILD = textwrap.dedent("""
     import json, resource, sys, time
-    sys.path.insert(0, {root!r})
     t0 = time.perf_counter()
-    from attn import model
+    from attn import convert, model, swap
     what = {what!r}
     out = {{}}
     if what == "convert":
-        t = time.perf_counter(); model.convert(); out["convert_s"] = time.perf_counter() - t
+        t = time.perf_counter(); convert.convert(); out["convert_s"] = time.perf_counter() - t
     t = time.perf_counter(); m = model.load(); out["load_s"] = time.perf_counter() - t
     if what == "serve":
-        from ui.state import sample_text
+        from ui.samples import sample_text
         text = " ".join(sample_text(l) for l in ("en", "pt", "ja")) * 2
         for n in (128, 512, 1024):
             m.analyze(text, max_tokens=n)  # warm
-            t = time.perf_counter(); a = m.analyze(text, max_tokens=n); out[f"forward_{{n}}_s"] = time.perf_counter() - t
+            t = time.perf_counter(); a = m.analyze(text, max_tokens=n)
+            out[f"forward_{{n}}_s"] = time.perf_counter() - t
             out[f"analysis_{{n}}_MB"] = a.nbytes() / 2**20
         for n in (256, 512):
-            m.swap_measure(text, method="window", window=4, max_tokens=n)
-            t = time.perf_counter(); m.swap_measure(text, method="window", window=16, hubs=(0,), max_tokens=n)
+            swap.measure(m, text, swap.Swap("window", window=4), max_tokens=n)
+            t = time.perf_counter()
+            swap.measure(m, text, swap.Swap("window_hubs", window=16, hubs=(0,)), max_tokens=n)
             out[f"swap_{{n}}_s"] = time.perf_counter() - t
-        from ui.swaps import sweep_settings
-        settings = [{{k: v for k, v in s.items() if k != "tag"}} for s in sweep_settings((0,), 8)]
-        t = time.perf_counter(); m.swap_sweep(sample_text("en"), settings, max_tokens=256)
+        swaps = swap.standard_sweep((0,), 8)
+        t = time.perf_counter(); swap.sweep(m, sample_text("en"), swaps, max_tokens=256)
         out["sweep_s"] = time.perf_counter() - t
-        out["sweep_runs"] = len(settings)
+        out["sweep_runs"] = len(swaps)
     out["peak_rss_MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print("RESULT " + json.dumps(out))
 """)
 
 
 def child(what: str, env: dict) -> dict:
-    script = CHILD.format(root=ROOT, what=what)
+    script = CHILD.format(what=what)
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=1800)
     if res.returncode != 0:
         raise RuntimeError(res.stderr[-3000:])

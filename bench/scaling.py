@@ -11,18 +11,16 @@ efficient method its computed and useful GFLOP/s as shares of that figure.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import torch
 
-import torch  # noqa: E402
+from attn import bench, flex, methods
+from attn.costs import Shape
+from attn.device import compute_dtype, describe_device, pick_device
 
-from attn import bench, flex  # noqa: E402
-from attn.device import describe_device, pick_device  # noqa: E402
-
-NAIVE_MAX = {"cpu": 8192, "cuda": 32768}  # the naive grid: n² floats, twice
+WRITTEN_OUT_MAX = {"cpu": 8192, "cuda": 32768}  # full attention written out: n² floats, twice
 
 
 def main(argv=None) -> int:
@@ -35,7 +33,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     device = pick_device()
-    s = bench.Setting(window=args.window)
+    s = Shape(window=args.window)
     top = args.max_n or (4096 if args.quick else (16384 if device.type == "cpu" else 131072))
     ns = []
     n = 512
@@ -47,30 +45,35 @@ def main(argv=None) -> int:
     print(f"heads={s.heads} d={s.d} window={s.window} hubs={s.hubs} feature={s.feature}; median of {repeats}")
 
     peak = bench.matmul_gflops(device)
-    print(f"matmul throughput ({bench.compute_dtype(device)}, 2048²): {peak:.1f} GFLOP/s\n")
+    print(f"matmul throughput ({compute_dtype(device)}, 2048²): {peak:.1f} GFLOP/s\n")
 
     backends = ["blocked"]
     if not args.no_flex:
         t0 = time.perf_counter()
-        ok = all([flex.warm((1, s.heads, 1024, s.d), dtype=bench.compute_dtype(device), device=device, hubs=h)
+        ok = all([flex.warm((1, s.heads, 1024, s.d), dtype=compute_dtype(device), device=device, hubs=h)
                   for h in (False, True)])
         print(f"FlexAttention compile: {'ready' if ok else 'unavailable'} in {time.perf_counter() - t0:.1f} s"
               + ("" if ok else f" ({flex.status()['failed']})"))
         if ok:
             backends.insert(0, "flex")
 
-    plan = [("sdpa", "auto"), ("naive", "auto")]
-    plan += [(m, b) for m in ("window", "window_hubs") for b in backends]
-    plan += [("linear", "auto")]
+    plan = []  # every method the registry tags for the benchmark; window kernels on each backend
+    for m in methods.tagged(methods.BENCH):
+        if m.family == "window":
+            plan += [(m.name, b) for b in backends]
+        else:
+            plan.append((m.name, "auto"))
+        if m.reference_label_key:
+            plan.append((m.name, "reference"))
     steps = [(method, n, backend) for n in ns for method, backend in plan
-             if not (method == "naive" and n > NAIVE_MAX[device.type])]
+             if not (backend == "reference" and n > WRITTEN_OUT_MAX[device.type])]
 
     def progress(done, total, method, n):
         print(f"  [{done + 1}/{total}] {'time' if done < total // 2 else 'memory'} {method} n={n}", file=sys.stderr)
 
     measured = bench.run_plan(steps, s, device, repeats=repeats, max_seconds=6.0, progress=progress)
     rows: dict[tuple[str, str], list[bench.Row]] = {p: [] for p in plan}
-    for (method, n, backend), r in zip(steps, measured):
+    for (method, _, backend), r in zip(steps, measured):
         rows[(method, backend)].append(r)
 
     def label(method, backend):
@@ -78,13 +81,13 @@ def main(argv=None) -> int:
 
     print(f"{'method':<26}{'n':>8}{'time ms':>11}{'t(2n)/t(n)':>12}{'peak MiB':>10}"
           f"{'m(2n)/m(n)':>12}{'×SDPA':>8}{'computed':>10}{'useful':>8}")
-    sdpa = {r.n: r.seconds for r in rows[("sdpa", "auto")]}
+    sdpa = {r.n: r.seconds for r in rows[("full", "auto")]}
     for key, rs in rows.items():
         tr = bench.ratios(rs)
         mr = bench.ratios(rs, key=lambda r: r.peak_bytes or 0)
         for r in rs:
-            ratio = tr.get((r.method, r.n))
-            mratio = mr.get((r.method, r.n))
+            ratio = tr.get((r.key, r.n))
+            mratio = mr.get((r.key, r.n))
             speed = sdpa.get(r.n, float("nan")) / r.seconds
             comp = r.computed_flops / r.seconds / 1e9 / peak
             use = r.useful_flops / r.seconds / 1e9 / peak
@@ -99,7 +102,8 @@ def main(argv=None) -> int:
         big = 65536
         print(f"peak memory at n = {big:,} (a dense n×n float32 grid per head would be "
               f"{big * big * 4 * s.heads / 2**30:.0f} GiB):")
-        big_plan = [("window", big, b) for b in backends] + [("window_hubs", big, backends[0]), ("linear", big)]
+        big_plan = [("window", big, b) for b in backends] + [("window_hubs", big, backends[0])]
+        big_plan += [(m.name, big) for m in methods.tagged(methods.BENCH) if m.family == "linear"]
         for r in bench.run_plan(big_plan, s, device, repeats=1):
             print(f"  {r.method} [{r.backend}]: {(r.peak_bytes or 0) / 2**20:.0f} MiB, {r.seconds:.2f} s")
     return 0

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from attn.features import FEATURE_MAPS
+from attn import methods
 from ui import boot, data, figures, state, swaps, widgets
 
 boot.through_app()
@@ -24,14 +24,16 @@ widgets.formula(t, r"\text{@error} = \frac{\lVert o - o_{\text{@exact}} \rVert}{
 
 err = data.errors(text, kind, layer, w, hubs)
 mean = err["mean"]
-order = ["fused", "window", "window_hubs"] + [f"linear_{f}" for f in FEATURE_MAPS]
-names = [t("step6.name_fused", dtype=err["dtype"]), t("step6.name_window", w=w),
-         t("step6.name_window_hubs", w=w, g=len(hubs))] + [t(f"features.{f}") for f in FEATURE_MAPS]
+shown = methods.tagged(methods.ERRORS)
+order = [m.name for m in shown]
+# the layer's own pattern is drawn as what it is here: the fused kernel, in its dtype
+names = [t("step6.name_fused", dtype=err["dtype"]) if m.name == "own" else t(m.label_key, w=w, g=len(hubs))
+         for m in shown]
 k1, k2, k3 = st.columns(3)
-k1.metric(t("step6.metric_fused"), t.sci(mean["fused"]), help=t("step6.metric_fused_help", dtype=err["dtype"]))
+k1.metric(t("step6.metric_fused"), t.sci(mean["own"]), help=t("step6.metric_fused_help", dtype=err["dtype"]))
 k2.metric(t("step6.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean["window_hubs"]))
-best_linear = min(FEATURE_MAPS, key=lambda f: mean[f"linear_{f}"])
-k3.metric(t("step6.metric_best_linear", f=t(f"features.{best_linear}")), t.pct(mean[f"linear_{best_linear}"]),
+best_linear = min((m for m in shown if m.family == "linear"), key=lambda m: mean[m.name])
+k3.metric(t("step6.metric_best_linear", f=t(f"features.{best_linear.feature}")), t.pct(mean[best_linear.name]),
           delta=t("step6.metric_uniform", u=t.pct(mean["uniform"])), delta_color="off")
 
 values = [max(mean[k], 1e-12) for k in order]
@@ -43,14 +45,14 @@ widgets.show_figure(fig, key="s6_errors")
 st.caption(t("step6.errors_caption", dtype=err["dtype"]))
 
 st.subheader(t("step6.maps_heading"))
-feature = st.radio(t("step6.pick_feature"), list(FEATURE_MAPS), horizontal=True,
+features = [m.feature for m in shown if m.family == "linear"]
+feature = st.radio(t("step6.pick_feature"), features, horizontal=True,
                    format_func=lambda f: t(f"features.{f}"), key="s6_feature")
 maps = data.implied_maps(text, kind, layer, head, w, hubs, feature)
-m = maps["exact"].shape[0]
+m = maps["own"].shape[0]
 cols = st.columns(2)
-titles = {"exact": t("step6.map_exact"), "window": t("step6.name_window", w=w),
-          "window_hubs": t("step6.name_window_hubs", w=w, g=len([h for h in hubs if h < m])),
-          f"linear_{feature}": t(f"features.{feature}")}
+g_small = len([h for h in hubs if h < m])
+titles = {name: t(methods.get(name).label_key, w=w, g=g_small) for name in maps}
 for i, (key, grid) in enumerate(maps.items()):
     with cols[i % 2]:
         fig_m, _ = figures.attention_heatmap(

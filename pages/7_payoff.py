@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from attn import bench
+from attn import bench, methods
+from attn.costs import Shape
 from attn.device import compute_dtype, pick_device
 from ui import boot, figures, live, state, widgets
 
@@ -11,16 +12,16 @@ boot.through_app()
 t = state.tr()
 widgets.step_header(t, 7)
 
-s = bench.Setting()
+s = Shape()
 widgets.formula(t, r"\frac{\text{@cost}(2n)}{\text{@cost}(n)} \;\to\; 4 \;\;(n^2) \qquad \text{@vs} \qquad 2 \;\;(n)",
                 t("step7.formula_caption", w=s.window, g=s.hubs, d=s.d, h=s.heads))
 
 ns = [2 ** e for e in range(9, 21)]
 ticks = (ns[::2], [t.int(n) for n in ns[::2]])
-costs = bench.cost_model(ns, s)
+costs = methods.operations(ns, s)
 series = [{"name": live.method_name(t, m, s), "x": ns, "y": costs[m], "hover": t("step7.hover_flops")}
           for m in costs]
-series.append({"name": t("step7.ref_n2"), "x": ns, "y": [costs["sdpa"][0] * (n / ns[0]) ** 2 for n in ns],
+series.append({"name": t("step7.ref_n2"), "x": ns, "y": [costs["full"][0] * (n / ns[0]) ** 2 for n in ns],
                "dash": "dot", "colour": "#999999", "mode": "lines", "hover": t("step7.hover_flops")})
 series.append({"name": t("step7.ref_n"), "x": ns, "y": [costs["window"][0] * (n / ns[0]) for n in ns],
                "dash": "dash", "colour": "#999999", "mode": "lines", "hover": t("step7.hover_flops")})
@@ -46,9 +47,9 @@ if rows is None:
 if rows:
     live_ticks = (sizes, [t.int(n) for n in sizes])
     time_series, mem_series = [], []
-    for m in live.METHODS:
-        rs = [r for r in rows if r.method == m]
-        name = f"{live.method_name(t, m, s)} [{rs[-1].backend}]"
+    for m, backend in live.plan_methods():
+        rs = [r for r in rows if r.key == bench.row_key(m, backend)]
+        name = f"{live.method_name(t, m, s, backend)} [{rs[-1].backend}]"
         time_series.append({"name": name, "x": [r.n for r in rs], "y": [r.seconds * 1e3 for r in rs],
                             "hover": t("step7.hover_ms")})
         mem_series.append({"name": name, "x": [r.n for r in rs], "y": [(r.peak_bytes or 0) / 2**20 for r in rs],
@@ -64,10 +65,11 @@ if rows:
                                           log_y=True, x_ticks=live_ticks), key="s7_mem")
     ratios = bench.ratios(rows)
     last = sizes[-1]
-    cols = st.columns(len(live.METHODS))
-    for i, m in enumerate(live.METHODS):
-        r = ratios.get((m, last))
-        cols[i].metric(t("step7.metric_live_ratio", m=live.method_name(t, m, s), n=t.int(last)),
+    plan = live.plan_methods()
+    cols = st.columns(len(plan))
+    for i, (m, backend) in enumerate(plan):
+        r = ratios.get((bench.row_key(m, backend), last))
+        cols[i].metric(t("step7.metric_live_ratio", m=live.method_name(t, m, s, backend), n=t.int(last)),
                        "—" if r is None else t.float(r, 2))
     st.dataframe(live.table(t, rows, s), hide_index=True, width="stretch")
     st.caption(t("step7.live_caption"))

@@ -4,4 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh requirements.txt
+# convert the packaged model before the server starts (nothing to do once converted)
+.venv/bin/python -m attn.convert
 exec .venv/bin/streamlit run app.py "$@"

@@ -7,18 +7,7 @@ cd "$(dirname "$0")/.."
 req="${1:-requirements.txt}"
 PY="${PYTHON:-python3}"
 
-as_root() {
-  if [ "$(id -u)" = 0 ]; then "$@"
-  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo "$@"
-  else return 1
-  fi
-}
-
-apt_install() {
-  command -v apt-get >/dev/null 2>&1 || return 1
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null || return 1
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
-}
+source scripts/common.sh
 
 if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
   echo "Attention Atlas needs Python 3.11 or newer as '$PY' (set PYTHON=... to choose another)." >&2
@@ -38,11 +27,13 @@ if [ ! -x .venv/bin/python ]; then
   fi
 fi
 
-stamp=".venv/.installed-$(cat "$req" requirements.txt | sha256sum | cut -c1-16)"
+stamp=".venv/.installed-$(cat "$req" requirements.txt pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "Installing Python packages from $req into .venv …"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   .venv/bin/python -m pip install -q -r "$req"
+  # the project itself, editable: attn, ui and harness import from the working tree
+  .venv/bin/python -m pip install -q -e . --no-deps
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

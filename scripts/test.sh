@@ -6,12 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh requirements-test.txt
 
-as_root() {
-  if [ "$(id -u)" = 0 ]; then "$@"
-  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo "$@"
-  else return 1
-  fi
-}
+source scripts/common.sh
 
 browser_ok() { [ -n "${ATLAS_CHROMIUM:-}" ] && [ -x "$ATLAS_CHROMIUM" ] || { command -v chromium >/dev/null 2>&1 && chromium --version >/dev/null 2>&1; }; }
 font_ok() { command -v fc-list >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi "IPAGothic\|IPAゴシック"; }
@@ -21,10 +16,7 @@ browser_ok || need+=(chromium)
 font_ok || need+=(fonts-ipafont-gothic)
 if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "Installing ${need[*]} with apt-get (--no-install-recommends) …"
-  if as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null &&
-     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null; then
-    :
-  else
+  if ! apt_install "${need[@]}"; then
     echo "apt-get could not install ${need[*]} (no root, or not in the archive)." >&2
   fi
 fi
@@ -40,4 +32,6 @@ if ! browser_ok; then
   fi
 fi
 
+echo "ruff check …"
+.venv/bin/ruff check .
 exec .venv/bin/python -m pytest "$@"

@@ -1,22 +1,8 @@
-import os
-import sys
+"""Fixtures shared by the tests (helpers they import live in helpers.py)."""
 
 import pytest
-import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-
-
-def tolerance(device: str) -> dict:
-    """float32 on CPU: 1e-5; bfloat16 on CUDA: bf16's rounding (≈1e-2 relative)."""
-    return {"atol": 1e-5, "rtol": 1e-5} if device == "cpu" else {"atol": 2e-2, "rtol": 2e-2}
-
-
-def dtype_for(device: str) -> torch.dtype:
-    return torch.float32 if device == "cpu" else torch.bfloat16
+from helpers import APP, DEVICES
 
 
 @pytest.fixture(params=DEVICES)
@@ -24,19 +10,12 @@ def device(request):
     return request.param
 
 
-APP = os.path.join(ROOT, "app.py")
-PAGES = [
-    "pages/1_every_pair.py", "pages/2_nearly_empty.py", "pages/3_neighbours.py", "pages/4_hubs.py",
-    "pages/5_linear.py", "pages/6_honest_catch.py", "pages/7_payoff.py", "pages/8_closing.py",
-]
-LANGS = ["ja", "pt", "en"]
-
-
 @pytest.fixture
 def make_app(monkeypatch):
     """AppTest of app.py as the server runs it: st.navigation in app.py drawing the
     sidebar on every page. (AppTest would otherwise re-detect the pages/ folder on
-    every run and run a page file alone, skipping app.py.)"""
+    every run and run a page file alone, skipping app.py: the same switch as
+    ui/boot.through_app, kept off after each PagesManager is made.)"""
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.testing.v1 import AppTest
 

@@ -11,9 +11,9 @@ import pytest
 
 from attn import model as atlas_model
 from attn import patterns, stats
-from conftest import LANGS, PAGES
+from helpers import LANGS, PAGES
 from ui import i18n
-from ui.state import sample_text
+from ui.samples import sample_text
 
 pytestmark = pytest.mark.apptest
 
@@ -115,7 +115,8 @@ def test_portuguese_numbers_use_a_decimal_comma_and_a_thousands_dot(make_app):
     assert n >= 1000
     assert metric(at, "step1.metric_n", "pt") == f"{n // 1000}.{n % 1000:03d}"
     at2 = open_page(make_app, PAGES[1], "pt")
-    assert "," in metric_starting(at2, "pt", "step2.metric_share") or "%" in metric_starting(at2, "pt", "step2.metric_share")
+    share = metric_starting(at2, "pt", "step2.metric_share")
+    assert "," in share or "%" in share
     assert i18n.fmt_float(0.93, "pt") == "0,93" and i18n.fmt_int(1024, "pt") == "1.024"
     assert i18n.fmt_float(0.93, "en") == "0.93" and i18n.fmt_int(1024, "ja") == "1,024"
 
@@ -176,17 +177,18 @@ def test_step6_fused_kernel_is_at_rounding_level(make_app):
 
 def test_step7_cost_model_ratios_are_four_and_two(make_app):
     at = open_page(make_app, PAGES[6])
-    from attn import bench
+    from attn import methods
+    from attn.costs import Shape
 
-    s = bench.Setting()
+    s = Shape()
     ns = [2 ** e for e in range(9, 21)]
-    costs = bench.cost_model(ns, s)
-    assert costs["sdpa"][-1] / costs["sdpa"][-2] == pytest.approx(4.0, abs=0.01)
+    costs = methods.operations(ns, s)
+    assert costs["full"][-1] / costs["full"][-2] == pytest.approx(4.0, abs=0.01)
     values = [parse(m.value, "en") for m in at.metric]
     assert values[0] == pytest.approx(4.0, abs=0.01)
     assert all(v == pytest.approx(2.0, abs=0.02) for v in values[1:4])
     # the full method's cost is the causal cell count times 4·d per head
-    assert costs["sdpa"][0] == patterns.cells(512) * 4 * s.d * s.heads
+    assert costs["full"][0] == patterns.cells(512) * 4 * s.d * s.heads
 
 
 def test_step7_live_benchmark_runs_on_a_button_press(make_app):

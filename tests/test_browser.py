@@ -6,14 +6,15 @@ import os
 
 import pytest
 
-from conftest import LANGS, ROOT
-from serve import app_server, chromium_path, launch, paste, wait_idle
+from helpers import LANGS, ROOT
+from harness.serve import app_server, chromium_path, launch, paste, wait_idle
 from ui import i18n
+from ui.steps import LINKS
 
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = os.path.join(ROOT, "test-artifacts")
-URLS = ["", "nearly-empty", "neighbours", "hubs", "linear", "honest-catch", "payoff", "closing"]
+URLS = LINKS
 JAPANESE = "東京の朝は早い。電車が来るたびに、駅員さんは時計を見て、旗を上げます。雨の日も雪の日も同じです。" * 3
 
 
@@ -97,7 +98,8 @@ def test_every_step_draws_its_chart_in_every_language(page, url, lang):
 
 
 def test_html_in_the_text_is_shown_as_text_never_run(page, url):
-    payload = '<img src="x" onerror="window.__atlasPwned = 1"><b id="atlas-bold">bold</b> **not bold** <script>window.__atlasPwned = 2</script>'
+    payload = ('<img src="x" onerror="window.__atlasPwned = 1"><b id="atlas-bold">bold</b> **not bold** '
+               '<script>window.__atlasPwned = 2</script>')
     page.goto(url + "/?lang=en")
     wait_idle(page, 600_000)
     paste(page, payload)

@@ -5,8 +5,9 @@ import threading
 import pytest
 import torch
 
+from attn import convert, methods, patterns, swap, tokens
 from attn import model as atlas_model
-from attn import patterns
+from attn.swap import Swap
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +81,12 @@ def test_odd_text_gets_readable_labels(tiny, text, expect):
 
 
 def test_readable_labels_make_whitespace_and_control_characters_visible():
-    assert atlas_model.readable(" coração") == "coração"
-    assert atlas_model.readable("\n\n") == "↵↵"
-    assert atlas_model.readable("a\u200db") == "aU+200Db"
-    assert atlas_model.readable("x" * 40).endswith("…")
+    assert tokens.readable(" coração") == "coração"
+    assert tokens.readable("\n\n") == "↵↵"
+    assert tokens.readable("a\u200db") == "aU+200Db"
+    assert tokens.readable("x" * 40).endswith("…")
     offsets = [(0, 0), (0, 1), (0, 1), (1, 3)]
-    assert atlas_model.labels_from_offsets("𠮷ab", offsets, ["<bos>", None, None, None]) == ["<bos>", "𠮷", "…", "ab"]
+    assert tokens.labels_from_offsets("𠮷ab", offsets, ["<bos>", None, None, None]) == ["<bos>", "𠮷", "…", "ab"]
 
 
 def test_bad_analysis_arguments_raise_value_error(tiny):
@@ -98,26 +99,26 @@ def test_bad_analysis_arguments_raise_value_error(tiny):
 
 
 def test_cache_folder_follows_xdg_and_the_override(monkeypatch, tmp_path):
-    monkeypatch.delenv(atlas_model.CACHE_ENV, raising=False)
+    monkeypatch.delenv("ATLAS_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert atlas_model.cache_dir() == tmp_path / "xdg" / "attention-atlas"
-    monkeypatch.setenv(atlas_model.CACHE_ENV, str(tmp_path / "mine"))
-    assert atlas_model.cache_dir() == tmp_path / "mine"
+    assert convert.cache_dir() == tmp_path / "xdg" / "attention-atlas"
+    monkeypatch.setenv("ATLAS_CACHE_DIR", str(tmp_path / "mine"))
+    assert convert.cache_dir() == tmp_path / "mine"
 
 
 def test_a_half_written_conversion_is_never_taken_as_done(monkeypatch, tmp_path):
-    monkeypatch.setenv(atlas_model.CACHE_ENV, str(tmp_path))
-    target = atlas_model.converted_dir()
+    monkeypatch.setenv("ATLAS_CACHE_DIR", str(tmp_path))
+    target = convert.converted_dir()
     target.mkdir(parents=True)
     (target / "config.json").write_text("{}")
     (target / "model.safetensors").write_bytes(b"partial")
     (target / "tokenizer.json").write_text("{}")
-    assert not atlas_model.is_converted(target)  # no completion marker
+    assert not convert.is_converted(target)  # no completion marker
     import json
-    (target / atlas_model.MARKER).write_text(json.dumps({**atlas_model._expected_marker(), "format": 0}))
-    assert not atlas_model.is_converted(target)  # a marker from another version
-    (target / atlas_model.MARKER).write_text(json.dumps(atlas_model._expected_marker()))
-    assert atlas_model.is_converted(target)
+    (target / convert.MARKER).write_text(json.dumps({**convert.expected_marker(), "format": 0}))
+    assert not convert.is_converted(target)  # a marker from another version
+    (target / convert.MARKER).write_text(json.dumps(convert.expected_marker()))
+    assert convert.is_converted(target)
 
 
 # --- swapping the attention (issue: the model itself feels the catch) --------------
@@ -129,21 +130,21 @@ def own_logits(m, text, max_tokens=256):
         return m.model(input_ids=torch.tensor([ids])).logits[0]
 
 
-def swapped_logits(m, text, **plan):
-    ids = m.encode(text)[0]
-    x = torch.tensor([ids])
-    layers = set(m.resolve_layers(plan.pop("layers", "all")))
-    full = {"mode": "swap", "layers": layers, "window": None, "hubs": (), "feature": "elu", **plan}
-    hidden = m._run(full, lambda: m._hidden(x))
-    return m._logits(hidden)[0]
+def swapped_logits(m, text, method, layers="all", **params):
+    """The model's logits with the attention of ``layers`` computed by ``method``."""
+    x = torch.tensor([m.encode(text)[0]])
+    plan = atlas_model.Replace(method, frozenset(m.resolve_layers(layers)), methods.Params(**params))
+    with torch.no_grad():
+        hidden = m.run_plan(plan, lambda: m.hidden(x))
+        return m.logits(hidden)[0]
 
 
 def test_exact_control_reproduces_the_unmodified_model_beyond_its_own_window(tiny):
     text = TEXT * 2
     assert len(tiny.encode(text)[0]) > 5 * tiny.sliding_window
-    torch.testing.assert_close(swapped_logits(tiny, text, method="exact"), own_logits(tiny, text),
+    torch.testing.assert_close(swapped_logits(tiny, text, "own"), own_logits(tiny, text),
                                atol=1e-4, rtol=1e-4)
-    r = tiny.swap_measure(text, method="exact")
+    r = swap.measure(tiny, text, Swap("own"))
     assert r.kl < 1e-6 and r.top1_agreement == 1.0
     assert r.perplexity == pytest.approx(r.base_perplexity, rel=1e-5)
 
@@ -153,9 +154,9 @@ def test_a_swapped_window_as_long_as_a_short_text_reproduces_the_model():
     text = "short text, under the window"
     n = len(m.encode(text)[0])
     assert n < m.sliding_window
-    torch.testing.assert_close(swapped_logits(m, text, method="window", window=n), own_logits(m, text),
+    torch.testing.assert_close(swapped_logits(m, text, "window", window=n), own_logits(m, text),
                                atol=1e-4, rtol=1e-4)
-    r = m.swap_measure(text, method="window", window=n)
+    r = swap.measure(m, text, Swap("window", window=n))
     assert r.kl < 1e-6 and r.top1_agreement == 1.0
 
 
@@ -163,59 +164,62 @@ def test_a_swapped_window_replaces_the_layers_own_pattern(tiny):
     # a window wider than the model's own 8 in its sliding layers changes the output:
     # the engine's pattern replaces the layer's, not min(w, 8)
     text = TEXT
-    wide = swapped_logits(tiny, text, method="window", window=40, layers="sliding")
+    wide = swapped_logits(tiny, text, "window", layers="sliding", window=40)
     own = own_logits(tiny, text)
     assert (wide - own).abs().max() > 1e-3
     # and a window equal to its own reproduces it
-    same = swapped_logits(tiny, text, method="window", window=tiny.sliding_window, layers="sliding")
+    same = swapped_logits(tiny, text, "window", layers="sliding", window=tiny.sliding_window)
     torch.testing.assert_close(same, own, atol=1e-4, rtol=1e-4)
 
 
 def test_a_sweep_gives_the_same_numbers_as_single_runs(tiny):
     text = TEXT * 2  # more than one chunk of predicted positions
-    settings = [{"method": "exact"}, {"method": "window", "window": 3, "hubs": (0,)},
-                {"method": "linear", "feature": "favor", "layers": [2]}, {"method": "window", "window": 0}]
-    got = tiny.swap_sweep(text, settings, max_tokens=100)
+    swaps = [Swap("own"), Swap("window_hubs", window=3, hubs=(0,)), Swap("linear_favor", (2,)),
+             Swap("window", window=0)]
+    got = swap.sweep(tiny, text, swaps, max_tokens=100)
     assert isinstance(got[-1], ValueError)
-    for s, r in zip(settings[:3], got[:3]):
-        one = tiny.swap_measure(text, max_tokens=100, **s)
+    for s, r in zip(swaps[:3], got[:3]):
+        one = swap.measure(tiny, text, s, max_tokens=100)
         assert r.perplexity == pytest.approx(one.perplexity, rel=1e-6)
         assert r.kl == pytest.approx(one.kl, rel=1e-5, abs=1e-9)
         assert r.top1_agreement == one.top1_agreement and r.n == 100
 
 
 def test_swapping_one_layer_leaves_the_others_as_they_were(tiny):
-    one = tiny.swap_measure(TEXT, method="linear", feature="elu", layers=[1])
-    assert one.layers == [1] and one.kl > 0
+    one = swap.measure(tiny, TEXT, Swap("linear_elu", (1,)))
+    assert one.layers == (1,) and one.kl > 0
     assert tiny.resolve_layers("sliding") == [0, 1, 2]
 
 
 def test_the_shared_model_is_restored_after_a_swap_even_when_it_fails(tiny, monkeypatch):
     before = tiny.model.config._attn_implementation
-    tiny.swap_measure(TEXT, method="window", window=2)
-    assert tiny.model.config._attn_implementation == before and tiny._plan is None
+    swap.measure(tiny, TEXT, Swap("window", window=2))
+    assert tiny.model.config._attn_implementation == before and tiny.plan is None
     import attn.kernels as K
     monkeypatch.setattr(K, "window_attention", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
     with pytest.raises(RuntimeError):
-        tiny.swap_measure(TEXT, method="window", window=2)
-    assert tiny.model.config._attn_implementation == before and tiny._plan is None
-    assert not tiny.lock._is_owned()
+        swap.measure(tiny, TEXT, Swap("window", window=2))
+    assert tiny.model.config._attn_implementation == before and tiny.plan is None
+    free = []  # another thread can take the lock: it was released
+    t = threading.Thread(target=lambda: free.append(tiny.lock.acquire(timeout=5) and tiny.lock.release() is None))
+    t.start()
+    t.join()
+    assert free == [True]
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"method": "window", "window": 0}, {"method": "window"}, {"method": "window", "window": 2, "layers": []},
-    {"method": "window", "window": 2, "layers": [99]}, {"method": "window", "window": 2, "layers": "some"},
-    {"method": "linear", "feature": "softmax"}, {"method": "magic"},
-    {"method": "window", "window": 2, "hubs": (500,)},
+@pytest.mark.parametrize("bad", [
+    Swap("window", window=0), Swap("window"), Swap("window", (), window=2), Swap("window", (99,), window=2),
+    Swap("window", "some", window=2), Swap("linear_softmax"), Swap("magic"), Swap("full"),
+    Swap("window_hubs", window=2, hubs=(500,)), {"method": "window", "window": 2},
 ])
-def test_bad_swap_settings_raise_value_error(tiny, kwargs):
+def test_bad_swap_settings_raise_value_error(tiny, bad):
     with pytest.raises(ValueError):
-        tiny.swap_measure(TEXT, **kwargs)
+        swap.measure(tiny, TEXT, bad)
 
 
 def test_a_text_with_nothing_to_predict_is_refused(tiny):
     with pytest.raises(ValueError, match="too short"):
-        tiny.swap_measure("", method="exact")
+        swap.measure(tiny, "", Swap("own"))
 
 
 def test_readers_in_parallel_see_an_unmodified_model(tiny):
@@ -231,7 +235,7 @@ def test_readers_in_parallel_see_an_unmodified_model(tiny):
     def swapper():
         try:
             for _ in range(3):
-                tiny.swap_measure(TEXT, method="window", window=2)
+                swap.measure(tiny, TEXT, Swap("window", window=2))
         except Exception as e:  # pragma: no cover
             errors.append(e)
 

@@ -8,10 +8,10 @@ import textwrap
 import pytest
 import torch
 
+from attn import convert, methods, patterns, stats, swap, tokens
 from attn import model as atlas_model
-from attn import patterns, stats
-from conftest import ROOT
-from ui.state import sample_text
+from attn.swap import Swap
+from ui.samples import sample_text
 
 pytestmark = pytest.mark.real
 
@@ -31,7 +31,7 @@ def test_the_model_is_the_one_the_app_names(real):
     assert real.n_layers == 18 and real.n_heads == 4 and real.head_dim == 256
     assert real.layer_types.count("sliding") == 15 and real.layer_types.count("full") == 3
     assert real.sliding_window == 512
-    assert atlas_model.is_converted()
+    assert convert.is_converted()
 
 
 @pytest.mark.parametrize("lang", ["en", "pt", "ja"])
@@ -50,7 +50,7 @@ def test_each_language_has_no_unknown_tokens_and_readable_labels(real, lang):
 
 def test_japanese_characters_split_into_bytes_show_once(real):
     a = real.analyze("𠮷野家")  # 𠮷 has no piece of its own: four byte pieces
-    assert a.tokens[1] == "𠮷" and a.tokens[2:5] == [atlas_model.CONTINUATION] * 3
+    assert a.tokens[1] == "𠮷" and a.tokens[2:5] == [tokens.CONTINUATION] * 3
 
 
 def test_sliding_layers_put_no_weight_beyond_their_window(real):
@@ -87,9 +87,8 @@ def test_the_first_token_is_found_as_the_sink(real, lang):
 
 
 def test_loading_and_running_work_with_the_network_blocked():
-    script = textwrap.dedent(f"""
-        import socket, sys
-        sys.path.insert(0, {ROOT!r})
+    script = textwrap.dedent("""
+        import socket
         def refuse(*a, **k):
             raise OSError("network blocked by the test")
         socket.socket.connect = refuse
@@ -116,11 +115,11 @@ def test_exact_control_reproduces_the_model_beyond_its_own_512_window(real):
     x = torch.tensor([ids])
     with torch.no_grad():
         own = real.model.model(input_ids=x).last_hidden_state  # its own eager attention
-    plan = {"mode": "swap", "method": "exact", "layers": set(range(real.n_layers)), "window": None, "hubs": (),
-            "feature": "elu"}
-    swapped = real._run(plan, lambda: real._hidden(x))
+    plan = atlas_model.Replace("own", frozenset(range(real.n_layers)), methods.Params())
+    with torch.no_grad():
+        swapped = real.run_plan(plan, lambda: real.hidden(x))
     torch.testing.assert_close(swapped, own, atol=2e-3, rtol=2e-3)
-    r = real.swap_measure(text, method="exact", max_tokens=700)
+    r = swap.measure(real, text, Swap("own"), max_tokens=700)
     assert r.n == 700 and r.kl < 1e-4 and r.top1_agreement > 0.995
     assert r.perplexity == pytest.approx(r.base_perplexity, rel=1e-3)
 
@@ -128,16 +127,16 @@ def test_exact_control_reproduces_the_model_beyond_its_own_512_window(real):
 def test_a_window_as_long_as_a_short_text_reproduces_the_model(real):
     text = SHORT["en"]
     n = len(real.encode(text)[0])
-    r = real.swap_measure(text, method="window", window=n)
+    r = swap.measure(real, text, Swap("window", window=n))
     assert r.kl < 1e-6 and r.top1_agreement == 1.0
 
 
 @pytest.mark.parametrize("lang", ["en", "pt", "ja"])
 def test_damage_grows_as_the_window_shrinks_and_the_first_token_as_hub_repairs_it(real, lang):
     text = sample_text(lang)
-    settings = [{"method": "window", "window": w} for w in (4, 16, 64, 256)]
-    settings += [{"method": "window", "window": 4, "hubs": (0,)}, {"method": "window", "window": 16, "hubs": (0,)}]
-    w4, w16, w64, wn, h4, h16 = real.swap_sweep(text, settings, max_tokens=256)
+    swaps = [Swap("window", window=w) for w in (4, 16, 64, 256)]
+    swaps += [Swap("window_hubs", window=4, hubs=(0,)), Swap("window_hubs", window=16, hubs=(0,))]
+    w4, w16, w64, wn, h4, h16 = swap.sweep(real, text, swaps, max_tokens=256)
     assert wn.kl < 1e-6  # 256 tokens in a window of 256: nothing is dropped
     kls = [w4.kl, w16.kl, w64.kl, wn.kl]
     ppls = [w4.perplexity, w16.perplexity, w64.perplexity, wn.perplexity]

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from attn import kernels, stats
+from attn import kernels, methods, stats
 
 
 def test_k_for_share_counts_the_largest_cells_needed():
@@ -61,11 +61,11 @@ def test_output_errors_fused_kernel_at_rounding_level_and_full_window_exact():
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 4, 70, 32) for _ in range(3))
     mask = torch.ones(70, 70, dtype=torch.bool).tril()
-    err = stats.output_errors(q, k, v, scale=0.2, own_mask=mask, window=4, hubs=(0,))
-    assert err["mean"]["fused"] <= 1e-5
-    assert err["mean"]["window"] > err["mean"]["fused"]
+    err = stats.output_errors(q, k, v, scale=0.2, own_window=None, window=4, hubs=(0,))
+    assert err["mean"]["own"] <= 1e-5
+    assert err["mean"]["window"] > err["mean"]["own"]
     assert len(err["per_head"]["window"]) == 4
-    wide = stats.output_errors(q, k, v, scale=0.2, own_mask=mask, window=70, features_list=())
+    wide = stats.output_errors(q, k, v, scale=0.2, own_window=None, window=70, features_list=())
     assert wide["mean"]["window"] <= 1e-5
     # the uniform floor: by hand
     uniform = (mask.double() / mask.double().sum(-1, keepdim=True)) @ v.double()
@@ -73,11 +73,22 @@ def test_output_errors_fused_kernel_at_rounding_level_and_full_window_exact():
     assert err["mean"]["uniform"] == pytest.approx(float(stats.relative_error(uniform, exact).mean()))
 
 
+def test_output_errors_in_a_sliding_layer_compare_within_its_own_window():
+    torch.manual_seed(2)
+    q, k, v = (torch.randn(1, 2, 40, 16) for _ in range(3))
+    err = stats.output_errors(q, k, v, scale=0.25, own_window=8, window=8, hubs=())
+    # the window of the layer's own size is the layer's own pattern: exact
+    assert err["mean"]["own"] <= 1e-5 and err["mean"]["window"] <= 1e-5
+
+
 def test_implied_weights_rows_sum_to_one():
     torch.manual_seed(1)
     q, k = torch.randn(1, 2, 30, 8), torch.randn(1, 2, 30, 8)
-    mask = torch.ones(30, 30, dtype=torch.bool).tril()
-    for method in ("exact", "window", "window_hubs", "linear_elu", "linear_favor"):
-        w = stats.implied_weights(q, k, scale=0.3, own_mask=mask, method=method, window=3, hubs=(0,))
-        torch.testing.assert_close(w.sum(-1), torch.ones(2, 30), atol=1e-5, rtol=0)
+    for method in methods.tagged(methods.MAPS):
+        params = methods.Params(window=3, hubs=(0,))
+        w = stats.implied_weights(q, k, scale=0.3, method=method.name, params=params)
+        sums = w.sum(-1)
+        if method.feature == "relu":  # ReLU can leave a row with no weight at all: then it is all zeros
+            sums = torch.where(sums == 0, torch.ones_like(sums), sums)
+        torch.testing.assert_close(sums, torch.ones(2, 30), atol=1e-5, rtol=0)
         assert (w.triu(1) == 0).all()

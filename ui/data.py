@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from attn import graph, patterns, stats
+from attn import graph, methods, patterns, stats
 
 from . import state
 
@@ -108,7 +108,7 @@ def linear_orders(text: str, kind: str, layer: int, feature: str, causal: bool) 
 def errors(text: str, kind: str, layer: int, window: int, hubs: tuple) -> dict:
     a = _analysis(text, kind)
     q, k, v = a.qkv(layer)
-    return stats.output_errors(q, k, v, scale=a.scale, own_mask=a.model_mask(layer), window=window, hubs=hubs)
+    return stats.output_errors(q, k, v, scale=a.scale, own_window=a.own_window(layer), window=window, hubs=hubs)
 
 
 MAP_TOKENS = 96
@@ -116,19 +116,18 @@ MAP_TOKENS = 96
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def implied_maps(text: str, kind: str, layer: int, head: int, window: int, hubs: tuple, feature: str) -> dict:
-    """The attention each method implies on the first MAP_TOKENS tokens of one head."""
+    """The attention each method tagged ``maps`` implies on the first MAP_TOKENS
+    tokens of one head (of the linear methods, the chosen φ only), keyed by method."""
     a = _analysis(text, kind)
     m = min(a.n, MAP_TOKENS)
     q, k, _ = a.qkv(layer)
     q, k = q[:, head:head + 1, :m], k[:, head:head + 1, :m]
-    own = a.model_mask(layer)[:m, :m]
     small_hubs = tuple(h for h in hubs if h < m)
     out = {}
-    for method in ("exact", "window", "window_hubs", f"linear_{feature}"):
-        w = stats.implied_weights(q, k, scale=a.scale, own_mask=own, method=method, window=window,
-                                  hubs=small_hubs)[0]
-        if method in ("window", "window_hubs"):  # cells the method skips: drawn empty
-            allowed = patterns.pattern_grid(m, window, small_hubs if method == "window_hubs" else (), True)
-            w = torch.where(allowed, w, torch.nan)
-        out[method] = _causal_view(w)
+    for method in methods.tagged(methods.MAPS, lambda x: x.family != "linear" or x.feature == feature):
+        params = methods.Params(window=a.own_window(layer) if method.family == "own" else window, hubs=small_hubs)
+        w = stats.implied_weights(q, k, scale=a.scale, method=method.name, params=params)[0]
+        if method.family == "window":  # cells the method skips: drawn empty
+            w = torch.where(patterns.dense(method.mask(m, params), m), w, torch.nan)
+        out[method.name] = _causal_view(w)
     return out

@@ -8,10 +8,10 @@ whose labels understand a few HTML tags.
 from __future__ import annotations
 
 import html
+import importlib
 import math
 
 import numpy as np
-import pandas  # noqa: F401  (see below)
 import plotly.colors as pc
 import plotly.graph_objects as go
 
@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 # thread (the FlexAttention warm-up, a reader's page) is importing pandas at that
 # moment, validation fails with "partially initialized module 'pandas'". Importing
 # it here, before any figure is built, closes that window.
+importlib.import_module("pandas")
 
 # colour-blind-safe choices: Cividis for weights, Okabe–Ito for categories. Attention
 # weights span orders of magnitude (a sink takes most of a row, the rest share

@@ -5,16 +5,27 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attn import bench
+from attn import bench, methods
+from attn.costs import Shape
 
 from .i18n import Translator
 
-METHODS = {"sdpa": "step7.m_full", "naive": "step7.m_naive", "window": "step7.m_window",
-           "window_hubs": "step7.m_window_hubs", "linear": "step7.m_linear"}
+
+def plan_methods() -> list[tuple[str, str]]:
+    """(method, backend) of the live run: every method tagged ``bench``, and full
+    attention written out (its dense reference) beside the fused kernel."""
+    out = []
+    for m in methods.tagged(methods.BENCH):
+        out.append((m.name, "auto"))
+        if m.reference_label_key:
+            out.append((m.name, "reference"))
+    return out
 
 
-def method_name(t: Translator, method: str, s: bench.Setting) -> str:
-    return t(METHODS[method], w=s.window, g=s.hubs)
+def method_name(t: Translator, method: str, s: Shape, backend: str = "auto") -> str:
+    m = methods.get(method)
+    key = m.reference_label_key if backend == "reference" else m.label_key
+    return t(key, w=s.window, g=s.hubs)
 
 
 @st.cache_resource(show_spinner=False)
@@ -27,7 +38,7 @@ def results(key) -> list | None:
     return _results().get(key)
 
 
-def run(t: Translator, key, s: bench.Setting, device, sizes: list[int]) -> list:
+def run(t: Translator, key, s: Shape, device, sizes: list[int]) -> list:
     """Measure every method at every size (times first, then memory), showing
     progress; keep the result."""
     bar = st.progress(0.0, text=t("step7.running"))
@@ -35,21 +46,22 @@ def run(t: Translator, key, s: bench.Setting, device, sizes: list[int]) -> list:
     def progress(done, total, method, n):
         bar.progress(done / total, text=t("step7.running_one", m=method_name(t, method, s), n=t.int(n)))
 
-    rows = bench.run_plan([(m, n) for n in sizes for m in METHODS], s, device, repeats=2, max_seconds=2.0,
+    plan = [(m, n, b) for n in sizes for m, b in plan_methods()]
+    rows = bench.run_plan(plan, s, device, repeats=2, max_seconds=2.0,
                           progress=progress)
     bar.empty()
     _results()[key] = rows
     return rows
 
 
-def table(t: Translator, rows: list, s: bench.Setting) -> dict:
+def table(t: Translator, rows: list, s: Shape) -> dict:
     """The measured rows as columns of text, numbers in the reader's language."""
     ratios = bench.ratios(rows)
     cols = {t("step7.col_method"): [], t("common.n_axis"): [], t("step7.ms_axis"): [], t("step7.col_ratio"): [],
             t("step7.mib_axis"): [], t("step7.col_backend"): []}
     for r in rows:
-        ratio = ratios.get((r.method, r.n))
-        cols[t("step7.col_method")].append(method_name(t, r.method, s))
+        ratio = ratios.get((r.key, r.n))
+        cols[t("step7.col_method")].append(method_name(t, r.method, s, r.backend))
         cols[t("common.n_axis")].append(t.int(r.n))
         cols[t("step7.ms_axis")].append(t.float(r.seconds * 1e3, 2))
         cols[t("step7.col_ratio")].append("" if ratio is None else t.float(ratio, 2))

@@ -5,26 +5,22 @@ analyses (read-only objects, never copied), ``st.cache_data`` for small numbers.
 
 from __future__ import annotations
 
-import os
 import threading
 
 import streamlit as st
 
+from attn import convert, settings
 from attn import model as atlas_model
 from attn.device import device_info, pick_device
 
-from .i18n import LANGS, ROOT, Translator, detect_language
+from .i18n import Translator, detect_language
+from .samples import sample_text
 
-SAMPLES = {lang: (ROOT / "assets" / f"sample_{lang}.txt") for lang in LANGS}
 _convert_lock = threading.Lock()
 
 
-def sample_text(lang: str) -> str:
-    return SAMPLES[lang].read_text(encoding="utf-8").strip()
-
-
 def model_kind() -> str:
-    return "tiny" if os.environ.get("ATLAS_MODEL", "").lower() == "tiny" else "gemma"
+    return settings.read().model_kind
 
 
 # --- language and text -----------------------------------------------------------
@@ -79,16 +75,16 @@ def get_model(kind: str):
 def ensure_model():
     """The model, converting it first (once, with a progress bar) when needed."""
     kind = model_kind()
-    if kind == "gemma" and not atlas_model.is_converted():
+    if kind == "gemma" and not convert.is_converted():
         t = tr()
         with _convert_lock:
-            if not atlas_model.is_converted():
+            if not convert.is_converted():
                 bar = st.progress(0.0, text=t("model.converting"))
 
                 def progress(fraction: float, stage: str) -> None:
                     bar.progress(min(1.0, fraction), text=t("model.converting") + " — " + t(f"model.stage_{stage}"))
 
-                atlas_model.convert(progress)
+                convert.convert(progress)
                 bar.empty()
     return get_model(kind)
 

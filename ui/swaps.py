@@ -8,43 +8,27 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attn.model import SWAP_MAX_TOKENS
+from attn import methods, swap
+from attn.swap import SWAP_MAX_TOKENS, WINDOWS
 
 from . import figures, state, widgets
 from .i18n import Translator
 
-WINDOWS = (4, 16, 64)
-FEATURES = ("elu", "relu", "favor", "taylor")
 
-
-def sweep_settings(hubs: tuple, single_layer: int) -> list[dict]:
-    out = [{"method": "exact", "layers": "all", "tag": "control"}]
-    for layers in ("all", "sliding"):
-        for w in WINDOWS:
-            out.append({"method": "window", "window": w, "layers": layers, "tag": f"window/{layers}"})
-            out.append({"method": "window", "window": w, "hubs": hubs, "layers": layers,
-                        "tag": f"window_hubs/{layers}"})
-    for f in FEATURES:
-        out.append({"method": "linear", "feature": f, "layers": "all", "tag": "linear/all"})
-        out.append({"method": "linear", "feature": f, "layers": [single_layer], "tag": "linear/one"})
-    return out
-
-
-def _run_sweep(text: str, settings: list[dict], budget: int, bar) -> list:
+def _run_sweep(text: str, swaps: list[swap.Swap], budget: int, bar) -> list:
     model = state.ensure_model()
-    clean = [{k: v for k, v in s.items() if k != "tag"} for s in settings]
 
     def progress(i, _result):
-        bar.progress((i + 1) / len(settings), text=f"{i + 1} / {len(settings)}")
+        bar.progress((i + 1) / len(swaps), text=f"{i + 1} / {len(swaps)}")
 
-    results = model.swap_sweep(text, clean, max_tokens=budget, progress=progress)
+    results = swap.sweep(model, text, swaps, max_tokens=budget, progress=progress)
     return [r if not isinstance(r, Exception) else None for r in results]
 
 
-def _key(text: str, settings: list[dict], budget: int) -> str:
+def _key(text: str, swaps: list[swap.Swap], budget: int) -> str:
     import hashlib
 
-    raw = repr((state.model_kind(), budget, [sorted(s.items(), key=str) for s in settings])) + text
+    raw = repr((state.model_kind(), budget, swaps)) + text
     return "swap_" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
@@ -54,17 +38,17 @@ def _store() -> dict:
     return {}
 
 
-def run_or_show(t: Translator, text: str, settings: list[dict], budget: int, button_label: str, key: str):
+def run_or_show(t: Translator, text: str, swaps: list[swap.Swap], budget: int, button_label: str, key: str):
     """The results when already measured; else a button that measures them."""
     store = _store()
-    k = _key(text, settings, budget)
+    k = _key(text, swaps, budget)
     if k in store:
         return store[k]
     if not st.button(button_label, key=key, type="primary"):
         return None
     bar = st.progress(0.0, text=t("swap.running"))
     try:
-        results = _run_sweep(text, settings, budget, bar)
+        results = _run_sweep(text, swaps, budget, bar)
     except ValueError:
         bar.empty()
         widgets.error_box(t, "swap.too_short")
@@ -78,10 +62,8 @@ def run_or_show(t: Translator, text: str, settings: list[dict], budget: int, but
 
 def hub_evidence(t: Translator, text: str) -> None:
     """Step 4's borrowed number: one hub at a 4-token window, in every layer."""
-    settings = [{"method": "window", "window": 4, "layers": "all"},
-                {"method": "window", "window": 4, "hubs": (0,), "layers": "all"}]
     st.caption(t("swap.budget", n=t.int(SWAP_MAX_TOKENS)))
-    res = run_or_show(t, text, settings, SWAP_MAX_TOKENS, t("swap.measure_hub"), "s4_swap")
+    res = run_or_show(t, text, swap.hub_pair(4), SWAP_MAX_TOKENS, t("swap.measure_hub"), "s4_swap")
     if not res:
         return
     alone, hub = res
@@ -105,17 +87,15 @@ def sweep_section(t: Translator, a, text: str) -> None:
     st.markdown(t("swap.lead"))
     layer = st.selectbox(t("swap.pick_layer"), list(range(a.n_layers)), index=0,
                          format_func=lambda i: widgets.layer_label(t, a, i), key="s6_swap_layer")
-    hubs = (0,)
-    settings = sweep_settings(hubs, layer)
-    st.caption(t("swap.budget_sweep", n=t.int(SWAP_MAX_TOKENS), runs=len(settings)))
-    res = run_or_show(t, text, settings, SWAP_MAX_TOKENS, t("swap.measure_sweep"), "s6_swap")
+    swaps = swap.standard_sweep((0,), layer)
+    st.caption(t("swap.budget_sweep", n=t.int(SWAP_MAX_TOKENS), runs=len(swaps)))
+    res = run_or_show(t, text, swaps, SWAP_MAX_TOKENS, t("swap.measure_sweep"), "s6_swap")
     if not res:
         return
     if any(r is None for r in res):
         widgets.error_box(t, "swap.too_short")
         return
-    tagged = list(zip(settings, res))
-    control = tagged[0][1]
+    control = res[0]
     c1, c2, c3, c4 = st.columns(4)
     c1.metric(t("swap.base_ppl"), t.float(control.base_perplexity, 2))
     c2.metric(t("swap.control_ppl"), t.float(control.perplexity, 2))
@@ -130,7 +110,7 @@ def sweep_section(t: Translator, a, text: str) -> None:
              "window/sliding": t("swap.series_window_sliding"),
              "window_hubs/sliding": t("swap.series_hubs_sliding")}
     for tag, name in names.items():
-        pts = [(s["window"], getattr(r, metric)) for s, r in tagged if s["tag"] == tag]
+        pts = [(r.swap.window, getattr(r, metric)) for r in res if r.swap.series == tag]
         series.append({"name": name, "x": [p[0] for p in pts], "y": [p[1] for p in pts],
                        "dash": "dash" if "sliding" in tag else "solid", "hover": t("swap.hover_point")})
     fig = figures.lines(series, title=t("swap.chart_window", metric=t(f"swap.metric_{metric}")),
@@ -142,8 +122,9 @@ def sweep_section(t: Translator, a, text: str) -> None:
     groups = []
     for tag, name in (("linear/all", t("swap.series_linear_all")),
                       ("linear/one", t("swap.series_linear_one", layer=layer))):
-        groups.append({"name": name, "values": [getattr(r, metric) for s, r in tagged if s["tag"] == tag]})
-    fig2 = figures.grouped_bars(groups, [t(f"features.{f}") for f in FEATURES],
+        groups.append({"name": name, "values": [getattr(r, metric) for r in res if r.swap.series == tag]})
+    linear = [r.swap.method for r in res if r.swap.series == "linear/all"]
+    fig2 = figures.grouped_bars(groups, [t(methods.get(m).label_key) for m in linear],
                                 title=t("swap.chart_linear", metric=t(f"swap.metric_{metric}")),
                                 y_title=t(f"swap.metric_{metric}"), separators=t.separators,
                                 log_y=(metric != "top1_agreement"))

@@ -8,14 +8,15 @@ import streamlit as st
 
 from . import state
 from .i18n import Translator
+from .steps import N_STEPS
 
 AVERAGE = "avg"
 DEFAULT_LAYER = 8  # a sliding layer whose local band and sink read clearly on the sample texts
 
 
 def step_header(t: Translator, step: int) -> None:
-    if step <= 7:
-        st.caption(t("common.step_of", step=step, total=7))
+    if step <= N_STEPS:
+        st.caption(t("common.step_of", step=step, total=N_STEPS))
     st.title(t(f"step{step}.title"))
     st.markdown(t(f"step{step}.lead"))
 

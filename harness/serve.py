@@ -1,4 +1,4 @@
-"""Start the app on a free port and a headless Chromium for it (browser tests and
+"""Start the app on a free port and a headless Chromium for it (the browser tests and
 bench/app_latency.py)."""
 
 from __future__ import annotations

@@ -1,0 +1,85 @@
+"""What each attention method costs, on paper: floating-point operations and the
+numbers it holds besides q, k, v and the output. No timing here (that is
+:mod:`attn.bench`), and no tensors: every count follows from the pattern of
+:mod:`attn.patterns` and the shapes.
+
+A computed cell (i, j) costs 2d operations for q·k and 2d for its share of p·v.
+Linear attention costs 4·m·d per token (its summary update and read) plus the
+causal triangles of its chunks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import patterns
+from .features import feature_size
+
+CHUNK = 64  # chunk of the causal linear-attention scan (attn.kernels uses this one)
+BLOCK = 64  # query block of the blocked window kernel (attn.kernels uses this one)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The benchmark's kind of call: ``(batch, heads, n, d)`` tensors, a window, a
+    number of hubs (spread evenly, the first token among them) and a feature map
+    for linear attention."""
+
+    heads: int = 4
+    d: int = 64
+    window: int = 128
+    hubs: int = 4
+    feature: str = "elu"
+    batch: int = 1
+
+    def hub_positions(self, n: int) -> tuple[int, ...]:
+        if self.hubs <= 0:
+            return ()
+        return tuple(sorted({int(round(i * (n - 1) / max(1, self.hubs))) for i in range(self.hubs)}))
+
+
+def cell_flops(s: Shape) -> int:
+    """Operations of one computed cell over all batches and heads: 2d (q·k) + 2d (p·v)."""
+    return 4 * s.d * s.batch * s.heads
+
+
+def pattern_flops(n: int, s: Shape, window: int | None, hubs: tuple[int, ...]) -> float:
+    """Useful operations of softmax attention over a causal pattern."""
+    return patterns.cells(n, None if window is None else min(window, n), hubs, True) * cell_flops(s)
+
+
+def blocked_window_flops(n: int, s: Shape, window: int, hubs: tuple[int, ...]) -> float:
+    """What the blocked kernel computes: each query block against its BLOCK + w − 1
+    candidate keys and the hub columns, plus the hub rows."""
+    B = min(BLOCK, n)
+    nb = math.ceil(n / B)
+    w = min(window, n)
+    return (nb * B * (B + w - 1 + len(hubs)) + len(hubs) * n) * cell_flops(s)
+
+
+def linear_flops(n: int, s: Shape, feature: str) -> tuple[float, float]:
+    """(useful, computed) operations of the chunked causal scan."""
+    m = feature_size(feature, s.d)
+    C = min(CHUNK, n)
+    useful = n * 4 * m * s.d * s.batch * s.heads
+    computed = useful + n * C * 2 * (m + s.d) * s.batch * s.heads
+    return useful, computed
+
+
+def linear_memory(n: int, s: Shape, feature: str) -> int:
+    """Numbers held by linear attention: the m×d summary and its m-vector per head,
+    plus the features of one group of chunks (16 chunks) at a time."""
+    m = feature_size(feature, s.d)
+    return s.batch * s.heads * (patterns.linear_summary_size(m, s.d) + 2 * min(n, 16 * CHUNK) * m)
+
+
+def window_memory(n: int, s: Shape, window: int, hubs: tuple[int, ...]) -> int:
+    """Numbers held by window (+ hub) attention: the scores of the cells it computes."""
+    return s.batch * s.heads * patterns.cells(n, min(window, n), hubs, True)
+
+
+def dense_memory(n: int, s: Shape) -> int:
+    """The n×n score grid of full attention written out. (Fused kernels such as SDPA
+    on CUDA hold blocks of it only: they remove this memory wall, not the n² work.)"""
+    return s.batch * s.heads * n * n

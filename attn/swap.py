@@ -1,0 +1,171 @@
+"""The model feels the catch: run it with the attention of chosen layers replaced by a
+method of the registry (:mod:`attn.methods`, tag ``swap``) and measure what it
+loses on the text, against the unmodified model, over the n − 1 predicted
+positions: perplexity, mean KL(unmodified ‖ swapped) and top-1 agreement.
+
+``own`` keeps each swapped layer's own pattern (causal; window 512 in sliding
+layers) through the fused SDPA kernel: the control, which must reproduce the model.
+``window`` / ``window_hubs`` replace the pattern of the swapped layers, whatever it
+was (so w means w in a sliding layer too); ``linear_φ`` replaces softmax by φ.
+Layers not swapped keep their own attention.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from . import methods, patterns
+from .model import LoadedModel, Replace
+
+SWAP_MAX_TOKENS = 256
+_LOGIT_CHUNK = 32  # positions whose next-token distributions are held at once
+WINDOWS = (4, 16, 64)  # the standard sweep's windows
+
+
+@dataclass(frozen=True)
+class Swap:
+    """One setting: which method replaces the attention of which layers.
+
+    ``layers``: ``"all"``, ``"sliding"`` or layer indices. ``series`` names the line or
+    group a page draws it in (it does not change the measurement)."""
+
+    method: str
+    layers: str | tuple[int, ...] = "all"
+    window: int | None = None
+    hubs: tuple[int, ...] = ()
+    series: str = ""
+
+
+@dataclass(frozen=True)
+class SwapResult:
+    swap: Swap
+    layers: tuple[int, ...]  # resolved
+    n: int  # tokens used (budget applied)
+    truncated: int
+    perplexity: float
+    base_perplexity: float
+    top1_agreement: float
+    kl: float
+    seconds: float
+
+
+def standard_sweep(hubs: tuple[int, ...], single_layer: int) -> list[Swap]:
+    """Step 6's sweep: the control; window and window + hubs at each of
+    :data:`WINDOWS` in every layer and in the sliding layers only; each linear φ in
+    every layer and in one layer."""
+    out = [Swap("own", "all", series="control")]
+    for layers in ("all", "sliding"):
+        for w in WINDOWS:
+            out.append(Swap("window", layers, window=w, series=f"window/{layers}"))
+            out.append(Swap("window_hubs", layers, window=w, hubs=hubs, series=f"window_hubs/{layers}"))
+    for m in methods.tagged(methods.SWAP, lambda m: m.family == "linear"):
+        out.append(Swap(m.name, "all", series="linear/all"))
+        out.append(Swap(m.name, (single_layer,), series="linear/one"))
+    return out
+
+
+def hub_pair(window: int = 4) -> list[Swap]:
+    """Step 4's evidence: a small window in every layer, without and with the first
+    token as hub."""
+    return [Swap("window", "all", window=window), Swap("window_hubs", "all", window=window, hubs=(0,))]
+
+
+def _ids(model: LoadedModel, text: str, max_tokens: int) -> tuple[list[int], int]:
+    budget = int(max_tokens)
+    if budget < 2:
+        raise ValueError(f"max_tokens must be >= 2, got {max_tokens}")
+    ids, _ = model.encode(text)
+    if len(ids) < 2:
+        raise ValueError("the text is too short: at least two tokens are needed (one to predict from)")
+    return ids[:budget], len(ids)
+
+
+def _check(model: LoadedModel, swap: Swap) -> tuple[methods.Method, list[int]]:
+    if not isinstance(swap, Swap):
+        raise ValueError(f"a swap must be a Swap, got {swap!r}")
+    method = methods.get(swap.method)
+    if methods.SWAP not in method.tags:
+        raise ValueError(f"method {swap.method!r} cannot replace the model's attention")
+    if method.family == "window":
+        if swap.window is None:
+            raise ValueError(f"method {swap.method!r} needs a window size")
+        patterns.check_window(swap.window)
+    return method, model.resolve_layers(swap.layers)
+
+
+def measure(model: LoadedModel, text: str, swap: Swap, *, max_tokens: int = SWAP_MAX_TOKENS) -> SwapResult:
+    """The model with ``swap`` applied, against the unmodified model, on ``text``."""
+    _, layers = _check(model, swap)
+    ids, total = _ids(model, text, max_tokens)
+    return _measure(model, ids, total, model.base_hidden(ids), swap, layers)
+
+
+def sweep(model: LoadedModel, text: str, swaps: list[Swap], *, max_tokens: int = SWAP_MAX_TOKENS,
+          progress: Callable[[int, object], None] | None = None) -> list:
+    """:func:`measure` for several swaps on one text, the unmodified model's
+    predictions computed once. Each entry is a SwapResult, or the ValueError that
+    swap raised."""
+    ids, total = _ids(model, text, max_tokens)
+    base = _base_logprobs(model, ids)
+    out = []
+    for i, s in enumerate(swaps):
+        try:
+            _, layers = _check(model, s)
+            r = _measure(model, ids, total, base, s, layers)
+        except ValueError as exc:
+            r = exc
+        out.append(r)
+        if progress:
+            progress(i, r)
+    return out
+
+
+def _measure(model: LoadedModel, ids, total, base, swap: Swap, layers: list[int]) -> SwapResult:
+    t0 = time.perf_counter()
+    n = len(ids)
+    hubs = patterns.check_hubs(n, swap.hubs) if swap.method == "window_hubs" else ()
+    x = torch.tensor([ids], device=model.device)
+    plan = Replace(swap.method, frozenset(layers), methods.Params(window=swap.window, hubs=hubs))
+    swapped = model.run_plan(plan, lambda: model.hidden(x))
+    m = _compare(model, base, swapped, torch.tensor(ids[1:], device=model.device))
+    return SwapResult(swap=swap, layers=tuple(layers), n=n, truncated=total - n,
+                      perplexity=math.exp(m["nll"]), base_perplexity=math.exp(m["base_nll"]),
+                      top1_agreement=m["top1"], kl=m["kl"], seconds=time.perf_counter() - t0)
+
+
+def _base_logprobs(model: LoadedModel, ids: list[int]) -> list[torch.Tensor]:
+    """The unmodified model's next-token log-probabilities, chunk by chunk (held only
+    for the length of a sweep)."""
+    hidden = model.base_hidden(ids)
+    with torch.no_grad():
+        n_pred = len(ids) - 1
+        return [torch.log_softmax(model.logits(hidden[0, s:min(n_pred, s + _LOGIT_CHUNK)]), dim=-1)
+                for s in range(0, n_pred, _LOGIT_CHUNK)]
+
+
+def _compare(model: LoadedModel, base, swapped_hidden, targets) -> dict:
+    """Mean NLL of both, top-1 agreement and mean KL(base ‖ swapped) over the
+    predicted positions, a few positions at a time (each distribution has a
+    vocabulary's worth of entries). ``base``: the unmodified hidden states, or their
+    log-probabilities by chunk."""
+    n_pred = targets.shape[0]
+    nll = base_nll = kl = agree = 0.0
+    with torch.no_grad():
+        for c, s in enumerate(range(0, n_pred, _LOGIT_CHUNK)):
+            e = min(n_pred, s + _LOGIT_CHUNK)
+            if isinstance(base, list):
+                lb = base[c]
+            else:
+                lb = torch.log_softmax(model.logits(base[0, s:e]), dim=-1)  # (c, vocab)
+            ls = torch.log_softmax(model.logits(swapped_hidden[0, s:e]), dim=-1)
+            t = targets[s:e]
+            base_nll += float(-lb.gather(1, t[:, None]).sum())
+            nll += float(-ls.gather(1, t[:, None]).sum())
+            kl += float((lb.exp() * (lb - ls)).sum())
+            agree += float((lb.argmax(-1) == ls.argmax(-1)).sum())
+    return {"nll": nll / n_pred, "base_nll": base_nll / n_pred, "kl": kl / n_pred, "top1": agree / n_pred}
