@@ -1,7 +1,9 @@
 """Words and numbers: each language writes numbers as CLDR says it does, and uses one
 term per concept (the glossary lists the variants to avoid)."""
 
+import json
 import math
+import re
 
 import pytest
 from babel import numbers
@@ -60,3 +62,69 @@ def test_scientific_style_keeps_working(lang):
     assert i18n.fmt_sci(0.0123, lang) == f"0{dec}012"
     assert i18n.fmt_sci(0, lang) == "0"
     assert i18n.Translator(lang).ratio(3.456) == f"3{dec}46×"
+
+
+# --- one term per concept ----------------------------------------------------------------------
+
+GLOSSARY = json.loads((i18n.ROOT / "assets" / "glossary.json").read_text(encoding="utf-8"))
+
+
+def _readme_section(lang: str) -> str:
+    """README.md's section in that language ("## 日本語", "## Português"), or nothing."""
+    heading = {"ja": "## 日本語", "pt": "## Português"}.get(lang)
+    text = (i18n.ROOT / "README.md").read_text(encoding="utf-8")
+    if heading is None or heading not in text:
+        return ""
+    return text.split(heading, 1)[1].split("\n## ", 1)[0]
+
+
+def _variant_hits(texts: dict[str, str], lang: str) -> list[tuple[str, str, str]]:
+    """(where, variant, term) for every listed variant found in ``texts`` (case-insensitive)."""
+    hits = []
+    for entry in GLOSSARY:
+        for variant in entry[lang]["avoid"]:
+            for where, text in texts.items():
+                if variant.casefold() in text.casefold():
+                    hits.append((where, variant, entry[lang]["term"]))
+    return hits
+
+
+def test_every_glossary_entry_keeps_term_and_meaning_and_lists_variants_to_avoid():
+    for entry in GLOSSARY:
+        assert set(entry) == set(i18n.LANGS)
+        for lang, e in entry.items():
+            assert isinstance(e["term"], str) and e["term"] and isinstance(e["meaning"], str) and e["meaning"]
+            assert isinstance(e["avoid"], list) and all(isinstance(v, str) and v.strip() for v in e["avoid"])
+            assert not any(v.casefold() in e["term"].casefold() for v in e["avoid"]), (lang, e["term"])
+
+
+@pytest.mark.parametrize("lang", list(i18n.LANGS))
+def test_no_locale_string_uses_a_variant_the_glossary_says_to_avoid(lang):
+    hits = _variant_hits(i18n.strings(lang), lang)
+    assert not hits, hits
+
+
+@pytest.mark.parametrize("lang", list(i18n.LANGS))
+def test_the_glossary_itself_and_the_readme_use_one_term_per_concept(lang):
+    texts = {f"glossary: {e[lang]['term']}": e[lang]["term"] + "\n" + e[lang]["meaning"] for e in GLOSSARY}
+    texts["README.md"] = _readme_section(lang)
+    hits = _variant_hits(texts, lang)
+    assert not hits, hits
+
+
+def test_layers_are_numbered_alike_in_every_language():
+    """Layers count from 0, as token positions and heads do; "第0層" is an ordinal that
+    cannot start at 0, so Japanese writes "層 0" like "layer 0" and "camada 0"."""
+    ordinal = re.compile(r"第\s*(\{layer\}|\d+)\s*層")
+    ja = i18n.strings("ja")
+    assert not [k for k, v in ja.items() if ordinal.search(v)]
+    for key, value in ja.items():
+        if "{layer}" in value:
+            assert "層 {layer}" in value, key
+    assert i18n.translate("ja", "common.layer_full", layer=0).startswith("層 0")
+
+
+@pytest.mark.parametrize("lang", ["pt", "en"])
+def test_quotes_are_the_languages_own(lang):
+    """Brazilian Portuguese and English quote with “ ”, not « »."""
+    assert not [k for k, v in i18n.strings(lang).items() if "«" in v or "»" in v]
