@@ -1,0 +1,81 @@
+"""The method registry, walked: every method's fast kernel equals its dense
+reference, its cost model is sound, its pattern is the one of attn/patterns, and
+its label exists in every language. A new method added to the registry is tested
+here without a line of its own."""
+
+import pytest
+import torch
+
+from attn import costs, methods, patterns
+from attn.costs import Shape
+from helpers import LANGS
+from ui import i18n
+
+ALL = list(methods.METHODS.values())
+SHAPES = [(1, 1, 1, 8), (1, 2, 37, 16), (2, 3, 130, 8)]  # n = 1, n not a multiple of the block, batch > 1
+
+
+def params_for(n: int, causal: bool) -> methods.Params:
+    return methods.Params(window=min(5, n), hubs=tuple(h for h in (0, n // 2) if h < n), causal=causal, scale=0.3)
+
+
+@pytest.mark.parametrize("method", ALL, ids=lambda m: m.name)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("causal", [True, False])
+def test_every_method_matches_its_dense_reference(method, shape, causal):
+    torch.manual_seed(sum(shape))
+    q, k, v = (torch.randn(shape) for _ in range(3))
+    p = params_for(shape[2], causal)
+    torch.testing.assert_close(method.run(q, k, v, p), method.reference(q, k, v, p), atol=2e-5, rtol=2e-5)
+
+
+@pytest.mark.parametrize("method", ALL, ids=lambda m: m.name)
+def test_every_method_counts_the_cells_of_its_own_pattern(method):
+    for n in (1, 9, 70):
+        for causal in (True, False):
+            p = params_for(n, causal)
+            assert method.cells(n, p) == int(patterns.dense(method.mask(n, p), n).sum())
+
+
+@pytest.mark.parametrize("method", ALL, ids=lambda m: m.name)
+def test_every_cost_model_is_positive_and_never_computes_less_than_it_uses(method):
+    s = Shape()
+    for n in (64, 1000, 4096):
+        for backend in ("model", "blocked", "flex", "sdpa", "reference"):
+            useful, computed = method.flops(n, s, backend)
+            assert 0 < useful <= computed
+        assert method.memory(n, s) > 0
+
+
+def test_efficient_methods_grow_linearly_and_full_attention_quadratically():
+    ops = methods.operations([2**16, 2**17], Shape())
+    for name, (a, b) in ops.items():
+        assert b / a == pytest.approx(4.0 if name == "full" else 2.0, rel=0.01), name
+    s = Shape()
+    assert methods.get("full").memory(2**16, s) == costs.dense_memory(2**16, s)
+    assert methods.get("window").memory(2**17, s) / methods.get("window").memory(2**16, s) == pytest.approx(2, rel=0.01)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_method_has_a_label_in_every_language(lang):
+    table = i18n.strings(lang)
+    for m in ALL:
+        for key in filter(None, (m.label_key, m.reference_label_key)):
+            assert key in table, f"{m.name}: no {key!r} in {lang}"
+            assert table[key].format(w=4, g=2, dtype="float32").strip()
+
+
+def test_every_tag_names_a_place_and_selects_in_registry_order():
+    names = list(methods.METHODS)
+    for tag in (methods.ERRORS, methods.BENCH, methods.COST_MODEL, methods.SWAP, methods.MAPS):
+        chosen = [m.name for m in methods.tagged(tag)]
+        assert chosen and chosen == sorted(chosen, key=names.index)
+    assert [m.name for m in methods.tagged(methods.BENCH)] == ["full", "window", "window_hubs", "linear_elu"]
+    with pytest.raises(ValueError):
+        methods.get("sdpa")  # one name per method: full attention is "full"
+
+
+def test_the_models_own_pattern_is_causal_plus_the_layers_window():
+    own = methods.get("own")
+    assert own.cells(20, methods.Params(window=None)) == 20 * 21 // 2
+    assert own.cells(20, methods.Params(window=4)) == patterns.cells(20, 4, (), True)
