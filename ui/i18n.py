@@ -33,7 +33,7 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, str]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def strings(lang: str) -> dict[str, str]:
     """All strings of a language, flat ``{"step1.title": ...}``."""
     return _flatten(json.loads((LOCALES / f"{lang}.json").read_text(encoding="utf-8")))
@@ -66,7 +66,7 @@ CLDR = {"en": "en", "pt": "pt_BR", "ja": "ja"}  # our language → the CLDR loca
 NONE = "—"  # what a missing or non-finite number shows
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _locale(lang: str) -> Locale:
     return Locale.parse(CLDR.get(lang, CLDR[DEFAULT]))
 
@@ -75,7 +75,7 @@ def _locale(lang: str) -> Locale:
 _SEPARATORS = {lang: (numbers.get_decimal_symbol(code), numbers.get_group_symbol(code)) for lang, code in CLDR.items()}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pattern(lang: str, percent: bool, digits: int) -> numbers.NumberPattern:
     """The locale's own decimal or percent pattern, with exactly ``digits`` decimals."""
     loc = _locale(lang)
