@@ -86,3 +86,21 @@ def route(hop_grid: torch.Tensor, adjacency: torch.Tensor, i: int, j: int) -> li
 def adjacency(n: int, window: int, hubs=(), causal: bool = True) -> torch.Tensor:
     """bool (n, n) edges of one layer (for :func:`route` and drawing)."""
     return _adjacency(n, window, hubs, causal) > 0
+
+
+def pairs_never_joined(hop_grid: torch.Tensor, causal: bool) -> int:
+    """Pairs that no number of layers joins (−1 in :func:`hops`). In the causal setting
+    only pairs j ≤ i count: a later token is out of sight by design, not cut off."""
+    never = hop_grid < 0
+    if causal:
+        never = never.tril()
+    return int(never.sum())
+
+
+def farthest_pair(hop_grid: torch.Tensor, causal: bool) -> int | None:
+    """The most layers any pair needs, or None ("never") when some pair is never
+    joined: a maximum that skipped those would understate the distance."""
+    if pairs_never_joined(hop_grid, causal):
+        return None
+    grid = hop_grid.tril() if causal else hop_grid
+    return int(grid.max())

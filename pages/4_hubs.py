@@ -31,41 +31,77 @@ c1.metric(t("step4.metric_cells", g=g), t.int(cells_h),
           delta=t("step4.metric_cells_delta", share=t.pct(cells_h / cells_full)), delta_color="off")
 c2.metric(t("step4.metric_kept_window"), t.pct(kept_w["mean"]))
 c3.metric(t("step4.metric_kept_hubs", g=g), t.pct(kept_h["mean"]),
-          delta=t("step4.metric_kept_delta", d=t.pct(kept_h["mean"] - kept_w["mean"])), delta_color="off")
+          delta=t("step4.metric_kept_delta", d=t.float(100 * (kept_h["mean"] - kept_w["mean"]), 1)),
+          delta_color="off")
 
 st.subheader(t("step4.hops_heading"))
 st.markdown(t("step4.hops_lead"))
 hn = min(n, 48)
 hop_hubs = tuple(h for h in hubs if h < hn) or (0,)
+drawn_hubs = tuple(h for h in hubs if h < hn)
 hw = min(w, 4)
-grids = data.hop_grids(hn, hw, hop_hubs)
+grids = data.hop_grids(hn, hw, hop_hubs, drawn_hubs)
+outside = [h for h in hubs if h >= hn]
+if outside:
+    st.caption(t("step4.hubs_outside", n=hn, outside=", ".join(str(h) for h in outside)))
+
+
+def distance(res: dict) -> str:
+    """The farthest pair in layers, or "never" when some pair is never joined."""
+    return t("step4.never_value") if res["farthest"] is None else t.int(res["farthest"])
+
+
+def farthest_metric(res: dict) -> None:
+    st.metric(t("step4.metric_max_hops"), distance(res),
+              help=t("step4.metric_never_help", pairs=t.int(res["never"])) if res["never"] else None)
+
+
 h1, h2 = st.columns(2)
 common = dict(x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("step4.hover_hops"),
-              separators=t.separators, colorbar=t("step4.hops_unit"))
+              separators=t.separators, colorbar=t("step4.hops_unit"), missing_label=t("step4.never"))
 with h1:
-    widgets.show_figure(figures.integer_grid(grids["none"], a.tokens[:hn], title=t("step4.hops_none", w=hw),
+    widgets.show_figure(figures.integer_grid(grids["none"]["grid"], a.tokens[:hn], title=t("step4.hops_none", w=hw),
                                              **common), key="s4_hops_none")
-    st.metric(t("step4.metric_max_hops"), t.int(int(grids["none"].max())))
+    farthest_metric(grids["none"])
 with h2:
-    widgets.show_figure(figures.integer_grid(grids["hubs"], a.tokens[:hn],
+    widgets.show_figure(figures.integer_grid(grids["hubs"]["grid"], a.tokens[:hn],
                                              title=t("step4.hops_hubs", w=hw, g=len(hop_hubs)), **common),
                         key="s4_hops_hubs")
-    st.metric(t("step4.metric_max_hops"), t.int(int(grids["hubs"].max())))
+    farthest_metric(grids["hubs"])
 st.caption(t("step4.hops_caption", n=hn, w=hw))
 
 far_i, far_j = hn - 1, next((j for j in range(hn) if j not in hop_hubs), 0)
 path = data.route(hn, hw, hop_hubs, far_i, far_j)
-st.markdown(t("step4.route_lead", i=far_i, j=far_j, hops=len(path) - 1))
-st.text(" → ".join(f"{p} · {a.tokens[p]}" for p in path))
-widgets.show_figure(figures.route_diagram(hn, path, hop_hubs, a.tokens[:hn], title=t("step4.route_title"),
-                                          separators=t.separators, token_word=t("common.token"),
-                                          hub_word=t("common.hub")), key="s4_route")
+if path:
+    st.markdown(t("step4.route_lead", i=far_i, j=far_j, hops=len(path) - 1))
+    st.text(" → ".join(f"{p} · {a.tokens[p]}" for p in path))
+    widgets.show_figure(figures.route_diagram(hn, path, hop_hubs, a.tokens[:hn], title=t("step4.route_title"),
+                                              separators=t.separators, token_word=t("common.token"),
+                                              hub_word=t("common.hub")), key="s4_route")
 
 st.subheader(t("step4.sink_heading"))
-far_causal = int(grids["causal_sink"].max())
-st.markdown(t("step4.sink_text", far=t.int(far_causal), far0=t.int(int(grids["causal_none"].max()))))
-widgets.show_figure(figures.integer_grid(grids["causal_sink"], a.tokens[:hn], title=t("step4.hops_causal", w=hw),
-                                         missing_label=t("step4.never"), **common), key="s4_hops_causal")
+sink, alone = grids["causal_sink"], grids["causal_none"]
+if sink["farthest"] is None or alone["farthest"] is None:
+    st.markdown(t("step4.sink_text_never"))
+else:
+    st.markdown(t("step4.sink_text", far=t.int(sink["farthest"]), far0=t.int(alone["farthest"])))
+c1, c2 = st.columns(2)
+with c1:
+    widgets.show_figure(figures.integer_grid(sink["grid"], a.tokens[:hn], title=t("step4.hops_causal", w=hw),
+                                             **common), key="s4_hops_causal")
+    farthest_metric(sink)
+with c2:
+    if "causal_hubs" in grids:
+        mine = grids["causal_hubs"]
+        where = ", ".join(str(h) for h in drawn_hubs)
+        widgets.show_figure(figures.integer_grid(mine["grid"], a.tokens[:hn],
+                                                 title=t("step4.hops_causal_hubs", w=hw, where=where), **common),
+                            key="s4_hops_causal_hubs")
+        farthest_metric(mine)
+    else:
+        st.info(t("step4.no_hub_drawn", n=hn))
+if "causal_hubs" in grids:
+    st.markdown(t("step4.causal_hub_text", far=distance(grids["causal_hubs"]), far0=distance(alone)))
 sink_share = data.sink_share(text, kind)
 st.metric(t("step4.metric_sink"), t.pct(sink_share), help=t("step4.metric_sink_help"))
 

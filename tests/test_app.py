@@ -42,6 +42,13 @@ def parse(value: str, lang: str) -> float:
     return x / 100 if pct else x
 
 
+def metric_of(at, key: str, lang: str, **kw):
+    label = i18n.translate(lang, key, **kw)
+    found = [m for m in at.metric if m.label == label]
+    assert found, f"no metric {label!r} among {[m.label for m in at.metric]}"
+    return found[0]
+
+
 def metric(at, key: str, lang: str, **kw) -> str:
     label = i18n.translate(lang, key, **kw)
     found = [m for m in at.metric if m.label == label]
@@ -82,7 +89,7 @@ def test_every_page_opens_in_every_language_with_its_key_number(make_app, page, 
     title_key = f"step{step}.title" if step <= 7 else "closing.title"
     assert at.title[0].value == i18n.translate(lang, title_key)
     if step <= 7:
-        label = i18n.translate(lang, KEY_METRIC[step], m=i18n.translate(lang, "step7.m_full"), w=16, g=3)
+        label = i18n.translate(lang, KEY_METRIC[step], m=i18n.translate(lang, "methods.full"), w=16, g=3)
         prefix = re.split(r"\d", label)[0][:12]
         values = [m.value for m in at.metric if m.label.startswith(prefix)]
         assert values and values[0] not in ("", "—"), (label, [m.label for m in at.metric])
@@ -156,6 +163,54 @@ def test_step4_cells_with_hubs_and_hops(make_app, tiny):
     # bidirectional with hubs: every pair within two layers
     hop_metrics = [m for m in at.metric if m.label == i18n.translate("en", "step4.metric_max_hops")]
     assert parse(hop_metrics[1].value, "en") <= 2 < parse(hop_metrics[0].value, "en")
+    # the gain of the hubs is in percentage points, and equals the two shares' difference
+    kept_w = parse(metric(at, "step4.metric_kept_window", "en"), "en")
+    kept_h = metric_of(at, "step4.metric_kept_hubs", "en", g=len(hubs))
+    assert kept_h.delta == i18n.translate("en", "step4.metric_kept_delta",
+                                          d=i18n.fmt_float(100 * (parse(kept_h.value, "en") - kept_w), "en", 1))
+    assert kept_h.delta.endswith(" pp")
+
+
+def hop_values(at, lang="en"):
+    return [m.value for m in at.metric if m.label == i18n.translate(lang, "step4.metric_max_hops")]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_step4_says_never_when_a_window_joins_no_pair(make_app, lang):
+    at = open_page(make_app, PAGES[3], lang)
+    never = i18n.translate(lang, "step4.never_value")
+    at.slider(key="s4_w").set_value(1).run()
+    assert_clean(at)
+    values = hop_values(at, lang)
+    # w = 1: the window alone joins nothing (bidirectional, and causal with the first token),
+    # while the hubs still join every pair in two layers
+    assert values[0] == never and values[2] == never
+    assert parse(values[1], lang) == 2
+    assert i18n.translate(lang, "step4.sink_text_never") in [m.value for m in at.markdown]
+    at.multiselect(key="s4_hubs").set_value([]).run()  # no hub chosen: the bidirectional grid uses the first token
+    assert hop_values(at, lang)[0] == never
+    at.slider(key="s4_w").set_value(2).run()
+    assert_clean(at)
+    values = hop_values(at, lang)
+    # w = 2: one step per layer, so the first and last of the 48 drawn tokens are 47 layers apart
+    assert never not in values[:3] and parse(values[0], lang) == 47
+
+
+def test_step4_a_causal_hub_in_the_middle_relays_on_the_page(make_app):
+    from attn import graph
+
+    at = open_page(make_app, PAGES[3])
+    at.multiselect(key="s4_hubs").set_value([20]).run()
+    at.slider(key="s4_w").set_value(4).run()
+    assert_clean(at)
+    values = hop_values(at)
+    expected = graph.farthest_pair(graph.hops(48, 4, (20,), causal=True), True)
+    alone = graph.farthest_pair(graph.hops(48, 4, (), causal=True), True)
+    assert expected < alone == 16
+    assert parse(values[3], "en") == expected  # the causal grid with the reader's hub
+    text = i18n.translate("en", "step4.causal_hub_text", far=i18n.fmt_int(expected, "en"),
+                          far0=i18n.fmt_int(alone, "en"))
+    assert text in [m.value for m in at.markdown]
 
 
 def test_step5_both_orders_agree_and_the_summary_is_m_by_d(make_app, tiny):

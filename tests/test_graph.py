@@ -48,3 +48,30 @@ def test_route_goes_through_the_hub_when_it_is_shorter():
     path = graph.route(hop, adj, 39, 0)
     assert path == [0, 20, 39]
     assert graph.route(graph.hops(n, w, (0,), causal=True), graph.adjacency(n, w, (0,), True), 0, 5) == []
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_grid_with_unreachable_pairs_has_no_farthest_distance(causal):
+    n = 12
+    alone = graph.hops(n, 1, (), causal=causal)  # w = 1: a token sees only itself
+    assert graph.farthest_pair(alone, causal) is None
+    assert graph.pairs_never_joined(alone, causal) == (n * (n - 1) // 2 if causal else n * (n - 1))
+    two = graph.hops(n, 2, (), causal=causal)  # w = 2: every pair joined, one layer per step
+    assert graph.farthest_pair(two, causal) == n - 1 and graph.pairs_never_joined(two, causal) == 0
+    hub = graph.hops(n, 1, (5,), causal=causal)
+    if causal:  # a causal hub at 5 joins j <= 5 <= i only; others stay apart
+        assert graph.farthest_pair(hub, causal) is None
+        assert hub[11, 2] == 2 and hub[4, 2] == -1
+    else:  # bidirectional: everything within two hops through the hub
+        assert graph.farthest_pair(hub, causal) == 2
+
+
+def test_a_causal_hub_in_the_middle_relays_every_pair_around_it():
+    n, w, h = 48, 4, 20
+    plain = graph.hops(n, w, (), causal=True)
+    hub = graph.hops(n, w, (h,), causal=True)
+    assert graph.farthest_pair(plain, True) == 16
+    assert graph.farthest_pair(hub, True) < graph.farthest_pair(plain, True)
+    for i in range(h, n):
+        for j in range(h + 1):
+            assert 0 <= hub[i, j] <= 2  # j -> hub -> i

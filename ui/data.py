@@ -63,18 +63,24 @@ def reach_frames(n: int, window: int, layers: int) -> list[np.ndarray]:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def hop_grids(n: int, window: int, hubs: tuple) -> dict:
-    return {
-        "none": graph.hops(n, window, (), causal=False).numpy(),
-        "hubs": graph.hops(n, window, hubs, causal=False).numpy(),
-        "causal_none": graph.hops(n, window, (), causal=True).numpy(),
-        "causal_sink": graph.hops(n, window, (0,), causal=True).numpy(),
+def hop_grids(n: int, window: int, hubs: tuple, causal_hubs: tuple = ()) -> dict:
+    """Hop grids (−1: never) and, per grid, its farthest pair (None: some pair is
+    never joined) and the count of pairs never joined."""
+    grids = {
+        "none": (graph.hops(n, window, (), causal=False), False),
+        "hubs": (graph.hops(n, window, hubs, causal=False), False),
+        "causal_none": (graph.hops(n, window, (), causal=True), True),
+        "causal_sink": (graph.hops(n, window, (0,), causal=True), True),
     }
+    if causal_hubs:
+        grids["causal_hubs"] = (graph.hops(n, window, causal_hubs, causal=True), True)
+    return {name: {"grid": g.numpy(), "farthest": graph.farthest_pair(g, causal),
+                   "never": graph.pairs_never_joined(g, causal)} for name, (g, causal) in grids.items()}
 
 
 def route(n: int, window: int, hubs: tuple, i: int, j: int) -> list[int]:
     """One shortest route j → … → i in the bidirectional setting with hubs."""
-    hop = hop_grids(n, window, hubs)["hubs"]
+    hop = hop_grids(n, window, hubs)["hubs"]["grid"]
     return graph.route(torch.from_numpy(hop), graph.adjacency(n, window, hubs, False), i, j)
 
 
