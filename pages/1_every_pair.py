@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from attn import patterns
+from attn import methods, patterns
 from ui import boot, data, figures, state, widgets
 
 boot.through_app()
@@ -11,18 +11,28 @@ t, a = widgets.open_step(1)
 
 layer, head = widgets.layer_head_picker(t, a, "s1")
 n = a.n
-cells_causal = patterns.cells(n, None, (), True)
+own = methods.get("own")  # the layer's own pattern: causal, plus its window in a sliding layer
+window = a.own_window(layer)
+cells_layer = own.cells(n, methods.Params(window=window))
 cells_square = patterns.cells(n, None, (), False)
-doubled = patterns.cells(2 * n, None, (), True)
+doubled = own.cells(2 * n, methods.Params(window=window))
 
 widgets.formula(t, r"\text{@cells} = n^2 \qquad \text{@causal: } \frac{n(n+1)}{2}", t("step1.formula_caption"))
 
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(t("step1.metric_n"), t.int(n))
 c2.metric(t("step1.metric_square"), t.int(cells_square))
-c3.metric(t("step1.metric_causal"), t.int(cells_causal), help=t("step1.metric_causal_help"))
+help_causal = (t("step1.metric_causal_help") if window is None
+               else t("step1.metric_causal_help_sliding", w=t.int(window), w1=t.int(window - 1)))
+c3.metric(t("step1.metric_causal"), t.int(cells_layer), help=help_causal)
 c4.metric(t("step1.metric_doubled", n2=t.int(2 * n)), t.int(doubled),
-          delta=t("step1.metric_doubled_delta", ratio=t.float(doubled / cells_causal)), delta_color="off")
+          delta=t("step1.metric_doubled_delta", ratio=t.float(doubled / cells_layer)), delta_color="off")
+model_cells = sum(own.cells(n, methods.Params(window=a.own_window(i))) for i in range(a.n_layers))
+all_full = a.n_layers * patterns.cells(n, None, (), True)
+sliding = sum(1 for x in a.layer_types if x == "sliding")
+st.caption(t("step1.model_cells_less" if model_cells < all_full else "step1.model_cells_same",
+             cells=t.int(model_cells), all_full=t.int(all_full), layers=t.int(a.n_layers), sliding=t.int(sliding),
+             full=t.int(a.n_layers - sliding), w=t.int(a.sliding_window)))
 
 grid = data.grid(state.current_text(), state.model_kind(), layer, head)
 fig, factor = figures.attention_heatmap(
@@ -46,5 +56,5 @@ fig_row = figures.row_bars(
     y_title=t("common.weight"), hover=t("common.hover_bar"), separators=t.separators, highlight=top,
 )
 widgets.show_figure(fig_row, key="s1_row")
-st.caption(t("step1.row_caption", k=t.int(token + 1)))
+st.caption(t("step1.row_caption", k=t.int(token + 1 if window is None else min(token + 1, window))))
 st.markdown(t("step1.outro"))

@@ -116,6 +116,29 @@ def test_step1_cells_follow_n_squared_and_the_causal_triangle(make_app):
         assert int(parse(doubled, lang)) == 2 * n * (2 * n + 1) // 2
 
 
+def test_step1_cells_follow_the_layer_shown_and_the_whole_model_is_counted(make_app, tiny):
+    at = open_page(make_app, PAGES[0])
+    a = tiny.analyze(sample_text("en"))
+    n, w = a.n, tiny.sliding_window
+    assert n > w
+    full = int(parse(metric(at, "step1.metric_causal", "en"), "en"))
+    assert a.layer_types[3] == "full" and full == n * (n + 1) // 2
+    at.sidebar.selectbox(key="s1_layer").set_value(0).run()  # a sliding layer
+    assert_clean(at)
+    sliding = int(parse(metric(at, "step1.metric_causal", "en"), "en"))
+    assert sliding == sum(min(i + 1, w) for i in range(n)) < full
+    doubled = metric(at, "step1.metric_doubled", "en", n2=i18n.fmt_int(2 * n, "en"))
+    assert int(parse(doubled, "en")) == sum(min(i + 1, w) for i in range(2 * n))
+    model = sum(sum(min(i + 1, w) for i in range(n)) if kind == "sliding" else n * (n + 1) // 2
+                for kind in a.layer_types)
+    caption = i18n.translate("en", "step1.model_cells_less", cells=i18n.fmt_int(model, "en"),
+                             all_full=i18n.fmt_int(a.n_layers * n * (n + 1) // 2, "en"), layers="4", sliding="3",
+                             full="1", w=str(w))
+    assert caption in [c.value for c in at.caption]
+    last = i18n.translate("en", "step1.row_caption", k=str(w))  # the last row of a sliding layer: w cells
+    assert last in [c.value for c in at.caption]
+
+
 def test_portuguese_numbers_use_a_decimal_comma_and_a_thousands_dot(make_app):
     at = open_page(make_app, PAGES[0], "pt")
     n = int(parse(metric(at, "step1.metric_n", "pt"), "pt"))
@@ -405,6 +428,17 @@ def test_real_model_pages_in_each_language(make_app, lang):
     assert_clean(at)
     assert int(parse(metric(at, "step1.metric_n", lang), lang)) == a.n
     assert int(parse(metric(at, "step1.metric_causal", lang), lang)) == a.n * (a.n + 1) // 2
+    if lang == "en":  # past the window of 512: a sliding layer computes Σ min(i+1, 512), a full one n(n+1)/2
+        long_text = " ".join(sample_text(x) for x in LANGS) * 2
+        at.sidebar.text_area(key="text").input(long_text).run()
+        n = int(parse(metric(at, "step1.metric_n", lang), lang))
+        assert n > 512  # 1,024 on a CPU: 393,472 cells in a sliding layer against 524,800 in a full one
+        at.sidebar.selectbox(key="s1_layer").set_value(8).run()
+        assert int(parse(metric(at, "step1.metric_causal", lang), lang)) == sum(min(i + 1, 512) for i in range(n))
+        full_layer = real.layer_types.index("full")
+        at.sidebar.selectbox(key="s1_layer").set_value(full_layer).run()
+        assert int(parse(metric(at, "step1.metric_causal", lang), lang)) == n * (n + 1) // 2
+        at.sidebar.text_area(key="text").input(sample_text(lang)).run()
     at.switch_page(PAGES[2]).run()
     assert_clean(at)
     note = i18n.translate(lang, "step3.model_note", sliding=15, layers=18, w=i18n.fmt_int(512, lang))
