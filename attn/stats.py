@@ -51,25 +51,47 @@ def top_share_mask(weights: torch.Tensor, p: float) -> torch.Tensor:
     return ranks < k[..., None]
 
 
-def useful_summary(weights: torch.Tensor, p: float) -> dict:
-    """For one grid (n, n): mean k, useful ≈ n·k, the share k/n, and the causal cells."""
+def row_cells(n: int, window: int | None = None) -> torch.Tensor:
+    """int64 ``(n,)``: the cells row i of a causal layer computes, min(i + 1, window)."""
+    c = torch.arange(1, n + 1, dtype=torch.int64)
+    return c if window is None else c.clamp_max(window)
+
+
+def uniform_k(n: int, p: float, window: int | None = None) -> torch.Tensor:
+    """k(p) of a row with no preference (equal weight on each of its c cells): ⌈p·c⌉
+    per row ``(n,)``. Its share of the computed cells stays ≈ p whatever n: the
+    reference that shows the fall of the real k/n is no artefact of counting."""
+    c = row_cells(n, window).double()
+    return torch.ceil(p * c - 1e-9).clamp_min(1).to(torch.int64)
+
+
+def useful_summary(weights: torch.Tensor, p: float, window: int | None = None) -> dict:
+    """For one head ``(n, n)`` or the heads of one layer ``(H, n, n)`` of a causal
+    layer with its own ``window`` (None: a full layer):
+
+    k̄ = k(p) averaged over the rows of every head given (for several heads, the mean
+    of each head's own k̄ — never k of their averaged grid, which matches no head);
+    useful ≈ n·k̄; cells = the cells the layer computes, Σ min(i+1, window);
+    share = useful / cells: the one denominator of step 2."""
     n = weights.shape[-1]
     k = k_for_share(weights, p).float()
     mean_k = float(k.mean())
-    return {"n": n, "k": mean_k, "useful": n * mean_k, "share": mean_k / n,
-            "cells_causal": patterns.cells(n, None, (), True), "k_rows": k}
+    cells = int(row_cells(n, window).sum())
+    return {"n": n, "k": mean_k, "useful": n * mean_k, "cells": cells, "share": n * mean_k / cells,
+            "k_rows": k}
 
 
-def useful_share_by_prefix(weights: torch.Tensor, p: float, lengths: list[int]) -> list[dict]:
-    """k/n on growing prefixes of the text. In a causal model the attention of a
-    prefix is the top-left block of the whole text's grid (no row sees later
-    tokens), so each prefix is read off the one run."""
+def useful_share_by_prefix(weights: torch.Tensor, p: float, lengths: list[int], window: int | None = None) -> list:
+    """k̄, useful share and the no-preference reference on growing prefixes of the text.
+    In a causal model the attention of a prefix is the top-left block of the whole
+    text's grid (no row sees later tokens), so each prefix is read off the one run."""
     out = []
     for m in lengths:
         if 1 <= m <= weights.shape[-1]:
-            sub = weights[..., :m, :m]
-            k = k_for_share(sub, p).float()
-            out.append({"n": m, "k": float(k.mean()), "share": float(k.mean()) / m})
+            s = useful_summary(weights[..., :m, :m], p, window)
+            u = uniform_k(m, p, window).double()
+            out.append({"n": m, "k": s["k"], "share": s["share"], "cells": s["cells"],
+                        "uniform_k": float(u.mean()), "uniform_share": float(u.sum()) / s["cells"]})
     return out
 
 

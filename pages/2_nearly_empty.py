@@ -22,7 +22,7 @@ n = a.n
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(t("step2.metric_k", p=t.pct(p, 0)), t.float(s["k"], 1))
 c2.metric(t("step2.metric_useful"), t.int(s["useful"]), help=t("step2.metric_useful_help"))
-c3.metric(t("step2.metric_share"), t.pct(s["share"]))
+c3.metric(t("step2.metric_share"), t.pct(s["share"]), help=t("step2.metric_share_help", cells=t.int(s["cells"])))
 c4.metric(t("step2.metric_all"), t.float(all_k, 1), help=t("step2.metric_all_help"))
 
 shown = data.top_share_view(state.current_text(), state.model_kind(), layer, head, p)
@@ -34,17 +34,34 @@ fig, factor = figures.attention_heatmap(
 )
 widgets.show_figure(fig, key="s2_grid")
 widgets.downsample_note(t, factor, n)
-st.caption(t("step2.grid_caption", p=t.pct(p, 0), cells=t.int(res["mask_cells"]), total=t.int(n * (n + 1) // 2)))
+st.caption(t("step2.grid_caption", p=t.pct(p, 0), cells=t.int(res["mask_cells"]), total=t.int(s["cells"])))
+if head is None:
+    st.caption(t("step2.grid_caption_average"))
 
 st.subheader(t("step2.prefix_heading"))
-series = [{"name": t("step2.series_share"), "x": [r["n"] for r in prefixes], "y": [r["share"] for r in prefixes],
-           "hover": t("step2.hover_prefix")}]
+xs = [r["n"] for r in prefixes]
+ticks = (xs, [t.int(x) for x in xs])
+series = [
+    {"name": t("step2.series_share"), "x": xs, "y": [r["share"] for r in prefixes], "hover": t("step2.hover_prefix")},
+    {"name": t("step2.series_uniform"), "x": xs, "y": [r["uniform_share"] for r in prefixes], "dash": "dot",
+     "colour": "#999999", "hover": t("step2.hover_uniform")},
+]
 fig2 = figures.lines(series, title=t("step2.prefix_title", p=t.pct(p, 0)), x_title=t("common.n_axis"),
-                     y_title=t("step2.share_axis"), separators=t.separators, log_x=True, y_format=".0%",
-                     x_ticks=([r["n"] for r in prefixes], [t.int(r["n"]) for r in prefixes]))
+                     y_title=t("step2.share_axis"), separators=t.separators, log_x=True, log_y=True,
+                     y_format=".0%", x_ticks=ticks)
 widgets.show_figure(fig2, key="s2_prefix")
 if len(prefixes) >= 2:
     first, last = prefixes[0], prefixes[-1]
     st.caption(t("step2.prefix_caption", n0=t.int(first["n"]), s0=t.pct(first["share"]),
                  n1=t.int(last["n"]), s1=t.pct(last["share"])))
+k_series = [
+    {"name": t("step2.series_k"), "x": xs, "y": [r["k"] for r in prefixes], "hover": t("step2.hover_k")},
+    {"name": t("step2.series_uniform"), "x": xs, "y": [r["uniform_k"] for r in prefixes], "dash": "dot",
+     "colour": "#999999", "hover": t("step2.hover_k")},
+]
+widgets.show_figure(figures.lines(k_series, title=t("step2.k_title", p=t.pct(p, 0)), x_title=t("common.n_axis"),
+                                  y_title=t("step2.k_axis"), separators=t.separators, log_x=True, log_y=True,
+                                  x_ticks=ticks), key="s2_k")
+if res["window"] is not None and n > res["window"]:
+    st.caption(t("step2.window_cap", w=t.int(res["window"])))
 st.markdown(t("step2.outro"))

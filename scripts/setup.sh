@@ -33,7 +33,10 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   .venv/bin/python -m pip install -q -r "$req"
   # the project itself, editable: attn, ui and harness import from the working tree
-  .venv/bin/python -m pip install -q -e . --no-deps
+  if ! out=$(.venv/bin/python -m pip install -q -e . --no-deps 2>&1); then  # setuptools' notes only on failure
+    echo "$out" >&2
+    exit 1
+  fi
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

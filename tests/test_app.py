@@ -157,9 +157,25 @@ def test_step2_useful_is_n_times_k(make_app, tiny):
     k_bar = parse(metric_starting(at, "en", "step2.metric_k"), "en")
     useful = parse(metric(at, "step2.metric_useful", "en"), "en")
     assert useful == pytest.approx(a.n * k_bar, abs=a.n * 0.05 + 1)
-    expect = stats.useful_summary(a.grid(a.n_layers - 1, None), 0.9)
+    layer = a.n_layers - 1  # the page's default layer on the tiny model (a full one)
+    expect = stats.useful_summary(a.attentions[layer], 0.9)  # each head's own k, averaged
     assert useful == pytest.approx(expect["useful"], abs=1)
-    assert parse(metric(at, "step2.metric_share", "en"), "en") == pytest.approx(expect["share"], abs=5e-4)
+    # one denominator: the caption's total is the share's denominator, the cells the layer computes
+    share = parse(metric(at, "step2.metric_share", "en"), "en")
+    assert share == pytest.approx(useful / (a.n * (a.n + 1) // 2), abs=5e-4)
+    assert share == pytest.approx(expect["share"], abs=5e-4)
+    cells = a.n * (a.n + 1) // 2
+    total = [c.value for c in at.caption if c.value.endswith(
+        i18n.translate("en", "step2.grid_caption", p="90%", cells="§", total=i18n.fmt_int(cells, "en")).split("§")[1])]
+    assert total, "the grid caption names the same denominator"
+    # a sliding layer: the denominator is Σ min(i+1, w), and its k is capped by the window
+    at.sidebar.selectbox(key="s2_layer").set_value(0).run()
+    w = tiny.sliding_window
+    slide = stats.useful_summary(a.attentions[0], 0.9, w)
+    assert parse(metric(at, "step2.metric_share", "en"), "en") == pytest.approx(slide["share"], abs=5e-4)
+    assert slide["cells"] == sum(min(i + 1, w) for i in range(a.n))
+    assert i18n.translate("en", "step2.window_cap", w=str(w)) in [c.value for c in at.caption]
+    assert len(at.get("plotly_chart")) == 3  # the grid, the share on prefixes, k̄ against n
 
 
 def test_step3_reach_and_cells_follow_their_formulas(make_app, tiny):

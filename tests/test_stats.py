@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 
@@ -26,11 +28,30 @@ def test_useful_summary_and_prefixes_follow_their_formulas():
     w[torch.arange(n), torch.arange(n)] += 0.5  # and itself
     s = stats.useful_summary(w, 0.9)
     assert s["k"] == pytest.approx((1 + 2 * (n - 1)) / n)
-    assert s["useful"] == pytest.approx(n * s["k"]) and s["share"] == pytest.approx(s["k"] / n)
+    # one denominator: the cells the (causal) layer computes
+    assert s["cells"] == n * (n + 1) // 2
+    assert s["useful"] == pytest.approx(n * s["k"]) and s["share"] == pytest.approx(n * s["k"] / s["cells"])
     rows = stats.useful_share_by_prefix(w, 0.9, stats.prefix_lengths(n, 8))
     assert [r["n"] for r in rows] == [8, 16, 32, 64]
     shares = [r["share"] for r in rows]
     assert shares == sorted(shares, reverse=True)  # k stays ~2 while n grows
+    # a row with no preference needs ⌈p(i+1)⌉ cells: its share stays near p
+    for r in rows:
+        assert r["uniform_share"] == pytest.approx(sum(math.ceil(0.9 * (i + 1) - 1e-9) for i in range(r["n"]))
+                                                   / r["cells"])
+        assert 0.9 <= r["uniform_share"] < 0.9 + 1.5 / r["n"]
+    # a sliding layer: the denominator is Σ min(i+1, w)
+    slide = stats.useful_summary(w, 0.9, window=8)
+    assert slide["cells"] == sum(min(i + 1, 8) for i in range(n))
+
+
+def test_k_of_several_heads_is_the_mean_of_each_heads_own_k():
+    torch.manual_seed(3)
+    heads = torch.softmax(torch.randn(4, 30, 30) * 3, dim=-1).tril()
+    heads = heads / heads.sum(-1, keepdim=True)
+    each = [stats.useful_summary(h, 0.9)["k"] for h in heads]
+    assert stats.useful_summary(heads, 0.9)["k"] == pytest.approx(sum(each) / 4)
+    assert stats.useful_summary(heads.mean(0), 0.9)["k"] != pytest.approx(sum(each) / 4)
 
 
 def test_share_kept_by_a_window_is_the_weight_inside_it():

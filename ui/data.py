@@ -33,14 +33,20 @@ def grid(text: str, kind: str, layer: int, head) -> np.ndarray:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def useful(text: str, kind: str, layer: int, head, p: float) -> dict:
+    """k̄, useful cells and their share of the cells the layer computes, for one head or
+    (head=None) the heads of the layer, each head's own k averaged; on prefixes too."""
     a = _analysis(text, kind)
-    g = a.grid(layer, head)
-    s = stats.useful_summary(g, p)
+    window = a.own_window(layer)
+    weights = a.attentions[layer] if head is None else a.attentions[layer, head]  # (H, n, n) or (n, n)
+    s = stats.useful_summary(weights, p, window)
+    # the drawn mask holds exactly k cells per row of the grid drawn (the averaged one for head=None)
+    drawn = s["k_rows"] if head is not None else stats.k_for_share(a.grid(layer, None), p)
     return {
         "summary": {k: v for k, v in s.items() if k != "k_rows"},
-        "mask_cells": int(s["k_rows"].sum()),  # the drawn mask holds exactly k cells per row
+        "mask_cells": int(drawn.sum()),
         "k_all": float(stats.k_for_share(a.attentions, p).float().mean()),
-        "prefixes": stats.useful_share_by_prefix(g, p, stats.prefix_lengths(a.n)),
+        "prefixes": stats.useful_share_by_prefix(weights, p, stats.prefix_lengths(a.n), window),
+        "window": window,
     }
 
 
