@@ -12,7 +12,8 @@ t, a = widgets.open_step(4)
 text, kind = state.current_text(), state.model_kind()
 n = a.n
 found = data.anchors(text, kind, 5)
-st.caption(t("step4.anchors_found", found=", ".join(f"{p} · {a.tokens[p]}" for p, _ in found)))
+st.caption(t("step4.anchors_found", found=", ".join(t("step4.anchor_item", p=p, token=a.tokens[p],
+                                                                  score=t.float(score, 3)) for p, score in found)))
 default_hubs = [p for p, _ in found[:3]]
 hubs = st.multiselect(t("step4.pick_hubs"), list(range(n)), default=default_hubs,
                       format_func=lambda i: widgets.token_option(a, i), key="s4_hubs")
@@ -26,12 +27,16 @@ cells_h = data.cells(n, w, hubs, True)
 cells_full = data.cells(n)
 kept_w = data.kept(text, kind, w, ())
 kept_h = data.kept(text, kind, w, hubs)
-c1, c2, c3 = st.columns(3)
+kept_s = data.kept(text, kind, w, (0,))
+c1, c2, c3, c4 = st.columns(4)
 c1.metric(t("step4.metric_cells", g=g), t.int(cells_h),
           delta=t("step4.metric_cells_delta", share=t.pct(cells_h / cells_full)), delta_color="off")
 c2.metric(t("step4.metric_kept_window"), t.pct(kept_w["mean"]))
 c3.metric(t("step4.metric_kept_hubs", g=g), t.pct(kept_h["mean"]),
           delta=t("step4.metric_kept_delta", d=t.float(100 * (kept_h["mean"] - kept_w["mean"]), 1)),
+          delta_color="off")
+c4.metric(t("step4.metric_kept_sink"), t.pct(kept_s["mean"]),
+          delta=t("step4.metric_kept_delta", d=t.float(100 * (kept_s["mean"] - kept_w["mean"]), 1)),
           delta_color="off")
 
 st.subheader(t("step4.hops_heading"))

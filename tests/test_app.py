@@ -195,8 +195,15 @@ def test_step4_cells_with_hubs_and_hops(make_app, tiny):
     at = open_page(make_app, PAGES[3])
     assert_clean(at)
     a = tiny.analyze(sample_text("en"))
-    hubs = tuple(sorted(p for p, _ in stats.anchors(a.attentions, top=5)[:3]))
+    found = stats.anchors(a.attentions, top=5)
+    hubs = tuple(sorted(p for p, _ in found[:3]))
     assert tuple(sorted(at.multiselect(key="s4_hubs").value)) == hubs
+    # each candidate with its score, as the engine measured it
+    items = ", ".join(i18n.translate("en", "step4.anchor_item", p=p, token=a.tokens[p],
+                                     score=i18n.fmt_float(s, "en", 3)) for p, s in found)
+    assert i18n.translate("en", "step4.anchors_found", found=items) in [c.value for c in at.caption]
+    sink = stats.share_kept_by_pattern(a.attentions, 8, (0,), True)["mean"]
+    assert parse(metric(at, "step4.metric_kept_sink", "en"), "en") == pytest.approx(sink, abs=5e-4)
     shown = parse(metric(at, "step4.metric_cells", "en", g=len(hubs)), "en")
     assert shown == patterns.cells(a.n, 8, hubs, True)
     # bidirectional with hubs: every pair within two layers
