@@ -83,3 +83,24 @@ def dense_memory(n: int, s: Shape) -> int:
     """The n×n score grid of full attention written out. (Fused kernels such as SDPA
     on CUDA hold blocks of it only: they remove this memory wall, not the n² work.)"""
     return s.batch * s.heads * n * n
+
+
+def linear_break_even(m: int, d: int, causal: bool = True) -> dict:
+    """The text lengths from which linear attention's summary order is cheaper than the
+    grid order, for one head with feature size m and value size d:
+
+    * memory: the grid's numbers (n(n+1)/2 causal, n² not) exceed the summary's m·d + m;
+    * operations: the grid order costs 2d per grid cell (scores, then weighting the
+      values), the summary order 2·m·d per token (folding it in, reading it): cheaper
+      once cells(n) > n·m, i.e. n > 2m − 1 causal, n > m not.
+    """
+    summary = patterns.linear_summary_size(m, d)
+    if causal:
+        memory = math.ceil((math.sqrt(1 + 8 * summary) - 1) / 2)  # smallest n with n(n+1)/2 >= summary …
+        while memory * (memory + 1) // 2 <= summary:  # … strictly more than it
+            memory += 1
+        operations = 2 * m
+    else:
+        memory = math.isqrt(summary) + 1
+        operations = m + 1
+    return {"memory": memory, "operations": operations, "summary": summary}

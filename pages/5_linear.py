@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from attn import costs
 from attn.features import FEATURE_MAPS
 from ui import boot, data, figures, state, widgets
 
@@ -24,15 +25,28 @@ st.caption(t(f"features.{feature}_note"))
 r = data.linear_orders(text, kind, layer, feature, causal)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric(t("step5.metric_diff"), t.sci(r["rel_diff"]), help=t("step5.metric_diff_help"))
-m2.metric(t("step5.metric_grid", n=t.int(r["n"])), t.int(r["grid_numbers"]))
+m2.metric(t("step5.metric_grid_causal" if causal else "step5.metric_grid", n=t.int(r["n"])), t.int(r["grid_numbers"]))
 m3.metric(t("step5.metric_summary", m=t.int(r["m"]), d=t.int(r["d"])), t.int(r["summary_numbers"]))
 m4.metric(t("step5.metric_ratio"), t.ratio(r["grid_numbers"] / r["summary_numbers"]))
 st.caption(t("step5.diff_caption", abs=t.sci(r["max_diff"]), layer=layer,
              tq=t.float(r["seconds_quadratic"] * 1e3, 1), tl=t.float(r["seconds_linear"] * 1e3, 1)))
 
+st.subheader(t("step5.break_heading"))
+even = costs.linear_break_even(r["m"], r["d"], causal)
+b1, b2 = st.columns(2)
+help_f = t("step5.break_help", f=t(f"features.{feature}"), m=t.int(r["m"]), d=t.int(r["d"]))
+b1.metric(t("step5.metric_break_memory"), t.int(even["memory"]), help=help_f)
+b2.metric(t("step5.metric_break_ops"), t.int(even["operations"]), help=help_f)
+side = ("step5.break_long" if r["n"] >= max(even["memory"], even["operations"])
+        else "step5.break_short" if r["n"] < min(even["memory"], even["operations"]) else "step5.break_between")
+st.markdown(t(side, n=t.int(r["n"]), nm=t.int(even["memory"]), no=t.int(even["operations"])))
+if a.k.shape[2] == 1 and a.n_heads > 1:
+    st.caption(t("step5.shared_kv", h=a.n_heads))
+
 ns = [2 ** e for e in range(8, 18)]
 series = [
-    {"name": t("step5.series_grid"), "x": ns, "y": [n * n for n in ns], "hover": t("step5.hover_numbers")},
+    {"name": t("step5.series_grid"), "x": ns, "y": [n * (n + 1) // 2 if causal else n * n for n in ns],
+     "hover": t("step5.hover_numbers")},
     {"name": t("step5.series_summary", m=r["m"], d=r["d"]), "x": ns, "y": [r["summary_numbers"]] * len(ns),
      "hover": t("step5.hover_numbers")},
     {"name": t("step5.series_features"), "x": ns, "y": [n * r["m"] for n in ns], "dash": "dot",

@@ -264,10 +264,28 @@ def test_step5_both_orders_agree_and_the_summary_is_m_by_d(make_app, tiny):
     assert parse(metric_starting(at, "en", "step5.metric_diff"), "en") < 1e-5
     a = tiny.analyze(sample_text("en"))
     d = tiny.head_dim
-    assert parse(metric(at, "step5.metric_grid", "en", n=i18n.fmt_int(a.n, "en")), "en") == a.n * a.n
+    assert parse(metric(at, "step5.metric_grid_causal", "en", n=i18n.fmt_int(a.n, "en")), "en") == a.n * (a.n + 1) // 2
     assert parse(metric(at, "step5.metric_summary", "en", m=d, d=d), "en") == d * d + d
     at.radio(key="s5_feature").set_value("taylor").run()
     assert parse(metric(at, "step5.metric_summary", "en", m=273, d=d), "en") == 273 * d + 273
+
+
+def test_step5_says_on_which_side_of_the_break_even_the_text_lies(make_app, tiny):
+    from attn import costs
+
+    d = tiny.head_dim
+    even = costs.linear_break_even(d, d, True)  # elu + 1: m = d
+    at = open_page(make_app, PAGES[4])
+    assert parse(metric(at, "step5.metric_break_memory", "en"), "en") == even["memory"]
+    assert parse(metric(at, "step5.metric_break_ops", "en"), "en") == even["operations"]
+    n = tiny.analyze(sample_text("en")).n
+    assert n > max(even["memory"], even["operations"])
+    long = i18n.translate("en", "step5.break_long", n=i18n.fmt_int(n, "en"), nm=even["memory"], no=even["operations"])
+    assert long in [m.value for m in at.markdown]
+    at.sidebar.text_area(key="text").input("a short line").run()  # 13 tokens with <bos>: below both
+    short = i18n.translate("en", "step5.break_short", n="13", nm=even["memory"], no=even["operations"])
+    assert short in [m.value for m in at.markdown]
+    assert i18n.translate("en", "step5.shared_kv", h=tiny.n_heads) in [c.value for c in at.caption]
 
 
 def test_step6_fused_kernel_is_at_rounding_level(make_app):

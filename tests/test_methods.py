@@ -79,3 +79,19 @@ def test_the_models_own_pattern_is_causal_plus_the_layers_window():
     own = methods.get("own")
     assert own.cells(20, methods.Params(window=None)) == 20 * 21 // 2
     assert own.cells(20, methods.Params(window=4)) == patterns.cells(20, 4, (), True)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("m,d", [(256, 256), (273, 256), (16, 16), (1, 1)])
+def test_linear_break_even_is_where_the_summary_order_first_gets_cheaper(m, d, causal):
+    b = costs.linear_break_even(m, d, causal)
+    summary = m * d + m
+
+    def grid(n):
+        return n * (n + 1) // 2 if causal else n * n
+
+    assert grid(b["memory"]) > summary >= grid(b["memory"] - 1)
+    ops = b["operations"]
+    assert grid(ops) > ops * m and grid(ops - 1) <= (ops - 1) * m
+    if (m, d) == (256, 256):  # the model's head size with elu+1, ReLU or FAVOR+
+        assert (b["memory"], b["operations"]) == ((363, 512) if causal else (257, 257))
