@@ -28,11 +28,12 @@ series.append({"name": t("step7.ref_n"), "x": ns, "y": [costs["window"][0] * (n 
 fig = figures.lines(series, title=t("step7.model_title"), x_title=t("common.n_axis"), y_title=t("step7.flops_axis"),
                     separators=t.separators, log_x=True, log_y=True, height=460, x_ticks=ticks)
 widgets.show_figure(fig, key="s7_model")
-st.markdown(f"**{t('step7.ratio_heading', n=t.int(ns[-1]))}**")
+# the last step of the chart: from n = 2¹⁹ to 2n = 2²⁰
+st.markdown(f"**{t('step7.ratio_heading', n=t.int(ns[-2]), n2=t.int(ns[-1]))}**")
 cols = st.columns(len(costs))
 for i, m in enumerate(costs):
-    cols[i].metric(t("step7.metric_model_ratio", m=live.method_name(t, m, s)),
-                   t.float(costs[m][-1] / costs[m][-2], 2), help=t("step7.metric_model_ratio_help", n=t.int(ns[-1])))
+    cols[i].metric(t("step7.metric_model_ratio", m=live.method_name(t, m, s)), t.float(costs[m][-1] / costs[m][-2], 2),
+                   help=t("step7.metric_model_ratio_help", n=t.int(ns[-2]), n2=t.int(ns[-1])))
 
 st.subheader(t("step7.live_heading"))
 device = pick_device()
@@ -49,7 +50,7 @@ if rows:
     time_series, mem_series = [], []
     for m, backend in live.plan_methods():
         rs = [r for r in rows if r.key == bench.row_key(m, backend)]
-        name = f"{live.method_name(t, m, s, backend)} [{rs[-1].backend}]"
+        name = f"{live.method_name(t, m, s, backend)} [{rs[-1].backend} · {rs[-1].extra['dtype']}]"
         time_series.append({"name": name, "x": [r.n for r in rs], "y": [r.seconds * 1e3 for r in rs],
                             "hover": t("step7.hover_ms")})
         mem_series.append({"name": name, "x": [r.n for r in rs], "y": [(r.peak_bytes or 0) / 2**20 for r in rs],
@@ -63,6 +64,8 @@ if rows:
         widgets.show_figure(figures.lines(mem_series, title=t("step7.mem_title"), x_title=t("common.n_axis"),
                                           y_title=t("step7.mib_axis"), separators=t.separators, log_x=True,
                                           log_y=True, x_ticks=live_ticks), key="s7_mem")
+    st.info(t("step7.walls_note"))
+    st.caption(t("step7.dtype_note"))
     ratios = bench.ratios(rows)
     last = sizes[-1]
     plan = live.plan_methods()

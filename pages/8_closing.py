@@ -1,16 +1,37 @@
-"""Closing page: what a reader can safely ignore."""
+"""Closing page: what a reader can safely ignore, written from the reader's own numbers."""
 
 import json
 
 import streamlit as st
 
-from ui import boot, state
+from attn.swap import hub_pair
+from ui import boot, data, state, swaps
 from ui.i18n import ROOT
 
 boot.through_app()
 
+NEAR = 16  # the neighbourhood the summary speaks of: the 16 most recent tokens, each token itself included
+
 t = state.tr()
 st.title(t("closing.title"))
+text, kind = state.current_text(), state.model_kind()
+a = state.analysis_or_message() if text.strip() else None
+if a is None:
+    st.info(t("closing.empty"))
+else:
+    near = data.kept(text, kind, NEAR, ())["mean"]
+    both = data.kept(text, kind, NEAR, (0,))["mean"]
+    st.markdown(t("closing.lead_numbers", n=t.int(a.n), sink=t.pct(data.sink_share(text, kind)), w=NEAR,
+                  near=t.pct(near), both=t.pct(both)))
+    pair = hub_pair(4)
+    measured = swaps.measured(text, pair)
+    if measured and all(r is not None for r in measured):
+        alone, hub = measured
+        st.markdown(t("closing.swap_measured", w=alone.swap.window,
+                      x0=t.float(alone.perplexity / alone.base_perplexity, 1),
+                      x1=t.float(hub.perplexity / hub.base_perplexity, 1)))
+    else:
+        st.markdown(t("closing.swap_unmeasured"))
 st.markdown(t("closing.body"))
 st.subheader(t("closing.glossary"))
 glossary = json.loads((ROOT / "assets" / "glossary.json").read_text(encoding="utf-8"))

@@ -306,6 +306,8 @@ def test_step7_cost_model_ratios_are_four_and_two(make_app):
     values = [parse(m.value, "en") for m in at.metric]
     assert values[0] == pytest.approx(4.0, abs=0.01)
     assert all(v == pytest.approx(2.0, abs=0.02) for v in values[1:4])
+    heading = i18n.translate("en", "step7.ratio_heading", n=i18n.fmt_int(ns[-2], "en"), n2=i18n.fmt_int(ns[-1], "en"))
+    assert f"**{heading}**" in [m.value for m in at.markdown]
     # the full method's cost is the causal cell count times 4·d per head
     assert costs["full"][0] == patterns.cells(512) * 4 * s.d * s.heads
 
@@ -317,6 +319,41 @@ def test_step7_live_benchmark_runs_on_a_button_press(make_app):
     ratios = [m for m in at.metric if "t(2n)/t(n)" in m.label]
     assert len(ratios) == 5 and all(parse(m.value, "en") > 0 for m in ratios)
     assert len(at.dataframe) == 1
+    # the two walls, and each line labelled with its kernel and dtype (linear keeps float32)
+    assert i18n.translate("en", "step7.walls_note") in [i.value for i in at.info]
+    names = [tr["name"] for ch in at.get("plotly_chart") for tr in json.loads(ch.proto.spec)["data"]]
+    assert any(n.startswith("linear (elu + 1) [chunked scan · float32]") for n in names)
+    assert any(n.startswith("full (SDPA) [sdpa · ") for n in names)
+
+
+def test_closing_page_is_written_from_the_readers_numbers(make_app, tiny):
+    from attn import swap
+
+    text = sample_text("en")
+    a = tiny.analyze(text)
+    at = open_page(make_app, PAGES[7])
+    assert_clean(at)
+    near = stats.share_kept_by_pattern(a.attentions, 16, (), True)["mean"]
+    both = stats.share_kept_by_pattern(a.attentions, 16, (0,), True)["mean"]
+    lead = i18n.translate("en", "closing.lead_numbers", n=i18n.fmt_int(a.n, "en"),
+                          sink=i18n.fmt_pct(stats.sink_share(a.attentions), "en"), w=16,
+                          near=i18n.fmt_pct(near, "en"), both=i18n.fmt_pct(both, "en"))
+    shown = [m.value for m in at.markdown]
+    assert lead in shown and i18n.translate("en", "closing.swap_unmeasured") in shown
+    # measured on step 4: the closing page then gives the perplexity factors
+    at.switch_page(PAGES[3]).run()
+    at.button(key="s4_swap").click().run(timeout=300)
+    at.switch_page(PAGES[7]).run()
+    assert_clean(at)
+    alone, hub = swap.sweep(tiny, text, swap.hub_pair(4))
+    said = i18n.translate("en", "closing.swap_measured", w=4,
+                          x0=i18n.fmt_float(alone.perplexity / alone.base_perplexity, "en", 1),
+                          x1=i18n.fmt_float(hub.perplexity / hub.base_perplexity, "en", 1))
+    assert said in [m.value for m in at.markdown]
+    # no text: the page says what it would show
+    at.sidebar.text_area(key="text").input("").run()
+    assert_clean(at)
+    assert i18n.translate("en", "closing.empty") in [i.value for i in at.info]
 
 
 def test_swap_sweep_runs_on_a_button_press_and_the_control_matches(make_app):

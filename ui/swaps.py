@@ -38,6 +38,11 @@ def _store() -> dict:
     return {}
 
 
+def measured(text: str, swaps: list[swap.Swap], budget: int = SWAP_MAX_TOKENS) -> list | None:
+    """The results of a sweep already run on this text (by any reader), or None."""
+    return _store().get(_key(text, swaps, budget))
+
+
 def run_or_show(t: Translator, text: str, swaps: list[swap.Swap], budget: int, button_label: str, key: str):
     """The results when already measured; else a button that measures them."""
     store = _store()
