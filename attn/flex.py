@@ -14,6 +14,7 @@ pairs; inside those blocks the pattern predicate of :mod:`attn.patterns` decides
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import math
 import shutil
@@ -36,6 +37,7 @@ _ready: set[tuple] = set()  # signatures whose compile has finished
 _failed: dict[tuple, str] = {}
 _warming: set[tuple] = set()
 _log: list[str] = []
+_threads: list[threading.Thread] = []
 
 
 def _signature(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool) -> tuple:
@@ -221,4 +223,15 @@ def start_warmup(signatures: list[dict]) -> threading.Thread | None:
 
     t = threading.Thread(target=run, name="flex-warmup", daemon=True)
     t.start()
+    _threads.append(t)
     return t
+
+
+def _finish_warmups(timeout: float = 180.0) -> None:
+    """At exit, let a compile in progress end: a daemon thread killed inside the C++
+    compiler aborts the whole process ("terminate called without an active exception")."""
+    for t in _threads:
+        t.join(timeout)
+
+
+atexit.register(_finish_warmups)

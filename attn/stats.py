@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from . import kernels, methods, patterns
 from .device import compute_dtype
-from .features import FEATURE_MAPS, feature_size
+from .features import FEATURE_MAPS, apply_feature_map, feature_size
 
 
 _CHUNK = 1 << 22  # weights handled at once (in float32: 16 MB), so all layers of a long text fit
@@ -216,6 +216,10 @@ def method_outputs(q, k, v, *, scale: float, own_window: int | None, window: int
             mask = None if w is None or w >= n else patterns.dense(m.mask(n, params), n, device=device)
             outs[m.name] = F.scaled_dot_product_attention(qd, kd, vd, attn_mask=mask, is_causal=mask is None,
                                                           scale=scale)
+            if dtype != torch.float32:  # the same fused kernel in float32: fusion and precision told apart
+                q32, k32, v32 = (t.to(device=device, dtype=torch.float32) for t in (q, k, v))
+                outs[f"{m.name}_float32"] = F.scaled_dot_product_attention(
+                    q32, k32, v32, attn_mask=mask, is_causal=mask is None, scale=scale)
         else:
             qf, kf, vf = (t.to(device=device, dtype=torch.float32) for t in (q, k, v))
             outs[m.name] = m.run(qf, kf, vf, params)
@@ -254,3 +258,44 @@ def implied_weights(q, k, *, scale: float, method: str, params: methods.Params) 
     allowed = patterns.dense(m.mask(n, params), n)
     scores = (q.double() @ k.double().transpose(-1, -2)) * scale
     return torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)[0].float()
+
+
+def peak_weights(q, k, *, scale: float, own_window: int | None, window: int, hubs=(),
+                 features_list=tuple(FEATURE_MAPS), rows: int = 128) -> dict:
+    """How sharp each method's weights are on one layer: the largest weight of each
+    row, averaged over rows and heads, keyed like :func:`output_errors` (softmax
+    methods over their patterns, ``own`` being the exact one; linear methods' φ(q)·φ(k)
+    normalised; ``uniform`` = 1 / (cells in the row)). Queries go ``rows`` at a time,
+    so no n×n tensor is held (``(heads, rows, n)`` at most)."""
+    n = q.shape[2]
+    chosen = [m for m in methods.tagged(methods.ERRORS) if m.family != "linear" or m.feature in features_list]
+    sums = {m.name: 0.0 for m in chosen}
+    qf, kf = q.float(), k.float()
+    feats = {m.name: apply_feature_map(m.feature, qf, kf, scale=scale) for m in chosen if m.family == "linear"}
+    j = torch.arange(n)
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
+        i = torch.arange(r0, r1)
+        scores = (qf[0, :, r0:r1] @ kf[0].transpose(-1, -2)) * scale  # (heads, r, n)
+        for m in chosen:
+            if m.family == "linear":
+                fq, fk = feats[m.name]
+                w = (fq[0, :, r0:r1] @ fk[0].transpose(-1, -2)).masked_fill(j[None, None, :] > i[None, :, None], 0)
+                w = w / w.sum(-1, keepdim=True).clamp_min(1e-30)
+            else:
+                params = methods.Params(window=own_window if m.family == "own" else window, hubs=hubs)
+                allowed = m.mask(n, params)(0, 0, i[:, None], j[None, :])  # (r, n): the predicate, these rows only
+                w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+            sums[m.name] += float(w.amax(dim=-1).sum())
+    heads = q.shape[1]
+    out = {name: s / (n * heads) for name, s in sums.items()}
+    out["uniform"] = float((1.0 / row_cells(n, own_window).double()).mean())
+    return out
+
+
+def median_norms(q, k, scale: float) -> dict:
+    """Median ‖q‖ and ‖k‖ over tokens and heads, raw and in the units a feature map
+    sees (×√scale): what FAVOR+'s variance, growing like exp(‖q‖² + ‖k‖²), depends on."""
+    qn, kn = q.float().norm(dim=-1).median(), k.float().norm(dim=-1).median()
+    root = scale ** 0.5
+    return {"q": float(qn), "k": float(kn), "q_scaled": float(qn) * root, "k_scaled": float(kn) * root}

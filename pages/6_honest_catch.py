@@ -29,6 +29,9 @@ order = [m.name for m in shown]
 # the layer's own pattern is drawn as what it is here: the fused kernel, in its dtype
 names = [t("step6.name_fused", dtype=err["dtype"]) if m.name == "own" else t(m.label_key, w=w, g=len(hubs))
          for m in shown]
+if "own_float32" in mean:  # on a GPU: the same fused kernel in float32 too
+    order.insert(1, "own_float32")
+    names.insert(1, t("step6.name_fused32"))
 k1, k2, k3 = st.columns(3)
 k1.metric(t("step6.metric_fused"), t.sci(mean["own"]), help=t("step6.metric_fused_help", dtype=err["dtype"]))
 k2.metric(t("step6.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean["window_hubs"]))
@@ -42,7 +45,39 @@ fig = figures.bars(names, values, title=t("step6.errors_title", layer=layer), y_
                    reference=mean["uniform"], reference_name=t("step6.uniform_line"),
                    text=[t.pct(v, 1) if v >= 1e-3 else t.sci(v) for v in values])
 widgets.show_figure(fig, key="s6_errors")
-st.caption(t("step6.errors_caption", dtype=err["dtype"]))
+linear = [m for m in shown if m.family == "linear"]
+better = [m for m in linear if mean[m.name] < mean["uniform"]]
+if better:
+    st.caption(t("step6.errors_caption_some", better=len(better), total=len(linear),
+                 best=t(f"features.{best_linear.feature}"),
+                 gap=t.float(100 * (mean["uniform"] - mean[best_linear.name]), 1)))
+else:
+    st.caption(t("step6.errors_caption_none"))
+if "own_float32" in mean:
+    st.caption(t("step6.errors_dtype_gpu", dtype=err["dtype"], e32=t.sci(mean["own_float32"])))
+else:
+    st.caption(t("step6.errors_dtype", dtype=err["dtype"]))
+if any(v > 1 for v in values):
+    st.caption(t("step6.over_100"))
+own_window = a.own_window(layer)
+if own_window is not None and n > own_window:
+    st.caption(t("step6.beyond_window", w=t.int(own_window)))
+
+sharp = data.sharpness(text, kind, layer, w, hubs)
+peak = sharp["peak"]
+flat_names = names[:1] + [n_ for n_, k_ in zip(names, order) if k_ not in ("own", "own_float32")]
+flat_values = [peak["own"]] + [peak[k_] for k_ in order if k_ not in ("own", "own_float32")]
+fig_flat = figures.bars([t("methods.own")] + flat_names[1:], flat_values, title=t("step6.flat_title", layer=layer),
+                        y_title=t("step6.flat_axis"), separators=t.separators, log_y=True,
+                        hover=t("step6.hover_peak"), reference=peak["uniform"],
+                        reference_name=t("step6.uniform_line"), text=[t.pct(v, 1) for v in flat_values])
+widgets.show_figure(fig_flat, key="s6_flat")
+lin = [peak[m.name] for m in linear]
+st.caption(t("step6.flat_caption", soft=t.pct(peak["own"]), uni=t.pct(peak["uniform"]),
+             lin=f"{t.pct(min(lin))}–{t.pct(max(lin))}"))
+norms = sharp["norms"]
+st.caption(t("step6.favor_norms", q=t.float(norms["q"], 1), k=t.float(norms["k"], 1),
+             qs=t.float(norms["q_scaled"], 1), ks=t.float(norms["k_scaled"], 1)))
 
 st.subheader(t("step6.maps_heading"))
 features = [m.feature for m in shown if m.family == "linear"]

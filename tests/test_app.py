@@ -291,7 +291,39 @@ def test_step5_says_on_which_side_of_the_break_even_the_text_lies(make_app, tiny
 def test_step6_fused_kernel_is_at_rounding_level(make_app):
     at = open_page(make_app, PAGES[5])
     assert parse(metric(at, "step6.metric_fused", "en"), "en") <= 1e-5
-    assert len(at.get("plotly_chart")) >= 5  # the error bars and four implied maps
+    assert len(at.get("plotly_chart")) >= 6  # the error bars, the sharpness bars and four implied maps
+
+
+@pytest.mark.parametrize("text", [None, "Short, plain words: the cat sat on the mat, and then it slept for a while."])
+def test_step6_captions_follow_the_measured_errors_and_sharpness(make_app, tiny, text):
+    at = open_page(make_app, PAGES[5], text=text)
+    assert_clean(at)
+    a = tiny.analyze(text or sample_text("en"))
+    layer = min(8, a.n_layers - 1)
+    q, k, v = a.qkv(layer)
+    found = tuple(sorted(p for p, _ in stats.anchors(a.attentions, top=3)))
+    w = min(16, a.n)
+    err = stats.output_errors(q, k, v, scale=a.scale, own_window=a.own_window(layer), window=w, hubs=found)["mean"]
+    linear = [name for name in err if name.startswith("linear_")]
+    better = [name for name in linear if err[name] < err["uniform"]]
+    captions = [c.value for c in at.caption]
+    if better:
+        best = min(linear, key=err.get)
+        said = i18n.translate("en", "step6.errors_caption_some", better=len(better), total=len(linear),
+                              best=i18n.translate("en", f"features.{best[len('linear_'):]}"),
+                              gap=i18n.fmt_float(100 * (err["uniform"] - err[best]), "en", 1))
+    else:
+        said = i18n.translate("en", "step6.errors_caption_none")
+    assert said in captions
+    peak = stats.peak_weights(q, k, scale=a.scale, own_window=a.own_window(layer), window=w, hubs=found)
+    lin = [peak[name] for name in linear]
+    flat = i18n.translate("en", "step6.flat_caption", soft=i18n.fmt_pct(peak["own"], "en"),
+                          uni=i18n.fmt_pct(peak["uniform"], "en"),
+                          lin=f"{i18n.fmt_pct(min(lin), 'en')}–{i18n.fmt_pct(max(lin), 'en')}")
+    assert flat in captions
+    norms = stats.median_norms(q, k, a.scale)
+    assert i18n.fmt_float(norms["q"], "en", 1) in " ".join(captions)
+    assert (i18n.translate("en", "step6.over_100") in captions) == any(e > 1 for e in err.values())
 
 
 def test_step7_cost_model_ratios_are_four_and_two(make_app):

@@ -113,3 +113,22 @@ def test_implied_weights_rows_sum_to_one():
             sums = torch.where(sums == 0, torch.ones_like(sums), sums)
         torch.testing.assert_close(sums, torch.ones(2, 30), atol=1e-5, rtol=0)
         assert (w.triu(1) == 0).all()
+
+
+def test_peak_weights_are_each_methods_largest_row_weight_on_average():
+    torch.manual_seed(4)
+    q, k = torch.randn(1, 2, 50, 8) * 2, torch.randn(1, 2, 50, 8) * 2
+    got = stats.peak_weights(q, k, scale=0.35, own_window=None, window=4, hubs=(0,), rows=16)
+    for m in methods.tagged(methods.ERRORS):
+        params = methods.Params(window=None if m.family == "own" else 4, hubs=(0,))
+        w = stats.implied_weights(q, k, scale=0.35, method=m.name, params=params)  # dense, for the test
+        assert got[m.name] == pytest.approx(float(w.amax(-1).mean()), rel=1e-4), m.name
+    assert got["uniform"] == pytest.approx(sum(1 / (i + 1) for i in range(50)) / 50)
+    assert got["own"] > got["uniform"]
+
+
+def test_median_norms_in_the_units_a_feature_map_sees():
+    q = torch.full((1, 1, 5, 4), 3.0)  # ‖q‖ = 6
+    k = torch.full((1, 1, 5, 4), 1.0)  # ‖k‖ = 2
+    r = stats.median_norms(q, k, 0.25)
+    assert (r["q"], r["k"], r["q_scaled"], r["k_scaled"]) == pytest.approx((6, 2, 3, 1))

@@ -143,3 +143,12 @@ def implied_maps(text: str, kind: str, layer: int, head: int, window: int, hubs:
             w = torch.where(patterns.dense(method.mask(m, params), m), w, torch.nan)
         out[method.name] = _causal_view(w)
     return out
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def sharpness(text: str, kind: str, layer: int, window: int, hubs: tuple) -> dict:
+    """Mean largest weight per row of each method, and the layer's median ‖q‖, ‖k‖."""
+    a = _analysis(text, kind)
+    q, k, _ = a.qkv(layer)
+    return {"peak": stats.peak_weights(q, k, scale=a.scale, own_window=a.own_window(layer), window=window, hubs=hubs),
+            "norms": stats.median_norms(q, k, a.scale)}
