@@ -43,9 +43,8 @@ st.subheader(t("step4.hops_heading"))
 st.markdown(t("step4.hops_lead"))
 hn = min(n, 48)
 hop_hubs = tuple(h for h in hubs if h < hn) or (0,)
-drawn_hubs = tuple(h for h in hubs if h < hn)
 hw = min(w, 4)
-grids = data.hop_grids(hn, hw, hop_hubs, drawn_hubs)
+grids = data.hop_grids(hn, hw, hop_hubs)
 outside = [h for h in hubs if h >= hn]
 if outside:
     st.caption(t("step4.hubs_outside", n=hn, outside=", ".join(str(h) for h in outside)))
@@ -96,17 +95,24 @@ with c1:
                                              **common), key="s4_hops_causal")
     farthest_metric(sink)
 with c2:
-    if "causal_hubs" in grids:
-        mine = grids["causal_hubs"]
-        where = ", ".join(str(h) for h in drawn_hubs)
-        widgets.show_figure(figures.integer_grid(mine["grid"], a.tokens[:hn],
+    relay = [h for h in hubs if h > 0]  # the first token cannot relay: a hub further in can
+    if relay:
+        # a span of hn tokens around the first such hub (the first hn tokens when it lies among them)
+        start = max(0, min(relay[0] - hn // 2, n - hn))
+        inside = tuple(h - start for h in hubs if start <= h < start + hn)
+        mine = data.hop_grids(hn, hw, inside, inside)["causal_hubs"]
+        alone_span = data.hop_grids(hn, hw, inside)["causal_none"]
+        where = ", ".join(str(h + start) for h in inside)
+        widgets.show_figure(figures.integer_grid(mine["grid"], a.tokens[start:start + hn],
                                                  title=t("step4.hops_causal_hubs", w=hw, where=where), **common),
                             key="s4_hops_causal_hubs")
         farthest_metric(mine)
+        if start:
+            st.caption(t("step4.span_caption", a=start, b=start + hn - 1, h=relay[0], w=hw))
     else:
         st.info(t("step4.no_hub_drawn", n=hn))
-if "causal_hubs" in grids:
-    st.markdown(t("step4.causal_hub_text", far=distance(grids["causal_hubs"]), far0=distance(alone)))
+if relay:
+    st.markdown(t("step4.causal_hub_text", far=distance(mine), far0=distance(alone_span)))
 sink_share = data.sink_share(text, kind)
 st.metric(t("step4.metric_sink"), t.pct(sink_share), help=t("step4.metric_sink_help"))
 

@@ -63,8 +63,8 @@ own_window = a.own_window(layer)
 if own_window is not None and n > own_window:
     st.caption(t("step6.beyond_window", w=t.int(own_window)))
 
-sharp = data.sharpness(text, kind, layer, w, hubs)
-peak = sharp["peak"]
+sharpness = data.sharpness(text, kind, layer, w, hubs)
+peak = sharpness["peak"]
 flat_names = names[:1] + [n_ for n_, k_ in zip(names, order) if k_ not in ("own", "own_float32")]
 flat_values = [peak["own"]] + [peak[k_] for k_ in order if k_ not in ("own", "own_float32")]
 fig_flat = figures.bars([t("methods.own")] + flat_names[1:], flat_values, title=t("step6.flat_title", layer=layer),
@@ -72,10 +72,26 @@ fig_flat = figures.bars([t("methods.own")] + flat_names[1:], flat_values, title=
                         hover=t("step6.hover_peak"), reference=peak["uniform"],
                         reference_name=t("step6.uniform_line"), text=[t.pct(v, 1) for v in flat_values])
 widgets.show_figure(fig_flat, key="s6_flat")
-lin = [peak[m.name] for m in linear]
-st.caption(t("step6.flat_caption", soft=t.pct(peak["own"]), uni=t.pct(peak["uniform"]),
-             lin=f"{t.pct(min(lin))}–{t.pct(max(lin))}"))
-norms = sharp["norms"]
+
+def spread(ms) -> str:
+    """The names of some feature maps, and the range of their largest weights."""
+    vals = [peak[m.name] for m in ms]
+    span = t.pct(vals[0]) if len(vals) == 1 else f"{t.pct(min(vals))}–{t.pct(max(vals))}"
+    return ", ".join(t(f"features.{m.feature}") for m in ms), span
+
+
+# flat: at most twice as sharp as equal weights; sharp: sharper than softmax itself
+flat = [m for m in linear if peak[m.name] <= 2 * peak["uniform"]]
+spiky = [m for m in linear if peak[m.name] > peak["own"]]
+said = [t("step6.flat_caption", soft=t.pct(peak["own"]), uni=t.pct(peak["uniform"]))]
+if flat:
+    names_, range_ = spread(flat)
+    said.append(t("step6.flat_some", names=names_, range=range_))
+if spiky:
+    names_, range_ = spread(spiky)
+    said.append(t("step6.sharp_some", names=names_, range=range_))
+st.caption(" ".join(said))
+norms = sharpness["norms"]
 st.caption(t("step6.favor_norms", q=t.float(norms["q"], 1), k=t.float(norms["k"], 1),
              qs=t.float(norms["q_scaled"], 1), ks=t.float(norms["k_scaled"], 1)))
 
