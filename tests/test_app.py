@@ -530,9 +530,14 @@ def test_japanese_and_portuguese_pages_show_no_leftover_english_sentence(make_ap
                  + list(at.subheader)]
         texts += [m.label for m in at.metric] + [w.label for w in list(at.slider) + list(at.selectbox)
                                                   + list(at.radio) + list(at.button) + list(at.multiselect)]
+        texts += [w.options for w in at.sidebar.selectbox]  # the layer labels among them
         joined = "\n".join(str(t) for t in texts)
         leftovers = [s for s in english if len(s) > 25 and s in joined]
         assert not leftovers, (page, leftovers[:3])
+        # one term per concept: no listed variant on screen, and layers numbered "層 0", never "第0層"
+        avoided = [v for g in glossary for v in g[lang].get("avoid", []) if v in joined]
+        assert not avoided, (page, avoided)
+        assert not re.search(r"第\s*\d+\s*層", joined), page
 
 
 # --- the real model, once per language ----------------------------------------------------------
