@@ -9,7 +9,7 @@ from attn import settings  # first: puts the Hugging Face libraries offline
 import streamlit as st
 
 from attn import model as atlas_model
-from ui import boot, state
+from ui import boot, state, widgets
 from ui.i18n import LANGS
 from ui.steps import PAGES
 
@@ -39,6 +39,8 @@ with st.sidebar:
         st.query_params["lang"] = lang
     st.text_area(t("sidebar.text"), key="text", height=200, help=t("sidebar.text_help"))
     st.button(t("sidebar.restore"), on_click=state.restore_sample, width="stretch")
+    with st.popover(t("closing.glossary"), icon=":material/menu_book:", width="stretch"):
+        widgets.glossary_table(t)
     st.caption(t("sidebar.device", device=state.device_line()))
     name = atlas_model.MODEL_LABEL if settings.read().model_kind == "gemma" else t("sidebar.tiny_model")
     st.caption(t("sidebar.about", model=name, quant=atlas_model.QUANT_LABEL, licence=atlas_model.LICENCE_LABEL))

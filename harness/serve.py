@@ -13,6 +13,8 @@ import tempfile
 import time
 import urllib.request
 
+from ui.steps import PAGES
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER_PIDS: dict[str, int] = {}  # url -> pid of the app serving it
 CHROMIUM_ARGS = [
@@ -118,16 +120,17 @@ def wait_idle(page, timeout: float = 120_000) -> None:
     off between runs)."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
     page.wait_for_function(
-        """() => {
+        """(pages) => {
             const busy = document.querySelector('[data-testid="stStatusWidget"]')
                 || document.querySelector('[data-testid="stSkeleton"]')
-                // the app's own navigation (8 pages), not the pages/ folder list of a first run
-                || document.querySelectorAll('[data-testid="stSidebarNav"] a').length !== 8;
+                // the app's own navigation, not the pages/ folder list of a first run
+                || document.querySelectorAll('[data-testid="stSidebarNav"] a').length !== pages;
             const now = Date.now();
             if (busy) { window.__atlasIdleSince = null; return false; }
             if (!window.__atlasIdleSince) { window.__atlasIdleSince = now; return false; }
             return now - window.__atlasIdleSince > 1000;
         }""",
+        arg=len(PAGES),
         timeout=timeout,
         polling=200,
     )

@@ -1,18 +1,17 @@
 """Closing page: what a reader can safely ignore, written from the reader's own numbers."""
 
-import json
-
 import streamlit as st
 
 from attn.swap import hub_pair
-from ui import boot, data, state, swaps
-from ui.i18n import ROOT
+from ui import boot, data, state, swaps, widgets
+from ui.steps import CLOSING
 
 boot.through_app()
 
 NEAR = 16  # the neighbourhood the summary speaks of: the 16 most recent tokens, each token itself included
 
 t = state.tr()
+widgets.step_nav(t, CLOSING.number)
 st.title(t("closing.title"))
 text, kind = state.current_text(), state.model_kind()
 a = state.analysis_or_message() if text.strip() else None
@@ -34,11 +33,5 @@ else:
         st.markdown(t("closing.swap_unmeasured"))
 st.markdown(t("closing.body"))
 st.subheader(t("closing.glossary"))
-glossary = json.loads((ROOT / "assets" / "glossary.json").read_text(encoding="utf-8"))
-lang = t.lang
-st.table(  # a static table wraps long meanings; the glossary's texts are ours, not the reader's
-    {t("closing.col_term"): [g[lang]["term"] for g in glossary],
-     t("closing.col_meaning"): [g[lang]["meaning"] for g in glossary]},
-    hide_index=True,
-)
+widgets.glossary_table(t)
 st.caption(t("closing.credits"))

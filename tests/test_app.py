@@ -95,12 +95,14 @@ def test_every_page_opens_in_every_language_with_its_key_number(make_app, page, 
         assert values and values[0] not in ("", "—"), (label, [m.label for m in at.metric])
         parse(values[0], lang)
     else:
-        glossary = at.table[0].value  # the glossary, in the page's language
-        assert len(at.table) == 1 and len(glossary) == 10
+        glossary = at.main.table[0].value  # the glossary, in the page's language
+        assert len(at.main.table) == 1 and len(glossary) == 10
         assert list(glossary.columns) == [i18n.translate(lang, "closing.col_term"),
                                           i18n.translate(lang, "closing.col_meaning")]
-    # the sidebar is drawn on every page, in the page's language
+    # the sidebar is drawn on every page, in the page's language, with the glossary at hand
     assert at.sidebar.text_area[0].label == i18n.translate(lang, "sidebar.text")
+    assert len(at.sidebar.table) == 1 and len(at.sidebar.table[0].value) == 10
+    assert at.sidebar.table[0].value.columns[0] == i18n.translate(lang, "closing.col_term")
 
 
 # --- numbers on screen against their formulas ----------------------------------------
@@ -367,6 +369,33 @@ def test_step7_live_benchmark_runs_on_a_button_press(make_app):
     assert any(n.startswith("full (SDPA) [sdpa · ") for n in names)
 
 
+@pytest.mark.parametrize("lang", LANGS)
+def test_next_and_previous_walk_every_page_in_order_and_back(make_app, lang):
+    from ui.steps import PAGES as WALK
+
+    at = make_app("tiny", lang)
+    at.run()
+    titles = [i18n.translate(lang, p.heading_key) for p in WALK]
+    assert at.title[0].value == titles[0] and at.button(key="nav_prev").disabled
+    for i in range(1, len(WALK)):
+        at.button(key="nav_next").click().run()
+        assert_clean(at)
+        assert at.title[0].value == titles[i]
+        assert at.query_params.get("lang") == [lang] or at.query_params.get("lang") == lang
+    assert at.button(key="nav_next").disabled
+    for i in range(len(WALK) - 2, -1, -1):
+        at.button(key="nav_prev").click().run()
+        assert at.title[0].value == titles[i]
+
+
+def test_step_buttons_are_drawn_even_without_a_text(make_app):
+    at = open_page(make_app, PAGES[2], text="")
+    assert_clean(at)
+    assert i18n.translate("en", "common.need_text") in [i.value for i in at.info]
+    at.button(key="nav_next").click().run()
+    assert at.title[0].value == i18n.translate("en", "step4.title")
+
+
 def test_closing_page_is_written_from_the_readers_numbers(make_app, tiny):
     from attn import swap
 
@@ -380,10 +409,14 @@ def test_closing_page_is_written_from_the_readers_numbers(make_app, tiny):
                           sink=i18n.fmt_pct(stats.sink_share(a.attentions), "en"), w=16,
                           near=i18n.fmt_pct(near, "en"), both=i18n.fmt_pct(both, "en"))
     shown = [m.value for m in at.markdown]
-    assert lead in shown and i18n.translate("en", "closing.swap_unmeasured") in shown
+    assert lead in shown
+    # until measured (here, or by another test on the same text) it says where to measure
+    measured_first = i18n.translate("en", "closing.swap_unmeasured") not in shown
     # measured on step 4: the closing page then gives the perplexity factors
     at.switch_page(PAGES[3]).run()
-    at.button(key="s4_swap").click().run(timeout=300)
+    if "s4_swap" in [b.key for b in at.button]:  # not yet measured on this text by another test
+        assert not measured_first
+        at.button(key="s4_swap").click().run(timeout=300)
     at.switch_page(PAGES[7]).run()
     assert_clean(at)
     alone, hub = swap.sweep(tiny, text, swap.hub_pair(4))
@@ -406,7 +439,8 @@ def test_swap_sweep_runs_on_a_button_press_and_the_control_matches(make_app):
     assert control == pytest.approx(base, rel=1e-3)
     assert parse(metric(at, "swap.control_top1", "en"), "en") == 1.0
     at4 = open_page(make_app, PAGES[3])
-    at4.button(key="s4_swap").click().run(timeout=300)
+    if "s4_swap" in [b.key for b in at4.button]:  # not yet measured on this text by another test
+        at4.button(key="s4_swap").click().run(timeout=300)
     assert_clean(at4)
     assert parse(metric(at4, "swap.base_ppl", "en"), "en") > 0
 

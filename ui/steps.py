@@ -45,6 +45,7 @@ PAGES = [
     Step(8, "pages/8_closing.py", "closing", ":material/school:", is_step=False),
 ]
 STEPS = [p for p in PAGES if p.is_step]
+CLOSING = PAGES[-1]
 N_STEPS = len(STEPS)
 PAGE_FILES = [p.path for p in PAGES]
 LINKS = [p.link for p in PAGES]

@@ -2,19 +2,44 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 
 import streamlit as st
 
 from . import state
-from .i18n import Translator
-from .steps import N_STEPS
+from .i18n import ROOT, Translator
+from .steps import N_STEPS, PAGES
 
 AVERAGE = "avg"
 DEFAULT_LAYER = 8  # a sliding layer whose local band and sink read clearly on the sample texts
 
 
+def step_nav(t: Translator, number: int) -> None:
+    """Previous / next with "3 / 7" between them, drawn before anything that may stop
+    the page. PageUp / PageDown, what presentation clickers send, press them
+    (Streamlit's shortcuts leave keys typed in the text area alone)."""
+    i = next(k for k, p in enumerate(PAGES) if p.number == number)
+    prev = PAGES[i - 1] if i > 0 else None
+    nxt = PAGES[i + 1] if i + 1 < len(PAGES) else None
+    c1, c2, c3 = st.columns([1, 2, 1], vertical_alignment="center")
+    go = None
+    if c1.button(t("nav.prev"), key="nav_prev", shortcut="PageUp", disabled=prev is None, width="stretch",
+                 icon=":material/arrow_back:", help=t("nav.keys_help")):
+        go = prev
+    if PAGES[i].is_step:
+        c2.markdown(f"<div style='text-align:center'>{t('nav.position', step=number, total=N_STEPS)}</div>",
+                    unsafe_allow_html=True)  # our own digits only, never the reader's text
+    if c3.button(t("nav.next"), key="nav_next", shortcut="PageDown", disabled=nxt is None, width="stretch",
+                 icon=":material/arrow_forward:", icon_position="right", help=t("nav.keys_help")):
+        go = nxt
+    if go is not None:
+        st.switch_page(go.path, query_params=dict(st.query_params))
+
+
 def step_header(t: Translator, step: int) -> None:
+    step_nav(t, step)
     if step <= N_STEPS:
         st.caption(t("common.step_of", step=step, total=N_STEPS))
     st.title(t(f"step{step}.title"))
@@ -80,3 +105,15 @@ def show_figure(fig, key: str | None = None) -> None:
 def error_box(t: Translator, key: str = "common.bad_setting", **kwargs) -> None:
     """A clear, translated message instead of a traceback."""
     st.error(t(key, **kwargs))
+
+
+@functools.cache
+def _glossary() -> list:
+    return json.loads((ROOT / "assets" / "glossary.json").read_text(encoding="utf-8"))
+
+
+def glossary_table(t: Translator) -> None:
+    """The glossary in the reader's language: a static table, so long meanings wrap (its
+    texts are ours, never the reader's)."""
+    st.table({t("closing.col_term"): [g[t.lang]["term"] for g in _glossary()],
+              t("closing.col_meaning"): [g[t.lang]["meaning"] for g in _glossary()]}, hide_index=True)
