@@ -45,6 +45,7 @@ with st.sidebar:
     name = atlas_model.MODEL_LABEL if settings.read().model_kind == "gemma" else t("sidebar.tiny_model")
     st.caption(t("sidebar.about", model=name, quant=atlas_model.QUANT_LABEL, licence=atlas_model.LICENCE_LABEL))
 
+state.keep_settings()
 nav.run()
 # after the first page is drawn: compile FlexAttention in the background, once per process
 state.start_flex_warmup()

@@ -47,6 +47,7 @@ st.caption(t("step1.grid_caption"))
 
 st.subheader(t("step1.row_heading"))
 default_token = n - 1
+widgets.fit("s1_token", options=range(n))
 token = st.selectbox(t("step1.pick_token"), list(range(n)), index=default_token,
                      format_func=lambda i: widgets.token_option(a, i), key="s1_token")
 row = grid[token, : token + 1]

@@ -12,6 +12,7 @@ t, a = widgets.open_step(3)
 text, kind = state.current_text(), state.model_kind()
 layer, head = widgets.layer_head_picker(t, a, "s3")
 n = a.n
+widgets.fit("s3_w", lo=1, hi=max(2, min(n, 512)))
 w = st.slider(t("step3.pick_w"), 1, max(2, min(n, 512)), min(16, n), key="s3_w")
 
 widgets.formula(t, r"\text{@visible}(i, j) \iff 0 \le i - j < w \qquad \text{@cells} \approx n \cdot w",
@@ -43,6 +44,7 @@ st.info(t("step3.model_note", sliding=sliding, layers=a.n_layers, w=t.int(a.slid
 st.subheader(t("step3.reach_heading"))
 st.markdown(t("step3.reach_lead"))
 rc1, rc2 = st.columns(2)
+widgets.fit("s3_rl", lo=1, hi=a.n_layers)
 rw = rc1.slider(t("step3.pick_reach_w"), 2, 8, 3, key="s3_rw")
 rl = rc2.slider(t("step3.pick_layers"), 1, a.n_layers, 4, key="s3_rl")
 rn = min(n, 64)

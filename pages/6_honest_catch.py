@@ -14,6 +14,8 @@ n = a.n
 layer, head = widgets.layer_head_picker(t, a, "s6", allow_average=False)
 found = data.anchors(text, kind, 3)
 c1, c2 = st.columns(2)
+widgets.fit("s6_w", lo=1, hi=max(2, min(n, 256)))
+widgets.fit("s6_hubs", options=range(n))
 w = c1.slider(t("step6.pick_w"), 1, max(2, min(n, 256)), min(16, n), key="s6_w")
 hubs = c2.multiselect(t("step6.pick_hubs"), list(range(n)), default=[p for p, _ in found],
                       format_func=lambda i: widgets.token_option(a, i), key="s6_hubs")

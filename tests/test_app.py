@@ -388,6 +388,28 @@ def test_next_and_previous_walk_every_page_in_order_and_back(make_app, lang):
         assert at.title[0].value == titles[i]
 
 
+def test_each_steps_settings_survive_moving_between_steps(make_app):
+    at = open_page(make_app, PAGES[2])
+    at.slider(key="s3_w").set_value(24).run()
+    at.sidebar.selectbox(key="s3_layer").set_value(1).run()
+    # (AppTest keeps a page chosen with at.switch_page for later runs, so the test moves with it too)
+    at.switch_page(PAGES[3]).run()  # step 4: its own window
+    assert at.title[0].value == i18n.translate("en", "step4.title")
+    at.slider(key="s4_w").set_value(3).run()
+    at.multiselect(key="s4_hubs").set_value([0, 30]).run()
+    at.switch_page(PAGES[5]).run()
+    at.switch_page(PAGES[2]).run()
+    assert_clean(at)
+    assert at.slider(key="s3_w").value == 24 and at.sidebar.selectbox(key="s3_layer").value == 1
+    at.switch_page(PAGES[3]).run()
+    assert at.slider(key="s4_w").value == 3 and at.multiselect(key="s4_hubs").value == [0, 30]
+    assert not at.warning  # no "default value and session state" warning
+    # a shorter text: a kept hub beyond it is dropped, the page opens without an error
+    at.sidebar.text_area(key="text").input("a short one").run()
+    assert_clean(at)
+    assert 30 not in at.multiselect(key="s4_hubs").value
+
+
 def test_step_buttons_are_drawn_even_without_a_text(make_app):
     at = open_page(make_app, PAGES[2], text="")
     assert_clean(at)

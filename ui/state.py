@@ -60,6 +60,36 @@ def current_text() -> str:
     return st.session_state.get("text", "")
 
 
+# --- settings that survive moving between steps ------------------------------------------
+
+# Every step's settings, by widget key. Streamlit forgets a widget's value when its page is
+# not drawn; app.py calls keep_settings() on every run, so they are held outside the widgets.
+SETTINGS = (
+    "s1_layer", "s1_head", "s1_token", "s2_layer", "s2_head", "s2_p", "s3_layer", "s3_head", "s3_w", "s3_rw",
+    "s3_rl", "s4_hubs", "s4_w", "s5_layer", "s5_head", "s5_feature", "s5_causal", "s6_layer", "s6_head", "s6_w",
+    "s6_hubs", "s6_feature", "s6_swap_layer", "s6_swap_metric",
+)
+_KEPT = "_kept_settings"
+
+
+def keep_settings() -> None:
+    """Remember the settings the last run drew, and give back those of pages not drawn
+    since (each page checks a given-back value against its widget with widgets.fit)."""
+    kept = st.session_state.setdefault(_KEPT, {})
+    for key in SETTINGS:
+        if key in st.session_state:
+            kept[key] = st.session_state[key]
+        elif key in kept:
+            st.session_state[key] = kept[key]
+
+
+def forget_setting(key: str) -> None:
+    """A kept value that no longer fits its widget (a shorter text, another model)."""
+    st.session_state.get(_KEPT, {}).pop(key, None)
+    if key in st.session_state:
+        del st.session_state[key]
+
+
 # --- the model ---------------------------------------------------------------------
 
 

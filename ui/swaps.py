@@ -90,6 +90,7 @@ def sweep_section(t: Translator, a, text: str) -> None:
     """Step 6's second half: the whole model with its attention swapped."""
     st.subheader(t("swap.heading"))
     st.markdown(t("swap.lead"))
+    widgets.fit("s6_swap_layer", options=range(a.n_layers))
     layer = st.selectbox(t("swap.pick_layer"), list(range(a.n_layers)), index=0,
                          format_func=lambda i: widgets.layer_label(t, a, i), key="s6_swap_layer")
     swaps = swap.standard_sweep((0,), layer)

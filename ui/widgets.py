@@ -57,6 +57,21 @@ def open_step(step: int):
     return t, a
 
 
+def fit(key: str, *, options=None, lo=None, hi=None) -> None:
+    """Before drawing a widget: drop a remembered value it could not take (not among its
+    options, or outside lo..hi), so the widget starts from its default instead of failing."""
+    if key not in st.session_state:
+        return
+    value = st.session_state[key]
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if options is not None:
+        ok = all(v in options for v in values)
+    else:
+        ok = all(isinstance(v, (int, float)) and lo <= v <= hi for v in values)
+    if not ok:
+        state.forget_setting(key)
+
+
 def formula(t: Translator, latex: str, caption: str | None = None) -> None:
     """A formula; ``@word`` inside it becomes ``formula.word`` in the reader's language."""
     st.latex(re.sub(r"@([a-z_]+)", lambda m: t(f"formula.{m.group(1)}"), latex))
@@ -74,11 +89,13 @@ def layer_label(t: Translator, a, layer: int) -> str:
 def layer_head_picker(t: Translator, a, key: str, allow_average: bool = True, default_layer: int = DEFAULT_LAYER):
     """In the sidebar: which layer and head this page shows. Returns (layer, head);
     head is None for the average over heads."""
+    heads = ([AVERAGE] if allow_average else []) + list(range(a.n_heads))
+    fit(f"{key}_layer", options=range(a.n_layers))
+    fit(f"{key}_head", options=heads)
     with st.sidebar:
         st.markdown(f"**{t('common.shown')}**")
         layer = st.selectbox(t("common.layer"), list(range(a.n_layers)), index=min(default_layer, a.n_layers - 1),
                              format_func=lambda i: layer_label(t, a, i), key=f"{key}_layer")
-        heads = ([AVERAGE] if allow_average else []) + list(range(a.n_heads))
         head = st.selectbox(t("common.head"), heads, key=f"{key}_head",
                             format_func=lambda h: t("common.head_average") if h == AVERAGE else t("common.head_n", h=h))
     return layer, (None if head == AVERAGE else int(head))
