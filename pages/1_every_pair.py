@@ -8,6 +8,7 @@ from ui import boot, data, figures, state, widgets
 boot.through_app()
 
 t, a = widgets.open_step(1)
+question = st.container()  # filled below, once the page's numbers are known
 
 layer, head = widgets.layer_head_picker(t, a, "s1")
 n = a.n
@@ -59,3 +60,8 @@ fig_row = figures.row_bars(
 widgets.show_figure(fig_row, key="s1_row")
 st.caption(t("step1.row_caption", k=t.int(token + 1 if window is None else min(token + 1, window))))
 st.markdown(t("step1.outro"))
+
+with question:
+    ratio = doubled / cells_layer
+    widgets.predict(t, 1, t("predict.q1"), [2, 4, 8], ratio, label=lambda x: t("predict.times", x=x),
+                    value_text=t("predict.times", x=t.float(ratio, 2)))

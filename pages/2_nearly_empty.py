@@ -7,6 +7,7 @@ from ui import boot, data, figures, state, widgets
 boot.through_app()
 
 t, a = widgets.open_step(2)
+question = st.container()  # filled below, once the page's numbers are known
 
 layer, head = widgets.layer_head_picker(t, a, "s2")
 p = st.select_slider(t("step2.pick_p"), options=[0.5, 0.7, 0.8, 0.9, 0.95, 0.99], value=0.9,
@@ -65,3 +66,8 @@ widgets.show_figure(figures.lines(k_series, title=t("step2.k_title", p=t.pct(p, 
 if res["window"] is not None and n > res["window"]:
     st.caption(t("step2.window_cap", w=t.int(res["window"])))
 st.markdown(t("step2.outro"))
+
+with question:
+    half = max(3, round(s["cells"] / n / 2))  # about half of a row's cells
+    widgets.predict(t, 2, t("predict.q2", p=t.pct(p, 0)), sorted({2, 10, half}), s["k"],
+                    label=lambda x: t("predict.about", x=t.int(x)), value_text=t.float(s["k"], 1))

@@ -8,6 +8,7 @@ from ui import boot, data, figures, state, widgets
 boot.through_app()
 
 t, a = widgets.open_step(3)
+question = st.container()  # filled below, once the page's numbers are known
 
 text, kind = state.current_text(), state.model_kind()
 layer, head = widgets.layer_head_picker(t, a, "s3")
@@ -63,3 +64,8 @@ fig_r = figures.reach_animation(
 )
 widgets.show_figure(fig_r, key="s3_reach")
 st.markdown(t("step3.outro"))
+
+with question:
+    options = sorted({rl * rw, formula_size, rw**rl})
+    widgets.predict(t, 3, t("predict.q3", L=rl, w=rw), options, measured, label=lambda x: t.int(x),
+                    value_text=t.int(measured))

@@ -8,6 +8,7 @@ from ui import boot, data, figures, state, swaps, widgets
 boot.through_app()
 
 t, a = widgets.open_step(4)
+question = st.container()  # filled below, once the page's numbers are known
 
 text, kind = state.current_text(), state.model_kind()
 n = a.n
@@ -121,3 +122,10 @@ st.metric(t("step4.metric_sink"), t.pct(sink_share), help=t("step4.metric_sink_h
 st.subheader(t("step4.model_heading"))
 st.markdown(t("step4.model_text"))
 swaps.hub_evidence(t, text)
+
+with question:
+    far = grids["hubs"]["farthest"]
+    alone_far = grids["none"]["farthest"]
+    options = sorted({1, 2, alone_far if alone_far is not None else hn - 1})
+    widgets.predict(t, 4, t("predict.q4", w=hw), options, far if far is not None else hn,
+                    label=lambda x: t.int(x), value_text=distance(grids["hubs"]))

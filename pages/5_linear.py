@@ -9,6 +9,7 @@ from ui import boot, data, figures, state, widgets
 boot.through_app()
 
 t, a = widgets.open_step(5)
+question = st.container()  # filled below, once the page's numbers are known
 
 text, kind = state.current_text(), state.model_kind()
 layer, _ = widgets.layer_head_picker(t, a, "s5", allow_average=True)
@@ -57,3 +58,8 @@ fig = figures.lines(series, title=t("step5.sizes_title"), x_title=t("common.n_ax
 widgets.show_figure(fig, key="s5_sizes")
 st.caption(t("step5.sizes_caption"))
 st.markdown(t("step5.outro"))
+
+with question:
+    smaller = "grid" if r["grid_numbers"] < r["summary_numbers"] else "summary"
+    widgets.predict(t, 5, t("predict.q5"), ["grid", "summary"], smaller, label=lambda o: t(f"predict.opt_{o}"),
+                    value_text=t(f"predict.opt_{smaller}"))

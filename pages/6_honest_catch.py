@@ -8,6 +8,7 @@ from ui import boot, data, figures, state, swaps, widgets
 boot.through_app()
 
 t, a = widgets.open_step(6)
+question = st.container()  # filled below, once the page's numbers are known
 
 text, kind = state.current_text(), state.model_kind()
 n = a.n
@@ -113,5 +114,12 @@ for i, (key, grid) in enumerate(maps.items()):
             hover=t("common.hover_cell_tokens"), separators=t.separators, colorbar=t("common.weight"), height=420)
         widgets.show_figure(fig_m, key=f"s6_map_{key}")
 st.caption(t("step6.maps_caption", m=m, layer=layer, h=head))
+
+with question:
+    label_of = dict(zip(order, names))
+    shortcuts = [name for name in order if name not in ("own", "own_float32")]
+    closest = min(shortcuts, key=lambda name: mean[name])
+    widgets.predict(t, 6, t("predict.q6"), shortcuts, closest, label=lambda name: label_of[name],
+                    value_text=f"{label_of[closest]} ({t.pct(mean[closest])})")
 
 swaps.sweep_section(t, a, text)

@@ -11,6 +11,7 @@ boot.through_app()
 
 t = state.tr()
 widgets.step_header(t, 7)
+question = st.container()  # filled below, once the page's numbers are known
 
 s = Shape()
 widgets.formula(t, r"\frac{\text{@cost}(2n)}{\text{@cost}(n)} \;\to\; 4 \;\;(n^2) \qquad \text{@vs} \qquad 2 \;\;(n)",
@@ -77,3 +78,10 @@ if rows:
     st.dataframe(live.table(t, rows, s), hide_index=True, width="stretch")
     st.caption(t("step7.live_caption"))
 st.markdown(t("step7.outro"))
+
+with question:
+    live_ratio = bench.ratios(rows).get(("window", sizes[-1])) if rows else None
+    ratio = live_ratio if live_ratio is not None else costs["window"][-1] / costs["window"][-2]
+    widgets.predict(t, 7, t("predict.q7"), [1, 2, 4], ratio, label=lambda x: t.int(x),
+                    value_text=t.float(ratio, 2),
+                    note=t("predict.from_live") if live_ratio is not None else t("predict.from_model"))

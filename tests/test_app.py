@@ -410,6 +410,78 @@ def test_each_steps_settings_survive_moving_between_steps(make_app):
     assert 30 not in at.multiselect(key="s4_hubs").value
 
 
+def revealed(at, lang="en") -> str:
+    """The value a predict-then-reveal answer shows (between its ** **)."""
+    head = i18n.translate(lang, "predict.answer", value="§").split("§")[0]
+    found = [m.value for m in at.markdown if m.value.startswith(head)]
+    assert found, "no revealed answer on the page"
+    return found[0][len(head):].split("**")[0]
+
+
+SHORT = "A short line of text, then a few more words to read."
+
+
+@pytest.mark.parametrize("text", [None, SHORT])
+def test_predictions_on_steps_1_2_5_6_reveal_the_pages_own_number_for_each_text(make_app, tiny, text):
+    at = open_page(make_app, PAGES[0], text=text)
+    n = int(parse(metric(at, "step1.metric_n", "en"), "en"))
+    cells = int(parse(metric(at, "step1.metric_causal", "en"), "en"))
+    doubled = int(parse(metric(at, "step1.metric_doubled", "en", n2=i18n.fmt_int(2 * n, "en")), "en"))
+    assert revealed(at) == i18n.translate("en", "predict.times", x=i18n.fmt_float(doubled / cells, "en", 2))
+    at.radio(key="p1_guess").set_value(4).run()  # the option nearest to the measured ≈ 4 counts as right
+    assert i18n.translate("en", "predict.right") in " ".join(m.value for m in at.markdown)
+    at.radio(key="p1_guess").set_value(8).run()
+    wrong = i18n.translate("en", "predict.wrong", nearest=i18n.translate("en", "predict.times", x=4))
+    assert wrong in " ".join(m.value for m in at.markdown)
+    at.switch_page(PAGES[1]).run()
+    assert revealed(at) == metric_starting(at, "en", "step2.metric_k")
+    at.switch_page(PAGES[4]).run()
+    grid = parse(metric_starting(at, "en", "step5.metric_grid_causal"), "en")
+    summary = parse(metric_starting(at, "en", "step5.metric_summary"), "en")
+    assert revealed(at) == i18n.translate("en", "predict.opt_grid" if grid < summary else "predict.opt_summary")
+    at.switch_page(PAGES[5]).run()
+    a = tiny.analyze(text or sample_text("en"))
+    layer = min(8, a.n_layers - 1)
+    q, k, v = a.qkv(layer)
+    hubs = tuple(sorted(p for p, _ in stats.anchors(a.attentions, top=3)))
+    err = stats.output_errors(q, k, v, scale=a.scale, own_window=a.own_window(layer), window=min(16, a.n),
+                              hubs=hubs)["mean"]
+    closest = min((m for m in err if m not in ("own", "uniform")), key=err.get)
+    assert revealed(at).endswith(f"({i18n.fmt_pct(err[closest], 'en')})")
+
+
+def test_predictions_on_steps_3_4_7_follow_their_parameters(make_app):
+    at = open_page(make_app, PAGES[2])
+    for rw, rl in ((3, 4), (5, 2)):
+        at.slider(key="s3_rw").set_value(rw).run()
+        at.slider(key="s3_rl").set_value(rl).run()
+        measured = metric(at, "step3.metric_reach_measured", "en", i=63)
+        assert revealed(at) == measured == str(rl * (rw - 1) + 1)
+    at.sidebar.text_area(key="text").input("abcd").run()  # 5 tokens, so a window of 4 nearly covers them
+    at.switch_page(PAGES[3]).run()
+    for w in (1, 4):  # bidirectional, the first token as hub: 2 layers, then 1 once the window joins the rest
+        at.slider(key="s4_w").set_value(w).run()
+        assert revealed(at) == hop_values(at)[1] == ("2" if w == 1 else "1")
+    at.sidebar.text_area(key="text").input(sample_text("en")).run()
+    at.switch_page(PAGES[6]).run()
+    if "s7_run" in [b.key for b in at.button]:  # not yet measured in this process by another test
+        assert revealed(at) == "2.00"  # the cost model's window ratio
+        assert i18n.translate("en", "predict.from_model") in " ".join(m.value for m in at.markdown)
+        at.button(key="s7_run").click().run(timeout=300)
+    live = [m.value for m in at.metric if m.label.startswith(i18n.translate("en", "methods.window", w=128) + ":")]
+    assert revealed(at) == live[0]
+    assert i18n.translate("en", "predict.from_live") in " ".join(m.value for m in at.markdown)
+
+
+def test_presenter_mode_keeps_the_answer_until_revealed(make_app):
+    at = open_page(make_app, PAGES[0])
+    at.session_state["presenter"] = True
+    at.run()
+    assert not [m for m in at.markdown if m.value.startswith("Measured on your text")]
+    at.button(key="p1_reveal").click().run()
+    assert revealed(at)
+
+
 def test_step_buttons_are_drawn_even_without_a_text(make_app):
     at = open_page(make_app, PAGES[2], text="")
     assert_clean(at)

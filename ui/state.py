@@ -68,6 +68,7 @@ SETTINGS = (
     "s1_layer", "s1_head", "s1_token", "s2_layer", "s2_head", "s2_p", "s3_layer", "s3_head", "s3_w", "s3_rw",
     "s3_rl", "s4_hubs", "s4_w", "s5_layer", "s5_head", "s5_feature", "s5_causal", "s6_layer", "s6_head", "s6_w",
     "s6_hubs", "s6_feature", "s6_swap_layer", "s6_swap_metric",
+    *(f"p{i}_guess" for i in range(1, 8)),
 )
 _KEPT = "_kept_settings"
 
@@ -81,6 +82,11 @@ def keep_settings() -> None:
             kept[key] = st.session_state[key]
         elif key in kept:
             st.session_state[key] = kept[key]
+
+
+def presenter() -> bool:
+    """Presenter mode (for a projector): answers wait for their reveal."""
+    return bool(st.session_state.get("presenter", False))
 
 
 def forget_setting(key: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 
 import streamlit as st
@@ -134,3 +135,38 @@ def glossary_table(t: Translator) -> None:
     texts are ours, never the reader's)."""
     st.table({t("closing.col_term"): [g[t.lang]["term"] for g in _glossary()],
               t("closing.col_meaning"): [g[t.lang]["meaning"] for g in _glossary()]}, hide_index=True)
+
+
+def nearest_option(options: list, answer):
+    """The option that counts as right: the answer itself among categories, else the
+    number nearest to it on a log scale (so 3.6 is nearer 4 than 2, 9 nearer 10 than 2)."""
+    if not all(isinstance(o, (int, float)) for o in options):
+        return answer
+
+    def log(x):
+        return math.log(max(float(x), 1e-12))
+
+    return min(options, key=lambda o: abs(log(o) - log(answer)))
+
+
+def predict(t: Translator, step: int, question: str, options: list, answer, *, label, value_text: str,
+            note: str | None = None) -> None:
+    """Predict, then reveal: a question whose answer the page measures. The reader picks
+    an option or none; the answer is the page's own number. In presenter mode it waits
+    for the reveal button; otherwise nothing is hidden."""
+    right = nearest_option(options, answer)
+    with st.container(border=True):
+        st.markdown(f"**{t('predict.heading')}** · {question}")
+        guess = st.radio(t("predict.pick"), options, index=None, horizontal=True, format_func=label,
+                         key=f"p{step}_guess")
+        revealed = f"p{step}_revealed"
+        if state.presenter() and not st.session_state.get(revealed):
+            if not st.button(t("predict.reveal"), key=f"p{step}_reveal", icon=":material/visibility:"):
+                return
+            st.session_state[revealed] = True
+        said = [t("predict.answer", value=value_text)]
+        if guess is not None:
+            said.append(t("predict.right") if guess == right else t("predict.wrong", nearest=label(right)))
+        if note:
+            said.append(note)
+        st.markdown(" ".join(said))
