@@ -4,11 +4,12 @@ attention escape it — on the reader's own text, with a real model.
     .venv/bin/streamlit run app.py
 """
 
-from attn import settings  # first: puts the Hugging Face libraries offline
+from contextlib import nullcontext
 
 import streamlit as st
 
 from attn import model as atlas_model
+from attn import settings
 from ui import boot, state, widgets
 from ui.i18n import LANGS
 from ui.steps import PAGES
@@ -17,6 +18,7 @@ boot.through_app()
 st.set_page_config(page_title="Attention Atlas", page_icon=":material/explore:", layout="wide")
 
 lang = state.init_language()
+presenting = state.init_presenter()
 state.init_text()
 t = state.tr()
 
@@ -26,7 +28,8 @@ nav = st.navigation([
 
 with st.sidebar:
     st.markdown(f"### :material/explore: {t('app.name')}")
-    st.caption(t("app.tagline"))
+    if not presenting:
+        st.caption(t("app.tagline"))
     st.selectbox(
         t("sidebar.language"),
         list(LANGS),
@@ -35,15 +38,20 @@ with st.sidebar:
         key="lang_choice",
         on_change=state.on_language_change,
     )
-    if st.query_params.get("lang") != lang:
-        st.query_params["lang"] = lang
-    st.text_area(t("sidebar.text"), key="text", height=200, help=t("sidebar.text_help"))
-    st.button(t("sidebar.restore"), on_click=state.restore_sample, width="stretch")
-    with st.popover(t("closing.glossary"), icon=":material/menu_book:", width="stretch"):
-        widgets.glossary_table(t)
-    st.caption(t("sidebar.device", device=state.device_line()))
-    name = atlas_model.MODEL_LABEL if settings.read().model_kind == "gemma" else t("sidebar.tiny_model")
-    st.caption(t("sidebar.about", model=name, quant=atlas_model.QUANT_LABEL, licence=atlas_model.LICENCE_LABEL))
+    st.toggle(t("sidebar.presenter"), value=presenting, key="presenter_choice", on_change=state.on_presenter_change,
+              help=t("sidebar.presenter_help"))
+    state.write_url()  # the sidebar's page links drop the query: write language and mode back
+    # on a projector the controls fold away; the language stays one click away
+    with st.expander(t("sidebar.controls"), expanded=False) if presenting else nullcontext():
+        st.text_area(t("sidebar.text"), key="text", height=200, help=t("sidebar.text_help"))
+        st.button(t("sidebar.restore"), on_click=state.restore_sample, width="stretch")
+        with st.popover(t("closing.glossary"), icon=":material/menu_book:", width="stretch"):
+            widgets.glossary_table(t)
+        st.caption(t("sidebar.device", device=state.device_line()))
+        name = atlas_model.MODEL_LABEL if settings.read().model_kind == "gemma" else t("sidebar.tiny_model")
+        st.caption(t("sidebar.about", model=name, quant=atlas_model.QUANT_LABEL, licence=atlas_model.LICENCE_LABEL))
+if presenting:
+    widgets.presenter_style()
 
 state.keep_settings()
 nav.run()

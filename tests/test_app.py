@@ -482,6 +482,27 @@ def test_presenter_mode_keeps_the_answer_until_revealed(make_app):
     assert revealed(at)
 
 
+@pytest.mark.parametrize("lang", LANGS)
+def test_presenter_mode_is_kept_in_the_url_and_folds_the_controls(make_app, lang):
+    at = make_app("tiny", lang)
+    at.query_params["present"] = "1"
+    at.run()
+    assert_clean(at)
+    assert at.session_state["presenter"] and at.query_params.get("present") in ("1", ["1"])
+    assert at.sidebar.toggle(key="presenter_choice").value
+    # the language stays one click away; text and pickers sit in folded expanders
+    assert at.sidebar.selectbox(key="lang_choice")
+    assert [e.label for e in at.sidebar.expander] == [i18n.translate(lang, "sidebar.controls"),
+                                                     i18n.translate(lang, "common.shown")]
+    assert not [m for m in at.markdown if m.value.startswith(i18n.translate(lang, "predict.answer", value="§")
+                                                             .split("§")[0])]
+    at.button(key="nav_next").click().run()  # the mode survives moving on
+    assert at.title[0].value == i18n.translate(lang, "step2.title")
+    assert at.query_params.get("present") in ("1", ["1"])
+    at.sidebar.toggle(key="presenter_choice").set_value(False).run()
+    assert "present" not in at.query_params and not at.sidebar.expander
+
+
 def test_step_buttons_are_drawn_even_without_a_text(make_app):
     at = open_page(make_app, PAGES[2], text="")
     assert_clean(at)

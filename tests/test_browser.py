@@ -80,6 +80,31 @@ def test_page_down_and_up_move_between_steps_but_not_while_typing(page, url):
     assert h1(page) == titles[1]
 
 
+@pytest.mark.parametrize("lang", LANGS)
+def test_presenter_mode_is_large_on_a_projector(browser, url, lang):
+    ctx = browser.new_context(viewport={"width": 1920, "height": 1080}, locale="en-US")
+    page = ctx.new_page()
+    try:
+        page.goto(f"{url}/neighbours?lang={lang}&present=1")
+        wait_title(page, i18n.translate(lang, "step3.title"), 600_000)
+        page.wait_for_selector('[data-testid="stMetricValue"]', timeout=300_000)  # the page's numbers are in
+        wait_idle(page)
+        size = page.evaluate("""() => parseFloat(getComputedStyle(
+            document.querySelector('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p')).fontSize)""")
+        assert size >= 22
+        value = page.evaluate("""() => { const v = document.querySelector('[data-testid="stMetricValue"]');
+            let e = v; while (e.firstElementChild) e = e.firstElementChild;  // the element that holds the digits
+            return parseFloat(getComputedStyle(e).fontSize); }""")
+        assert value >= 48  # each key number large
+        assert "present=1" in page.url
+        page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+        wait_idle(page)
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        page.screenshot(path=os.path.join(ARTIFACTS, f"presenter-{lang}-3-neighbours.png"))
+    finally:
+        ctx.close()
+
+
 def test_switch_language_paste_japanese_and_see_the_chart(page, url):
     page.goto(url + "/?lang=en")
     wait_idle(page, 600_000)

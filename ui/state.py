@@ -33,6 +33,30 @@ def init_language() -> str:
     return st.session_state["lang"]
 
 
+def init_presenter() -> bool:
+    """Once per session: presenter mode from ``?present=1``."""
+    if "presenter" not in st.session_state:
+        st.session_state["presenter"] = st.query_params.get("present") == "1"
+    return st.session_state["presenter"]
+
+
+def on_presenter_change() -> None:
+    st.session_state["presenter"] = bool(st.session_state["presenter_choice"])
+
+
+def write_url() -> None:
+    """Language and presenter mode in the address on every run (page links and
+    st.switch_page drop the query otherwise), so a reload or a shared link keeps them."""
+    lang = st.session_state.get("lang", "en")
+    if st.query_params.get("lang") != lang:
+        st.query_params["lang"] = lang
+    if st.session_state.get("presenter"):
+        if st.query_params.get("present") != "1":
+            st.query_params["present"] = "1"
+    elif "present" in st.query_params:
+        del st.query_params["present"]
+
+
 def tr() -> Translator:
     return Translator(st.session_state.get("lang", "en"))
 

@@ -93,8 +93,10 @@ def layer_head_picker(t: Translator, a, key: str, allow_average: bool = True, de
     heads = ([AVERAGE] if allow_average else []) + list(range(a.n_heads))
     fit(f"{key}_layer", options=range(a.n_layers))
     fit(f"{key}_head", options=heads)
-    with st.sidebar:
-        st.markdown(f"**{t('common.shown')}**")
+    folded = state.presenter()  # on a projector the pickers fold away with the other controls
+    with st.sidebar.expander(t("common.shown")) if folded else st.sidebar:
+        if not folded:
+            st.markdown(f"**{t('common.shown')}**")
         layer = st.selectbox(t("common.layer"), list(range(a.n_layers)), index=min(default_layer, a.n_layers - 1),
                              format_func=lambda i: layer_label(t, a, i), key=f"{key}_layer")
         head = st.selectbox(t("common.head"), heads, key=f"{key}_head",
@@ -117,7 +119,29 @@ def downsample_note(t: Translator, factor: int, n: int) -> None:
 
 
 def show_figure(fig, key: str | None = None) -> None:
+    if state.presenter():  # readable from the back of a room: chart text scaled with the page's
+        fig.update_layout(font={"size": 18}, title_font={"size": 24})
     st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
+
+
+PRESENTER_CSS = """
+<style>
+.stApp [data-testid="stMarkdownContainer"], .stApp [data-testid="stMarkdownContainer"] p,
+.stApp [data-testid="stMarkdownContainer"] li, .stApp [data-testid="stWidgetLabel"] p,
+.stApp [data-testid="stMetricLabel"] p, .stApp label, .stApp label p { font-size: 24px; }
+.stApp [data-testid="stCaptionContainer"], .stApp [data-testid="stCaptionContainer"] p { font-size: 22px; }
+.stApp [data-testid="stMetricValue"], .stApp [data-testid="stMetricValue"] *,
+.stApp [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p { font-size: 3.6rem; line-height: 1.2; }
+.stApp h1 { font-size: 3.4rem; }
+.stApp h2, .stApp h3 { font-size: 2.2rem; }
+</style>
+"""
+
+
+def presenter_style() -> None:
+    """Presenter mode's type sizes: body text at least 22 px, each key number large.
+    (Our own fixed CSS; no reader text goes into it.)"""
+    st.html(PRESENTER_CSS)
 
 
 def error_box(t: Translator, key: str = "common.bad_setting", **kwargs) -> None:
