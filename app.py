@@ -10,21 +10,25 @@ import streamlit as st
 
 from attn import model as atlas_model
 from attn import settings
-from ui import boot, state, widgets
+from ui import boot, share, state, widgets
 from ui.i18n import LANGS
 from ui.steps import PAGES
 
 boot.through_app()
 st.set_page_config(page_title="Attention Atlas", page_icon=":material/explore:", layout="wide")
 
-lang = state.init_language()
-presenting = state.init_presenter()
+state.init_language()
+state.init_presenter()
 state.init_text()
-t = state.tr()
+link_page = share.apply_link(state.tr())  # a shared link restores language, text, mode and settings
+lang, presenting, t = st.session_state["lang"], state.presenter(), state.tr()
 
 nav = st.navigation([
     st.Page(p.path, title=t(p.title_key), url_path=p.url_path, icon=p.icon, default=p.default) for p in PAGES
 ])
+here = next(p for p in PAGES if p.url_path == nav.url_path or (p.default and not nav.url_path))
+if link_page is not None and link_page != here:
+    st.switch_page(link_page.path, query_params={"lang": lang, **({"present": "1"} if presenting else {})})
 
 with st.sidebar:
     st.markdown(f"### :material/explore: {t('app.name')}")
@@ -41,9 +45,11 @@ with st.sidebar:
     st.toggle(t("sidebar.presenter"), value=presenting, key="presenter_choice", on_change=state.on_presenter_change,
               help=t("sidebar.presenter_help"))
     state.write_url()  # the sidebar's page links drop the query: write language and mode back
+    share.share_button(t, here.number)
     # on a projector the controls fold away; the language stays one click away
     with st.expander(t("sidebar.controls"), expanded=False) if presenting else nullcontext():
-        st.text_area(t("sidebar.text"), key="text", height=200, help=t("sidebar.text_help"))
+        st.text_area(t("sidebar.text"), key="text", height=200, help=t("sidebar.text_help"), max_chars=state.MAX_CHARS)
+        st.caption(t("sidebar.text_cap", n=t.int(state.MAX_CHARS), tokens=t.int(state.token_budget())))
         st.button(t("sidebar.restore"), on_click=state.restore_sample, width="stretch")
         with st.popover(t("closing.glossary"), icon=":material/menu_book:", width="stretch"):
             widgets.glossary_table(t)

@@ -4,7 +4,9 @@
   ``$XDG_CACHE_HOME/attention-atlas``, else ``~/.cache/attention-atlas``);
 * ``ATLAS_MODEL=tiny``: the tiny random-weight model instead of Gemma-3-270m;
 * ``ATLAS_DEVICE``: force a device (``cpu``, ``cuda``);
-* ``ATLAS_MAX_TOKENS``: tokens analysed at most (else the device's budget).
+* ``ATLAS_MAX_TOKENS``: tokens analysed at most (else the device's budget);
+* ``ATLAS_PUBLIC_URL``: the address a class reaches the app at, for share links and
+  their QR code (else the address the reader's browser used).
 
 The Hugging Face libraries are put offline here too, before anything imports them:
 the app never downloads.
@@ -34,6 +36,7 @@ class Settings:
     model_kind: str  # "gemma" or "tiny"
     device: str | None  # None: CUDA when present, else CPU
     max_tokens: int | None  # None: the device's budget
+    public_url: str | None  # e.g. http://192.0.2.10:8501 (None: the browser's own address)
 
 
 def read() -> Settings:
@@ -46,4 +49,5 @@ def read() -> Settings:
     kind = "tiny" if env.get("ATLAS_MODEL", "").lower() == "tiny" else "gemma"
     tokens = env.get("ATLAS_MAX_TOKENS")
     return Settings(cache_dir=cache, model_kind=kind, device=env.get("ATLAS_DEVICE") or None,
-                    max_tokens=int(tokens) if tokens else None)
+                    max_tokens=int(tokens) if tokens else None,
+                    public_url=(env.get("ATLAS_PUBLIC_URL") or "").rstrip("/") or None)

@@ -503,6 +503,66 @@ def test_presenter_mode_is_kept_in_the_url_and_folds_the_controls(make_app, lang
     assert "present" not in at.query_params and not at.sidebar.expander
 
 
+def open_link(make_app, key: str):
+    at = make_app("tiny", None)
+    at.query_params["s"] = key
+    at.run()
+    return at
+
+
+def toasts(at) -> list[str]:
+    return [x.value for x in at.toast]
+
+
+def test_a_share_link_restores_every_setting_on_a_fresh_session(make_app):
+    text = "Um texto só nosso, para a turma inteira: cada aluno vê as mesmas contas, na mesma página."
+    at = open_page(make_app, PAGES[2], "pt", text=text)
+    at.slider(key="s3_w").set_value(24).run()
+    at.slider(key="s3_rw").set_value(5).run()
+    at.switch_page(PAGES[3]).run()
+    at.slider(key="s4_w").set_value(3).run()
+    at.multiselect(key="s4_hubs").set_value([0, 30]).run()
+    at.radio(key="p4_guess").set_value(2).run()
+    at.sidebar.toggle(key="presenter_choice").set_value(True).run()
+    at.sidebar.button(key="share").click().run()
+    assert_clean(at)
+    url = at.code[0].value
+    key = url.split("?s=")[1]
+    assert url.split("?s=")[0].endswith("/hubs")
+    fresh = open_link(make_app, key)  # a new reader, another session
+    assert_clean(fresh)
+    assert fresh.title[0].value == i18n.translate("pt", "step4.title")
+    assert fresh.session_state["lang"] == "pt" and fresh.session_state["presenter"]
+    assert fresh.sidebar.text_area(key="text").value == text
+    assert fresh.slider(key="s4_w").value == 3 and fresh.multiselect(key="s4_hubs").value == [0, 30]
+    assert fresh.radio(key="p4_guess").value == 2
+    assert not toasts(fresh)
+    fresh.switch_page(PAGES[2]).run()
+    assert fresh.slider(key="s3_w").value == 24 and fresh.slider(key="s3_rw").value == 5
+
+
+def test_tampered_or_unknown_links_open_a_sensible_page_with_a_notice(make_app):
+    from ui import share
+
+    store = share.store()
+    for key in ("0" * 12, "../../etc/passwd", "ABCDEF012345", "x"):
+        at = open_link(make_app, key)
+        assert_clean(at)
+        assert at.title[0].value == i18n.translate("en", "step1.title")
+        assert toasts(at) == [i18n.translate("en", "share.unknown")]
+    bad = store.put({"text": "short text for a tampered link", "lang": "xx", "step": 99, "presenter": "yes",
+                     "settings": {"s4_w": -5, "s1_head": 7, "s3_layer": "one", "nonsense": 1}})
+    at = open_link(make_app, bad)
+    assert_clean(at)
+    assert at.title[0].value == i18n.translate("en", "step1.title") and at.session_state["lang"] == "en"
+    assert not at.session_state["presenter"]
+    notices = toasts(at)
+    assert i18n.translate("en", "share.bad_values") in notices
+    # a head that does not exist in this model: dropped by the page, with its own notice
+    assert i18n.translate("en", "share.dropped") in notices
+    assert at.sidebar.selectbox(key="s1_head").value == "avg"
+
+
 def test_step_buttons_are_drawn_even_without_a_text(make_app):
     at = open_page(make_app, PAGES[2], text="")
     assert_clean(at)

@@ -105,6 +105,30 @@ def test_presenter_mode_is_large_on_a_projector(browser, url, lang):
         ctx.close()
 
 
+def test_a_share_link_opened_in_another_browser_shows_the_same_text_and_numbers(browser, url, page):
+    page.goto(url + "/hubs?lang=pt")
+    wait_title(page, i18n.translate("pt", "step4.title"), 600_000)
+    mine = "Cada aluno abre o mesmo link e vê as mesmas contas, no mesmo passo, com o mesmo texto de hoje."
+    shown = paste(page, mine)
+    page.locator('[data-testid="stSidebar"] button', has_text=i18n.translate("pt", "share.button")).click()
+    code = page.locator('[role="dialog"] code')
+    code.wait_for(timeout=60_000)
+    link = code.inner_text().strip()
+    assert "?s=" in link and "/hubs" in link
+    assert page.locator('[role="dialog"] img').count() == 1  # the QR code
+    other = browser.new_context(viewport={"width": 1400, "height": 1400}, locale="ja-JP")
+    try:
+        second = other.new_page()
+        second.goto(link)
+        wait_title(second, i18n.translate("pt", "step4.title"), 600_000)
+        second.wait_for_selector('[data-testid="stMetricValue"]', timeout=300_000)
+        wait_idle(second)
+        assert second.locator('[data-testid="stSidebar"] textarea').input_value() == mine
+        assert second.locator('[data-testid="stMetricValue"]').first.inner_text() == shown
+    finally:
+        other.close()
+
+
 def test_switch_language_paste_japanese_and_see_the_chart(page, url):
     page.goto(url + "/?lang=en")
     wait_idle(page, 600_000)

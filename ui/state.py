@@ -17,6 +17,7 @@ from .i18n import Translator, detect_language
 from .samples import sample_text
 
 _convert_lock = threading.Lock()
+MAX_CHARS = 100_000  # the text area's cap (a few hundred pages; the analysis reads its first tokens)
 
 
 def model_kind() -> str:
@@ -44,6 +45,12 @@ def on_presenter_change() -> None:
     st.session_state["presenter"] = bool(st.session_state["presenter_choice"])
 
 
+def token_budget() -> int:
+    """Tokens the analysis reads at most (the model's budget on this device)."""
+    limit = settings.read().max_tokens
+    return limit or atlas_model.MAX_TOKENS.get(pick_device().type, 1024)
+
+
 def write_url() -> None:
     """Language and presenter mode in the address on every run (page links and
     st.switch_page drop the query otherwise), so a reload or a shared link keeps them."""
@@ -55,6 +62,8 @@ def write_url() -> None:
             st.query_params["present"] = "1"
     elif "present" in st.query_params:
         del st.query_params["present"]
+    if "s" in st.query_params and st.session_state.get("_share_applied") == st.query_params.get("s"):
+        del st.query_params["s"]  # applied once: a reload keeps what the reader has done since
 
 
 def tr() -> Translator:
@@ -116,6 +125,9 @@ def presenter() -> bool:
 def forget_setting(key: str) -> None:
     """A kept value that no longer fits its widget (a shorter text, another model)."""
     st.session_state.get(_KEPT, {}).pop(key, None)
+    if key in st.session_state.get("_from_link", set()):  # it came with a shared link: say so
+        st.session_state["_from_link"].discard(key)
+        st.toast(tr()("share.dropped"), icon=":material/tune:")
     if key in st.session_state:
         del st.session_state[key]
 
