@@ -56,6 +56,7 @@ with st.sidebar:
         st.caption(t("sidebar.device", device=state.device_line()))
         name = atlas_model.MODEL_LABEL if settings.read().model_kind == "gemma" else t("sidebar.tiny_model")
         st.caption(t("sidebar.about", model=name, quant=atlas_model.QUANT_LABEL, licence=atlas_model.LICENCE_LABEL))
+widgets.base_style()
 if presenting:
     widgets.presenter_style()
 

@@ -129,6 +129,26 @@ def test_a_share_link_opened_in_another_browser_shows_the_same_text_and_numbers(
         other.close()
 
 
+@pytest.mark.parametrize("present", [False, True], ids=["normal", "presenter"])
+@pytest.mark.parametrize("lang", ["ja", "en"])
+def test_every_page_passes_axe_wcag_a_and_aa(page, url, lang, present):
+    from axe_playwright_python.sync_playwright import Axe
+
+    axe = Axe()  # axe-core ships inside the package: nothing is fetched
+    found = {}
+    for step in WALK:
+        page.goto(f"{url}/{step.link}?lang={lang}" + ("&present=1" if present else ""))
+        wait_title(page, i18n.translate(lang, step.heading_key), 600_000)
+        if step.is_step:
+            page.wait_for_selector('[data-testid="stMetricValue"]', timeout=300_000)
+            wait_idle(page)
+        result = axe.run(page, options={"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa"]}})
+        bad = [v for v in result.response["violations"] if v["impact"] in ("serious", "critical")]
+        if bad:
+            found[step.link or "every-pair"] = [(v["id"], [n["target"] for n in v["nodes"][:2]]) for v in bad]
+    assert not found, found
+
+
 def test_switch_language_paste_japanese_and_see_the_chart(page, url):
     page.goto(url + "/?lang=en")
     wait_idle(page, 600_000)

@@ -121,7 +121,28 @@ def downsample_note(t: Translator, factor: int, n: int) -> None:
 def show_figure(fig, key: str | None = None) -> None:
     if state.presenter():  # readable from the back of a room: chart text scaled with the page's
         fig.update_layout(font={"size": 18}, title_font={"size": 24})
-    st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
+    # the chart's own camera button: a print-friendly PNG named after the chart and language
+    name = f"attention-atlas-{st.session_state.get('lang', 'en')}-{key or 'chart'}"
+    st.plotly_chart(fig, width="stretch", key=key, config={
+        "displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}})
+
+
+BASE_CSS = """
+<style>
+/* WCAG AA: Streamlit's faded grey (#767c83, 4.2:1 on white) is too light for captions and
+   key hints on a projector; this grey reads 7.3:1 on white and 6.7:1 on the sidebar. */
+.stApp [data-testid="stCaptionContainer"], .stApp [data-testid="stCaptionContainer"] p,
+.stApp kbd, .stApp [data-testid="stWidgetLabel"] small { color: #4f5660; opacity: 1; }
+/* formulas never scroll (a scrolling region without anything to focus is out of reach
+   of the keyboard) */
+.stApp .katex-display { overflow: visible; }
+</style>
+"""
+
+
+def base_style() -> None:
+    """Our fixed CSS for every page: contrast that passes WCAG AA."""
+    st.html(BASE_CSS)
 
 
 PRESENTER_CSS = """
