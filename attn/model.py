@@ -45,6 +45,11 @@ _BASE_CACHE = 8  # unmodified hidden states kept (by token ids), for swaps on th
 _counter = itertools.count()
 
 
+def token_budget(device) -> int:
+    """Tokens an analysis reads at most: ATLAS_MAX_TOKENS, else the device's budget."""
+    return settings.read().max_tokens or MAX_TOKENS.get(torch.device(device).type, 1024)
+
+
 # --- results -----------------------------------------------------------------
 
 
@@ -151,8 +156,7 @@ class LoadedModel:
         self.sliding_window = int(cfg.sliding_window)
         self.layer_types = ["sliding" if t == "sliding_attention" else "full" for t in cfg.layer_types]
         self.scale = float(cfg.query_pre_attn_scalar) ** -0.5
-        limit = settings.read().max_tokens
-        self.max_tokens = limit or MAX_TOKENS.get(self.device.type, 1024)
+        self.max_tokens = token_budget(self.device)
         self._own_impl = cfg._attn_implementation
         self._plan: Capture | Replace | None = None
         self._base_cache: OrderedDict = OrderedDict()

@@ -103,8 +103,8 @@ with c2:
         # a span of hn tokens around the first such hub (the first hn tokens when it lies among them)
         start = max(0, min(relay[0] - hn // 2, n - hn))
         inside = tuple(h - start for h in hubs if start <= h < start + hn)
-        mine = data.hop_grids(hn, hw, inside, inside)["causal_hubs"]
-        alone_span = data.hop_grids(hn, hw, inside)["causal_none"]
+        span = data.hop_grids(hn, hw, inside, inside)
+        mine, alone_span = span["causal_hubs"], span["causal_none"]
         where = ", ".join(str(h + start) for h in inside)
         widgets.show_figure(figures.integer_grid(mine["grid"], a.tokens[start:start + hn],
                                                  title=t("step4.hops_causal_hubs", w=hw, where=where), **common),

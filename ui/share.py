@@ -21,7 +21,7 @@ from . import sharestore, state
 from .i18n import LANGS, Translator
 from .steps import PAGES
 
-_APPLIED = "_share_applied"
+_APPLIED = state.SHARE_APPLIED
 LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]", "0.0.0.0")
 
 
@@ -62,7 +62,7 @@ def _setting_ok(key: str, value) -> bool:
 
 def current_view(step_number: int) -> dict:
     """What a link restores: the text, language, step, presenter mode and settings."""
-    kept = st.session_state.get("_kept_settings", {})
+    kept = st.session_state.get(state.KEPT, {})
     values = {k: st.session_state.get(k, kept.get(k)) for k in state.SETTINGS}
     return {"text": state.current_text(), "lang": st.session_state.get("lang", "en"), "step": step_number,
             "presenter": state.presenter(),
@@ -96,7 +96,7 @@ def apply_link(t: Translator):
         bad = True
     st.session_state["presenter"] = view.get("presenter") is True
     st.session_state["presenter_choice"] = st.session_state["presenter"]
-    kept = st.session_state.setdefault("_kept_settings", {})
+    kept = st.session_state.setdefault(state.KEPT, {})
     link = st.session_state.setdefault("_from_link", set())
     raw = view.get("settings") if isinstance(view.get("settings"), dict) else {}
     for k, v in raw.items():

@@ -47,8 +47,7 @@ def on_presenter_change() -> None:
 
 def token_budget() -> int:
     """Tokens the analysis reads at most (the model's budget on this device)."""
-    limit = settings.read().max_tokens
-    return limit or atlas_model.MAX_TOKENS.get(pick_device().type, 1024)
+    return atlas_model.token_budget(pick_device())
 
 
 def write_url() -> None:
@@ -62,7 +61,7 @@ def write_url() -> None:
             st.query_params["present"] = "1"
     elif "present" in st.query_params:
         del st.query_params["present"]
-    if "s" in st.query_params and st.session_state.get("_share_applied") == st.query_params.get("s"):
+    if "s" in st.query_params and st.session_state.get(SHARE_APPLIED) == st.query_params.get("s"):
         del st.query_params["s"]  # applied once: a reload keeps what the reader has done since
 
 
@@ -103,13 +102,14 @@ SETTINGS = (
     "s6_hubs", "s6_feature", "s6_swap_layer", "s6_swap_metric",
     *(f"p{i}_guess" for i in range(1, 8)),
 )
-_KEPT = "_kept_settings"
+KEPT = "_kept_settings"
+SHARE_APPLIED = "_share_applied"  # the share key (?s=) this session has already applied
 
 
 def keep_settings() -> None:
     """Remember the settings the last run drew, and give back those of pages not drawn
     since (each page checks a given-back value against its widget with widgets.fit)."""
-    kept = st.session_state.setdefault(_KEPT, {})
+    kept = st.session_state.setdefault(KEPT, {})
     for key in SETTINGS:
         if key in st.session_state:
             kept[key] = st.session_state[key]
@@ -124,7 +124,7 @@ def presenter() -> bool:
 
 def forget_setting(key: str) -> None:
     """A kept value that no longer fits its widget (a shorter text, another model)."""
-    st.session_state.get(_KEPT, {}).pop(key, None)
+    st.session_state.get(KEPT, {}).pop(key, None)
     if key in st.session_state.get("_from_link", set()):  # it came with a shared link: say so
         st.session_state["_from_link"].discard(key)
         st.toast(tr()("share.dropped"), icon=":material/tune:")

@@ -30,8 +30,7 @@ def step_nav(t: Translator, number: int) -> None:
                  icon=":material/arrow_back:", help=t("nav.keys_help")):
         go = prev
     if PAGES[i].is_step:
-        c2.markdown(f"<div style='text-align:center'>{t('nav.position', step=number, total=N_STEPS)}</div>",
-                    unsafe_allow_html=True)  # our own digits only, never the reader's text
+        c2.markdown(t("nav.position", step=number, total=N_STEPS), text_alignment="center")
     if c3.button(t("nav.next"), key="nav_next", shortcut="PageDown", disabled=nxt is None, width="stretch",
                  icon=":material/arrow_forward:", icon_position="right", help=t("nav.keys_help")):
         go = nxt
