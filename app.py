@@ -8,9 +8,7 @@ from contextlib import nullcontext
 
 import streamlit as st
 
-from attn import model as atlas_model
-from attn import settings
-from ui import boot, share, state, widgets
+from ui import boot, handout, share, state, widgets
 from ui.i18n import LANGS
 from ui.steps import PAGES
 
@@ -46,6 +44,7 @@ with st.sidebar:
               help=t("sidebar.presenter_help"))
     state.write_url()  # the sidebar's page links drop the query: write language and mode back
     share.share_button(t, here.number)
+    handout.offer(t)
     # on a projector the controls fold away; the language stays one click away
     with st.expander(t("sidebar.controls"), expanded=False) if presenting else nullcontext():
         st.text_area(t("sidebar.text"), key="text", height=200, help=t("sidebar.text_help"), max_chars=state.MAX_CHARS)
@@ -54,8 +53,7 @@ with st.sidebar:
         with st.popover(t("closing.glossary"), icon=":material/menu_book:", width="stretch"):
             widgets.glossary_table(t)
         st.caption(t("sidebar.device", device=state.device_line()))
-        name = atlas_model.MODEL_LABEL if settings.read().model_kind == "gemma" else t("sidebar.tiny_model")
-        st.caption(t("sidebar.about", model=name, quant=atlas_model.QUANT_LABEL, licence=atlas_model.LICENCE_LABEL))
+        st.caption(state.model_line(t))
 widgets.base_style()
 if presenting:
     widgets.presenter_style()

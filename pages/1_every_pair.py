@@ -3,20 +3,19 @@
 import streamlit as st
 
 from attn import methods, patterns
-from ui import boot, data, figures, state, widgets
+from ui import boot, figures, state, summary, widgets
 
 boot.through_app()
 
 t, a = widgets.open_step(1)
 question = st.container()  # filled below, once the page's numbers are known
 
+text, kind = state.current_text(), state.model_kind()
 layer, head = widgets.layer_head_picker(t, a, "s1")
-n = a.n
-own = methods.get("own")  # the layer's own pattern: causal, plus its window in a sliding layer
-window = a.own_window(layer)
-cells_layer = own.cells(n, methods.Params(window=window))
+sm = summary.step1(t, a, text, kind, {"s1_layer": layer, "s1_head": head})
+n, window, v = a.n, sm.values["window"], sm.values
+own = methods.get("own")
 cells_square = patterns.cells(n, None, (), False)
-doubled = own.cells(2 * n, methods.Params(window=window))
 
 widgets.formula(t, r"\text{@cells} = n^2 \qquad \text{@causal: } \frac{n(n+1)}{2}", t("step1.formula_caption"))
 
@@ -25,9 +24,9 @@ c1.metric(t("step1.metric_n"), t.int(n))
 c2.metric(t("step1.metric_square"), t.int(cells_square))
 help_causal = (t("step1.metric_causal_help") if window is None
                else t("step1.metric_causal_help_sliding", w=t.int(window), w1=t.int(window - 1)))
-c3.metric(t("step1.metric_causal"), t.int(cells_layer), help=help_causal)
-c4.metric(t("step1.metric_doubled", n2=t.int(2 * n)), t.int(doubled),
-          delta=t("step1.metric_doubled_delta", ratio=t.float(doubled / cells_layer)), delta_color="off")
+c3.metric(t("step1.metric_causal"), t.int(v["cells"]), help=help_causal)
+c4.metric(t("step1.metric_doubled", n2=t.int(2 * n)), t.int(v["doubled"]),
+          delta=t("step1.metric_doubled_delta", ratio=t.float(v["doubled"] / v["cells"])), delta_color="off")
 model_cells = sum(own.cells(n, methods.Params(window=a.own_window(i))) for i in range(a.n_layers))
 all_full = a.n_layers * patterns.cells(n, None, (), True)
 sliding = sum(1 for x in a.layer_types if x == "sliding")
@@ -35,22 +34,15 @@ st.caption(t("step1.model_cells_less" if model_cells < all_full else "step1.mode
              cells=t.int(model_cells), all_full=t.int(all_full), layers=t.int(a.n_layers), sliding=t.int(sliding),
              full=t.int(a.n_layers - sliding), w=t.int(a.sliding_window)))
 
-grid = data.grid(state.current_text(), state.model_kind(), layer, head)
-fig, factor = figures.attention_heatmap(
-    grid, a.tokens, title=t("step1.grid_title", who=widgets.head_caption(t, a, layer, head)),
-    x_title=t("common.key_axis"), y_title=t("common.query_axis"),
-    hover=t("common.hover_cell_tokens") if n <= 128 else t("common.hover_cell"),
-    separators=t.separators, colorbar=t("common.weight"),
-)
-widgets.show_figure(fig, key="s1_grid")
-widgets.downsample_note(t, factor, n)
+widgets.show_figure(sm.figure, key="s1_grid")
+widgets.downsample_note(t, v["factor"], n)
 st.caption(t("step1.grid_caption"))
 
 st.subheader(t("step1.row_heading"))
-default_token = n - 1
 widgets.fit("s1_token", options=range(n))
-token = st.selectbox(t("step1.pick_token"), list(range(n)), index=default_token,
+token = st.selectbox(t("step1.pick_token"), list(range(n)), index=n - 1,
                      format_func=lambda i: widgets.token_option(a, i), key="s1_token")
+grid = sm.values["grid"]
 row = grid[token, : token + 1]
 top = sorted(range(len(row)), key=lambda j: -row[j])[:3]
 fig_row = figures.row_bars(
@@ -59,9 +51,9 @@ fig_row = figures.row_bars(
 )
 widgets.show_figure(fig_row, key="s1_row")
 st.caption(t("step1.row_caption", k=t.int(token + 1 if window is None else min(token + 1, window))))
-st.markdown(t("step1.outro"))
+widgets.prose(t, 1, "step1.outro")
 
 with question:
-    ratio = doubled / cells_layer
-    widgets.predict(t, 1, t("predict.q1"), [2, 4, 8], ratio, label=lambda x: t("predict.times", x=x),
-                    value_text=t("predict.times", x=t.float(ratio, 2)))
+    widgets.predict(t, 1, sm.question)
+
+widgets.terms_footer(t, 1)

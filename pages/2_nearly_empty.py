@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import boot, data, figures, state, widgets
+from ui import boot, figures, state, summary, widgets
 
 boot.through_app()
 
@@ -10,14 +10,15 @@ t, a = widgets.open_step(2)
 question = st.container()  # filled below, once the page's numbers are known
 
 layer, head = widgets.layer_head_picker(t, a, "s2")
-p = st.select_slider(t("step2.pick_p"), options=[0.5, 0.7, 0.8, 0.9, 0.95, 0.99], value=0.9,
+p = st.select_slider(t("step2.pick_p"), options=list(summary.P_OPTIONS), value=0.9,
                      format_func=lambda x: t.pct(x, 0), key="s2_p")
 
 widgets.formula(t, r"k(p) = \min\Big\{k : \textstyle\sum_{\text{@top}\,k} a_{ij} \ge p\Big\} \qquad "
                 r"\text{@useful} \approx n \cdot \bar k", t("step2.formula_caption"))
 
 
-res = data.useful(state.current_text(), state.model_kind(), layer, head, p)
+sm = summary.step2(t, a, state.current_text(), state.model_kind(), {"s2_layer": layer, "s2_head": head, "s2_p": p})
+res = sm.values["res"]
 s, all_k, prefixes = res["summary"], res["k_all"], res["prefixes"]
 n = a.n
 c1, c2, c3, c4 = st.columns(4)
@@ -26,15 +27,8 @@ c2.metric(t("step2.metric_useful"), t.int(s["useful"]), help=t("step2.metric_use
 c3.metric(t("step2.metric_share"), t.pct(s["share"]), help=t("step2.metric_share_help", cells=t.int(s["cells"])))
 c4.metric(t("step2.metric_all"), t.float(all_k, 1), help=t("step2.metric_all_help"))
 
-shown = data.top_share_view(state.current_text(), state.model_kind(), layer, head, p)
-fig, factor = figures.attention_heatmap(
-    shown, a.tokens, title=t("step2.grid_title", p=t.pct(p, 0), who=widgets.head_caption(t, a, layer, head)),
-    x_title=t("common.key_axis"), y_title=t("common.query_axis"),
-    hover=t("common.hover_cell_tokens") if n <= 128 else t("common.hover_cell"),
-    separators=t.separators, colorbar=t("common.weight"), reduce="max",
-)
-widgets.show_figure(fig, key="s2_grid")
-widgets.downsample_note(t, factor, n)
+widgets.show_figure(sm.figure, key="s2_grid")
+widgets.downsample_note(t, sm.values["factor"], n)
 st.caption(t("step2.grid_caption", p=t.pct(p, 0), cells=t.int(res["mask_cells"]), total=t.int(s["cells"])))
 if head is None:
     st.caption(t("step2.grid_caption_average"))
@@ -65,9 +59,9 @@ widgets.show_figure(figures.lines(k_series, title=t("step2.k_title", p=t.pct(p, 
                                   x_ticks=ticks), key="s2_k")
 if res["window"] is not None and n > res["window"]:
     st.caption(t("step2.window_cap", w=t.int(res["window"])))
-st.markdown(t("step2.outro"))
+widgets.prose(t, 2, "step2.outro")
 
 with question:
-    half = max(3, round(s["cells"] / n / 2))  # about half of a row's cells
-    widgets.predict(t, 2, t("predict.q2", p=t.pct(p, 0)), sorted({2, 10, half}), s["k"],
-                    label=lambda x: t("predict.about", x=t.int(x)), value_text=t.float(s["k"], 1))
+    widgets.predict(t, 2, sm.question)
+
+widgets.terms_footer(t, 2)

@@ -3,7 +3,7 @@ and in a causal model the first token is a sink."""
 
 import streamlit as st
 
-from ui import boot, data, figures, state, swaps, widgets
+from ui import boot, data, figures, state, summary, swaps, widgets
 
 boot.through_app()
 
@@ -17,19 +17,19 @@ st.caption(t("step4.anchors_found", found=", ".join(t("step4.anchor_item", p=p, 
                                                                   score=t.float(score, 3)) for p, score in found)))
 default_hubs = [p for p, _ in found[:3]]
 widgets.fit("s4_hubs", options=range(n))
-widgets.fit("s4_w", lo=1, hi=max(2, min(n, 256)))
+w_hi = max(2, min(n, summary.W_MAX[4]))
+widgets.fit("s4_w", lo=1, hi=w_hi)
 hubs = st.multiselect(t("step4.pick_hubs"), list(range(n)), default=default_hubs,
                       format_func=lambda i: widgets.token_option(a, i), key="s4_hubs")
 hubs = tuple(sorted(hubs))
-w = st.slider(t("step4.pick_w"), 1, max(2, min(n, 256)), min(8, n), key="s4_w")
+w = st.slider(t("step4.pick_w"), 1, w_hi, min(8, n), key="s4_w")
 g = len(hubs)
 
 widgets.formula(t, r"\text{@cells} = O\big(n\,(w + g)\big) \ll n^2", t("step4.formula_caption"))
 
-cells_h = data.cells(n, w, hubs, True)
+sm = summary.step4(t, a, text, kind, {"s4_hubs": hubs, "s4_w": w})
+cells_h, kept_w, kept_h = sm.values["cells_h"], sm.values["kept_w"], sm.values["kept_h"]
 cells_full = data.cells(n)
-kept_w = data.kept(text, kind, w, ())
-kept_h = data.kept(text, kind, w, hubs)
 kept_s = data.kept(text, kind, w, (0,))
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(t("step4.metric_cells", g=g), t.int(cells_h),
@@ -44,18 +44,14 @@ c4.metric(t("step4.metric_kept_sink"), t.pct(kept_s["mean"]),
 
 st.subheader(t("step4.hops_heading"))
 st.markdown(t("step4.hops_lead"))
-hn = min(n, 48)
-hop_hubs = tuple(h for h in hubs if h < hn) or (0,)
-hw = min(w, 4)
-grids = data.hop_grids(hn, hw, hop_hubs)
+hn, hop_hubs, hw, grids = (sm.values[k] for k in ("hn", "hop_hubs", "hw", "grids"))
 outside = [h for h in hubs if h >= hn]
 if outside:
     st.caption(t("step4.hubs_outside", n=hn, outside=", ".join(str(h) for h in outside)))
 
 
 def distance(res: dict) -> str:
-    """The farthest pair in layers, or "never" when some pair is never joined."""
-    return t("step4.never_value") if res["farthest"] is None else t.int(res["farthest"])
+    return summary.distance(t, res)
 
 
 def farthest_metric(res: dict) -> None:
@@ -64,16 +60,13 @@ def farthest_metric(res: dict) -> None:
 
 
 h1, h2 = st.columns(2)
-common = dict(x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("step4.hover_hops"),
-              separators=t.separators, colorbar=t("step4.hops_unit"), missing_label=t("step4.never"))
+common = sm.values["hop_style"]
 with h1:
     widgets.show_figure(figures.integer_grid(grids["none"]["grid"], a.tokens[:hn], title=t("step4.hops_none", w=hw),
                                              **common), key="s4_hops_none")
     farthest_metric(grids["none"])
 with h2:
-    widgets.show_figure(figures.integer_grid(grids["hubs"]["grid"], a.tokens[:hn],
-                                             title=t("step4.hops_hubs", w=hw, g=len(hop_hubs)), **common),
-                        key="s4_hops_hubs")
+    widgets.show_figure(sm.figure, key="s4_hops_hubs")
     farthest_metric(grids["hubs"])
 st.caption(t("step4.hops_caption", n=hn, w=hw))
 
@@ -124,8 +117,6 @@ st.markdown(t("step4.model_text"))
 swaps.hub_evidence(t, text)
 
 with question:
-    far = grids["hubs"]["farthest"]
-    alone_far = grids["none"]["farthest"]
-    options = sorted({1, 2, alone_far if alone_far is not None else hn - 1})
-    widgets.predict(t, 4, t("predict.q4", w=hw), options, far if far is not None else hn,
-                    label=lambda x: t.int(x), value_text=distance(grids["hubs"]))
+    widgets.predict(t, 4, sm.question)
+
+widgets.terms_footer(t, 4)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from attn import costs
 from attn.features import FEATURE_MAPS
-from ui import boot, data, figures, state, widgets
+from ui import boot, state, summary, widgets
 
 boot.through_app()
 
@@ -23,7 +23,8 @@ widgets.formula(t, r"\underbrace{\big(\phi(Q)\,\phi(K)^\top\big)}_{n \times n}\,
 st.latex(FEATURE_MAPS[feature].latex)
 st.caption(t(f"features.{feature}_note"))
 
-r = data.linear_orders(text, kind, layer, feature, causal)
+sm = summary.step5(t, a, text, kind, {"s5_layer": layer, "s5_feature": feature, "s5_causal": causal})
+r = sm.values["r"]
 m1, m2, m3, m4 = st.columns(4)
 m1.metric(t("step5.metric_diff"), t.sci(r["rel_diff"]), help=t("step5.metric_diff_help"))
 m2.metric(t("step5.metric_grid_causal" if causal else "step5.metric_grid", n=t.int(r["n"])), t.int(r["grid_numbers"]))
@@ -44,22 +45,11 @@ st.markdown(t(side, n=t.int(r["n"]), nm=t.int(even["memory"]), no=t.int(even["op
 if a.k.shape[2] == 1 and a.n_heads > 1:
     st.caption(t("step5.shared_kv", h=a.n_heads))
 
-ns = [2 ** e for e in range(8, 18)]
-series = [
-    {"name": t("step5.series_grid"), "x": ns, "y": [n * (n + 1) // 2 if causal else n * n for n in ns],
-     "hover": t("step5.hover_numbers")},
-    {"name": t("step5.series_summary", m=r["m"], d=r["d"]), "x": ns, "y": [r["summary_numbers"]] * len(ns),
-     "hover": t("step5.hover_numbers")},
-    {"name": t("step5.series_features"), "x": ns, "y": [n * r["m"] for n in ns], "dash": "dot",
-     "hover": t("step5.hover_numbers")},
-]
-fig = figures.lines(series, title=t("step5.sizes_title"), x_title=t("common.n_axis"), y_title=t("step5.numbers_axis"),
-                    separators=t.separators, log_x=True, log_y=True, x_ticks=(ns[::2], [t.int(n) for n in ns[::2]]))
-widgets.show_figure(fig, key="s5_sizes")
+widgets.show_figure(sm.figure, key="s5_sizes")
 st.caption(t("step5.sizes_caption"))
-st.markdown(t("step5.outro"))
+widgets.prose(t, 5, "step5.outro")
 
 with question:
-    smaller = "grid" if r["grid_numbers"] < r["summary_numbers"] else "summary"
-    widgets.predict(t, 5, t("predict.q5"), ["grid", "summary"], smaller, label=lambda o: t(f"predict.opt_{o}"),
-                    value_text=t(f"predict.opt_{smaller}"))
+    widgets.predict(t, 5, sm.question)
+
+widgets.terms_footer(t, 5)

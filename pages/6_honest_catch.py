@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attn import methods
-from ui import boot, data, figures, state, swaps, widgets
+from ui import boot, data, figures, state, summary, swaps, widgets
 
 boot.through_app()
 
@@ -15,9 +15,10 @@ n = a.n
 layer, head = widgets.layer_head_picker(t, a, "s6", allow_average=False)
 found = data.anchors(text, kind, 3)
 c1, c2 = st.columns(2)
-widgets.fit("s6_w", lo=1, hi=max(2, min(n, 256)))
+w_hi = max(2, min(n, summary.W_MAX[6]))
+widgets.fit("s6_w", lo=1, hi=w_hi)
 widgets.fit("s6_hubs", options=range(n))
-w = c1.slider(t("step6.pick_w"), 1, max(2, min(n, 256)), min(16, n), key="s6_w")
+w = c1.slider(t("step6.pick_w"), 1, w_hi, min(16, n), key="s6_w")
 hubs = c2.multiselect(t("step6.pick_hubs"), list(range(n)), default=[p for p, _ in found],
                       format_func=lambda i: widgets.token_option(a, i), key="s6_hubs")
 hubs = tuple(sorted(hubs))
@@ -25,29 +26,17 @@ hubs = tuple(sorted(hubs))
 widgets.formula(t, r"\text{@error} = \frac{\lVert o - o_{\text{@exact}} \rVert}{\lVert o_{\text{@exact}} \rVert}",
                 t("step6.formula_caption"))
 
-err = data.errors(text, kind, layer, w, hubs)
+sm = summary.step6(t, a, text, kind, {"s6_layer": layer, "s6_head": head, "s6_w": w, "s6_hubs": hubs})
+err, shown, order, names, values, best_linear = (
+    sm.values[k] for k in ("err", "shown", "order", "names", "values", "best_linear"))
 mean = err["mean"]
-shown = methods.tagged(methods.ERRORS)
-order = [m.name for m in shown]
-# the layer's own pattern is drawn as what it is here: the fused kernel, in its dtype
-names = [t("step6.name_fused", dtype=err["dtype"]) if m.name == "own" else t(m.label_key, w=w, g=len(hubs))
-         for m in shown]
-if "own_float32" in mean:  # on a GPU: the same fused kernel in float32 too
-    order.insert(1, "own_float32")
-    names.insert(1, t("step6.name_fused32"))
 k1, k2, k3 = st.columns(3)
 k1.metric(t("step6.metric_fused"), t.sci(mean["own"]), help=t("step6.metric_fused_help", dtype=err["dtype"]))
 k2.metric(t("step6.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean["window_hubs"]))
-best_linear = min((m for m in shown if m.family == "linear"), key=lambda m: mean[m.name])
 k3.metric(t("step6.metric_best_linear", f=t(f"features.{best_linear.feature}")), t.pct(mean[best_linear.name]),
           delta=t("step6.metric_uniform", u=t.pct(mean["uniform"])), delta_color="off")
 
-values = [max(mean[k], 1e-12) for k in order]
-fig = figures.bars(names, values, title=t("step6.errors_title", layer=layer), y_title=t("step6.error_axis"),
-                   separators=t.separators, log_y=True, hover=t("step6.hover_error"),
-                   reference=mean["uniform"], reference_name=t("step6.uniform_line"),
-                   text=[t.pct(v, 1) if v >= 1e-3 else t.sci(v) for v in values])
-widgets.show_figure(fig, key="s6_errors")
+widgets.show_figure(sm.figure, key="s6_errors")
 linear = [m for m in shown if m.family == "linear"]
 better = [m for m in linear if mean[m.name] < mean["uniform"]]
 if better:
@@ -116,10 +105,8 @@ for i, (key, grid) in enumerate(maps.items()):
 st.caption(t("step6.maps_caption", m=m, layer=layer, h=head))
 
 with question:
-    label_of = dict(zip(order, names))
-    shortcuts = [name for name in order if name not in ("own", "own_float32")]
-    closest = min(shortcuts, key=lambda name: mean[name])
-    widgets.predict(t, 6, t("predict.q6"), shortcuts, closest, label=lambda name: label_of[name],
-                    value_text=f"{label_of[closest]} ({t.pct(mean[closest])})")
+    widgets.predict(t, 6, sm.question)
 
 swaps.sweep_section(t, a, text)
+
+widgets.terms_footer(t, 6)

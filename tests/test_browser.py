@@ -241,3 +241,58 @@ def test_a_bookmarked_page_opens_through_the_app_on_a_fresh_server(browser):
         assert nav[0].endswith(i18n.translate("pt", "nav.page1")) and len(nav) == 8
         pg.wait_for_selector(".js-plotly-plot", timeout=120_000)
         ctx.close()
+
+
+def test_the_handout_downloads_and_opens_offline_with_seven_figures(browser, url, page, tmp_path):
+    page.goto(url + "/neighbours?lang=ja")
+    wait_title(page, i18n.translate("ja", "step3.title"), 600_000)
+    page.get_by_role("button", name=i18n.translate("ja", "handout.button")).click()
+    download_button = page.get_by_role("button", name=i18n.translate("ja", "handout.download"))
+    download_button.wait_for(timeout=300_000)
+    with page.expect_download(timeout=120_000) as info:
+        download_button.click()
+    saved = tmp_path / "handout.html"
+    info.value.save_as(saved)
+    assert info.value.suggested_filename == "attention-atlas-ja.html"
+    offline = browser.new_context(viewport={"width": 1100, "height": 1400}, locale="ja-JP")
+    try:
+        outside = []
+
+        def block(route):
+            if route.request.url.startswith("file:"):
+                route.continue_()
+            else:
+                outside.append(route.request.url)
+                route.abort()
+
+        offline.route("**/*", block)
+        doc = offline.new_page()
+        errors = []
+        doc.on("pageerror", lambda e: errors.append(str(e)))
+        doc.goto(saved.as_uri())
+        doc.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 7",
+                              timeout=60_000)
+        assert doc.locator(".js-plotly-plot").count() >= 7
+        assert doc.locator("h2").count() == 8  # the seven steps and the glossary
+        assert not outside and not errors
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        doc.screenshot(path=os.path.join(ARTIFACTS, "handout-ja.png"))
+    finally:
+        offline.close()
+
+
+def test_a_term_link_scrolls_to_its_meaning_on_the_same_page(page, url):
+    page.goto(url + "/hubs?lang=pt")
+    wait_title(page, i18n.translate("pt", "step4.title"), 600_000)
+    shown = paste(page, "Um texto da turma, para ver que o link do termo não recarrega a página nem perde nada.")
+    page.set_viewport_size({"width": 1400, "height": 700})
+    in_view = ("() => { const h = document.querySelector('#terms'); if (!h) return false;"
+               " const r = h.getBoundingClientRect(); return r.top >= 0 && r.top < window.innerHeight; }")
+    assert not page.evaluate(in_view)  # at the page's end, out of sight
+    page.locator('[data-testid="stMain"] a[href="#terms"]').first.click()
+    heading = page.locator("#terms")
+    heading.wait_for(timeout=30_000)
+    page.wait_for_function(in_view, timeout=30_000)
+    assert i18n.translate("pt", "glossary.on_page") in heading.inner_text()
+    # the same session: the pasted text and the numbers are still there
+    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == shown

@@ -150,6 +150,9 @@ class Translator:
     def __call__(self, key: str, **kwargs) -> str:
         return translate(self.lang, key, **kwargs)
 
+    def has(self, key: str) -> bool:
+        return key in strings(self.lang)
+
     def int(self, x) -> str:
         return fmt_int(x, self.lang)
 

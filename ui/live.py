@@ -8,6 +8,7 @@ import streamlit as st
 from attn import bench, methods
 from attn.costs import Shape
 
+from . import figures
 from .i18n import Translator
 
 
@@ -32,6 +33,12 @@ def method_name(t: Translator, method: str, s: Shape, backend: str = "auto") -> 
 def _results() -> dict:
     """Finished live runs, keyed by device and settings, shared by readers."""
     return {}
+
+
+def key(device, sizes: list[int], s: Shape | None = None) -> tuple:
+    """What a live run's results depend on: the device, the sizes and the shape."""
+    s = s or Shape()
+    return (str(device), tuple(sizes), s.window, s.hubs, s.d, s.heads)
 
 
 def results(key) -> list | None:
@@ -68,3 +75,19 @@ def table(t: Translator, rows: list, s: Shape) -> dict:
         cols[t("step7.mib_axis")].append("—" if r.peak_bytes is None else t.float(r.peak_bytes / 2**20, 1))
         cols[t("step7.col_backend")].append(r.backend)
     return cols
+
+
+def figures_of(t: Translator, rows: list, sizes: list[int], s: Shape):
+    """The live run's two charts: time and peak memory against n, per method and backend."""
+    ticks = (sizes, [t.int(n) for n in sizes])
+    time_series, mem_series = [], []
+    for m, backend in plan_methods():
+        rs = [r for r in rows if r.key == bench.row_key(m, backend)]
+        name = f"{method_name(t, m, s, backend)} [{rs[-1].backend} · {rs[-1].extra['dtype']}]"
+        time_series.append({"name": name, "x": [r.n for r in rs], "y": [r.seconds * 1e3 for r in rs],
+                            "hover": t("step7.hover_ms")})
+        mem_series.append({"name": name, "x": [r.n for r in rs], "y": [(r.peak_bytes or 0) / 2**20 for r in rs],
+                           "hover": t("step7.hover_mib")})
+    common = dict(x_title=t("common.n_axis"), separators=t.separators, log_x=True, log_y=True, x_ticks=ticks)
+    return (figures.lines(time_series, title=t("step7.time_title"), y_title=t("step7.ms_axis"), **common),
+            figures.lines(mem_series, title=t("step7.mem_title"), y_title=t("step7.mib_axis"), **common))

@@ -161,6 +161,12 @@ def ensure_model():
     return get_model(kind)
 
 
+def model_line(t: Translator) -> str:
+    """The model, its quantisation and licence, in the reader's language."""
+    name = atlas_model.MODEL_LABEL if model_kind() == "gemma" else t("sidebar.tiny_model")
+    return t("sidebar.about", model=name, quant=atlas_model.QUANT_LABEL, licence=atlas_model.LICENCE_LABEL)
+
+
 @st.cache_resource(show_spinner=False)
 def _device_info() -> dict:
     return device_info(pick_device())

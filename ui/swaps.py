@@ -89,7 +89,7 @@ def hub_evidence(t: Translator, text: str) -> None:
 def sweep_section(t: Translator, a, text: str) -> None:
     """Step 6's second half: the whole model with its attention swapped."""
     st.subheader(t("swap.heading"))
-    st.markdown(t("swap.lead"))
+    widgets.prose(t, 6, "swap.lead")
     widgets.fit("s6_swap_layer", options=range(a.n_layers))
     layer = st.selectbox(t("swap.pick_layer"), list(range(a.n_layers)), index=0,
                          format_func=lambda i: widgets.layer_label(t, a, i), key="s6_swap_layer")
@@ -109,8 +109,19 @@ def sweep_section(t: Translator, a, text: str) -> None:
     c4.metric(t("swap.control_top1"), t.pct(control.top1_agreement, 0))
     st.caption(t("swap.control_caption", n=t.int(control.n)))
 
-    metric = st.radio(t("swap.pick_metric"), ["kl", "perplexity", "top1_agreement"], horizontal=True,
+    metric = st.radio(t("swap.pick_metric"), list(SWEEP_METRICS), horizontal=True,
                       format_func=lambda m: t(f"swap.metric_{m}"), key="s6_swap_metric")
+    fig, fig2 = sweep_figures(t, res, metric, layer)
+    widgets.show_figure(fig, key="s6_swap_window")
+    widgets.show_figure(fig2, key="s6_swap_linear")
+    st.markdown(t("swap.outro"))
+
+
+SWEEP_METRICS = ("kl", "perplexity", "top1_agreement")
+
+
+def sweep_figures(t: Translator, res: list, metric: str, layer: int):
+    """The sweep's two charts: each window family against w, and the feature maps."""
     series = []
     names = {"window/all": t("swap.series_window_all"), "window_hubs/all": t("swap.series_hubs_all"),
              "window/sliding": t("swap.series_window_sliding"),
@@ -123,8 +134,6 @@ def sweep_section(t: Translator, a, text: str) -> None:
                         x_title=t("swap.w_axis"), y_title=t(f"swap.metric_{metric}"), separators=t.separators,
                         log_x=True, log_y=(metric != "top1_agreement"),
                         x_ticks=(list(WINDOWS), [t.int(w) for w in WINDOWS]))
-    widgets.show_figure(fig, key="s6_swap_window")
-
     groups = []
     for tag, name in (("linear/all", t("swap.series_linear_all")),
                       ("linear/one", t("swap.series_linear_one", layer=layer))):
@@ -134,5 +143,4 @@ def sweep_section(t: Translator, a, text: str) -> None:
                                 title=t("swap.chart_linear", metric=t(f"swap.metric_{metric}")),
                                 y_title=t(f"swap.metric_{metric}"), separators=t.separators,
                                 log_y=(metric != "top1_agreement"))
-    widgets.show_figure(fig2, key="s6_swap_linear")
-    st.markdown(t("swap.outro"))
+    return fig, fig2

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import re
 
 import streamlit as st
@@ -12,9 +11,7 @@ import streamlit as st
 from . import state
 from .i18n import ROOT, Translator
 from .steps import N_STEPS, PAGES
-
-AVERAGE = "avg"
-DEFAULT_LAYER = 8  # a sliding layer whose local band and sink read clearly on the sample texts
+from .summary import AVERAGE, DEFAULT_LAYER, Question, layer_label
 
 
 def step_nav(t: Translator, number: int) -> None:
@@ -43,7 +40,75 @@ def step_header(t: Translator, step: int) -> None:
     if step <= N_STEPS:
         st.caption(t("common.step_of", step=step, total=N_STEPS))
     st.title(t(f"step{step}.title"))
-    st.markdown(t(f"step{step}.lead"))
+    prose(t, step, f"step{step}.lead")
+
+
+# --- glossary terms, linked where a page first uses them -------------------------------
+
+TERMS_ANCHOR = "terms"  # the id of each step's "terms on this page" heading
+
+
+def term_texts(step: int) -> list[str]:
+    """The prose of a step, in the order the page draws it: where its terms are sought."""
+    return [f"step{step}.lead", f"step{step}.outro"] + (["swap.lead"] if step == 6 else [])
+
+
+def _split_links(text: str) -> list[tuple[str, bool]]:
+    """The text in pieces, each marked whether it may take a link (not inside an existing
+    link, inline code or a formula)."""
+    pieces, last = [], 0
+    for m in re.finditer(r"\[[^\]]*\]\([^)]*\)|`[^`]*`|\$[^$]*\$", text):
+        pieces += [(text[last:m.start()], True), (m.group(0), False)]
+        last = m.end()
+    return pieces + [(text[last:], True)]
+
+
+@functools.cache
+def linked_prose(lang: str, step: int) -> tuple[dict[str, str], tuple[int, ...]]:
+    """Each prose text of a step with the first use of each glossary term linked to the
+    page's terms section, and the glossary entries so linked (text by text, in glossary order).
+    A term is found by its forms (``forms`` in the glossary): in Japanese as written, in
+    English and Portuguese at the start of a word, taking the rest of the word along
+    ("token" links "tokens")."""
+    t = Translator(lang)
+    used: list[int] = []
+    out = {}
+    for key in term_texts(step):
+        if not t.has(key):
+            continue
+        text = t(key)
+        for i, entry in enumerate(glossary()):
+            if i in used:
+                continue
+            for form in entry[lang]["forms"]:
+                pattern = re.escape(form) if lang == "ja" else r"(?<![\w])" + re.escape(form) + r"\w*"
+                pieces = _split_links(text)
+                for k, (piece, free) in enumerate(pieces):
+                    m = re.search(pattern, piece, flags=0 if lang == "ja" else re.IGNORECASE) if free else None
+                    if m:
+                        pieces[k] = (piece[:m.start()] + f"[{m.group(0)}](#{TERMS_ANCHOR})" + piece[m.end():], False)
+                        used.append(i)
+                        break
+                if i in used:
+                    text = "".join(p for p, _ in pieces)
+                    break
+        out[key] = text
+    return out, tuple(used)
+
+
+def prose(t: Translator, step: int, key: str) -> None:
+    """One of a step's texts, its first uses of glossary terms linked to the terms section."""
+    st.markdown(linked_prose(t.lang, step)[0].get(key, t(key)))
+
+
+def terms_footer(t: Translator, step: int) -> None:
+    """The glossary entries a step's prose links to, with their meanings."""
+    used = linked_prose(t.lang, step)[1]
+    if not used:
+        return
+    st.subheader(t("glossary.on_page"), anchor=TERMS_ANCHOR, divider="gray")
+    entries = glossary()
+    st.markdown("\n".join(f"- **{entries[i][t.lang]['term']}** — {entries[i][t.lang]['meaning']}" for i in used))
 
 
 def open_step(step: int):
@@ -53,6 +118,7 @@ def open_step(step: int):
     step_header(t, step)
     a = state.analysis_or_message()
     if a is None:
+        terms_footer(t, step)
         st.stop()
     return t, a
 
@@ -79,13 +145,6 @@ def formula(t: Translator, latex: str, caption: str | None = None) -> None:
         st.caption(caption)
 
 
-def layer_label(t: Translator, a, layer: int) -> str:
-    kind = a.layer_types[layer]
-    if kind == "sliding":
-        return t("common.layer_sliding", layer=layer, w=t.int(a.sliding_window))
-    return t("common.layer_full", layer=layer)
-
-
 def layer_head_picker(t: Translator, a, key: str, allow_average: bool = True, default_layer: int = DEFAULT_LAYER):
     """In the sidebar: which layer and head this page shows. Returns (layer, head);
     head is None for the average over heads."""
@@ -101,11 +160,6 @@ def layer_head_picker(t: Translator, a, key: str, allow_average: bool = True, de
         head = st.selectbox(t("common.head"), heads, key=f"{key}_head",
                             format_func=lambda h: t("common.head_average") if h == AVERAGE else t("common.head_n", h=h))
     return layer, (None if head == AVERAGE else int(head))
-
-
-def head_caption(t: Translator, a, layer: int, head) -> str:
-    who = t("common.head_average") if head is None else t("common.head_n", h=head)
-    return f"{layer_label(t, a, layer)} · {who}"
 
 
 def token_option(a, i: int) -> str:
@@ -170,47 +224,39 @@ def error_box(t: Translator, key: str = "common.bad_setting", **kwargs) -> None:
 
 
 @functools.cache
-def _glossary() -> list:
+def glossary() -> list:
+    """The glossary's entries: per language, a term and its meaning."""
     return json.loads((ROOT / "assets" / "glossary.json").read_text(encoding="utf-8"))
 
 
 def glossary_table(t: Translator) -> None:
     """The glossary in the reader's language: a static table, so long meanings wrap (its
     texts are ours, never the reader's)."""
-    st.table({t("closing.col_term"): [g[t.lang]["term"] for g in _glossary()],
-              t("closing.col_meaning"): [g[t.lang]["meaning"] for g in _glossary()]}, hide_index=True)
+    st.table({t("closing.col_term"): [g[t.lang]["term"] for g in glossary()],
+              t("closing.col_meaning"): [g[t.lang]["meaning"] for g in glossary()]}, hide_index=True)
 
 
-def nearest_option(options: list, answer):
-    """The option that counts as right: the answer itself among categories, else the
-    number nearest to it on a log scale (so 3.6 is nearer 4 than 2, 9 nearer 10 than 2)."""
-    if not all(isinstance(o, (int, float)) for o in options):
-        return answer
-
-    def log(x):
-        return math.log(max(float(x), 1e-12))
-
-    return min(options, key=lambda o: abs(log(o) - log(answer)))
-
-
-def predict(t: Translator, step: int, question: str, options: list, answer, *, label, value_text: str,
-            note: str | None = None) -> None:
-    """Predict, then reveal: a question whose answer the page measures. The reader picks
-    an option or none; the answer is the page's own number. In presenter mode it waits
-    for the reveal button; otherwise nothing is hidden."""
-    right = nearest_option(options, answer)
+def predict(t: Translator, step: int, q: Question) -> None:
+    """Predict, then reveal: a question whose answer the page measures (``q`` comes from
+    ui.summary, as the page's numbers do). The reader picks an option or none. In
+    presenter mode the answer waits for the reveal button; otherwise nothing is hidden."""
     with st.container(border=True):
-        st.markdown(f"**{t('predict.heading')}** · {question}")
-        guess = st.radio(t("predict.pick"), options, index=None, horizontal=True, format_func=label,
+        st.markdown(f"**{t('predict.heading')}** · {q.text}")
+        guess = st.radio(t("predict.pick"), q.options, index=None, horizontal=True, format_func=q.label,
                          key=f"p{step}_guess")
         revealed = f"p{step}_revealed"
         if state.presenter() and not st.session_state.get(revealed):
             if not st.button(t("predict.reveal"), key=f"p{step}_reveal", icon=":material/visibility:"):
                 return
             st.session_state[revealed] = True
-        said = [t("predict.answer", value=value_text)]
-        if guess is not None:
-            said.append(t("predict.right") if guess == right else t("predict.wrong", nearest=label(right)))
-        if note:
-            said.append(note)
-        st.markdown(" ".join(said))
+        st.markdown(verdict(t, q, guess))
+
+
+def verdict(t: Translator, q: Question, guess) -> str:
+    """The measured answer, and whether the guess (or None) was right."""
+    said = [t("predict.answer", value=q.value_text)]
+    if guess is not None:
+        said.append(t("predict.right") if guess == q.right else t("predict.wrong", nearest=q.label(q.right)))
+    if q.note:
+        said.append(q.note)
+    return " ".join(said)

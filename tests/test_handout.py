@@ -1,0 +1,185 @@
+"""The handout (one offline HTML file of the seven steps) and the glossary terms each
+page links where it first uses them. Tiny model; the browser test opens the handout
+with every outside request blocked (tests/test_browser.py)."""
+
+import html
+import re
+
+import pytest
+
+from attn import bench, swap
+from attn.costs import Shape
+from attn.device import pick_device
+from helpers import LANGS, PAGES
+from ui import handout, live, state, summary, widgets
+from ui.i18n import Translator, translate
+from ui.samples import sample_text
+
+pytestmark = pytest.mark.apptest
+
+ANSWER = re.compile(r"<strong>(.*?)</strong>")
+
+
+def answers(page: str, lang: str = "en") -> list[str]:
+    """The measured value each step's reveal states, in order."""
+    head = html.escape(translate(lang, "predict.answer", value="§").split("§")[0].replace("**", ""), quote=False)
+    out = []
+    for chunk in page.split(head)[1:]:
+        out.append(html.unescape(ANSWER.match(chunk).group(1)))
+    return out
+
+
+def revealed(at, lang: str = "en") -> str:
+    head = translate(lang, "predict.answer", value="§").split("§")[0]
+    found = [m.value for m in at.markdown if m.value.startswith(head)]
+    assert found, "no revealed answer on the page"
+    return found[0][len(head):].split("**")[0]
+
+
+def walk(at) -> list[str]:
+    """Each step's revealed answer, walking the seven steps with the page's settings."""
+    out = []
+    for page in PAGES[:7]:
+        at.switch_page(page).run()
+        assert not at.exception, [e.value for e in at.exception]
+        out.append(revealed(at))
+    return out
+
+
+@pytest.mark.parametrize("text", [None, "Short, then longer: a line of text that goes on for a few more words."])
+def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_settings(make_app, text):
+    at = make_app("tiny", "en")
+    at.run()
+    if text is not None:
+        at.sidebar.text_area(key="text").input(text).run()
+    at.switch_page(PAGES[2]).run()
+    at.slider(key="s3_rw").set_value(5).run()
+    at.slider(key="s3_rl").set_value(2).run()
+    at.slider(key="s3_w").set_value(3).run()
+    at.radio(key="p3_guess").set_value(at.radio(key="p3_guess").options[0]).run()
+    shown = walk(at)
+    kept = dict(at.session_state[state.KEPT])
+    text = text or sample_text("en")
+    a = state.get_analysis(text, "tiny")
+    t = Translator("en")
+    sizes = bench.live_sizes(pick_device())
+    rows = live.results(live.key(pick_device(), sizes))  # measured by another test in this process, or None
+    page = handout.build(t, a, text, "tiny", kept, device="cpu", model="tiny", live=(rows, sizes) if rows else None)
+    assert answers(page) == shown
+    # seven steps (and the glossary), one figure each, Plotly's JavaScript embedded once, nothing fetched
+    assert page.count("<h2>") == 8
+    figures = 7 + (2 if rows else 0)
+    assert page.count('class="plotly-graph-div"') == figures
+    assert page.count(handout._plotly_js()) == 1
+    rest = page.replace(handout._plotly_js(), "")
+    assert rest.count("<script") == 1 + figures and "src=" not in rest and "http" not in rest.replace(
+        "http://www.w3.org", "")
+    # the settings used are stated: step 3's window of 3 and its reach of 5 over 2 layers
+    step3 = page.split("<h2>")[3]
+    for label, value in (("step3.pick_w", "3"), ("step3.pick_reach_w", "5"), ("step3.pick_layers", "2")):
+        assert f"<td>{html.escape(translate('en', label))}</td><td>{value}</td>" in step3
+    guess = summary.step3(t, a, text, "tiny", summary.settings_for(a, text, "tiny", kept)).question
+    assert html.escape(translate("en", "handout.guess", guess=guess.label(kept["p3_guess"]))) in step3
+    assert translate("en", "handout.no_guess") in page.split("<h2>")[1]
+    # unmeasured runs are said to be unmeasured
+    assert (html.escape(translate("en", "handout.live_not_run")) in page) == (rows is None)
+    assert html.escape(translate("en", "handout.sweep_not_run")) in page
+
+
+def test_settings_that_do_not_fit_the_text_fall_back_to_the_pages_defaults(tiny_analysis):
+    text, a = tiny_analysis
+    bad = {"s3_w": 10_000, "s4_hubs": [0, a.n + 5], "s1_layer": 99, "s2_p": 0.42, "s5_feature": "nope", "s1_head": 7}
+    cfg = summary.settings_for(a, text, "tiny", bad)
+    defaults = summary.defaults(a, text, "tiny")
+    assert all(cfg[k] == defaults[k] for k in bad)
+    good = {"s3_w": 2, "s4_hubs": [1], "s1_layer": 0, "s2_p": 0.5, "s5_feature": "relu", "s1_head": 0}
+    assert all(summary.settings_for(a, text, "tiny", good)[k] == v for k, v in good.items())
+
+
+@pytest.fixture(scope="module")
+def tiny_analysis():
+    text = 'Angle <script>alert("x")</script> and <img src=x onerror="y()"> & "quotes" — then words.'
+    return text, state.get_analysis(text, "tiny")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_readers_text_and_tokens_are_escaped_and_our_prose_is_rendered(tiny_analysis, lang):
+    text, a = tiny_analysis
+    page = handout.build(Translator(lang), a, text, "tiny", {}, device="cpu", model="tiny")
+    assert "<script>alert" not in page and "<img src=x" not in page and 'onerror="y()"' not in page
+    assert html.escape(text) in page  # the text, as characters
+    assert f'<html lang="{lang}">' in page
+    assert "**" not in re.sub(r"<script>.*?</script>", "", page, flags=re.S)  # our Markdown is rendered
+    assert page.count('class="plotly-graph-div"') == 7
+
+
+def test_measured_runs_join_the_handout_only_when_measured(tiny_analysis):
+    text, a = tiny_analysis
+    t = Translator("pt")
+    rows = bench.run_plan([(m, n, b) for n in (128, 256) for m, b in live.plan_methods()], Shape(), "cpu",
+                          repeats=1, max_seconds=0.5)
+    model = state.get_model("tiny")
+    results = swap.sweep(model, text, swap.standard_sweep((0,), 0))
+    assert all(not isinstance(r, Exception) for r in results)
+    page = handout.build(t, a, text, "tiny", {}, device="cpu", model="tiny", live=(rows, [128, 256]),
+                         sweep=(results, 0, "kl"))
+    assert page.count('class="plotly-graph-div"') == 7 + 2 + 2  # live time and memory; the sweep's two charts
+    assert html.escape(t("handout.live_not_run")) not in page and html.escape(t("handout.sweep_not_run")) not in page
+    assert html.escape(t("predict.from_live")) in page  # step 7's answer now comes from the live run
+    ratio = bench.ratios(rows)[("window", 256)]
+    assert answers(page, "pt")[6] == t.float(ratio, 2)
+
+
+def test_the_sidebar_builds_the_handout_with_progress_then_offers_it(make_app):
+    at = make_app("tiny", "ja")
+    at.run()
+    assert not at.get("download_button")
+    at.sidebar.button(key="handout_build").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    buttons = at.get("download_button")
+    assert len(buttons) == 1 and buttons[0].proto.label == translate("ja", "handout.download")
+    at.sidebar.text_area(key="text").input("   ").run()
+    at.sidebar.button(key="handout_build").click().run()
+    assert translate("ja", "handout.need_text") in [i.value for i in at.info]
+
+
+# --- glossary terms linked where first used -----------------------------------------------
+
+LINK = re.compile(r"\[([^\]]+)\]\(#" + widgets.TERMS_ANCHOR + r"\)")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("step", range(1, 8))
+def test_each_term_is_linked_once_where_the_page_first_uses_it(lang, step):
+    t = Translator(lang)
+    texts, used = widgets.linked_prose(lang, step)
+    entries = widgets.glossary()
+    assert used, "every step links at least one term"
+    linked = []
+    for key in widgets.term_texts(step):
+        if key not in texts:
+            continue
+        original = t(key)
+        assert LINK.sub(r"\1", texts[key]) == original  # only links added, nothing else changed
+        for m in LINK.finditer(texts[key]):
+            linked.append(m.group(1))
+    assert len(linked) == len(used) == len(set(used))
+    for i in used:  # each link is a form of its own term
+        forms = entries[i][lang]["forms"]
+        word = next((w for w in linked if any(w.casefold().startswith(f.casefold()) for f in forms)), None)
+        assert word is not None, (forms, linked)
+        linked.remove(word)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_step_page_links_its_terms_to_their_meanings_at_its_end(make_app, lang):
+    at = make_app("tiny", lang)
+    at.run()
+    at.switch_page(PAGES[3]).run()
+    assert not at.exception
+    assert at.main.subheader[-1].value == translate(lang, "glossary.on_page")
+    body = " ".join(m.value for m in at.markdown)
+    assert f"](#{widgets.TERMS_ANCHOR})" in body
+    entries = widgets.glossary()
+    for i in widgets.linked_prose(lang, 4)[1]:
+        assert f"**{entries[i][lang]['term']}** — {entries[i][lang]['meaning']}" in at.main.markdown[-1].value

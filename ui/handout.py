@@ -1,0 +1,188 @@
+"""The handout: one self-contained HTML file of the seven steps, for the reader's text
+and settings, in the reader's language — to print or keep, and to open offline.
+
+Each step brings what ``ui.summary`` says of it (the page's own code): its explanation,
+main figure, key numbers, settings, and the reader's prediction with the measured
+answer. Steps 6 and 7 add their measured runs only where they were run. Plotly's
+JavaScript is embedded once; nothing is fetched. The reader's text and token labels
+are escaped, never markup; our own explanations are Markdown rendered with raw HTML
+turned off.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import html
+import re
+from collections.abc import Callable
+
+import plotly.offline
+from babel.dates import format_datetime
+from markdown_it import MarkdownIt
+
+from attn.costs import Shape
+
+from . import live as live_run
+from . import summary, swaps, widgets
+from .i18n import Translator
+from .steps import STEPS
+
+TEXT_SHOWN = 4_000  # characters of the reader's text printed at the top (the analysis may read more)
+_MD = MarkdownIt("commonmark", {"html": False})
+CSS = """
+body { font-family: system-ui, "Noto Sans", "IPAGothic", sans-serif; max-width: 980px; margin: 2rem auto;
+       padding: 0 1rem; color: #1f2328; line-height: 1.55; }
+h1 { font-size: 2rem; margin-bottom: .2rem; }
+h2 { font-size: 1.45rem; margin-top: 2.6rem; border-top: 2px solid #d0d7de; padding-top: 1rem; }
+.made, .note { color: #4f5660; font-size: .92rem; }
+pre.text { white-space: pre-wrap; background: #f6f8fa; padding: .8rem; border-radius: 6px; font-size: .9rem; }
+table { border-collapse: collapse; margin: .6rem 0; }
+td, th { border: 1px solid #d0d7de; padding: .25rem .6rem; text-align: left; vertical-align: top; }
+.numbers td:last-child { font-weight: 600; font-variant-numeric: tabular-nums; }
+.predict { border: 1px solid #d0d7de; border-radius: 6px; padding: .2rem 1rem; margin: .8rem 0; }
+.figure { page-break-inside: avoid; }
+@media print { h2 { page-break-before: always; } }
+"""
+
+
+@functools.cache
+def _plotly_js() -> str:
+    return plotly.offline.get_plotlyjs()
+
+
+def _md(text: str) -> str:
+    """Our own Markdown (locale text, never the reader's) as HTML; raw HTML stays text."""
+    return _MD.render(re.sub(r":material/[a-z_]+:", "", text))
+
+
+def _rows(pairs: list[tuple[str, str]], css: str = "") -> str:
+    body = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in pairs)
+    return f'<table class="{css}">{body}</table>'
+
+
+def _figure(fig) -> str:
+    div = fig.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True})
+    return f'<div class="figure">{div}</div>'
+
+
+def build(t: Translator, a, text: str, kind: str, kept: dict, *, device: str, model: str,
+          when: datetime.datetime | None = None, live: tuple | None = None, sweep: tuple | None = None,
+          progress: Callable[[float], None] | None = None) -> str:
+    """The handout as one HTML document.
+
+    ``kept``: the reader's settings and guesses, keyed as the pages' widgets are (those
+    that do not fit the text fall back to the page's defaults). ``live``: step 7's
+    measured rows and sizes ``(rows, sizes)``; ``sweep``: step 6's measured swap results
+    ``(results, layer, metric)``; each None when not measured."""
+    when = when or datetime.datetime.now(datetime.UTC)
+    cfg = summary.settings_for(a, text, kind, kept)
+    shown = text if len(text) <= TEXT_SHOWN else text[:TEXT_SHOWN] + " …"
+    out = [
+        f'<h1>{html.escape(t("app.name"))} — {html.escape(t("handout.title"))}</h1>',
+        '<p class="made">' + html.escape(t("handout.made", date=format_datetime(when, "medium", locale=t.lang) + " UTC",
+                                                 device=device, model=model)) + "</p>",
+        f'<h3>{html.escape(t("handout.text_heading"))}</h3>',
+        f'<pre class="text">{html.escape(shown)}</pre>',
+        '<p class="note">' + html.escape(t("handout.text_note", n=t.int(a.n), chars=t.int(len(text)))) + "</p>",
+    ]
+    for i, step in enumerate(STEPS):
+        make = summary.STEP_SUMMARIES[step.number]
+        extra = {"live_rows": live[0], "live_last": live[1][-1]} if step.number == 7 and live else {}
+        sm = make(t, a, text, kind, cfg, **extra)
+        out.append(f'<h2>{html.escape(t("common.step_of", step=step.number, total=len(STEPS)))} · '
+                   f'{html.escape(t(step.heading_key))}</h2>')
+        out.append(_md(t(f"step{step.number}.lead")))
+        out.append(_section(t, sm, kept.get(f"p{step.number}_guess")))
+        out.append(_figure(sm.figure))
+        out.append(_md(t(f"step{step.number}.outro")) if t.has(f"step{step.number}.outro") else "")
+        out.extend(_measured(t, step.number, live, sweep))
+        if progress:
+            progress((i + 1) / (len(STEPS) + 1))
+    out.append(f'<h2>{html.escape(t("closing.glossary"))}</h2>')
+    out.append(_rows([(g[t.lang]["term"], g[t.lang]["meaning"]) for g in widgets.glossary()]))
+    out.append('<p class="note">' + html.escape(t("closing.credits")) + "</p>")
+    if progress:
+        progress(1.0)
+    return ("<!DOCTYPE html>\n"
+            f'<html lang="{html.escape(t.lang)}"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<title>{html.escape(t("app.name"))} — {html.escape(t("handout.title"))}</title>'
+            f"<style>{CSS}</style><script>{_plotly_js()}</script></head><body>"
+            + "\n".join(out) + "</body></html>")
+
+
+def _section(t: Translator, sm: summary.Summary, guess) -> str:
+    q = sm.question
+    if guess is not None and guess not in q.options:
+        guess = None  # a guess made on another text or setting: not this question's
+    said = t("handout.guess", guess=q.label(guess)) if guess is not None else t("handout.no_guess")
+    return (f'<h3>{html.escape(t("handout.settings"))}</h3>' + _rows(sm.params)
+            + f'<h3>{html.escape(t("handout.numbers"))}</h3>' + _rows(sm.key, "numbers")
+            + '<div class="predict">' + _md(f"**{t('predict.heading')}** · {q.text}") + _md(said)
+            + _md(widgets.verdict(t, q, guess)) + "</div>")
+
+
+def _measured(t: Translator, step: int, live, sweep) -> list[str]:
+    if step == 7:
+        if not live:
+            return ['<p class="note">' + html.escape(t("handout.live_not_run")) + "</p>"]
+        rows, sizes = live
+        return [f'<h3>{html.escape(t("step7.live_heading"))}</h3>',
+                *(_figure(f) for f in live_run.figures_of(t, rows, sizes, Shape()))]
+    if step == 6:
+        if not sweep:
+            return ['<p class="note">' + html.escape(t("handout.sweep_not_run")) + "</p>"]
+        results, layer, metric = sweep
+        return [f'<h3>{html.escape(t("swap.heading"))}</h3>',
+                *(_figure(f) for f in swaps.sweep_figures(t, results, metric, layer))]
+    return []
+
+
+def offer(t: Translator) -> None:
+    """In the sidebar: a button that builds the handout (with a progress bar), then its
+    download. The file is not kept: it is built again on the next click."""
+    import streamlit as st
+
+    from attn import bench
+    from attn import swap as atlas_swap
+    from attn.device import pick_device
+
+    from . import state
+
+    if not st.button(t("handout.button"), icon=":material/description:", width="stretch",
+                     help=t("handout.button_help"), key="handout_build"):
+        return
+    text, kind = state.current_text(), state.model_kind()
+    if not text.strip():
+        st.info(t("handout.need_text"))
+        return
+    bar = st.progress(0.0, text=t("handout.building"))
+    state.ensure_model()
+    a = state.get_analysis(text, kind)
+    if a.n < 3:
+        bar.empty()
+        st.info(t("common.too_short", n=a.n))
+        return
+    kept = {**st.session_state.get(state.KEPT, {}), **{k: st.session_state[k] for k in state.SETTINGS
+                                                       if k in st.session_state}}
+    device = pick_device()
+    sizes = bench.live_sizes(device)
+    rows = live_run.results(live_run.key(device, sizes))
+    layer = kept.get("s6_swap_layer", 0)
+    layer = layer if layer in range(a.n_layers) else 0
+    results = swaps.measured(text, atlas_swap.standard_sweep((0,), layer))
+    metric = kept.get("s6_swap_metric", swaps.SWEEP_METRICS[0])
+    sweep = (results, layer, metric if metric in swaps.SWEEP_METRICS else swaps.SWEEP_METRICS[0]) \
+        if results and all(r is not None for r in results) else None
+    total = len(STEPS) + 1
+
+    def progress(fraction: float) -> None:
+        bar.progress(fraction, text=t("handout.building_step", done=round(fraction * total), total=total))
+
+    page = build(t, a, text, kind, kept, device=state.device_line(), model=state.model_line(t),
+                 live=(rows, sizes) if rows else None, sweep=sweep, progress=progress)
+    bar.empty()
+    st.download_button(t("handout.download"), page.encode("utf-8"), file_name=f"attention-atlas-{t.lang}.html",
+                       mime="text/html", icon=":material/download:", on_click="ignore", type="primary",
+                       width="stretch", key="handout_download")

@@ -1,0 +1,353 @@
+"""What each step measures, said once: its main figure, its key numbers, the settings
+they were measured with, and its predict-then-reveal question. The step's page and the
+handout both draw from here, so the answer a reader is shown and the number the page
+shows are computed by the same code.
+
+Settings are given as a dict keyed like the pages' widgets (``s3_w``, ``s4_hubs``...);
+``settings_for`` fills in each step's defaults and drops values that do not fit the
+text (a window wider than the text, a hub past its end), as the pages' widgets do."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from collections.abc import Callable
+from typing import Any
+
+import plotly.graph_objects as go
+
+from attn import graph, methods
+from attn.costs import Shape
+
+from . import data, figures
+from .i18n import Translator
+
+AVERAGE = "avg"  # the head picker's "average over heads"
+DEFAULT_LAYER = 8  # a sliding layer whose local band and sink read clearly on the sample texts
+P_OPTIONS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.99)
+W_MAX = {3: 512, 4: 256, 6: 256}  # the window sliders' upper ends
+REACH_W, REACH_W_DEFAULT = (2, 8), 3  # step 3's reach: window 2..8, 3 at first
+HOP_TOKENS, HOP_WINDOW = 48, 4  # step 4 draws hops on the first 48 tokens, window at most 4
+STEP7_SIZES = [2 ** e for e in range(9, 21)]  # step 7's cost model: n = 512 … 2²⁰
+
+
+@dataclass
+class Question:
+    """Predict, then reveal: ``answer`` is the page's own number; the option nearest to
+    it counts as right."""
+
+    text: str
+    options: list
+    answer: Any
+    label: Callable[[Any], str]
+    value_text: str
+    note: str | None = None
+
+    @property
+    def right(self):
+        return nearest_option(self.options, self.answer)
+
+
+@dataclass
+class Summary:
+    step: int
+    params: list[tuple[str, str]]  # the settings used, as (label, value) in the reader's language
+    key: list[tuple[str, str]]  # the step's key numbers, as (label, value)
+    figure: go.Figure
+    question: Question
+    values: dict = field(default_factory=dict)  # the raw numbers, for the page's other metrics
+    measured: list[go.Figure] = field(default_factory=list)  # runs started by a button, when they were run
+
+
+def nearest_option(options: list, answer):
+    """The option that counts as right: the answer itself among categories, else the
+    number nearest to it on a log scale (so 3.6 is nearer 4 than 2, 9 nearer 10 than 2)."""
+    if not all(isinstance(o, (int, float)) for o in options):
+        return answer
+
+    def log(x):
+        return math.log(max(float(x), 1e-12))
+
+    return min(options, key=lambda o: abs(log(o) - log(answer)))
+
+
+# --- settings --------------------------------------------------------------------
+
+
+def _w_hi(step: int, n: int) -> int:
+    return max(2, min(n, W_MAX[step]))
+
+
+def defaults(a, text: str, kind: str) -> dict:
+    """Every step's settings as the pages start them on this text."""
+    n = a.n
+    layer = min(DEFAULT_LAYER, a.n_layers - 1)
+    out = {f"s{s}_layer": layer for s in (1, 2, 3, 5, 6)}
+    out.update({f"s{s}_head": AVERAGE for s in (1, 2, 3, 5)})
+    out.update(s6_head=0, s1_token=n - 1, s2_p=0.9, s3_w=min(16, n), s3_rw=REACH_W_DEFAULT, s3_rl=4,
+               s4_hubs=[p for p, _ in data.anchors(text, kind, 5)[:3]], s4_w=min(8, n),
+               s5_feature=next(iter(_feature_maps())), s5_causal=True, s6_w=min(16, n),
+               s6_hubs=[p for p, _ in data.anchors(text, kind, 3)], s6_feature=_linear_features()[0])
+    return out
+
+
+def fits(key: str, value, a) -> bool:
+    """Whether a remembered setting is one its widget could take on this text."""
+    n, heads = a.n, list(range(a.n_heads))
+    if key.endswith("_layer"):
+        return value in range(a.n_layers)
+    if key == "s6_head":
+        return value in heads
+    if key.endswith("_head"):
+        return value == AVERAGE or value in heads
+    step = int(key[1])
+    ranges = {"s1_token": (0, n - 1), "s3_w": (1, _w_hi(3, n)), "s4_w": (1, _w_hi(4, n)), "s6_w": (1, _w_hi(6, n)),
+              "s3_rw": REACH_W, "s3_rl": (1, a.n_layers)}
+    if key in ranges:
+        lo, hi = ranges[key]
+        return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+    if key in ("s4_hubs", "s6_hubs"):
+        return isinstance(value, (list, tuple)) and all(isinstance(h, int) and 0 <= h < n for h in value)
+    options = {"s2_p": P_OPTIONS, "s5_feature": list(_feature_maps()), "s6_feature": _linear_features(),
+               "s5_causal": (True, False)}
+    return step > 0 and value in options.get(key, ())
+
+
+def settings_for(a, text: str, kind: str, kept: dict) -> dict:
+    """The pages' defaults, with each kept setting that fits this text in its place."""
+    out = defaults(a, text, kind)
+    for key, value in kept.items():
+        if key in out and fits(key, value, a):
+            out[key] = value
+    return out
+
+
+def _head(value):
+    """A head setting: the picker's "average" (or None, as pickers return it) or a number."""
+    return None if value is None or value == AVERAGE else int(value)
+
+
+def _feature_maps():
+    from attn.features import FEATURE_MAPS
+
+    return FEATURE_MAPS
+
+
+def _linear_features() -> list[str]:
+    return [m.feature for m in methods.tagged(methods.ERRORS) if m.family == "linear"]
+
+
+# --- shared labels ---------------------------------------------------------------------
+
+
+def layer_label(t: Translator, a, layer: int) -> str:
+    if a.layer_types[layer] == "sliding":
+        return t("common.layer_sliding", layer=layer, w=t.int(a.sliding_window))
+    return t("common.layer_full", layer=layer)
+
+
+def head_label(t: Translator, head) -> str:
+    return t("common.head_average") if head is None else t("common.head_n", h=head)
+
+
+def head_caption(t: Translator, a, layer: int, head) -> str:
+    return f"{layer_label(t, a, layer)} · {head_label(t, head)}"
+
+
+def _who(t: Translator, a, layer: int, head) -> list[tuple[str, str]]:
+    return [(t("common.layer"), layer_label(t, a, layer)), (t("common.head"), head_label(t, head))]
+
+
+def _heatmap(t: Translator, grid, tokens, title: str, **kw):
+    n = len(tokens)
+    return figures.attention_heatmap(
+        grid, tokens, title=title, x_title=t("common.key_axis"), y_title=t("common.query_axis"),
+        hover=t("common.hover_cell_tokens") if n <= 128 else t("common.hover_cell"),
+        separators=t.separators, colorbar=t("common.weight"), **kw)
+
+
+# --- the seven steps ---------------------------------------------------------------------
+
+
+def step1(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
+    layer, head = cfg["s1_layer"], _head(cfg["s1_head"])
+    n = a.n
+    own = methods.get("own")  # the layer's own pattern: causal, plus its window in a sliding layer
+    window = a.own_window(layer)
+    cells = own.cells(n, methods.Params(window=window))
+    doubled = own.cells(2 * n, methods.Params(window=window))
+    ratio = doubled / cells
+    grid = data.grid(text, kind, layer, head)
+    fig, factor = _heatmap(t, grid, a.tokens, t("step1.grid_title", who=head_caption(t, a, layer, head)))
+    q = Question(t("predict.q1"), [2, 4, 8], ratio, lambda x: t("predict.times", x=x),
+                 t("predict.times", x=t.float(ratio, 2)))
+    key = [(t("step1.metric_n"), t.int(n)), (t("step1.metric_causal"), t.int(cells)),
+           (t("step1.metric_doubled", n2=t.int(2 * n)), t.int(doubled))]
+    return Summary(1, _who(t, a, layer, head), key, fig, q,
+                   dict(layer=layer, head=head, window=window, cells=cells, doubled=doubled, factor=factor,
+                        grid=grid))
+
+
+def step2(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
+    layer, head, p = cfg["s2_layer"], _head(cfg["s2_head"]), cfg["s2_p"]
+    res = data.useful(text, kind, layer, head, p)
+    s = res["summary"]
+    shown = data.top_share_view(text, kind, layer, head, p)
+    fig, factor = _heatmap(t, shown, a.tokens,
+                           t("step2.grid_title", p=t.pct(p, 0), who=head_caption(t, a, layer, head)), reduce="max")
+    half = max(3, round(s["cells"] / a.n / 2))  # about half of a row's cells
+    q = Question(t("predict.q2", p=t.pct(p, 0)), sorted({2, 10, half}), s["k"],
+                 lambda x: t("predict.about", x=t.int(x)), t.float(s["k"], 1))
+    key = [(t("step2.metric_k", p=t.pct(p, 0)), t.float(s["k"], 1)), (t("step2.metric_useful"), t.int(s["useful"])),
+           (t("step2.metric_share"), t.pct(s["share"]))]
+    params = _who(t, a, layer, head) + [(t("step2.pick_p"), t.pct(p, 0))]
+    return Summary(2, params, key, fig, q, dict(layer=layer, head=head, p=p, res=res, factor=factor))
+
+
+def step3(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
+    layer, head, w = cfg["s3_layer"], _head(cfg["s3_head"]), cfg["s3_w"]
+    rw, rl = cfg["s3_rw"], cfg["s3_rl"]
+    n = a.n
+    kept = data.kept(text, kind, w, ())
+    cells = data.cells(n, w, (), True)
+    fig, factor = _heatmap(t, data.grid(text, kind, layer, head), a.tokens,
+                           t("step3.grid_title", w=t.int(w), who=head_caption(t, a, layer, head)))
+    figures.add_band(fig, n, w, name=t("step3.band_name", w=t.int(w)))
+    rn = min(n, 64)
+    frames = data.reach_frames(rn, rw, rl)
+    formula_size = graph.reach_size(rw, rl)
+    measured = int(frames[-1][rn - 1].sum())
+    q = Question(t("predict.q3", L=rl, w=rw), sorted({rl * rw, formula_size, rw**rl}), measured,
+                 lambda x: t.int(x), t.int(measured))
+    key = [(t("step3.metric_kept_all"), t.pct(kept["mean"])), (t("step3.metric_cells"), t.int(cells)),
+           (t("step3.metric_reach_measured", i=rn - 1), t.int(measured))]
+    params = _who(t, a, layer, head) + [(t("step3.pick_w"), t.int(w)), (t("step3.pick_reach_w"), t.int(rw)),
+                                        (t("step3.pick_layers"), t.int(rl))]
+    return Summary(3, params, key, fig, q, dict(layer=layer, head=head, w=w, rw=rw, rl=rl, kept=kept, cells=cells,
+                                                factor=factor, rn=rn, frames=frames, formula_size=formula_size,
+                                                measured=measured))
+
+
+def distance(t: Translator, res: dict) -> str:
+    """The farthest pair in layers, or "never" when some pair is never joined."""
+    return t("step4.never_value") if res["farthest"] is None else t.int(res["farthest"])
+
+
+def step4(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
+    hubs, w = tuple(sorted(cfg["s4_hubs"])), cfg["s4_w"]
+    n = a.n
+    cells_h = data.cells(n, w, hubs, True)
+    kept_w, kept_h = data.kept(text, kind, w, ()), data.kept(text, kind, w, hubs)
+    hn = min(n, HOP_TOKENS)
+    hop_hubs = tuple(h for h in hubs if h < hn) or (0,)
+    hw = min(w, HOP_WINDOW)
+    grids = data.hop_grids(hn, hw, hop_hubs)
+    hop_style = dict(x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("step4.hover_hops"),
+                     separators=t.separators, colorbar=t("step4.hops_unit"), missing_label=t("step4.never"))
+    fig = figures.integer_grid(grids["hubs"]["grid"], a.tokens[:hn], title=t("step4.hops_hubs", w=hw, g=len(hop_hubs)),
+                               **hop_style)
+    far, alone_far = grids["hubs"]["farthest"], grids["none"]["farthest"]
+    options = sorted({1, 2, alone_far if alone_far is not None else hn - 1})
+    q = Question(t("predict.q4", w=hw), options, far if far is not None else hn, lambda x: t.int(x),
+                 distance(t, grids["hubs"]))
+    key = [(t("step4.metric_cells", g=len(hubs)), t.int(cells_h)),
+           (t("step4.metric_kept_window"), t.pct(kept_w["mean"])),
+           (t("step4.metric_kept_hubs", g=len(hubs)), t.pct(kept_h["mean"])),
+           (t("step4.metric_max_hops"), distance(t, grids["hubs"]))]
+    params = [(t("step4.pick_hubs"), ", ".join(str(h) for h in hubs) or "—"), (t("step4.pick_w"), t.int(w))]
+    return Summary(4, params, key, fig, q, dict(hubs=hubs, w=w, cells_h=cells_h, kept_w=kept_w, kept_h=kept_h, hn=hn,
+                                                hop_hubs=hop_hubs, hw=hw, grids=grids, hop_style=hop_style))
+
+
+def step5(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
+    layer, feature, causal = cfg["s5_layer"], cfg["s5_feature"], cfg["s5_causal"]
+    r = data.linear_orders(text, kind, layer, feature, causal)
+    ns = [2 ** e for e in range(8, 18)]
+    series = [
+        {"name": t("step5.series_grid"), "x": ns, "y": [n * (n + 1) // 2 if causal else n * n for n in ns],
+         "hover": t("step5.hover_numbers")},
+        {"name": t("step5.series_summary", m=r["m"], d=r["d"]), "x": ns, "y": [r["summary_numbers"]] * len(ns),
+         "hover": t("step5.hover_numbers")},
+        {"name": t("step5.series_features"), "x": ns, "y": [n * r["m"] for n in ns], "dash": "dot",
+         "hover": t("step5.hover_numbers")},
+    ]
+    fig = figures.lines(series, title=t("step5.sizes_title"), x_title=t("common.n_axis"),
+                        y_title=t("step5.numbers_axis"), separators=t.separators, log_x=True, log_y=True,
+                        x_ticks=(ns[::2], [t.int(n) for n in ns[::2]]))
+    smaller = "grid" if r["grid_numbers"] < r["summary_numbers"] else "summary"
+    q = Question(t("predict.q5"), ["grid", "summary"], smaller, lambda o: t(f"predict.opt_{o}"),
+                 t(f"predict.opt_{smaller}"))
+    grid_label = t("step5.metric_grid_causal" if causal else "step5.metric_grid", n=t.int(r["n"]))
+    key = [(grid_label, t.int(r["grid_numbers"])),
+           (t("step5.metric_summary", m=t.int(r["m"]), d=t.int(r["d"])), t.int(r["summary_numbers"])),
+           (t("step5.metric_diff"), t.sci(r["rel_diff"]))]
+    params = [(t("common.layer"), layer_label(t, a, layer)), (t("step5.pick_feature"), t(f"features.{feature}")),
+              (t("step5.causal"), "✓" if causal else "✗")]
+    return Summary(5, params, key, fig, q, dict(layer=layer, feature=feature, causal=causal, r=r))
+
+
+def step6(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
+    layer, head, w = cfg["s6_layer"], int(cfg["s6_head"]), cfg["s6_w"]
+    hubs = tuple(sorted(cfg["s6_hubs"]))
+    err = data.errors(text, kind, layer, w, hubs)
+    mean = err["mean"]
+    shown = methods.tagged(methods.ERRORS)
+    order = [m.name for m in shown]
+    # the layer's own pattern is drawn as what it is here: the fused kernel, in its dtype
+    names = [t("step6.name_fused", dtype=err["dtype"]) if m.name == "own" else t(m.label_key, w=w, g=len(hubs))
+             for m in shown]
+    if "own_float32" in mean:  # on a GPU: the same fused kernel in float32 too
+        order.insert(1, "own_float32")
+        names.insert(1, t("step6.name_fused32"))
+    values = [max(mean[k], 1e-12) for k in order]
+    fig = figures.bars(names, values, title=t("step6.errors_title", layer=layer), y_title=t("step6.error_axis"),
+                       separators=t.separators, log_y=True, hover=t("step6.hover_error"),
+                       reference=mean["uniform"], reference_name=t("step6.uniform_line"),
+                       text=[t.pct(v, 1) if v >= 1e-3 else t.sci(v) for v in values])
+    label_of = dict(zip(order, names))
+    shortcuts = [name for name in order if name not in ("own", "own_float32")]
+    closest = min(shortcuts, key=lambda name: mean[name])
+    q = Question(t("predict.q6"), shortcuts, closest, lambda name: label_of[name],
+                 f"{label_of[closest]} ({t.pct(mean[closest])})")
+    best_linear = min((m for m in shown if m.family == "linear"), key=lambda m: mean[m.name])
+    key = [(t("step6.metric_fused"), t.sci(mean["own"])),
+           (t("step6.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean["window_hubs"])),
+           (t("step6.metric_best_linear", f=t(f"features.{best_linear.feature}")), t.pct(mean[best_linear.name]))]
+    params = [(t("common.layer"), layer_label(t, a, layer)), (t("common.head"), head_label(t, head)),
+              (t("step6.pick_w"), t.int(w)), (t("step6.pick_hubs"), ", ".join(str(h) for h in hubs) or "—")]
+    return Summary(6, params, key, fig, q, dict(layer=layer, head=head, w=w, hubs=hubs, err=err, shown=shown,
+                                                order=order, names=names, values=values, best_linear=best_linear))
+
+
+def step7(t: Translator, a, text: str, kind: str, cfg: dict, live_rows: list | None = None,
+          live_last: int | None = None) -> Summary:
+    """The cost model always; the live run's ratio when ``live_rows`` were measured
+    (at sizes up to ``live_last``)."""
+    from attn import bench
+
+    from . import live
+
+    s = Shape()
+    ns = STEP7_SIZES
+    costs = methods.operations(ns, s)
+    series = [{"name": live.method_name(t, m, s), "x": ns, "y": costs[m], "hover": t("step7.hover_flops")}
+              for m in costs]
+    series.append({"name": t("step7.ref_n2"), "x": ns, "y": [costs["full"][0] * (n / ns[0]) ** 2 for n in ns],
+                   "dash": "dot", "colour": "#999999", "mode": "lines", "hover": t("step7.hover_flops")})
+    series.append({"name": t("step7.ref_n"), "x": ns, "y": [costs["window"][0] * (n / ns[0]) for n in ns],
+                   "dash": "dash", "colour": "#999999", "mode": "lines", "hover": t("step7.hover_flops")})
+    fig = figures.lines(series, title=t("step7.model_title"), x_title=t("common.n_axis"), y_title=t("step7.flops_axis"),
+                        separators=t.separators, log_x=True, log_y=True, height=460,
+                        x_ticks=(ns[::2], [t.int(n) for n in ns[::2]]))
+    live_ratio = bench.ratios(live_rows).get(("window", live_last)) if live_rows else None
+    ratio = live_ratio if live_ratio is not None else costs["window"][-1] / costs["window"][-2]
+    q = Question(t("predict.q7"), [1, 2, 4], ratio, lambda x: t.int(x), t.float(ratio, 2),
+                 t("predict.from_live") if live_ratio is not None else t("predict.from_model"))
+    key = [(t("step7.metric_model_ratio", m=live.method_name(t, m, s)), t.float(costs[m][-1] / costs[m][-2], 2))
+           for m in costs]
+    params = [("w", t.int(s.window)), ("g", t.int(s.hubs)), ("d", t.int(s.d)), ("h", t.int(s.heads))]
+    return Summary(7, params, key, fig, q, dict(shape=s, ns=ns, costs=costs, live_ratio=live_ratio))
+
+
+STEP_SUMMARIES = {1: step1, 2: step2, 3: step3, 4: step4, 5: step5, 6: step6, 7: step7}
+
