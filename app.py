@@ -59,6 +59,10 @@ if presenting:
     widgets.presenter_style()
 
 state.keep_settings()
-nav.run()
-# after the first page is drawn: compile FlexAttention in the background, once per process
+state.run_started()
+try:
+    nav.run()
+finally:
+    state.run_ended()
+# after the first page: compile FlexAttention in the background once the server is idle
 state.start_flex_warmup()

@@ -83,6 +83,13 @@ class Analysis:
         return self.attentions.shape[0]
 
     @property
+    def nbytes(self) -> int:
+        """Memory the analysis holds: its tensors, plus its token lists and text (a rough
+        100 bytes per token and 1 per character)."""
+        tensors = sum(x.element_size() * x.numel() for x in (self.attentions, self.q, self.k, self.v))
+        return tensors + 100 * self.n + len(self.text)
+
+    @property
     def n_heads(self) -> int:
         return self.attentions.shape[1]
 
@@ -109,9 +116,6 @@ class Analysis:
         sliding window in sliding layers) — the registry's ``own`` pattern."""
         return patterns.dense(methods.get("own").mask(self.n, methods.Params(window=self.own_window(layer))),
                               self.n)
-
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.attentions, self.q, self.k, self.v))
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ CHILD = textwrap.dedent("""
             m.analyze(text, max_tokens=n)  # warm
             t = time.perf_counter(); a = m.analyze(text, max_tokens=n)
             out[f"forward_{{n}}_s"] = time.perf_counter() - t
-            out[f"analysis_{{n}}_MB"] = a.nbytes() / 2**20
+            out[f"analysis_{{n}}_MB"] = a.nbytes / 2**20
         for n in (256, 512):
             swap.measure(m, text, swap.Swap("window", window=4), max_tokens=n)
             t = time.perf_counter()

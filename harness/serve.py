@@ -30,13 +30,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def app_server(model: str = "gemma", timeout: float = 300, extra_env: dict | None = None):
-    """Yield the base URL of a running app; stop it afterwards."""
-    port = free_port()
+def app_server(model: str = "gemma", timeout: float = 300, extra_env: dict | None = None, script: str = "app.py",
+               port: int | None = None):
+    """Yield the base URL of a running app (or another Streamlit script); stop it afterwards."""
+    port = port or free_port()
     env = {**os.environ, "ATLAS_MODEL": model, "PYTHONUNBUFFERED": "1", **(extra_env or {})}
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", os.path.join(ROOT, "app.py"), "--server.port", str(port),
+        [sys.executable, "-m", "streamlit", "run", os.path.join(ROOT, script), "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
@@ -67,6 +68,16 @@ def app_server(model: str = "gemma", timeout: float = 300, extra_env: dict | Non
             proc.kill()
         log.close()
         os.unlink(log.name)
+
+
+def rss_mb(pid: int) -> float:
+    """The process's current resident memory (VmRSS), in MB (step 7's benchmark resets
+    the high-water mark, so a class is measured by polling this)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def peak_rss_mb(pid: int) -> float:

@@ -12,7 +12,7 @@ question = st.container()  # filled below, once the page's numbers are known
 
 text, kind = state.current_text(), state.model_kind()
 layer, head = widgets.layer_head_picker(t, a, "s1")
-sm = summary.step1(t, a, text, kind, {"s1_layer": layer, "s1_head": head})
+sm = summary.get(1, t, a, text, kind, {"s1_layer": layer, "s1_head": head})
 n, window, v = a.n, sm.values["window"], sm.values
 own = methods.get("own")
 cells_square = patterns.cells(n, None, (), False)
@@ -42,14 +42,18 @@ st.subheader(t("step1.row_heading"))
 widgets.fit("s1_token", options=range(n))
 token = st.selectbox(t("step1.pick_token"), list(range(n)), index=n - 1,
                      format_func=lambda i: widgets.token_option(a, i), key="s1_token")
-grid = sm.values["grid"]
-row = grid[token, : token + 1]
-top = sorted(range(len(row)), key=lambda j: -row[j])[:3]
-fig_row = figures.row_bars(
-    row, a.tokens[: token + 1], title=t("step1.row_title", i=token), x_title=t("common.key_axis"),
-    y_title=t("common.weight"), hover=t("common.hover_bar"), separators=t.separators, highlight=top,
-)
-widgets.show_figure(fig_row, key="s1_row")
+
+
+def row_figure():
+    row = sm.values["grid"][token, : token + 1]
+    top = sorted(range(len(row)), key=lambda j: -row[j])[:3]
+    return figures.row_bars(
+        row, a.tokens[: token + 1], title=t("step1.row_title", i=token), x_title=t("common.key_axis"),
+        y_title=t("common.weight"), hover=t("common.hover_bar"), separators=t.separators, highlight=top,
+    )
+
+
+widgets.chart("s1_row", (text, kind, layer, head, token), row_figure)
 st.caption(t("step1.row_caption", k=t.int(token + 1 if window is None else min(token + 1, window))))
 widgets.prose(t, 1, "step1.outro")
 

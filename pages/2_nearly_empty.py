@@ -17,7 +17,8 @@ widgets.formula(t, r"k(p) = \min\Big\{k : \textstyle\sum_{\text{@top}\,k} a_{ij}
                 r"\text{@useful} \approx n \cdot \bar k", t("step2.formula_caption"))
 
 
-sm = summary.step2(t, a, state.current_text(), state.model_kind(), {"s2_layer": layer, "s2_head": head, "s2_p": p})
+text, kind = state.current_text(), state.model_kind()
+sm = summary.get(2, t, a, text, kind, {"s2_layer": layer, "s2_head": head, "s2_p": p})
 res = sm.values["res"]
 s, all_k, prefixes = res["summary"], res["k_all"], res["prefixes"]
 n = a.n
@@ -36,27 +37,39 @@ if head is None:
 st.subheader(t("step2.prefix_heading"))
 xs = [r["n"] for r in prefixes]
 ticks = (xs, [t.int(x) for x in xs])
-series = [
-    {"name": t("step2.series_share"), "x": xs, "y": [r["share"] for r in prefixes], "hover": t("step2.hover_prefix")},
-    {"name": t("step2.series_uniform"), "x": xs, "y": [r["uniform_share"] for r in prefixes], "dash": "dot",
-     "colour": "#999999", "hover": t("step2.hover_uniform")},
-]
-fig2 = figures.lines(series, title=t("step2.prefix_title", p=t.pct(p, 0)), x_title=t("common.n_axis"),
-                     y_title=t("step2.share_axis"), separators=t.separators, log_x=True, log_y=True,
-                     y_format=".0%", x_ticks=ticks)
-widgets.show_figure(fig2, key="s2_prefix")
+settings = (text, kind, layer, head, p)
+
+
+def prefix_figure():
+    series = [
+        {"name": t("step2.series_share"), "x": xs, "y": [r["share"] for r in prefixes],
+         "hover": t("step2.hover_prefix")},
+        {"name": t("step2.series_uniform"), "x": xs, "y": [r["uniform_share"] for r in prefixes], "dash": "dot",
+         "colour": "#999999", "hover": t("step2.hover_uniform")},
+    ]
+    return figures.lines(series, title=t("step2.prefix_title", p=t.pct(p, 0)), x_title=t("common.n_axis"),
+                         y_title=t("step2.share_axis"), separators=t.separators, log_x=True, log_y=True,
+                         y_format=".0%", x_ticks=ticks)
+
+
+widgets.chart("s2_prefix", settings, prefix_figure)
 if len(prefixes) >= 2:
     first, last = prefixes[0], prefixes[-1]
     st.caption(t("step2.prefix_caption", n0=t.int(first["n"]), s0=t.pct(first["share"]),
                  n1=t.int(last["n"]), s1=t.pct(last["share"])))
-k_series = [
-    {"name": t("step2.series_k"), "x": xs, "y": [r["k"] for r in prefixes], "hover": t("step2.hover_k")},
-    {"name": t("step2.series_uniform"), "x": xs, "y": [r["uniform_k"] for r in prefixes], "dash": "dot",
-     "colour": "#999999", "hover": t("step2.hover_k")},
-]
-widgets.show_figure(figures.lines(k_series, title=t("step2.k_title", p=t.pct(p, 0)), x_title=t("common.n_axis"),
-                                  y_title=t("step2.k_axis"), separators=t.separators, log_x=True, log_y=True,
-                                  x_ticks=ticks), key="s2_k")
+
+
+def k_figure():
+    k_series = [
+        {"name": t("step2.series_k"), "x": xs, "y": [r["k"] for r in prefixes], "hover": t("step2.hover_k")},
+        {"name": t("step2.series_uniform"), "x": xs, "y": [r["uniform_k"] for r in prefixes], "dash": "dot",
+         "colour": "#999999", "hover": t("step2.hover_k")},
+    ]
+    return figures.lines(k_series, title=t("step2.k_title", p=t.pct(p, 0)), x_title=t("common.n_axis"),
+                         y_title=t("step2.k_axis"), separators=t.separators, log_x=True, log_y=True, x_ticks=ticks)
+
+
+widgets.chart("s2_k", settings, k_figure)
 if res["window"] is not None and n > res["window"]:
     st.caption(t("step2.window_cap", w=t.int(res["window"])))
 widgets.prose(t, 2, "step2.outro")

@@ -26,7 +26,7 @@ rc1, rc2 = st.columns(2)
 widgets.fit("s3_rl", lo=1, hi=a.n_layers)
 rw = rc1.slider(t("step3.pick_reach_w"), *summary.REACH_W, summary.REACH_W_DEFAULT, key="s3_rw")
 rl = rc2.slider(t("step3.pick_layers"), 1, a.n_layers, 4, key="s3_rl")
-sm = summary.step3(t, a, text, kind, {"s3_layer": layer, "s3_head": head, "s3_w": w, "s3_rw": rw, "s3_rl": rl})
+sm = summary.get(3, t, a, text, kind, {"s3_layer": layer, "s3_head": head, "s3_w": w, "s3_rw": rw, "s3_rl": rl})
 kept, cells = sm.values["kept"], sm.values["cells"]
 shown = float(kept["per_head"][layer].mean() if head is None else kept["per_head"][layer][head])
 rn, frames, formula_size, measured = (sm.values[k] for k in ("rn", "frames", "formula_size", "measured"))
@@ -47,12 +47,11 @@ m1, m2 = st.columns(2)
 m1.metric(t("step3.metric_reach_formula"), t.int(formula_size))
 m2.metric(t("step3.metric_reach_measured", i=rn - 1), t.int(measured),
           help=t("step3.metric_reach_measured_help"))
-fig_r = figures.reach_animation(
+widgets.chart("s3_reach", (rn, rw, rl), lambda: figures.reach_animation(
     frames, title=t("step3.reach_title", n=rn, w=rw), x_title=t("step3.reach_x"), y_title=t("step3.reach_y"),
     separators=t.separators, layer_word=t("step3.layers_word"), play=t("common.play"), pause=t("common.pause"),
     hover=t("step3.hover_reach"),
-)
-widgets.show_figure(fig_r, key="s3_reach")
+))
 widgets.prose(t, 3, "step3.outro")
 
 with question:

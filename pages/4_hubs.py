@@ -27,7 +27,7 @@ g = len(hubs)
 
 widgets.formula(t, r"\text{@cells} = O\big(n\,(w + g)\big) \ll n^2", t("step4.formula_caption"))
 
-sm = summary.step4(t, a, text, kind, {"s4_hubs": hubs, "s4_w": w})
+sm = summary.get(4, t, a, text, kind, {"s4_hubs": hubs, "s4_w": w})
 cells_h, kept_w, kept_h = sm.values["cells_h"], sm.values["kept_w"], sm.values["kept_h"]
 cells_full = data.cells(n)
 kept_s = data.kept(text, kind, w, (0,))
@@ -62,8 +62,8 @@ def farthest_metric(res: dict) -> None:
 h1, h2 = st.columns(2)
 common = sm.values["hop_style"]
 with h1:
-    widgets.show_figure(figures.integer_grid(grids["none"]["grid"], a.tokens[:hn], title=t("step4.hops_none", w=hw),
-                                             **common), key="s4_hops_none")
+    widgets.chart("s4_hops_none", (text, kind, hn, hw), lambda: figures.integer_grid(
+        grids["none"]["grid"], a.tokens[:hn], title=t("step4.hops_none", w=hw), **common))
     farthest_metric(grids["none"])
 with h2:
     widgets.show_figure(sm.figure, key="s4_hops_hubs")
@@ -75,9 +75,9 @@ path = data.route(hn, hw, hop_hubs, far_i, far_j)
 if path:
     st.markdown(t("step4.route_lead", i=far_i, j=far_j, hops=len(path) - 1))
     st.text(" → ".join(f"{p} · {a.tokens[p]}" for p in path))
-    widgets.show_figure(figures.route_diagram(hn, path, hop_hubs, a.tokens[:hn], title=t("step4.route_title"),
-                                              separators=t.separators, token_word=t("common.token"),
-                                              hub_word=t("common.hub")), key="s4_route")
+    widgets.chart("s4_route", (text, kind, hn, hw, hop_hubs, far_i, far_j), lambda: figures.route_diagram(
+        hn, path, hop_hubs, a.tokens[:hn], title=t("step4.route_title"), separators=t.separators,
+        token_word=t("common.token"), hub_word=t("common.hub")))
 
 st.subheader(t("step4.sink_heading"))
 sink, alone = grids["causal_sink"], grids["causal_none"]
@@ -87,8 +87,8 @@ else:
     st.markdown(t("step4.sink_text", far=t.int(sink["farthest"]), far0=t.int(alone["farthest"])))
 c1, c2 = st.columns(2)
 with c1:
-    widgets.show_figure(figures.integer_grid(sink["grid"], a.tokens[:hn], title=t("step4.hops_causal", w=hw),
-                                             **common), key="s4_hops_causal")
+    widgets.chart("s4_hops_causal", (text, kind, hn, hw), lambda: figures.integer_grid(
+        sink["grid"], a.tokens[:hn], title=t("step4.hops_causal", w=hw), **common))
     farthest_metric(sink)
 with c2:
     relay = [h for h in hubs if h > 0]  # the first token cannot relay: a hub further in can
@@ -99,9 +99,9 @@ with c2:
         span = data.hop_grids(hn, hw, inside, inside)
         mine, alone_span = span["causal_hubs"], span["causal_none"]
         where = ", ".join(str(h + start) for h in inside)
-        widgets.show_figure(figures.integer_grid(mine["grid"], a.tokens[start:start + hn],
-                                                 title=t("step4.hops_causal_hubs", w=hw, where=where), **common),
-                            key="s4_hops_causal_hubs")
+        widgets.chart("s4_hops_causal_hubs", (text, kind, hn, hw, start, inside), lambda: figures.integer_grid(
+            mine["grid"], a.tokens[start:start + hn], title=t("step4.hops_causal_hubs", w=hw, where=where),
+            **common))
         farthest_metric(mine)
         if start:
             st.caption(t("step4.span_caption", a=start, b=start + hn - 1, h=relay[0], w=hw))

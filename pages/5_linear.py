@@ -23,7 +23,7 @@ widgets.formula(t, r"\underbrace{\big(\phi(Q)\,\phi(K)^\top\big)}_{n \times n}\,
 st.latex(FEATURE_MAPS[feature].latex)
 st.caption(t(f"features.{feature}_note"))
 
-sm = summary.step5(t, a, text, kind, {"s5_layer": layer, "s5_feature": feature, "s5_causal": causal})
+sm = summary.get(5, t, a, text, kind, {"s5_layer": layer, "s5_feature": feature, "s5_causal": causal})
 r = sm.values["r"]
 m1, m2, m3, m4 = st.columns(4)
 m1.metric(t("step5.metric_diff"), t.sci(r["rel_diff"]), help=t("step5.metric_diff_help"))

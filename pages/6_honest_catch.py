@@ -26,7 +26,7 @@ hubs = tuple(sorted(hubs))
 widgets.formula(t, r"\text{@error} = \frac{\lVert o - o_{\text{@exact}} \rVert}{\lVert o_{\text{@exact}} \rVert}",
                 t("step6.formula_caption"))
 
-sm = summary.step6(t, a, text, kind, {"s6_layer": layer, "s6_head": head, "s6_w": w, "s6_hubs": hubs})
+sm = summary.get(6, t, a, text, kind, {"s6_layer": layer, "s6_head": head, "s6_w": w, "s6_hubs": hubs})
 err, shown, order, names, values, best_linear = (
     sm.values[k] for k in ("err", "shown", "order", "names", "values", "best_linear"))
 mean = err["mean"]
@@ -59,11 +59,11 @@ sharpness = data.sharpness(text, kind, layer, w, hubs)
 peak = sharpness["peak"]
 flat_names = names[:1] + [n_ for n_, k_ in zip(names, order) if k_ not in ("own", "own_float32")]
 flat_values = [peak["own"]] + [peak[k_] for k_ in order if k_ not in ("own", "own_float32")]
-fig_flat = figures.bars([t("methods.own")] + flat_names[1:], flat_values, title=t("step6.flat_title", layer=layer),
-                        y_title=t("step6.flat_axis"), separators=t.separators, log_y=True,
-                        hover=t("step6.hover_peak"), reference=peak["uniform"],
-                        reference_name=t("step6.uniform_line"), text=[t.pct(v, 1) for v in flat_values])
-widgets.show_figure(fig_flat, key="s6_flat")
+widgets.chart("s6_flat", (text, kind, layer, w, hubs), lambda: figures.bars(
+    [t("methods.own")] + flat_names[1:], flat_values, title=t("step6.flat_title", layer=layer),
+    y_title=t("step6.flat_axis"), separators=t.separators, log_y=True, hover=t("step6.hover_peak"),
+    reference=peak["uniform"], reference_name=t("step6.uniform_line"), text=[t.pct(v, 1) for v in flat_values]))
+
 
 def spread(ms) -> str:
     """The names of some feature maps, and the range of their largest weights."""
@@ -96,12 +96,18 @@ m = maps["own"].shape[0]
 cols = st.columns(2)
 g_small = len([h for h in hubs if h < m])
 titles = {name: t(methods.get(name).label_key, w=w, g=g_small) for name in maps}
+
+
+def map_figure(key: str, grid):
+    return figures.attention_heatmap(
+        grid, a.tokens[:m], title=titles[key], x_title=t("common.key_axis"), y_title=t("common.query_axis"),
+        hover=t("common.hover_cell_tokens"), separators=t.separators, colorbar=t("common.weight"), height=420)[0]
+
+
 for i, (key, grid) in enumerate(maps.items()):
     with cols[i % 2]:
-        fig_m, _ = figures.attention_heatmap(
-            grid, a.tokens[:m], title=titles[key], x_title=t("common.key_axis"), y_title=t("common.query_axis"),
-            hover=t("common.hover_cell_tokens"), separators=t.separators, colorbar=t("common.weight"), height=420)
-        widgets.show_figure(fig_m, key=f"s6_map_{key}")
+        widgets.chart(f"s6_map_{key}", (text, kind, layer, head, w, hubs, feature),
+                      lambda key=key, grid=grid: map_figure(key, grid))
 st.caption(t("step6.maps_caption", m=m, layer=layer, h=head))
 
 with question:

@@ -16,7 +16,7 @@ device = pick_device()
 sizes = bench.live_sizes(device)
 key = live.key(device, sizes)
 rows = live.results(key)
-sm = summary.step7(t, None, "", "", {}, live_rows=rows, live_last=sizes[-1])
+sm = summary.get(7, t, None, "", "", {}, live_rows=rows, live_last=sizes[-1])
 s, ns, costs = sm.values["shape"], sm.values["ns"], sm.values["costs"]
 widgets.formula(t, r"\frac{\text{@cost}(2n)}{\text{@cost}(n)} \;\to\; 4 \;\;(n^2) \qquad \text{@vs} \qquad 2 \;\;(n)",
                 t("step7.formula_caption", w=s.window, g=s.hubs, d=s.d, h=s.heads))
@@ -34,14 +34,21 @@ if rows is None:
     st.caption(t("step7.live_bound", sizes=", ".join(t.int(n) for n in sizes)))
     if st.button(t("step7.run"), type="primary", key="s7_run"):
         rows = live.run(t, key, s, device, sizes)
-        sm = summary.step7(t, None, "", "", {}, live_rows=rows, live_last=sizes[-1])
+        sm = summary.get(7, t, None, "", "", {}, live_rows=rows, live_last=sizes[-1])
 if rows:
-    fig_time, fig_mem = live.figures_of(t, rows, sizes, s)
+    figs = {}  # both charts from one build, each kept for every reader
+
+    def one(i: int):
+        if not figs:
+            figs.update(enumerate(live.figures_of(t, rows, sizes, s)))
+        return figs[i]
+
+    deps = (key, tuple(r.seconds for r in rows))
     g1, g2 = st.columns(2)
     with g1:
-        widgets.show_figure(fig_time, key="s7_time")
+        widgets.chart("s7_time", deps, lambda: one(0))
     with g2:
-        widgets.show_figure(fig_mem, key="s7_mem")
+        widgets.chart("s7_mem", deps, lambda: one(1))
     st.info(t("step7.walls_note"))
     st.caption(t("step7.dtype_note"))
     ratios = bench.ratios(rows)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up and run every test: bash scripts/test.sh [pytest options]
 # Brings what pip cannot: Debian's chromium and fonts-ipafont-gothic (for the browser
-# tests and for Japanese on screenshots), when missing and installable.
+# tests and for Japanese on screenshots) and haproxy (the replicas test), when missing
+# and installable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh requirements-test.txt
@@ -14,6 +15,8 @@ font_ok() { command -v fc-list >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi
 need=()
 browser_ok || need+=(chromium)
 font_ok || need+=(fonts-ipafont-gothic)
+haproxy_ok() { command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ]; }
+haproxy_ok || need+=(haproxy)
 if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "Installing ${need[*]} with apt-get (--no-install-recommends) …"
   if ! apt_install "${need[@]}"; then

@@ -296,3 +296,44 @@ def test_a_term_link_scrolls_to_its_meaning_on_the_same_page(page, url):
     assert i18n.translate("pt", "glossary.on_page") in heading.inner_text()
     # the same session: the pasted text and the numbers are still there
     assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == shown
+
+
+def test_three_readers_at_once_each_see_only_their_own_language_and_text(browser, url):
+    """Three browser contexts use the app at the same moment, each in its language with
+    its own text: each sees its own title and its own token count."""
+    own = {
+        "ja": "三人が同時に開いても、それぞれの画面にはその人の文章だけが出るはずです。確かめてみましょう。",
+        "pt": "Três pessoas abrem o app ao mesmo tempo; cada tela deve mostrar só o texto de quem a abriu, nada mais.",
+        "en": "Three readers at once, each with a text of their own: none of them may see another's words or counts.",
+    }
+    contexts = {lang: browser.new_context(viewport={"width": 1400, "height": 1600}) for lang in own}
+    try:
+        pages = {lang: ctx.new_page() for lang, ctx in contexts.items()}
+        for lang, pg in pages.items():
+            pg.goto(url + f"/?lang={lang}")
+        for lang, pg in pages.items():
+            wait_title(pg, i18n.translate(lang, "step1.title"), 600_000)
+        for lang, pg in pages.items():  # type all three, then wait for all three
+            pg.wait_for_selector('[data-testid="stMetricValue"]', timeout=300_000)
+            box = pg.locator('[data-testid="stSidebar"] textarea')
+            box.fill(own[lang])
+            box.press("Control+Enter")
+        counts = {}
+        for lang, pg in pages.items():
+            pg.wait_for_function(
+                "t => { const a = document.querySelector('[data-testid=\"stSidebar\"] textarea');"
+                " const m = document.querySelector('[data-testid=\"stMetricValue\"]');"
+                " return a && a.value === t && m && !document.querySelector('[data-testid=\"stStatusWidget\"]'); }",
+                arg=own[lang], timeout=300_000)
+            wait_idle(pg)
+            counts[lang] = pg.locator('[data-testid="stMetricValue"]').first.inner_text()
+            assert h1(pg) == i18n.translate(lang, "step1.title")
+            assert pg.locator('[data-testid="stSidebar"] textarea').input_value() == own[lang]
+            body = pg.locator('[data-testid="stMain"]').inner_text()
+            for other, text in own.items():
+                if other != lang:
+                    assert text[:12] not in body
+        assert len(set(counts.values())) == 3, counts  # three texts, three token counts
+    finally:
+        for ctx in contexts.values():
+            ctx.close()

@@ -180,8 +180,9 @@ def offer(t: Translator) -> None:
     def progress(fraction: float) -> None:
         bar.progress(fraction, text=t("handout.building_step", done=round(fraction * total), total=total))
 
-    page = build(t, a, text, kind, kept, device=state.device_line(), model=state.model_line(t),
-                 live=(rows, sizes) if rows else None, sweep=sweep, progress=progress)
+    page = state.in_line("handout", lambda: build(t, a, text, kind, kept, device=state.device_line(),
+                                                  model=state.model_line(t), live=(rows, sizes) if rows else None,
+                                                  sweep=sweep, progress=progress))
     bar.empty()
     st.download_button(t("handout.download"), page.encode("utf-8"), file_name=f"attention-atlas-{t.lang}.html",
                        mime="text/html", icon=":material/download:", on_click="ignore", type="primary",

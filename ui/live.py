@@ -8,7 +8,7 @@ import streamlit as st
 from attn import bench, methods
 from attn.costs import Shape
 
-from . import figures
+from . import figures, state
 from .i18n import Translator
 
 
@@ -54,8 +54,8 @@ def run(t: Translator, key, s: Shape, device, sizes: list[int]) -> list:
         bar.progress(done / total, text=t("step7.running_one", m=method_name(t, method, s), n=t.int(n)))
 
     plan = [(m, n, b) for n in sizes for m, b in plan_methods()]
-    rows = bench.run_plan(plan, s, device, repeats=2, max_seconds=2.0,
-                          progress=progress)
+    rows = state.in_line("bench", lambda: bench.run_plan(plan, s, device, repeats=2, max_seconds=2.0,
+                                                         progress=progress))
     bar.empty()
     _results()[key] = rows
     return rows

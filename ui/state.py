@@ -6,6 +6,7 @@ analyses (read-only objects, never copied), ``st.cache_data`` for small numbers.
 from __future__ import annotations
 
 import threading
+import time
 
 import streamlit as st
 
@@ -15,6 +16,7 @@ from attn.device import device_info, pick_device
 
 from .i18n import Translator, detect_language
 from .samples import sample_text
+from .serving import ByteLRU, TicketQueue
 
 _convert_lock = threading.Lock()
 MAX_CHARS = 100_000  # the text area's cap (a few hundred pages; the analysis reads its first tokens)
@@ -180,31 +182,108 @@ def device_line() -> str:
     return t("sidebar.device_cpu", threads=t.int(info["threads"]), dtype=info["dtype"])
 
 
+IDLE_BEFORE_COMPILE = 5.0  # seconds without a page run before FlexAttention compiles
+_runs = {"active": 0, "last": time.monotonic()}
+_runs_lock = threading.Lock()
+
+
+def run_started() -> None:
+    """app.py, at the start of every run: the warm-up waits while pages run."""
+    with _runs_lock:
+        _runs["active"] += 1
+
+
+def run_ended() -> None:
+    with _runs_lock:
+        _runs["active"] -= 1
+        _runs["last"] = time.monotonic()
+
+
+def idle_for() -> float:
+    """Seconds since the last page run ended (0 while one runs)."""
+    with _runs_lock:
+        return 0.0 if _runs["active"] > 0 else time.monotonic() - _runs["last"]
+
+
 @st.cache_resource(show_spinner=False)
 def start_flex_warmup():
     """Compile FlexAttention in the background, once per process, for the live
-    benchmark's kind of call (head size 64; with and without hubs). Requests use the
-    blocked kernel until it is ready. (The model's own heads, of size 256 and at most
-    a few thousand tokens, are served well by the blocked kernel.)"""
+    benchmark's kind of call (head size 64; with and without hubs) — but only once no
+    page has run for IDLE_BEFORE_COMPILE seconds, so that the compile does not compete
+    with the first readers. Until it is ready, step 7 uses the blocked kernel. (The
+    model's own heads, of size 256 and at most a few thousand tokens, are served well by
+    the blocked kernel.)"""
     from attn import flex
     from attn.device import compute_dtype
 
     device = pick_device()
     dtype = compute_dtype(device)
-    return flex.start_warmup([
-        {"q_shape": (1, 4, 1024, 64), "dtype": dtype, "device": device, "causal": True, "hubs": hubs}
-        for hubs in (False, True)
-    ])
+
+    def wait_then_compile():
+        while idle_for() < IDLE_BEFORE_COMPILE:
+            time.sleep(0.5)
+        flex.start_warmup([
+            {"q_shape": (1, 4, 1024, 64), "dtype": dtype, "device": device, "causal": True, "hubs": hubs}
+            for hubs in (False, True)
+        ])
+
+    waiter = threading.Thread(target=wait_then_compile, name="flex-warmup-waiter", daemon=True)
+    waiter.start()
+    return waiter
 
 
 # --- analyses ----------------------------------------------------------------------
 
 
-@st.cache_resource(max_entries=2, show_spinner=False)
+@st.cache_resource(show_spinner=False)
+def _analyses() -> ByteLRU:
+    """The analyses of this process, bounded in bytes (``ATLAS_ANALYSIS_MB``): one
+    text of 370 tokens holds ≈ 60 MB, one of 1,024 tokens ≈ 265 MB."""
+    return ByteLRU(settings.read().analysis_bytes, lambda a: a.nbytes)
+
+
+@st.cache_resource(show_spinner=False)
+def work_queue() -> TicketQueue:
+    """The process's one queue for heavy work (the model is one)."""
+    return TicketQueue()
+
+
+def in_line(kind: str, work):
+    """Heavy work through the process's queue, first come first served; while others
+    come first, the reader sees their place in the line and about how long it is."""
+    t = tr()
+    slot = None
+
+    def on_wait(ahead: int, seconds: float) -> None:
+        nonlocal slot
+        slot = slot or st.empty()
+        slot.info(t("queue.waiting", ahead=t.int(ahead), seconds=t.int(max(1, round(seconds)))),
+                  icon=":material/hourglass_top:")
+
+    try:
+        return work_queue().run(kind, work, on_wait)
+    finally:
+        if slot is not None:
+            slot.empty()
+
+
 def get_analysis(text: str, kind: str):
-    """One run of the model per text, kept read-only and shared by every page (at
-    most two texts: the attention of 1,024 tokens is ~250 MB)."""
-    return get_model(kind).analyze(text)
+    """One run of the model per text, kept read-only and shared by every page and
+    reader; a new text waits its turn for the model in the queue."""
+    cache, key = _analyses(), (kind, text)
+    found = cache.get(key)
+    if found is not None:
+        return found
+
+    def work():
+        again = cache.get(key)  # analysed meanwhile by a reader ahead in the line
+        if again is not None:
+            return again
+        a = get_model(kind).analyze(text)
+        cache.put(key, a)
+        return a
+
+    return in_line("analysis", work)
 
 
 def analysis_or_message():

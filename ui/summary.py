@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import plotly.graph_objects as go
+import streamlit as st
 
 from attn import graph, methods
 from attn.costs import Shape
@@ -351,3 +352,25 @@ def step7(t: Translator, a, text: str, kind: str, cfg: dict, live_rows: list | N
 
 STEP_SUMMARIES = {1: step1, 2: step2, 3: step3, 4: step4, 5: step5, 6: step6, 7: step7}
 
+
+
+SUMMARIES = 64  # summaries kept for every reader (a step's figure of 372 tokens is ≈ 1–2 MB)
+
+
+def _frozen(cfg: dict) -> tuple:
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()))
+
+
+@st.cache_resource(max_entries=SUMMARIES, show_spinner=False)
+def _shared(step: int, lang: str, text: str, kind: str, cfg: tuple, live: tuple, _a, _live_rows):
+    extra = {"live_rows": _live_rows, "live_last": live[0]} if step == 7 and _live_rows else {}
+    return STEP_SUMMARIES[step](Translator(lang), _a, text, kind, dict(cfg), **extra)
+
+
+def get(step: int, t: Translator, a, text: str, kind: str, cfg: dict, live_rows: list | None = None,
+        live_last: int | None = None) -> Summary:
+    """A step's summary, built once per text, language and settings and shared by every
+    reader (read-only: a page that changes a figure copies it first)."""
+    live = (live_last, tuple(r.seconds for r in live_rows)) if live_rows else ()
+    cfg = {k: (v if v is not None else AVERAGE) if k.endswith("_head") else v for k, v in cfg.items()}
+    return _shared(step, t.lang, text, kind, _frozen(cfg), live, a, live_rows)

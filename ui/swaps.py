@@ -21,7 +21,7 @@ def _run_sweep(text: str, swaps: list[swap.Swap], budget: int, bar) -> list:
     def progress(i, _result):
         bar.progress((i + 1) / len(swaps), text=f"{i + 1} / {len(swaps)}")
 
-    results = swap.sweep(model, text, swaps, max_tokens=budget, progress=progress)
+    results = state.in_line("sweep", lambda: swap.sweep(model, text, swaps, max_tokens=budget, progress=progress))
     return [r if not isinstance(r, Exception) else None for r in results]
 
 
@@ -111,9 +111,16 @@ def sweep_section(t: Translator, a, text: str) -> None:
 
     metric = st.radio(t("swap.pick_metric"), list(SWEEP_METRICS), horizontal=True,
                       format_func=lambda m: t(f"swap.metric_{m}"), key="s6_swap_metric")
-    fig, fig2 = sweep_figures(t, res, metric, layer)
-    widgets.show_figure(fig, key="s6_swap_window")
-    widgets.show_figure(fig2, key="s6_swap_linear")
+    figs = {}  # both charts from one build, each kept for every reader of this text
+
+    def one(i: int):
+        if not figs:
+            figs.update(enumerate(sweep_figures(t, res, metric, layer)))
+        return figs[i]
+
+    deps = (_key(text, swaps, SWAP_MAX_TOKENS), metric, layer)
+    widgets.chart("s6_swap_window", deps, lambda: one(0))
+    widgets.chart("s6_swap_linear", deps, lambda: one(1))
     st.markdown(t("swap.outro"))
 
 

@@ -6,6 +6,7 @@ import functools
 import json
 import re
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from . import state
@@ -172,12 +173,28 @@ def downsample_note(t: Translator, factor: int, n: int) -> None:
 
 
 def show_figure(fig, key: str | None = None) -> None:
+    """A figure with the chart's own camera button (a print-friendly PNG named after the
+    chart and language). Figures are shared between readers: presenter mode styles a copy."""
     if state.presenter():  # readable from the back of a room: chart text scaled with the page's
+        fig = go.Figure(fig)
         fig.update_layout(font={"size": 18}, title_font={"size": 24})
-    # the chart's own camera button: a print-friendly PNG named after the chart and language
     name = f"attention-atlas-{st.session_state.get('lang', 'en')}-{key or 'chart'}"
     st.plotly_chart(fig, width="stretch", key=key, config={
         "displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}})
+
+
+FIGURES = 256  # figures kept for every reader, besides the steps' summaries
+
+
+@st.cache_resource(max_entries=FIGURES, show_spinner=False)
+def _built(key: str, deps: tuple, _build):
+    return _build()
+
+
+def chart(key: str, deps: tuple, build) -> None:
+    """Show the figure ``build()`` makes, built once per ``deps`` (everything it depends
+    on: the text, the settings...) and language, and shared by every reader."""
+    show_figure(_built(key, (st.session_state.get("lang", "en"),) + tuple(deps), build), key=key)
 
 
 BASE_CSS = """

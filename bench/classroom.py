@@ -1,0 +1,208 @@
+"""A class on one server: N protocol-level readers at once (a benchmark, not a test).
+
+    .venv/bin/python bench/classroom.py [--readers 30] [--steps 1,6] [--replicas 2]
+                                        [--scenarios floor,open,switch,own] [--model gemma]
+
+Starts the app (with --replicas N: N app processes behind HAProxy, scripts/serve.sh's
+layout) and, for the floor, bench/floor_app.py: a trivial page with one cached heatmap.
+Readers speak Streamlit's websocket protocol from one asyncio process on loopback
+(harness/readers.py) and draw nothing, so each figure is the server's time from the
+request to the run's end. The teacher opens the three samples first (so they are
+analysed), then:
+
+  floor   N readers open the floor page at once, then all rerun it at once
+  open    for each step: N fresh readers (ja/pt/en samples) open it at once
+  switch  N readers already connected all move to the same step at once
+  own     N readers each paste their own text at once (≈ 370 tokens each)
+
+Prints p50 / p95 / max per step and scenario, the ratio of p95 to the floor's, the
+server's peak resident memory (polled from outside) and this process's own CPU time
+(it shares the cores with the server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import resource
+import sys
+import threading
+import time
+
+from harness.readers import Reader, percentile
+from harness.serve import SERVER_PIDS, app_server, rss_mb
+from ui.samples import sample_text
+from ui.steps import PAGES, STEPS
+
+LANG_CYCLE = ("ja", "pt", "en")
+
+
+class MemoryPoll:
+    """Polls the servers' current RSS from outside, keeping the peak of their sum."""
+
+    def __init__(self, pids: list[int], every: float = 0.2):
+        self.pids, self.every, self.peak, self.stop = pids, every, 0.0, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stop.is_set():
+            total = 0.0
+            for pid in self.pids:
+                with contextlib.suppress(OSError):
+                    total += rss_mb(pid)
+            self.peak = max(self.peak, total)
+            time.sleep(self.every)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
+def own_text(i: int) -> str:
+    """Reader i's own text: a sample in one of the three languages, its sentences turned
+    round by i and signed, so that no two readers send the same text."""
+    lang = LANG_CYCLE[i % 3]
+    base = sample_text(lang)
+    cut = (i * 97) % max(1, len(base) // 2)
+    sign = {"ja": f"（読者 {i} より）", "pt": f"(do leitor {i})", "en": f"(from reader {i})"}[lang]
+    return base[cut:] + "\n\n" + base[:cut] + " " + sign
+
+
+def summary_row(name: str, times: list[float], failed: int, floor_p95: float | None) -> str:
+    p50, p95, top = percentile(times, 50), percentile(times, 95), max(times) if times else float("nan")
+    ratio = f"{p95 / floor_p95:5.1f}×" if floor_p95 else "     "
+    return f"  {name:<28} {len(times):>3} served {failed:>2} failed   p50 {p50:6.2f} s  p95 {p95:6.2f} s  " \
+           f"max {top:6.2f} s  {ratio}"
+
+
+async def open_all(url: str, n: int, page: str, lang_of=None) -> tuple[list[float], int]:
+    """n fresh readers open ``page`` at once: their times, and how many failed."""
+    async def one(i):
+        r = Reader(url, (lang_of or (lambda k: LANG_CYCLE[k % 3]))(i))
+        try:
+            await r.connect()
+            run = await r.run(page)
+            if not run.finished or run.exceptions:
+                raise RuntimeError(run.exceptions or "not finished")
+            return run.seconds
+        finally:
+            await r.close()
+
+    res = await asyncio.gather(*(one(i) for i in range(n)), return_exceptions=True)
+    return [x for x in res if isinstance(x, float)], sum(1 for x in res if not isinstance(x, float))
+
+
+async def connected(url: str, n: int, batch: int = 5) -> list[Reader]:
+    """n readers on the first step, opened a few at a time (not timed)."""
+    readers = []
+    for start in range(0, n, batch):
+        group = [Reader(url, LANG_CYCLE[i % 3]) for i in range(start, min(n, start + batch))]
+        await asyncio.gather(*(r.connect() for r in group))
+        await asyncio.gather(*(r.run("") for r in group))
+        readers += group
+    return readers
+
+
+async def all_run(readers: list[Reader], page: str, texts: list[str] | None = None) -> tuple[list[float], int]:
+    async def one(i, r):
+        run = await r.run(page, text=texts[i] if texts else None)
+        if not run.finished or run.exceptions:
+            raise RuntimeError(run.exceptions or "not finished")
+        return run.seconds
+
+    res = await asyncio.gather(*(one(i, r) for i, r in enumerate(readers)), return_exceptions=True)
+    return [x for x in res if isinstance(x, float)], sum(1 for x in res if not isinstance(x, float))
+
+
+async def floor(url: str, n: int) -> dict:
+    times, failed = await open_all(url, 1, "")  # warm the cached heatmap
+    out = {}
+    times, failed = await open_all(url, n, "")
+    out["open"] = (times, failed)
+    readers = await connected(url, n)
+    out["rerun"] = await all_run(readers, "")
+    await asyncio.gather(*(r.close() for r in readers))
+    return out
+
+
+async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], floor_p95: float | None) -> None:
+    by_step = {p.number: p for p in PAGES}
+    teacher = [Reader(url, lang) for lang in LANG_CYCLE]
+    for r in teacher:  # the teacher opens each sample: analysed once, before the class
+        await r.connect()
+        await r.run("")
+    if "open" in scenarios:
+        print(f"\n{n} readers open a step at once (ja/pt/en samples, already analysed)")
+        for s in steps:
+            times, failed = await open_all(url, n, by_step[s].link)
+            print(summary_row(f"step {s}", times, failed, floor_p95))
+    if "switch" in scenarios:
+        print(f"\n{n} readers already connected all move to the same step at once")
+        readers = await connected(url, n)
+        for s in steps:
+            times, failed = await all_run(readers, by_step[s].link)
+            print(summary_row(f"step {s}", times, failed, floor_p95))
+        await asyncio.gather(*(r.close() for r in readers))
+    if "own" in scenarios:
+        print(f"\n{n} readers each paste their own text at once (step 1)")
+        readers = await connected(url, n)
+        texts = [own_text(i) for i in range(n)]
+        t0 = time.perf_counter()
+        times, failed = await all_run(readers, "", texts)
+        whole = time.perf_counter() - t0
+        print(summary_row("own texts", times, failed, None) + f"  (the whole class: {whole:.1f} s)")
+        await asyncio.gather(*(r.close() for r in readers))
+    await asyncio.gather(*(r.close() for r in teacher))
+
+
+@contextlib.contextmanager
+def servers(model: str, replicas: int):
+    """The app: one process, or N behind HAProxy (the layout of scripts/serve.sh)."""
+    if replicas <= 1:
+        with app_server(model, timeout=900) as url:
+            yield url, [SERVER_PIDS[url]]
+        return
+    from harness.proxy import replicas_behind_proxy
+
+    with replicas_behind_proxy(replicas, model=model) as (url, pids):
+        yield url, pids
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--readers", type=int, default=30)
+    ap.add_argument("--steps", default=",".join(str(s.number) for s in STEPS))
+    ap.add_argument("--scenarios", default="floor,open,switch,own")
+    ap.add_argument("--replicas", type=int, default=1)
+    ap.add_argument("--model", default="gemma")
+    args = ap.parse_args()
+    n = max(1, min(args.readers, 100))  # bounded: loopback only, a class at most
+    steps = [int(s) for s in args.steps.split(",")]
+    scenarios = set(args.scenarios.split(","))
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    floor_p95 = None
+    print(f"classroom: {n} readers, model {args.model}, {args.replicas} replica(s)")
+    if "floor" in scenarios:
+        with app_server(args.model, script="bench/floor_app.py") as url:
+            res = asyncio.run(floor(url, n))
+        print(f"\nthe floor: a trivial page, one cached 372×372 heatmap, {n} readers")
+        for name, (times, failed) in res.items():
+            print(summary_row(name, times, failed, None))
+        floor_p95 = max(percentile(res["open"][0], 95), percentile(res["rerun"][0], 95))
+    with servers(args.model, args.replicas) as (url, pids), MemoryPoll(pids) as mem:
+        asyncio.run(classroom(url, n, steps, scenarios, floor_p95))
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    print(f"\nservers' peak resident memory (sum over {len(pids)} process(es), polled): {mem.peak:,.0f} MB")
+    print(f"this benchmark's own CPU: {cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime:.1f} s "
+          f"over {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""A class at once, at the protocol level (Streamlit's websocket, as a browser speaks
+it; tiny model): several readers on one server each see their own text, and the same
+through HAProxy with two replicas, each reader kept on its replica by a cookie.
+The fair queue and the byte-bounded cache are tested on their own."""
+
+import asyncio
+import os
+import threading
+import time
+
+import pytest
+
+from attn import model as atlas_model
+from harness.proxy import haproxy_path, replicas_behind_proxy
+from harness.readers import Reader
+from harness.serve import app_server
+from ui import i18n
+from ui.serving import ByteLRU, TicketQueue
+
+TOKENS = i18n.translate("en", "step1.metric_n")
+
+
+def texts(k: int) -> list[str]:
+    """k texts of different lengths, so each reader's token count is its own."""
+    return [f"Reader {i} writes a line of their own. " * (2 + i) for i in range(k)]
+
+
+async def class_of(url: str, mine: list[str], page: str = "") -> list:
+    async def one(text):
+        r = Reader(url, "en")
+        await r.connect()
+        try:
+            await r.run(page)
+            run = await r.run(page, text=text)
+            return r, run
+        finally:
+            await r.close()
+
+    return await asyncio.gather(*(one(x) for x in mine))
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return atlas_model.tiny(device="cpu")
+
+
+def test_readers_at_once_are_all_served_each_with_their_own_text(tiny):
+    mine = texts(5)
+    with app_server("tiny") as url:
+        results = asyncio.run(class_of(url, mine))
+    for text, (_reader, run) in zip(mine, results):
+        assert run.finished and not run.exceptions
+        assert run.metric(TOKENS) == i18n.fmt_int(tiny.analyze(text).n, "en")  # no cross-talk
+
+
+def proxied() -> None:
+    if haproxy_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("no haproxy in CI: scripts/test.sh installs Debian's haproxy")
+        pytest.skip("no haproxy here (Debian: apt-get install --no-install-recommends haproxy)")
+
+
+def test_through_haproxy_readers_land_on_both_replicas_and_stay_on_theirs(tiny):
+    proxied()
+    mine = texts(4)
+    with replicas_behind_proxy(2, model="tiny", timeout=300) as (url, pids):
+        assert len(pids) == 2
+
+        async def scenario():
+            results = await class_of(url, mine)
+            replicas = [r.cookie("ATLAS_REPLICA") for r, _ in results]
+            # a reader reconnects (its websocket dropped) with its cookie and session: same replica, same session
+            r = Reader(url, "en")
+            await r.connect()
+            await r.run("")
+            await r.run("", text=mine[0])
+            first_session, replica = r.session_id, r.cookie("ATLAS_REPLICA")
+            await r.close()
+            await r.connect(fetch=False)
+            again = await r.run("hubs")
+            await r.close()
+            return results, replicas, replica, first_session, r.session_id, again
+
+        results, replicas, replica, first, second, again = asyncio.run(scenario())
+    for text, (_r, run) in zip(mine, results):
+        assert run.finished and not run.exceptions
+        assert run.metric(TOKENS) == i18n.fmt_int(tiny.analyze(text).n, "en")
+    assert set(replicas) == {"r1", "r2"}  # round robin: both replicas serve
+    assert replica in ("r1", "r2") and first == second  # the same session, so the same replica
+    assert again.finished and not again.exceptions
+
+
+def test_the_queue_serves_in_ticket_order_and_estimates_the_wait():
+    q = TicketQueue()
+    q._took["analysis"] = 0.05
+    order, seen = [], {}
+    first = q.take("analysis")
+    q.wait(first)  # the first ticket's turn at once
+    tickets = [q.take("analysis") for _ in range(4)]
+    assert [q.ahead(t) for t in tickets] == [1, 2, 3, 4]
+    assert q.estimate(tickets[3]) >= 3 * 0.05  # three waiting before it, plus what is left of the first
+
+    def worker(t, i):
+        q.wait(t, lambda ahead, secs: seen.setdefault(i, (ahead, secs)))
+        order.append(i)
+        time.sleep(0.01)
+        q.done(t)
+
+    threads = [threading.Thread(target=worker, args=(t, i)) for i, t in reversed(list(enumerate(tickets)))]
+    for th in threads:  # started last first: the order still follows the tickets
+        th.start()
+    time.sleep(0.1)
+    assert order == []  # nobody passes the first ticket
+    q.done(first)
+    for th in threads:
+        th.join(5)
+    assert order == [0, 1, 2, 3]
+    assert seen[3][0] == 4 and seen[3][1] > 0
+    assert len(q) == 0
+
+
+def test_an_abandoned_ticket_lets_the_next_one_in():
+    q = TicketQueue()
+    a, b = q.take("sweep"), q.take("analysis")
+    c = q.take("handout")
+    q.done(b)  # the second reader left before its turn
+    assert q.ahead(a) == 0 and q.ahead(c) == 1
+    q.done(a)
+    assert q.ahead(c) == 0
+    q.done(c)
+    with pytest.raises(RuntimeError):  # work that fails still lets the next one in
+        q.run("analysis", lambda: (_ for _ in ()).throw(RuntimeError("work failed")))
+    assert len(q) == 0 and q.run("analysis", lambda: 42) == 42 and len(q) == 0
+
+
+def test_the_analysis_cache_is_bounded_in_bytes_least_recently_used_first():
+    cache = ByteLRU(100, len)
+    cache.put("a", "x" * 40)
+    cache.put("b", "x" * 40)
+    assert cache.get("a") is not None  # a is now the most recently used
+    cache.put("c", "x" * 40)  # 120 > 100: b goes
+    assert "b" not in cache and "a" in cache and "c" in cache and cache.nbytes == 80
+    cache.put("huge", "x" * 500)  # larger than the budget: kept alone
+    assert len(cache) == 1 and "huge" in cache
+
+
+def test_an_analysis_knows_its_size(tiny):
+    a = tiny.analyze("A few words to measure.")
+    tensors = sum(x.numel() * x.element_size() for x in (a.attentions, a.q, a.k, a.v))
+    assert tensors <= a.nbytes <= tensors + 100 * a.n + len(a.text)

@@ -1,0 +1,150 @@
+"""Serving a class from one process: a cache bounded in bytes, and a fair queue for
+the one model. Pure Python (no Streamlit), shared by every session of a process.
+
+``ByteLRU`` keeps analyses (``Analysis.nbytes`` each) within a byte budget, dropping
+the least recently used first. ``TicketQueue`` serves heavy work (a new text's analysis,
+step 6's sweep, step 7's benchmark, a handout) one at a time, first come first served:
+each caller takes a numbered ticket and waits for its number, seeing meanwhile how many
+are ahead of it and about how long they will take (from the measured durations of
+earlier work of each kind). A plain lock would not be fair: any waiter may win it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+class ByteLRU:
+    """A thread-safe mapping bounded by the total of ``size(value)`` in bytes; the
+    least recently used entries go first. One entry larger than the budget is kept
+    alone (the reader asked for it), then dropped by the next one."""
+
+    def __init__(self, budget: int, size: Callable[[object], int]):
+        self.budget, self.size = int(budget), size
+        self._items: OrderedDict = OrderedDict()
+        self._sizes: dict = {}
+        self._lock = threading.Lock()
+        self.evicted = 0
+
+    def get(self, key, default=None):
+        with self._lock:
+            if key not in self._items:
+                return default
+            self._items.move_to_end(key)
+            return self._items[key]
+
+    def put(self, key, value) -> None:
+        nbytes = int(self.size(value))
+        with self._lock:
+            if key in self._items:
+                self._items.pop(key)
+                self._sizes.pop(key)
+            self._items[key] = value
+            self._sizes[key] = nbytes
+            while len(self._items) > 1 and self.nbytes > self.budget:
+                old, _ = self._items.popitem(last=False)
+                self._sizes.pop(old)
+                self.evicted += 1
+
+    def __contains__(self, key) -> bool:
+        with self._lock:
+            return key in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(self._sizes.values())
+
+
+@dataclass
+class Ticket:
+    number: int
+    kind: str
+    started: float | None = None  # when its turn came
+
+
+class TicketQueue:
+    """First come, first served: one piece of heavy work at a time."""
+
+    # a first guess at each kind's duration (seconds) until one has been measured
+    GUESS = {"analysis": 2.0, "sweep": 90.0, "bench": 40.0, "handout": 5.0}
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._numbers = itertools.count(1)
+        self._waiting: list[Ticket] = []  # in ticket order; the first is served (or next)
+        self._took: dict[str, float] = {}  # kind → smoothed measured duration
+
+    def take(self, kind: str) -> Ticket:
+        with self._cond:
+            ticket = Ticket(next(self._numbers), kind)
+            self._waiting.append(ticket)
+            return ticket
+
+    def ahead(self, ticket: Ticket) -> int:
+        """How many tickets come before this one (0: its turn)."""
+        with self._cond:
+            return self._waiting.index(ticket) if ticket in self._waiting else 0
+
+    def expected(self, kind: str) -> float:
+        return self._took.get(kind, self.GUESS.get(kind, 5.0))
+
+    def estimate(self, ticket: Ticket) -> float:
+        """Seconds until this ticket's turn: what is left of the running work plus the
+        expected durations of the tickets waiting before it."""
+        with self._cond:
+            if ticket not in self._waiting:
+                return 0.0
+            before = self._waiting[: self._waiting.index(ticket)]
+            now = time.monotonic()
+            total = 0.0
+            for t in before:
+                left = self.expected(t.kind) - (now - t.started if t.started is not None else 0.0)
+                total += max(left, 0.5 if t.started is not None else 0.0)
+            return total
+
+    def wait(self, ticket: Ticket, on_wait: Callable[[int, float], None] | None = None, every: float = 0.5) -> None:
+        """Block until this ticket's turn; ``on_wait(ahead, seconds)`` about every
+        ``every`` seconds while others come first."""
+        while True:
+            with self._cond:
+                if self._waiting and self._waiting[0] is ticket:
+                    ticket.started = time.monotonic()
+                    return
+                position = self._waiting.index(ticket)
+            if on_wait is not None:
+                on_wait(position, self.estimate(ticket))
+            with self._cond:
+                if not (self._waiting and self._waiting[0] is ticket):
+                    self._cond.wait(timeout=every)
+
+    def done(self, ticket: Ticket) -> None:
+        """The work ended (or was abandoned): measure it if it ran, and let the next one in."""
+        with self._cond:
+            if ticket.started is not None:
+                took = time.monotonic() - ticket.started
+                old = self._took.get(ticket.kind)
+                self._took[ticket.kind] = took if old is None else 0.7 * old + 0.3 * took
+            if ticket in self._waiting:
+                self._waiting.remove(ticket)
+            self._cond.notify_all()
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._waiting)
+
+    def run(self, kind: str, work: Callable[[], object], on_wait: Callable[[int, float], None] | None = None):
+        """Take a ticket, wait for its turn, do ``work``, let the next one in."""
+        ticket = self.take(kind)
+        try:
+            self.wait(ticket, on_wait)
+            return work()
+        finally:
+            self.done(ticket)
