@@ -101,7 +101,8 @@ titles = {name: t(methods.get(name).label_key, w=w, g=g_small) for name in maps}
 def map_figure(key: str, grid):
     return figures.attention_heatmap(
         grid, a.tokens[:m], title=titles[key], x_title=t("common.key_axis"), y_title=t("common.query_axis"),
-        hover=t("common.hover_cell_tokens"), separators=t.separators, colorbar=t("common.weight"), height=420)[0]
+        hover=t("common.hover_cell"), separators=t.separators, colorbar=t("common.weight"), height=420,
+        token_hover=False)[0]
 
 
 for i, (key, grid) in enumerate(maps.items()):

@@ -91,18 +91,20 @@ def _token_axes(fig, labels, n, factor, x_title, y_title, max_labels: int = 64):
 
 
 def attention_heatmap(grid, labels, *, title, x_title, y_title, hover, separators, colorbar="",
-                      zmax=1.0, colorscale=WEIGHTS, reduce="mean", height=560):
+                      zmax=1.0, colorscale=WEIGHTS, reduce="mean", height=560, token_hover=True):
     """Heat map of an (n, n) grid of weights; rows are queries, columns keys.
 
     ``hover`` is a Plotly hovertemplate using %{y} (query), %{x} (key), %{z} and,
-    when tokens are shown, %{customdata[0]} / %{customdata[1]} (their labels)."""
+    when tokens are shown, %{customdata[0]} / %{customdata[1]} (their labels).
+    ``token_hover=False`` leaves the n² pair labels out (small multiples whose axes
+    already name the tokens: the labels are most of what each reader is sent)."""
     grid = np.asarray(grid, dtype=np.float32)
     n = grid.shape[0]
     z, f = downsample(grid, reduce)
     m = z.shape[0]
     coords = np.arange(m) * f + (f - 1) / 2 if f > 1 else np.arange(m)
     kwargs = {}
-    if f == 1 and n <= 128:
+    if f == 1 and n <= 128 and token_hover:
         lab = [safe(s) for s in labels]
         kwargs["customdata"] = _pair_labels(lab)
     # numpy arrays travel to the browser as compact typed arrays (base64), not JSON lists

@@ -5,6 +5,7 @@ analyses (read-only objects, never copied), ``st.cache_data`` for small numbers.
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 
@@ -140,10 +141,14 @@ def forget_setting(key: str) -> None:
 @st.cache_resource(show_spinner=False)
 def get_model(kind: str):
     """One model per process, shared by every reader (it switches its attention only
-    under its own lock and restores it)."""
-    if kind == "tiny":
-        return atlas_model.tiny()
-    return atlas_model.load()
+    under its own lock and restores it). Once loaded, everything alive so far (the
+    libraries, the model) is moved out of the garbage collector's sight (gc.freeze):
+    it lives as long as the process, and each collection then scans only what readers
+    make."""
+    model = atlas_model.tiny() if kind == "tiny" else atlas_model.load()
+    gc.collect()
+    gc.freeze()
+    return model
 
 
 def ensure_model():
