@@ -34,7 +34,8 @@ def app_server(model: str = "gemma", timeout: float = 300, extra_env: dict | Non
                port: int | None = None):
     """Yield the base URL of a running app (or another Streamlit script); stop it afterwards."""
     port = port or free_port()
-    env = {**os.environ, "ATLAS_MODEL": model, "PYTHONUNBUFFERED": "1", **(extra_env or {})}
+    env = {"MALLOC_ARENA_MAX": "2", **os.environ, "ATLAS_MODEL": model, "PYTHONUNBUFFERED": "1",
+           **(extra_env or {})}  # as scripts/run.sh starts it
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", os.path.join(ROOT, script), "--server.port", str(port),

@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh requirements.txt
 # convert the packaged model before the server starts (nothing to do once converted)
 .venv/bin/python -m attn.convert
+# two malloc arenas: a class's threads otherwise keep ≈ 1 GB more resident (docs/deploy.md)
+export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 exec .venv/bin/streamlit run app.py "$@"
