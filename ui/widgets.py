@@ -246,11 +246,21 @@ def glossary() -> list:
     return json.loads((ROOT / "assets" / "glossary.json").read_text(encoding="utf-8"))
 
 
+@functools.cache
+def _glossary_arrow(lang: str):
+    """The glossary of one language as an Arrow table, built once: the sidebar draws it
+    on every run, and turning a dict into Arrow each time was a tenth of a class's load."""
+    import pyarrow as pa
+
+    t = Translator(lang)
+    return pa.table({t("closing.col_term"): [g[lang]["term"] for g in glossary()],
+                     t("closing.col_meaning"): [g[lang]["meaning"] for g in glossary()]})
+
+
 def glossary_table(t: Translator) -> None:
     """The glossary in the reader's language: a static table, so long meanings wrap (its
     texts are ours, never the reader's)."""
-    st.table({t("closing.col_term"): [g[t.lang]["term"] for g in glossary()],
-              t("closing.col_meaning"): [g[t.lang]["meaning"] for g in glossary()]}, hide_index=True)
+    st.table(_glossary_arrow(t.lang), hide_index=True)
 
 
 def predict(t: Translator, step: int, q: Question) -> None:
