@@ -120,10 +120,8 @@ async def all_run(readers: list[Reader], page: str, texts: list[str] | None = No
 
 
 async def floor(url: str, n: int) -> dict:
-    times, failed = await open_all(url, 1, "")  # warm the cached heatmap
-    out = {}
-    times, failed = await open_all(url, n, "")
-    out["open"] = (times, failed)
+    await open_all(url, 1, "")  # warm the cached heatmap
+    out = {"open": await open_all(url, n, "")}
     readers = await connected(url, n)
     out["rerun"] = await all_run(readers, "")
     await asyncio.gather(*(r.close() for r in readers))

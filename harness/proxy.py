@@ -15,13 +15,11 @@ import contextlib
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-from .serve import ROOT, SERVER_PIDS, app_server, free_port
+from .serve import ROOT, SERVER_PIDS, app_server, free_port, running
 
 CONFIG = os.path.join(ROOT, "deploy", "haproxy.cfg")
 
@@ -50,30 +48,9 @@ def proxy(backends: list[str], port: int | None = None, timeout: float = 60):
         with open(cfg, "w", encoding="utf-8") as f:
             f.write(haproxy_config(backends))
         env = {**os.environ, "ATLAS_BIND": f"0.0.0.0:{port}"}
-        proc = subprocess.Popen([exe, "-db", "-f", cfg], env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.time() + timeout
-            while True:
-                if proc.poll() is not None:
-                    raise RuntimeError("haproxy stopped: " + (proc.stderr.read() or "")[-2000:])
-                with contextlib.suppress(OSError):
-                    with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                        if r.status == 200:
-                            break
-                if time.time() > deadline:
-                    raise TimeoutError("haproxy did not answer")
-                time.sleep(0.3)
-            SERVER_PIDS[url] = proc.pid
+        with running([exe, "-db", "-f", cfg], f"http://127.0.0.1:{port}", name="haproxy", env=env,
+                     timeout=timeout, stop_wait=10) as url:
             yield url
-        finally:
-            SERVER_PIDS.pop(url, None)
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
 
 
 @contextlib.contextmanager

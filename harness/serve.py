@@ -30,45 +30,48 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def app_server(model: str = "gemma", timeout: float = 300, extra_env: dict | None = None, script: str = "app.py",
-               port: int | None = None):
-    """Yield the base URL of a running app (or another Streamlit script); stop it afterwards."""
-    port = port or free_port()
-    env = {"MALLOC_ARENA_MAX": "2", **os.environ, "ATLAS_MODEL": model, "PYTHONUNBUFFERED": "1",
-           **(extra_env or {})}  # as scripts/run.sh starts it
+def running(cmd: list[str], url: str, *, name: str, env: dict, timeout: float, stop_wait: float = 20):
+    """Start ``cmd`` (its output to a temporary log), wait until ``url`` answers its health
+    check (``/_stcore/health``), yield the URL; stop the process afterwards."""
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", os.path.join(ROOT, script), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + timeout
         while True:
             if proc.poll() is not None:
                 log.seek(0)
-                raise RuntimeError("the app stopped:\n" + log.read()[-3000:])
-            try:
+                raise RuntimeError(f"{name} stopped:\n" + log.read()[-3000:])
+            with contextlib.suppress(OSError):
                 with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
                     if r.status == 200:
                         break
-            except OSError:
-                pass
             if time.time() > deadline:
-                raise TimeoutError("the app did not start")
-            time.sleep(0.5)
+                raise TimeoutError(f"{name} did not answer")
+            time.sleep(0.3)
         SERVER_PIDS[url] = proc.pid
         yield url
     finally:
         SERVER_PIDS.pop(url, None)
         proc.terminate()
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=stop_wait)
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
         os.unlink(log.name)
+
+
+@contextlib.contextmanager
+def app_server(model: str = "gemma", timeout: float = 300, extra_env: dict | None = None, script: str = "app.py",
+               port: int | None = None):
+    """Yield the base URL of a running app (or another Streamlit script); stop it afterwards."""
+    port = port or free_port()
+    env = {"MALLOC_ARENA_MAX": "2", **os.environ, "ATLAS_MODEL": model, "PYTHONUNBUFFERED": "1",
+           **(extra_env or {})}  # as scripts/run.sh starts it
+    cmd = [sys.executable, "-m", "streamlit", "run", os.path.join(ROOT, script), "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    with running(cmd, f"http://127.0.0.1:{port}", name="the app", env=env, timeout=timeout) as url:
+        yield url
 
 
 def rss_mb(pid: int) -> float:

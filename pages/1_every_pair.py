@@ -39,7 +39,7 @@ widgets.downsample_note(t, v["factor"], n)
 st.caption(t("step1.grid_caption"))
 
 st.subheader(t("step1.row_heading"))
-widgets.fit("s1_token", options=range(n))
+widgets.fit("s1_token", a)
 token = st.selectbox(t("step1.pick_token"), list(range(n)), index=n - 1,
                      format_func=lambda i: widgets.token_option(a, i), key="s1_token")
 

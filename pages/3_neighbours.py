@@ -12,8 +12,8 @@ question = st.container()  # filled below, once the page's numbers are known
 text, kind = state.current_text(), state.model_kind()
 layer, head = widgets.layer_head_picker(t, a, "s3")
 n = a.n
-w_hi = max(2, min(n, summary.W_MAX[3]))
-widgets.fit("s3_w", lo=1, hi=w_hi)
+w_hi = summary.w_hi(3, n)
+widgets.fit("s3_w", a)
 w = st.slider(t("step3.pick_w"), 1, w_hi, min(16, n), key="s3_w")
 
 widgets.formula(t, r"\text{@visible}(i, j) \iff 0 \le i - j < w \qquad \text{@cells} \approx n \cdot w",
@@ -23,7 +23,8 @@ top = st.container()  # the window's numbers and grid, filled once every setting
 st.subheader(t("step3.reach_heading"))
 st.markdown(t("step3.reach_lead"))
 rc1, rc2 = st.columns(2)
-widgets.fit("s3_rl", lo=1, hi=a.n_layers)
+widgets.fit("s3_rw", a)
+widgets.fit("s3_rl", a)
 rw = rc1.slider(t("step3.pick_reach_w"), *summary.REACH_W, summary.REACH_W_DEFAULT, key="s3_rw")
 rl = rc2.slider(t("step3.pick_layers"), 1, a.n_layers, 4, key="s3_rl")
 sm = summary.get(3, t, a, text, kind, {"s3_layer": layer, "s3_head": head, "s3_w": w, "s3_rw": rw, "s3_rl": rl})

@@ -16,9 +16,9 @@ found = data.anchors(text, kind, 5)
 st.caption(t("step4.anchors_found", found=", ".join(t("step4.anchor_item", p=p, token=a.tokens[p],
                                                                   score=t.float(score, 3)) for p, score in found)))
 default_hubs = [p for p, _ in found[:3]]
-widgets.fit("s4_hubs", options=range(n))
-w_hi = max(2, min(n, summary.W_MAX[4]))
-widgets.fit("s4_w", lo=1, hi=w_hi)
+widgets.fit("s4_hubs", a)
+w_hi = summary.w_hi(4, n)
+widgets.fit("s4_w", a)
 hubs = st.multiselect(t("step4.pick_hubs"), list(range(n)), default=default_hubs,
                       format_func=lambda i: widgets.token_option(a, i), key="s4_hubs")
 hubs = tuple(sorted(hubs))

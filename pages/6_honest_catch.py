@@ -15,9 +15,9 @@ n = a.n
 layer, head = widgets.layer_head_picker(t, a, "s6", allow_average=False)
 found = data.anchors(text, kind, 3)
 c1, c2 = st.columns(2)
-w_hi = max(2, min(n, summary.W_MAX[6]))
-widgets.fit("s6_w", lo=1, hi=w_hi)
-widgets.fit("s6_hubs", options=range(n))
+w_hi = summary.w_hi(6, n)
+widgets.fit("s6_w", a)
+widgets.fit("s6_hubs", a)
 w = c1.slider(t("step6.pick_w"), 1, w_hi, min(16, n), key="s6_w")
 hubs = c2.multiselect(t("step6.pick_hubs"), list(range(n)), default=[p for p, _ in found],
                       format_func=lambda i: widgets.token_option(a, i), key="s6_hubs")

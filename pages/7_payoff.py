@@ -36,19 +36,13 @@ if rows is None:
         rows = live.run(t, key, s, device, sizes)
         sm = summary.get(7, t, None, "", "", {}, live_rows=rows, live_last=sizes[-1])
 if rows:
-    figs = {}  # both charts from one build, each kept for every reader
-
-    def one(i: int):
-        if not figs:
-            figs.update(enumerate(live.figures_of(t, rows, sizes, s)))
-        return figs[i]
-
-    deps = (key, tuple(r.seconds for r in rows))
+    fig_time, fig_mem = widgets.shared("s7_live", (key, tuple(r.seconds for r in rows)),
+                                       lambda: live.figures_of(t, rows, sizes, s))
     g1, g2 = st.columns(2)
     with g1:
-        widgets.chart("s7_time", deps, lambda: one(0))
+        widgets.show_figure(fig_time, key="s7_time")
     with g2:
-        widgets.chart("s7_mem", deps, lambda: one(1))
+        widgets.show_figure(fig_mem, key="s7_mem")
     st.info(t("step7.walls_note"))
     st.caption(t("step7.dtype_note"))
     ratios = bench.ratios(rows)

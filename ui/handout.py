@@ -164,8 +164,8 @@ def offer(t: Translator) -> None:
         bar.empty()
         st.info(t("common.too_short", n=a.n))
         return
-    kept = {**st.session_state.get(state.KEPT, {}), **{k: st.session_state[k] for k in state.SETTINGS
-                                                       if k in st.session_state}}
+    state.keep_settings()  # every step's settings and guesses, those of this page included
+    kept = dict(st.session_state[state.KEPT])
     device = pick_device()
     sizes = bench.live_sizes(device)
     rows = live_run.results(live_run.key(device, sizes))

@@ -20,6 +20,7 @@ from attn.features import FEATURE_MAPS
 from . import sharestore, state
 from .i18n import LANGS, Translator
 from .steps import PAGES
+from .swaps import SWEEP_METRICS
 
 _APPLIED = state.SHARE_APPLIED
 LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]", "0.0.0.0")
@@ -53,7 +54,7 @@ def _setting_ok(key: str, value) -> bool:
     if key.endswith("_causal"):
         return isinstance(value, bool)
     if key.endswith("_metric"):
-        return value in ("kl", "perplexity", "top1_agreement")
+        return value in SWEEP_METRICS
     if key.endswith("_guess"):
         return value is None or isinstance(value, str) or (
             isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value))
@@ -153,5 +154,4 @@ def share_button(t: Translator, step_number: int) -> None:
     if st.button(t("share.button"), icon=":material/qr_code_2:", width="stretch", key="share"):
         key = store().put(current_view(step_number))
         page = next(p for p in PAGES if p.number == step_number)
-        path = "" if page.default else page.url_path
-        _share_dialog(f"{base_url()}/{path}?s={key}", t)
+        _share_dialog(f"{base_url()}/{page.link}?s={key}", t)

@@ -261,7 +261,8 @@ def in_line(kind: str, work):
 
     def on_wait(ahead: int, seconds: float) -> None:
         nonlocal slot
-        slot = slot or st.empty()
+        if slot is None:
+            slot = st.empty()
         slot.info(t("queue.waiting", ahead=t.int(ahead), seconds=t.int(max(1, round(seconds)))),
                   icon=":material/hourglass_top:")
 

@@ -10,8 +10,8 @@ text (a window wider than the text, a hub past its end), as the pages' widgets d
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import plotly.graph_objects as go
@@ -75,7 +75,8 @@ def nearest_option(options: list, answer):
 # --- settings --------------------------------------------------------------------
 
 
-def _w_hi(step: int, n: int) -> int:
+def w_hi(step: int, n: int) -> int:
+    """The upper end of a step's window slider on a text of n tokens."""
     return max(2, min(n, W_MAX[step]))
 
 
@@ -102,7 +103,7 @@ def fits(key: str, value, a) -> bool:
     if key.endswith("_head"):
         return value == AVERAGE or value in heads
     step = int(key[1])
-    ranges = {"s1_token": (0, n - 1), "s3_w": (1, _w_hi(3, n)), "s4_w": (1, _w_hi(4, n)), "s6_w": (1, _w_hi(6, n)),
+    ranges = {"s1_token": (0, n - 1), "s3_w": (1, w_hi(3, n)), "s4_w": (1, w_hi(4, n)), "s6_w": (1, w_hi(6, n)),
               "s3_rw": REACH_W, "s3_rl": (1, a.n_layers)}
     if key in ranges:
         lo, hi = ranges[key]

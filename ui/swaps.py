@@ -90,7 +90,7 @@ def sweep_section(t: Translator, a, text: str) -> None:
     """Step 6's second half: the whole model with its attention swapped."""
     st.subheader(t("swap.heading"))
     widgets.prose(t, 6, "swap.lead")
-    widgets.fit("s6_swap_layer", options=range(a.n_layers))
+    widgets.fit("s6_swap_layer", a)
     layer = st.selectbox(t("swap.pick_layer"), list(range(a.n_layers)), index=0,
                          format_func=lambda i: widgets.layer_label(t, a, i), key="s6_swap_layer")
     swaps = swap.standard_sweep((0,), layer)
@@ -111,16 +111,10 @@ def sweep_section(t: Translator, a, text: str) -> None:
 
     metric = st.radio(t("swap.pick_metric"), list(SWEEP_METRICS), horizontal=True,
                       format_func=lambda m: t(f"swap.metric_{m}"), key="s6_swap_metric")
-    figs = {}  # both charts from one build, each kept for every reader of this text
-
-    def one(i: int):
-        if not figs:
-            figs.update(enumerate(sweep_figures(t, res, metric, layer)))
-        return figs[i]
-
-    deps = (_key(text, swaps, SWAP_MAX_TOKENS), metric, layer)
-    widgets.chart("s6_swap_window", deps, lambda: one(0))
-    widgets.chart("s6_swap_linear", deps, lambda: one(1))
+    by_window, by_map = widgets.shared("s6_swap", (_key(text, swaps, SWAP_MAX_TOKENS), metric, layer),
+                                       lambda: sweep_figures(t, res, metric, layer))
+    widgets.show_figure(by_window, key="s6_swap_window")
+    widgets.show_figure(by_map, key="s6_swap_linear")
     st.markdown(t("swap.outro"))
 
 

@@ -9,7 +9,7 @@ import re
 import plotly.graph_objects as go
 import streamlit as st
 
-from . import state
+from . import state, summary
 from .i18n import ROOT, Translator
 from .steps import N_STEPS, PAGES
 from .summary import AVERAGE, DEFAULT_LAYER, Question, layer_label
@@ -124,18 +124,11 @@ def open_step(step: int):
     return t, a
 
 
-def fit(key: str, *, options=None, lo=None, hi=None) -> None:
-    """Before drawing a widget: drop a remembered value it could not take (not among its
-    options, or outside lo..hi), so the widget starts from its default instead of failing."""
-    if key not in st.session_state:
-        return
-    value = st.session_state[key]
-    values = value if isinstance(value, (list, tuple)) else [value]
-    if options is not None:
-        ok = all(v in options for v in values)
-    else:
-        ok = all(isinstance(v, (int, float)) and lo <= v <= hi for v in values)
-    if not ok:
+def fit(key: str, a) -> None:
+    """Before drawing a widget: drop a remembered value it could not take on this text
+    (``summary.fits``, the one definition the handout uses too), so the widget starts
+    from its default instead of failing."""
+    if key in st.session_state and not summary.fits(key, st.session_state[key], a):
         state.forget_setting(key)
 
 
@@ -150,8 +143,8 @@ def layer_head_picker(t: Translator, a, key: str, allow_average: bool = True, de
     """In the sidebar: which layer and head this page shows. Returns (layer, head);
     head is None for the average over heads."""
     heads = ([AVERAGE] if allow_average else []) + list(range(a.n_heads))
-    fit(f"{key}_layer", options=range(a.n_layers))
-    fit(f"{key}_head", options=heads)
+    fit(f"{key}_layer", a)
+    fit(f"{key}_head", a)
     folded = state.presenter()  # on a projector the pickers fold away with the other controls
     with st.sidebar.expander(t("common.shown")) if folded else st.sidebar:
         if not folded:
@@ -191,10 +184,15 @@ def _built(key: str, deps: tuple, _build):
     return _build()
 
 
+def shared(key: str, deps: tuple, build):
+    """What ``build()`` makes (a figure, or several), built once per ``deps`` (everything
+    it depends on: the text, the settings...) and language, and shared by every reader."""
+    return _built(key, (st.session_state.get("lang", "en"),) + tuple(deps), build)
+
+
 def chart(key: str, deps: tuple, build) -> None:
-    """Show the figure ``build()`` makes, built once per ``deps`` (everything it depends
-    on: the text, the settings...) and language, and shared by every reader."""
-    show_figure(_built(key, (st.session_state.get("lang", "en"),) + tuple(deps), build), key=key)
+    """Show a shared figure (see ``shared``)."""
+    show_figure(shared(key, deps, build), key=key)
 
 
 BASE_CSS = """
