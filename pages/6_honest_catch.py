@@ -102,7 +102,7 @@ def map_figure(key: str, grid):
     return figures.attention_heatmap(
         grid, a.tokens[:m], title=titles[key], x_title=t("common.key_axis"), y_title=t("common.query_axis"),
         hover=t("common.hover_cell"), separators=t.separators, colorbar=t("common.weight"), height=420,
-        token_hover=False)[0]
+        named_axes=True)[0]
 
 
 for i, (key, grid) in enumerate(maps.items()):

@@ -123,7 +123,7 @@ def errors(text: str, kind: str, layer: int, window: int, hubs: tuple) -> dict:
     return stats.output_errors(q, k, v, scale=a.scale, own_window=a.own_window(layer), window=window, hubs=hubs)
 
 
-MAP_TOKENS = 64  # the implied maps: small multiples whose axes can name every token
+MAP_TOKENS = 64  # the implied maps: small multiples, their tokens named on category axes
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

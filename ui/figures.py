@@ -78,6 +78,26 @@ def downsample(grid: np.ndarray, reduce: str = "mean") -> tuple[np.ndarray, int]
     return pooled, f
 
 
+def _names(labels: list[str]) -> list[str]:
+    """Category names for token axes: "i “token”" (unique, and what the hover shows)."""
+    return [f"{i} “{safe(s)}”" for i, s in enumerate(labels)]
+
+
+def _category_axes(fig, labels, x_title, y_title, max_labels: int):
+    """Token axes as categories: every token named up to ``max_labels``, else every
+    tenth position numbered."""
+    n = len(labels)
+    every = 1 if n <= max_labels else 10
+    names = _names(labels)
+    shown = {"tickmode": "array", "tickvals": names[::every],
+             "ticktext": [safe(s) for s in labels] if every == 1 else [str(i) for i in range(0, n, every)]}
+    fig.update_xaxes(title=safe(x_title), side="bottom", type="category", **shown)
+    fig.update_yaxes(title=safe(y_title), autorange="reversed", type="category", **shown)
+    if every == 1:
+        fig.update_xaxes(tickangle=-60, tickfont={"size": 10})
+        fig.update_yaxes(tickfont={"size": 10})
+
+
 def _token_axes(fig, labels, n, factor, x_title, y_title, max_labels: int = 64):
     if factor == 1 and n <= max_labels:
         ticks = {"tickmode": "array", "tickvals": list(range(n)), "ticktext": [safe(s) for s in labels]}
@@ -91,32 +111,39 @@ def _token_axes(fig, labels, n, factor, x_title, y_title, max_labels: int = 64):
 
 
 def attention_heatmap(grid, labels, *, title, x_title, y_title, hover, separators, colorbar="",
-                      zmax=1.0, colorscale=WEIGHTS, reduce="mean", height=560, token_hover=True):
+                      zmax=1.0, colorscale=WEIGHTS, reduce="mean", height=560, named_axes=False):
     """Heat map of an (n, n) grid of weights; rows are queries, columns keys.
 
     ``hover`` is a Plotly hovertemplate using %{y} (query), %{x} (key), %{z} and,
     when tokens are shown, %{customdata[0]} / %{customdata[1]} (their labels).
-    ``token_hover=False`` leaves the n² pair labels out (small multiples whose axes
-    already name the tokens: the labels are most of what each reader is sent)."""
+    ``named_axes=True`` (unpooled grids only) puts the tokens on category axes instead,
+    so %{x} and %{y} name them: n labels per axis rather than n² pair labels, which are
+    most of what each reader is sent (no numeric overlay such as ``add_band`` then)."""
     grid = np.asarray(grid, dtype=np.float32)
     n = grid.shape[0]
     z, f = downsample(grid, reduce)
     m = z.shape[0]
     coords = np.arange(m) * f + (f - 1) / 2 if f > 1 else np.arange(m)
+    named = named_axes and f == 1
     kwargs = {}
-    if f == 1 and n <= 128 and token_hover:
-        lab = [safe(s) for s in labels]
-        kwargs["customdata"] = _pair_labels(lab)
+    if named:
+        kwargs["x"] = kwargs["y"] = _names(labels)
+    else:
+        kwargs["x"] = kwargs["y"] = coords.astype(np.float32)
+        if f == 1 and n <= 128:
+            kwargs["customdata"] = _pair_labels([safe(s) for s in labels])
     # numpy arrays travel to the browser as compact typed arrays (base64), not JSON lists
     z = np.round(z, 5).astype(np.float32)
     fig = go.Figure(go.Heatmap(
-        z=z, x=coords.astype(np.float32), y=coords.astype(np.float32), colorscale=colorscale, zmin=0,
-        zmax=zmax, hovertemplate=hover + "<extra></extra>", colorbar={"title": {"text": safe(colorbar)}},
-        hoverongaps=False, **kwargs,
+        z=z, colorscale=colorscale, zmin=0, zmax=zmax, hovertemplate=hover + "<extra></extra>",
+        colorbar={"title": {"text": safe(colorbar)}}, hoverongaps=False, **kwargs,
     ))
     if colorscale is WEIGHTS:
         fig.update_traces(colorbar={"tickvals": [0, 0.1, 0.3, 0.5, 1.0], "ticks": "outside"})
-    _token_axes(fig, labels, n, f, x_title, y_title)
+    if named:
+        _category_axes(fig, labels, x_title, y_title, max_labels=24)
+    else:
+        _token_axes(fig, labels, n, f, x_title, y_title)
     fig.update_yaxes(scaleanchor="x", constrain="domain")
     fig.update_xaxes(constrain="domain")
     return _layout(fig, title, separators, height), f
@@ -210,21 +237,13 @@ def integer_grid(grid, labels, *, title, x_title, y_title, hover, separators, co
     tokens: n labels per axis instead of n² pair labels in every reader's chart."""
     g = np.asarray(grid, dtype=np.float32)
     g = np.where(g < 0, np.nan, g)
-    n = g.shape[0]
     zmax = float(np.nanmax(g)) if np.isfinite(g).any() else 1.0
-    names = [f"{i} “{safe(s)}”" for i, s in enumerate(labels)]
+    names = _names(labels)
     fig = go.Figure(go.Heatmap(
         z=g, x=names, y=names, colorscale="Viridis", zmin=0, zmax=max(1.0, zmax), hoverongaps=False,
         hovertemplate=hover + "<extra></extra>", colorbar={"title": {"text": safe(colorbar)}, "dtick": 1},
     ))
-    every = 1 if n <= 24 else 10
-    shown = {"tickmode": "array", "tickvals": names[::every],
-             "ticktext": [safe(s) for s in labels] if n <= 24 else [str(i) for i in range(0, n, every)]}
-    fig.update_xaxes(title=safe(x_title), side="bottom", type="category", **shown)
-    fig.update_yaxes(title=safe(y_title), autorange="reversed", type="category", **shown)
-    if n <= 24:
-        fig.update_xaxes(tickangle=-60, tickfont={"size": 10})
-        fig.update_yaxes(tickfont={"size": 10})
+    _category_axes(fig, labels, x_title, y_title, max_labels=24)
     fig.update_yaxes(scaleanchor="x", constrain="domain")
     fig.update_xaxes(constrain="domain")
     if missing_label:
