@@ -40,11 +40,15 @@ _log: list[str] = []
 _threads: list[threading.Thread] = []
 
 
-def _signature(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool) -> tuple:
+def _signature(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool, kind: str = "window") -> tuple:
     """What a compiled kernel is specialised on. Dynamic shapes still specialise
     sizes of 1, so a batch or head count of 1 is part of the signature; with and
-    without hubs are two kernels (the hub test costs a quarter of the speed)."""
+    without hubs are two kernels (the hub test costs a quarter of the speed). The
+    playground's compositions (``kind="pattern"``) are one kernel for every part,
+    setting and causality: all of them are tensors its mask closes over."""
     b, h = q.shape[:2]
+    if kind == "pattern":
+        return (q.device.type, q.dtype, q.shape[-1], v.shape[-1], "pattern", b == 1, h == 1)
     return (q.device.type, q.dtype, q.shape[-1], v.shape[-1], bool(causal), bool(hubs), b == 1, h == 1)
 
 
@@ -76,11 +80,11 @@ def _get_compiled():
         return _compiled
 
 
-def is_ready(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool = False) -> bool:
+def is_ready(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool = False, kind: str = "window") -> bool:
     """True when a compiled kernel serves this call without compiling again.
     Texts of one or two blocks stay on the blocked kernel (a single query block is
     a shape the compiler specialises too, and small grids gain nothing)."""
-    return q.shape[2] > 2 * FLEX_BLOCK and _signature(q, v, causal, hubs) in _ready
+    return q.shape[2] > 2 * FLEX_BLOCK and _signature(q, v, causal, hubs, kind) in _ready
 
 
 def status() -> dict:
@@ -145,6 +149,40 @@ def try_window_attention(q, k, v, *, window: int, hubs=(), causal=True, scale=No
         _busy.release()
 
 
+def sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, *, scale=None):
+    """Any pattern (the playground's compositions) through compiled FlexAttention: the
+    block mask from the visited block pairs ``visit`` (bool blocks × blocks of
+    :data:`FLEX_BLOCK`, from the parts' own block rules: no n² scan), ``mask_mod``
+    inside. Compiles on first use; waits for any compile in progress."""
+    with _busy:
+        return _call_sparse(q, k, v, mask_mod, visit, scale)
+
+
+def try_sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, *, scale=None):
+    """The same, or None at once when a compile (a warm-up) is in progress."""
+    if not _busy.acquire(blocking=False):
+        return None
+    try:
+        return _call_sparse(q, k, v, mask_mod, visit, scale)
+    finally:
+        _busy.release()
+
+
+def visit_block_mask(n: int, visit: torch.Tensor, mask_mod, block: int = FLEX_BLOCK):
+    from torch.nn.attention.flex_attention import BlockMask
+
+    counts = visit.sum(dim=-1).to(torch.int32)
+    order = torch.argsort((~visit).to(torch.int8), dim=-1, stable=True).to(torch.int32)
+    return BlockMask.from_kv_blocks(counts[None, None], order[None, None], BLOCK_SIZE=block, mask_mod=mask_mod,
+                                    seq_lengths=(n, n))
+
+
+def _call_sparse(q, k, v, mask_mod, visit, scale):
+    bm = visit_block_mask(q.shape[2], visit.to(q.device), mask_mod)
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    return _get_compiled()(q, k, v, block_mask=bm, scale=scale)
+
+
 def _call(q, k, v, window, hubs, causal, scale):
     n = q.shape[2]
     bm = block_mask(n, window, tuple(hubs), causal, q.device)
@@ -153,22 +191,23 @@ def _call(q, k, v, window, hubs, causal, scale):
     return _get_compiled()(q, k, v, block_mask=bm, scale=scale)
 
 
-def mark_failed(q, v, causal, hubs: bool, exc: Exception) -> None:
-    sig = _signature(q, v, causal, hubs)
+def mark_failed(q, v, causal, hubs: bool, exc: Exception, kind: str = "window") -> None:
+    sig = _signature(q, v, causal, hubs, kind)
     _ready.discard(sig)
     _failed[sig] = f"{type(exc).__name__}: {str(exc)[:300]}"
     _log.append(f"flex call failed for {sig}; the blocked kernel takes over: {_failed[sig]}")
 
 
-def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=True, dv=None, hubs=False) -> bool:
-    """Compile for one kind of call (with or without hubs), synchronously; returns
-    True when it is ready."""
+def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=True, dv=None, hubs=False,
+         kind: str = "window") -> bool:
+    """Compile for one kind of call (window with or without hubs, or ``kind="pattern"``,
+    the playground's compositions), synchronously; returns True when it is ready."""
     device = torch.device(device)
     b, h, n, d = q_shape
     dv = dv or d
     q = torch.randn(b, h, n, d, dtype=dtype, device=device)
     v = torch.randn(b, h, n, dv, dtype=dtype, device=device)
-    sig = _signature(q, v, causal, hubs)
+    sig = _signature(q, v, causal, hubs, kind)
     if sig in _ready:
         return True
     if not available():
@@ -177,7 +216,7 @@ def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=Tru
     t0 = time.perf_counter()
     try:
         with _busy:
-            _warm_calls(q, v, n, causal, hubs, dtype)
+            (_warm_patterns if kind == "pattern" else _warm_calls)(q, v, n, causal, hubs, dtype)
     except Exception as exc:  # compile errors surface here; the blocked kernel stays in use
         _failed[sig] = f"{type(exc).__name__}: {str(exc)[:300]}"
         import traceback
@@ -204,6 +243,26 @@ def _warm_calls(q, v, n, causal, hubs, dtype):
         tol = 2e-2 if dtype != torch.float32 else 1e-4
         if not torch.allclose(got.float(), want.float(), atol=tol, rtol=tol):
             raise RuntimeError("compiled FlexAttention disagrees with the blocked kernel")
+
+
+def _warm_patterns(q, v, n, causal, hubs, dtype):
+    """Compile the composed-pattern kernel, then check it against the blocked kernel on
+    two lengths and two compositions, causal and not (holding ``_busy``)."""
+    from . import methods
+    from .kernels import BLOCK, sparse_attention
+
+    cases = ((n, True, methods.Composition(window=64, hubs=(0, n // 3), random=2, random_block=32, seed=1)),
+             (n // 2 + 3, False, methods.Composition(window=9, dilated=4, stride=5, local=32)))
+    for nn_, causal_, c in cases:
+        qq, kk, vv = (torch.randn_like(t[:, :, :nn_]).contiguous() for t in (q, q, v))
+        mask_mod = methods.composed_mask(nn_, c, causal_, device=q.device)
+        visit = methods.composed_blocks(nn_, c, causal_, FLEX_BLOCK, device=q.device)
+        got = _call_sparse(qq, kk, vv, mask_mod, visit, qq.shape[-1] ** -0.5)
+        want = sparse_attention(qq, kk, vv, mask_mod, methods.composed_blocks(nn_, c, causal_, BLOCK, q.device,
+                                                                            hub_lines=False), c.hubs)
+        tol = 2e-2 if dtype != torch.float32 else 1e-4
+        if not torch.allclose(got.float(), want.float(), atol=tol, rtol=tol):
+            raise RuntimeError("compiled FlexAttention disagrees with the blocked kernel on a composition")
 
 
 def start_warmup(signatures: list[dict]) -> threading.Thread | None:

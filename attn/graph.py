@@ -19,20 +19,45 @@ def _adjacency(n: int, window: int, hubs=(), causal: bool = True) -> torch.Tenso
     return patterns.pattern_grid(n, window, patterns.check_hubs(n, hubs), causal).to(torch.float32)
 
 
+def reach_of(adjacency: torch.Tensor, layers: int) -> torch.Tensor:
+    """bool (n, n): ``reach[i, j]`` when j can influence i after ``layers`` layers of a
+    pattern given as its one-layer edges (bool n×n, diagonal included)."""
+    if layers < 0 or int(layers) != layers:
+        raise ValueError(f"layers must be a whole number >= 0, got {layers!r}")
+    a = adjacency.to(torch.float32)
+    reach = torch.eye(a.shape[0])
+    for _ in range(int(layers)):
+        reach = ((a @ reach) > 0).to(torch.float32)
+    return reach > 0
+
+
+def hops_of(adjacency: torch.Tensor, max_layers: int | None = None) -> torch.Tensor:
+    """int (n, n): the fewest layers of a pattern (its one-layer edges, bool n×n) in
+    which j reaches i; 0 on the diagonal, −1 when it never does."""
+    n = adjacency.shape[0]
+    a = adjacency.to(torch.float32)
+    out = torch.full((n, n), -1, dtype=torch.int64)
+    reach = torch.eye(n)
+    out[reach > 0] = 0
+    limit = n if max_layers is None else int(max_layers)
+    for layer in range(1, limit + 1):
+        new = ((a @ reach) > 0).to(torch.float32)
+        fresh = (new > 0) & (out < 0)
+        if not fresh.any():
+            break
+        out[fresh] = layer
+        reach = new
+    return out
+
+
 def reach_after_layers(n: int, window: int, layers: int, causal: bool = True, hubs=()) -> torch.Tensor:
     """bool (n, n): ``reach[i, j]`` is True when token j can influence token i after
     ``layers`` stacked layers of the pattern (A^L > 0).
 
     Causal window including itself: row i reaches ``min(i + 1, L·(w − 1) + 1)`` tokens."""
-    if layers < 0 or int(layers) != layers:
-        raise ValueError(f"layers must be a whole number >= 0, got {layers!r}")
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
-    a = _adjacency(n, window, hubs, causal)
-    reach = torch.eye(n)
-    for _ in range(int(layers)):
-        reach = ((a @ reach) > 0).to(torch.float32)
-    return reach > 0
+    return reach_of(_adjacency(n, window, hubs, causal), layers)
 
 
 def reach_size(window: int, layers: int) -> int:
@@ -50,19 +75,7 @@ def hops(n: int, window: int, hubs=(), causal: bool = False, max_layers: int | N
     later token forward — it is a sink, not a relay."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
-    a = _adjacency(n, window, hubs, causal)
-    out = torch.full((n, n), -1, dtype=torch.int64)
-    reach = torch.eye(n)
-    out[reach > 0] = 0
-    limit = n if max_layers is None else int(max_layers)
-    for layer in range(1, limit + 1):
-        new = ((a @ reach) > 0).to(torch.float32)
-        fresh = (new > 0) & (out < 0)
-        if not fresh.any():
-            break
-        out[fresh] = layer
-        reach = new
-    return out
+    return hops_of(_adjacency(n, window, hubs, causal), max_layers)
 
 
 def route(hop_grid: torch.Tensor, adjacency: torch.Tensor, i: int, j: int) -> list[int]:

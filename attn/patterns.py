@@ -212,3 +212,133 @@ def linear_summary_size(m: int, d_v: int) -> int:
     """Numbers held by linear attention's running summary: the m×d_v matrix Σφ(k)vᵀ
     plus the m-vector Σφ(k)."""
     return m * d_v + m
+
+
+# --- the playground's parts ------------------------------------------------------
+#
+# Each part of a composed pattern is one predicate here and one entry of
+# ``attn.methods.PARTS``. Every setting is a 0-d tensor (or a tensor of flags) that
+# has a neutral value switching the part off (a window of 0, one random block of 0…),
+# so a compiled FlexAttention kernel serves every composition without recompiling.
+
+
+def diagonal_mask(b, h, q_idx, kv_idx):
+    """A token sees itself: the composition always has it, so no row is empty."""
+    return q_idx == kv_idx
+
+
+def dilated_mask(count, stride) -> MaskMod:
+    """Every ``stride``-th token, ``count`` of them on each side (itself the first):
+    ``|i − j| = m·stride`` with ``0 ≤ m < count``. ``count=0``: no pair."""
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        d = (q_idx - kv_idx).abs()
+        return (d % stride == 0) & (d < count * stride)
+
+    return mask_mod
+
+
+def block_local_mask(size) -> MaskMod:
+    """Within fixed blocks of ``size`` tokens: ``i // size == j // size``. ``size=1``
+    is the diagonal alone (the part switched off)."""
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return q_idx // size == kv_idx // size
+
+    return mask_mod
+
+
+def random_block_mask(table: torch.Tensor, size) -> MaskMod:
+    """BigBird's random blocks: query block ``i // size`` sees key block ``j // size``
+    where ``table`` (bool, blocks × blocks) says so (see :func:`random_table`)."""
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return table[q_idx // size, kv_idx // size]
+
+    return mask_mod
+
+
+def causal_switch(causal: torch.Tensor) -> MaskMod:
+    """``j <= i`` when the 0-d bool tensor ``causal`` is True, every pair otherwise."""
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return (q_idx >= kv_idx) | ~causal
+
+    return mask_mod
+
+
+def random_table(n: int, size: int, count: int, seed: int, device=None) -> torch.Tensor:
+    """bool ``(u, u)`` with u = ⌈n / size⌉ (at least 2): for each query block, ``count``
+    other key blocks drawn without replacement, from a CPU generator seeded with
+    ``seed`` (the same seed gives the same blocks on any machine). The draw does not
+    depend on causality: a causal pattern keeps the drawn blocks that lie behind."""
+    u = max(2, -(-n // max(1, size)))
+    table = torch.zeros(u, u, dtype=torch.bool)
+    count = min(int(count), u - 1)
+    if count > 0:
+        g = torch.Generator().manual_seed(int(seed))
+        keys = torch.rand(u, u, generator=g)
+        keys.fill_diagonal_(2.0)  # never its own block (the local parts cover that)
+        table.scatter_(1, keys.topk(count, dim=1, largest=False).indices, True)
+    return table.to(device)
+
+
+def block_bounds(n: int, block: int, device=None):
+    """First and last position of each block of ``block`` tokens."""
+    starts = torch.arange(0, n, block, device=device)
+    return starts, torch.clamp(starts + block - 1, max=n - 1)
+
+
+def band_blocks(q_lo, q_hi, k_lo, k_hi, window: int) -> torch.Tensor:
+    """Block pairs holding some ``|i − j| < window`` (None for window 0)."""
+    return (k_lo <= q_hi + (window - 1)) & (k_hi >= q_lo - (window - 1))
+
+
+def dilated_blocks(q_lo, q_hi, k_lo, k_hi, count: int, stride: int) -> torch.Tensor:
+    """Block pairs holding some ``i − j = m·stride`` with ``|m| < count`` (exact)."""
+    reach = (count - 1) * stride
+    lo = torch.clamp(q_lo - k_hi, min=-reach)
+    hi = torch.clamp(q_hi - k_lo, max=reach)
+    first = -torch.div(-lo, stride, rounding_mode="floor") * stride  # the first multiple of stride ≥ lo
+    return first <= hi
+
+
+def local_blocks(q_lo, q_hi, k_lo, k_hi, size: int) -> torch.Tensor:
+    """Block pairs where a query's local block of ``size`` tokens meets the key block."""
+    lo = torch.div(q_lo, size, rounding_mode="floor") * size
+    hi = torch.div(q_hi, size, rounding_mode="floor") * size + size - 1
+    return (k_lo <= hi) & (k_hi >= lo)
+
+
+def random_blocks(table: torch.Tensor, size: int, n: int, block: int) -> torch.Tensor:
+    """Block pairs (of ``block`` tokens) meeting a random (query unit, key unit) pair of
+    ``table`` (units of ``size`` tokens)."""
+    nb = -(-n // block)
+    visit = torch.zeros(nb, nb, dtype=torch.bool, device=table.device)
+    uq, uk = table.nonzero(as_tuple=True)
+    keep = (uq * size < n) & (uk * size < n)
+    uq, uk = uq[keep], uk[keep]
+    span = -(-size // block) + 1  # blocks one unit can touch
+    first_q, last_q = (uq * size) // block, (torch.clamp((uq + 1) * size, max=n) - 1) // block
+    first_k, last_k = (uk * size) // block, (torch.clamp((uk + 1) * size, max=n) - 1) // block
+    for a in range(span):
+        for c in range(span):
+            qb, kb = first_q + a, first_k + c
+            ok = (qb <= last_q) & (kb <= last_k)
+            visit[qb[ok], kb[ok]] = True
+    return visit
+
+
+def count_cells(n: int, mask_mod: MaskMod, visit: torch.Tensor, block: int, pairs_at_once: int = 256) -> int:
+    """Exact count of the pattern's cells: the predicate evaluated on every cell of the
+    visited block pairs (``visit``, bool blocks × blocks, must hold every cell of the
+    pattern). O(visited blocks · block²), never n² for a sparse pattern."""
+    qb, kb = visit.nonzero(as_tuple=True)
+    r = torch.arange(block, device=visit.device)
+    total = 0
+    for s in range(0, len(qb), pairs_at_once):
+        qi = (qb[s:s + pairs_at_once] * block)[:, None, None] + r[None, :, None]  # (P, B, 1)
+        kj = (kb[s:s + pairs_at_once] * block)[:, None, None] + r[None, None, :]  # (P, 1, B)
+        inside = (qi < n) & (kj < n)
+        total += int((mask_mod(0, 0, qi.clamp(max=n - 1), kj.clamp(max=n - 1)) & inside).sum())
+    return total

@@ -246,6 +246,21 @@ def output_errors(q, k, v, *, scale: float, own_window: int | None, window: int,
             "dtype": res["dtype"], "n": n}
 
 
+def pattern_error(q, k, v, *, scale: float, own_window: int | None, parts: methods.Composition) -> dict:
+    """Relative error of softmax over a composed pattern (made causal, as the model is)
+    against exact softmax over the layer's own pattern, per head and averaged, beside
+    uniform attention's (the floor)."""
+    n = q.shape[2]
+    exact = methods.get("own").reference(q.double(), k.double(), v.double(),
+                                         methods.Params(window=own_window, scale=scale))
+    out = methods.get("pattern").run(q.float(), k.float(), v.float(),
+                                     methods.Params(parts=parts, scale=scale, causal=True))
+    own_mask = patterns.dense(methods.get("own").mask(n, methods.Params(window=own_window)), n)
+    uniform = own_mask.double() / own_mask.double().sum(dim=-1, keepdim=True)
+    err, floor = relative_error(out.double(), exact), relative_error(uniform @ v.double(), exact)
+    return {"per_head": err.tolist(), "mean": float(err.mean()), "uniform": float(floor.mean())}
+
+
 def implied_weights(q, k, *, scale: float, method: str, params: methods.Params) -> torch.Tensor:
     """The attention map a method of the registry implies on one layer ``(heads, n, n)``,
     rows summing to 1 — for drawing (n small). Softmax methods: softmax over their

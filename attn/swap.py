@@ -39,6 +39,7 @@ class Swap:
     window: int | None = None
     hubs: tuple[int, ...] = ()
     series: str = ""
+    parts: methods.Composition | None = None  # the ``pattern`` method's composition (always made causal)
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,8 @@ def _check(model: LoadedModel, swap: Swap) -> tuple[methods.Method, list[int]]:
     method = methods.get(swap.method)
     if methods.SWAP not in method.tags:
         raise ValueError(f"method {swap.method!r} cannot replace the model's attention")
+    if method.family == "pattern" and swap.parts is None and swap.window is None:
+        raise ValueError("the pattern method needs its parts")
     if method.family == "window":
         if swap.window is None:
             raise ValueError(f"method {swap.method!r} needs a window size")
@@ -130,7 +133,12 @@ def _measure(model: LoadedModel, ids, total, base, swap: Swap, layers: list[int]
     n = len(ids)
     hubs = patterns.check_hubs(n, swap.hubs) if swap.method == "window_hubs" else ()
     x = torch.tensor([ids], device=model.device)
-    plan = Replace(swap.method, frozenset(layers), methods.Params(window=swap.window, hubs=hubs))
+    # causal always: a token that could see the one it is asked to predict would make
+    # the model look better than it is
+    params = methods.Params(window=swap.window, hubs=hubs, parts=swap.parts, causal=True)
+    if swap.parts is not None:
+        methods.check_composition(n, swap.parts)
+    plan = Replace(swap.method, frozenset(layers), params)
     swapped = model.run_plan(plan, lambda: model.hidden(x))
     m = _compare(model, base, swapped, torch.tensor(ids[1:], device=model.device))
     return SwapResult(swap=swap, layers=tuple(layers), n=n, truncated=total - n,

@@ -29,6 +29,7 @@ _WEIGHT_STOPS = [0.0, 0.002, 0.01, 0.03, 0.1, 0.3, 1.0]
 WEIGHTS = [[w, c] for w, c in zip(_WEIGHT_STOPS, pc.sample_colorscale("Cividis", [i / 6 for i in range(7)]))]
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 MAX_SIDE = 384  # at most this many rows/columns of cells are sent to the browser
+PATTERN = [[0.0, "#F2F2F2"], [1.0, "#0072B2"]]  # a pattern's cells: skipped (light) to computed (blue)
 FONT = "system-ui, -apple-system, 'Segoe UI', 'Noto Sans', 'Noto Sans CJK JP', 'IPAGothic', sans-serif"
 
 
@@ -55,10 +56,15 @@ def _pair_labels(labels: list[str]) -> np.ndarray:
     return np.dstack(np.meshgrid(labels, labels)[::-1]).astype(object)
 
 
+def pool_factor(n: int) -> int:
+    """Tokens per drawn cell of an n×n grid (1: unpooled)."""
+    return max(1, math.ceil(n / MAX_SIDE))
+
+
 def downsample(grid: np.ndarray, reduce: str = "mean") -> tuple[np.ndarray, int]:
     """Pool an (n, n) grid into at most MAX_SIDE² cells; returns (grid, factor)."""
     n = grid.shape[0]
-    f = max(1, math.ceil(n / MAX_SIDE))
+    f = pool_factor(n)
     if f == 1:
         return grid, 1
     m = math.ceil(n / f)

@@ -39,6 +39,10 @@ def _setting_ok(key: str, value) -> bool:
     def count(v, lo=0):
         return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= 1_000_000
 
+    if key in state.PLAYGROUND_SETTINGS:
+        from .playground import setting_ok
+
+        return setting_ok(key, value)
     if key.endswith(("_w", "_rw", "_rl")):
         return count(value, 1)
     if key.endswith(("_layer", "_token")):

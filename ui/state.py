@@ -97,6 +97,9 @@ def current_text() -> str:
 
 # --- settings that survive moving between steps ------------------------------------------
 
+# The playground's settings (ui/playground.py gives their defaults and checks).
+PLAYGROUND_SETTINGS = ("pg_on", "pg_w", "pg_dilated", "pg_stride", "pg_hub_mode", "pg_hubs", "pg_random", "pg_rblock",
+                       "pg_seed", "pg_local", "pg_causal", "pg_scope", "pg_layer", "pg_rl")
 # Every step's settings, by widget key. Streamlit forgets a widget's value when its page is
 # not drawn; app.py calls keep_settings() on every run, so they are held outside the widgets.
 SETTINGS = (
@@ -104,6 +107,7 @@ SETTINGS = (
     "s3_rl", "s4_hubs", "s4_w", "s5_layer", "s5_head", "s5_feature", "s5_causal", "s6_layer", "s6_head", "s6_w",
     "s6_hubs", "s6_feature", "s6_swap_layer", "s6_swap_metric",
     *(f"p{i}_guess" for i in range(1, 8)),
+    *PLAYGROUND_SETTINGS,
 )
 KEPT = "_kept_settings"
 SHARE_APPLIED = "_share_applied"  # the share key (?s=) this session has already applied

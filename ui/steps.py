@@ -12,7 +12,8 @@ class Step:
     path: str  # page file, relative to the repository root
     url_path: str
     icon: str
-    is_step: bool = True  # the closing page is part of the walk, not one of the steps
+    is_step: bool = True  # the closing page and the playground are part of the walk, not steps
+    heading: str = ""  # the locale key of a page's h1 that is not a step's
 
     @property
     def title_key(self) -> str:
@@ -21,7 +22,7 @@ class Step:
     @property
     def heading_key(self) -> str:
         """The locale key of the page's own title (its h1)."""
-        return f"step{self.number}.title" if self.is_step else "closing.title"
+        return f"step{self.number}.title" if self.is_step else self.heading
 
     @property
     def default(self) -> bool:
@@ -42,10 +43,12 @@ PAGES = [
     Step(5, "pages/5_linear.py", "linear", ":material/linear_scale:"),
     Step(6, "pages/6_honest_catch.py", "honest-catch", ":material/balance:"),
     Step(7, "pages/7_payoff.py", "payoff", ":material/speed:"),
-    Step(8, "pages/8_closing.py", "closing", ":material/school:", is_step=False),
+    Step(8, "pages/8_closing.py", "closing", ":material/school:", is_step=False, heading="closing.title"),
+    Step(9, "pages/9_playground.py", "playground", ":material/science:", is_step=False, heading="playground.title"),
 ]
 STEPS = [p for p in PAGES if p.is_step]
-CLOSING = PAGES[-1]
+CLOSING = next(p for p in PAGES if p.url_path == "closing")
+PLAYGROUND = next(p for p in PAGES if p.url_path == "playground")
 N_STEPS = len(STEPS)
 PAGE_FILES = [p.path for p in PAGES]
 LINKS = [p.link for p in PAGES]

@@ -1,0 +1,183 @@
+"""The pattern playground: compose a sparse pattern, see on the reader's text what it
+costs, what it can reach, what it keeps and what the model loses with it."""
+
+import streamlit as st
+
+from attn import flex, methods
+from attn.swap import SWAP_MAX_TOKENS
+from ui import boot, data, figures, state, swaps, widgets
+from ui import playground as pg
+from ui.steps import PLAYGROUND
+from ui.summary import layer_label
+
+boot.through_app()
+
+t = state.tr()
+widgets.step_nav(t, PLAYGROUND.number)
+st.title(t("playground.title"))
+st.markdown(t("playground.lead"))
+a = state.analysis_or_message()
+if a is None:
+    st.stop()
+text, kind, n = state.current_text(), state.model_kind(), a.n
+anchors = [p for p, _ in data.anchors(text, kind, 5)[:pg.ANCHOR_HUBS]]
+
+for key in pg.KEYS:  # remembered values this text cannot take go back to their defaults
+    if key in st.session_state and not pg.fits(key, st.session_state[key], a):
+        state.forget_setting(key)
+    if key not in st.session_state:
+        st.session_state[key] = pg.DEFAULTS[key] if key != "pg_layer" else min(pg.DEFAULTS[key], a.n_layers - 1)
+
+# --- the parts ------------------------------------------------------------------------
+
+st.markdown(f"**{t('playground.presets')}**")
+for col, name in zip(st.columns(len(pg.PRESETS)), pg.PRESETS):
+    col.button(t(f"playground.preset_{name}"), key=f"pg_preset_{name}", on_click=pg.apply_preset, args=(name, a),
+               width="stretch", help=t(f"playground.preset_{name}_help", w=t.int(a.sliding_window)))
+
+on = st.pills(t("playground.parts"), list(methods.PARTS), selection_mode="multi", key="pg_on",
+              format_func=lambda p: t(methods.PARTS[p].label_key), help=t("playground.parts_help"))
+cols = st.columns(len(methods.PARTS), border=True)
+with cols[0]:
+    st.number_input(t("playground.pick_w"), 1, pg.MAX_SETTING, key="pg_w", disabled="window" not in on)
+with cols[1]:
+    st.number_input(t("playground.pick_dilated"), 1, pg.MAX_SETTING, key="pg_dilated", disabled="dilated" not in on)
+    st.number_input(t("playground.pick_stride"), 1, pg.MAX_SETTING, key="pg_stride", disabled="dilated" not in on)
+with cols[2]:
+    st.radio(t("playground.pick_hub_mode"), pg.HUB_MODES, key="pg_hub_mode", disabled="hubs" not in on,
+             format_func=lambda m: t(f"playground.hub_mode_{m}", hubs=", ".join(str(h) for h in anchors)))
+    if st.session_state["pg_hub_mode"] == "chosen":
+        st.multiselect(t("playground.pick_hubs"), list(range(n)), key="pg_hubs", disabled="hubs" not in on,
+                       format_func=lambda i: widgets.token_option(a, i))
+with cols[3]:
+    st.number_input(t("playground.pick_random"), 1, pg.MAX_SETTING, key="pg_random", disabled="random" not in on)
+    st.selectbox(t("playground.pick_rblock"), pg.RANDOM_BLOCKS, key="pg_rblock", disabled="random" not in on)
+    st.text_input(t("playground.pick_seed"), key="pg_seed", disabled="random" not in on, max_chars=40)
+with cols[4]:
+    st.number_input(t("playground.pick_local"), 2, pg.MAX_SETTING, key="pg_local", disabled="local" not in on)
+
+c1, c2, c3 = st.columns(3)
+causal = c1.toggle(t("playground.causal"), key="pg_causal", help=t("playground.causal_help"))
+scope = c2.radio(t("playground.scope"), pg.SCOPES, key="pg_scope", horizontal=True,
+                 format_func=lambda s: t(f"playground.scope_{s}"))
+layer = c3.selectbox(t("common.layer"), list(range(a.n_layers)), key="pg_layer",
+                     format_func=lambda i: layer_label(t, a, i))
+
+cfg = {k: st.session_state[k] for k in pg.KEYS}
+comp, problem = pg.composition(cfg, n, anchors)
+if problem is not None:
+    st.error(pg.error_text(t, problem), icon=":material/tune:")
+    st.stop()
+key = pg.key_of(comp)
+st.info(t("playground.composed", parts=pg.parts_label(t, comp),
+          direction=t("playground.causal_word" if causal else "playground.bidirectional_word")),
+        icon=":material/join:")
+
+# --- what it costs --------------------------------------------------------------------
+
+st.subheader(t("playground.cost_heading"))
+cost = pg.costs(n, key, causal, a.n_heads, a.q.shape[-1])
+m1, m2, m3, m4 = st.columns(4)
+m1.metric(t("playground.metric_cells"), t.int(cost["cells"]),
+          delta=t("playground.metric_cells_delta", share=t.pct(cost["share"]), every=t.int(cost["every"])),
+          delta_color="off")
+m2.metric(t("playground.metric_flops"), t.sci(cost["flops"]),
+          delta=t("playground.metric_flops_delta", full=t.sci(cost["full_flops"])), delta_color="off")
+m3.metric(t("playground.metric_numbers"), t.int(cost["numbers"]))
+m4.metric(t("playground.metric_ratio", n=t.int(pg.LARGE_N)), t.float(cost["ratio"], 2),
+          delta=t("playground.metric_ratio_delta", full=t.float(cost["full_ratio"], 2)), delta_color="off")
+widgets.formula(t, r"\text{@flops} = 4\,d\,h \cdot \text{@cells} = 4 \cdot " + f"{a.q.shape[-1]} \\cdot {a.n_heads}"
+                + r" \cdot " + str(cost["cells"]), t("playground.cost_caption", large=t.int(cost["large"]),
+                                                      doubled=t.int(cost["doubled"])))
+shown_sliding = a.layer_types[layer] == "sliding"
+if scope == "sliding" and not shown_sliding:
+    st.caption(t("playground.grid_layer_own", layer=layer))
+else:
+    st.caption(t("playground.grid_layer", layer=layer_label(t, a, layer)))
+
+
+def grid_figure():
+    fig, _ = figures.attention_heatmap(
+        pg.grid(n, key, causal), a.tokens, title=t("playground.grid_title", parts=pg.parts_label(t, comp)),
+        x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("playground.hover_grid"),
+        separators=t.separators, colorbar=t("playground.grid_colorbar"), colorscale=figures.PATTERN,
+        named_axes=True)
+    return fig
+
+
+widgets.chart("pg_grid", (kind, text, key, causal), grid_figure)
+widgets.downsample_note(t, figures.pool_factor(n), n)
+
+# --- what it can reach ------------------------------------------------------------------
+
+st.subheader(t("playground.reach_heading"))
+rl = st.slider(t("playground.pick_layers"), 1, a.n_layers, key="pg_rl")
+r = pg.reach(n, key, rl, causal)
+st.caption(t("playground.reach_caption", m=r["m"]))
+rows = []
+for name in ("causal", "bidirectional"):
+    g = r[name]
+    far = t("step4.never_value") if g["farthest"] is None else t.int(g["farthest"])
+    rows.append({t("playground.col_direction"): t(f"playground.{name}_word"), t("step4.metric_max_hops"): far,
+                 t("playground.col_never"): t.int(g["never"]),
+                 t("playground.col_reach", L=rl, i=r["m"] - 1): t.int(g["reach_last"])})
+st.dataframe(rows, hide_index=True, width="stretch")
+shown = r[r["shown"]]
+widgets.chart("pg_hops", (kind, text, key, rl, causal), lambda: figures.integer_grid(
+    shown["grid"], a.tokens[:r["m"]], title=t("playground.hops_title", m=r["m"],
+                                               direction=t(f"playground.{r['shown']}_word")),
+    x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("step4.hover_hops"),
+    separators=t.separators, colorbar=t("step4.hops_unit"), missing_label=t("step4.never")))
+
+# --- what it keeps ----------------------------------------------------------------------
+
+st.subheader(t("playground.keep_heading"))
+st.markdown(t("playground.keep_lead"))
+kept = pg.kept(text, kind, key, scope)
+err = pg.error(text, kind, key, layer)
+k1, k2, k3 = st.columns(3)
+k1.metric(t("playground.metric_kept_all"), t.pct(kept["mean"]))
+k2.metric(t("playground.metric_kept_layer", layer=layer), t.pct(float(kept["per_layer"][layer])))
+k3.metric(t("playground.metric_error", layer=layer), t.pct(err["mean"]),
+          delta=t("playground.metric_error_delta", floor=t.pct(err["uniform"])), delta_color="off")
+widgets.chart("pg_kept", (kind, text, key, scope), lambda: figures.bars(
+    [str(i) for i in range(a.n_layers)], [float(x) for x in kept["per_layer"]],
+    title=t("playground.kept_title"), y_title=t("playground.kept_axis"), separators=t.separators,
+    hover=t("playground.hover_kept"), text=[t.pct(float(x), 0) for x in kept["per_layer"]],
+    colours=[figures.OKABE_ITO[0] if i in kept["scoped"] else "#BBBBBB" for i in range(a.n_layers)]))
+
+st.markdown(f"**{t('playground.swap_heading')}**")
+st.caption(t("playground.swap_caption", n=t.int(SWAP_MAX_TOKENS), scope=t(f"playground.scope_{scope}")))
+res = swaps.run_or_show(t, text, pg.swap_settings(a, comp, scope), SWAP_MAX_TOKENS, t("playground.swap_button"),
+                        "pg_swap")
+if res:
+    control, mine = res
+    if control is None or mine is None:
+        widgets.error_box(t, "swap.too_short")
+    else:
+        s1, s2, s3, s4 = st.columns(4)
+        s1.metric(t("swap.base_ppl"), t.float(control.base_perplexity, 2))
+        s2.metric(t("swap.control_ppl"), t.float(control.perplexity, 2))
+        s3.metric(t("playground.pattern_ppl"), t.float(mine.perplexity, 2),
+                  delta=t("swap.times", x=t.float(mine.perplexity / mine.base_perplexity, 2)), delta_color="off")
+        s4.metric(t("playground.pattern_kl_top1"), t.float(max(mine.kl, 0.0), 3),
+                  delta=t("playground.top1", a=t.pct(mine.top1_agreement, 0)), delta_color="off")
+        st.caption(t("playground.swap_done", n=t.int(mine.n), control_kl=t.sci(max(control.kl, 0.0))))
+
+# --- the fast path ------------------------------------------------------------------------
+
+st.subheader(t("playground.fast_heading"))
+ready = any("pattern" in s for s in flex.status()["ready"])
+st.markdown(t("playground.fast_lead"))
+st.caption(t("playground.fast_ready" if ready else "playground.fast_blocked"))
+timing = pg.timing(text, kind, key, layer)
+if timing is None and st.button(t("playground.timing_button"), key="pg_time"):
+    timing = pg.time_it(t, text, kind, key, layer)
+if timing is not None:
+    f1, f2, f3 = st.columns(3)
+    f1.metric(t("playground.time_pattern", backend=timing["backend"]), t.float(timing["pattern"] * 1e3, 2) + " ms")
+    f2.metric(t("playground.time_sdpa"), t.float(timing["sdpa"] * 1e3, 2) + " ms")
+    f3.metric(t("playground.time_ratio"), t.float(timing["pattern"] / max(timing["sdpa"], 1e-12), 2))
+    st.caption(t("playground.timing_caption", n=t.int(timing["n"]), layer=layer))
+
+st.caption(t("playground.share_hint"))

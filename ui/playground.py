@@ -1,0 +1,289 @@
+"""The pattern playground: the reader composes a sparse pattern from the parts of
+``attn.methods.PARTS`` and sees, on their own text, what it costs, what it can reach,
+what it keeps of the model's attention and what the model loses with it.
+
+The settings live in the session like every step's (``pg_*`` keys, kept across pages
+and carried by a share link); :func:`composition` turns them into a
+:class:`attn.methods.Composition`, or into a message naming the setting that does not
+fit the text. The numbers are cached per text and composition, for every reader."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import streamlit as st
+import torch
+
+from attn import graph, methods, patterns, stats
+from attn.costs import Shape
+from attn.methods import Composition, CompositionError
+from attn.swap import SWAP_MAX_TOKENS
+
+from . import data, figures, state
+from .i18n import Translator
+from .summary import DEFAULT_LAYER
+
+PLAY_TOKENS = 96  # reach and hops on the first tokens: dense n×n matrices, drawn
+LARGE_N = 8192  # the cost ratio cost(2n)/cost(n) is taken here
+RANDOM_BLOCKS = (16, 32, 64, 128)
+MAX_SETTING = 100_000  # the number inputs' upper end: anything past the text gets a message
+HUB_MODES = ("anchors", "chosen")
+SCOPES = ("all", "sliding")
+PRESETS = ("longformer", "bigbird", "model", "sink")
+PRESET_WINDOW = 32
+ANCHOR_HUBS = 3
+
+DEFAULTS = {
+    "pg_on": ["window", "hubs"], "pg_w": PRESET_WINDOW, "pg_dilated": 8, "pg_stride": 4, "pg_hub_mode": "anchors",
+    "pg_hubs": [0], "pg_random": 2, "pg_rblock": 32, "pg_seed": "0", "pg_local": 64, "pg_causal": True,
+    "pg_scope": "all", "pg_layer": DEFAULT_LAYER, "pg_rl": 2,
+}
+KEYS = state.PLAYGROUND_SETTINGS
+_COUNTS = ("pg_w", "pg_dilated", "pg_stride", "pg_random", "pg_local", "pg_rl")
+
+
+def setting_ok(key: str, value) -> bool:
+    """The kind and range of a playground setting from a share link (what depends on the
+    text is said on the page itself, as a message)."""
+    def count(v, lo=0, hi=MAX_SETTING):
+        return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+    if key in _COUNTS:
+        return count(value, 1)
+    if key == "pg_layer":
+        return count(value)
+    if key == "pg_on":
+        return isinstance(value, list) and all(v in methods.PARTS for v in value)
+    if key == "pg_hubs":
+        return isinstance(value, list) and all(count(v) for v in value)
+    if key == "pg_hub_mode":
+        return value in HUB_MODES
+    if key == "pg_scope":
+        return value in SCOPES
+    if key == "pg_rblock":
+        return value in RANDOM_BLOCKS
+    if key == "pg_seed":
+        return isinstance(value, str) and len(value) <= 40
+    if key == "pg_causal":
+        return isinstance(value, bool)
+    return False
+
+
+def fits(key: str, value, a) -> bool:
+    """A remembered setting its widget can take on this text (the rest is the page's
+    message): a layer that exists, hubs inside the text."""
+    if key == "pg_layer":
+        return value in range(a.n_layers)
+    if key == "pg_hubs":
+        return isinstance(value, (list, tuple)) and all(isinstance(h, int) and 0 <= h < a.n for h in value)
+    return setting_ok(key, value)
+
+
+def preset(name: str, a) -> dict:
+    """The settings a preset puts in place (the layer and the rest stay as they are)."""
+    both = {"pg_w": PRESET_WINDOW, "pg_scope": "all"}
+    if name == "longformer":
+        return {**both, "pg_on": ["window", "hubs"], "pg_hub_mode": "anchors"}
+    if name == "bigbird":
+        return {**both, "pg_on": ["window", "hubs", "random"], "pg_hub_mode": "anchors", "pg_random": 2,
+                "pg_rblock": 32}
+    if name == "model":
+        return {"pg_on": ["window"], "pg_w": a.sliding_window, "pg_scope": "sliding", "pg_causal": True}
+    if name == "sink":
+        return {**both, "pg_on": ["window", "hubs"], "pg_hub_mode": "chosen", "pg_hubs": [0]}
+    raise ValueError(f"unknown preset {name!r}")
+
+
+def apply_preset(name: str, a) -> None:
+    """on_click of a preset's button: its settings replace the widgets' values."""
+    for key, value in preset(name, a).items():
+        st.session_state[key] = value
+        st.session_state.setdefault(state.KEPT, {})[key] = value
+
+
+def hub_positions(cfg: dict, anchors: list[int]) -> tuple[int, ...]:
+    return tuple(sorted(set(anchors if cfg["pg_hub_mode"] == "anchors" else cfg["pg_hubs"])))
+
+
+def composition(cfg: dict, n: int, anchors: list[int]) -> tuple[Composition | None, CompositionError | None]:
+    """The composition the settings describe on a text of n tokens, or the first setting
+    that does not fit it."""
+    on = set(cfg["pg_on"])
+    seed_text = str(cfg["pg_seed"]).strip()
+    if "random" in on and not (seed_text.isascii() and seed_text.isdigit()):
+        return None, CompositionError("seed_text", value=seed_text)
+    c = Composition(
+        window=cfg["pg_w"] if "window" in on else 0,
+        dilated=cfg["pg_dilated"] if "dilated" in on else 0, stride=cfg["pg_stride"] if "dilated" in on else 2,
+        hubs=hub_positions(cfg, anchors) if "hubs" in on else (),
+        random=cfg["pg_random"] if "random" in on else 0, random_block=cfg["pg_rblock"],
+        seed=int(seed_text) if "random" in on else 0, local=cfg["pg_local"] if "local" in on else 0,
+    )
+    try:
+        return methods.check_composition(n, c), None
+    except CompositionError as exc:
+        return None, exc
+
+
+def error_text(t: Translator, exc: CompositionError) -> str:
+    values = {k: (t.int(v) if isinstance(v, int) and not isinstance(v, bool) else v) for k, v in exc.values.items()}
+    return t(f"playground.err_{exc.code}", **values)
+
+
+def parts_label(t: Translator, c: Composition) -> str:
+    """The parts that are on, in the reader's language, with their settings."""
+    out = []
+    if c.window:
+        out.append(t("parts.window_n", w=t.int(c.window)))
+    if c.dilated:
+        out.append(t("parts.dilated_n", k=t.int(c.dilated), s=t.int(c.stride)))
+    if c.hubs:
+        out.append(t("parts.hubs_n", hubs=", ".join(str(h) for h in c.hubs)))
+    if c.random:
+        out.append(t("parts.random_n", r=t.int(c.random), b=t.int(c.random_block), seed=c.seed))
+    if c.local > 1:
+        out.append(t("parts.local_n", b=t.int(c.local)))
+    return " + ".join(out) or t("parts.diagonal_only")
+
+
+def key_of(c: Composition) -> tuple:
+    """A composition as a plain tuple (a cache key)."""
+    return dataclasses.astuple(c)
+
+
+def _comp(key: tuple) -> Composition:
+    fields = list(key)
+    fields[3] = tuple(fields[3])
+    return Composition(*fields)
+
+
+# --- what it costs ----------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def grid(n: int, key: tuple, causal: bool) -> np.ndarray:
+    """The pattern over the text: 1 where a cell is computed, 0 where it is skipped,
+    empty above the diagonal of a causal pattern."""
+    g = patterns.dense(methods.composed_mask(n, _comp(key), causal), n).float()
+    if causal:
+        g[torch.ones(n, n, dtype=torch.bool).triu(1)] = torch.nan
+    return g.numpy()
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def costs(n: int, key: tuple, causal: bool, heads: int, d: int) -> dict:
+    """Exact cells against every pair, operations and numbers held (the registry's cost
+    model at the model's shape), and cells(2N)/cells(N) at N = LARGE_N, beside full
+    attention's, with the same parts (hubs where the reader put them)."""
+    c = _comp(key)
+    shape = Shape(heads=heads, d=d)
+    cells = methods.composed_cells(n, c, causal)
+    every = n * (n + 1) // 2 if causal else n * n
+    big = dataclasses.replace(c, random=min(c.random, LARGE_N // max(1, c.random_block) - 1))
+    large = methods.composed_cells(LARGE_N, big, causal)
+    doubled = methods.composed_cells(2 * LARGE_N, big, causal)
+    full_ratio = (2 * LARGE_N * (2 * LARGE_N + 1) / (LARGE_N * (LARGE_N + 1))) if causal else 4.0
+    return {"cells": cells, "every": every, "share": cells / every, "flops": cells * 4 * d * heads,
+            "full_flops": every * 4 * d * heads, "numbers": cells * heads * shape.batch,
+            "ratio": doubled / large, "full_ratio": full_ratio, "large": large, "doubled": doubled}
+
+
+# --- what it can reach ------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def reach(n: int, key: tuple, layers: int, causal: bool) -> dict:
+    """On the first PLAY_TOKENS tokens, causal and bidirectional: the hop grids (−1:
+    never), the farthest pair, the pairs never joined, and how many tokens reach the
+    last one after ``layers`` layers."""
+    m = min(n, PLAY_TOKENS)
+    c = methods.composition_on_prefix(m, _comp(key))
+    out = {"m": m, "composition": key_of(c)}
+    for name, causal_ in (("causal", True), ("bidirectional", False)):
+        adj = patterns.dense(methods.composed_mask(m, c, causal_), m)
+        hop = graph.hops_of(adj)
+        out[name] = {"grid": hop.numpy(), "farthest": graph.farthest_pair(hop, causal_),
+                     "never": graph.pairs_never_joined(hop, causal_),
+                     "reach_last": int(graph.reach_of(adj, layers)[m - 1].sum())}
+    out["shown"] = "causal" if causal else "bidirectional"
+    return out
+
+
+# --- what it keeps ----------------------------------------------------------------------
+
+
+def _scoped(a, scope: str) -> list[int]:
+    return [i for i in range(a.n_layers) if scope == "all" or a.layer_types[i] == "sliding"]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def kept(text: str, kind: str, key: tuple, scope: str) -> dict:
+    """Share of the model's real attention weight inside the pattern (made causal, as the
+    model is), per layer and overall; layers outside the scope keep their own pattern,
+    so all of their weight."""
+    a = state.get_analysis(text, kind)
+    allowed = patterns.dense(methods.composed_mask(a.n, _comp(key), True), a.n)
+    inside = _scoped(a, scope)
+    per_layer = np.ones(a.n_layers)
+    if inside:
+        per_layer[inside] = stats.share_kept(a.attentions[inside], allowed).mean(dim=-1).numpy()
+    return {"per_layer": per_layer, "mean": float(per_layer.mean()), "scoped": inside}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def error(text: str, kind: str, key: tuple, layer: int) -> dict:
+    """Output error of the pattern on one layer's own q, k, v against exact softmax."""
+    a = state.get_analysis(text, kind)
+    q, k, v = a.qkv(layer)
+    return stats.pattern_error(q, k, v, scale=a.scale, own_window=a.own_window(layer), parts=_comp(key))
+
+
+def swap_settings(a, c: Composition, scope: str) -> list:
+    """The swap's two runs on the first SWAP_MAX_TOKENS tokens: the control (the
+    model's own attention in the same layers) and the pattern, made causal."""
+    from attn.swap import Swap
+
+    m = min(a.n, SWAP_MAX_TOKENS)
+    return [Swap("own", scope, series="control"),
+            Swap("pattern", scope, parts=methods.composition_on_prefix(m, c), series="pattern")]
+
+
+# --- the fast path, timed on a button -------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False)
+def _timings() -> dict:
+    """Finished timings by text, composition and layer, shared by readers."""
+    return {}
+
+
+def timing(text: str, kind: str, key: tuple, layer: int) -> dict | None:
+    return _timings().get((kind, text, key, layer))
+
+
+def time_it(t: Translator, text: str, kind: str, key: tuple, layer: int) -> dict:
+    """The composed pattern against causal SDPA on the layer's own q, k, v (median of a
+    few runs), through the queue."""
+    from attn import bench, kernels
+    from attn.device import pick_device
+
+    a = state.get_analysis(text, kind)
+    q, k, v = a.qkv(layer)
+    q, k, v = (x.contiguous() for x in (q, k, v))
+    pattern = methods.get("pattern")
+    params = methods.Params(parts=_comp(key), causal=True, scale=a.scale)
+    device = pick_device()
+
+    def work():
+        return {
+            "pattern": bench.median_time(lambda: pattern.run(q, k, v, params), device, repeats=5, max_seconds=3.0),
+            "sdpa": bench.median_time(lambda: kernels.full_attention(q, k, v, causal=True, scale=a.scale), device,
+                                      repeats=5, max_seconds=3.0),
+            "backend": pattern.backend(q, v, params), "n": a.n,
+        }
+
+    with st.spinner(t("playground.timing_running")):
+        res = state.in_line("bench", work)
+    _timings()[(kind, text, key, layer)] = res
+    return res
