@@ -89,7 +89,8 @@ def preset(name: str, a) -> dict:
         return {**both, "pg_on": ["window", "hubs", "random"], "pg_hub_mode": "anchors", "pg_random": 2,
                 "pg_rblock": 32}
     if name == "model":
-        return {"pg_on": ["window"], "pg_w": a.sliding_window, "pg_scope": "sliding", "pg_causal": True}
+        # the model's window, at most the text's length (a longer window is the same pattern)
+        return {"pg_on": ["window"], "pg_w": min(a.sliding_window, a.n), "pg_scope": "sliding", "pg_causal": True}
     if name == "sink":
         return {**both, "pg_on": ["window", "hubs"], "pg_hub_mode": "chosen", "pg_hubs": [0]}
     raise ValueError(f"unknown preset {name!r}")
@@ -117,7 +118,8 @@ def composition(cfg: dict, n: int, anchors: list[int]) -> tuple[Composition | No
         window=cfg["pg_w"] if "window" in on else 0,
         dilated=cfg["pg_dilated"] if "dilated" in on else 0, stride=cfg["pg_stride"] if "dilated" in on else 2,
         hubs=hub_positions(cfg, anchors) if "hubs" in on else (),
-        random=cfg["pg_random"] if "random" in on else 0, random_block=cfg["pg_rblock"],
+        random=cfg["pg_random"] if "random" in on else 0,
+        random_block=cfg["pg_rblock"] if "random" in on else Composition.random_block,
         seed=int(seed_text) if "random" in on else 0, local=cfg["pg_local"] if "local" in on else 0,
     )
     try:

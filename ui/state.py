@@ -219,21 +219,28 @@ def start_flex_warmup():
     """Compile FlexAttention in the background, once per process, for the live
     benchmark's kind of call (head size 64; with and without hubs) — but only once no
     page has run for IDLE_BEFORE_COMPILE seconds, so that the compile does not compete
-    with the first readers. Until it is ready, step 7 uses the blocked kernel. (The
-    model's own heads, of size 256 and at most a few thousand tokens, are served well by
-    the blocked kernel.)"""
+    with the first readers. Until it is ready, step 7 uses the blocked kernel. Then the
+    playground's composed-pattern kernel, on the model's own heads (one kernel serves
+    every composition); the blocked kernel serves the playground until then."""
+    import torch
+
     from attn import flex
     from attn.device import compute_dtype
 
     device = pick_device()
     dtype = compute_dtype(device)
+    kind = model_kind()
 
     def wait_then_compile():
         while idle_for() < IDLE_BEFORE_COMPILE:
             time.sleep(0.5)
+        model = get_model(kind)  # loaded by then (the first page needed it): found in the cache
         flex.start_warmup([
             {"q_shape": (1, 4, 1024, 64), "dtype": dtype, "device": device, "causal": True, "hubs": hubs}
             for hubs in (False, True)
+        ] + [  # the playground's one kernel for every composition, on the model's own heads
+            {"q_shape": (1, model.n_heads, 1024, model.head_dim), "dtype": torch.float32, "device": device,
+             "kind": "pattern"}
         ])
 
     waiter = threading.Thread(target=wait_then_compile, name="flex-warmup-waiter", daemon=True)

@@ -1,0 +1,340 @@
+"""The playground's composed patterns: every part and every pair of parts against the
+dense reference (kernels, cells, reach and hops), the seeded random blocks, one
+compiled kernel for every setting, the presets, and the messages for settings that do
+not fit a text."""
+
+import collections
+import itertools
+import types
+
+import pytest
+import torch
+
+from attn import flex, graph, kernels, methods, patterns
+from attn import model as atlas_model
+from attn import swap as atlas_swap
+from attn.methods import Composition, CompositionError
+from ui import playground as pg
+
+PATTERN = methods.get("pattern")
+# one setting of each part, small enough for n = 37 and 130 (neither a multiple of the block)
+PART_SETTINGS = {
+    "window": {"window": 5},
+    "dilated": {"dilated": 3, "stride": 4},
+    "hubs": {"hubs": (0, 20)},
+    "random": {"random": 2, "random_block": 8, "seed": 3},
+    "local": {"local": 16},
+}
+COMBOS = [(p,) for p in PART_SETTINGS] + list(itertools.combinations(PART_SETTINGS, 2))
+
+
+def comp(*parts, **extra) -> Composition:
+    kw = {}
+    for p in parts:
+        kw.update(PART_SETTINGS[p])
+    kw.update(extra)
+    return Composition(**kw)
+
+
+def dense_of(n: int, c: Composition, causal: bool) -> torch.Tensor:
+    return patterns.dense(methods.composed_mask(n, c, causal), n)
+
+
+def test_every_part_is_one_registry_entry_with_its_own_predicate_and_label():
+    assert list(methods.PARTS) == list(PART_SETTINGS)
+    for name, part in methods.PARTS.items():
+        alone = comp(name)
+        assert part.on(alone) and not part.on(Composition(**{**PART_SETTINGS[name], **part.off}))
+        # switched off, a part adds nothing to the diagonal
+        n = 40
+        off = Composition(**{**PART_SETTINGS[name], **part.off})
+        assert torch.equal(dense_of(n, off, False), torch.eye(n, dtype=torch.bool)), name
+        assert dense_of(n, alone, False).sum() > n, name  # on, it adds cells
+
+
+def test_each_predicate_means_what_the_page_says():
+    n = 30
+    g = dense_of(n, comp("dilated"), True)
+    assert g[20].nonzero().flatten().tolist() == [12, 16, 20]  # 3 tokens, every 4th, itself first
+    g = dense_of(n, Composition(local=8), False)
+    assert g[10].nonzero().flatten().tolist() == list(range(8, 16))
+    g = dense_of(n, Composition(hubs=(4,)), True)
+    assert g[4].nonzero().flatten().tolist() == list(range(5)) and g[:, 4].sum() == n - 4
+    g = dense_of(n, Composition(window=3), False)
+    assert g[10].nonzero().flatten().tolist() == [8, 9, 10, 11, 12]
+    # random blocks: whole blocks of 8 tokens, never the query's own block, seen from each of its rows
+    c = Composition(random=1, random_block=8, seed=5)
+    g = dense_of(32, c, False) & ~torch.eye(32, dtype=torch.bool)
+    for qb in range(4):
+        rows = g[qb * 8:(qb + 1) * 8]
+        assert torch.equal(rows, rows[:1].expand_as(rows))
+        seen = rows[0].reshape(4, 8)
+        assert seen.all(dim=1).sum() == 1 and not seen[qb].any() and (seen.any(dim=1) == seen.all(dim=1)).all()
+
+
+@pytest.mark.parametrize("parts", COMBOS, ids=lambda p: "+".join(p))
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "bidirectional"])
+def test_blocked_kernel_and_cells_match_the_dense_pattern_for_every_part_and_pair(parts, causal):
+    for n in (37, 130):
+        c = comp(*parts)
+        torch.manual_seed(n)
+        q, k, v = (torch.randn(2, 3, n, 16) for _ in range(3))
+        p = methods.Params(parts=c, causal=causal, scale=0.3)
+        want = PATTERN.reference(q, k, v, p)
+        torch.testing.assert_close(PATTERN.run(q, k, v, p, backend="blocked"), want, atol=2e-5, rtol=2e-5)
+        for block in (16, 64):  # the kernel is right for any block size
+            visit = methods.composed_blocks(n, c, causal, block, hub_lines=False)
+            got = kernels.sparse_attention(q, k, v, methods.composed_mask(n, c, causal), visit, c.hubs, scale=0.3,
+                                           block=block)
+            torch.testing.assert_close(got, want, atol=2e-5, rtol=2e-5)
+        assert PATTERN.cells(n, p) == int(dense_of(n, c, causal).sum())
+        # the block lists hold every cell (what flex and the cell count rely on)
+        visit = methods.composed_blocks(n, c, causal, 16).repeat_interleave(16, 0).repeat_interleave(16, 1)[:n, :n]
+        assert not (dense_of(n, c, causal) & ~visit).any()
+
+
+def test_cells_are_exact_at_a_larger_n_and_the_cost_of_a_sparse_mix_grows_linearly():
+    c = Composition(window=64, hubs=(0, 700), random=2, random_block=64, seed=1, dilated=8, stride=16)
+    n = 1500
+    assert methods.composed_cells(n, c, True) == int(dense_of(n, c, True).sum())
+    assert methods.composed_cells(n, c, False) == int(dense_of(n, c, False).sum())
+    ratio = methods.composed_cells(2 * 8192, c, True) / methods.composed_cells(8192, c, True)
+    assert ratio == pytest.approx(2.0, abs=0.05)
+    assert methods.composed_cells(64, Composition(window=64), True) == 64 * 65 // 2
+
+
+def bfs_hops(adj: torch.Tensor) -> torch.Tensor:
+    """Plain breadth-first search from every key j along edges j → i (i sees j)."""
+    n = adj.shape[0]
+    out = torch.full((n, n), -1, dtype=torch.int64)
+    for j in range(n):
+        out[j, j] = 0
+        todo = collections.deque([j])
+        while todo:
+            cur = todo.popleft()
+            for i in adj[:, cur].nonzero().flatten().tolist():
+                if out[i, j] < 0:
+                    out[i, j] = out[cur, j] + 1
+                    todo.append(i)
+    return out
+
+
+@pytest.mark.parametrize("parts", COMBOS, ids=lambda p: "+".join(p))
+def test_reach_and_hops_agree_with_a_breadth_first_search(parts):
+    n = 40
+    c = methods.composition_on_prefix(n, comp(*parts))
+    for causal in (True, False):
+        adj = dense_of(n, c, causal)
+        hops = graph.hops_of(adj)
+        assert torch.equal(hops, bfs_hops(adj)), (parts, causal)
+        for layers in (1, 2, 3):
+            assert torch.equal(graph.reach_of(adj, layers), (hops >= 0) & (hops <= layers))
+
+
+def test_random_blocks_come_back_from_their_seed_and_change_with_it():
+    a = patterns.random_table(500, 16, 3, seed=42)
+    assert torch.equal(a, patterns.random_table(500, 16, 3, seed=42))
+    assert not torch.equal(a, patterns.random_table(500, 16, 3, seed=43))
+    assert (a.sum(dim=1) == 3).all() and not a.diagonal().any()
+
+
+def test_settings_that_do_not_fit_the_text_name_themselves():
+    n = 50
+    cases = {"window": Composition(window=51), "stride": Composition(dilated=2, stride=60),
+             "dilated": Composition(dilated=20, stride=3), "hub": Composition(hubs=(50,)),
+             "random_block": Composition(random=1, random_block=64), "random": Composition(random=9, random_block=8),
+             "seed": Composition(random=1, random_block=8, seed=-1), "local": Composition(local=51)}
+    for code, c in cases.items():
+        with pytest.raises(CompositionError) as err:
+            methods.check_composition(n, c)
+        assert err.value.code == code
+    cfg = dict(pg.DEFAULTS, pg_on=["random"], pg_seed="forty-two")
+    c, problem = pg.composition(cfg, n, [0])
+    assert c is None and problem.code == "seed_text"
+    c, problem = pg.composition(dict(pg.DEFAULTS, pg_on=["random"], pg_seed=" 42 ", pg_rblock=16), n, [0])
+    assert problem is None and c.seed == 42 and c.random == 2
+
+
+def test_presets_longformer_and_bigbird_join_every_pair_within_two_hops_bidirectional():
+    a = types.SimpleNamespace(sliding_window=512, n=200)
+    for name in ("longformer", "bigbird"):
+        cfg = dict(pg.DEFAULTS, **pg.preset(name, a))
+        c, problem = pg.composition(cfg, a.n, [0, 57, 120])
+        assert problem is None and c.hubs and c.window == pg.PRESET_WINDOW
+        assert (name == "bigbird") == (c.random > 0)
+        hops = graph.hops_of(dense_of(a.n, c, False))
+        assert int(hops.max()) <= 2 and int(hops.min()) >= 0
+    sink = pg.composition(dict(pg.DEFAULTS, **pg.preset("sink", a)), a.n, [57])[0]
+    assert sink.hubs == (0,)
+    own = pg.composition(dict(pg.DEFAULTS, **pg.preset("model", a)), a.n, [57])[0]
+    assert own == Composition(window=200)  # the model's 512 on a text of 200 tokens: every earlier token
+    assert pg.composition(dict(pg.DEFAULTS, **pg.preset("model", types.SimpleNamespace(sliding_window=512, n=900))),
+                          900, [57])[0] == Composition(window=512)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return atlas_model.tiny(device="cpu", sliding_window=8)
+
+
+TEXT = "The model's own pattern, swapped in, must give the model back to the last digit. " * 3
+
+
+def test_the_models_own_preset_reproduces_the_model_exactly(tiny):
+    """Window = the model's sliding window in its sliding layers: the model itself, through
+    the block-sparse kernel (the text is longer than the window)."""
+    ids, _ = tiny.encode(TEXT)
+    assert len(ids) > 3 * tiny.sliding_window
+    x = torch.tensor([ids])
+    base = torch.log_softmax(tiny.logits(tiny.base_hidden(ids)[0]), dim=-1)
+    c = Composition(window=tiny.sliding_window)
+    plan = atlas_model.Replace("pattern", frozenset(tiny.resolve_layers("sliding")), methods.Params(parts=c))
+    swapped = torch.log_softmax(tiny.logits(tiny.run_plan(plan, lambda: tiny.hidden(x))[0]), dim=-1)
+    assert (swapped - base).abs().max() < 1e-4
+    res = atlas_swap.measure(tiny, TEXT, atlas_swap.Swap("pattern", "sliding", parts=c))
+    assert abs(res.kl) < 1e-6 and res.top1_agreement == 1.0
+    # the same window in every layer (its full layers too) does change the model
+    other = atlas_swap.measure(tiny, TEXT, atlas_swap.Swap("pattern", "all", parts=c))
+    assert other.kl > 1e-4
+
+
+def test_the_swap_is_always_causal(tiny, monkeypatch):
+    seen = []
+    real = methods.Method.run
+
+    def spy(self, q, k, v, params=methods.Params(), backend="auto"):
+        if self.name == "pattern":
+            seen.append(params.causal)
+        return real(self, q, k, v, params, backend)
+
+    monkeypatch.setattr(methods.Method, "run", spy)
+    atlas_swap.measure(tiny, TEXT, atlas_swap.Swap("pattern", "all", parts=Composition(window=4, local=8)))
+    assert seen and all(seen)
+
+
+@pytest.mark.skipif(not flex.available(), reason="FlexAttention cannot compile here (no C++ compiler)")
+@pytest.mark.filterwarnings("error:flex_attention called without torch.compile")  # the n×n unfused path
+def test_one_compiled_kernel_serves_every_part_and_setting_without_recompiling():
+    assert flex.warm((1, 4, 1024, 32), kind="pattern"), "\n".join(flex.status()["log"])
+    compiled_before = torch._dynamo.utils.counters["frames"]["ok"]
+    cases = [(700, comp("window", "random", random_block=32), True), (333, comp("dilated", "local"), False)]
+    cases += [(300 + 7 * i, comp(*parts, random_block=32) if "random" in parts else comp(*parts), i % 2 == 0)
+              for i, parts in enumerate(COMBOS)]
+    for n, c, causal in cases:
+        torch.manual_seed(n)
+        q, k, v = (torch.randn(1, 4, n, 32) for _ in range(3))
+        p = methods.Params(parts=c, causal=causal)
+        assert PATTERN.backend(q, v, p) == "flex"
+        torch.testing.assert_close(PATTERN.run(q, k, v, p), PATTERN.reference(q, k, v, p), atol=1e-4, rtol=1e-4)
+    assert torch._dynamo.utils.counters["frames"]["ok"] == compiled_before  # no compile for any of them
+
+
+# --- the page, through AppTest ---------------------------------------------------------------
+
+PLAY = "pages/9_playground.py"
+
+
+def open_playground(make_app, lang="en", text=None):
+    at = make_app("tiny", lang)
+    at.run()
+    if text is not None:
+        at.text_area(key="text").input(text).run()
+    at.switch_page(PLAY).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def shown_composition(at, a) -> Composition:
+    cfg = {k: at.session_state[k] for k in pg.KEYS}
+    from ui import data
+
+    anchors = [p for p, _ in data.anchors(at.session_state["text"], "tiny", 5)[:pg.ANCHOR_HUBS]]
+    c, problem = pg.composition(cfg, a.n, anchors)
+    assert problem is None
+    return c
+
+
+@pytest.mark.apptest
+@pytest.mark.parametrize("lang", ["en", "ja", "pt"])
+def test_every_preset_draws_its_numbers_and_each_equals_its_formula(make_app, tiny, lang):
+    from test_app import metric, parse
+    from ui import i18n, samples
+
+    at = open_playground(make_app, lang)
+    a = tiny.analyze(samples.sample_text(lang))
+    d, h = a.q.shape[-1], a.n_heads
+    for name in pg.PRESETS:
+        at.button(key=f"pg_preset_{name}").click().run()
+        assert not at.exception and not at.error, (name, [e.value for e in at.exception])
+        c = shown_composition(at, a)
+        causal = at.session_state["pg_causal"]
+        assert at.info[0].value == i18n.translate(lang, "playground.composed", parts=pg.parts_label(
+            __import__("ui.i18n", fromlist=["Translator"]).Translator(lang), c),
+            direction=i18n.translate(lang, "playground.causal_word" if causal else "playground.bidirectional_word"))
+        cells = methods.composed_cells(a.n, c, causal)
+        assert parse(metric(at, "playground.metric_cells", lang), lang) == cells
+        flops = parse(metric(at, "playground.metric_flops", lang), lang)
+        assert flops == pytest.approx(4 * d * h * cells, rel=0.05)  # shown with two significant digits
+        assert parse(metric(at, "playground.metric_numbers", lang), lang) == cells * h
+        ratio = methods.composed_cells(2 * pg.LARGE_N, c, causal) / methods.composed_cells(pg.LARGE_N, c, causal)
+        assert parse(metric(at, "playground.metric_ratio", lang, n=f"{pg.LARGE_N:,}".replace(",", i18n._SEPARATORS[
+            lang][1])), lang) == pytest.approx(ratio, abs=0.005)
+        # the weight kept: the model's attention inside the pattern (made causal), layers in scope
+        allowed = dense_of(a.n, c, True)
+        scoped = [i for i in range(a.n_layers) if at.session_state["pg_scope"] == "all"
+                  or a.layer_types[i] == "sliding"]
+        per_layer = [float((a.attentions[i].float() * allowed).sum(-1).mean()) if i in scoped else 1.0
+                     for i in range(a.n_layers)]
+        kept = parse(metric(at, "playground.metric_kept_all", lang), lang)
+        assert kept == pytest.approx(sum(per_layer) / len(per_layer), abs=0.0015)
+    assert at.session_state["pg_scope"] == "sliding" or name != "model"
+
+
+@pytest.mark.apptest
+def test_settings_that_do_not_fit_give_a_message_in_the_readers_language(make_app):
+    from ui import i18n
+
+    at = open_playground(make_app, "pt")
+    at.button(key="pg_preset_bigbird").click().run()
+    at.text_input(key="pg_seed").input("quarenta e dois").run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [i18n.translate("pt", "playground.err_seed_text", value="quarenta e dois")]
+    at.text_input(key="pg_seed").input("42").run()
+    at.number_input(key="pg_w").set_value(5000).run()
+    assert not at.exception and at.error[0].value.startswith(i18n.translate("pt", "playground.err_window", value="§",
+                                                                            lo="1", hi="1", n="1").split("§")[0])
+
+
+@pytest.mark.apptest
+@pytest.mark.parametrize("text", ["a", "😀👨‍👩‍👧🇯🇵 🦜 " * 20, "<script>alert(1)</script> **x** $y$", "word " * 2000])
+def test_odd_texts_give_a_result_or_a_message_on_every_preset(make_app, text):
+    at = open_playground(make_app, "ja", text=text)
+    for name in pg.PRESETS:
+        if not at.button:
+            break
+        buttons = [b for b in at.button if b.key == f"pg_preset_{name}"]
+        if not buttons:  # too short a text: the page said so and stopped
+            assert at.info
+            break
+        buttons[0].click().run()
+        assert not at.exception, (name, [e.value for e in at.exception])
+        for el in list(at.markdown) + list(at.caption) + list(at.info):
+            assert "<script" not in el.value
+
+
+@pytest.mark.apptest
+def test_a_share_link_carries_the_composed_pattern(make_app):
+    at = open_playground(make_app, "en")
+    at.button(key="pg_preset_bigbird").click().run()
+    at.text_input(key="pg_seed").input("7").run()
+    at.pills(key="pg_on").set_value(["window", "hubs", "random", "local"]).run()
+    want = {k: at.session_state[k] for k in pg.KEYS}
+    at.sidebar.button(key="share").click().run()
+    url = at.code[0].value
+    assert url.split("?s=")[0].endswith("/playground")
+    fresh = make_app("tiny", None)
+    fresh.query_params["s"] = url.split("?s=")[1]
+    fresh.run()
+    assert not fresh.exception and not fresh.toast
+    assert {k: fresh.session_state[k] for k in pg.KEYS} == want
+    assert fresh.info[0].value == at.info[0].value  # the same pattern, said the same way
