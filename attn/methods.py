@@ -17,6 +17,7 @@ has the recipe, and ``tests/test_methods.py`` walks the registry.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -99,7 +100,9 @@ def _t(x, device):
 
 
 def _check_window(n, c):
-    _count(c.window, 1, n, "window", n=n)
+    # wider than the text is allowed: the model's own window of 512 on a shorter text
+    # sees every earlier token, which is the lesson (the page says so)
+    _count(c.window, 1, 2**31 - 1, "window", n=n)
 
 
 def _check_dilated(n, c):
@@ -166,6 +169,11 @@ def check_composition(n: int, c: Composition) -> Composition:
         raise ValueError(f"a composition must be a Composition, got {c!r}")
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
+    for f in dataclasses.fields(c):
+        values = getattr(c, f.name)
+        for v in values if isinstance(values, tuple) else (values,):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{f.name} must hold whole numbers >= 0, got {values!r}")
     for part in PARTS.values():
         if part.on(c):
             part.check(n, c)
@@ -345,7 +353,7 @@ class Method:
         if self.family == "linear":
             return costs.linear_flops(n, shape, self.feature)
         if self.family == "pattern":
-            return composed_flops(n, shape, Composition(window=min(shape.window, n), hubs=shape.hub_positions(n)), backend)
+            return composed_flops(n, shape, shape_composition(n, shape), backend)
         window = None if self.family == "full" else shape.window
         hubs = shape.hub_positions(n) if self.name == "window_hubs" else ()
         useful = costs.pattern_flops(n, shape, window, hubs)
@@ -367,10 +375,14 @@ class Method:
         if self.family == "full":
             return costs.dense_memory(n, shape)
         if self.family == "pattern":
-            c = Composition(window=min(shape.window, n), hubs=shape.hub_positions(n))
-            return shape.batch * shape.heads * composed_cells(n, c, True)
+            return shape.batch * shape.heads * composed_cells(n, shape_composition(n, shape), True)
         hubs = shape.hub_positions(n) if self.name == "window_hubs" else ()
         return costs.window_memory(n, shape, shape.window, hubs)
+
+
+def shape_composition(n: int, shape: costs.Shape) -> Composition:
+    """The benchmark shape's window and hubs as a composition (the cost model of ``pattern``)."""
+    return Composition(window=min(shape.window, n), hubs=shape.hub_positions(n))
 
 
 def composed_flops(n: int, shape: costs.Shape, c: Composition, backend: str = "model") -> tuple[float, float]:

@@ -20,7 +20,7 @@ a = state.analysis_or_message()
 if a is None:
     st.stop()
 text, kind, n = state.current_text(), state.model_kind(), a.n
-anchors = [p for p, _ in data.anchors(text, kind, 5)[:pg.ANCHOR_HUBS]]
+anchors = sorted(p for p, _ in data.anchors(text, kind, 5)[:pg.ANCHOR_HUBS])
 
 for key in pg.KEYS:  # remembered values this text cannot take go back to their defaults
     if key in st.session_state and not pg.fits(key, st.session_state[key], a):
@@ -38,6 +38,8 @@ for col, name in zip(st.columns(len(pg.PRESETS)), pg.PRESETS):
 on = st.pills(t("playground.parts"), list(methods.PARTS), selection_mode="multi", key="pg_on",
               format_func=lambda p: t(methods.PARTS[p].label_key), help=t("playground.parts_help"))
 cols = st.columns(len(methods.PARTS), border=True)
+for col, part in zip(cols, methods.PARTS.values()):
+    col.markdown(f"**{t(part.label_key)}**" if part.name in on else f":gray[{t(part.label_key)}]")
 with cols[0]:
     st.number_input(t("playground.pick_w"), 1, pg.MAX_SETTING, key="pg_w", disabled="window" not in on)
 with cols[1]:
@@ -69,6 +71,8 @@ if problem is not None:
     st.error(pg.error_text(t, problem), icon=":material/tune:")
     st.stop()
 key = pg.key_of(comp)
+if comp.window >= n:
+    st.warning(t("playground.window_covers", w=t.int(comp.window), n=t.int(n)), icon=":material/open_in_full:")
 st.info(t("playground.composed", parts=pg.parts_label(t, comp),
           direction=t("playground.causal_word" if causal else "playground.bidirectional_word")),
         icon=":material/join:")
@@ -101,7 +105,7 @@ def grid_figure():
         pg.grid(n, key, causal), a.tokens, title=t("playground.grid_title", parts=pg.parts_label(t, comp)),
         x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("playground.hover_grid"),
         separators=t.separators, colorbar=t("playground.grid_colorbar"), colorscale=figures.PATTERN,
-        named_axes=True)
+        named_axes=n <= 128)  # tokens named on the axes of short texts; positions numbered on longer ones
     return fig
 
 

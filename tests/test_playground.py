@@ -140,14 +140,17 @@ def test_random_blocks_come_back_from_their_seed_and_change_with_it():
 
 def test_settings_that_do_not_fit_the_text_name_themselves():
     n = 50
-    cases = {"window": Composition(window=51), "stride": Composition(dilated=2, stride=60),
+    cases = {"stride": Composition(dilated=2, stride=60),
              "dilated": Composition(dilated=20, stride=3), "hub": Composition(hubs=(50,)),
              "random_block": Composition(random=1, random_block=64), "random": Composition(random=9, random_block=8),
-             "seed": Composition(random=1, random_block=8, seed=-1), "local": Composition(local=51)}
+             "seed": Composition(random=1, random_block=8, seed=2**32), "local": Composition(local=51)}
     for code, c in cases.items():
         with pytest.raises(CompositionError) as err:
             methods.check_composition(n, c)
         assert err.value.code == code
+    for bad in (Composition(window=-1), Composition(local=2.5), Composition(hubs=(True,))):
+        with pytest.raises(ValueError):
+            methods.check_composition(n, bad)
     cfg = dict(pg.DEFAULTS, pg_on=["random"], pg_seed="forty-two")
     c, problem = pg.composition(cfg, n, [0])
     assert c is None and problem.code == "seed_text"
@@ -167,9 +170,8 @@ def test_presets_longformer_and_bigbird_join_every_pair_within_two_hops_bidirect
     sink = pg.composition(dict(pg.DEFAULTS, **pg.preset("sink", a)), a.n, [57])[0]
     assert sink.hubs == (0,)
     own = pg.composition(dict(pg.DEFAULTS, **pg.preset("model", a)), a.n, [57])[0]
-    assert own == Composition(window=200)  # the model's 512 on a text of 200 tokens: every earlier token
-    assert pg.composition(dict(pg.DEFAULTS, **pg.preset("model", types.SimpleNamespace(sliding_window=512, n=900))),
-                          900, [57])[0] == Composition(window=512)
+    assert own == Composition(window=512)  # on a text of 200 tokens: every earlier token, as the model does
+    assert methods.composed_cells(200, own, True) == 200 * 201 // 2
 
 
 @pytest.fixture(scope="module")
@@ -300,9 +302,14 @@ def test_settings_that_do_not_fit_give_a_message_in_the_readers_language(make_ap
     assert not at.exception
     assert [e.value for e in at.error] == [i18n.translate("pt", "playground.err_seed_text", value="quarenta e dois")]
     at.text_input(key="pg_seed").input("42").run()
-    at.number_input(key="pg_w").set_value(5000).run()
-    assert not at.exception and at.error[0].value.startswith(i18n.translate("pt", "playground.err_window", value="§",
-                                                                            lo="1", hi="1", n="1").split("§")[0])
+    at.number_input(key="pg_w").set_value(5000).run()  # wider than the text: allowed, and said
+    assert not at.exception and not at.error
+    assert at.warning[0].value.startswith(i18n.translate("pt", "playground.window_covers", w="§", n="1").split("§")[0])
+    at.selectbox(key="pg_rblock").set_value(128).run()
+    at.text_area(key="text").input("Um texto curto demais para blocos de cento e vinte e oito tokens.").run()
+    assert not at.exception
+    assert at.error[0].value.startswith(i18n.translate("pt", "playground.err_random_block", value="§", n="1")
+                                        .split("§")[0])
 
 
 @pytest.mark.apptest

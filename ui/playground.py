@@ -20,7 +20,7 @@ from attn.costs import Shape
 from attn.methods import Composition, CompositionError
 from attn.swap import SWAP_MAX_TOKENS
 
-from . import data, figures, state
+from . import state
 from .i18n import Translator
 from .summary import DEFAULT_LAYER
 
@@ -89,8 +89,7 @@ def preset(name: str, a) -> dict:
         return {**both, "pg_on": ["window", "hubs", "random"], "pg_hub_mode": "anchors", "pg_random": 2,
                 "pg_rblock": 32}
     if name == "model":
-        # the model's window, at most the text's length (a longer window is the same pattern)
-        return {"pg_on": ["window"], "pg_w": min(a.sliding_window, a.n), "pg_scope": "sliding", "pg_causal": True}
+        return {"pg_on": ["window"], "pg_w": a.sliding_window, "pg_scope": "sliding", "pg_causal": True}
     if name == "sink":
         return {**both, "pg_on": ["window", "hubs"], "pg_hub_mode": "chosen", "pg_hubs": [0]}
     raise ValueError(f"unknown preset {name!r}")
