@@ -114,13 +114,24 @@ class Row:
 
     @property
     def key(self) -> str:
-        return row_key(self.method, self.backend)
+        return row_key(self.method, self.backend, self.extra.get("preset"))
 
 
-def row_key(method: str, backend: str) -> str:
+def row_key(method: str, backend: str, preset: str | None = None) -> str:
     """A timed row's name: the method, or the method written out (its dense
-    reference, ``backend="reference"``, timed beside it)."""
+    reference, ``backend="reference"``, timed beside it), or a playground preset of
+    the ``pattern`` method."""
+    if preset:
+        return f"{method}:{preset}"
     return f"{method}:reference" if backend == "reference" else method
+
+
+MODEL_WINDOW = 512  # the model's own sliding window: the "model" preset's window
+
+
+def preset_params(n: int, s: Shape, preset: str) -> methods.Params:
+    """A playground preset at the benchmark's shape: its global tokens are the shape's hubs."""
+    return methods.Params(parts=methods.preset(preset, s.hub_positions(n), MODEL_WINDOW))
 
 
 def _inputs(n: int, s: Shape, device, dtype):
@@ -129,7 +140,9 @@ def _inputs(n: int, s: Shape, device, dtype):
     return [torch.randn(shape, generator=g).to(device=device, dtype=dtype) for _ in range(3)]
 
 
-def _params(method: methods.Method, n: int, s: Shape) -> methods.Params:
+def _params(method: methods.Method, n: int, s: Shape, preset: str | None = None) -> methods.Params:
+    if preset:
+        return preset_params(n, s, preset)
     return methods.Params(window=min(s.window, n), hubs=s.hub_positions(n) if method.name == "window_hubs" else ())
 
 
@@ -139,24 +152,25 @@ def dtype_of(method: methods.Method, device) -> torch.dtype:
     return compute_dtype(torch.device(device)) if method.fused or method.family == "window" else torch.float32
 
 
-def run_method(method: str, q, k, v, s: Shape, backend: str = "auto"):
+def run_method(method: str, q, k, v, s: Shape, backend: str = "auto", preset: str | None = None):
     """A call of one method (``backend="reference"``: its dense twin) on q, k, v."""
     m = methods.get(method)
-    params = _params(m, q.shape[2], s)
+    params = _params(m, q.shape[2], s, preset)
     if backend == "reference":
         return lambda: m.reference(q, k, v, params)
     return lambda: m.run(q, k, v, params, backend=backend)
 
 
-def backend_of(method: str, q, v, s: Shape, backend: str = "auto") -> str:
+def backend_of(method: str, q, v, s: Shape, backend: str = "auto", preset: str | None = None) -> str:
     if backend == "reference":
         return "reference"
     m = methods.get(method)
-    return m.backend(q, v, _params(m, q.shape[2], s), backend)
+    return m.backend(q, v, _params(m, q.shape[2], s, preset), backend)
 
 
 def measure(method: str, n: int, s: Shape, device, dtype=None, repeats: int = 3,
-            memory: bool = True, max_seconds: float | None = None, backend: str = "auto") -> Row:
+            memory: bool = True, max_seconds: float | None = None, backend: str = "auto",
+            preset: str | None = None) -> Row:
     """Time (and, with ``memory``, peak memory) of one method at one length.
 
     The memory probe changes how glibc hands out large blocks (a fixed mmap
@@ -166,34 +180,38 @@ def measure(method: str, n: int, s: Shape, device, dtype=None, repeats: int = 3,
     m = methods.get(method)
     dtype = dtype or dtype_of(m, device)
     q, k, v = _inputs(n, s, device, dtype)
-    fn = run_method(method, q, k, v, s, backend)
-    ran = backend_of(method, q, v, s, backend)
+    fn = run_method(method, q, k, v, s, backend, preset)
+    ran = backend_of(method, q, v, s, backend, preset)
     seconds = median_time(fn, device, repeats, max_seconds)
     peak = peak_memory(fn, device) if memory else None
-    useful, computed = m.flops(n, s, ran)
-    return Row(method, n, seconds, peak, useful, computed, ran, {"dtype": str(dtype).replace("torch.", "")})
+    if preset:
+        useful, computed = methods.composed_flops(n, s, preset_params(n, s, preset).parts, ran)
+    else:
+        useful, computed = m.flops(n, s, ran)
+    extra = {"dtype": str(dtype).replace("torch.", ""), **({"preset": preset} if preset else {})}
+    return Row(method, n, seconds, peak, useful, computed, ran, extra)
 
 
 def measure_memory(row: Row, s: Shape, device, backend: str = "auto") -> Row:
     """Fill in a timed row's peak memory."""
     q, k, v = _inputs(row.n, s, device, dtype_of(methods.get(row.method), device))
-    row.peak_bytes = peak_memory(run_method(row.method, q, k, v, s, backend), device)
+    row.peak_bytes = peak_memory(run_method(row.method, q, k, v, s, backend, row.extra.get("preset")), device)
     return row
 
 
 def run_plan(plan: list[tuple], s: Shape, device, repeats: int = 3, max_seconds: float | None = None,
              progress=None) -> list[Row]:
-    """Every (method, n[, backend]) of ``plan``: all timings first, then all memory
-    probes. ``progress(done, total, method, n)`` is called before each step."""
-    plan = [(p[0], p[1], p[2] if len(p) > 2 else "auto") for p in plan]
+    """Every (method, n[, backend[, preset]]) of ``plan``: all timings first, then all
+    memory probes. ``progress(done, total, method, n)`` is called before each step."""
+    plan = [(p[0], p[1], p[2] if len(p) > 2 else "auto", p[3] if len(p) > 3 else None) for p in plan]
     total = 2 * len(plan)
     rows = []
-    for i, (method, n, backend) in enumerate(plan):
+    for i, (method, n, backend, preset) in enumerate(plan):
         if progress:
             progress(i, total, method, n)
         rows.append(measure(method, n, s, device, repeats=repeats, memory=False, max_seconds=max_seconds,
-                            backend=backend))
-    for i, (row, (method, n, backend)) in enumerate(zip(rows, plan)):
+                            backend=backend, preset=preset))
+    for i, (row, (method, n, backend, _)) in enumerate(zip(rows, plan)):
         if progress:
             progress(len(plan) + i, total, method, n)
         measure_memory(row, s, device, backend)

@@ -180,6 +180,26 @@ def check_composition(n: int, c: Composition) -> Composition:
     return c
 
 
+# the playground's presets: known designs in one click (the page and bench/scaling.py)
+PRESETS = ("longformer", "bigbird", "model", "sink")
+PRESET_WINDOW = 32
+
+
+def preset(name: str, hubs: tuple[int, ...], model_window: int) -> Composition:
+    """Longformer: a window and global tokens (``hubs``); BigBird: the same plus two
+    random blocks of 32 per query block; the model's own: its sliding window (applied to
+    its sliding layers); the sink lesson: a window and the first token alone as hub."""
+    if name == "longformer":
+        return Composition(window=PRESET_WINDOW, hubs=tuple(hubs))
+    if name == "bigbird":
+        return Composition(window=PRESET_WINDOW, hubs=tuple(hubs), random=2, random_block=32)
+    if name == "model":
+        return Composition(window=model_window)
+    if name == "sink":
+        return Composition(window=PRESET_WINDOW, hubs=(0,))
+    raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+
+
 def composition_on_prefix(n: int, c: Composition) -> Composition:
     """The composition on a text's first n tokens (the reach grids, the swap's token
     budget): hubs past them dropped, every size at most n, as many random blocks as

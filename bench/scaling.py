@@ -3,7 +3,8 @@
     .venv/bin/python bench/scaling.py            # CPU: n = 512 … 16,384, then 65,536 for memory
     .venv/bin/python bench/scaling.py --quick    # a short run (n up to 4,096)
 
-Prints one table: median time and peak memory per method and n, the ratio
+Prints one table: median time and peak memory per method (and per preset of the
+pattern playground, through the composed-pattern kernels) and n, the ratio
 cost(2n)/cost(n), the machine's matrix-multiply throughput, and for each
 efficient method its computed and useful GFLOP/s as shares of that figure.
 """
@@ -51,7 +52,8 @@ def main(argv=None) -> int:
     if not args.no_flex:
         t0 = time.perf_counter()
         ok = all([flex.warm((1, s.heads, 1024, s.d), dtype=compute_dtype(device), device=device, hubs=h)
-                  for h in (False, True)])
+                  for h in (False, True)]
+                 + [flex.warm((1, s.heads, 1024, s.d), dtype=torch.float32, device=device, kind="pattern")])
         print(f"FlexAttention compile: {'ready' if ok else 'unavailable'} in {time.perf_counter() - t0:.1f} s"
               + ("" if ok else f" ({flex.status()['failed']})"))
         if ok:
@@ -60,28 +62,33 @@ def main(argv=None) -> int:
     plan = []  # every method the registry tags for the benchmark; window kernels on each backend
     for m in methods.tagged(methods.BENCH):
         if m.family == "window":
-            plan += [(m.name, b) for b in backends]
+            plan += [(m.name, b, None) for b in backends]
         else:
-            plan.append((m.name, "auto"))
+            plan.append((m.name, "auto", None))
         if m.reference_label_key:
-            plan.append((m.name, "reference"))
-    steps = [(method, n, backend) for n in ns for method, backend in plan
+            plan.append((m.name, "reference", None))
+    # the playground's presets, through the composed-pattern kernels
+    plan += [("pattern", b, p) for p in methods.PRESETS for b in backends]
+    steps = [(method, n, backend, preset) for n in ns for method, backend, preset in plan
              if not (backend == "reference" and n > WRITTEN_OUT_MAX[device.type])]
 
     def progress(done, total, method, n):
         print(f"  [{done + 1}/{total}] {'time' if done < total // 2 else 'memory'} {method} n={n}", file=sys.stderr)
 
     measured = bench.run_plan(steps, s, device, repeats=repeats, max_seconds=6.0, progress=progress)
-    rows: dict[tuple[str, str], list[bench.Row]] = {p: [] for p in plan}
-    for (method, _, backend), r in zip(steps, measured):
-        rows[(method, backend)].append(r)
+    rows: dict[tuple, list[bench.Row]] = {p: [] for p in plan}
+    for (method, _, backend, preset), r in zip(steps, measured):
+        rows[(method, backend, preset)].append(r)
 
-    def label(method, backend):
-        return f"{method} [{rows[(method, backend)][0].backend}]" if rows[(method, backend)] else method
+    def label(method, backend, preset):
+        name = f"{method}:{preset}" if preset else method
+        if backend in ("flex", "blocked"):  # the kernel asked for (a short text may run as SDPA)
+            return f"{name} [{backend}]"
+        return f"{name} [{rows[(method, backend, preset)][0].backend}]" if rows[(method, backend, preset)] else name
 
-    print(f"{'method':<26}{'n':>8}{'time ms':>11}{'t(2n)/t(n)':>12}{'peak MiB':>10}"
+    print(f"{'method':<30}{'n':>8}{'time ms':>11}{'t(2n)/t(n)':>12}{'peak MiB':>10}"
           f"{'m(2n)/m(n)':>12}{'×SDPA':>8}{'computed':>10}{'useful':>8}")
-    sdpa = {r.n: r.seconds for r in rows[("full", "auto")]}
+    sdpa = {r.n: r.seconds for r in rows[("full", "auto", None)]}
     for key, rs in rows.items():
         tr = bench.ratios(rs)
         mr = bench.ratios(rs, key=lambda r: r.peak_bytes or 0)
@@ -92,7 +99,7 @@ def main(argv=None) -> int:
             comp = r.computed_flops / r.seconds / 1e9 / peak
             use = r.useful_flops / r.seconds / 1e9 / peak
             mib = (r.peak_bytes or 0) / 2**20
-            print(f"{label(*key):<26}{r.n:>8}{r.seconds * 1e3:>11.2f}"
+            print(f"{label(*key):<30}{r.n:>8}{r.seconds * 1e3:>11.2f}"
                   f"{'' if ratio is None else f'{ratio:.2f}':>12}{mib:>10.1f}"
                   f"{'' if mratio is None else f'{mratio:.2f}':>12}{speed:>8.1f}"
                   f"{comp:>10.0%}{use:>8.0%}")

@@ -167,6 +167,10 @@ def test_presets_longformer_and_bigbird_join_every_pair_within_two_hops_bidirect
         assert (name == "bigbird") == (c.random > 0)
         hops = graph.hops_of(dense_of(a.n, c, False))
         assert int(hops.max()) <= 2 and int(hops.min()) >= 0
+    for name in pg.PRESETS:  # the page's presets are the registry's
+        c = pg.composition(dict(pg.DEFAULTS, **pg.preset(name, a)), a.n, [0, 57, 120])[0]
+        assert c == methods.preset(name, (0, 57, 120), a.sliding_window), name
+        assert len(set(pg.preset(name, a)["pg_on"])) == len(pg.preset(name, a)["pg_on"])
     sink = pg.composition(dict(pg.DEFAULTS, **pg.preset("sink", a)), a.n, [57])[0]
     assert sink.hubs == (0,)
     own = pg.composition(dict(pg.DEFAULTS, **pg.preset("model", a)), a.n, [57])[0]
@@ -345,3 +349,18 @@ def test_a_share_link_carries_the_composed_pattern(make_app):
     assert not fresh.exception and not fresh.toast
     assert {k: fresh.session_state[k] for k in pg.KEYS} == want
     assert fresh.info[0].value == at.info[0].value  # the same pattern, said the same way
+
+
+def test_the_benchmark_times_each_preset_with_its_exact_cost():
+    from attn import bench, costs
+    from attn.costs import Shape
+
+    s = Shape()
+    plan = [("pattern", n, "blocked", p) for p in methods.PRESETS for n in (256, 640)]
+    rows = bench.run_plan(plan, s, "cpu", repeats=1)
+    assert [r.key for r in rows] == [f"pattern:{p}" for p in methods.PRESETS for _ in (256, 640)]
+    for r in rows:
+        c = bench.preset_params(r.n, s, r.extra["preset"]).parts
+        assert r.useful_flops == methods.composed_cells(r.n, c, True) * costs.cell_flops(s)
+        assert r.computed_flops >= r.useful_flops and r.seconds > 0 and r.peak_bytes is None or r.peak_bytes > 0
+    assert ("pattern:bigbird", 640) not in bench.ratios(rows)  # 256 → 640 is not a doubling

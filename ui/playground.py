@@ -30,8 +30,8 @@ RANDOM_BLOCKS = (16, 32, 64, 128)
 MAX_SETTING = 100_000  # the number inputs' upper end: anything past the text gets a message
 HUB_MODES = ("anchors", "chosen")
 SCOPES = ("all", "sliding")
-PRESETS = ("longformer", "bigbird", "model", "sink")
-PRESET_WINDOW = 32
+PRESETS = methods.PRESETS
+PRESET_WINDOW = methods.PRESET_WINDOW
 ANCHOR_HUBS = 3
 
 DEFAULTS = {
@@ -81,18 +81,20 @@ def fits(key: str, value, a) -> bool:
 
 
 def preset(name: str, a) -> dict:
-    """The settings a preset puts in place (the layer and the rest stay as they are)."""
-    both = {"pg_w": PRESET_WINDOW, "pg_scope": "all"}
-    if name == "longformer":
-        return {**both, "pg_on": ["window", "hubs"], "pg_hub_mode": "anchors"}
-    if name == "bigbird":
-        return {**both, "pg_on": ["window", "hubs", "random"], "pg_hub_mode": "anchors", "pg_random": 2,
-                "pg_rblock": 32}
+    """The settings a preset (``attn.methods.preset``) puts in place; the layer and the
+    parts' other settings stay as they are."""
+    c = methods.preset(name, (0,), a.sliding_window)  # the hubs themselves are set below
+    out = {"pg_on": [p.name for p in methods.PARTS.values() if p.on(c)],
+           "pg_w": c.window, "pg_scope": "sliding" if name == "model" else "all"}
     if name == "model":
-        return {"pg_on": ["window"], "pg_w": a.sliding_window, "pg_scope": "sliding", "pg_causal": True}
+        out["pg_causal"] = True
+    if name in ("longformer", "bigbird"):
+        out["pg_hub_mode"] = "anchors"  # global tokens: the model's own anchors
     if name == "sink":
-        return {**both, "pg_on": ["window", "hubs"], "pg_hub_mode": "chosen", "pg_hubs": [0]}
-    raise ValueError(f"unknown preset {name!r}")
+        out.update(pg_hub_mode="chosen", pg_hubs=list(c.hubs))
+    if c.random:
+        out.update(pg_random=c.random, pg_rblock=c.random_block)
+    return out
 
 
 def apply_preset(name: str, a) -> None:
