@@ -134,6 +134,9 @@ def wait_idle(page, timeout: float = 120_000) -> None:
     app's navigation in the sidebar, for a whole second (the indicator can blink
     off between runs)."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
+    # a quiet second counts from this call: one left over from an earlier wait would end
+    # this one before the run just started had shown its indicator
+    page.evaluate("() => { window.__atlasIdleSince = null; }")
     page.wait_for_function(
         """(pages) => {
             const busy = document.querySelector('[data-testid="stStatusWidget"]')

@@ -337,3 +337,30 @@ def test_three_readers_at_once_each_see_only_their_own_language_and_text(browser
     finally:
         for ctx in contexts.values():
             ctx.close()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_playground_draws_every_preset_in_every_language(page, url, lang):
+    from attn.methods import PRESETS
+
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    page.goto(f"{url}/playground?lang={lang}")
+    wait_title(page, i18n.translate(lang, "playground.title"), 600_000)
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    for name in PRESETS:
+        page.locator(f".st-key-pg_preset_{name} button").first.click()
+        window = i18n.translate(lang, "parts.window_n", w="512" if name == "model" else "32")
+        sink = " + ".join([i18n.translate(lang, "parts.window_n", w="32"), i18n.translate(lang, "parts.hubs_n",
+                                                                                          hubs="0")])
+        expect = {"bigbird": i18n.translate(lang, "parts.random_n", r="2", b="32", seed="0"),
+                  "sink": i18n.translate(lang, "playground.composed", parts=sink,
+                                         direction=i18n.translate(lang, "playground.causal_word"))}.get(name, window)
+        page.locator('[data-testid="stAlertContentInfo"]', has_text=expect).first.wait_for(timeout=60_000)
+        wait_idle(page)
+        said = page.locator('[data-testid="stAlertContentInfo"]').first.inner_text()
+        assert window in said, (name, said)
+        assert (i18n.translate(lang, "parts.random_n", r="2", b="32", seed="0") in said) == (name == "bigbird")
+        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3", timeout=60_000)
+        assert page.locator('[data-testid="stException"]').count() == 0, name
+        page.screenshot(path=os.path.join(ARTIFACTS, f"playground-{lang}-{name}.png"), full_page=True)
+    assert not page.dialogs
