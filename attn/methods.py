@@ -395,7 +395,7 @@ class Method:
         if self.family == "full":
             return costs.dense_memory(n, shape)
         if self.family == "pattern":
-            return shape.batch * shape.heads * composed_cells(n, shape_composition(n, shape), True)
+            return composed_memory(n, shape, shape_composition(n, shape))
         hubs = shape.hub_positions(n) if self.name == "window_hubs" else ()
         return costs.window_memory(n, shape, shape.window, hubs)
 
@@ -405,14 +405,20 @@ def shape_composition(n: int, shape: costs.Shape) -> Composition:
     return Composition(window=min(shape.window, n), hubs=shape.hub_positions(n))
 
 
-def composed_flops(n: int, shape: costs.Shape, c: Composition, backend: str = "model") -> tuple[float, float]:
-    """(useful, computed) operations of softmax attention over a causal composition:
+def composed_memory(n: int, shape: costs.Shape, c: Composition, causal: bool = True) -> int:
+    """Numbers a composition holds besides q, k, v and the output: the scores of its cells."""
+    return shape.batch * shape.heads * composed_cells(n, c, causal)
+
+
+def composed_flops(n: int, shape: costs.Shape, c: Composition, backend: str = "model",
+                   causal: bool = True) -> tuple[float, float]:
+    """(useful, computed) operations of softmax attention over a composition:
     useful, its cells; computed, what the kernel that ran touches (flex: every cell of
     the visited 64-blocks; blocked: the same blocks without the hub lines, plus the hub
     columns for every query and the hub rows; reference and sdpa: every pair)."""
     cell = costs.cell_flops(shape)
-    useful = composed_cells(n, c, True) * cell
-    full = n * (n + 1) // 2
+    useful = composed_cells(n, c, causal) * cell
+    full = n * (n + 1) // 2 if causal else n * n
     if backend == "model" or covers_every_pair(n, c):
         return useful, useful
     if backend in ("reference", "sdpa"):
@@ -420,7 +426,7 @@ def composed_flops(n: int, shape: costs.Shape, c: Composition, backend: str = "m
     from .flex import FLEX_BLOCK
 
     block = FLEX_BLOCK if backend == "flex" else costs.BLOCK
-    visited = int(composed_blocks(n, c, True, block, hub_lines=backend == "flex").sum()) * block * block
+    visited = int(composed_blocks(n, c, causal, block, hub_lines=backend == "flex").sum()) * block * block
     lines = 0 if backend == "flex" else len(c.hubs) * 2 * n
     return useful, max(useful, (visited + lines) * cell)
 

@@ -15,6 +15,7 @@ import numpy as np
 import streamlit as st
 import torch
 
+from attn import costs as costs_model
 from attn import graph, methods, patterns, stats
 from attn.costs import Shape
 from attn.methods import Composition, CompositionError
@@ -183,12 +184,14 @@ def costs(n: int, key: tuple, causal: bool, heads: int, d: int) -> dict:
     shape = Shape(heads=heads, d=d)
     cells = methods.composed_cells(n, c, causal)
     every = n * (n + 1) // 2 if causal else n * n
+    flops = methods.composed_flops(n, shape, c, causal=causal)[0]  # the registry's cost model
+    full_flops = methods.get("full").flops(n, shape)[0] if causal else every * costs_model.cell_flops(shape)
     big = dataclasses.replace(c, random=min(c.random, LARGE_N // max(1, c.random_block) - 1))
     large = methods.composed_cells(LARGE_N, big, causal)
     doubled = methods.composed_cells(2 * LARGE_N, big, causal)
     full_ratio = (2 * LARGE_N * (2 * LARGE_N + 1) / (LARGE_N * (LARGE_N + 1))) if causal else 4.0
-    return {"cells": cells, "every": every, "share": cells / every, "flops": cells * 4 * d * heads,
-            "full_flops": every * 4 * d * heads, "numbers": cells * heads * shape.batch,
+    return {"cells": cells, "every": every, "share": cells / every, "flops": flops, "full_flops": full_flops,
+            "numbers": methods.composed_memory(n, shape, c, causal),
             "ratio": doubled / large, "full_ratio": full_ratio, "large": large, "doubled": doubled}
 
 
