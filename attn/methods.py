@@ -320,7 +320,7 @@ class Method:
         mask_mod = composed_mask(n, c, params.causal, device=q.device)
         from . import flex
 
-        if backend == "flex" or (backend == "auto" and flex.is_ready(q, v, params.causal, kind="pattern")):
+        if backend == "flex" or (backend == "auto" and _composed_flex(q, v, params)):
             visit = composed_blocks(n, c, params.causal, flex.FLEX_BLOCK, device=q.device)
             scale = kernels.scale_of(q, params.scale)  # a float, as the warm-up compiled it
             if backend == "flex":
@@ -354,9 +354,8 @@ class Method:
                 return "sdpa"
             if backend != "auto":
                 return backend
-            from . import flex
 
-            return "flex" if flex.is_ready(q, v, params.causal, kind="pattern") else "blocked"
+            return "flex" if _composed_flex(q, v, params) else "blocked"
         w = self.window_of(n, params)
         if w is None or w >= n:
             return "sdpa"
@@ -408,6 +407,15 @@ def shape_composition(n: int, shape: costs.Shape) -> Composition:
 def composed_memory(n: int, shape: costs.Shape, c: Composition, causal: bool = True) -> int:
     """Numbers a composition holds besides q, k, v and the output: the scores of its cells."""
     return shape.batch * shape.heads * composed_cells(n, c, causal)
+
+
+def _composed_flex(q, v, params) -> bool:
+    """Whether ``auto`` runs a composition through compiled FlexAttention: on CUDA once
+    warm. On the CPU the block-sparse pure-torch kernel was as fast or faster for every
+    preset at every n measured (bench/scaling.py, docs/performance.md), so it runs there."""
+    from . import flex
+
+    return q.device.type == "cuda" and flex.is_ready(q, v, params.causal, kind="pattern")
 
 
 def composed_flops(n: int, shape: costs.Shape, c: Composition, backend: str = "model",

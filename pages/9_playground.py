@@ -4,6 +4,7 @@ costs, what it can reach, what it keeps and what the model loses with it."""
 import streamlit as st
 
 from attn import flex, methods
+from attn.device import pick_device
 from attn.swap import SWAP_MAX_TOKENS
 from ui import boot, data, figures, state, swaps, widgets
 from ui import playground as pg
@@ -171,9 +172,12 @@ if res:
 # --- the fast path ------------------------------------------------------------------------
 
 st.subheader(t("playground.fast_heading"))
-ready = any("pattern" in s for s in flex.status()["ready"])
 st.markdown(t("playground.fast_lead"))
-st.caption(t("playground.fast_ready" if ready else "playground.fast_blocked"))
+if pick_device().type != "cuda":
+    st.caption(t("playground.fast_cpu"))
+else:
+    ready = any("pattern" in s for s in flex.status()["ready"])
+    st.caption(t("playground.fast_ready" if ready else "playground.fast_blocked"))
 timing = pg.timing(text, kind, key, layer)
 if timing is None and st.button(t("playground.timing_button"), key="pg_time"):
     timing = pg.time_it(t, text, kind, key, layer)

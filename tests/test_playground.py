@@ -230,8 +230,10 @@ def test_one_compiled_kernel_serves_every_part_and_setting_without_recompiling()
         torch.manual_seed(n)
         q, k, v = (torch.randn(1, 4, n, 32) for _ in range(3))
         p = methods.Params(parts=c, causal=causal)
-        assert PATTERN.backend(q, v, p) == "flex"
-        torch.testing.assert_close(PATTERN.run(q, k, v, p), PATTERN.reference(q, k, v, p), atol=1e-4, rtol=1e-4)
+        # on the CPU, auto runs the blocked kernel (measured as fast); flex is asked for here
+        assert PATTERN.backend(q, v, p) == ("flex" if q.device.type == "cuda" else "blocked")
+        torch.testing.assert_close(PATTERN.run(q, k, v, p, backend="flex"), PATTERN.reference(q, k, v, p),
+                                   atol=1e-4, rtol=1e-4)
     assert torch._dynamo.utils.counters["frames"]["ok"] == compiled_before  # no compile for any of them
 
 

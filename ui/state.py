@@ -219,9 +219,10 @@ def start_flex_warmup():
     """Compile FlexAttention in the background, once per process, for the live
     benchmark's kind of call (head size 64; with and without hubs) — but only once no
     page has run for IDLE_BEFORE_COMPILE seconds, so that the compile does not compete
-    with the first readers. Until it is ready, step 7 uses the blocked kernel. Then the
-    playground's composed-pattern kernel, on the model's own heads (one kernel serves
-    every composition); the blocked kernel serves the playground until then."""
+    with the first readers. Until it is ready, step 7 uses the blocked kernel. On CUDA,
+    then the playground's composed-pattern kernel on the model's own heads (one kernel
+    serves every composition); on the CPU the playground's blocked kernel is as fast
+    (docs/performance.md), so nothing more is compiled there."""
     import torch
 
     from attn import flex
@@ -234,14 +235,13 @@ def start_flex_warmup():
     def wait_then_compile():
         while idle_for() < IDLE_BEFORE_COMPILE:
             time.sleep(0.5)
-        model = get_model(kind)  # loaded by then (the first page needed it): found in the cache
-        flex.start_warmup([
-            {"q_shape": (1, 4, 1024, 64), "dtype": dtype, "device": device, "causal": True, "hubs": hubs}
-            for hubs in (False, True)
-        ] + [  # the playground's one kernel for every composition, on the model's own heads
-            {"q_shape": (1, model.n_heads, 1024, model.head_dim), "dtype": torch.float32, "device": device,
-             "kind": "pattern"}
-        ])
+        warm = [{"q_shape": (1, 4, 1024, 64), "dtype": dtype, "device": device, "causal": True, "hubs": hubs}
+                for hubs in (False, True)]
+        if device.type == "cuda":  # the playground's one kernel for every composition, on the model's heads
+            model = get_model(kind)  # loaded by then (the first page needed it): found in the cache
+            warm.append({"q_shape": (1, model.n_heads, 1024, model.head_dim), "dtype": torch.float32,
+                         "device": device, "kind": "pattern"})
+        flex.start_warmup(warm)
 
     waiter = threading.Thread(target=wait_then_compile, name="flex-warmup-waiter", daemon=True)
     waiter.start()
