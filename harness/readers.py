@@ -32,6 +32,7 @@ class Run:
     metrics: list[tuple[str, str]] = field(default_factory=list)  # (label, value), in order
     exceptions: list[str] = field(default_factory=list)
     markdown: list[str] = field(default_factory=list)
+    alerts: list[str] = field(default_factory=list)  # info / warning / error bodies as drawn, even if removed later
     text_area_id: str | None = None
     finished: bool = False
 
@@ -125,6 +126,8 @@ class Reader:
             out.exceptions.append(f"{el.exception.type}: {el.exception.message}")
         elif kind == "markdown":
             out.markdown.append(el.markdown.body)
+        elif kind == "alert":
+            out.alerts.append(el.alert.body)
         elif kind == "text_area":
             out.text_area_id = el.text_area.id
 

@@ -53,6 +53,36 @@ def test_readers_at_once_are_all_served_each_with_their_own_text(tiny):
         assert run.metric(TOKENS) == i18n.fmt_int(tiny.analyze(text).n, "en")  # no cross-talk
 
 
+def test_readers_waiting_for_the_model_see_their_place_in_line_and_all_are_served(tiny):
+    """Six readers paste texts of 1,024 tokens at the same moment: one model, one queue.
+    Those behind see "N ahead of you, about S s" while they wait; then each gets its own."""
+    mine = [f"Reader {i} pastes a long line of their own, word after word, again and again. " * 60
+            for i in range(6)]
+    waiting = i18n.translate("en", "queue.waiting", ahead="§", seconds="§").split("§")
+
+    async def at_once(url):
+        readers = [Reader(url, "en") for _ in mine]
+        for r in readers:
+            await r.connect()
+        try:
+            await asyncio.gather(*(r.run("") for r in readers))  # everyone on the page first
+            return await asyncio.gather(*(r.run("", text=x) for r, x in zip(readers, mine)))  # then all paste
+        finally:
+            for r in readers:
+                await r.close()
+
+    with app_server("tiny") as url:
+        runs = asyncio.run(at_once(url))
+    told = []
+    for text, run in zip(mine, runs):
+        assert run.finished and not run.exceptions
+        assert run.metric(TOKENS) == i18n.fmt_int(tiny.analyze(text).n, "en")
+        notes = [a for a in run.alerts if a.startswith(waiting[0])]
+        told += [int(a[len(waiting[0]):].split(waiting[1])[0].replace(",", "")) for a in notes]
+    assert told and min(told) >= 1  # someone waited, and was told how many came first
+    assert max(told) <= len(mine) - 1
+
+
 def proxied() -> None:
     if haproxy_path() is None:
         if os.environ.get("CI"):
