@@ -40,24 +40,26 @@ on = st.pills(t("playground.parts"), list(methods.PARTS), selection_mode="multi"
               format_func=lambda p: t(methods.PARTS[p].label_key), help=t("playground.parts_help"))
 cols = st.columns(len(methods.PARTS), border=True)
 for col, part in zip(cols, methods.PARTS.values()):
-    col.markdown(f"**{t(part.label_key)}**" if part.name in on else f":gray[{t(part.label_key)}]")
+    col.markdown(f"**{t(part.label_key)}**")
+    if part.name not in on:
+        col.caption(t("playground.part_off"))
 with cols[0]:
-    st.number_input(t("playground.pick_w"), 1, pg.MAX_SETTING, key="pg_w", disabled="window" not in on)
+    st.number_input(t("playground.pick_w"), 1, pg.MAX_SETTING, key="pg_w")
 with cols[1]:
-    st.number_input(t("playground.pick_dilated"), 1, pg.MAX_SETTING, key="pg_dilated", disabled="dilated" not in on)
-    st.number_input(t("playground.pick_stride"), 1, pg.MAX_SETTING, key="pg_stride", disabled="dilated" not in on)
+    st.number_input(t("playground.pick_dilated"), 1, pg.MAX_SETTING, key="pg_dilated")
+    st.number_input(t("playground.pick_stride"), 1, pg.MAX_SETTING, key="pg_stride")
 with cols[2]:
-    st.radio(t("playground.pick_hub_mode"), pg.HUB_MODES, key="pg_hub_mode", disabled="hubs" not in on,
+    st.radio(t("playground.pick_hub_mode"), pg.HUB_MODES, key="pg_hub_mode",
              format_func=lambda m: t(f"playground.hub_mode_{m}", hubs=", ".join(str(h) for h in anchors)))
     if st.session_state["pg_hub_mode"] == "chosen":
-        st.multiselect(t("playground.pick_hubs"), list(range(n)), key="pg_hubs", disabled="hubs" not in on,
+        st.multiselect(t("playground.pick_hubs"), list(range(n)), key="pg_hubs",
                        format_func=lambda i: widgets.token_option(a, i))
 with cols[3]:
-    st.number_input(t("playground.pick_random"), 1, pg.MAX_SETTING, key="pg_random", disabled="random" not in on)
-    st.selectbox(t("playground.pick_rblock"), pg.RANDOM_BLOCKS, key="pg_rblock", disabled="random" not in on)
-    st.text_input(t("playground.pick_seed"), key="pg_seed", disabled="random" not in on, max_chars=40)
+    st.number_input(t("playground.pick_random"), 1, pg.MAX_SETTING, key="pg_random")
+    st.selectbox(t("playground.pick_rblock"), pg.RANDOM_BLOCKS, key="pg_rblock")
+    st.text_input(t("playground.pick_seed"), key="pg_seed", max_chars=40)
 with cols[4]:
-    st.number_input(t("playground.pick_local"), 2, pg.MAX_SETTING, key="pg_local", disabled="local" not in on)
+    st.number_input(t("playground.pick_local"), 2, pg.MAX_SETTING, key="pg_local")
 
 c1, c2, c3 = st.columns(3)
 causal = c1.toggle(t("playground.causal"), key="pg_causal", help=t("playground.causal_help"))
