@@ -100,7 +100,7 @@ shown_sliding = a.layer_types[layer] == "sliding"
 if scope == "sliding" and not shown_sliding:
     st.caption(t("playground.grid_layer_own", layer=layer))
 else:
-    st.caption(t("playground.grid_layer", layer=layer_label(t, a, layer)))
+    st.caption(t("playground.grid_layer", which=layer_label(t, a, layer)))
 
 
 def grid_figure():

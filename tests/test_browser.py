@@ -238,7 +238,7 @@ def test_a_bookmarked_page_opens_through_the_app_on_a_fresh_server(browser):
         wait_title(pg, i18n.translate("pt", "step3.title"), 300_000)
         assert pg.locator('[data-testid="stSidebar"] textarea').input_value().startswith("Na vila")
         nav = pg.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
-        assert nav[0].endswith(i18n.translate("pt", "nav.page1")) and len(nav) == 8
+        assert nav[0].endswith(i18n.translate("pt", "nav.page1")) and len(nav) == len(WALK)
         pg.wait_for_selector(".js-plotly-plot", timeout=120_000)
         ctx.close()
 
