@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import atexit
 import importlib
-import math
 import shutil
 import threading
 import time
@@ -102,22 +101,22 @@ def block_lists(n: int, window: int, hubs: tuple[int, ...], causal: bool, block:
     """kv blocks each query block must visit, as ``(kv_num_blocks, kv_indices)``
     of shapes ``(1, 1, nq)`` and ``(1, 1, nq, nk)``. Built from block ranges, in
     O((n/block)²) small integers, never from the n² cells."""
-    nq = nk = math.ceil(n / block)
-    qb = torch.arange(nq, device=device)
-    kb = torch.arange(nk, device=device)
-    q_lo, q_hi = qb * block, torch.clamp((qb + 1) * block - 1, max=n - 1)  # rows of each q block
-    k_lo, k_hi = kb * block, torch.clamp((kb + 1) * block - 1, max=n - 1)
+    lo, hi = patterns.block_bounds(n, block, device)
     # band: some pair (i, j) in the block pair has |i - j| < w (and j <= i when causal)
-    near = (k_lo[None, :] <= q_hi[:, None] + (window - 1)) & (k_hi[None, :] >= q_lo[:, None] - (window - 1))
-    visit = near
+    visit = patterns.band_blocks(lo[:, None], hi[:, None], lo[None, :], hi[None, :], window)
     if hubs:
-        hub_blocks = torch.zeros(nk, dtype=torch.bool, device=device)
+        hub_blocks = torch.zeros(len(lo), dtype=torch.bool, device=device)
         hub_blocks[torch.tensor(hubs, device=device) // block] = True
         visit = visit | hub_blocks[None, :] | hub_blocks[:, None]
     if causal:
-        visit = visit & (k_lo[None, :] <= q_hi[:, None])
+        visit = visit & (lo[None, :] <= hi[:, None])
+    return kv_lists(visit)
+
+
+def kv_lists(visit: torch.Tensor):
+    """bool (blocks × blocks) → ``(kv_num_blocks, kv_indices)`` as ``BlockMask.from_kv_blocks``
+    takes them: per query block, its visited key blocks first, in increasing order."""
     counts = visit.sum(dim=-1).to(torch.int32)
-    # the visited block indices first, in increasing order
     order = torch.argsort((~visit).to(torch.int8), dim=-1, stable=True).to(torch.int32)
     return counts[None, None], order[None, None]
 
@@ -171,10 +170,8 @@ def try_sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, *, scale=None):
 def visit_block_mask(n: int, visit: torch.Tensor, mask_mod, block: int = FLEX_BLOCK):
     from torch.nn.attention.flex_attention import BlockMask
 
-    counts = visit.sum(dim=-1).to(torch.int32)
-    order = torch.argsort((~visit).to(torch.int8), dim=-1, stable=True).to(torch.int32)
-    return BlockMask.from_kv_blocks(counts[None, None], order[None, None], BLOCK_SIZE=block, mask_mod=mask_mod,
-                                    seq_lengths=(n, n))
+    counts, order = kv_lists(visit)
+    return BlockMask.from_kv_blocks(counts, order, BLOCK_SIZE=block, mask_mod=mask_mod, seq_lengths=(n, n))
 
 
 def _call_sparse(q, k, v, mask_mod, visit, scale):
