@@ -141,12 +141,16 @@ widgets.chart("pg_hops", (kind, text, key, rl, causal), lambda: figures.integer_
 st.subheader(t("playground.keep_heading"))
 st.markdown(t("playground.keep_lead"))
 kept = pg.kept(text, kind, key, scope)
-err = pg.error(text, kind, key, layer)
+in_scope = layer in kept["scoped"]  # a layer outside the scope keeps its own attention: nothing to measure
+err = pg.error(text, kind, key, layer) if in_scope else None
 k1, k2, k3 = st.columns(3)
 k1.metric(t("playground.metric_kept_all"), t.pct(kept["mean"]))
 k2.metric(t("playground.metric_kept_layer", layer=layer), t.pct(float(kept["per_layer"][layer])))
-k3.metric(t("playground.metric_error", layer=layer), t.pct(err["mean"]),
-          delta=t("playground.metric_error_delta", floor=t.pct(err["uniform"])), delta_color="off")
+if err is not None:
+    k3.metric(t("playground.metric_error", layer=layer), t.pct(err["mean"]),
+              delta=t("playground.metric_error_delta", floor=t.pct(err["uniform"])), delta_color="off")
+else:
+    k3.metric(t("playground.metric_error", layer=layer), "—", help=t("playground.keeps_own", layer=layer))
 widgets.chart("pg_kept", (kind, text, key, scope), lambda: figures.bars(
     [str(i) for i in range(a.n_layers)], [float(x) for x in kept["per_layer"]],
     title=t("playground.kept_title"), y_title=t("playground.kept_axis"), separators=t.separators,

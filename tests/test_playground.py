@@ -10,7 +10,7 @@ import types
 import pytest
 import torch
 
-from attn import flex, graph, kernels, methods, patterns
+from attn import flex, graph, kernels, methods, patterns, stats
 from attn import model as atlas_model
 from attn import swap as atlas_swap
 from attn.methods import Composition, CompositionError
@@ -271,6 +271,7 @@ def test_every_preset_draws_its_numbers_and_each_equals_its_formula(make_app, ti
     at = open_playground(make_app, lang)
     a = tiny.analyze(samples.sample_text(lang))
     d, h = a.q.shape[-1], a.n_heads
+    seen_scopes = set()
     for name in pg.PRESETS:
         at.button(key=f"pg_preset_{name}").click().run()
         assert not at.exception and not at.error, (name, [e.value for e in at.exception])
@@ -295,7 +296,18 @@ def test_every_preset_draws_its_numbers_and_each_equals_its_formula(make_app, ti
                      for i in range(a.n_layers)]
         kept = parse(metric(at, "playground.metric_kept_all", lang), lang)
         assert kept == pytest.approx(sum(per_layer) / len(per_layer), abs=0.0015)
+        # the output error of the chosen layer against exact softmax, or "—" outside the scope
+        layer = at.session_state["pg_layer"]
+        shown = metric(at, "playground.metric_error", lang, layer=layer)
+        if layer in scoped:
+            q, k, v = a.qkv(layer)
+            want = stats.pattern_error(q, k, v, scale=a.scale, own_window=a.own_window(layer), parts=c)["mean"]
+            assert parse(shown, lang) == pytest.approx(want, abs=0.0015)
+        else:
+            assert shown == "—"
+        seen_scopes.add(layer in scoped)
     assert at.session_state["pg_scope"] == "sliding" or name != "model"
+    assert seen_scopes == {True, False} or all(t == "sliding" for t in a.layer_types)
 
 
 @pytest.mark.apptest
