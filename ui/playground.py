@@ -157,9 +157,8 @@ def key_of(c: Composition) -> tuple:
 
 
 def _comp(key: tuple) -> Composition:
-    fields = list(key)
-    fields[3] = tuple(fields[3])
-    return Composition(*fields)
+    values = dict(zip((f.name for f in dataclasses.fields(Composition)), key))
+    return Composition(**{**values, "hubs": tuple(values["hubs"])})
 
 
 # --- what it costs ----------------------------------------------------------------------
