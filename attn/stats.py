@@ -227,6 +227,14 @@ def method_outputs(q, k, v, *, scale: float, own_window: int | None, window: int
             "dtype": str(dtype).replace("torch.", "")}
 
 
+def uniform_error(v, exact: torch.Tensor, own_window: int | None) -> torch.Tensor:
+    """Per head: the error of uniform attention over the layer's own pattern (every
+    visible earlier token weighted equally), the floor a method must beat."""
+    n = v.shape[2]
+    own_mask = patterns.dense(methods.get("own").mask(n, methods.Params(window=own_window)), n).double()
+    return relative_error((own_mask / own_mask.sum(dim=-1, keepdim=True)) @ v.double(), exact)
+
+
 def output_errors(q, k, v, *, scale: float, own_window: int | None, window: int, hubs=(),
                   features_list=tuple(FEATURE_MAPS), device=None) -> dict:
     """Relative error of each method against exact softmax, per head and averaged,
@@ -237,10 +245,8 @@ def output_errors(q, k, v, *, scale: float, own_window: int | None, window: int,
                          features_list=features_list, device=device)
     exact = res["exact"]
     n = q.shape[2]
-    own_mask = patterns.dense(methods.get("own").mask(n, methods.Params(window=own_window)), n)
-    uniform = own_mask.double() / own_mask.double().sum(dim=-1, keepdim=True)
     errors = {name: relative_error(o, exact) for name, o in res["outputs"].items()}
-    errors["uniform"] = relative_error(uniform @ v.double(), exact)
+    errors["uniform"] = uniform_error(v, exact, own_window)
     return {"per_head": {k_: e.tolist() for k_, e in errors.items()},
             "mean": {k_: float(e.mean()) for k_, e in errors.items()},
             "dtype": res["dtype"], "n": n}
@@ -250,14 +256,11 @@ def pattern_error(q, k, v, *, scale: float, own_window: int | None, parts: metho
     """Relative error of softmax over a composed pattern (made causal, as the model is)
     against exact softmax over the layer's own pattern, per head and averaged, beside
     uniform attention's (the floor)."""
-    n = q.shape[2]
     exact = methods.get("own").reference(q.double(), k.double(), v.double(),
                                          methods.Params(window=own_window, scale=scale))
     out = methods.get("pattern").run(q.float(), k.float(), v.float(),
                                      methods.Params(parts=parts, scale=scale, causal=True))
-    own_mask = patterns.dense(methods.get("own").mask(n, methods.Params(window=own_window)), n)
-    uniform = own_mask.double() / own_mask.double().sum(dim=-1, keepdim=True)
-    err, floor = relative_error(out.double(), exact), relative_error(uniform @ v.double(), exact)
+    err, floor = relative_error(out.double(), exact), uniform_error(v, exact, own_window)
     return {"per_head": err.tolist(), "mean": float(err.mean()), "uniform": float(floor.mean())}
 
 
