@@ -5,7 +5,7 @@
 * ``ATLAS_MODEL=tiny``: the tiny random-weight model instead of Gemma-3-270m;
 * ``ATLAS_DEVICE``: force a device (``cpu``, ``cuda``);
 * ``ATLAS_MAX_TOKENS``: tokens analysed at most (else the device's budget);
-* ``ATLAS_ANALYSIS_MB``: memory the analyses of texts may hold together (default 900
+* ``ATLAS_ANALYSIS_MB``: memory the analyses of texts may hold together (default 700
   MB; the least recently used text is dropped first);
 * ``ATLAS_PUBLIC_URL``: the address a class reaches the app at, for share links and
   their QR code (else the address the reader's browser used).
@@ -39,7 +39,7 @@ class Settings:
     device: str | None  # None: CUDA when present, else CPU
     max_tokens: int | None  # None: the device's budget
     public_url: str | None  # e.g. http://192.0.2.10:8501 (None: the browser's own address)
-    analysis_bytes: int = 900 * 2**20  # the analyses' byte budget
+    analysis_bytes: int = 700 * 2**20  # the analyses' byte budget
 
 
 def read() -> Settings:
@@ -54,4 +54,4 @@ def read() -> Settings:
     return Settings(cache_dir=cache, model_kind=kind, device=env.get("ATLAS_DEVICE") or None,
                     max_tokens=int(tokens) if tokens else None,
                     public_url=(env.get("ATLAS_PUBLIC_URL") or "").rstrip("/") or None,
-                    analysis_bytes=int(float(env.get("ATLAS_ANALYSIS_MB") or 900) * 2**20))
+                    analysis_bytes=int(float(env.get("ATLAS_ANALYSIS_MB") or 700) * 2**20))

@@ -41,7 +41,7 @@ st.caption(t("step1.grid_caption"))
 st.subheader(t("step1.row_heading"))
 widgets.fit("s1_token", a)
 token = st.selectbox(t("step1.pick_token"), list(range(n)), index=n - 1,
-                     format_func=lambda i: widgets.token_option(a, i), key="s1_token")
+                     format_func=widgets.token_labels(a), key="s1_token")
 
 
 def row_figure():

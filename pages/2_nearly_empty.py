@@ -11,7 +11,7 @@ question = st.container()  # filled below, once the page's numbers are known
 
 layer, head = widgets.layer_head_picker(t, a, "s2")
 p = st.select_slider(t("step2.pick_p"), options=list(summary.P_OPTIONS), value=0.9,
-                     format_func=lambda x: t.pct(x, 0), key="s2_p")
+                     format_func=widgets.labels(summary.P_OPTIONS, lambda x: t.pct(x, 0)), key="s2_p")
 
 widgets.formula(t, r"k(p) = \min\Big\{k : \textstyle\sum_{\text{@top}\,k} a_{ij} \ge p\Big\} \qquad "
                 r"\text{@useful} \approx n \cdot \bar k", t("step2.formula_caption"))

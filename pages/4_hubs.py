@@ -20,7 +20,7 @@ widgets.fit("s4_hubs", a)
 w_hi = summary.w_hi(4, n)
 widgets.fit("s4_w", a)
 hubs = st.multiselect(t("step4.pick_hubs"), list(range(n)), default=default_hubs,
-                      format_func=lambda i: widgets.token_option(a, i), key="s4_hubs")
+                      format_func=widgets.token_labels(a), key="s4_hubs")
 hubs = tuple(sorted(hubs))
 w = st.slider(t("step4.pick_w"), 1, w_hi, min(8, n), key="s4_w")
 g = len(hubs)

@@ -15,7 +15,7 @@ text, kind = state.current_text(), state.model_kind()
 layer, _ = widgets.layer_head_picker(t, a, "s5", allow_average=True)
 c1, c2 = st.columns([2, 1])
 feature = c1.radio(t("step5.pick_feature"), list(FEATURE_MAPS), horizontal=True,
-                   format_func=lambda f: t(f"features.{f}"), key="s5_feature")
+                   format_func=widgets.labels(FEATURE_MAPS, lambda f: t(f"features.{f}")), key="s5_feature")
 causal = c2.toggle(t("step5.causal"), value=True, key="s5_causal")
 
 widgets.formula(t, r"\underbrace{\big(\phi(Q)\,\phi(K)^\top\big)}_{n \times n}\,V \;=\; "

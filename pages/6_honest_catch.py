@@ -20,7 +20,7 @@ widgets.fit("s6_w", a)
 widgets.fit("s6_hubs", a)
 w = c1.slider(t("step6.pick_w"), 1, w_hi, min(16, n), key="s6_w")
 hubs = c2.multiselect(t("step6.pick_hubs"), list(range(n)), default=[p for p, _ in found],
-                      format_func=lambda i: widgets.token_option(a, i), key="s6_hubs")
+                      format_func=widgets.token_labels(a), key="s6_hubs")
 hubs = tuple(sorted(hubs))
 
 widgets.formula(t, r"\text{@error} = \frac{\lVert o - o_{\text{@exact}} \rVert}{\lVert o_{\text{@exact}} \rVert}",
@@ -90,7 +90,7 @@ st.caption(t("step6.favor_norms", q=t.float(norms["q"], 1), k=t.float(norms["k"]
 st.subheader(t("step6.maps_heading"))
 features = [m.feature for m in shown if m.family == "linear"]
 feature = st.radio(t("step6.pick_feature"), features, horizontal=True,
-                   format_func=lambda f: t(f"features.{f}"), key="s6_feature")
+                   format_func=widgets.labels(features, lambda f: t(f"features.{f}")), key="s6_feature")
 maps = data.implied_maps(text, kind, layer, head, w, hubs, feature)
 m = maps["own"].shape[0]
 cols = st.columns(2)

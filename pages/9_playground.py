@@ -33,11 +33,13 @@ for key in pg.KEYS:  # remembered values this text cannot take go back to their 
 
 st.markdown(f"**{t('playground.presets')}**")
 for col, name in zip(st.columns(len(pg.PRESETS)), pg.PRESETS):
-    col.button(t(f"playground.preset_{name}"), key=f"pg_preset_{name}", on_click=pg.apply_preset, args=(name, a),
-               width="stretch", help=t(f"playground.preset_{name}_help", w=t.int(a.sliding_window)))
+    col.button(t(f"playground.preset_{name}"), key=f"pg_preset_{name}", on_click=pg.apply_preset,
+               args=(name, a.sliding_window), width="stretch",
+               help=t(f"playground.preset_{name}_help", w=t.int(a.sliding_window)))
 
 on = st.pills(t("playground.parts"), list(methods.PARTS), selection_mode="multi", key="pg_on",
-              format_func=lambda p: t(methods.PARTS[p].label_key), help=t("playground.parts_help"))
+              format_func=widgets.labels(methods.PARTS, lambda p: t(methods.PARTS[p].label_key)),
+              help=t("playground.parts_help"))
 cols = st.columns(len(methods.PARTS), border=True)
 for col, part in zip(cols, methods.PARTS.values()):
     col.markdown(f"**{t(part.label_key)}**")
@@ -50,10 +52,11 @@ with cols[1]:
     st.number_input(t("playground.pick_stride"), 1, pg.MAX_SETTING, key="pg_stride")
 with cols[2]:
     st.radio(t("playground.pick_hub_mode"), pg.HUB_MODES, key="pg_hub_mode",
-             format_func=lambda m: t(f"playground.hub_mode_{m}", hubs=", ".join(str(h) for h in anchors)))
+             format_func=widgets.labels(pg.HUB_MODES, lambda m: t(f"playground.hub_mode_{m}",
+                                                          hubs=", ".join(str(h) for h in anchors))))
     if st.session_state["pg_hub_mode"] == "chosen":
         st.multiselect(t("playground.pick_hubs"), list(range(n)), key="pg_hubs",
-                       format_func=lambda i: widgets.token_option(a, i))
+                       format_func=widgets.token_labels(a))
 with cols[3]:
     st.number_input(t("playground.pick_random"), 1, pg.MAX_SETTING, key="pg_random")
     st.selectbox(t("playground.pick_rblock"), pg.RANDOM_BLOCKS, key="pg_rblock")
@@ -64,9 +67,9 @@ with cols[4]:
 c1, c2, c3 = st.columns(3)
 causal = c1.toggle(t("playground.causal"), key="pg_causal", help=t("playground.causal_help"))
 scope = c2.radio(t("playground.scope"), pg.SCOPES, key="pg_scope", horizontal=True,
-                 format_func=lambda s: t(f"playground.scope_{s}"))
+                 format_func=widgets.labels(pg.SCOPES, lambda s: t(f"playground.scope_{s}")))
 layer = c3.selectbox(t("common.layer"), list(range(a.n_layers)), key="pg_layer",
-                     format_func=lambda i: layer_label(t, a, i))
+                     format_func=widgets.layer_labels(t, a))
 
 cfg = {k: st.session_state[k] for k in pg.KEYS}
 comp, problem = pg.composition(cfg, n, anchors)

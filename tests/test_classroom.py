@@ -4,9 +4,11 @@ through HAProxy with two replicas, each reader kept on its replica by a cookie.
 The fair queue and the byte-bounded cache are tested on their own."""
 
 import asyncio
+import gc
 import os
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -14,6 +16,7 @@ from attn import model as atlas_model
 from harness.proxy import haproxy_path, replicas_behind_proxy
 from harness.readers import Reader
 from harness.serve import app_server
+from helpers import PAGES
 from ui import i18n
 from ui.serving import ByteLRU, TicketQueue
 
@@ -178,3 +181,33 @@ def test_an_analysis_knows_its_size(tiny):
     a = tiny.analyze("A few words to measure.")
     tensors = sum(x.numel() * x.element_size() for x in (a.attentions, a.q, a.k, a.v))
     assert tensors <= a.nbytes <= tensors + 100 * a.n + len(a.text)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_dropped_analysis_is_freed_though_its_reader_stays(make_app, monkeypatch, page):
+    """Memory under a class: once the cache drops a text's analysis, nothing else keeps
+    it alive: not its reader's widgets (they keep labels, not the analysis), nor that
+    reader's finished page run (a reference cycle, collected when the cache drops an
+    entry). The collector's own runs are off here, so only the app's collection frees it."""
+    from ui import state
+
+    monkeypatch.setenv("ATLAS_ANALYSIS_MB", "0.001")  # room for one analysis at a time
+    state._analyses.clear()
+    readers, gone = [], []
+    gc.collect()
+    gc.disable()
+    try:
+        for i, text in enumerate(texts(3)):
+            at = make_app("tiny", "en")
+            at.run()
+            at.sidebar.text_area(key="text").input(text).run()
+            if page != PAGES[0]:
+                at.switch_page(page).run()
+            assert not at.exception, [e.value for e in at.exception]
+            readers.append(at)  # every reader stays, with their widgets and their last run
+            gone.append(weakref.ref(state._analyses().get(("tiny", text))))
+            assert state._analyses().evicted >= i  # each new text drops the one before
+        assert [ref() is None for ref in gone] == [True, True, False]
+    finally:
+        gc.enable()
+        state._analyses.clear()

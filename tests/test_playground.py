@@ -161,19 +161,19 @@ def test_settings_that_do_not_fit_the_text_name_themselves():
 def test_presets_longformer_and_bigbird_join_every_pair_within_two_hops_bidirectional():
     a = types.SimpleNamespace(sliding_window=512, n=200)
     for name in ("longformer", "bigbird"):
-        cfg = dict(pg.DEFAULTS, **pg.preset(name, a))
+        cfg = dict(pg.DEFAULTS, **pg.preset(name, a.sliding_window))
         c, problem = pg.composition(cfg, a.n, [0, 57, 120])
         assert problem is None and c.hubs and c.window == pg.PRESET_WINDOW
         assert (name == "bigbird") == (c.random > 0)
         hops = graph.hops_of(dense_of(a.n, c, False))
         assert int(hops.max()) <= 2 and int(hops.min()) >= 0
     for name in pg.PRESETS:  # the page's presets are the registry's
-        c = pg.composition(dict(pg.DEFAULTS, **pg.preset(name, a)), a.n, [0, 57, 120])[0]
+        c = pg.composition(dict(pg.DEFAULTS, **pg.preset(name, a.sliding_window)), a.n, [0, 57, 120])[0]
         assert c == methods.preset(name, (0, 57, 120), a.sliding_window), name
-        assert len(set(pg.preset(name, a)["pg_on"])) == len(pg.preset(name, a)["pg_on"])
-    sink = pg.composition(dict(pg.DEFAULTS, **pg.preset("sink", a)), a.n, [57])[0]
+        assert len(set(pg.preset(name, a.sliding_window)["pg_on"])) == len(pg.preset(name, a.sliding_window)["pg_on"])
+    sink = pg.composition(dict(pg.DEFAULTS, **pg.preset("sink", a.sliding_window)), a.n, [57])[0]
     assert sink.hubs == (0,)
-    own = pg.composition(dict(pg.DEFAULTS, **pg.preset("model", a)), a.n, [57])[0]
+    own = pg.composition(dict(pg.DEFAULTS, **pg.preset("model", a.sliding_window)), a.n, [57])[0]
     assert own == Composition(window=512)  # on a text of 200 tokens: every earlier token, as the model does
     assert methods.composed_cells(200, own, True) == 200 * 201 // 2
 

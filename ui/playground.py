@@ -81,10 +81,10 @@ def fits(key: str, value, a) -> bool:
     return setting_ok(key, value)
 
 
-def preset(name: str, a) -> dict:
+def preset(name: str, model_window: int) -> dict:
     """The settings a preset (``attn.methods.preset``) puts in place; the layer and the
     parts' other settings stay as they are."""
-    c = methods.preset(name, (0,), a.sliding_window)  # the hubs themselves are set below
+    c = methods.preset(name, (0,), model_window)  # the hubs themselves are set below
     out = {"pg_on": [p.name for p in methods.PARTS.values() if p.on(c)],
            "pg_w": c.window, "pg_scope": "sliding" if name == "model" else "all"}
     if name == "model":
@@ -98,9 +98,10 @@ def preset(name: str, a) -> dict:
     return out
 
 
-def apply_preset(name: str, a) -> None:
-    """on_click of a preset's button: its settings replace the widgets' values."""
-    for key, value in preset(name, a).items():
+def apply_preset(name: str, model_window: int) -> None:
+    """on_click of a preset's button: its settings replace the widgets' values. (Its
+    arguments stay in the reader's session: small values, never the analysis.)"""
+    for key, value in preset(name, model_window).items():
         st.session_state[key] = value
         st.session_state.setdefault(state.KEPT, {})[key] = value
 

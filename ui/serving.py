@@ -38,8 +38,10 @@ class ByteLRU:
             self._items.move_to_end(key)
             return self._items[key]
 
-    def put(self, key, value) -> None:
+    def put(self, key, value) -> int:
+        """Keep ``value``; the number of entries dropped to make room."""
         nbytes = int(self.size(value))
+        dropped = 0
         with self._lock:
             if key in self._items:
                 self._items.pop(key)
@@ -50,6 +52,8 @@ class ByteLRU:
                 old, _ = self._items.popitem(last=False)
                 self._sizes.pop(old)
                 self.evicted += 1
+                dropped += 1
+        return dropped
 
     def __contains__(self, key) -> bool:
         with self._lock:

@@ -284,6 +284,18 @@ def in_line(kind: str, work):
             slot.empty()
 
 
+def release_dropped() -> None:
+    """Give back the memory of analyses the cache has just dropped. Readers' finished
+    page runs may still hold them: each page runs in a module namespace of its own, and
+    a function the page defines refers back to that namespace, so the namespace (and
+    the analysis in it) is a reference cycle that only a full collection frees. Left to
+    the collector's own schedule, thirty readers' own texts held every analysis they
+    had ever made (≈ 2 GB); collected here, at most the budget stays (docs/deploy.md).
+    The libraries and the model are frozen (``get_model``), so this scans only what
+    readers made since."""
+    gc.collect()
+
+
 def get_analysis(text: str, kind: str):
     """One run of the model per text, kept read-only and shared by every page and
     reader; a new text waits its turn for the model in the queue."""
@@ -297,7 +309,8 @@ def get_analysis(text: str, kind: str):
         if again is not None:
             return again
         a = get_model(kind).analyze(text)
-        cache.put(key, a)
+        if cache.put(key, a):
+            release_dropped()
         return a
 
     return in_line("analysis", work)

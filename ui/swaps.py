@@ -92,7 +92,7 @@ def sweep_section(t: Translator, a, text: str) -> None:
     widgets.prose(t, 6, "swap.lead")
     widgets.fit("s6_swap_layer", a)
     layer = st.selectbox(t("swap.pick_layer"), list(range(a.n_layers)), index=0,
-                         format_func=lambda i: widgets.layer_label(t, a, i), key="s6_swap_layer")
+                         format_func=widgets.layer_labels(t, a), key="s6_swap_layer")
     swaps = swap.standard_sweep((0,), layer)
     st.caption(t("swap.budget_sweep", n=t.int(SWAP_MAX_TOKENS), runs=len(swaps)))
     res = run_or_show(t, text, swaps, SWAP_MAX_TOKENS, t("swap.measure_sweep"), "s6_swap")
@@ -110,7 +110,7 @@ def sweep_section(t: Translator, a, text: str) -> None:
     st.caption(t("swap.control_caption", n=t.int(control.n)))
 
     metric = st.radio(t("swap.pick_metric"), list(SWEEP_METRICS), horizontal=True,
-                      format_func=lambda m: t(f"swap.metric_{m}"), key="s6_swap_metric")
+                      format_func=widgets.labels(SWEEP_METRICS, lambda m: t(f"swap.metric_{m}")), key="s6_swap_metric")
     by_window, by_map = widgets.shared("s6_swap", (_key(text, swaps, SWAP_MAX_TOKENS), metric, layer),
                                        lambda: sweep_figures(t, res, metric, layer))
     widgets.show_figure(by_window, key="s6_swap_window")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable
+from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -150,14 +152,34 @@ def layer_head_picker(t: Translator, a, key: str, allow_average: bool = True, de
         if not folded:
             st.markdown(f"**{t('common.shown')}**")
         layer = st.selectbox(t("common.layer"), list(range(a.n_layers)), index=min(default_layer, a.n_layers - 1),
-                             format_func=lambda i: layer_label(t, a, i), key=f"{key}_layer")
-        head = st.selectbox(t("common.head"), heads, key=f"{key}_head",
-                            format_func=lambda h: t("common.head_average") if h == AVERAGE else t("common.head_n", h=h))
+                             format_func=layer_labels(t, a), key=f"{key}_layer")
+        head = st.selectbox(t("common.head"), heads, key=f"{key}_head", format_func=labels(
+            heads, lambda h: t("common.head_average") if h == AVERAGE else t("common.head_n", h=h)))
     return layer, (None if head == AVERAGE else int(head))
+
+
+def labels(options, label: Callable[[Any], str]) -> Callable[[Any], str]:
+    """A widget's ``format_func``: every option's label made now, looked up later.
+    Streamlit keeps a widget's ``format_func`` in the reader's session for as long as
+    the session lives (and two minutes after the tab closes), so it must hold strings
+    only: a lambda that closes over the analysis, or one defined in a page (whose
+    globals hold the analysis), keeps each reader's analysis alive past the cache's
+    byte budget — thirty own texts held ≈ 2 GB that way (docs/deploy.md)."""
+    return {option: label(option) for option in options}.__getitem__
+
+
+def layer_labels(t: Translator, a) -> Callable[[int], str]:
+    """``format_func`` for a layer picker: each layer with its own window (see ``labels``)."""
+    return labels(range(a.n_layers), lambda i: layer_label(t, a, i))
 
 
 def token_option(a, i: int) -> str:
     return f"{i} · {a.tokens[i]}"
+
+
+def token_labels(a) -> Callable[[int], str]:
+    """``format_func`` for a token picker: position and token (see ``labels``)."""
+    return labels(range(a.n), lambda i: token_option(a, i))
 
 
 def downsample_note(t: Translator, factor: int, n: int) -> None:
@@ -267,7 +289,8 @@ def predict(t: Translator, step: int, q: Question) -> None:
     presenter mode the answer waits for the reveal button; otherwise nothing is hidden."""
     with st.container(border=True):
         st.markdown(f"**{t('predict.heading')}** · {q.text}")
-        guess = st.radio(t("predict.pick"), q.options, index=None, horizontal=True, format_func=q.label,
+        guess = st.radio(t("predict.pick"), q.options, index=None, horizontal=True,
+                         format_func=labels(q.options, q.label),
                          key=f"p{step}_guess")
         revealed = f"p{step}_revealed"
         if state.presenter() and not st.session_state.get(revealed):
