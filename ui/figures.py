@@ -33,6 +33,33 @@ PATTERN = [[0.0, "#F2F2F2"], [1.0, "#0072B2"]]  # a pattern's cells: skipped (li
 FONT = "system-ui, -apple-system, 'Segoe UI', 'Noto Sans', 'Noto Sans CJK JP', 'IPAGothic', sans-serif"
 
 
+class SharedFigure(go.Figure):
+    """A figure built once and shown to every reader. Streamlit turns the figure it is
+    given into a dict for each reader (``to_dict``: a deep copy, every array walked to
+    encode it): a third of a warm page view on the steps with several charts. This one
+    makes its dict once, here, and hands the same one out after; so it is read-only
+    (``go.Figure(shared)`` gives a copy to change, as presenter mode does)."""
+
+    def __init__(self, fig: go.Figure):
+        super().__init__(fig)
+        self._as_dict = super().to_dict()
+
+    def to_dict(self) -> dict:
+        return self._as_dict
+
+
+def shared(built):
+    """``built`` with each of its figures (it, or those in a list, tuple or dict) made
+    a ``SharedFigure``; anything else as it is."""
+    if isinstance(built, SharedFigure) or not isinstance(built, (go.Figure, list, tuple, dict)):
+        return built
+    if isinstance(built, go.Figure):
+        return SharedFigure(built)
+    if isinstance(built, dict):
+        return {k: shared(v) for k, v in built.items()}
+    return type(built)(shared(x) for x in built)
+
+
 def safe(label: str) -> str:
     """A token label as Plotly text: every character shown as itself."""
     return html.escape(str(label), quote=False)

@@ -365,7 +365,9 @@ def _frozen(cfg: dict) -> tuple:
 @st.cache_resource(max_entries=SUMMARIES, show_spinner=False)
 def _shared(step: int, lang: str, text: str, kind: str, cfg: tuple, live: tuple, _a, _live_rows):
     extra = {"live_rows": _live_rows, "live_last": live[0]} if step == 7 and _live_rows else {}
-    return STEP_SUMMARIES[step](Translator(lang), _a, text, kind, dict(cfg), **extra)
+    made = STEP_SUMMARIES[step](Translator(lang), _a, text, kind, dict(cfg), **extra)
+    made.figure, made.measured = figures.shared(made.figure), figures.shared(made.measured)
+    return made
 
 
 def get(step: int, t: Translator, a, text: str, kind: str, cfg: dict, live_rows: list | None = None,

@@ -11,7 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from . import state, summary
+from . import figures, state, summary
 from .i18n import ROOT, Translator
 from .steps import N_STEPS, PAGES
 from .summary import AVERAGE, DEFAULT_LAYER, Question, layer_label
@@ -203,7 +203,7 @@ FIGURES = 256  # figures kept for every reader, besides the steps' summaries
 
 @st.cache_resource(max_entries=FIGURES, show_spinner=False)
 def _built(key: str, deps: tuple, _build):
-    return _build()
+    return figures.shared(_build())
 
 
 def shared(key: str, deps: tuple, build):
