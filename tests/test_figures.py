@@ -48,3 +48,29 @@ def test_the_window_band_outline_leaves_every_cell_of_the_window_whole():
             # in the window: whole between the lines; just outside: cut or beyond, never whole inside
             whole = all(upper <= -c <= lower for c in corners)
             assert whole == inside, (i, j)
+
+
+def test_a_shared_figure_sends_what_the_figure_would_and_makes_its_dict_once():
+    import plotly.graph_objects as go
+    import plotly.io
+
+    z = np.tril(np.random.default_rng(0).random((40, 40), dtype=np.float32))
+
+    def build():
+        return figures.attention_heatmap(z, [f"t{i}" for i in range(40)], title="w", x_title="key",
+                                         y_title="query", hover="%{z}", separators=".,")[0]
+
+    many = figures.shared({"a": build(), "b": (build(), "not a figure")})
+    one = many["a"]
+    assert isinstance(one, figures.SharedFigure) and isinstance(many["b"][0], figures.SharedFigure)
+    assert many["b"][1] == "not a figure" and figures.shared(one) is one
+    # what Streamlit sends (to_dict, then JSON) is the plain figure's, made once
+    plain = build()
+    assert type(plain) is go.Figure and plain.layout.template.layout.plot_bgcolor == "white"  # plotly_white
+    assert plotly.io.to_json(one.to_dict(), validate=False) == plotly.io.to_json(plain.to_dict(), validate=False)
+    assert one.to_dict() is one.to_dict()
+    # presenter mode changes a copy; the shared one stays as it was
+    copy = go.Figure(one)
+    copy.update_layout(font={"size": 18})
+    assert type(copy) is go.Figure and copy.to_dict()["layout"]["font"]["size"] == 18
+    assert one.to_dict()["layout"]["font"].get("size") != 18
