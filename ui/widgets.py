@@ -173,13 +173,9 @@ def layer_labels(t: Translator, a) -> Callable[[int], str]:
     return labels(range(a.n_layers), lambda i: layer_label(t, a, i))
 
 
-def token_option(a, i: int) -> str:
-    return f"{i} · {a.tokens[i]}"
-
-
 def token_labels(a) -> Callable[[int], str]:
     """``format_func`` for a token picker: position and token (see ``labels``)."""
-    return labels(range(a.n), lambda i: token_option(a, i))
+    return labels(range(a.n), lambda i: f"{i} · {a.tokens[i]}")
 
 
 def downsample_note(t: Translator, factor: int, n: int) -> None:
