@@ -15,11 +15,16 @@ def test_cells_equals_the_count_of_true_cells_of_the_dense_pattern(causal):
 
 
 def test_full_attention_cells_are_n_squared_or_the_causal_triangle():
-    for n in [1, 2, 10, 1000]:
-        assert patterns.cells(n, None, (), False) == n * n
-        assert patterns.cells(n, None, (), True) == n * (n + 1) // 2
-        small = int(patterns.pattern_grid(min(n, 50), None, (), True).sum())
-        assert patterns.cells(n, None, (), True) == small or n > 50
+    # by hand: n² pairs, and the triangle 1 + 2 + … + n = n(n+1)/2 of pairs j <= i
+    for n, square, triangle in [(1, 1, 1), (2, 4, 3), (10, 100, 55), (1000, 1_000_000, 500_500)]:
+        assert patterns.cells(n, None, (), False) == square
+        assert patterns.cells(n, None, (), True) == triangle
+    # and by brute force, pair by pair, on small n (the grid too)
+    for n in [1, 2, 10, 33]:
+        pairs = [(i, j) for i in range(n) for j in range(n)]
+        assert patterns.cells(n, None, (), False) == len(pairs)
+        assert patterns.cells(n, None, (), True) == sum(1 for i, j in pairs if j <= i)
+        assert int(patterns.pattern_grid(n, None, (), True).sum()) == sum(1 for i, j in pairs if j <= i)
 
 
 def test_causal_window_row_is_the_w_most_recent_tokens_including_itself():
