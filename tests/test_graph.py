@@ -1,14 +1,37 @@
+import collections
+
 import pytest
 import torch
 
 from attn import graph
 
 
-@pytest.mark.parametrize("w,layers", [(2, 1), (3, 2), (4, 3), (5, 4), (8, 2)])
-def test_reach_of_a_causal_window_after_L_layers_is_L_times_w_minus_1_plus_1(w, layers):
+def reach_by_bfs(n: int, w: int, layers: int) -> torch.Tensor:
+    """Plain breadth-first search from each query i back along the edges of a causal
+    window (i sees j when i − w < j <= i), at most ``layers`` steps deep."""
+    sees = {i: [j for j in range(n) if i - w < j <= i] for i in range(n)}
+    reach = torch.zeros(n, n, dtype=torch.bool)
+    for i in range(n):
+        depth = {i: 0}
+        todo = collections.deque([i])
+        while todo:
+            cur = todo.popleft()
+            reach[i, cur] = True
+            if depth[cur] < layers:
+                for j in sees[cur]:
+                    if j not in depth:
+                        depth[j] = depth[cur] + 1
+                        todo.append(j)
+    return reach
+
+
+# size by hand: each layer adds the w − 1 tokens before the farthest reached, plus itself
+@pytest.mark.parametrize("w,layers,size", [(2, 1, 2), (3, 2, 5), (4, 3, 10), (5, 4, 17), (8, 2, 15)])
+def test_reach_of_a_causal_window_after_L_layers_is_L_times_w_minus_1_plus_1(w, layers, size):
     n = 64
     reach = graph.reach_after_layers(n, w, layers, causal=True)
-    size = graph.reach_size(w, layers)
+    assert torch.equal(reach, reach_by_bfs(n, w, layers))
+    assert graph.reach_size(w, layers) == size
     rows = reach.sum(dim=1)
     for i in range(n):
         assert int(rows[i]) == min(i + 1, size)
