@@ -1,9 +1,9 @@
-import math
+from fractions import Fraction
 
 import pytest
 import torch
 
-from attn import kernels, methods, stats
+from attn import methods, stats
 
 
 def test_k_for_share_counts_the_largest_cells_needed():
@@ -21,6 +21,17 @@ def test_k_for_share_counts_the_largest_cells_needed():
         stats.k_for_share(w, 0)
 
 
+def cells_to_reach(row: list[Fraction], p: Fraction) -> int:
+    """Brute force: the largest cells first, one at a time, until their sum reaches p
+    (exact fractions: 0.1 added nine times falls short of 0.9 in floats)."""
+    total = Fraction(0)
+    for k, x in enumerate(sorted(row, reverse=True), start=1):
+        total += x
+        if total >= p:
+            return k
+    return len(row)
+
+
 def test_useful_summary_and_prefixes_follow_their_formulas():
     n = 64
     w = torch.zeros(n, n)
@@ -35,11 +46,15 @@ def test_useful_summary_and_prefixes_follow_their_formulas():
     assert [r["n"] for r in rows] == [8, 16, 32, 64]
     shares = [r["share"] for r in rows]
     assert shares == sorted(shares, reverse=True)  # k stays ~2 while n grows
-    # a row with no preference needs ⌈p(i+1)⌉ cells: its share stays near p
-    for r in rows:
-        assert r["uniform_share"] == pytest.approx(sum(math.ceil(0.9 * (i + 1) - 1e-9) for i in range(r["n"]))
-                                                   / r["cells"])
-        assert 0.9 <= r["uniform_share"] < 0.9 + 1.5 / r["n"]
+    # a row with no preference (i + 1 equal cells): counted cell by cell in exact fractions;
+    # by hand at n = 8, ⌈0.9·c⌉ = c for c = 1…8 (36 of 36 cells), at n = 16, 36 + 93 of 136
+    assert [r["cells"] for r in rows] == [36, 136, 528, 2080]
+    uniform = [sum(cells_to_reach([Fraction(1, i + 1)] * (i + 1), Fraction(9, 10)) for i in range(r["n"]))
+               for r in rows]
+    assert uniform[:2] == [36, 129]
+    for r, kept in zip(rows, uniform):
+        assert r["uniform_share"] == pytest.approx(kept / r["cells"])
+        assert 0.9 <= r["uniform_share"] < 0.9 + 1.5 / r["n"]  # its share stays near p
     # a sliding layer: the denominator is Σ min(i+1, w)
     slide = stats.useful_summary(w, 0.9, window=8)
     assert slide["cells"] == sum(min(i + 1, 8) for i in range(n))
@@ -88,10 +103,15 @@ def test_output_errors_fused_kernel_at_rounding_level_and_full_window_exact():
     assert len(err["per_head"]["window"]) == 4
     wide = stats.output_errors(q, k, v, scale=0.2, own_window=None, window=70, features_list=())
     assert wide["mean"]["window"] <= 1e-5
-    # the uniform floor: by hand
-    uniform = (mask.double() / mask.double().sum(-1, keepdim=True)) @ v.double()
-    exact = kernels.masked_softmax_reference(q.double(), k.double(), v.double(), mask, 0.2)
-    assert err["mean"]["uniform"] == pytest.approx(float(stats.relative_error(uniform, exact).mean()))
+    # the uniform floor, by hand: row i averages v over tokens 0…i; exact softmax in
+    # float64; the error ‖o − o_exact‖ / ‖o_exact‖ over each head's (n, d) output
+    uniform = torch.cumsum(v.double(), dim=2) / torch.arange(1, 71, dtype=torch.float64)[:, None]
+    scores = (q.double() @ k.double().transpose(-1, -2) * 0.2).masked_fill(~mask, float("-inf"))
+    exact = torch.softmax(scores, dim=-1) @ v.double()
+    per_head = [float(torch.linalg.norm(uniform[0, h] - exact[0, h]) / torch.linalg.norm(exact[0, h]))
+                for h in range(4)]
+    assert err["per_head"]["uniform"] == pytest.approx(per_head, rel=1e-9)
+    assert err["mean"]["uniform"] == pytest.approx(sum(per_head) / 4, rel=1e-9)
 
 
 def test_output_errors_in_a_sliding_layer_compare_within_its_own_window():
