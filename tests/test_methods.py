@@ -47,12 +47,27 @@ def test_every_cost_model_is_positive_and_never_computes_less_than_it_uses(metho
         assert method.memory(n, s) > 0
 
 
+@pytest.mark.parametrize("method", [m for m in ALL if m.family != "linear"], ids=lambda m: m.name)
+def test_useful_operations_of_softmax_methods_are_their_cells_times_a_hand_count(method):
+    s = Shape()
+    # by hand, for the default shape (batch 1, 4 heads of size 64): one cell is 64
+    # multiply-adds for q·k and 64 for p·v, 256 operations per head, 1,024 over the heads
+    assert (s.batch, s.heads, s.d) == (1, 4, 64)
+    n = 300
+    window = None if method.family == "full" else s.window  # the shape's window (own: a sliding layer's)
+    hubs = s.hub_positions(n) if method.name in ("window_hubs", "pattern") else ()
+    assert s.hub_positions(n) == (0, 75, 150, 224)  # 299·i/4 rounded, i = 0…3
+    p = methods.Params(window=window, hubs=hubs, causal=True)
+    cells = int(patterns.dense(method.mask(n, p), n).sum())
+    assert method.flops(n, s)[0] == cells * 1024
+
+
 def test_efficient_methods_grow_linearly_and_full_attention_quadratically():
     ops = methods.operations([2**16, 2**17], Shape())
     for name, (a, b) in ops.items():
         assert b / a == pytest.approx(4.0 if name == "full" else 2.0, rel=0.01), name
     s = Shape()
-    assert methods.get("full").memory(2**16, s) == costs.dense_memory(2**16, s)
+    assert methods.get("full").memory(2**16, s) == 17_179_869_184  # 1 batch × 4 heads × 65,536² scores
     assert methods.get("window").memory(2**17, s) / methods.get("window").memory(2**16, s) == pytest.approx(2, rel=0.01)
 
 
