@@ -7,7 +7,6 @@ import asyncio
 import gc
 import os
 import threading
-import time
 import weakref
 
 import pytest
@@ -133,20 +132,26 @@ def test_the_queue_serves_in_ticket_order_and_estimates_the_wait():
     assert [q.ahead(t) for t in tickets] == [1, 2, 3, 4]
     assert q.estimate(tickets[3]) >= 3 * 0.05  # three waiting before it, plus what is left of the first
 
+    told = [threading.Event() for _ in tickets]  # set when a worker has been told it waits
+
     def worker(t, i):
-        q.wait(t, lambda ahead, secs: seen.setdefault(i, (ahead, secs)))
+        def on_wait(ahead, secs):
+            seen.setdefault(i, (ahead, secs))
+            told[i].set()
+
+        q.wait(t, on_wait)
         order.append(i)
-        time.sleep(0.01)
         q.done(t)
 
     threads = [threading.Thread(target=worker, args=(t, i)) for i, t in reversed(list(enumerate(tickets)))]
     for th in threads:  # started last first: the order still follows the tickets
         th.start()
-    time.sleep(0.1)
+    assert all(e.wait(5) for e in told)  # every worker is waiting (no sleep: an Event each)
     assert order == []  # nobody passes the first ticket
     q.done(first)
     for th in threads:
         th.join(5)
+    assert not any(th.is_alive() for th in threads)
     assert order == [0, 1, 2, 3]
     assert seen[3][0] == 4 and seen[3][1] > 0
     assert len(q) == 0
