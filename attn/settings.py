@@ -10,12 +10,16 @@
 * ``ATLAS_PUBLIC_URL``: the address a class reaches the app at, for share links and
   their QR code (else the address the reader's browser used).
 
+A value that does not fit (``ATLAS_MAX_TOKENS=abc``, ``ATLAS_ANALYSIS_MB=0``) raises
+:class:`SettingError`, whose message names the variable and what it takes.
+
 The Hugging Face libraries are put offline here too, before anything imports them:
 the app never downloads.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +36,41 @@ def go_offline() -> None:
 go_offline()
 
 
+class SettingError(ValueError):
+    """An environment variable whose value does not fit: ``variable``, the ``value``
+    found and the kind of value ``expected``, all three in the message."""
+
+    def __init__(self, variable: str, value: str, expected: str):
+        self.variable, self.value, self.expected = variable, value, expected
+        super().__init__(f"{variable}={value!r} does not fit: set it to {expected}, or unset it.")
+
+
+def _max_tokens(raw: str | None) -> int | None:
+    """``ATLAS_MAX_TOKENS``: a whole number > 0; None when unset or empty."""
+    if not raw:
+        return None
+    try:
+        tokens = int(raw)
+    except ValueError:
+        tokens = 0
+    if tokens <= 0:
+        raise SettingError("ATLAS_MAX_TOKENS", raw, "a whole number of tokens above 0, e.g. 1024")
+    return tokens
+
+
+def _analysis_bytes(raw: str | None) -> int:
+    """``ATLAS_ANALYSIS_MB``: a finite number of megabytes > 0 (700 when unset), × 2**20 bytes."""
+    if not raw:
+        return 700 * 2**20
+    try:
+        mb = float(raw)
+    except ValueError:
+        mb = math.nan
+    if not (math.isfinite(mb) and mb * 2**20 >= 1):  # nan or inf would fail later, far from their cause
+        raise SettingError("ATLAS_ANALYSIS_MB", raw, "a number of megabytes above 0, e.g. 700")
+    return int(mb * 2**20)
+
+
 @dataclass(frozen=True)
 class Settings:
     cache_dir: Path
@@ -43,15 +82,15 @@ class Settings:
 
 
 def read() -> Settings:
-    """The settings as the environment says now (tests change it between calls)."""
+    """The settings as the environment says now (tests change it between calls);
+    :class:`SettingError` for a value that does not fit."""
     env = os.environ
     if env.get("ATLAS_CACHE_DIR"):
         cache = Path(env["ATLAS_CACHE_DIR"]).expanduser()
     else:
         cache = Path(env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "attention-atlas"
     kind = "tiny" if env.get("ATLAS_MODEL", "").lower() == "tiny" else "gemma"
-    tokens = env.get("ATLAS_MAX_TOKENS")
     return Settings(cache_dir=cache, model_kind=kind, device=env.get("ATLAS_DEVICE") or None,
-                    max_tokens=int(tokens) if tokens else None,
+                    max_tokens=_max_tokens(env.get("ATLAS_MAX_TOKENS")),
                     public_url=(env.get("ATLAS_PUBLIC_URL") or "").rstrip("/") or None,
-                    analysis_bytes=int(float(env.get("ATLAS_ANALYSIS_MB") or 700) * 2**20))
+                    analysis_bytes=_analysis_bytes(env.get("ATLAS_ANALYSIS_MB")))

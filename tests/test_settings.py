@@ -1,0 +1,32 @@
+"""Settings read from the environment: a value that does not fit names its variable."""
+
+import pytest
+
+from attn import settings
+
+
+@pytest.mark.parametrize("bad", ["abc", "0", "-5", "1.5", "1e3", " "])
+def test_a_max_tokens_that_is_not_a_whole_number_above_zero_names_the_variable(monkeypatch, bad):
+    monkeypatch.setenv("ATLAS_MAX_TOKENS", "512")
+    assert settings.read().max_tokens == 512
+    monkeypatch.setenv("ATLAS_MAX_TOKENS", bad)
+    with pytest.raises(settings.SettingError) as caught:
+        settings.read()
+    error = caught.value
+    assert isinstance(error, ValueError)
+    assert (error.variable, error.value) == ("ATLAS_MAX_TOKENS", bad)
+    assert str(error).startswith(f"ATLAS_MAX_TOKENS={bad!r} does not fit") and "whole number" in str(error)
+
+
+@pytest.mark.parametrize("bad", ["abc", "0", "-1", "nan", "inf", "1e-9", "700MB"])
+def test_an_analysis_budget_that_is_not_a_positive_number_names_the_variable(monkeypatch, bad):
+    monkeypatch.setenv("ATLAS_ANALYSIS_MB", "1.5")
+    assert settings.read().analysis_bytes == 1.5 * 2**20
+    monkeypatch.delenv("ATLAS_ANALYSIS_MB")
+    assert settings.read().analysis_bytes == 700 * 2**20
+    monkeypatch.setenv("ATLAS_ANALYSIS_MB", bad)
+    with pytest.raises(settings.SettingError) as caught:
+        settings.read()
+    error = caught.value
+    assert (error.variable, error.value) == ("ATLAS_ANALYSIS_MB", bad)
+    assert str(error).startswith(f"ATLAS_ANALYSIS_MB={bad!r} does not fit") and "megabytes" in str(error)
