@@ -5,7 +5,7 @@ import threading
 import pytest
 import torch
 
-from attn import convert, methods, patterns, swap, tokens
+from attn import methods, patterns, swap, tokens
 from attn import model as atlas_model
 from attn.swap import Swap
 
@@ -96,29 +96,6 @@ def test_bad_analysis_arguments_raise_value_error(tiny):
         tiny.analyze(None)
     with pytest.raises(ValueError):
         tiny.analyze(TEXT).qkv(99)
-
-
-def test_cache_folder_follows_xdg_and_the_override(monkeypatch, tmp_path):
-    monkeypatch.delenv("ATLAS_CACHE_DIR", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert convert.cache_dir() == tmp_path / "xdg" / "attention-atlas"
-    monkeypatch.setenv("ATLAS_CACHE_DIR", str(tmp_path / "mine"))
-    assert convert.cache_dir() == tmp_path / "mine"
-
-
-def test_a_half_written_conversion_is_never_taken_as_done(monkeypatch, tmp_path):
-    monkeypatch.setenv("ATLAS_CACHE_DIR", str(tmp_path))
-    target = convert.converted_dir()
-    target.mkdir(parents=True)
-    (target / "config.json").write_text("{}")
-    (target / "model.safetensors").write_bytes(b"partial")
-    (target / "tokenizer.json").write_text("{}")
-    assert not convert.is_converted(target)  # no completion marker
-    import json
-    (target / convert.MARKER).write_text(json.dumps({**convert.expected_marker(), "format": 0}))
-    assert not convert.is_converted(target)  # a marker from another version
-    (target / convert.MARKER).write_text(json.dumps(convert.expected_marker()))
-    assert convert.is_converted(target)
 
 
 # --- swapping the attention (issue: the model itself feels the catch) --------------
