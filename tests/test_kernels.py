@@ -2,7 +2,7 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
+import threading
 
 import pytest
 import torch
@@ -170,10 +170,30 @@ def test_compiled_flex_attention_matches_the_dense_reference():
                                  window=w + 3, hubs=tuple(h for h in hubs if h < n - 7), causal=causal)
         assert torch._dynamo.utils.counters["frames"]["ok"] == compiled_before  # no compile on a request
         with flex._busy:  # a warm-up compiling elsewhere: a request does not wait for it
-            t0 = time.perf_counter()
-            got = kernels.window_attention(q, k, v, window=w, hubs=hubs, causal=causal)
-            assert time.perf_counter() - t0 < 5
+            # the request in a thread, so that one that waits fails here instead of
+            # deadlocking until pytest's timeout (it ends once the lock is released)
+            got = call_in_thread(kernels.window_attention, q, k, v, window=w, hubs=hubs, causal=causal)
         torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+
+
+def call_in_thread(fn, *args, timeout: float = 5.0, **kwargs):
+    """fn(*args, **kwargs) in another thread; fails when it has not come back within
+    ``timeout`` seconds."""
+    result = {}
+
+    def run():
+        try:
+            result["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # re-raised in the test's thread
+            result["error"] = exc
+
+    caller = threading.Thread(target=run, daemon=True)
+    caller.start()
+    caller.join(timeout)
+    assert not caller.is_alive(), f"the call did not come back within {timeout} s"
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
 
 
 NO_NN_SCRIPT = textwrap.dedent("""
