@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import logging
 import shutil
 import threading
 import time
@@ -37,6 +38,9 @@ _failed: dict[tuple, str] = {}
 _warming: set[tuple] = set()
 _log: list[str] = []
 _threads: list[threading.Thread] = []
+_warned = False  # the first failure is logged as a warning; every later one goes to _log only
+
+logger = logging.getLogger(__name__)
 
 
 def _signature(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool, kind: str = "window") -> tuple:
@@ -188,11 +192,23 @@ def _call(q, k, v, window, hubs, causal, scale):
     return _get_compiled()(q, k, v, block_mask=bm, scale=scale)
 
 
+def _warn_once(message: str) -> None:
+    """One warning per process: a compiler that fails once (none installed, an
+    unsupported shape) fails for every signature and every warm-up, and a warning per
+    call would bury the server's log. :func:`status` keeps every failure."""
+    global _warned
+    with _lock:
+        first, _warned = not _warned, True
+    if first:
+        logger.warning("%s (later FlexAttention failures are not logged again: see attn.flex.status())", message)
+
+
 def mark_failed(q, v, causal, hubs: bool, exc: Exception, kind: str = "window") -> None:
     sig = _signature(q, v, causal, hubs, kind)
     _ready.discard(sig)
     _failed[sig] = f"{type(exc).__name__}: {str(exc)[:300]}"
     _log.append(f"flex call failed for {sig}; the blocked kernel takes over: {_failed[sig]}")
+    _warn_once(_log[-1])
 
 
 def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=True, dv=None, hubs=False,
@@ -219,6 +235,7 @@ def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=Tru
         import traceback
 
         _log.append(f"flex warm-up failed for {sig}: {_failed[sig]}\n{traceback.format_exc()[-2000:]}")
+        _warn_once(f"flex warm-up failed for {sig}; the blocked kernel stays in use: {_failed[sig]}")
         return False
     _ready.add(sig)
     _log.append(f"flex ready for {sig} after {time.perf_counter() - t0:.1f} s")
