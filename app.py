@@ -8,7 +8,7 @@ from contextlib import nullcontext
 
 import streamlit as st
 
-from ui import boot, handout, share, state, widgets
+from ui import boot, handout, keys, share, state, widgets
 from ui.i18n import LANGS
 from ui.steps import PAGES
 
@@ -16,10 +16,11 @@ boot.through_app()
 st.set_page_config(page_title="Attention Atlas", page_icon=":material/explore:", layout="wide")
 
 state.init_language()
+state.check_environment()  # a server variable it cannot use: one sentence, not a traceback
 state.init_presenter()
 state.init_text()
 link_page = share.apply_link(state.tr())  # a shared link restores language, text, mode and settings
-lang, presenting, t = st.session_state["lang"], state.presenter(), state.tr()
+lang, presenting, t = st.session_state[keys.LANG], state.presenter(), state.tr()
 
 nav = st.navigation([
     st.Page(p.path, title=t(p.title_key), url_path=p.url_path, icon=p.icon, default=p.default) for p in PAGES
@@ -37,19 +38,22 @@ with st.sidebar:
         list(LANGS),
         index=list(LANGS).index(lang),
         format_func=LANGS.get,
-        key="lang_choice",
+        key=keys.LANG_CHOICE,
         on_change=state.on_language_change,
     )
-    st.toggle(t("sidebar.presenter"), value=presenting, key="presenter_choice", on_change=state.on_presenter_change,
+    st.toggle(t("sidebar.presenter"), value=presenting, key=keys.PRESENTER_CHOICE, on_change=state.on_presenter_change,
               help=t("sidebar.presenter_help"))
     state.write_url()  # the sidebar's page links drop the query: write language and mode back
     share.share_button(t, here.number)
     handout.offer(t)
     # on a projector the controls fold away; the language stays one click away
     with st.expander(t("sidebar.controls"), expanded=False) if presenting else nullcontext():
-        st.text_area(t("sidebar.text"), key="text", height=200, help=t("sidebar.text_help"), max_chars=state.MAX_CHARS)
+        # kept for the session: st.switch_page (Next, PageDown) reruns without widget states,
+        # and a widget that is not kept loses its value on the way
+        st.text_area(t("sidebar.text"), key=keys.TEXT, persist_state=widgets.KEEP, height=200,
+                     help=t("sidebar.text_help"), max_chars=state.MAX_CHARS)
         st.caption(t("sidebar.text_cap", n=t.int(state.MAX_CHARS), tokens=t.int(state.token_budget())))
-        st.button(t("sidebar.restore"), on_click=state.restore_sample, width="stretch")
+        st.button(t("sidebar.restore"), on_click=state.restore_sample, width="stretch", key="restore_sample")
         with st.popover(t("closing.glossary"), icon=":material/menu_book:", width="stretch"):
             widgets.glossary_table(t)
         st.caption(t("sidebar.device", device=state.device_line()))
@@ -58,7 +62,6 @@ widgets.base_style()
 if presenting:
     widgets.presenter_style()
 
-state.keep_settings()
 state.run_started()
 try:
     nav.run()

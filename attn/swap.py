@@ -76,13 +76,18 @@ def hub_pair(window: int = 4) -> list[Swap]:
     return [Swap("window", "all", window=window), Swap("window_hubs", "all", window=window, hubs=(0,))]
 
 
+class TextTooShort(ValueError):
+    """The text has fewer than two tokens: nothing to predict from (the one failure a
+    reader can mend by writing more; any other is the app's)."""
+
+
 def _ids(model: LoadedModel, text: str, max_tokens: int) -> tuple[list[int], int]:
     budget = int(max_tokens)
     if budget < 2:
         raise ValueError(f"max_tokens must be >= 2, got {max_tokens}")
     ids, _ = model.encode(text)
     if len(ids) < 2:
-        raise ValueError("the text is too short: at least two tokens are needed (one to predict from)")
+        raise TextTooShort("the text is too short: at least two tokens are needed (one to predict from)")
     return ids[:budget], len(ids)
 
 

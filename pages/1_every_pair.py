@@ -39,9 +39,9 @@ widgets.downsample_note(t, v["factor"], n)
 st.caption(t("step1.grid_caption"))
 
 st.subheader(t("step1.row_heading"))
-widgets.fit("s1_token", a)
-token = st.selectbox(t("step1.pick_token"), list(range(n)), index=n - 1,
-                     format_func=widgets.token_labels(a), key="s1_token")
+first_token = widgets.first("s1_token", a)
+token = st.selectbox(t("step1.pick_token"), widgets.span("s1_token", a), index=first_token,
+                     format_func=widgets.token_labels(a), key="s1_token", persist_state=widgets.KEEP)
 
 
 def row_figure():

@@ -10,8 +10,9 @@ t, a = widgets.open_step(2)
 question = st.container()  # filled below, once the page's numbers are known
 
 layer, head = widgets.layer_head_picker(t, a, "s2")
-p = st.select_slider(t("step2.pick_p"), options=list(summary.P_OPTIONS), value=0.9,
-                     format_func=widgets.labels(summary.P_OPTIONS, lambda x: t.pct(x, 0)), key="s2_p")
+options = widgets.span("s2_p", a)
+p = st.select_slider(t("step2.pick_p"), options=options, value=widgets.first("s2_p", a),
+                     format_func=widgets.labels(options, lambda x: t.pct(x, 0)), key="s2_p", persist_state=widgets.KEEP)
 
 widgets.formula(t, r"k(p) = \min\Big\{k : \textstyle\sum_{\text{@top}\,k} a_{ij} \ge p\Big\} \qquad "
                 r"\text{@useful} \approx n \cdot \bar k", t("step2.formula_caption"))

@@ -12,9 +12,8 @@ question = st.container()  # filled below, once the page's numbers are known
 text, kind = state.current_text(), state.model_kind()
 layer, head = widgets.layer_head_picker(t, a, "s3")
 n = a.n
-w_hi = summary.w_hi(3, n)
-widgets.fit("s3_w", a)
-w = st.slider(t("step3.pick_w"), 1, w_hi, min(16, n), key="s3_w")
+w = st.slider(t("step3.pick_w"), *widgets.span("s3_w", a), widgets.first("s3_w", a), key="s3_w",
+              persist_state=widgets.KEEP)
 
 widgets.formula(t, r"\text{@visible}(i, j) \iff 0 \le i - j < w \qquad \text{@cells} \approx n \cdot w",
                 t("step3.formula_caption"))
@@ -23,10 +22,10 @@ top = st.container()  # the window's numbers and grid, filled once every setting
 st.subheader(t("step3.reach_heading"))
 st.markdown(t("step3.reach_lead"))
 rc1, rc2 = st.columns(2)
-widgets.fit("s3_rw", a)
-widgets.fit("s3_rl", a)
-rw = rc1.slider(t("step3.pick_reach_w"), *summary.REACH_W, summary.REACH_W_DEFAULT, key="s3_rw")
-rl = rc2.slider(t("step3.pick_layers"), 1, a.n_layers, 4, key="s3_rl")
+rw = rc1.slider(t("step3.pick_reach_w"), *widgets.span("s3_rw", a), widgets.first("s3_rw", a), key="s3_rw",
+                persist_state=widgets.KEEP)
+rl = rc2.slider(t("step3.pick_layers"), *widgets.span("s3_rl", a), widgets.first("s3_rl", a), key="s3_rl",
+                persist_state=widgets.KEEP)
 sm = summary.get(3, t, a, text, kind, {"s3_layer": layer, "s3_head": head, "s3_w": w, "s3_rw": rw, "s3_rl": rl})
 kept, cells = sm.values["kept"], sm.values["cells"]
 shown = float(kept["per_head"][layer].mean() if head is None else kept["per_head"][layer][head])

@@ -3,7 +3,7 @@ and in a causal model the first token is a sink."""
 
 import streamlit as st
 
-from ui import boot, data, figures, state, summary, swaps, widgets
+from ui import boot, data, figures, setting_table, state, summary, swaps, widgets
 
 boot.through_app()
 
@@ -15,14 +15,12 @@ n = a.n
 found = data.anchors(text, kind, 5)
 st.caption(t("step4.anchors_found", found=", ".join(t("step4.anchor_item", p=p, token=a.tokens[p],
                                                                   score=t.float(score, 3)) for p, score in found)))
-default_hubs = [p for p, _ in found[:3]]
-widgets.fit("s4_hubs", a)
-w_hi = summary.w_hi(4, n)
-widgets.fit("s4_w", a)
-hubs = st.multiselect(t("step4.pick_hubs"), list(range(n)), default=default_hubs,
-                      format_func=widgets.token_labels(a), key="s4_hubs")
+ctx = setting_table.context(text, kind)
+hubs = st.multiselect(t("step4.pick_hubs"), widgets.span("s4_hubs", a), default=widgets.first("s4_hubs", a, ctx),
+                      format_func=widgets.token_labels(a), key="s4_hubs", persist_state=widgets.KEEP)
 hubs = tuple(sorted(hubs))
-w = st.slider(t("step4.pick_w"), 1, w_hi, min(8, n), key="s4_w")
+w = st.slider(t("step4.pick_w"), *widgets.span("s4_w", a), widgets.first("s4_w", a), key="s4_w",
+              persist_state=widgets.KEEP)
 g = len(hubs)
 
 widgets.formula(t, r"\text{@cells} = O\big(n\,(w + g)\big) \ll n^2", t("step4.formula_caption"))

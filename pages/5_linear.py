@@ -12,11 +12,13 @@ t, a = widgets.open_step(5)
 question = st.container()  # filled below, once the page's numbers are known
 
 text, kind = state.current_text(), state.model_kind()
-layer, _ = widgets.layer_head_picker(t, a, "s5", allow_average=True)
+layer, _ = widgets.layer_head_picker(t, a, "s5")
 c1, c2 = st.columns([2, 1])
-feature = c1.radio(t("step5.pick_feature"), list(FEATURE_MAPS), horizontal=True,
-                   format_func=widgets.labels(FEATURE_MAPS, lambda f: t(f"features.{f}")), key="s5_feature")
-causal = c2.toggle(t("step5.causal"), value=True, key="s5_causal")
+features = widgets.span("s5_feature", a)
+feature = c1.radio(t("step5.pick_feature"), features, index=features.index(widgets.first("s5_feature", a)),
+                   horizontal=True, format_func=widgets.labels(features, lambda f: t(f"features.{f}")),
+                   key="s5_feature", persist_state=widgets.KEEP)
+causal = c2.toggle(t("step5.causal"), value=widgets.first("s5_causal", a), key="s5_causal", persist_state=widgets.KEEP)
 
 widgets.formula(t, r"\underbrace{\big(\phi(Q)\,\phi(K)^\top\big)}_{n \times n}\,V \;=\; "
                 r"\phi(Q)\,\underbrace{\big(\phi(K)^\top V\big)}_{m \times d}", t("step5.formula_caption"))

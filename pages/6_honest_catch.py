@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attn import methods
-from ui import boot, data, figures, state, summary, swaps, widgets
+from ui import boot, data, figures, setting_table, state, summary, swaps, widgets
 
 boot.through_app()
 
@@ -12,15 +12,14 @@ question = st.container()  # filled below, once the page's numbers are known
 
 text, kind = state.current_text(), state.model_kind()
 n = a.n
-layer, head = widgets.layer_head_picker(t, a, "s6", allow_average=False)
+layer, head = widgets.layer_head_picker(t, a, "s6")
 found = data.anchors(text, kind, 3)
 c1, c2 = st.columns(2)
-w_hi = summary.w_hi(6, n)
-widgets.fit("s6_w", a)
-widgets.fit("s6_hubs", a)
-w = c1.slider(t("step6.pick_w"), 1, w_hi, min(16, n), key="s6_w")
-hubs = c2.multiselect(t("step6.pick_hubs"), list(range(n)), default=[p for p, _ in found],
-                      format_func=widgets.token_labels(a), key="s6_hubs")
+w = c1.slider(t("step6.pick_w"), *widgets.span("s6_w", a), widgets.first("s6_w", a), key="s6_w",
+              persist_state=widgets.KEEP)
+hubs = c2.multiselect(t("step6.pick_hubs"), widgets.span("s6_hubs", a),
+                      default=widgets.first("s6_hubs", a, setting_table.context(text, kind)),
+                      format_func=widgets.token_labels(a), key="s6_hubs", persist_state=widgets.KEEP)
 hubs = tuple(sorted(hubs))
 
 widgets.formula(t, r"\text{@error} = \frac{\lVert o - o_{\text{@exact}} \rVert}{\lVert o_{\text{@exact}} \rVert}",
@@ -88,9 +87,10 @@ st.caption(t("step6.favor_norms", q=t.float(norms["q"], 1), k=t.float(norms["k"]
              qs=t.float(norms["q_scaled"], 1), ks=t.float(norms["k_scaled"], 1)))
 
 st.subheader(t("step6.maps_heading"))
-features = [m.feature for m in shown if m.family == "linear"]
-feature = st.radio(t("step6.pick_feature"), features, horizontal=True,
-                   format_func=widgets.labels(features, lambda f: t(f"features.{f}")), key="s6_feature")
+features = widgets.span("s6_feature", a)
+feature = st.radio(t("step6.pick_feature"), features, index=features.index(widgets.first("s6_feature", a)),
+                   horizontal=True, format_func=widgets.labels(features, lambda f: t(f"features.{f}")),
+                   key="s6_feature", persist_state=widgets.KEEP)
 maps = data.implied_maps(text, kind, layer, head, w, hubs, feature)
 m = maps["own"].shape[0]
 cols = st.columns(2)

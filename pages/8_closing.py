@@ -24,7 +24,7 @@ else:
                   near=t.pct(near), both=t.pct(both)))
     pair = hub_pair(4)
     measured = swaps.measured(text, pair)
-    if measured and all(r is not None for r in measured):
+    if swaps.complete(measured):
         alone, hub = measured
         st.markdown(t("closing.swap_measured", w=alone.swap.window,
                       x0=t.float(alone.perplexity / alone.base_perplexity, 1),

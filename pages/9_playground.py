@@ -6,7 +6,7 @@ import streamlit as st
 from attn import flex, methods
 from attn.device import pick_device
 from attn.swap import SWAP_MAX_TOKENS
-from ui import boot, data, figures, state, swaps, widgets
+from ui import boot, data, figures, setting_table, state, swaps, widgets
 from ui import playground as pg
 from ui.steps import PLAYGROUND
 from ui.summary import layer_label
@@ -23,11 +23,7 @@ if a is None:
 text, kind, n = state.current_text(), state.model_kind(), a.n
 anchors = sorted(p for p, _ in data.anchors(text, kind, 5)[:pg.ANCHOR_HUBS])
 
-for key in pg.KEYS:  # remembered values this text cannot take go back to their defaults
-    if key in st.session_state and not pg.fits(key, st.session_state[key], a):
-        state.forget_setting(key)
-    if key not in st.session_state:
-        st.session_state[key] = pg.DEFAULTS[key] if key != "pg_layer" else min(pg.DEFAULTS[key], a.n_layers - 1)
+cfg = pg.settings(a)  # before the widgets: each starts from its kept value or its default
 
 # --- the parts ------------------------------------------------------------------------
 
@@ -37,7 +33,8 @@ for col, name in zip(st.columns(len(pg.PRESETS)), pg.PRESETS):
                args=(name, a.sliding_window), width="stretch",
                help=t(f"playground.preset_{name}_help", w=t.int(a.sliding_window)))
 
-on = st.pills(t("playground.parts"), list(methods.PARTS), selection_mode="multi", key="pg_on",
+on = st.pills(t("playground.parts"), widgets.span("pg_on", a), selection_mode="multi", key="pg_on",
+              persist_state=widgets.KEEP,
               format_func=widgets.labels(methods.PARTS, lambda p: t(methods.PARTS[p].label_key)),
               help=t("playground.parts_help"))
 cols = st.columns(len(methods.PARTS), border=True)
@@ -46,32 +43,40 @@ for col, part in zip(cols, methods.PARTS.values()):
     if part.name not in on:
         col.caption(t("playground.part_off"))
 with cols[0]:
-    st.number_input(t("playground.pick_w"), 1, pg.MAX_SETTING, key="pg_w")
+    st.number_input(t("playground.pick_w"), *widgets.span("pg_w", a), key="pg_w", persist_state=widgets.KEEP)
 with cols[1]:
-    st.number_input(t("playground.pick_dilated"), 1, pg.MAX_SETTING, key="pg_dilated")
-    st.number_input(t("playground.pick_stride"), 1, pg.MAX_SETTING, key="pg_stride")
+    st.number_input(t("playground.pick_dilated"), *widgets.span("pg_dilated", a),
+        key="pg_dilated", persist_state=widgets.KEEP)
+    st.number_input(t("playground.pick_stride"), *widgets.span("pg_stride", a),
+        key="pg_stride", persist_state=widgets.KEEP)
 with cols[2]:
-    st.radio(t("playground.pick_hub_mode"), pg.HUB_MODES, key="pg_hub_mode",
+    st.radio(t("playground.pick_hub_mode"), widgets.span("pg_hub_mode", a),
+        key="pg_hub_mode", persist_state=widgets.KEEP,
              format_func=widgets.labels(pg.HUB_MODES, lambda m: t(f"playground.hub_mode_{m}",
                                                           hubs=", ".join(str(h) for h in anchors))))
     if st.session_state["pg_hub_mode"] == "chosen":
-        st.multiselect(t("playground.pick_hubs"), list(range(n)), key="pg_hubs",
+        st.multiselect(t("playground.pick_hubs"), widgets.span("pg_hubs", a), key="pg_hubs", persist_state=widgets.KEEP,
                        format_func=widgets.token_labels(a))
 with cols[3]:
-    st.number_input(t("playground.pick_random"), 1, pg.MAX_SETTING, key="pg_random")
-    st.selectbox(t("playground.pick_rblock"), pg.RANDOM_BLOCKS, key="pg_rblock")
-    st.text_input(t("playground.pick_seed"), key="pg_seed", max_chars=40)
+    st.number_input(t("playground.pick_random"), *widgets.span("pg_random", a),
+        key="pg_random", persist_state=widgets.KEEP)
+    st.selectbox(t("playground.pick_rblock"), widgets.span("pg_rblock", a), key="pg_rblock", persist_state=widgets.KEEP)
+    st.text_input(t("playground.pick_seed"), key="pg_seed", max_chars=setting_table.SEED_CHARS,
+                  persist_state=widgets.KEEP)
 with cols[4]:
-    st.number_input(t("playground.pick_local"), 2, pg.MAX_SETTING, key="pg_local")
+    st.number_input(t("playground.pick_local"), *widgets.span("pg_local", a),
+        key="pg_local", persist_state=widgets.KEEP)
 
 c1, c2, c3 = st.columns(3)
-causal = c1.toggle(t("playground.causal"), key="pg_causal", help=t("playground.causal_help"))
-scope = c2.radio(t("playground.scope"), pg.SCOPES, key="pg_scope", horizontal=True,
+causal = c1.toggle(t("playground.causal"), key="pg_causal", persist_state=widgets.KEEP,
+                   help=t("playground.causal_help"))
+scope = c2.radio(t("playground.scope"), widgets.span("pg_scope", a), key="pg_scope", horizontal=True,
+                 persist_state=widgets.KEEP,
                  format_func=widgets.labels(pg.SCOPES, lambda s: t(f"playground.scope_{s}")))
-layer = c3.selectbox(t("common.layer"), list(range(a.n_layers)), key="pg_layer",
+layer = c3.selectbox(t("common.layer"), widgets.span("pg_layer", a), key="pg_layer", persist_state=widgets.KEEP,
                      format_func=widgets.layer_labels(t, a))
 
-cfg = {k: st.session_state[k] for k in pg.KEYS}
+cfg = {k: st.session_state[k] for k in pg.KEYS}  # as the widgets now hold them
 comp, problem = pg.composition(cfg, n, anchors)
 if problem is not None:
     st.error(pg.error_text(t, problem), icon=":material/tune:")
@@ -121,7 +126,7 @@ widgets.downsample_note(t, figures.pool_factor(n), n)
 # --- what it can reach ------------------------------------------------------------------
 
 st.subheader(t("playground.reach_heading"))
-rl = st.slider(t("playground.pick_layers"), 1, a.n_layers, key="pg_rl")
+rl = st.slider(t("playground.pick_layers"), *widgets.span("pg_rl", a), key="pg_rl", persist_state=widgets.KEEP)
 r = pg.reach(n, key, rl, causal)
 st.caption(t("playground.reach_caption", m=r["m"]))
 rows = []
@@ -164,19 +169,16 @@ st.markdown(f"**{t('playground.swap_heading')}**")
 st.caption(t("playground.swap_caption", n=t.int(SWAP_MAX_TOKENS), scope=t(f"playground.scope_{scope}")))
 res = swaps.run_or_show(t, text, pg.swap_settings(a, comp, scope), SWAP_MAX_TOKENS, t("playground.swap_button"),
                         "pg_swap")
-if res:
+if res and not swaps.failure(t, res):
     control, mine = res
-    if control is None or mine is None:
-        widgets.error_box(t, "swap.too_short")
-    else:
-        s1, s2, s3, s4 = st.columns(4)
-        s1.metric(t("swap.base_ppl"), t.float(control.base_perplexity, 2))
-        s2.metric(t("swap.control_ppl"), t.float(control.perplexity, 2))
-        s3.metric(t("playground.pattern_ppl"), t.float(mine.perplexity, 2),
-                  delta=t("swap.times", x=t.float(mine.perplexity / mine.base_perplexity, 2)), delta_color="off")
-        s4.metric(t("playground.pattern_kl_top1"), t.float(max(mine.kl, 0.0), 3),
-                  delta=t("playground.top1", a=t.pct(mine.top1_agreement, 0)), delta_color="off")
-        st.caption(t("playground.swap_done", n=t.int(mine.n), control_kl=t.sci(max(control.kl, 0.0))))
+    s1, s2, s3, s4 = st.columns(4)
+    s1.metric(t("swap.base_ppl"), t.float(control.base_perplexity, 2))
+    s2.metric(t("swap.control_ppl"), t.float(control.perplexity, 2))
+    s3.metric(t("playground.pattern_ppl"), t.float(mine.perplexity, 2),
+              delta=t("swap.times", x=t.float(mine.perplexity / mine.base_perplexity, 2)), delta_color="off")
+    s4.metric(t("playground.pattern_kl_top1"), t.float(max(mine.kl, 0.0), 3),
+              delta=t("playground.top1", a=t.pct(mine.top1_agreement, 0)), delta_color="off")
+    st.caption(t("playground.swap_done", n=t.int(mine.n), control_kl=t.sci(max(control.kl, 0.0))))
 
 # --- the fast path ------------------------------------------------------------------------
 

@@ -657,7 +657,7 @@ def test_typed_text_survives_a_language_switch_and_a_page_switch(make_app):
     assert_clean(at)
     assert at.text_area(key="text").value == mine
     assert at.title[0].value == i18n.translate("pt", "step3.title")
-    at.button[0].click().run()  # restore the sample
+    at.button(key="restore_sample").click().run()
     assert at.text_area(key="text").value == sample_text("pt")
 
 

@@ -9,9 +9,8 @@ import pytest
 
 from attn import bench, swap
 from attn.costs import Shape
-from attn.device import pick_device
 from helpers import LANGS, PAGES
-from ui import handout, live, state, summary, widgets
+from ui import handout, live, setting_table, state, summary, widgets
 from ui.i18n import Translator, translate
 from ui.samples import sample_text
 
@@ -58,17 +57,15 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
     at.slider(key="s3_w").set_value(3).run()
     at.radio(key="p3_guess").set_value(at.radio(key="p3_guess").options[0]).run()
     shown = walk(at)
-    kept = dict(at.session_state[state.KEPT])
+    kept = {k: at.session_state[k] for k in setting_table.KEYS if k in at.session_state}
     text = text or sample_text("en")
     a = state.get_analysis(text, "tiny")
     t = Translator("en")
-    sizes = bench.live_sizes(pick_device())
-    rows = live.results(live.key(pick_device(), sizes))  # measured by another test in this process, or None
-    page = handout.build(t, a, text, "tiny", kept, device="cpu", model="tiny", live=(rows, sizes) if rows else None)
+    page = handout.build(t, a, text, "tiny", kept, device="cpu", model="tiny", live=None)  # step 7 not run
     assert answers(page) == shown
     # seven steps (and the glossary), one figure each, Plotly's JavaScript embedded once, nothing fetched
     assert page.count("<h2>") == 8
-    figures = 7 + (2 if rows else 0)
+    figures = 7
     assert page.count('class="plotly-graph-div"') == figures
     assert page.count(handout._plotly_js()) == 1
     rest = page.replace(handout._plotly_js(), "")
@@ -78,22 +75,22 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
     step3 = page.split("<h2>")[3]
     for label, value in (("step3.pick_w", "3"), ("step3.pick_reach_w", "5"), ("step3.pick_layers", "2")):
         assert f"<td>{html.escape(translate('en', label))}</td><td>{value}</td>" in step3
-    guess = summary.step3(t, a, text, "tiny", summary.settings_for(a, text, "tiny", kept)).question
+    guess = summary.step3(t, a, text, "tiny", setting_table.settings_for(a, text, "tiny", kept)).question
     assert html.escape(translate("en", "handout.guess", guess=guess.label(kept["p3_guess"]))) in step3
     assert translate("en", "handout.no_guess") in page.split("<h2>")[1]
     # unmeasured runs are said to be unmeasured
-    assert (html.escape(translate("en", "handout.live_not_run")) in page) == (rows is None)
+    assert html.escape(translate("en", "handout.live_not_run")) in page
     assert html.escape(translate("en", "handout.sweep_not_run")) in page
 
 
 def test_settings_that_do_not_fit_the_text_fall_back_to_the_pages_defaults(tiny_analysis):
     text, a = tiny_analysis
     bad = {"s3_w": 10_000, "s4_hubs": [0, a.n + 5], "s1_layer": 99, "s2_p": 0.42, "s5_feature": "nope", "s1_head": 7}
-    cfg = summary.settings_for(a, text, "tiny", bad)
-    defaults = summary.defaults(a, text, "tiny")
+    cfg = setting_table.settings_for(a, text, "tiny", bad)
+    defaults = setting_table.defaults(a, text, "tiny")
     assert all(cfg[k] == defaults[k] for k in bad)
     good = {"s3_w": 2, "s4_hubs": [1], "s1_layer": 0, "s2_p": 0.5, "s5_feature": "relu", "s1_head": 0}
-    assert all(summary.settings_for(a, text, "tiny", good)[k] == v for k, v in good.items())
+    assert all(setting_table.settings_for(a, text, "tiny", good)[k] == v for k, v in good.items())
 
 
 @pytest.fixture(scope="module")
@@ -183,3 +180,14 @@ def test_a_step_page_links_its_terms_to_their_meanings_at_its_end(make_app, lang
     entries = widgets.glossary()
     for i in widgets.linked_prose(lang, 4)[1]:
         assert f"**{entries[i][lang]['term']}** — {entries[i][lang]['meaning']}" in at.main.markdown[-1].value
+
+
+def test_the_handout_drops_nul_and_other_control_characters_from_the_text():
+    text = "Before\x00NUL, bell\x07, escape\x1b[31m, C1\x85 and DEL\x7f; a tab\tand a line\nstay. Enough words here."
+    a = state.get_analysis(text, "tiny")
+    page = handout.build(Translator("en"), a, text, "tiny", {}, device="cpu", model="tiny")
+    shown = page.split('<pre class="text">')[1].split("</pre>")[0]
+    want = "BeforeNUL, bell, escape[31m, C1 and DEL; a tab\tand a line\nstay. Enough words here."
+    assert html.unescape(shown) == want
+    for c in ("\x00", "\x07", "\x1b", "\x85", "\x7f"):
+        assert c not in page

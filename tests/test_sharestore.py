@@ -1,10 +1,13 @@
 """The store behind share links: keys, bounds, several processes, a broken file."""
 
+import sqlite3
 import subprocess
 import sys
 import textwrap
 
-from ui.sharestore import Store, is_key
+import pytest
+
+from ui.sharestore import Store, StoreError, is_key
 
 
 def test_a_view_comes_back_by_its_key_and_the_same_view_gets_the_same_key(tmp_path):
@@ -62,3 +65,122 @@ def test_a_corrupted_file_is_set_aside_and_a_fresh_store_made(tmp_path):
     assert s.recreated and s.get(key) is None and s.count() == 0
     assert list(tmp_path.glob("v.sqlite3.corrupt-*"))  # nothing of ours deleted: set aside
     assert is_key(s.put({"text": "new"}))
+
+
+# --- faults: a busy, full or read-only store is left as it is ------------------------------
+
+
+def _hold(path, how: str):
+    """Another process's connection holding a lock on the store: ``write`` (a writer's
+    lock: readers still read) or ``all`` (an exclusive lock: nobody reads)."""
+    db = sqlite3.connect(path, isolation_level=None)
+    if how == "all":
+        db.execute("PRAGMA locking_mode=EXCLUSIVE")
+        db.execute("BEGIN EXCLUSIVE")
+        db.execute("SELECT COUNT(*) FROM views").fetchone()
+    else:
+        db.execute("BEGIN IMMEDIATE")
+    return db
+
+
+def test_a_lock_held_past_the_timeout_at_start_leaves_the_links_in_place(tmp_path):
+    path = tmp_path / "v.sqlite3"
+    key = Store(path).put({"text": "kept through a lock"})
+    holder = _hold(path, "all")
+    try:
+        s = Store(path, timeout=0.2)
+        assert s.problem == "locked" and not s.recreated
+        assert not list(tmp_path.glob("*.corrupt-*"))  # nothing set aside
+        with pytest.raises(StoreError) as err:
+            s.get(key)
+        assert err.value.reason == "locked"
+    finally:
+        holder.close()
+    assert Store(path).get(key) == {"text": "kept through a lock"}  # the lock gone, the link is there
+
+
+def test_a_failed_begin_says_locked_not_the_rollbacks_error(tmp_path):
+    path = tmp_path / "v.sqlite3"
+    s = Store(path, timeout=0.2)
+    holder = _hold(path, "write")
+    try:
+        with pytest.raises(StoreError) as err:
+            s.put({"text": "new"})
+        assert err.value.reason == "locked" and "rollback" not in str(err.value).lower()
+    finally:
+        holder.close()
+
+
+def test_opening_a_link_reads_even_when_its_use_cannot_be_recorded(tmp_path):
+    path = tmp_path / "v.sqlite3"
+    s = Store(path, timeout=0.2)
+    key = s.put({"text": "read while another writes"})
+    holder = _hold(path, "write")  # a writer holds the lock: the `used` update cannot happen
+    try:
+        assert s.get(key) == {"text": "read while another writes"}
+    finally:
+        holder.close()
+
+
+@pytest.mark.parametrize(("message", "name", "reason"), [
+    ("database or disk is full", "SQLITE_FULL", "full"),
+    ("attempt to write a readonly database", "SQLITE_READONLY", "readonly"),
+    ("unable to open database file", "SQLITE_CANTOPEN", "unavailable"),
+    ("database is locked", "SQLITE_BUSY", "locked"),
+])
+def test_a_full_disk_or_a_read_only_file_is_a_reason_never_a_fresh_store(tmp_path, monkeypatch, message, name,
+                                                                        reason):
+    path = tmp_path / "v.sqlite3"
+    key = Store(path).put({"text": "kept"})
+    real = Store._connect
+
+    def failing(self):
+        exc = sqlite3.OperationalError(message)
+        exc.sqlite_errorname = name
+        raise exc
+
+    monkeypatch.setattr(Store, "_connect", failing)
+    s = Store(path)
+    assert s.problem == reason and not s.recreated
+    with pytest.raises(StoreError) as err:
+        s.put({"text": "new"})
+    assert err.value.reason == reason
+    monkeypatch.setattr(Store, "_connect", real)
+    assert not list(tmp_path.glob("*.corrupt-*")) and Store(path).get(key) == {"text": "kept"}
+
+
+def test_a_folder_that_cannot_be_made_is_unavailable_not_a_crash(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    s = Store(blocker / "v.sqlite3")  # its folder would be inside a file
+    assert s.problem == "unavailable"
+    with pytest.raises(StoreError):
+        s.put({"text": "x"})
+
+
+def test_the_store_closes_the_connection_it_checks_with_at_start(tmp_path, monkeypatch):
+    opened = []
+    real = sqlite3.connect
+
+    def tracking(*args, **kwargs):
+        db = real(*args, **kwargs)
+        opened.append(db)
+        return db
+
+    monkeypatch.setattr(sqlite3, "connect", tracking)
+    Store(tmp_path / "v.sqlite3")
+    assert opened
+    for db in opened:
+        with pytest.raises(sqlite3.ProgrammingError):  # closed: no statement runs on it
+            db.execute("SELECT 1")
+
+
+def test_eviction_keeps_the_most_recently_used_within_both_bounds(tmp_path):
+    """The one-statement eviction against a count by hand: views of 100 bytes' payload
+    each, bounds of 5 views and 450 bytes."""
+    s = Store(tmp_path / "v.sqlite3", max_views=5, max_bytes=450)
+    keys = []
+    for i in range(8):
+        keys.append(s.put({"t": f"{i}" * 89}))  # {"t": "…"} is 11 bytes + 89 = 100 bytes
+    # 450 bytes hold four views of 100: the four most recent stay
+    assert [s.get(k) is not None for k in keys] == [False] * 4 + [True] * 4

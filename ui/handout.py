@@ -24,7 +24,7 @@ from markdown_it import MarkdownIt
 from attn.costs import Shape
 
 from . import live as live_run
-from . import summary, swaps, widgets
+from . import keys, setting_table, summary, swaps, widgets
 from .i18n import Translator
 from .steps import STEPS
 
@@ -61,6 +61,16 @@ def _rows(pairs: list[tuple[str, str]], css: str = "") -> str:
     return f'<table class="{css}">{body}</table>'
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """The text without NUL and the other control characters (a line break and a tab
+    stay): a handout is a file a browser and a printer read, and they show these as
+    boxes or drop the rest of the line."""
+    return _CONTROL.sub("", text)
+
+
 def _figure(fig) -> str:
     div = fig.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True})
     return f'<div class="figure">{div}</div>'
@@ -76,7 +86,8 @@ def build(t: Translator, a, text: str, kind: str, kept: dict, *, device: str, mo
     measured rows and sizes ``(rows, sizes)``; ``sweep``: step 6's measured swap results
     ``(results, layer, metric)``; each None when not measured."""
     when = when or datetime.datetime.now(datetime.UTC)
-    cfg = summary.settings_for(a, text, kind, kept)
+    cfg = setting_table.settings_for(a, text, kind, kept)
+    text = printable(text)
     shown = text if len(text) <= TEXT_SHOWN else text[:TEXT_SHOWN] + " …"
     out = [
         f'<h1>{html.escape(t("app.name"))} — {html.escape(t("handout.title"))}</h1>',
@@ -93,7 +104,7 @@ def build(t: Translator, a, text: str, kind: str, kept: dict, *, device: str, mo
         out.append(f'<h2>{html.escape(t("common.step_of", step=step.number, total=len(STEPS)))} · '
                    f'{html.escape(t(step.heading_key))}</h2>')
         out.append(_md(t(f"step{step.number}.lead")))
-        out.append(_section(t, sm, kept.get(f"p{step.number}_guess")))
+        out.append(_section(t, sm, cfg[keys.guess(step.number)]))
         out.append(_figure(sm.figure))
         out.append(_md(t(f"step{step.number}.outro")) if t.has(f"step{step.number}.outro") else "")
         out.extend(_measured(t, step.number, live, sweep))
@@ -164,26 +175,26 @@ def offer(t: Translator) -> None:
         bar.empty()
         st.info(t("common.too_short", n=a.n))
         return
-    state.keep_settings()  # every step's settings and guesses, those of this page included
-    kept = dict(st.session_state[state.KEPT])
+    # every step's settings and guesses (each widget keeps its value for the session)
+    kept = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
+    cfg = setting_table.settings_for(a, text, kind, kept)
     device = pick_device()
     sizes = bench.live_sizes(device)
     rows = live_run.results(live_run.key(device, sizes))
-    layer = kept.get("s6_swap_layer", 0)
-    layer = layer if layer in range(a.n_layers) else 0
+    layer, metric = cfg["s6_swap_layer"], cfg["s6_swap_metric"]
     results = swaps.measured(text, atlas_swap.standard_sweep((0,), layer))
-    metric = kept.get("s6_swap_metric", swaps.SWEEP_METRICS[0])
-    sweep = (results, layer, metric if metric in swaps.SWEEP_METRICS else swaps.SWEEP_METRICS[0]) \
-        if results and all(r is not None for r in results) else None
+    sweep = (results, layer, metric) if swaps.complete(results) else None
     total = len(STEPS) + 1
 
     def progress(fraction: float) -> None:
         bar.progress(fraction, text=t("handout.building_step", done=round(fraction * total), total=total))
 
-    page = state.in_line("handout", lambda: build(t, a, text, kind, kept, device=state.device_line(),
-                                                  model=state.model_line(t), live=(rows, sizes) if rows else None,
-                                                  sweep=sweep, progress=progress))
-    bar.empty()
+    try:
+        page = state.in_line("handout", lambda: build(t, a, text, kind, kept, device=state.device_line(),
+                                                      model=state.model_line(t), live=(rows, sizes) if rows else None,
+                                                      sweep=sweep, progress=progress))
+    finally:
+        bar.empty()  # a failed build leaves no bar behind
     st.download_button(t("handout.download"), page.encode("utf-8"), file_name=f"attention-atlas-{t.lang}.html",
                        mime="text/html", icon=":material/download:", on_click="ignore", type="primary",
                        width="stretch", key="handout_download")

@@ -54,11 +54,19 @@ def run(t: Translator, key, s: Shape, device, sizes: list[int]) -> list:
         bar.progress(done / total, text=t("step7.running_one", m=method_name(t, method, s), n=t.int(n)))
 
     plan = [(m, n, b) for n in sizes for m, b in plan_methods()]
-    rows = state.in_line("bench", lambda: bench.run_plan(plan, s, device, repeats=2, max_seconds=2.0,
-                                                         progress=progress))
-    bar.empty()
-    _results()[key] = rows
-    return rows
+
+    def work():
+        done = results(key)  # measured meanwhile by a reader ahead in the line
+        if done is not None:
+            return done
+        rows = bench.run_plan(plan, s, device, repeats=2, max_seconds=2.0, progress=progress)
+        _results()[key] = rows
+        return rows
+
+    try:
+        return state.in_line("bench", work, same=key)
+    finally:
+        bar.empty()  # a failed run leaves no bar behind
 
 
 def table(t: Translator, rows: list, s: Shape) -> dict:

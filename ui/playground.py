@@ -21,64 +21,32 @@ from attn.costs import Shape
 from attn.methods import Composition, CompositionError
 from attn.swap import SWAP_MAX_TOKENS
 
-from . import state
+from . import setting_table, state
 from .i18n import Translator
-from .summary import DEFAULT_LAYER
+from .setting_table import DEFAULT_LAYER, HUB_MODES, MAX_SETTING, RANDOM_BLOCKS, SCOPES  # noqa: F401 (the page's)
+from .steps import PLAYGROUND
 
 PLAY_TOKENS = 96  # reach and hops on the first tokens: dense n×n matrices, drawn
 LARGE_N = 8192  # the cost ratio cost(2n)/cost(n) is taken here
-RANDOM_BLOCKS = (16, 32, 64, 128)
-MAX_SETTING = 100_000  # the number inputs' upper end: anything past the text gets a message
-HUB_MODES = ("anchors", "chosen")
-SCOPES = ("all", "sliding")
 PRESETS = methods.PRESETS
 PRESET_WINDOW = methods.PRESET_WINDOW
 ANCHOR_HUBS = 3
-
-DEFAULTS = {
-    "pg_on": ["window", "hubs"], "pg_w": PRESET_WINDOW, "pg_dilated": 8, "pg_stride": 4, "pg_hub_mode": "anchors",
-    "pg_hubs": [0], "pg_random": 2, "pg_rblock": 32, "pg_seed": "0", "pg_local": 64, "pg_causal": True,
-    "pg_scope": "all", "pg_layer": DEFAULT_LAYER, "pg_rl": 2,
-}
-KEYS = state.PLAYGROUND_SETTINGS
-_COUNTS = ("pg_w", "pg_dilated", "pg_stride", "pg_random", "pg_local", "pg_rl")
+# the playground's settings are rows of ui.setting_table, like every step's
+KEYS = setting_table.keys(PLAYGROUND.number)
+DEFAULTS = {k: setting_table.row(k).default(setting_table.Dims(n=1, n_layers=DEFAULT_LAYER + 1, n_heads=1),
+                                            setting_table.Context()) for k in KEYS}  # on a model with layer 8
 
 
-def setting_ok(key: str, value) -> bool:
-    """The kind and range of a playground setting from a share link (what depends on the
-    text is said on the page itself, as a message)."""
-    def count(v, lo=0, hi=MAX_SETTING):
-        return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
-
-    if key in _COUNTS:
-        return count(value, 1)
-    if key == "pg_layer":
-        return count(value)
-    if key == "pg_on":
-        return isinstance(value, list) and all(v in methods.PARTS for v in value)
-    if key == "pg_hubs":
-        return isinstance(value, list) and all(count(v) for v in value)
-    if key == "pg_hub_mode":
-        return value in HUB_MODES
-    if key == "pg_scope":
-        return value in SCOPES
-    if key == "pg_rblock":
-        return value in RANDOM_BLOCKS
-    if key == "pg_seed":
-        return isinstance(value, str) and len(value) <= 40
-    if key == "pg_causal":
-        return isinstance(value, bool)
-    return False
-
-
-def fits(key: str, value, a) -> bool:
-    """A remembered setting its widget can take on this text (the rest is the page's
-    message): a layer that exists, hubs inside the text."""
-    if key == "pg_layer":
-        return value in range(a.n_layers)
-    if key == "pg_hubs":
-        return isinstance(value, (list, tuple)) and all(isinstance(h, int) and 0 <= h < a.n for h in value)
-    return setting_ok(key, value)
+def settings(a) -> dict:
+    """The playground's settings on this text: each kept value its widget takes, else
+    its default (a value that does not fit is dropped, with a notice when it came with
+    a link), written back so that every widget starts from it."""
+    for key in KEYS:
+        if key in st.session_state and not setting_table.fits(key, st.session_state[key], a):
+            state.forget_setting(key)
+        if key not in st.session_state:
+            st.session_state[key] = setting_table.default(key, a, setting_table.Context())
+    return {k: st.session_state[k] for k in KEYS}
 
 
 def preset(name: str, model_window: int) -> dict:
@@ -103,7 +71,6 @@ def apply_preset(name: str, model_window: int) -> None:
     arguments stay in the reader's session: small values, never the analysis.)"""
     for key, value in preset(name, model_window).items():
         st.session_state[key] = value
-        st.session_state.setdefault(state.KEPT, {})[key] = value
 
 
 def hub_positions(cfg: dict, anchors: list[int]) -> tuple[int, ...]:

@@ -3,10 +3,12 @@ the one model. Pure Python (no Streamlit), shared by every session of a process.
 
 ``ByteLRU`` keeps analyses (``Analysis.nbytes`` each) within a byte budget, dropping
 the least recently used first. ``TicketQueue`` serves heavy work (a new text's analysis,
-step 6's sweep, step 7's benchmark, a handout) one at a time, first come first served:
-each caller takes a numbered ticket and waits for its number, seeing meanwhile how many
-are ahead of it and about how long they will take (from the measured durations of
-earlier work of each kind). A plain lock would not be fair: any waiter may win it.
+step 6's sweep, step 7's benchmark, a handout) one at a time: a reader's new text before
+heavy work still waiting, otherwise first come first served; each caller takes a
+numbered ticket and waits for its turn, seeing meanwhile how many are ahead of it and
+about how long they will take (from the measured durations of earlier work of each
+kind, per unit of its size). The same work asked twice is done once. A plain lock would
+not be fair: any waiter may win it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 class ByteLRU:
@@ -67,38 +69,64 @@ class ByteLRU:
         return sum(self._sizes.values())
 
 
-@dataclass
+@dataclass(eq=False)
 class Ticket:
     number: int
     kind: str
+    same: object = None  # what the work makes: a second request for it shares this ticket
+    weight: float = 1.0  # how big the work is, in the unit its kind's rate is measured in
     started: float | None = None  # when its turn came
+    sharers: int = 0  # callers besides the first waiting on its result
+    finished: threading.Event = field(default_factory=threading.Event)
+    result: object = None
+    error: BaseException | None = None
+
+    @property
+    def light(self) -> bool:
+        return self.kind in TicketQueue.LIGHT
 
 
 class TicketQueue:
-    """First come, first served: one piece of heavy work at a time."""
+    """One piece of heavy work at a time. Light work (a reader's own new text: about a
+    second) goes before heavy work that is still waiting (a sweep, a benchmark, a
+    handout: tens of seconds), never before the work already running; within each,
+    first come, first served. A request for work that is already waiting or running
+    (``same``: the same benchmark, the same text) takes no ticket of its own: it waits
+    for that ticket and gets its result."""
 
-    # a first guess at each kind's duration (seconds) until one has been measured
+    LIGHT = ("analysis",)
+    # a first guess at each kind's duration (seconds per unit of weight) until one has been measured
     GUESS = {"analysis": 2.0, "sweep": 90.0, "bench": 40.0, "handout": 5.0}
 
     def __init__(self):
         self._cond = threading.Condition()
         self._numbers = itertools.count(1)
-        self._waiting: list[Ticket] = []  # in ticket order; the first is served (or next)
-        self._took: dict[str, float] = {}  # kind → smoothed measured duration
+        self._waiting: list[Ticket] = []  # in serving order; the first is served (or next)
+        self._took: dict[str, float] = {}  # kind → smoothed measured seconds per unit of weight
 
-    def take(self, kind: str) -> Ticket:
+    def take(self, kind: str, same=None, weight: float = 1.0) -> Ticket:
+        """A ticket for new work, placed after the light tickets when light, else last."""
         with self._cond:
-            ticket = Ticket(next(self._numbers), kind)
-            self._waiting.append(ticket)
+            ticket = Ticket(next(self._numbers), kind, same, max(float(weight), 1e-9))
+            place = len(self._waiting)
+            if ticket.light:  # before every heavy ticket that has not started
+                place = next((i for i, t in enumerate(self._waiting) if not t.light and t.started is None), place)
+            self._waiting.insert(place, ticket)
             return ticket
+
+    def _find(self, kind: str, same) -> Ticket | None:
+        if same is None:
+            return None
+        return next((t for t in self._waiting if t.kind == kind and t.same == same), None)
 
     def ahead(self, ticket: Ticket) -> int:
         """How many tickets come before this one (0: its turn)."""
         with self._cond:
             return self._waiting.index(ticket) if ticket in self._waiting else 0
 
-    def expected(self, kind: str) -> float:
-        return self._took.get(kind, self.GUESS.get(kind, 5.0))
+    def expected(self, kind: str, weight: float = 1.0) -> float:
+        """Seconds a piece of work of this kind and weight is expected to take."""
+        return self._took.get(kind, self.GUESS.get(kind, 5.0)) * weight
 
     def estimate(self, ticket: Ticket) -> float:
         """Seconds until this ticket's turn: what is left of the running work plus the
@@ -110,7 +138,7 @@ class TicketQueue:
             now = time.monotonic()
             total = 0.0
             for t in before:
-                left = self.expected(t.kind) - (now - t.started if t.started is not None else 0.0)
+                left = self.expected(t.kind, t.weight) - (now - t.started if t.started is not None else 0.0)
                 total += max(left, 0.5 if t.started is not None else 0.0)
             return total
 
@@ -133,22 +161,47 @@ class TicketQueue:
         """The work ended (or was abandoned): measure it if it ran, and let the next one in."""
         with self._cond:
             if ticket.started is not None:
-                took = time.monotonic() - ticket.started
+                rate = (time.monotonic() - ticket.started) / ticket.weight
                 old = self._took.get(ticket.kind)
-                self._took[ticket.kind] = took if old is None else 0.7 * old + 0.3 * took
+                self._took[ticket.kind] = rate if old is None else 0.7 * old + 0.3 * rate
             if ticket in self._waiting:
                 self._waiting.remove(ticket)
+            ticket.finished.set()
             self._cond.notify_all()
 
     def __len__(self) -> int:
         with self._cond:
             return len(self._waiting)
 
-    def run(self, kind: str, work: Callable[[], object], on_wait: Callable[[int, float], None] | None = None):
-        """Take a ticket, wait for its turn, do ``work``, let the next one in."""
-        ticket = self.take(kind)
+    def run(self, kind: str, work: Callable[[], object], on_wait: Callable[[int, float], None] | None = None,
+            same=None, weight: float = 1.0):
+        """Take a ticket, wait for its turn, do ``work``, let the next one in — or, when
+        the same work (``same``, not None) is already in line, wait for its result."""
+        with self._cond:
+            shared = self._find(kind, same)
+            if shared is not None:
+                shared.sharers += 1
+        if shared is not None:
+            return self._share(shared, on_wait, kind, work, weight)
+        ticket = self.take(kind, same, weight)
         try:
             self.wait(ticket, on_wait)
-            return work()
+            ticket.result = work()
+            return ticket.result
+        except BaseException as exc:
+            ticket.error = exc
+            raise
         finally:
             self.done(ticket)
+
+    def _share(self, ticket: Ticket, on_wait, kind: str, work, weight: float):
+        """Wait for another caller's ticket; its result is ours. When that work failed
+        or was abandoned, ours runs (in line as usual): its failure may be its own."""
+        while not ticket.finished.wait(0.5):
+            if on_wait is not None:
+                ran = time.monotonic() - ticket.started if ticket.started is not None else 0.0
+                on_wait(self.ahead(ticket) + 1,
+                        self.estimate(ticket) + max(self.expected(ticket.kind, ticket.weight) - ran, 0.5))
+        if ticket.error is None and ticket.started is not None:
+            return ticket.result
+        return self.run(kind, work, on_wait, None, weight)

@@ -9,20 +9,16 @@ short notice in the reader's language and leave that part at its default.
 from __future__ import annotations
 
 import io
-import math
 from urllib.parse import urlsplit
 
 import streamlit as st
 
 from attn import settings
-from attn.features import FEATURE_MAPS
 
-from . import sharestore, state
+from . import keys, setting_table, sharestore, state
 from .i18n import LANGS, Translator
 from .steps import PAGES
-from .swaps import SWEEP_METRICS
 
-_APPLIED = state.SHARE_APPLIED
 LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]", "0.0.0.0")
 
 
@@ -32,56 +28,29 @@ def store() -> sharestore.Store:
     return sharestore.Store(sharestore.default_path())
 
 
-def _setting_ok(key: str, value) -> bool:
-    """The kind and range of a setting, whatever the text (what depends on the text, a
-    head or a hub that exists, is checked by each page with widgets.fit)."""
-
-    def count(v, lo=0):
-        return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= 1_000_000
-
-    if key in state.PLAYGROUND_SETTINGS:
-        from .playground import setting_ok
-
-        return setting_ok(key, value)
-    if key.endswith(("_w", "_rw", "_rl")):
-        return count(value, 1)
-    if key.endswith(("_layer", "_token")):
-        return count(value)
-    if key.endswith("_head"):
-        return value == "avg" or count(value)
-    if key.endswith("_hubs"):
-        return isinstance(value, list) and all(count(v) for v in value)
-    if key.endswith("_p"):
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1
-    if key.endswith("_feature"):
-        return value in FEATURE_MAPS
-    if key.endswith("_causal"):
-        return isinstance(value, bool)
-    if key.endswith("_metric"):
-        return value in SWEEP_METRICS
-    if key.endswith("_guess"):
-        return value is None or isinstance(value, str) or (
-            isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value))
-    return False
-
-
 def current_view(step_number: int) -> dict:
     """What a link restores: the text, language, step, presenter mode and settings."""
-    kept = st.session_state.get(state.KEPT, {})
-    values = {k: st.session_state.get(k, kept.get(k)) for k in state.SETTINGS}
-    return {"text": state.current_text(), "lang": st.session_state.get("lang", "en"), "step": step_number,
+    values = {k: st.session_state.get(k) for k in setting_table.KEYS}
+    return {"text": state.current_text(), "lang": st.session_state.get(keys.LANG, "en"), "step": step_number,
             "presenter": state.presenter(),
             "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in values.items() if v is not None}}
 
 
 def apply_link(t: Translator):
     """Once per link and session: restore the view of ``?s=``. Returns the page to open
-    (or None), after saying what could not be restored."""
+    (or None), after saying what could not be restored. Every value is checked by its
+    kind before it is used (a link may hold anything); each setting by its row of
+    ui.setting_table, and again by its page on the text (widgets.fit), which says so
+    when it drops one."""
     key = st.query_params.get("s")
-    if not key or st.session_state.get(_APPLIED) == key:
+    if not key or st.session_state.get(keys.SHARE_APPLIED) == key:
         return None
-    st.session_state[_APPLIED] = key
-    view = store().get(key)
+    st.session_state[keys.SHARE_APPLIED] = key
+    try:
+        view = store().get(key)
+    except sharestore.StoreError as exc:
+        st.toast(t(f"share.store_{exc.reason}"), icon=":material/warning:")
+        return None
     if store().recreated:
         st.toast(t("share.recreated"), icon=":material/warning:")
     if view is None:
@@ -90,33 +59,32 @@ def apply_link(t: Translator):
     bad = False
     text = view.get("text")
     if isinstance(text, str) and len(text) <= state.MAX_CHARS:
-        st.session_state["text"] = text
+        st.session_state[keys.TEXT] = text
     else:
         bad = True
     lang = view.get("lang")
-    if lang in LANGS:
-        st.session_state["lang"] = lang
-        st.session_state["lang_choice"] = lang
+    if isinstance(lang, str) and lang in LANGS:
+        st.session_state[keys.LANG] = lang
+        st.session_state[keys.LANG_CHOICE] = lang
     else:
         bad = True
-    st.session_state["presenter"] = view.get("presenter") is True
-    st.session_state["presenter_choice"] = st.session_state["presenter"]
-    kept = st.session_state.setdefault(state.KEPT, {})
-    link = st.session_state.setdefault("_from_link", set())
+    st.session_state[keys.PRESENTER] = view.get("presenter") is True
+    st.session_state[keys.PRESENTER_CHOICE] = st.session_state[keys.PRESENTER]
+    link = st.session_state.setdefault(keys.FROM_LINK, set())
     raw = view.get("settings") if isinstance(view.get("settings"), dict) else {}
     for k, v in raw.items():
-        if k in state.SETTINGS and _setting_ok(k, v):
-            kept[k] = v
+        if setting_table.valid(k, v):
             st.session_state[k] = v
             link.add(k)
         else:
             bad = True
     step = view.get("step")
-    page = next((p for p in PAGES if p.number == step), None) if isinstance(step, int) else None
+    whole = isinstance(step, int) and not isinstance(step, bool)  # true is not step 1
+    page = next((p for p in PAGES if p.number == step), None) if whole else None
     if page is None:
         bad = True
     if bad:
-        st.toast(Translator(st.session_state.get("lang", "en"))("share.bad_values"), icon=":material/tune:")
+        st.toast(Translator(st.session_state.get(keys.LANG, "en"))("share.bad_values"), icon=":material/tune:")
     return page
 
 
@@ -153,9 +121,25 @@ def _share_dialog(url: str, t: Translator) -> None:
         st.warning(t("share.local_note"))
 
 
+LINKS_PER_SESSION = 40  # new links one reader may make: enough for a lesson, too few to push out the room's
+
+
 def share_button(t: Translator, step_number: int) -> None:
-    """The sidebar's share button: keep the view, then show its link and QR code."""
-    if st.button(t("share.button"), icon=":material/qr_code_2:", width="stretch", key="share"):
-        key = store().put(current_view(step_number))
-        page = next(p for p in PAGES if p.number == step_number)
-        _share_dialog(f"{base_url()}/{page.link}?s={key}", t)
+    """The sidebar's share button: keep the view, then show its link and QR code. A
+    reader makes at most LINKS_PER_SESSION different links (the same view again is
+    the same link), so that no one session can push the room's links out of the store."""
+    if not st.button(t("share.button"), icon=":material/qr_code_2:", width="stretch", key="share"):
+        return
+    view = current_view(step_number)
+    made = st.session_state.setdefault(keys.LINKS_MADE, set())
+    if sharestore.key_of(view) not in made and len(made) >= LINKS_PER_SESSION:
+        st.toast(t("share.too_many", n=t.int(LINKS_PER_SESSION)), icon=":material/block:")
+        return
+    try:
+        key = store().put(view)
+    except sharestore.StoreError as exc:
+        st.toast(t(f"share.store_{exc.reason}"), icon=":material/warning:")
+        return
+    made.add(key)
+    page = next(p for p in PAGES if p.number == step_number)
+    _share_dialog(f"{base_url()}/{page.link}?s={key}", t)

@@ -3,13 +3,15 @@
 An embedded SQLite database (standard library) in the app's cache folder, so a link
 ``?s=<key>`` stays short however long the text. It is bounded in count and in bytes,
 evicting the least recently used views first, and safe with several app processes on
-one machine (WAL journal, a busy timeout, every write one transaction). A database
-file that cannot be read is set aside and a fresh one made: only the shared views are
-lost, and the caller is told so it can say it. No Streamlit here.
+one machine (WAL journal, a busy timeout, every write one transaction). A file that is
+not a database, or fails SQLite's check, is set aside and a fresh one made (the caller
+is told, so it can say it); a lock held too long, a full disk or a read-only file is a
+StoreError for the caller to say, and the file is left as it is. No Streamlit here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -35,30 +37,99 @@ def is_key(value) -> bool:
     return isinstance(value, str) and len(value) == KEY_LENGTH and all(c in "0123456789abcdef" for c in value)
 
 
+def _payload(view: dict) -> str:
+    return json.dumps(view, ensure_ascii=False, sort_keys=True)
+
+
+def key_of(view: dict) -> str:
+    """The key a view is kept under: the same view, the same key."""
+    return hashlib.sha256(_payload(view).encode("utf-8", "surrogatepass")).hexdigest()[:KEY_LENGTH]
+
+
+class StoreError(Exception):
+    """The store could not be used just now; ``reason`` names why, for the reader's notice:
+
+    * ``locked``: another process held the database past the busy timeout;
+    * ``full``: the disk is full;
+    * ``readonly``: the file or its folder cannot be written;
+    * ``unavailable``: it cannot be opened or read at all (permissions, an I/O error).
+
+    The file is never set aside for any of these: the links in it are sound."""
+
+    REASONS = ("locked", "full", "readonly", "unavailable")
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+    @classmethod
+    def of(cls, exc: BaseException) -> StoreError:
+        """The reason an sqlite3 or OS error stands for."""
+        name = getattr(exc, "sqlite_errorname", "")
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc):
+            return cls("locked", str(exc))
+        if name.startswith("SQLITE_FULL") or "disk is full" in str(exc) or getattr(exc, "errno", None) == 28:
+            return cls("full", str(exc))
+        if name.startswith("SQLITE_READONLY") or "readonly" in str(exc):
+            return cls("readonly", str(exc))
+        return cls("unavailable", str(exc))
+
+
+def _is_damaged(exc: sqlite3.DatabaseError) -> bool:
+    """A file that is not a database, or a damaged one (nothing else: a lock, a full disk
+    or a read-only file is a moment's trouble, not a reason to set the links aside)."""
+    name = getattr(exc, "sqlite_errorname", "")
+    return name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")) or (
+        not name and ("not a database" in str(exc) or "malformed" in str(exc)))
+
+
 @dataclass
 class Store:
     path: Path
     max_views: int = MAX_VIEWS
     max_bytes: int = MAX_BYTES
-    recreated: bool = False  # the file was unreadable and has been replaced
+    timeout: float = 30.0  # seconds a write waits for another process's lock
+    recreated: bool = False  # the file was not a database (or failed its check) and has been replaced
+    problem: str | None = None  # a StoreError's reason met at start (the store is left as it is)
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with self._connect() as db:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = self._connect()
+            try:
                 ok = db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
-                db.execute(_SCHEMA)
-        except sqlite3.DatabaseError:
+                if ok:
+                    db.execute(_SCHEMA)
+            finally:
+                db.close()  # the check's connection: each use opens its own
+        except sqlite3.DatabaseError as exc:
+            if not _is_damaged(exc):
+                self.problem = StoreError.of(exc).reason
+                return
             ok = False
+        except (OSError, sqlite3.Error) as exc:
+            self.problem = StoreError.of(exc).reason
+            return
         if not ok:
             self._recreate()
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)  # autocommit; explicit transactions
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA busy_timeout=30000")
+        db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)  # autocommit; explicit transactions
+        try:
+            db.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
+            db.execute("PRAGMA journal_mode=WAL")
+        except BaseException:
+            db.close()
+            raise
         return db
+
+    def _open(self) -> sqlite3.Connection:
+        """A connection, or a StoreError saying why there is none."""
+        try:
+            return self._connect()
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError.of(exc) from exc
 
     def _recreate(self) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -66,50 +137,74 @@ class Store:
             p = Path(str(self.path) + suffix)
             if p.exists():
                 p.replace(p.with_name(f"{p.name}.corrupt-{stamp}"))
-        with self._connect() as db:
+        db = self._connect()
+        try:
             db.execute(_SCHEMA)
+        finally:
+            db.close()
         self.recreated = True
 
     def put(self, view: dict) -> str:
         """Keep a view (a JSON-able dict: text, language, step, settings); returns its key.
-        The same view always gets the same key."""
-        payload = json.dumps(view, ensure_ascii=False, sort_keys=True)
-        key = hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:KEY_LENGTH]
+        The same view always gets the same key. Raises StoreError when it cannot be
+        written (nothing half-written stays: one transaction)."""
+        payload = _payload(view)
+        key = key_of(view)
         size = len(payload.encode("utf-8", "surrogatepass"))
         now = time.time()
-        db = self._connect()
+        db = self._open()
         try:
-            db.execute("BEGIN IMMEDIATE")
-            db.execute("INSERT INTO views(key, payload, bytes, created, used) VALUES (?, ?, ?, ?, ?) "
-                       "ON CONFLICT(key) DO UPDATE SET used = excluded.used", (key, payload, size, now, now))
-            self._evict(db)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:  # its own error: there is nothing to roll back
+                raise StoreError.of(exc) from exc
+            try:
+                db.execute(_SCHEMA)  # a store that could not be made at start is made now
+                db.execute("INSERT INTO views(key, payload, bytes, created, used) VALUES (?, ?, ?, ?, ?) "
+                           "ON CONFLICT(key) DO UPDATE SET used = excluded.used", (key, payload, size, now, now))
+                self._evict(db)
+                db.execute("COMMIT")
+            except BaseException as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError.of(exc) from exc
+                raise
         finally:
             db.close()
         return key
 
     def _evict(self, db: sqlite3.Connection) -> None:
-        """Least recently used views go first, until both bounds hold."""
-        count, total = db.execute("SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM views").fetchone()
-        for key, size in db.execute("SELECT key, bytes FROM views ORDER BY used ASC").fetchall():
-            if count <= self.max_views and total <= self.max_bytes:
-                break
-            db.execute("DELETE FROM views WHERE key = ?", (key,))
-            count, total = count - 1, total - size
+        """Least recently used views go first, until both bounds hold: one statement, the
+        views kept being the most recently used whose running total fits both bounds."""
+        db.execute("""DELETE FROM views WHERE key IN (
+            SELECT key FROM (SELECT key,
+                ROW_NUMBER() OVER (ORDER BY used DESC, key) AS place,
+                SUM(bytes) OVER (ORDER BY used DESC, key ROWS UNBOUNDED PRECEDING) AS total FROM views)
+            WHERE place > ? OR total > ?)""", (self.max_views, self.max_bytes))
 
     def get(self, key) -> dict | None:
-        """The view of a key, or None (not ours, never kept, or evicted)."""
+        """The view of a key, or None (not ours, never kept, or evicted). Reading never
+        depends on writing: when the view's last use cannot be recorded (a lock, a full
+        disk, a read-only file), the view still comes back. Raises StoreError only when
+        the store cannot be read."""
         if not is_key(key):
             return None
-        db = self._connect()
+        db = self._open()
         try:
-            row = db.execute("SELECT payload FROM views WHERE key = ?", (key,)).fetchone()
+            try:
+                row = db.execute("SELECT payload FROM views WHERE key = ?", (key,)).fetchone()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return None
+                raise StoreError.of(exc) from exc
+            except sqlite3.Error as exc:
+                raise StoreError.of(exc) from exc
             if row is None:
                 return None
-            db.execute("UPDATE views SET used = ? WHERE key = ?", (time.time(), key))
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("PRAGMA busy_timeout=100")  # a moment, not the writers' 30 s
+                db.execute("UPDATE views SET used = ? WHERE key = ?", (time.time(), key))
         finally:
             db.close()
         try:
@@ -119,7 +214,7 @@ class Store:
         return view if isinstance(view, dict) else None
 
     def count(self) -> int:
-        db = self._connect()
+        db = self._open()
         try:
             return db.execute("SELECT COUNT(*) FROM views").fetchone()[0]
         finally:

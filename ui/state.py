@@ -15,6 +15,7 @@ from attn import convert, settings
 from attn import model as atlas_model
 from attn.device import device_info, pick_device
 
+from . import keys
 from .i18n import Translator, detect_language
 from .samples import sample_text
 from .serving import ByteLRU, TicketQueue
@@ -32,20 +33,20 @@ def model_kind() -> str:
 
 def init_language() -> str:
     """Once per session: from ``?lang=``, else the browser, else English."""
-    if "lang" not in st.session_state:
-        st.session_state["lang"] = detect_language(st.query_params.get("lang"), st.context.locale)
-    return st.session_state["lang"]
+    if keys.LANG not in st.session_state:
+        st.session_state[keys.LANG] = detect_language(st.query_params.get("lang"), st.context.locale)
+    return st.session_state[keys.LANG]
 
 
 def init_presenter() -> bool:
     """Once per session: presenter mode from ``?present=1``."""
-    if "presenter" not in st.session_state:
-        st.session_state["presenter"] = st.query_params.get("present") == "1"
-    return st.session_state["presenter"]
+    if keys.PRESENTER not in st.session_state:
+        st.session_state[keys.PRESENTER] = st.query_params.get("present") == "1"
+    return st.session_state[keys.PRESENTER]
 
 
 def on_presenter_change() -> None:
-    st.session_state["presenter"] = bool(st.session_state["presenter_choice"])
+    st.session_state[keys.PRESENTER] = bool(st.session_state[keys.PRESENTER_CHOICE])
 
 
 def token_budget() -> int:
@@ -56,84 +57,58 @@ def token_budget() -> int:
 def write_url() -> None:
     """Language and presenter mode in the address on every run (page links and
     st.switch_page drop the query otherwise), so a reload or a shared link keeps them."""
-    lang = st.session_state.get("lang", "en")
+    lang = st.session_state.get(keys.LANG, "en")
     if st.query_params.get("lang") != lang:
         st.query_params["lang"] = lang
-    if st.session_state.get("presenter"):
+    if st.session_state.get(keys.PRESENTER):
         if st.query_params.get("present") != "1":
             st.query_params["present"] = "1"
     elif "present" in st.query_params:
         del st.query_params["present"]
-    if "s" in st.query_params and st.session_state.get(SHARE_APPLIED) == st.query_params.get("s"):
+    if "s" in st.query_params and st.session_state.get(keys.SHARE_APPLIED) == st.query_params.get("s"):
         del st.query_params["s"]  # applied once: a reload keeps what the reader has done since
 
 
 def tr() -> Translator:
-    return Translator(st.session_state.get("lang", "en"))
+    return Translator(st.session_state.get(keys.LANG, "en"))
 
 
 def on_language_change() -> None:
     """Keep the URL in step; switch the sample text too while it is untouched."""
-    new = st.session_state["lang_choice"]
-    old = st.session_state.get("lang", "en")
-    st.session_state["lang"] = new
+    new = st.session_state[keys.LANG_CHOICE]
+    old = st.session_state.get(keys.LANG, "en")
+    st.session_state[keys.LANG] = new
     st.query_params["lang"] = new
-    if st.session_state.get("text") == sample_text(old):
-        st.session_state["text"] = sample_text(new)
+    if st.session_state.get(keys.TEXT) == sample_text(old):
+        st.session_state[keys.TEXT] = sample_text(new)
 
 
 def restore_sample() -> None:
-    st.session_state["text"] = sample_text(st.session_state.get("lang", "en"))
+    st.session_state[keys.TEXT] = sample_text(st.session_state.get(keys.LANG, "en"))
 
 
 def init_text() -> None:
-    if "text" not in st.session_state:
-        st.session_state["text"] = sample_text(st.session_state.get("lang", "en"))
+    if keys.TEXT not in st.session_state:
+        st.session_state[keys.TEXT] = sample_text(st.session_state.get(keys.LANG, "en"))
 
 
 def current_text() -> str:
-    return st.session_state.get("text", "")
+    return st.session_state.get(keys.TEXT, "")
 
 
-# --- settings that survive moving between steps ------------------------------------------
-
-# The playground's settings (ui/playground.py gives their defaults and checks).
-PLAYGROUND_SETTINGS = ("pg_on", "pg_w", "pg_dilated", "pg_stride", "pg_hub_mode", "pg_hubs", "pg_random", "pg_rblock",
-                       "pg_seed", "pg_local", "pg_causal", "pg_scope", "pg_layer", "pg_rl")
-# Every step's settings, by widget key. Streamlit forgets a widget's value when its page is
-# not drawn; app.py calls keep_settings() on every run, so they are held outside the widgets.
-SETTINGS = (
-    "s1_layer", "s1_head", "s1_token", "s2_layer", "s2_head", "s2_p", "s3_layer", "s3_head", "s3_w", "s3_rw",
-    "s3_rl", "s4_hubs", "s4_w", "s5_layer", "s5_head", "s5_feature", "s5_causal", "s6_layer", "s6_head", "s6_w",
-    "s6_hubs", "s6_feature", "s6_swap_layer", "s6_swap_metric",
-    *(f"p{i}_guess" for i in range(1, 8)),
-    *PLAYGROUND_SETTINGS,
-)
-KEPT = "_kept_settings"
-SHARE_APPLIED = "_share_applied"  # the share key (?s=) this session has already applied
-
-
-def keep_settings() -> None:
-    """Remember the settings the last run drew, and give back those of pages not drawn
-    since (each page checks a given-back value against its widget with widgets.fit)."""
-    kept = st.session_state.setdefault(KEPT, {})
-    for key in SETTINGS:
-        if key in st.session_state:
-            kept[key] = st.session_state[key]
-        elif key in kept:
-            st.session_state[key] = kept[key]
-
+# --- settings ----------------------------------------------------------------------------
+# Every setting is a row of ui.setting_table; its widget keeps its value for the session
+# (persist_state), across page switches and st.switch_page alike.
 
 def presenter() -> bool:
     """Presenter mode (for a projector): answers wait for their reveal."""
-    return bool(st.session_state.get("presenter", False))
+    return bool(st.session_state.get(keys.PRESENTER, False))
 
 
 def forget_setting(key: str) -> None:
     """A kept value that no longer fits its widget (a shorter text, another model)."""
-    st.session_state.get(KEPT, {}).pop(key, None)
-    if key in st.session_state.get("_from_link", set()):  # it came with a shared link: say so
-        st.session_state["_from_link"].discard(key)
+    if key in st.session_state.get(keys.FROM_LINK, set()):  # it came with a shared link: say so
+        st.session_state[keys.FROM_LINK].discard(key)
         st.toast(tr()("share.dropped"), icon=":material/tune:")
     if key in st.session_state:
         del st.session_state[key]
@@ -155,21 +130,49 @@ def get_model(kind: str):
     return model
 
 
+def _converting(step) -> None:
+    """Convert (or repair) the model under the process's lock, with a progress bar."""
+    t = tr()
+    with _convert_lock:
+        bar = st.progress(0.0, text=t("model.converting"))
+
+        def progress(fraction: float, stage: str) -> None:
+            bar.progress(min(1.0, fraction), text=t("model.converting") + " — " + t(f"model.stage_{stage}"))
+
+        try:
+            step(progress)
+        finally:
+            bar.empty()
+
+
 def ensure_model():
-    """The model, converting it first (once, with a progress bar) when needed."""
+    """The model, converting it first (once, with a progress bar) when needed. A copy
+    that fails to load is checked in full and converted again once (a damaged file
+    whose size still looks right); a copy that cannot be rebuilt stops the page with
+    one sentence saying which folder to delete."""
     kind = model_kind()
-    if kind == "gemma" and not convert.is_converted():
-        t = tr()
-        with _convert_lock:
-            if not convert.is_converted():
-                bar = st.progress(0.0, text=t("model.converting"))
+    try:
+        if kind == "gemma" and not convert.is_converted():
+            _converting(lambda progress: convert.is_converted() or convert.convert(progress))
+        try:
+            return get_model(kind)
+        except Exception:
+            if kind != "gemma":
+                raise
+            _converting(convert.repair)  # converts again when the copy is damaged
+            return get_model(kind)  # a failure now is not the copy's
+    except convert.CacheDamaged as exc:
+        st.error(tr()("model.damaged", path=str(exc.path)), icon=":material/error:")
+        st.stop()
 
-                def progress(fraction: float, stage: str) -> None:
-                    bar.progress(min(1.0, fraction), text=t("model.converting") + " — " + t(f"model.stage_{stage}"))
 
-                convert.convert(progress)
-                bar.empty()
-    return get_model(kind)
+def check_environment() -> None:
+    """Stop with one sentence naming an environment variable the server cannot use."""
+    try:
+        settings.read()
+    except settings.SettingError as exc:
+        st.error(tr()("app.bad_environment", variable=exc.variable), icon=":material/error:")
+        st.stop()
 
 
 def model_line(t: Translator) -> str:
@@ -264,8 +267,9 @@ def work_queue() -> TicketQueue:
     return TicketQueue()
 
 
-def in_line(kind: str, work):
-    """Heavy work through the process's queue, first come first served; while others
+def in_line(kind: str, work, same=None, weight: float = 1.0):
+    """Heavy work through the process's queue (ui.serving.TicketQueue: the same work
+    is done once, ``same`` saying what it makes; ``weight`` its size); while others
     come first, the reader sees their place in the line and about how long it is."""
     t = tr()
     slot = None
@@ -278,7 +282,7 @@ def in_line(kind: str, work):
                   icon=":material/hourglass_top:")
 
     try:
-        return work_queue().run(kind, work, on_wait)
+        return work_queue().run(kind, work, on_wait, same=same, weight=weight)
     finally:
         if slot is not None:
             slot.empty()
@@ -298,7 +302,8 @@ def release_dropped() -> None:
 
 def get_analysis(text: str, kind: str):
     """One run of the model per text, kept read-only and shared by every page and
-    reader; a new text waits its turn for the model in the queue."""
+    reader; a new text waits its turn for the model in the queue (before heavy work
+    still waiting; readers pasting the same text share one run)."""
     cache, key = _analyses(), (kind, text)
     found = cache.get(key)
     if found is not None:
@@ -313,7 +318,8 @@ def get_analysis(text: str, kind: str):
             release_dropped()
         return a
 
-    return in_line("analysis", work)
+    # its size for the wait told: characters up to what the budget reads (≈ 5 a token)
+    return in_line("analysis", work, same=key, weight=min(len(text), 5 * token_budget()) / 1000 + 0.2)
 
 
 def analysis_or_message():

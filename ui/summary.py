@@ -3,9 +3,9 @@ they were measured with, and its predict-then-reveal question. The step's page a
 handout both draw from here, so the answer a reader is shown and the number the page
 shows are computed by the same code.
 
-Settings are given as a dict keyed like the pages' widgets (``s3_w``, ``s4_hubs``...);
-``settings_for`` fills in each step's defaults and drops values that do not fit the
-text (a window wider than the text, a hub past its end), as the pages' widgets do."""
+Settings are given as a dict keyed like the pages' widgets (``s3_w``, ``s4_hubs``...),
+rows of ui.setting_table (``setting_table.settings_for`` fills in each step's defaults
+and drops values that do not fit the text, as the pages' widgets do)."""
 
 from __future__ import annotations
 
@@ -22,12 +22,8 @@ from attn.costs import Shape
 
 from . import data, figures
 from .i18n import Translator
+from .setting_table import AVERAGE
 
-AVERAGE = "avg"  # the head picker's "average over heads"
-DEFAULT_LAYER = 8  # a sliding layer whose local band and sink read clearly on the sample texts
-P_OPTIONS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.99)
-W_MAX = {3: 512, 4: 256, 6: 256}  # the window sliders' upper ends
-REACH_W, REACH_W_DEFAULT = (2, 8), 3  # step 3's reach: window 2..8, 3 at first
 HOP_TOKENS, HOP_WINDOW = 48, 4  # step 4 draws hops on the first 48 tokens, window at most 4
 STEP7_SIZES = [2 ** e for e in range(9, 21)]  # step 7's cost model: n = 512 … 2²⁰
 
@@ -72,71 +68,9 @@ def nearest_option(options: list, answer):
     return min(options, key=lambda o: abs(log(o) - log(answer)))
 
 
-# --- settings --------------------------------------------------------------------
-
-
-def w_hi(step: int, n: int) -> int:
-    """The upper end of a step's window slider on a text of n tokens."""
-    return max(2, min(n, W_MAX[step]))
-
-
-def defaults(a, text: str, kind: str) -> dict:
-    """Every step's settings as the pages start them on this text."""
-    n = a.n
-    layer = min(DEFAULT_LAYER, a.n_layers - 1)
-    out = {f"s{s}_layer": layer for s in (1, 2, 3, 5, 6)}
-    out.update({f"s{s}_head": AVERAGE for s in (1, 2, 3, 5)})
-    out.update(s6_head=0, s1_token=n - 1, s2_p=0.9, s3_w=min(16, n), s3_rw=REACH_W_DEFAULT, s3_rl=4,
-               s4_hubs=[p for p, _ in data.anchors(text, kind, 5)[:3]], s4_w=min(8, n),
-               s5_feature=next(iter(_feature_maps())), s5_causal=True, s6_w=min(16, n),
-               s6_hubs=[p for p, _ in data.anchors(text, kind, 3)], s6_feature=_linear_features()[0])
-    return out
-
-
-def fits(key: str, value, a) -> bool:
-    """Whether a remembered setting is one its widget could take on this text."""
-    n, heads = a.n, list(range(a.n_heads))
-    if key.endswith("_layer"):
-        return value in range(a.n_layers)
-    if key == "s6_head":
-        return value in heads
-    if key.endswith("_head"):
-        return value == AVERAGE or value in heads
-    step = int(key[1])
-    ranges = {"s1_token": (0, n - 1), "s3_w": (1, w_hi(3, n)), "s4_w": (1, w_hi(4, n)), "s6_w": (1, w_hi(6, n)),
-              "s3_rw": REACH_W, "s3_rl": (1, a.n_layers)}
-    if key in ranges:
-        lo, hi = ranges[key]
-        return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
-    if key in ("s4_hubs", "s6_hubs"):
-        return isinstance(value, (list, tuple)) and all(isinstance(h, int) and 0 <= h < n for h in value)
-    options = {"s2_p": P_OPTIONS, "s5_feature": list(_feature_maps()), "s6_feature": _linear_features(),
-               "s5_causal": (True, False)}
-    return step > 0 and value in options.get(key, ())
-
-
-def settings_for(a, text: str, kind: str, kept: dict) -> dict:
-    """The pages' defaults, with each kept setting that fits this text in its place."""
-    out = defaults(a, text, kind)
-    for key, value in kept.items():
-        if key in out and fits(key, value, a):
-            out[key] = value
-    return out
-
-
 def _head(value):
     """A head setting: the picker's "average" (or None, as pickers return it) or a number."""
     return None if value is None or value == AVERAGE else int(value)
-
-
-def _feature_maps():
-    from attn.features import FEATURE_MAPS
-
-    return FEATURE_MAPS
-
-
-def _linear_features() -> list[str]:
-    return [m.feature for m in methods.tagged(methods.ERRORS) if m.family == "linear"]
 
 
 # --- shared labels ---------------------------------------------------------------------

@@ -21,8 +21,32 @@ def _run_sweep(text: str, swaps: list[swap.Swap], budget: int, bar) -> list:
     def progress(i, _result):
         bar.progress((i + 1) / len(swaps), text=f"{i + 1} / {len(swaps)}")
 
-    results = state.in_line("sweep", lambda: swap.sweep(model, text, swaps, max_tokens=budget, progress=progress))
-    return [r if not isinstance(r, Exception) else None for r in results]
+    k = _key(text, swaps, budget)
+
+    def work():
+        done = _store().get(k)  # measured meanwhile by a reader ahead in the line
+        return done if done is not None else swap.sweep(model, text, swaps, max_tokens=budget, progress=progress)
+
+    return state.in_line("sweep", work, same=k)
+
+
+def complete(results) -> bool:
+    """Whether a run gave every number (each entry a SwapResult, none an error)."""
+    return bool(results) and all(isinstance(r, swap.SwapResult) for r in results)
+
+
+def failure(t: Translator, results) -> bool:
+    """Say why a run has no numbers, when it has none: a text too short to predict
+    anything from, or (anything else) what failed. True when something was said."""
+    bad = [r for r in results if not isinstance(r, swap.SwapResult)]
+    if not bad:
+        return False
+    if any(isinstance(r, swap.TextTooShort) for r in bad):
+        widgets.error_box(t, "swap.too_short")
+    else:
+        widgets.error_box(t, "swap.failed")
+        st.code(f"{type(bad[0]).__name__}: {bad[0]}", language=None)  # the reason, as the engine said it
+    return True
 
 
 def _key(text: str, swaps: list[swap.Swap], budget: int) -> str:
@@ -54,11 +78,10 @@ def run_or_show(t: Translator, text: str, swaps: list[swap.Swap], budget: int, b
     bar = st.progress(0.0, text=t("swap.running"))
     try:
         results = _run_sweep(text, swaps, budget, bar)
-    except ValueError:
+    except Exception as exc:  # the whole run failed: each swap has that reason, and nothing is kept
+        return [exc] * len(swaps)
+    finally:
         bar.empty()
-        widgets.error_box(t, "swap.too_short")
-        return None
-    bar.empty()
     store[k] = results
     while len(store) > 32:
         store.pop(next(iter(store)))
@@ -71,10 +94,9 @@ def hub_evidence(t: Translator, text: str) -> None:
     res = run_or_show(t, text, swap.hub_pair(4), SWAP_MAX_TOKENS, t("swap.measure_hub"), "s4_swap")
     if not res:
         return
-    alone, hub = res
-    if alone is None or hub is None:
-        widgets.error_box(t, "swap.too_short")
+    if failure(t, res):
         return
+    alone, hub = res
     base = alone.base_perplexity
     c1, c2, c3 = st.columns(3)
     c1.metric(t("swap.base_ppl"), t.float(base, 1))
@@ -90,16 +112,15 @@ def sweep_section(t: Translator, a, text: str) -> None:
     """Step 6's second half: the whole model with its attention swapped."""
     st.subheader(t("swap.heading"))
     widgets.prose(t, 6, "swap.lead")
-    widgets.fit("s6_swap_layer", a)
-    layer = st.selectbox(t("swap.pick_layer"), list(range(a.n_layers)), index=0,
-                         format_func=widgets.layer_labels(t, a), key="s6_swap_layer")
+    layers = widgets.span("s6_swap_layer", a)
+    layer = st.selectbox(t("swap.pick_layer"), layers, index=layers.index(widgets.first("s6_swap_layer", a)),
+                         format_func=widgets.layer_labels(t, a), key="s6_swap_layer", persist_state=widgets.KEEP)
     swaps = swap.standard_sweep((0,), layer)
     st.caption(t("swap.budget_sweep", n=t.int(SWAP_MAX_TOKENS), runs=len(swaps)))
     res = run_or_show(t, text, swaps, SWAP_MAX_TOKENS, t("swap.measure_sweep"), "s6_swap")
     if not res:
         return
-    if any(r is None for r in res):
-        widgets.error_box(t, "swap.too_short")
+    if failure(t, res):
         return
     control = res[0]
     c1, c2, c3, c4 = st.columns(4)
@@ -109,8 +130,10 @@ def sweep_section(t: Translator, a, text: str) -> None:
     c4.metric(t("swap.control_top1"), t.pct(control.top1_agreement, 0))
     st.caption(t("swap.control_caption", n=t.int(control.n)))
 
-    metric = st.radio(t("swap.pick_metric"), list(SWEEP_METRICS), horizontal=True,
-                      format_func=widgets.labels(SWEEP_METRICS, lambda m: t(f"swap.metric_{m}")), key="s6_swap_metric")
+    metrics = widgets.span("s6_swap_metric", a)
+    metric = st.radio(t("swap.pick_metric"), metrics, index=metrics.index(widgets.first("s6_swap_metric", a)),
+                      horizontal=True, format_func=widgets.labels(metrics, lambda m: t(f"swap.metric_{m}")),
+                      key="s6_swap_metric", persist_state=widgets.KEEP)
     by_window, by_map = widgets.shared("s6_swap", (_key(text, swaps, SWAP_MAX_TOKENS), metric, layer),
                                        lambda: sweep_figures(t, res, metric, layer))
     widgets.show_figure(by_window, key="s6_swap_window")
@@ -118,7 +141,6 @@ def sweep_section(t: Translator, a, text: str) -> None:
     st.markdown(t("swap.outro"))
 
 
-SWEEP_METRICS = ("kl", "perplexity", "top1_agreement")
 
 
 def sweep_figures(t: Translator, res: list, metric: str, layer: int):

@@ -11,10 +11,11 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from . import figures, state, summary
+from . import figures, keys, setting_table, state
 from .i18n import ROOT, Translator
 from .steps import N_STEPS, PAGES
-from .summary import AVERAGE, DEFAULT_LAYER, Question, layer_label
+from .setting_table import AVERAGE
+from .summary import Question, layer_label
 
 
 def step_nav(t: Translator, number: int) -> None:
@@ -126,12 +127,29 @@ def open_step(step: int):
     return t, a
 
 
+KEEP = "session"  # every setting's widget keeps its value across pages (persist_state)
+
+
 def fit(key: str, a) -> None:
     """Before drawing a widget: drop a remembered value it could not take on this text
-    (``summary.fits``, the one definition the handout uses too), so the widget starts
-    from its default instead of failing."""
-    if key in st.session_state and not summary.fits(key, st.session_state[key], a):
+    (its row of ui.setting_table, which the handout and share links read too), so the
+    widget starts from its default instead of failing."""
+    if key in st.session_state and not setting_table.fits(key, st.session_state[key], a):
         state.forget_setting(key)
+
+
+def span(key: str, a):
+    """The values key's widget takes on this text: ``(lo, hi)`` for a number, else the
+    list of its options (its row of ui.setting_table)."""
+    row, d = setting_table.row(key), setting_table.Dims.of(a)
+    return row.bounds(d) if row.kind == "int" else list(row.choices(d))
+
+
+def first(key: str, a, ctx: setting_table.Context | None = None):
+    """key's widget's first value on this text (its row's default), after dropping a
+    remembered value that does not fit (``fit``)."""
+    fit(key, a)
+    return setting_table.default(key, a, ctx or setting_table.Context())
 
 
 def formula(t: Translator, latex: str, caption: str | None = None) -> None:
@@ -141,19 +159,20 @@ def formula(t: Translator, latex: str, caption: str | None = None) -> None:
         st.caption(caption)
 
 
-def layer_head_picker(t: Translator, a, key: str, allow_average: bool = True, default_layer: int = DEFAULT_LAYER):
-    """In the sidebar: which layer and head this page shows. Returns (layer, head);
-    head is None for the average over heads."""
-    heads = ([AVERAGE] if allow_average else []) + list(range(a.n_heads))
-    fit(f"{key}_layer", a)
-    fit(f"{key}_head", a)
+def layer_head_picker(t: Translator, a, key: str):
+    """In the sidebar: which layer and head this page shows (``{key}_layer`` and
+    ``{key}_head``, rows of ui.setting_table). Returns (layer, head); head is None for
+    the average over heads."""
+    layers, heads = span(f"{key}_layer", a), span(f"{key}_head", a)
+    first_layer, first_head = first(f"{key}_layer", a), first(f"{key}_head", a)
     folded = state.presenter()  # on a projector the pickers fold away with the other controls
     with st.sidebar.expander(t("common.shown")) if folded else st.sidebar:
         if not folded:
             st.markdown(f"**{t('common.shown')}**")
-        layer = st.selectbox(t("common.layer"), list(range(a.n_layers)), index=min(default_layer, a.n_layers - 1),
-                             format_func=layer_labels(t, a), key=f"{key}_layer")
-        head = st.selectbox(t("common.head"), heads, key=f"{key}_head", format_func=labels(
+        layer = st.selectbox(t("common.layer"), layers, index=layers.index(first_layer),
+                             format_func=layer_labels(t, a), key=f"{key}_layer", persist_state=KEEP)
+        head = st.selectbox(t("common.head"), heads, index=heads.index(first_head), key=f"{key}_head",
+                            persist_state=KEEP, format_func=labels(
             heads, lambda h: t("common.head_average") if h == AVERAGE else t("common.head_n", h=h)))
     return layer, (None if head == AVERAGE else int(head))
 
@@ -189,7 +208,7 @@ def show_figure(fig, key: str | None = None) -> None:
     if state.presenter():  # readable from the back of a room: chart text scaled with the page's
         fig = go.Figure(fig)
         fig.update_layout(font={"size": 18}, title_font={"size": 24})
-    name = f"attention-atlas-{st.session_state.get('lang', 'en')}-{key or 'chart'}"
+    name = f"attention-atlas-{st.session_state.get(keys.LANG, 'en')}-{key or 'chart'}"
     st.plotly_chart(fig, width="stretch", key=key, config={
         "displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}})
 
@@ -205,7 +224,7 @@ def _built(key: str, deps: tuple, _build):
 def shared(key: str, deps: tuple, build):
     """What ``build()`` makes (a figure, or several), built once per ``deps`` (everything
     it depends on: the text, the settings...) and language, and shared by every reader."""
-    return _built(key, (st.session_state.get("lang", "en"),) + tuple(deps), build)
+    return _built(key, (st.session_state.get(keys.LANG, "en"),) + tuple(deps), build)
 
 
 def chart(key: str, deps: tuple, build) -> None:
@@ -285,10 +304,12 @@ def predict(t: Translator, step: int, q: Question) -> None:
     presenter mode the answer waits for the reveal button; otherwise nothing is hidden."""
     with st.container(border=True):
         st.markdown(f"**{t('predict.heading')}** · {q.text}")
+        key = keys.guess(step)
+        if st.session_state.get(key) is not None and st.session_state[key] not in q.options:
+            state.forget_setting(key)  # a guess on other settings' options (or a link's): asked afresh
         guess = st.radio(t("predict.pick"), q.options, index=None, horizontal=True,
-                         format_func=labels(q.options, q.label),
-                         key=f"p{step}_guess")
-        revealed = f"p{step}_revealed"
+                         format_func=labels(q.options, q.label), key=key, persist_state=KEEP)
+        revealed = keys.revealed(step)
         if state.presenter() and not st.session_state.get(revealed):
             if not st.button(t("predict.reveal"), key=f"p{step}_reveal", icon=":material/visibility:"):
                 return
