@@ -8,7 +8,9 @@
 * ``ATLAS_ANALYSIS_MB``: memory the analyses of texts may hold together (default 700
   MB; the least recently used text is dropped first);
 * ``ATLAS_PUBLIC_URL``: the address a class reaches the app at, for share links and
-  their QR code (else the address the reader's browser used).
+  their QR code (else the address the reader's browser used);
+* ``ATLAS_FLEX_WARMUP=0``: no FlexAttention compile in the background (the tests set
+  it, so that no call switches kernels by timing; the app compiles once idle).
 
 A value that does not fit (``ATLAS_MAX_TOKENS=abc``, ``ATLAS_ANALYSIS_MB=0``) raises
 :class:`SettingError`, whose message names the variable and what it takes.
@@ -79,6 +81,10 @@ class Settings:
     max_tokens: int | None  # None: the device's budget
     public_url: str | None  # e.g. http://192.0.2.10:8501 (None: the browser's own address)
     analysis_bytes: int = 700 * 2**20  # the analyses' byte budget
+    flex_warmup: bool = True  # compile FlexAttention in the background once the server is idle
+
+
+OFF = ("0", "off", "no", "false")  # what turns a switch off
 
 
 def read() -> Settings:
@@ -93,4 +99,5 @@ def read() -> Settings:
     return Settings(cache_dir=cache, model_kind=kind, device=env.get("ATLAS_DEVICE") or None,
                     max_tokens=_max_tokens(env.get("ATLAS_MAX_TOKENS")),
                     public_url=(env.get("ATLAS_PUBLIC_URL") or "").rstrip("/") or None,
-                    analysis_bytes=_analysis_bytes(env.get("ATLAS_ANALYSIS_MB")))
+                    analysis_bytes=_analysis_bytes(env.get("ATLAS_ANALYSIS_MB")),
+                    flex_warmup=(env.get("ATLAS_FLEX_WARMUP") or "1").strip().lower() not in OFF)

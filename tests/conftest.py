@@ -1,8 +1,15 @@
 """Fixtures shared by the tests (helpers they import live in helpers.py)."""
 
+import os
+
 import pytest
 
 from helpers import APP, DEVICES
+
+# No FlexAttention compile in the background of the test process (or of the servers the
+# tests start): a call would otherwise switch kernels by timing. Tests that want the
+# warm-up set it back on.
+os.environ["ATLAS_FLEX_WARMUP"] = "0"
 
 
 @pytest.fixture(params=DEVICES)

@@ -783,3 +783,45 @@ def test_real_model_pages_in_each_language(make_app, lang):
     at.switch_page(PAGES[5]).run()
     assert_clean(at)
     assert parse(metric(at, "step6.metric_fused", lang), lang) <= 1e-5
+
+
+def test_the_pasted_text_and_every_setting_survive_next_previous_and_the_page_links(make_app):
+    """Next and Previous move with st.switch_page, which reruns without widget states: a
+    widget that does not keep its value for the session lost it on the way (the text
+    came back as the sample). Each move keeps the text, the numbers on it and every
+    setting made so far."""
+    from ui import setting_table
+
+    mine = "Our own words for the class, long enough to give a grid: every token looks back at the others."
+    at = make_app("tiny", "en")
+    at.run()
+    at.sidebar.text_area(key="text").input(mine).run()
+    n = metric(at, "step1.metric_n", "en")
+    assert n != metric(open_page(make_app, PAGES[0]), "step1.metric_n", "en")  # the sample's count differs
+    at.sidebar.selectbox(key="s1_layer").set_value(1).run()
+    at.selectbox(key="s1_token").set_value(5).run()
+    set_here = {"s1_layer": 1, "s1_token": 5}
+
+    def same(where: str):
+        assert_clean(at)
+        assert at.sidebar.text_area(key="text").value == mine, where
+        for k, v in set_here.items():
+            assert at.session_state[k] == v, (where, k)
+
+    at.button(key="nav_next").click().run()  # step 2 (PageDown presses this same button)
+    same("next")
+    at.sidebar.selectbox(key="s2_head").set_value(2).run()
+    set_here["s2_head"] = 2
+    at.button(key="nav_next").click().run()  # step 3
+    same("next again")
+    at.slider(key="s3_w").set_value(5).run()
+    set_here["s3_w"] = 5
+    at.button(key="nav_prev").click().run()  # step 2 (PageUp)
+    same("previous")
+    assert at.sidebar.selectbox(key="s2_head").value == 2
+    at.button(key="nav_prev").click().run()  # step 1
+    same("previous again")
+    assert metric(at, "step1.metric_n", "en") == n  # the numbers are the text's, not the sample's
+    at.switch_page(PAGES[8]).run()  # the playground, through the sidebar's link
+    same("link")
+    assert set(set_here) <= set(setting_table.KEYS)

@@ -216,3 +216,101 @@ def test_a_dropped_analysis_is_freed_though_its_reader_stays(make_app, monkeypat
     finally:
         gc.enable()
         state._analyses.clear()
+
+
+def _in_thread(target, *args):
+    th = threading.Thread(target=target, args=args, daemon=True)
+    th.start()
+    return th
+
+
+def test_the_same_work_asked_by_four_readers_runs_once_and_all_get_its_result():
+    """Four readers pressing step 7's Run at once: one benchmark, four results."""
+    q = TicketQueue()
+    release, started, ran, got = threading.Event(), threading.Event(), [], []
+
+    def bench():
+        ran.append(1)
+        started.set()
+        assert release.wait(10)
+        return "rows"
+
+    first = _in_thread(lambda: got.append(q.run("bench", bench, same=("cpu", (256, 512)))))
+    assert started.wait(5)
+    told = [threading.Event() for _ in range(3)]
+    others = [_in_thread(lambda e=e: got.append(q.run("bench", bench, lambda ahead, s, e=e: e.set(),
+                                                      same=("cpu", (256, 512))))) for e in told]
+    assert all(e.wait(5) for e in told)  # each is told it waits (for the one run)
+    assert len(q) == 1  # no ticket of their own
+    release.set()
+    for th in [first, *others]:
+        th.join(5)
+    assert not any(th.is_alive() for th in [first, *others])
+    assert ran == [1] and got == ["rows"] * 4 and len(q) == 0
+
+
+def test_when_the_shared_work_fails_the_one_waiting_runs_its_own():
+    q = TicketQueue()
+    go, started, got = threading.Event(), threading.Event(), []
+
+    def failing():
+        started.set()
+        assert go.wait(10)
+        raise RuntimeError("out of memory")
+
+    first = _in_thread(lambda: pytest.raises(RuntimeError, q.run, "sweep", failing, same="text-1"))
+    assert started.wait(5)
+    waiting = threading.Event()
+    second = _in_thread(lambda: got.append(q.run("sweep", lambda: "results", lambda a, s: waiting.set(),
+                                                 same="text-1")))
+    assert waiting.wait(5)
+    go.set()
+    first.join(5)
+    second.join(5)
+    assert got == ["results"] and len(q) == 0
+
+
+def test_a_new_text_goes_before_heavy_work_still_waiting_but_after_the_work_running():
+    q = TicketQueue()
+    order = []
+    running = q.take("sweep")
+    q.wait(running)  # its turn at once: it runs
+    bench = q.take("bench")
+    handout = q.take("handout")
+    text = q.take("analysis")  # a reader's own new text
+    later = q.take("analysis")
+    assert [q.ahead(t) for t in (text, later, bench, handout)] == [1, 2, 3, 4]
+    workers = [_in_thread(lambda t=t, name=name: (q.wait(t), order.append(name), q.done(t)))
+               for t, name in ((handout, "handout"), (bench, "bench"), (later, "later"), (text, "text"))]
+    q.done(running)
+    for th in workers:
+        th.join(5)
+    assert order == ["text", "later", "bench", "handout"]
+
+
+def test_the_wait_told_is_each_kinds_measured_rate_times_its_size(monkeypatch):
+    """A fake clock: a sweep of weight 2 took 20 s (10 s a unit), an analysis of weight
+    1 took 1 s. Behind a sweep of weight 3 running for 12 s and a waiting sweep of
+    weight 1, a new text waits only for what is left of the running sweep: 3·10 − 12 =
+    18 s, a second text 18 + 1 = 19 s; the waiting sweep 18 + 1 + 1 = 20 s (the two
+    texts went before it), and a handout after it 20 + 1·10 = 30 s."""
+    import ui.serving as serving
+
+    now = [1000.0]
+    monkeypatch.setattr(serving.time, "monotonic", lambda: now[0])
+    q = TicketQueue()
+    for kind, weight, took in (("sweep", 2, 20.0), ("analysis", 1, 1.0)):
+        t = q.take(kind, weight=weight)
+        q.wait(t)
+        now[0] += took
+        q.done(t)
+    running = q.take("sweep", weight=3)
+    q.wait(running)
+    now[0] += 12
+    waiting = q.take("sweep", weight=1)
+    heavy = q.take("handout")
+    text = q.take("analysis", weight=1)
+    text2 = q.take("analysis", weight=1)
+    assert q.estimate(heavy) == pytest.approx(30.0)
+    assert q.estimate(text) == pytest.approx(18.0) and q.estimate(text2) == pytest.approx(19.0)
+    assert q.estimate(waiting) == pytest.approx(20.0)  # behind the running sweep and both texts

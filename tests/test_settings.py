@@ -30,3 +30,19 @@ def test_an_analysis_budget_that_is_not_a_positive_number_names_the_variable(mon
     error = caught.value
     assert (error.variable, error.value) == ("ATLAS_ANALYSIS_MB", bad)
     assert str(error).startswith(f"ATLAS_ANALYSIS_MB={bad!r} does not fit") and "megabytes" in str(error)
+
+
+@pytest.mark.parametrize(("raw", "on"), [(None, True), ("1", True), ("", True), ("0", False), ("off", False),
+                                         ("No", False)])
+def test_the_background_compile_is_on_unless_turned_off(monkeypatch, raw, on):
+    if raw is None:
+        monkeypatch.delenv("ATLAS_FLEX_WARMUP", raising=False)
+    else:
+        monkeypatch.setenv("ATLAS_FLEX_WARMUP", raw)
+    assert settings.read().flex_warmup is on
+
+
+def test_the_tests_run_without_the_background_compile():
+    import os
+
+    assert os.environ["ATLAS_FLEX_WARMUP"] == "0" and not settings.read().flex_warmup

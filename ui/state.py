@@ -217,8 +217,13 @@ def idle_for() -> float:
         return 0.0 if _runs["active"] > 0 else time.monotonic() - _runs["last"]
 
 
-@st.cache_resource(show_spinner=False)
 def start_flex_warmup():
+    """The background compile (``_flex_warmup``), unless ``ATLAS_FLEX_WARMUP=0``."""
+    return _flex_warmup() if settings.read().flex_warmup else None
+
+
+@st.cache_resource(show_spinner=False)
+def _flex_warmup():
     """Compile FlexAttention in the background, once per process, for the live
     benchmark's kind of call (head size 64; with and without hubs) — but only once no
     page has run for IDLE_BEFORE_COMPILE seconds, so that the compile does not compete

@@ -1,0 +1,177 @@
+"""The one table of settings (ui.setting_table), walked row by row: every page's widget
+takes the range and the default its row gives, every setting comes back through a share
+link, and every value a widget would refuse is refused by the link with a notice."""
+
+import pytest
+
+from attn import model as atlas_model
+from helpers import PAGES
+from ui import i18n, setting_table
+from ui.samples import sample_text
+from ui.steps import PAGES as STEP_PAGES
+
+pytestmark = pytest.mark.apptest
+
+TEXT = sample_text("en")
+PAGE_OF = {p.number: p.path for p in STEP_PAGES}
+
+
+@pytest.fixture(scope="module")
+def dims():
+    a = atlas_model.tiny(device="cpu").analyze(TEXT)
+    return setting_table.Dims.of(a)
+
+
+def widget_of(at, key: str):
+    """The widget drawn for a setting's key, whatever its kind (None when not drawn)."""
+    for kind in ("slider", "number_input", "selectbox", "radio", "select_slider", "multiselect", "toggle",
+                 "text_input", "button_group"):
+        found = [w for w in getattr(at, kind) if getattr(w, "key", None) == key]
+        if found:
+            return found[0]
+    return None
+
+
+def opened(make_app, number: int, query: dict | None = None):
+    at = make_app("tiny", "en")
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at.run()
+    if number != 1:
+        at.switch_page(PAGE_OF[number]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def other_value(row: setting_table.Setting, d: setting_table.Dims):
+    """A value its widget takes on the text that is not its default (None for guesses,
+    whose options are the question's)."""
+    first = row.default(d, setting_table.Context(lambda k: list(range(k))))
+    if row.kind == "int":
+        lo, hi = row.bounds(d)
+        return hi if hi != first else lo
+    if row.kind == "choice":
+        return next(c for c in reversed(list(row.choices(d))[:64]) if c != first)
+    if row.kind == "many":
+        return [1, 2] if list(first) != [1, 2] else [2]
+    if row.kind == "bool":
+        return not first
+    if row.kind == "text":
+        return "7"
+    return None
+
+
+def test_the_table_has_each_setting_once_and_each_page_draws_its_own(make_app, dims):
+    assert len(setting_table.KEYS) == len(set(setting_table.KEYS))
+    for number in sorted({r.page for r in setting_table.TABLE}):
+        at = opened(make_app, number)
+        if number == 6:
+            at.button(key="s6_swap").click().run(timeout=300)  # the sweep's own settings come after its run
+        for key in setting_table.keys(number):
+            if key == "pg_hubs":  # drawn when the hubs are chosen by hand
+                at.radio(key="pg_hub_mode").set_value("chosen").run()
+            assert widget_of(at, key) is not None, f"page {number} draws no widget for {key}"
+
+
+def test_every_widget_starts_at_its_rows_default_and_takes_exactly_its_range(make_app, dims):
+    """The widget's own bounds and options, read from what Streamlit drew, against the
+    row (a second definition of a range anywhere would show here)."""
+    for number in sorted({r.page for r in setting_table.TABLE}):
+        at = opened(make_app, number)
+        for key in setting_table.keys(number):
+            row, w = setting_table.row(key), widget_of(at, key)
+            if w is None or row.kind == "guess":
+                continue
+            proto = w.proto
+            if row.kind == "int":
+                lo, hi = row.bounds(dims)
+                assert (proto.min, proto.max) == (lo, hi), key
+            elif row.kind in ("choice", "many") and hasattr(proto, "options"):
+                assert len(proto.options) == len(list(row.choices(dims))), key
+            first = row.default(dims, setting_table.context(TEXT, "tiny"))
+            value = w.value if not isinstance(w.value, tuple) else list(w.value)
+            assert value == first or (isinstance(first, list) and sorted(value) == sorted(first)), key
+
+
+def test_every_setting_comes_back_through_a_share_link(make_app, dims):
+    from ui import share
+
+    wanted = {r.key: other_value(r, dims) for r in setting_table.TABLE if r.kind != "guess"}
+    wanted["pg_hub_mode"] = "chosen"  # so that pg_hubs is drawn
+    wanted["pg_on"] = ["window", "hubs", "random"]
+    assert all(setting_table.fits(k, v, type("A", (), {"n": dims.n, "n_layers": dims.n_layers,
+                                                       "n_heads": dims.n_heads})()) for k, v in wanted.items())
+    key = share.store().put({"text": TEXT, "lang": "en", "step": 1, "presenter": False, "settings": wanted})
+    for number in sorted({r.page for r in setting_table.TABLE}):
+        at = opened(make_app, number, {"s": key})
+        for k in setting_table.keys(number):
+            if k in wanted:
+                got = at.session_state[k]
+                assert (list(got) if isinstance(got, tuple) else got) == wanted[k], k
+
+
+REFUSED_BY_KIND = {  # values no widget of that kind takes, on any text
+    "int": [True, "3", 3.5, [3], None, -1],
+    "choice": [["en"], {"a": 1}, "no such option", 10**9],
+    "many": ["0", [[0]], [0, 0], [-1], [10**9]],
+    "bool": [1, "true", None, [True]],
+    "text": [5, ["0"], "x" * (setting_table.SEED_CHARS + 1)],
+    "guess": [["a"], {"b": 2}, float("inf")],
+}
+
+
+@pytest.mark.parametrize("row", setting_table.TABLE, ids=lambda r: r.key)
+def test_the_link_check_refuses_every_value_of_the_wrong_kind(row):
+    for value in REFUSED_BY_KIND[row.kind]:
+        assert not setting_table.valid(row.key, value), (row.key, value)
+    assert setting_table.valid(row.key, row.default(setting_table.WIDEST, setting_table.Context()))
+
+
+SHORT = "A short text of our own, so that a window of the longest text does not fit it."
+
+
+def test_a_value_out_of_the_texts_range_is_refused_on_its_page_with_a_notice(make_app):
+    """Past what this text and model take (valid for some text, so the link keeps it):
+    each page drops it before its widget is drawn, says so, and starts from its default."""
+    from ui import share
+
+    dims = setting_table.Dims.of(atlas_model.tiny(device="cpu").analyze(SHORT))
+
+    beyond = {"s1_token": dims.n + 5, "s3_w": setting_table.w_hi(3, dims.n) + 1, "s3_rl": dims.n_layers + 1,
+              "s4_hubs": [0, dims.n], "s6_head": dims.n_heads, "s1_layer": dims.n_layers, "pg_rl": dims.n_layers + 1,
+              "pg_layer": dims.n_layers + 3}
+    assert all(setting_table.valid(k, v) for k, v in beyond.items())  # the link keeps them
+    key = share.store().put({"text": SHORT, "lang": "en", "step": 1, "presenter": False, "settings": beyond})
+    dropped = i18n.translate("en", "share.dropped")
+    ctx = setting_table.context(SHORT, "tiny")
+    for number in sorted({setting_table.row(k).page for k in beyond}):
+        at = opened(make_app, number, {"s": key})
+        assert dropped in [t.value for t in at.toast], number
+        for k in (k for k in beyond if setting_table.row(k).page == number):
+            got = at.session_state[k]
+            first = setting_table.row(k).default(dims, ctx)
+            assert (list(got) if isinstance(got, tuple) else got) == first, k
+
+
+def test_values_of_the_wrong_kind_in_a_link_never_fail_a_page(make_app):
+    """A stored link with lists where words belong, a boolean step, a number past the
+    model: each page opens, says the link did not fit, and uses its defaults."""
+    from ui import share
+
+    bad = {"text": TEXT, "lang": ["en"], "step": True, "presenter": "yes",
+           "settings": {"s5_feature": ["elu"], "pg_on": [["window"]], "pg_rl": 19, "s2_p": [0.9], "s1_head": {"h": 1},
+                        "pg_seed": 7, "pg_local": 1}}
+    key = share.store().put(bad)
+    for page in PAGES:
+        at = make_app("tiny", "en")
+        at.query_params["s"] = key
+        at.run()
+        if page != PAGES[0]:
+            at.switch_page(page).run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+    at = make_app("tiny", "en")
+    at.query_params["s"] = key
+    at.run()
+    assert i18n.translate("en", "share.bad_values") in [t.value for t in at.toast]
+    assert at.title[0].value == i18n.translate("en", "step1.title")  # `true` is no step: the first page
+    assert "pg_local" not in at.session_state or at.session_state["pg_local"] != 1  # below its widget's minimum
