@@ -7,6 +7,7 @@ attention escape it — on the reader's own text, with a real model.
 from contextlib import nullcontext
 
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
 from ui import boot, handout, keys, share, state, widgets
 from ui.i18n import LANGS
@@ -44,8 +45,8 @@ with st.sidebar:
     st.toggle(t("sidebar.presenter"), value=presenting, key=keys.PRESENTER_CHOICE, on_change=state.on_presenter_change,
               help=t("sidebar.presenter_help"))
     state.write_url()  # the sidebar's page links drop the query: write language and mode back
-    share.share_button(t, here.number)
-    handout.offer(t)
+    share_asked = share.share_button(t)
+    handout_slot = handout.offer(t)
     # on a projector the controls fold away; the language stays one click away
     with st.expander(t("sidebar.controls"), expanded=False) if presenting else nullcontext():
         # kept for the session: st.switch_page (Next, PageDown) reruns without widget states,
@@ -62,9 +63,24 @@ widgets.base_style()
 if presenting:
     widgets.presenter_style()
 
+
+
+def after_the_page() -> None:
+    """What reads every setting of the page: only once the page has drawn its widgets."""
+    if share_asked:
+        share.share_view(t, here.number)
+    if handout_slot is not None:
+        handout.build_into(handout_slot, t)
+
+
 state.run_started()
 try:
     nav.run()
+except StopException:  # a page that stops early (no text) still shares and hands out
+    after_the_page()
+    raise
+else:
+    after_the_page()
 finally:
     state.run_ended()
 # after the first page: compile FlexAttention in the background once the server is idle

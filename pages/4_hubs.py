@@ -13,7 +13,7 @@ question = st.container()  # filled below, once the page's numbers are known
 text, kind = state.current_text(), state.model_kind()
 n = a.n
 found = data.anchors(text, kind, 5)
-st.caption(t("step4.anchors_found", found=", ".join(t("step4.anchor_item", p=p, token=a.tokens[p],
+st.caption(t("step4.anchors_found", found=", ".join(t("step4.anchor_item", p=p, token=widgets.literal(a.tokens[p]),
                                                                   score=t.float(score, 3)) for p, score in found)))
 ctx = setting_table.context(text, kind)
 hubs = st.multiselect(t("step4.pick_hubs"), widgets.span("s4_hubs", a), default=widgets.first("s4_hubs", a, ctx),

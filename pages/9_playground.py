@@ -50,11 +50,10 @@ with cols[1]:
     st.number_input(t("playground.pick_stride"), *widgets.span("pg_stride", a),
         key="pg_stride", persist_state=widgets.KEEP)
 with cols[2]:
-    st.radio(t("playground.pick_hub_mode"), widgets.span("pg_hub_mode", a),
-        key="pg_hub_mode", persist_state=widgets.KEEP,
-             format_func=widgets.labels(pg.HUB_MODES, lambda m: t(f"playground.hub_mode_{m}",
-                                                          hubs=", ".join(str(h) for h in anchors))))
-    if st.session_state["pg_hub_mode"] == "chosen":
+    hub_mode = st.radio(t("playground.pick_hub_mode"), widgets.span("pg_hub_mode", a), key="pg_hub_mode",
+                        persist_state=widgets.KEEP, format_func=widgets.labels(pg.HUB_MODES, lambda m: t(
+                            f"playground.hub_mode_{m}", hubs=", ".join(str(h) for h in anchors))))
+    if hub_mode == "chosen":
         st.multiselect(t("playground.pick_hubs"), widgets.span("pg_hubs", a), key="pg_hubs", persist_state=widgets.KEEP,
                        format_func=widgets.token_labels(a))
 with cols[3]:

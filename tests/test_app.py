@@ -825,3 +825,31 @@ def test_the_pasted_text_and_every_setting_survive_next_previous_and_the_page_li
     at.switch_page(PAGES[8]).run()  # the playground, through the sidebar's link
     same("link")
     assert set(set_here) <= set(setting_table.KEYS)
+
+
+def test_anchor_tokens_holding_markdown_marks_are_shown_as_written(make_app, monkeypatch, tiny):
+    """Step 4 names the text's anchors inside a caption (Markdown): tokens made of `*`,
+    `_`, `[`, a backquote and `$`, in pairs across anchors, must show as those
+    characters — never as emphasis, a link, code or a formula."""
+    from markdown_it import MarkdownIt
+
+    from ui import data
+
+    text = "x*y_z[w`v$u*t_s[r`q$p and then some more plain words to read"
+    tokens = tiny.analyze(text).tokens
+    marks = [i for i, tok in enumerate(tokens) if tok in ("*", "_", "[", "`", "$")]
+    assert len(marks) >= 5
+    monkeypatch.setattr(data, "anchors", lambda text, kind, k: [(p, 0.5) for p in marks[:k]])
+    at = open_page(make_app, PAGES[3], text=text)
+    assert_clean(at)
+    head = i18n.translate("en", "step4.anchors_found", found="§").split("§")[0]
+    caption = next(c.value for c in at.caption if c.value.startswith(head))
+    rendered = MarkdownIt("commonmark").render(caption)  # CommonMark, as Streamlit's Markdown reads it
+    assert "<em>" not in rendered and "<code>" not in rendered and "<a " not in rendered
+    shown = re.sub(r"<[^>]+>", "", rendered).strip()
+    import html as html_lib
+
+    shown = html_lib.unescape(shown)
+    for p in marks[:5]:
+        assert f"{p} · {tokens[p]}:" in shown, (p, shown)
+    assert "$" not in caption.replace("\\$", "")  # no bare dollar left to open a formula

@@ -1,6 +1,9 @@
 """The app in a real browser: headless Chromium (Debian's) driven by Playwright, the
-app started on a free port by the test with the real model. Screenshots of every
-step in every language land in test-artifacts/. In CI a missing browser fails."""
+app started on a free port by the test. What does not depend on the model's weights
+(moving between steps, presenter mode's sizes, share links, accessibility, term links,
+readers at once) runs on the tiny model (``tiny_url``); the screenshots of every step in
+every language (in test-artifacts/), the measured runs and the handout on the real
+one (``url``). In CI a missing browser fails."""
 
 import os
 
@@ -39,6 +42,12 @@ def url():
         yield u
 
 
+@pytest.fixture(scope="module")
+def tiny_url():
+    with app_server("tiny", timeout=300) as u:
+        yield u
+
+
 @pytest.fixture
 def page(browser):
     ctx = browser.new_context(viewport={"width": 1400, "height": 2600}, locale="en-US")
@@ -60,8 +69,8 @@ def wait_title(page, title: str, timeout: float = 300_000) -> None:
     wait_idle(page, timeout)
 
 
-def test_page_down_and_up_move_between_steps_but_not_while_typing(page, url):
-    page.goto(url + "/?lang=pt")
+def test_page_down_and_up_move_between_steps_but_not_while_typing(page, tiny_url):
+    page.goto(tiny_url + "/?lang=pt")
     wait_idle(page, 600_000)
     titles = [i18n.translate("pt", f"step{i}.title") for i in (1, 2, 3)]
     assert h1(page) == titles[0]
@@ -105,8 +114,8 @@ def test_presenter_mode_is_large_on_a_projector(browser, url, lang):
         ctx.close()
 
 
-def test_a_share_link_opened_in_another_browser_shows_the_same_text_and_numbers(browser, url, page):
-    page.goto(url + "/hubs?lang=pt")
+def test_a_share_link_opened_in_another_browser_shows_the_same_text_and_numbers(browser, tiny_url, page):
+    page.goto(tiny_url + "/hubs?lang=pt")
     wait_title(page, i18n.translate("pt", "step4.title"), 600_000)
     mine = "Cada aluno abre o mesmo link e vê as mesmas contas, no mesmo passo, com o mesmo texto de hoje."
     shown = paste(page, mine)
@@ -131,13 +140,13 @@ def test_a_share_link_opened_in_another_browser_shows_the_same_text_and_numbers(
 
 @pytest.mark.parametrize("present", [False, True], ids=["normal", "presenter"])
 @pytest.mark.parametrize("lang", ["ja", "en"])
-def test_every_page_passes_axe_wcag_a_and_aa(page, url, lang, present):
+def test_every_page_passes_axe_wcag_a_and_aa(page, tiny_url, lang, present):
     from axe_playwright_python.sync_playwright import Axe
 
     axe = Axe()  # axe-core ships inside the package: nothing is fetched
     found = {}
     for step in WALK:
-        page.goto(f"{url}/{step.link}?lang={lang}" + ("&present=1" if present else ""))
+        page.goto(f"{tiny_url}/{step.link}?lang={lang}" + ("&present=1" if present else ""))
         wait_title(page, i18n.translate(lang, step.heading_key), 600_000)
         if step.is_step:
             page.wait_for_selector('[data-testid="stMetricValue"]', timeout=300_000)
@@ -185,6 +194,35 @@ def test_every_step_draws_its_chart_in_every_language(page, url, lang):
         assert page.locator('[data-testid="stException"]').count() == 0, path
         page.screenshot(path=os.path.join(ARTIFACTS, f"{lang}-{i + 1}-{path or 'every-pair'}.png"), full_page=True)
     assert not page.dialogs
+
+
+def test_a_pasted_text_stays_through_next_pagedown_pageup_previous_and_a_page_link(page, tiny_url):
+    """Next and PageDown move with st.switch_page; the pasted text (and the numbers on
+    it) must come along each time, and through the sidebar's page links too."""
+    page.goto(tiny_url + "/?lang=pt")
+    wait_title(page, i18n.translate("pt", "step1.title"), 300_000)
+    mine = "Um texto colado pela professora, que tem de seguir a turma de passo em passo sem voltar ao exemplo."
+    shown = paste(page, mine)
+    box = page.locator('[data-testid="stSidebar"] textarea')
+
+    def still_mine(step: int):
+        wait_title(page, i18n.translate("pt", f"step{step}.title"))
+        assert box.input_value() == mine, step
+
+    page.locator(".st-key-nav_next button").click()
+    still_mine(2)
+    page.locator("h1").first.click()  # away from the text box, as a clicker finds the page
+    page.keyboard.press("PageDown")
+    still_mine(3)
+    page.locator("h1").first.click()
+    page.keyboard.press("PageUp")
+    still_mine(2)
+    page.locator(".st-key-nav_prev button").click()
+    still_mine(1)
+    page.wait_for_selector('[data-testid="stMetricValue"]', timeout=60_000)
+    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == shown  # the text's numbers
+    page.locator('[data-testid="stSidebarNav"] a').nth(3).click()
+    still_mine(4)
 
 
 def test_html_in_the_text_is_shown_as_text_never_run(page, url):
@@ -281,8 +319,8 @@ def test_the_handout_downloads_and_opens_offline_with_seven_figures(browser, url
         offline.close()
 
 
-def test_a_term_link_scrolls_to_its_meaning_on_the_same_page(page, url):
-    page.goto(url + "/hubs?lang=pt")
+def test_a_term_link_scrolls_to_its_meaning_on_the_same_page(page, tiny_url):
+    page.goto(tiny_url + "/hubs?lang=pt")
     wait_title(page, i18n.translate("pt", "step4.title"), 600_000)
     shown = paste(page, "Um texto da turma, para ver que o link do termo não recarrega a página nem perde nada.")
     page.set_viewport_size({"width": 1400, "height": 700})
@@ -298,7 +336,7 @@ def test_a_term_link_scrolls_to_its_meaning_on_the_same_page(page, url):
     assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == shown
 
 
-def test_three_readers_at_once_each_see_only_their_own_language_and_text(browser, url):
+def test_three_readers_at_once_each_see_only_their_own_language_and_text(browser, tiny_url):
     """Three browser contexts use the app at the same moment, each in its language with
     its own text: each sees its own title and its own token count."""
     own = {
@@ -310,7 +348,7 @@ def test_three_readers_at_once_each_see_only_their_own_language_and_text(browser
     try:
         pages = {lang: ctx.new_page() for lang, ctx in contexts.items()}
         for lang, pg in pages.items():
-            pg.goto(url + f"/?lang={lang}")
+            pg.goto(tiny_url + f"/?lang={lang}")
         for lang, pg in pages.items():
             wait_title(pg, i18n.translate(lang, "step1.title"), 600_000)
         for lang, pg in pages.items():  # type all three, then wait for all three

@@ -150,9 +150,26 @@ def _measured(t: Translator, step: int, live, sweep) -> list[str]:
     return []
 
 
-def offer(t: Translator) -> None:
-    """In the sidebar: a button that builds the handout (with a progress bar), then its
-    download. The file is not kept: it is built again on the next click."""
+def offer(t: Translator):
+    """In the sidebar: a button that asks for the handout. Returns the place its
+    progress bar and download go when pressed (else None): app.py builds it there
+    with ``build_into`` once the page has drawn its widgets, whose values it reads."""
+    import streamlit as st
+
+    if not st.button(t("handout.button"), icon=":material/description:", width="stretch",
+                     help=t("handout.button_help"), key="handout_build"):
+        return None
+    return st.container()
+
+
+def build_into(slot, t: Translator) -> None:
+    """Build the handout (with a progress bar) in ``slot``, then offer its download. The
+    file is not kept: it is built again on the next click."""
+    with slot:
+        _build_and_offer(t)
+
+
+def _build_and_offer(t: Translator) -> None:
     import streamlit as st
 
     from attn import bench
@@ -161,9 +178,6 @@ def offer(t: Translator) -> None:
 
     from . import state
 
-    if not st.button(t("handout.button"), icon=":material/description:", width="stretch",
-                     help=t("handout.button_help"), key="handout_build"):
-        return
     text, kind = state.current_text(), state.model_kind()
     if not text.strip():
         st.info(t("handout.need_text"))

@@ -21,7 +21,7 @@ from attn.costs import Shape
 from attn.methods import Composition, CompositionError
 from attn.swap import SWAP_MAX_TOKENS
 
-from . import setting_table, state
+from . import setting_table, state, widgets
 from .i18n import Translator
 from .setting_table import DEFAULT_LAYER, HUB_MODES, MAX_SETTING, RANDOM_BLOCKS, SCOPES  # noqa: F401 (the page's)
 from .steps import PLAYGROUND
@@ -42,8 +42,7 @@ def settings(a) -> dict:
     its default (a value that does not fit is dropped, with a notice when it came with
     a link), written back so that every widget starts from it."""
     for key in KEYS:
-        if key in st.session_state and not setting_table.fits(key, st.session_state[key], a):
-            state.forget_setting(key)
+        widgets.fit(key, a)
         if key not in st.session_state:
             st.session_state[key] = setting_table.default(key, a, setting_table.Context())
     return {k: st.session_state[k] for k in KEYS}

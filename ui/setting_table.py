@@ -86,6 +86,7 @@ class Setting:
     bounds: Callable[[Dims], tuple[int, int]] | None = None
     choices: Callable[[Dims], tuple] | None = None
     chars: int = 0
+    tokens: bool = False  # its options are positions, named by the text's tokens
 
     def valid(self, value, d: Dims = WIDEST) -> bool:
         """Whether the widget takes ``value`` on a text and model of sizes ``d``."""
@@ -170,13 +171,13 @@ _PG = PLAYGROUND.number
 
 TABLE: tuple[Setting, ...] = (
     _layer("s1_layer", 1), _head("s1_head", 1),
-    Setting("s1_token", 1, "choice", lambda d, c: d.n - 1, choices=_positions),
+    Setting("s1_token", 1, "choice", lambda d, c: d.n - 1, choices=_positions, tokens=True),
     _layer("s2_layer", 2), _head("s2_head", 2),
     Setting("s2_p", 2, "choice", lambda d, c: 0.9, choices=lambda d: P_OPTIONS),
     _layer("s3_layer", 3), _head("s3_head", 3), _window("s3_w", 3, 16),
     Setting("s3_rw", 3, "int", lambda d, c: REACH_W_DEFAULT, bounds=lambda d: REACH_W),
     Setting("s3_rl", 3, "int", lambda d, c: min(4, d.n_layers), bounds=lambda d: (1, d.n_layers)),
-    Setting("s4_hubs", 4, "many", lambda d, c: c.anchors(5)[:3], choices=_positions),
+    Setting("s4_hubs", 4, "many", lambda d, c: c.anchors(5)[:3], choices=_positions, tokens=True),
     _window("s4_w", 4, 8),
     _layer("s5_layer", 5), _head("s5_head", 5),
     Setting("s5_feature", 5, "choice", lambda d, c: next(iter(FEATURE_MAPS)), choices=lambda d: tuple(FEATURE_MAPS)),
@@ -184,7 +185,7 @@ TABLE: tuple[Setting, ...] = (
     _layer("s6_layer", 6),
     Setting("s6_head", 6, "choice", lambda d, c: 0, choices=lambda d: tuple(range(d.n_heads))),
     _window("s6_w", 6, 16),
-    Setting("s6_hubs", 6, "many", lambda d, c: c.anchors(3), choices=_positions),
+    Setting("s6_hubs", 6, "many", lambda d, c: c.anchors(3), choices=_positions, tokens=True),
     Setting("s6_feature", 6, "choice", lambda d, c: linear_features()[0], choices=lambda d: linear_features()),
     Setting("s6_swap_layer", 6, "choice", lambda d, c: 0, choices=_layers),
     Setting("s6_swap_metric", 6, "choice", lambda d, c: SWEEP_METRICS[0], choices=lambda d: SWEEP_METRICS),
@@ -192,7 +193,7 @@ TABLE: tuple[Setting, ...] = (
     Setting("pg_on", _PG, "many", lambda d, c: ["window", "hubs"], choices=lambda d: tuple(methods.PARTS)),
     _count("pg_w", 1, methods.PRESET_WINDOW), _count("pg_dilated", 1, 8), _count("pg_stride", 1, 4),
     Setting("pg_hub_mode", _PG, "choice", lambda d, c: "anchors", choices=lambda d: HUB_MODES),
-    Setting("pg_hubs", _PG, "many", lambda d, c: [0], choices=_positions),
+    Setting("pg_hubs", _PG, "many", lambda d, c: [0], choices=_positions, tokens=True),
     _count("pg_random", 1, 2),
     Setting("pg_rblock", _PG, "choice", lambda d, c: 32, choices=lambda d: RANDOM_BLOCKS),
     Setting("pg_seed", _PG, "text", lambda d, c: "0", chars=SEED_CHARS),

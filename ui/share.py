@@ -124,12 +124,17 @@ def _share_dialog(url: str, t: Translator) -> None:
 LINKS_PER_SESSION = 40  # new links one reader may make: enough for a lesson, too few to push out the room's
 
 
-def share_button(t: Translator, step_number: int) -> None:
-    """The sidebar's share button: keep the view, then show its link and QR code. A
-    reader makes at most LINKS_PER_SESSION different links (the same view again is
-    the same link), so that no one session can push the room's links out of the store."""
-    if not st.button(t("share.button"), icon=":material/qr_code_2:", width="stretch", key="share"):
-        return
+def share_button(t: Translator) -> bool:
+    """The sidebar's share button: whether it was pressed. app.py then calls
+    ``share_view`` once the page has drawn its widgets (a widget's value read before its
+    page draws it in this run can still be the browser's raw value)."""
+    return st.button(t("share.button"), icon=":material/qr_code_2:", width="stretch", key="share")
+
+
+def share_view(t: Translator, step_number: int) -> None:
+    """Keep the view, then show its link and QR code. A reader makes at most
+    LINKS_PER_SESSION different links (the same view again is the same link), so that
+    no one session can push the room's links out of the store."""
     view = current_view(step_number)
     made = st.session_state.setdefault(keys.LINKS_MADE, set())
     if sharestore.key_of(view) not in made and len(made) >= LINKS_PER_SESSION:

@@ -136,6 +136,24 @@ def fit(key: str, a) -> None:
     widget starts from its default instead of failing."""
     if key in st.session_state and not setting_table.fits(key, st.session_state[key], a):
         state.forget_setting(key)
+    elif setting_table.row(key).tokens:
+        relabel(key, a)
+
+
+def relabel(key: str, a) -> None:
+    """A widget whose options are named by the text's tokens (a token picker, hubs),
+    on a new text: its value goes back through session state, so that the browser
+    shows it under the new tokens' names. (Streamlit keeps a keyed widget across a
+    change of its options; the browser would hold the old text's names and send them
+    back on the next click, where they match nothing and the widget falls back to its
+    default — a shared link then carried the default, not what the reader saw.)"""
+    labelled = st.session_state.setdefault(keys.LABELLED, {})
+    text = hash(tuple(a.tokens))
+    if labelled.get(key) != text:
+        if key in st.session_state and labelled.get(key) is not None:
+            value = st.session_state[key]
+            st.session_state[key] = list(value) if isinstance(value, (list, tuple)) else value
+        labelled[key] = text
 
 
 def span(key: str, a):
@@ -195,6 +213,16 @@ def layer_labels(t: Translator, a) -> Callable[[int], str]:
 def token_labels(a) -> Callable[[int], str]:
     """``format_func`` for a token picker: position and token (see ``labels``)."""
     return labels(range(a.n), lambda i: f"{i} · {a.tokens[i]}")
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|$~&])")
+
+
+def literal(text: str) -> str:
+    """A piece of the reader's text (a token) placed inside our Markdown, shown as
+    written: every character Markdown or its formulas could read (``*``, ``_``, ``[``,
+    a backquote, ``$``...) escaped with a backslash, line breaks as spaces."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text.replace("\n", " ").replace("\r", " "))
 
 
 def downsample_note(t: Translator, factor: int, n: int) -> None:
