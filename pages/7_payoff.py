@@ -33,8 +33,13 @@ st.markdown(t("step7.live_lead", device=state.device_line(), dtype=str(compute_d
 if rows is None:
     st.caption(t("step7.live_bound", sizes=", ".join(t.int(n) for n in sizes)))
     if st.button(t("step7.run"), type="primary", key="s7_run"):
-        rows = live.run(t, key, s, device, sizes)
-        sm = summary.get(7, t, None, "", "", {}, live_rows=rows, live_last=sizes[-1])
+        try:
+            rows = live.run(t, key, s, device, sizes)
+        except Exception as exc:  # said, with what the engine reported; the page goes on
+            widgets.error_box(t, "step7.failed")
+            st.code(f"{type(exc).__name__}: {exc}", language=None)
+        else:
+            sm = summary.get(7, t, None, "", "", {}, live_rows=rows, live_last=sizes[-1])
 if rows:
     fig_time, fig_mem = widgets.shared("s7_live", (key, tuple(r.seconds for r in rows)),
                                        lambda: live.figures_of(t, rows, sizes, s))

@@ -314,3 +314,25 @@ def test_the_wait_told_is_each_kinds_measured_rate_times_its_size(monkeypatch):
     assert q.estimate(heavy) == pytest.approx(30.0)
     assert q.estimate(text) == pytest.approx(18.0) and q.estimate(text2) == pytest.approx(19.0)
     assert q.estimate(waiting) == pytest.approx(20.0)  # behind the running sweep and both texts
+
+
+def test_the_server_cuts_a_text_past_the_cap_whatever_the_browser_sends():
+    """A reader's websocket sends 150,000 characters where the text area takes 100,000:
+    the server analyses the first 100,000 only (the tiny model reads one token a
+    character, after its first token: 100,001 tokens, not 150,001)."""
+    from ui.state import MAX_CHARS
+
+    async def send_long(url):
+        r = Reader(url, "en")
+        await r.connect()
+        try:
+            await r.run("")
+            return await r.run("", text="a" * (MAX_CHARS + 50_000))
+        finally:
+            await r.close()
+
+    with app_server("tiny") as url:
+        run = asyncio.run(send_long(url))
+    assert run.finished and not run.exceptions
+    said = i18n.translate("en", "common.truncated", used=i18n.fmt_int(1024, "en"), total=i18n.fmt_int(MAX_CHARS + 1, "en"))
+    assert said in run.markdown, [m for m in run.markdown if "1,024" in m]

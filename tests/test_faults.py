@@ -147,3 +147,20 @@ def test_a_swap_that_fails_says_why(make_app, monkeypatch, raised, key):
     if raised is not None:
         assert any("RuntimeError: out of memory" in c.value for c in at.code)
     assert not at.get("progress")  # the run's bar went away
+
+
+def test_a_live_benchmark_that_fails_says_so_and_leaves_no_bar(make_app, monkeypatch):
+    from attn import bench
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("the device went away")
+
+    monkeypatch.setattr(bench, "run_plan", failing)
+    at = make_app("tiny", "ja")
+    at.run()
+    at.switch_page(PAGES[6]).run()
+    at.button(key="s7_run").click().run(timeout=300)
+    assert_clean(at)
+    assert i18n.translate("ja", "step7.failed") in [e.value for e in at.error]
+    assert any("RuntimeError: the device went away" in c.value for c in at.code)
+    assert not at.get("progress")
