@@ -14,7 +14,8 @@ analysed), then:
   open    for each step: N fresh readers (ja/pt/en samples) open it at once, on its
           first visit (its charts are built while they wait), then N more
   switch  N readers already connected all move to the same step at once
-  own     N readers each paste their own text at once (≈ 370 tokens each)
+  own     N readers each paste their own text at once (≈ 370 tokens each; --long:
+          100,000 characters each, the 1,024 tokens the CPU analyses at most)
 
 Prints p50 / p95 / max per step and scenario, the ratio of p95 to the floor's, the
 server's peak resident memory (polled from outside) and this process's own CPU time
@@ -64,14 +65,23 @@ class MemoryPoll:
         self.thread.join()
 
 
-def own_text(i: int) -> str:
+LONG_CHARS = 100_000  # the text area's cap: the longest text a reader can paste
+
+
+def own_text(i: int, long: bool = False) -> str:
     """Reader i's own text: a sample in one of the three languages, its sentences turned
-    round by i and signed, so that no two readers send the same text."""
+    round by i and signed, so that no two readers send the same text. ``long``: the
+    same, repeated up to the text area's cap (the analysis reads its first 1,024
+    tokens on the CPU, the most any text costs)."""
     lang = LANG_CYCLE[i % 3]
     base = sample_text(lang)
     cut = (i * 97) % max(1, len(base) // 2)
     sign = {"ja": f"（読者 {i} より）", "pt": f"(do leitor {i})", "en": f"(from reader {i})"}[lang]
-    return base[cut:] + "\n\n" + base[:cut] + " " + sign
+    text = base[cut:] + "\n\n" + base[:cut] + " " + sign
+    if long:
+        text = (sign + " " + text + "\n\n") * (LONG_CHARS // len(text) + 1)
+        text = text[:LONG_CHARS]
+    return text
 
 
 def summary_row(name: str, times: list[float], failed: int, floor_p95: float | None) -> str:
@@ -129,7 +139,8 @@ async def floor(url: str, n: int) -> dict:
     return out
 
 
-async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], floor_p95: float | None) -> None:
+async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], floor_p95: float | None,
+                    long: bool = False) -> None:
     by_step = {p.number: p for p in PAGES}
     teacher = [Reader(url, lang) for lang in LANG_CYCLE]
     for r in teacher:  # the teacher opens each sample: analysed once, before the class
@@ -151,9 +162,10 @@ async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], flo
             print(summary_row(f"step {s}", times, failed, floor_p95))
         await asyncio.gather(*(r.close() for r in readers))
     if "own" in scenarios:
-        print(f"\n{n} readers each paste their own text at once (step 1)")
+        print(f"\n{n} readers each paste their own text at once (step 1)"
+              + (f", each {LONG_CHARS:,} characters" if long else ""))
         readers = await connected(url, n)
-        texts = [own_text(i) for i in range(n)]
+        texts = [own_text(i, long) for i in range(n)]
         t0 = time.perf_counter()
         times, failed = await all_run(readers, "", texts)
         whole = time.perf_counter() - t0
@@ -182,6 +194,7 @@ def main() -> int:
     ap.add_argument("--scenarios", default="floor,open,switch,own")
     ap.add_argument("--replicas", type=int, default=1)
     ap.add_argument("--model", default="gemma")
+    ap.add_argument("--long", action="store_true", help="own texts at the text area's cap (1,024 tokens each)")
     args = ap.parse_args()
     n = max(1, min(args.readers, 100))  # bounded: loopback only, a class at most
     steps = [int(s) for s in args.steps.split(",")]
@@ -198,7 +211,7 @@ def main() -> int:
             print(summary_row(name, times, failed, None))
         floor_p95 = max(percentile(res["open"][0], 95), percentile(res["rerun"][0], 95))
     with servers(args.model, args.replicas) as (url, pids), MemoryPoll(pids) as mem:
-        asyncio.run(classroom(url, n, steps, scenarios, floor_p95))
+        asyncio.run(classroom(url, n, steps, scenarios, floor_p95, args.long))
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     print(f"\nservers' peak resident memory (sum over {len(pids)} process(es), polled): {mem.peak:,.0f} MB")
     print(f"this benchmark's own CPU: {cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime:.1f} s "

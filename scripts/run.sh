@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh requirements.txt
-# convert the packaged model before the server starts (nothing to do once converted)
+# convert the packaged model before the server starts (once converted: check its files, ≈ 1 s)
 .venv/bin/python -m attn.convert
 # two malloc arenas: a class's threads otherwise keep ≈ 1 GB more resident (docs/deploy.md)
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
