@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import methods
+from . import methods, settings
 from .costs import Shape
 from .device import compute_dtype, synchronize
 
@@ -240,6 +240,8 @@ def ratios(rows: list[Row], key=lambda r: r.seconds) -> dict[tuple[str, int], fl
 
 
 def live_sizes(device) -> list[int]:
-    """The lengths the app's live benchmark runs: short enough to end in ~20 s on a
-    2-core CPU; longer on CUDA."""
-    return [512, 1024, 2048, 4096] if torch.device(device).type == "cpu" else [1024, 2048, 4096, 8192, 16384]
+    """The lengths the app's live benchmark runs, each double the one before: up to
+    4,096 on the CPU (≈ 20 s on 2 cores), 16,384 on CUDA, or ``ATLAS_LIVE_MAX_N``."""
+    cpu = torch.device(device).type == "cpu"
+    top = settings.read().live_max_n or (4096 if cpu else 16384)
+    return [top >> i for i in reversed(range(4 if cpu else 5))]

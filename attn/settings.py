@@ -10,7 +10,9 @@
 * ``ATLAS_PUBLIC_URL``: the address a class reaches the app at, for share links and
   their QR code (else the address the reader's browser used);
 * ``ATLAS_FLEX_WARMUP=0``: no FlexAttention compile in the background (the tests set
-  it, so that no call switches kernels by timing; the app compiles once idle).
+  it, so that no call switches kernels by timing; the app compiles once idle);
+* ``ATLAS_LIVE_MAX_N``: the live benchmark's largest length (4,096 on the CPU, 16,384 on
+  CUDA; the tests run it smaller).
 
 A value that does not fit (``ATLAS_MAX_TOKENS=abc``, ``ATLAS_ANALYSIS_MB=0``) raises
 :class:`SettingError`, whose message names the variable and what it takes.
@@ -60,6 +62,20 @@ def _max_tokens(raw: str | None) -> int | None:
     return tokens
 
 
+def _live_max_n(raw: str | None) -> int | None:
+    """``ATLAS_LIVE_MAX_N``: the live benchmark's largest length, a power of two ≥ 64;
+    None when unset (the device's own)."""
+    if not raw:
+        return None
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 64 or n & (n - 1):
+        raise SettingError("ATLAS_LIVE_MAX_N", raw, "a power of two of at least 64, e.g. 4096")
+    return n
+
+
 def _analysis_bytes(raw: str | None) -> int:
     """``ATLAS_ANALYSIS_MB``: a finite number of megabytes > 0 (700 when unset), × 2**20 bytes."""
     if not raw:
@@ -82,6 +98,7 @@ class Settings:
     public_url: str | None  # e.g. http://192.0.2.10:8501 (None: the browser's own address)
     analysis_bytes: int = 700 * 2**20  # the analyses' byte budget
     flex_warmup: bool = True  # compile FlexAttention in the background once the server is idle
+    live_max_n: int | None = None  # the live benchmark's largest n (None: the device's own)
 
 
 OFF = ("0", "off", "no", "false")  # what turns a switch off
@@ -100,4 +117,5 @@ def read() -> Settings:
                     max_tokens=_max_tokens(env.get("ATLAS_MAX_TOKENS")),
                     public_url=(env.get("ATLAS_PUBLIC_URL") or "").rstrip("/") or None,
                     analysis_bytes=_analysis_bytes(env.get("ATLAS_ANALYSIS_MB")),
-                    flex_warmup=(env.get("ATLAS_FLEX_WARMUP") or "1").strip().lower() not in OFF)
+                    flex_warmup=(env.get("ATLAS_FLEX_WARMUP") or "1").strip().lower() not in OFF,
+                    live_max_n=_live_max_n(env.get("ATLAS_LIVE_MAX_N")))

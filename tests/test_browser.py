@@ -209,7 +209,7 @@ def test_a_pasted_text_stays_through_next_pagedown_pageup_previous_and_a_page_li
         wait_title(page, i18n.translate("pt", f"step{step}.title"))
         assert box.input_value() == mine, step
 
-    page.locator(".st-key-nav_next button").click()
+    page.locator(".st-key-nav_next button").first.click()
     still_mine(2)
     page.locator("h1").first.click()  # away from the text box, as a clicker finds the page
     page.keyboard.press("PageDown")
@@ -217,7 +217,7 @@ def test_a_pasted_text_stays_through_next_pagedown_pageup_previous_and_a_page_li
     page.locator("h1").first.click()
     page.keyboard.press("PageUp")
     still_mine(2)
-    page.locator(".st-key-nav_prev button").click()
+    page.locator(".st-key-nav_prev button").first.click()
     still_mine(1)
     page.wait_for_selector('[data-testid="stMetricValue"]', timeout=60_000)
     assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == shown  # the text's numbers

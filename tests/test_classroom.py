@@ -334,5 +334,6 @@ def test_the_server_cuts_a_text_past_the_cap_whatever_the_browser_sends():
     with app_server("tiny") as url:
         run = asyncio.run(send_long(url))
     assert run.finished and not run.exceptions
-    said = i18n.translate("en", "common.truncated", used=i18n.fmt_int(1024, "en"), total=i18n.fmt_int(MAX_CHARS + 1, "en"))
+    said = i18n.translate("en", "common.truncated", used=i18n.fmt_int(1024, "en"),
+                          total=i18n.fmt_int(MAX_CHARS + 1, "en"))
     assert said in run.markdown, [m for m in run.markdown if "1,024" in m]

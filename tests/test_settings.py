@@ -46,3 +46,20 @@ def test_the_tests_run_without_the_background_compile():
     import os
 
     assert os.environ["ATLAS_FLEX_WARMUP"] == "0" and not settings.read().flex_warmup
+
+
+@pytest.mark.parametrize("bad", ["lots", "0", "63", "1000", "-1024"])
+def test_a_live_benchmark_length_that_is_not_a_power_of_two_names_the_variable(monkeypatch, bad):
+    monkeypatch.setenv("ATLAS_LIVE_MAX_N", bad)
+    with pytest.raises(settings.SettingError) as err:
+        settings.read()
+    assert err.value.variable == "ATLAS_LIVE_MAX_N"
+
+
+def test_the_live_benchmark_doubles_up_to_its_largest_length(monkeypatch):
+    from attn import bench
+
+    monkeypatch.setenv("ATLAS_LIVE_MAX_N", "1024")
+    assert bench.live_sizes("cpu") == [128, 256, 512, 1024]
+    monkeypatch.delenv("ATLAS_LIVE_MAX_N")
+    assert bench.live_sizes("cpu") == [512, 1024, 2048, 4096]
