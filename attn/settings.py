@@ -5,7 +5,7 @@
 * ``ATLAS_MODEL=tiny``: the tiny random-weight model instead of Gemma-3-270m;
 * ``ATLAS_DEVICE``: force a device (``cpu``, ``cuda``);
 * ``ATLAS_MAX_TOKENS``: tokens analysed at most (else the device's budget);
-* ``ATLAS_ANALYSIS_MB``: memory the analyses of texts may hold together (default 700
+* ``ATLAS_ANALYSIS_MB``: memory the analyses of texts may hold together (default 500
   MB; the least recently used text is dropped first);
 * ``ATLAS_PUBLIC_URL``: the address a class reaches the app at, for share links and
   their QR code (else the address the reader's browser used);
@@ -76,16 +76,21 @@ def _live_max_n(raw: str | None) -> int | None:
     return n
 
 
+# the analyses' default budget: one text at the cap (1,024 tokens, 252 MB) or eight of 370
+# tokens; thirty readers pasting texts at the cap at once peak at 2.46–2.49 GB (docs/deploy.md)
+ANALYSIS_MB = 500
+
+
 def _analysis_bytes(raw: str | None) -> int:
-    """``ATLAS_ANALYSIS_MB``: a finite number of megabytes > 0 (700 when unset), × 2**20 bytes."""
+    """``ATLAS_ANALYSIS_MB``: a finite number of megabytes > 0 (500 when unset), × 2**20 bytes."""
     if not raw:
-        return 700 * 2**20
+        return ANALYSIS_MB * 2**20
     try:
         mb = float(raw)
     except ValueError:
         mb = math.nan
     if not (math.isfinite(mb) and mb * 2**20 >= 1):  # nan or inf would fail later, far from their cause
-        raise SettingError("ATLAS_ANALYSIS_MB", raw, "a number of megabytes above 0, e.g. 700")
+        raise SettingError("ATLAS_ANALYSIS_MB", raw, "a number of megabytes above 0, e.g. 500")
     return int(mb * 2**20)
 
 
@@ -96,7 +101,7 @@ class Settings:
     device: str | None  # None: CUDA when present, else CPU
     max_tokens: int | None  # None: the device's budget
     public_url: str | None  # e.g. http://192.0.2.10:8501 (None: the browser's own address)
-    analysis_bytes: int = 700 * 2**20  # the analyses' byte budget
+    analysis_bytes: int = ANALYSIS_MB * 2**20  # the analyses' byte budget
     flex_warmup: bool = True  # compile FlexAttention in the background once the server is idle
     live_max_n: int | None = None  # the live benchmark's largest n (None: the device's own)
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attn import methods, patterns
-from ui import boot, figures, state, summary, widgets
+from ui import boot, data, figures, state, summary, widgets
 
 boot.through_app()
 
@@ -45,7 +45,7 @@ token = st.selectbox(t("step1.pick_token"), widgets.span("s1_token", a), index=f
 
 
 def row_figure():
-    row = sm.values["grid"][token, : token + 1]
+    row = data.row(text, kind, layer, head, token)
     top = sorted(range(len(row)), key=lambda j: -row[j])[:3]
     return figures.row_bars(
         row, a.tokens[: token + 1], title=t("step1.row_title", i=token), x_title=t("common.key_axis"),

@@ -26,9 +26,16 @@ def _causal_view(g: torch.Tensor) -> np.ndarray:
     return out.numpy()
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+# few: a summary (kept for every reader) draws each grid once; 4 MB each at 1,024 tokens
+@st.cache_data(max_entries=8, show_spinner=False)
 def grid(text: str, kind: str, layer: int, head) -> np.ndarray:
     return _causal_view(_analysis(text, kind).grid(layer, head))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def row(text: str, kind: str, layer: int, head, token: int) -> np.ndarray:
+    """One token's row of the grid: its weight on itself and every earlier token."""
+    return _analysis(text, kind).grid(layer, head)[token, : token + 1].numpy()
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

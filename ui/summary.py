@@ -120,8 +120,7 @@ def step1(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     key = [(t("step1.metric_n"), t.int(n)), (t("step1.metric_causal"), t.int(cells)),
            (t("step1.metric_doubled", n2=t.int(2 * n)), t.int(doubled))]
     return Summary(1, _who(t, a, layer, head), key, fig, q,
-                   dict(layer=layer, head=head, window=window, cells=cells, doubled=doubled, factor=factor,
-                        grid=grid))
+                   dict(layer=layer, head=head, window=window, cells=cells, doubled=doubled, factor=factor))
 
 
 def step2(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
