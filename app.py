@@ -7,7 +7,6 @@ attention escape it — on the reader's own text, with a real model.
 from contextlib import nullcontext
 
 import streamlit as st
-from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
 from ui import boot, handout, keys, share, state, widgets
 from ui.i18n import LANGS
@@ -73,14 +72,11 @@ def after_the_page() -> None:
         handout.build_into(handout_slot, t)
 
 
+state.after_page(after_the_page)  # also when the page stops early (state.stop_page)
 state.run_started()
 try:
     nav.run()
-except StopException:  # a page that stops early (no text) still shares and hands out
-    after_the_page()
-    raise
-else:
-    after_the_page()
+    state.page_done()
 finally:
     state.run_ended()
 # after the first page: compile FlexAttention in the background once the server is idle

@@ -19,7 +19,7 @@ st.title(t("playground.title"))
 st.markdown(t("playground.lead"))
 a = state.analysis_or_message()
 if a is None:
-    st.stop()
+    state.stop_page()
 text, kind, n = state.current_text(), state.model_kind(), a.n
 anchors = sorted(p for p, _ in data.anchors(text, kind, 5)[:pg.ANCHOR_HUBS])
 
@@ -79,7 +79,7 @@ cfg = {k: st.session_state[k] for k in pg.KEYS}  # as the widgets now hold them
 comp, problem = pg.composition(cfg, n, anchors)
 if problem is not None:
     st.error(pg.error_text(t, problem), icon=":material/tune:")
-    st.stop()
+    state.stop_page()
 key = pg.key_of(comp)
 if comp.window >= n:
     st.warning(t("playground.window_covers", w=t.int(comp.window), n=t.int(n)), icon=":material/open_in_full:")

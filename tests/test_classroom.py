@@ -17,7 +17,7 @@ from harness.readers import Reader
 from harness.serve import app_server
 from helpers import PAGES
 from ui import i18n
-from ui.serving import ByteLRU, TicketQueue
+from room.serving import ByteLRU, TicketQueue
 
 TOKENS = i18n.translate("en", "step1.metric_n")
 
@@ -294,7 +294,7 @@ def test_the_wait_told_is_each_kinds_measured_rate_times_its_size(monkeypatch):
     weight 1, a new text waits only for what is left of the running sweep: 3·10 − 12 =
     18 s, a second text 18 + 1 = 19 s; the waiting sweep 18 + 1 + 1 = 20 s (the two
     texts went before it), and a handout after it 20 + 1·10 = 30 s."""
-    import ui.serving as serving
+    import room.serving as serving
 
     now = [1000.0]
     monkeypatch.setattr(serving.time, "monotonic", lambda: now[0])

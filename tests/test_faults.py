@@ -6,7 +6,8 @@ its own. Tiny model, through AppTest."""
 import pytest
 
 from helpers import PAGES
-from ui import i18n, sharestore
+from room import store as sharestore
+from ui import i18n
 
 pytestmark = pytest.mark.apptest
 
@@ -48,10 +49,12 @@ def test_a_link_that_cannot_be_kept_is_a_notice_and_no_dialog(make_app, monkeypa
     assert not at.code  # no link was shown
 
 
-def test_one_reader_cannot_make_links_without_end(make_app, monkeypatch):
+def test_one_reader_cannot_make_links_without_end(make_app, monkeypatch, tmp_path):
     from ui import share
 
     monkeypatch.setattr(share, "LINKS_PER_SESSION", 3)
+    mine = sharestore.Store(tmp_path / "links.sqlite3")  # counted alone: no other test's links evicted
+    monkeypatch.setattr(share, "store", lambda: mine)
     at = make_app("tiny", "en")
     at.run()
     before = share.store().count()

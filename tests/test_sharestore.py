@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from ui.sharestore import Store, StoreError, is_key
+from room.store import Store, StoreError, is_key
 
 
 def test_a_view_comes_back_by_its_key_and_the_same_view_gets_the_same_key(tmp_path):
@@ -35,7 +35,7 @@ def test_least_recently_used_views_are_evicted_at_the_bounds(tmp_path):
 
 WRITER = textwrap.dedent("""
     import sys
-    from ui.sharestore import Store
+    from room.store import Store
     s = Store(sys.argv[1])
     for i in range(150):
         s.put({"text": f"{sys.argv[2]} {i}"})

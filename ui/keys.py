@@ -12,6 +12,7 @@ TEXT = "text"  # the sidebar's text area: the reader's text
 SHARE_APPLIED = "_share_applied"  # the share key (?s=) this session has already applied
 FROM_LINK = "_from_link"  # the settings a share link set, so that dropping one is said
 LINKS_MADE = "_links_made"  # share links this session has made (bounded per session)
+AFTER_PAGE = "_after_page"  # what runs once the page has drawn its widgets (state.after_page)
 LABELLED = "_labelled"  # per token-named setting: the text its widget's labels were made for
 
 

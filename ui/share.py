@@ -1,5 +1,5 @@
 """One link for the room: ``?s=<key>`` restores language, step, presenter mode, every
-step's settings and the text, from the server-side store (:mod:`ui.sharestore`).
+step's settings and the text, from the server-side store (:mod:`room.store`).
 
 A link is checked before anything of it is used: an unknown or evicted key, a language
 or step that does not exist, a setting of the wrong kind or out of range each give a
@@ -14,8 +14,9 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from attn import settings
+from room import store as sharestore
 
-from . import keys, setting_table, sharestore, state
+from . import keys, setting_table, state
 from .i18n import LANGS, Translator
 from .steps import PAGES
 

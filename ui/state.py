@@ -18,7 +18,7 @@ from attn.device import device_info, pick_device
 from . import keys
 from .i18n import Translator, detect_language
 from .samples import sample_text
-from .serving import ByteLRU, TicketQueue
+from room.serving import ByteLRU, TicketQueue
 
 _convert_lock = threading.Lock()
 MAX_CHARS = 100_000  # the text area's cap (a few hundred pages; the analysis reads its first tokens)
@@ -105,6 +105,26 @@ def presenter() -> bool:
     return bool(st.session_state.get(keys.PRESENTER, False))
 
 
+def after_page(action) -> None:
+    """What must run once the page has drawn its widgets (app.py: a share or a handout
+    asked for in the sidebar), even when the page ends early: ``stop_page`` runs it."""
+    st.session_state[keys.AFTER_PAGE] = action
+
+
+def page_done() -> None:
+    """Run (once) what waits for the end of the page."""
+    action = st.session_state.pop(keys.AFTER_PAGE, None)
+    if action is not None:
+        action()
+
+
+def stop_page() -> None:
+    """End the page here (st.stop), after what waits for its end: nothing can be drawn
+    once Streamlit has been asked to stop."""
+    page_done()
+    st.stop()
+
+
 def forget_setting(key: str) -> None:
     """A kept value that no longer fits its widget (a shorter text, another model)."""
     if key in st.session_state.get(keys.FROM_LINK, set()):  # it came with a shared link: say so
@@ -163,7 +183,7 @@ def ensure_model():
             return get_model(kind)  # a failure now is not the copy's
     except convert.CacheDamaged as exc:
         st.error(tr()("model.damaged", path=str(exc.path)), icon=":material/error:")
-        st.stop()
+        stop_page()
 
 
 def check_environment() -> None:
@@ -273,7 +293,7 @@ def work_queue() -> TicketQueue:
 
 
 def in_line(kind: str, work, same=None, weight: float = 1.0):
-    """Heavy work through the process's queue (ui.serving.TicketQueue: the same work
+    """Heavy work through the process's queue (room.serving.TicketQueue: the same work
     is done once, ``same`` saying what it makes; ``weight`` its size); while others
     come first, the reader sees their place in the line and about how long it is."""
     t = tr()

@@ -123,7 +123,7 @@ def open_step(step: int):
     a = state.analysis_or_message()
     if a is None:
         terms_footer(t, step)
-        st.stop()
+        state.stop_page()
     return t, a
 
 

@@ -1,4 +1,5 @@
-"""Shared views, kept on the server: a short key for a text and its settings.
+"""The store of what a room shares: share links here (a short key for a text and its
+settings), classes in :mod:`room.classes`, both in one file.
 
 An embedded SQLite database (standard library) in the app's cache folder, so a link
 ``?s=<key>`` stays short however long the text. It is bounded in count and in bytes,
@@ -144,25 +145,19 @@ class Store:
             db.close()
         self.recreated = True
 
-    def put(self, view: dict) -> str:
-        """Keep a view (a JSON-able dict: text, language, step, settings); returns its key.
-        The same view always gets the same key. Raises StoreError when it cannot be
-        written (nothing half-written stays: one transaction)."""
-        payload = _payload(view)
-        key = key_of(view)
-        size = len(payload.encode("utf-8", "surrogatepass"))
-        now = time.time()
+    @contextlib.contextmanager
+    def transaction(self):
+        """A connection inside ``BEGIN IMMEDIATE`` … ``COMMIT``: everything or nothing.
+        A failed BEGIN raises its own StoreError (there is nothing to roll back); any
+        failure inside rolls back and is raised (an sqlite3 error as a StoreError)."""
         db = self._open()
         try:
             try:
                 db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:  # its own error: there is nothing to roll back
+            except sqlite3.Error as exc:
                 raise StoreError.of(exc) from exc
             try:
-                db.execute(_SCHEMA)  # a store that could not be made at start is made now
-                db.execute("INSERT INTO views(key, payload, bytes, created, used) VALUES (?, ?, ?, ?, ?) "
-                           "ON CONFLICT(key) DO UPDATE SET used = excluded.used", (key, payload, size, now, now))
-                self._evict(db)
+                yield db
                 db.execute("COMMIT")
             except BaseException as exc:
                 with contextlib.suppress(sqlite3.Error):
@@ -172,6 +167,32 @@ class Store:
                 raise
         finally:
             db.close()
+
+    @contextlib.contextmanager
+    def reading(self):
+        """A connection for reads (WAL: never blocked by a writer); an sqlite3 error
+        inside is raised as a StoreError."""
+        db = self._open()
+        try:
+            yield db
+        except sqlite3.Error as exc:
+            raise StoreError.of(exc) from exc
+        finally:
+            db.close()
+
+    def put(self, view: dict) -> str:
+        """Keep a view (a JSON-able dict: text, language, step, settings); returns its key.
+        The same view always gets the same key. Raises StoreError when it cannot be
+        written (nothing half-written stays: one transaction)."""
+        payload = _payload(view)
+        key = key_of(view)
+        size = len(payload.encode("utf-8", "surrogatepass"))
+        now = time.time()
+        with self.transaction() as db:
+            db.execute(_SCHEMA)  # a store that could not be made at start is made now
+            db.execute("INSERT INTO views(key, payload, bytes, created, used) VALUES (?, ?, ?, ?, ?) "
+                       "ON CONFLICT(key) DO UPDATE SET used = excluded.used", (key, payload, size, now, now))
+            self._evict(db)
         return key
 
     def _evict(self, db: sqlite3.Connection) -> None:
@@ -190,23 +211,18 @@ class Store:
         the store cannot be read."""
         if not is_key(key):
             return None
-        db = self._open()
-        try:
+        with self.reading() as db:
             try:
                 row = db.execute("SELECT payload FROM views WHERE key = ?", (key,)).fetchone()
             except sqlite3.OperationalError as exc:
                 if "no such table" in str(exc):
                     return None
-                raise StoreError.of(exc) from exc
-            except sqlite3.Error as exc:
-                raise StoreError.of(exc) from exc
+                raise
             if row is None:
                 return None
             with contextlib.suppress(sqlite3.Error):
                 db.execute("PRAGMA busy_timeout=100")  # a moment, not the writers' 30 s
                 db.execute("UPDATE views SET used = ? WHERE key = ?", (time.time(), key))
-        finally:
-            db.close()
         try:
             view = json.loads(row[0])
         except ValueError:
@@ -214,8 +230,5 @@ class Store:
         return view if isinstance(view, dict) else None
 
     def count(self) -> int:
-        db = self._open()
-        try:
+        with self.reading() as db:
             return db.execute("SELECT COUNT(*) FROM views").fetchone()[0]
-        finally:
-            db.close()

@@ -1,0 +1,289 @@
+"""A live class, kept in the store beside the share links: the class's text and settings,
+the teacher's step, its students (anonymous ids) and its votes, with a version number
+that every change raises, so that a poll knows in one cheap read whether anything moved.
+
+Every change is one transaction. What changes the class (moving it, opening, closing or
+revealing a vote, ending it) needs the host key, kept only by the teacher's session;
+the store holds its SHA-256 and compares with ``hmac.compare_digest``. A student has one
+answer per vote, taken only while the vote is open. A class holds at most
+``MAX_STUDENTS`` students; one nobody has touched for ``IDLE_HOURS`` ends by itself,
+with its answers and its text. No Streamlit here; the SQL of classes is in this module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from dataclasses import dataclass
+
+from . import codes
+from .store import Store, StoreError
+
+MAX_STUDENTS = 200  # ids are free to mint: the bound keeps a script from stuffing the ballot
+MAX_CLASSES = 500
+IDLE_HOURS = 12
+MAX_OPTIONS = 12
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS classes (
+        code TEXT PRIMARY KEY, host TEXT NOT NULL, view TEXT NOT NULL, step INTEGER NOT NULL,
+        version INTEGER NOT NULL, created REAL NOT NULL, touched REAL NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS students (
+        code TEXT NOT NULL, student TEXT NOT NULL, seen REAL NOT NULL, PRIMARY KEY (code, student))""",
+    """CREATE TABLE IF NOT EXISTS votes (
+        code TEXT NOT NULL, vote INTEGER NOT NULL, step INTEGER NOT NULL, round INTEGER NOT NULL,
+        state TEXT NOT NULL, question TEXT NOT NULL, PRIMARY KEY (code, vote))""",
+    """CREATE TABLE IF NOT EXISTS answers (
+        code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
+        at REAL NOT NULL, PRIMARY KEY (code, vote, student))""",
+)
+STATES = ("open", "closed", "revealed")
+
+
+class NotHost(Exception):
+    """A change asked for without the class's host key (forged, stale, or a student's)."""
+
+
+class ClassFull(Exception):
+    """The class holds MAX_STUDENTS students already."""
+
+
+@dataclass(frozen=True)
+class Vote:
+    vote: int  # 1, 2, … in the order opened
+    step: int
+    round: int  # 1: the first vote on this step's question; 2: after discussing
+    state: str  # open / closed / revealed
+    question: dict  # its own copy: text, options (labels), the measured answer's option
+
+
+@dataclass(frozen=True)
+class ClassState:
+    code: str
+    step: int
+    version: int
+    view: dict  # the text and settings, as a share link keeps them
+    votes: tuple[Vote, ...]
+
+    def vote_on(self, step: int) -> Vote | None:
+        """The latest vote on a step's question, or None."""
+        found = [v for v in self.votes if v.step == step]
+        return found[-1] if found else None
+
+
+def host_hash(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def new_student() -> str:
+    """An anonymous student id (in the student's address, so a reload keeps it)."""
+    return secrets.token_urlsafe(12)
+
+
+def is_student(value) -> bool:
+    return isinstance(value, str) and 8 <= len(value) <= 32 and all(c.isalnum() or c in "-_" for c in value)
+
+
+class Classes:
+    """The classes of one store file (several processes share it)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        with store.transaction() as db:
+            for statement in SCHEMA:
+                db.execute(statement)
+
+    # --- the teacher -------------------------------------------------------------------
+
+    def create(self, view: dict, step: int, now: float | None = None) -> tuple[str, str]:
+        """A new class for ``view`` (text and settings) at ``step``: its join code and
+        its host key (to keep in the teacher's session only)."""
+        now = time.time() if now is None else now
+        key = secrets.token_urlsafe(32)
+        payload = json.dumps(view, ensure_ascii=False, sort_keys=True)
+        with self.store.transaction() as db:
+            self._expire(db, now)
+            if db.execute("SELECT COUNT(*) FROM classes").fetchone()[0] >= MAX_CLASSES:
+                raise StoreError("full", "too many classes at once")
+            for _ in range(20):
+                code = codes.new_code()
+                if db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone() is None:
+                    break
+            else:  # 20 collisions in a billion codes: the store is not what it seems
+                raise StoreError("unavailable", "no free join code")
+            db.execute("INSERT INTO classes VALUES (?, ?, ?, ?, 1, ?, ?)",
+                       (code, host_hash(key), payload, int(step), now, now))
+        return code, key
+
+    def _host(self, db, code: str, key) -> None:
+        row = db.execute("SELECT host FROM classes WHERE code = ?", (code,)).fetchone()
+        if row is None or not isinstance(key, str) or not hmac.compare_digest(row[0], host_hash(key)):
+            raise NotHost(code)
+
+    def _bump(self, db, code: str, now: float) -> None:
+        db.execute("UPDATE classes SET version = version + 1, touched = ? WHERE code = ?", (now, code))
+
+    def is_host(self, code: str, key) -> bool:
+        with self.store.reading() as db:
+            try:
+                self._host(db, code, key)
+            except NotHost:
+                return False
+            return True
+
+    def move(self, code: str, key, step: int, now: float | None = None) -> None:
+        """The teacher's step: every following student goes there."""
+        now = time.time() if now is None else now
+        with self.store.transaction() as db:
+            self._host(db, code, key)
+            db.execute("UPDATE classes SET step = ? WHERE code = ?", (int(step), code))
+            self._bump(db, code, now)
+
+    def set_view(self, code: str, key, view: dict, now: float | None = None) -> None:
+        """The class's text and settings (the teacher changed them)."""
+        now = time.time() if now is None else now
+        with self.store.transaction() as db:
+            self._host(db, code, key)
+            db.execute("UPDATE classes SET view = ? WHERE code = ?",
+                       (json.dumps(view, ensure_ascii=False, sort_keys=True), code))
+            self._bump(db, code, now)
+
+    def open_vote(self, code: str, key, step: int, question: dict, now: float | None = None) -> int:
+        """Open a vote on a step's question (``question``: its text, option labels and the
+        measured answer's option, copied so that later changes leave it as asked). A
+        second vote on the same step is its round 2; the vote before it is closed."""
+        now = time.time() if now is None else now
+        options = question.get("options")
+        if not isinstance(options, list) or not 2 <= len(options) <= MAX_OPTIONS:
+            raise ValueError("a vote needs 2 to 12 options")
+        with self.store.transaction() as db:
+            self._host(db, code, key)
+            db.execute("UPDATE votes SET state = 'closed' WHERE code = ? AND state = 'open'", (code,))
+            last = db.execute("SELECT COALESCE(MAX(vote), 0) FROM votes WHERE code = ?", (code,)).fetchone()[0]
+            rounds = db.execute("SELECT COUNT(*) FROM votes WHERE code = ? AND step = ?",
+                                (code, int(step))).fetchone()[0]
+            db.execute("INSERT INTO votes VALUES (?, ?, ?, ?, 'open', ?)",
+                       (code, last + 1, int(step), rounds + 1, json.dumps(question, ensure_ascii=False)))
+            self._bump(db, code, now)
+        return last + 1
+
+    def set_state(self, code: str, key, vote: int, state: str, now: float | None = None) -> None:
+        """Close a vote (answers refused from now on) or reveal it (the measured answer)."""
+        if state not in ("closed", "revealed"):
+            raise ValueError(f"a vote can be closed or revealed, not {state!r}")
+        now = time.time() if now is None else now
+        with self.store.transaction() as db:
+            self._host(db, code, key)
+            db.execute("UPDATE votes SET state = ? WHERE code = ? AND vote = ?", (state, code, int(vote)))
+            self._bump(db, code, now)
+
+    def end(self, code: str, key) -> None:
+        """End the class: its text, students, votes and answers are deleted."""
+        with self.store.transaction() as db:
+            self._host(db, code, key)
+            self._delete(db, code)
+
+    # --- students ----------------------------------------------------------------------
+
+    def join(self, code: str, student: str, now: float | None = None) -> bool:
+        """A student present (joining, or still there): False when there is no such
+        class; ClassFull when it holds MAX_STUDENTS others."""
+        now = time.time() if now is None else now
+        with self.store.transaction() as db:
+            if db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone() is None:
+                return False
+            known = db.execute("SELECT 1 FROM students WHERE code = ? AND student = ?", (code, student)).fetchone()
+            if known is None:
+                count = db.execute("SELECT COUNT(*) FROM students WHERE code = ?", (code,)).fetchone()[0]
+                if count >= MAX_STUDENTS:
+                    raise ClassFull(code)
+            db.execute("INSERT INTO students VALUES (?, ?, ?) ON CONFLICT(code, student) DO UPDATE SET seen = ?",
+                       (code, student, now, now))
+            db.execute("UPDATE classes SET touched = ? WHERE code = ?", (now, code))
+        return True
+
+    def answer(self, code: str, vote: int, student: str, choice: int, now: float | None = None) -> str:
+        """A student's answer: ``"taken"``, or why not — ``"closed"`` (the vote is not
+        open), ``"again"`` (this student answered this vote already), ``"unknown"`` (no
+        such class, vote, student or option). One transaction: two answers at once from
+        one student leave one."""
+        now = time.time() if now is None else now
+        with self.store.transaction() as db:
+            row = db.execute("SELECT state, question FROM votes WHERE code = ? AND vote = ?",
+                             (code, int(vote))).fetchone()
+            joined = db.execute("SELECT 1 FROM students WHERE code = ? AND student = ?", (code, student)).fetchone()
+            if row is None or joined is None:
+                return "unknown"
+            if row[0] != "open":
+                return "closed"
+            if not (isinstance(choice, int) and 0 <= choice < len(json.loads(row[1])["options"])):
+                return "unknown"
+            done = db.execute("INSERT INTO answers VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                              (code, int(vote), student, choice, now)).rowcount
+            if not done:
+                return "again"
+            self._bump(db, code, now)
+        return "taken"
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def version(self, code: str) -> int | None:
+        """The class's version (None: no such class): the one read a poll makes."""
+        with self.store.reading() as db:
+            row = db.execute("SELECT version FROM classes WHERE code = ?", (code,)).fetchone()
+        return None if row is None else row[0]
+
+    def state(self, code: str) -> ClassState | None:
+        with self.store.reading() as db:
+            row = db.execute("SELECT step, version, view FROM classes WHERE code = ?", (code,)).fetchone()
+            if row is None:
+                return None
+            votes = db.execute("SELECT vote, step, round, state, question FROM votes WHERE code = ? ORDER BY vote",
+                               (code,)).fetchall()
+        return ClassState(code, row[0], row[1], json.loads(row[2]),
+                          tuple(Vote(v, s, r, st, json.loads(q)) for v, s, r, st, q in votes))
+
+    def counts(self, code: str, vote: int) -> list[int]:
+        """How many students chose each option of a vote."""
+        with self.store.reading() as db:
+            row = db.execute("SELECT question FROM votes WHERE code = ? AND vote = ?", (code, int(vote))).fetchone()
+            if row is None:
+                return []
+            out = [0] * len(json.loads(row[0])["options"])
+            for choice, count in db.execute("SELECT choice, COUNT(*) FROM answers WHERE code = ? AND vote = ? "
+                                            "GROUP BY choice", (code, int(vote))):
+                out[choice] = count
+        return out
+
+    def my_answer(self, code: str, vote: int, student: str) -> int | None:
+        with self.store.reading() as db:
+            row = db.execute("SELECT choice FROM answers WHERE code = ? AND vote = ? AND student = ?",
+                             (code, int(vote), student)).fetchone()
+        return None if row is None else row[0]
+
+    def present(self, code: str, since: float) -> int:
+        """Students seen since ``since`` (a poll writes presence at most every 15 s)."""
+        with self.store.reading() as db:
+            return db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND seen >= ?",
+                              (code, since)).fetchone()[0]
+
+    # --- bounds ----------------------------------------------------------------------------
+
+    def expire(self, now: float | None = None) -> int:
+        """End every class nobody has touched for IDLE_HOURS; how many ended."""
+        with self.store.transaction() as db:
+            return self._expire(db, time.time() if now is None else now)
+
+    def _expire(self, db, now: float) -> int:
+        old = [c for (c,) in db.execute("SELECT code FROM classes WHERE touched < ?", (now - IDLE_HOURS * 3600,))]
+        for code in old:
+            self._delete(db, code)
+        return len(old)
+
+    @staticmethod
+    def _delete(db, code: str) -> None:
+        for table in ("answers", "votes", "students", "classes"):
+            db.execute(f"DELETE FROM {table} WHERE code = ?", (code,))
