@@ -14,6 +14,7 @@ from attn import patterns, stats
 from helpers import LANGS, PAGES
 from ui import i18n
 from ui import live as live_run
+from ui import swaps
 from ui.samples import sample_text
 
 pytestmark = pytest.mark.apptest
@@ -417,8 +418,13 @@ def test_each_steps_settings_survive_moving_between_steps(make_app):
 
 
 def revealed(at, lang="en") -> str:
-    """The value a predict-then-reveal answer shows (between its ** **)."""
+    """The value a predict-then-reveal answer shows (between its ** **), pressing the
+    reveal button first when the answer still waits for it."""
     head = i18n.translate(lang, "predict.answer", value="§").split("§")[0]
+    if not [m for m in at.markdown if m.value.startswith(head)]:
+        buttons = [b for b in at.button if b.key and re.fullmatch(r"p\d_reveal", b.key)]
+        if buttons:
+            buttons[0].click().run()
     found = [m.value for m in at.markdown if m.value.startswith(head)]
     assert found, "no revealed answer on the page"
     return found[0][len(head):].split("**")[0]
@@ -477,6 +483,30 @@ def test_predictions_on_steps_3_4_7_follow_their_parameters(make_app):
     live = [m.value for m in at.metric if m.label.startswith(i18n.translate("en", "methods.window", w=128) + ":")]
     assert revealed(at) == live[0]
     assert i18n.translate("en", "predict.from_live") in " ".join(m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("presenting", [False, True], ids=["alone", "presenter"])
+def test_the_answer_waits_for_a_guess_or_the_reveal_in_every_mode(make_app, presenting):
+    """Predicting first is the point: no mode shows the measured answer under the
+    question before the reader picks an option or presses reveal."""
+    head = i18n.translate("en", "predict.answer", value="§").split("§")[0]
+
+    def answer_shown(at) -> bool:
+        return any(m.value.startswith(head) for m in at.markdown)
+
+    for step, page in ((1, PAGES[0]), (5, PAGES[4])):
+        at = open_page(make_app, page)
+        if presenting:
+            at.session_state["presenter"] = True
+            at.run()
+        assert not answer_shown(at) and at.button(key=f"p{step}_reveal")
+        at.radio(key=f"p{step}_guess").set_value(4 if step == 1 else "grid").run()
+        assert answer_shown(at)  # a guess reveals
+        fresh = open_page(make_app, page)
+        fresh.button(key=f"p{step}_reveal").click().run()
+        assert answer_shown(fresh)
+        fresh.sidebar.selectbox(key=f"s{step}_layer").set_value(0).run()
+        assert answer_shown(fresh)  # revealed once, it stays
 
 
 def test_presenter_mode_keeps_the_answer_until_revealed(make_app):
@@ -582,6 +612,7 @@ def test_closing_page_is_written_from_the_readers_numbers(make_app, tiny):
 
     text = sample_text("en")
     a = tiny.analyze(text)
+    swaps._store().clear()  # measured by no earlier test: the same case in every order
     at = open_page(make_app, PAGES[7])
     assert_clean(at)
     near = stats.share_kept_by_pattern(a.attentions, 16, (), True)["mean"]
@@ -591,13 +622,11 @@ def test_closing_page_is_written_from_the_readers_numbers(make_app, tiny):
                           near=i18n.fmt_pct(near, "en"), both=i18n.fmt_pct(both, "en"))
     shown = [m.value for m in at.markdown]
     assert lead in shown
-    # until measured (here, or by another test on the same text) it says where to measure
-    measured_first = i18n.translate("en", "closing.swap_unmeasured") not in shown
+    # until measured it says where to measure
+    assert i18n.translate("en", "closing.swap_unmeasured") in shown
     # measured on step 4: the closing page then gives the perplexity factors
     at.switch_page(PAGES[3]).run()
-    if "s4_swap" in [b.key for b in at.button]:  # not yet measured on this text by another test
-        assert not measured_first
-        at.button(key="s4_swap").click().run(timeout=300)
+    at.button(key="s4_swap").click().run(timeout=300)
     at.switch_page(PAGES[7]).run()
     assert_clean(at)
     alone, hub = swap.sweep(tiny, text, swap.hub_pair(4))
@@ -612,6 +641,7 @@ def test_closing_page_is_written_from_the_readers_numbers(make_app, tiny):
 
 
 def test_swap_sweep_runs_on_a_button_press_and_the_control_matches(make_app):
+    swaps._store().clear()  # measured by no earlier test: the buttons are there in every order
     at = open_page(make_app, PAGES[5])
     at.button(key="s6_swap").click().run(timeout=300)
     assert_clean(at)
@@ -620,8 +650,7 @@ def test_swap_sweep_runs_on_a_button_press_and_the_control_matches(make_app):
     assert control == pytest.approx(base, rel=1e-3)
     assert parse(metric(at, "swap.control_top1", "en"), "en") == 1.0
     at4 = open_page(make_app, PAGES[3])
-    if "s4_swap" in [b.key for b in at4.button]:  # not yet measured on this text by another test
-        at4.button(key="s4_swap").click().run(timeout=300)
+    at4.button(key="s4_swap").click().run(timeout=300)
     assert_clean(at4)
     assert parse(metric(at4, "swap.base_ppl", "en"), "en") > 0
 

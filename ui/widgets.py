@@ -328,8 +328,9 @@ def glossary_table(t: Translator) -> None:
 
 def predict(t: Translator, step: int, q: Question) -> None:
     """Predict, then reveal: a question whose answer the page measures (``q`` comes from
-    ui.summary, as the page's numbers do). The reader picks an option or none. In
-    presenter mode the answer waits for the reveal button; otherwise nothing is hidden."""
+    ui.summary, as the page's numbers do). In every mode the answer waits until the
+    reader picks an option or presses the reveal button (predicting first is the point:
+    an answer standing under the question before anyone guesses teaches nothing)."""
     with st.container(border=True):
         st.markdown(f"**{t('predict.heading')}** · {q.text}")
         key = keys.guess(step)
@@ -338,7 +339,7 @@ def predict(t: Translator, step: int, q: Question) -> None:
         guess = st.radio(t("predict.pick"), q.options, index=None, horizontal=True,
                          format_func=labels(q.options, q.label), key=key, persist_state=KEEP)
         revealed = keys.revealed(step)
-        if state.presenter() and not st.session_state.get(revealed):
+        if guess is None and not st.session_state.get(revealed):
             if not st.button(t("predict.reveal"), key=f"p{step}_reveal", icon=":material/visibility:"):
                 return
             st.session_state[revealed] = True
