@@ -46,16 +46,22 @@ def tiny():
     return atlas_model.tiny(device="cpu")
 
 
-def test_readers_at_once_are_all_served_each_with_their_own_text(tiny):
-    mine = texts(5)
+@pytest.fixture(scope="module")
+def server():
+    """One tiny-model server for the protocol-level tests (each sends texts of its own)."""
     with app_server("tiny") as url:
-        results = asyncio.run(class_of(url, mine))
+        yield url
+
+
+def test_readers_at_once_are_all_served_each_with_their_own_text(tiny, server):
+    mine = texts(5)
+    results = asyncio.run(class_of(server, mine))
     for text, (_reader, run) in zip(mine, results):
         assert run.finished and not run.exceptions
         assert run.metric(TOKENS) == i18n.fmt_int(tiny.analyze(text).n, "en")  # no cross-talk
 
 
-def test_readers_waiting_for_the_model_see_their_place_in_line_and_all_are_served(tiny):
+def test_readers_waiting_for_the_model_see_their_place_in_line_and_all_are_served(tiny, server):
     """Six readers paste texts of 1,024 tokens at the same moment: one model, one queue.
     Those behind see "N ahead of you, about S s" while they wait; then each gets its own."""
     mine = [f"Reader {i} pastes a long line of their own, word after word, again and again. " * 60
@@ -73,8 +79,7 @@ def test_readers_waiting_for_the_model_see_their_place_in_line_and_all_are_serve
             for r in readers:
                 await r.close()
 
-    with app_server("tiny") as url:
-        runs = asyncio.run(at_once(url))
+    runs = asyncio.run(at_once(server))
     told = []
     for text, run in zip(mine, runs):
         assert run.finished and not run.exceptions
@@ -316,7 +321,7 @@ def test_the_wait_told_is_each_kinds_measured_rate_times_its_size(monkeypatch):
     assert q.estimate(waiting) == pytest.approx(20.0)  # behind the running sweep and both texts
 
 
-def test_the_server_cuts_a_text_past_the_cap_whatever_the_browser_sends():
+def test_the_server_cuts_a_text_past_the_cap_whatever_the_browser_sends(server):
     """A reader's websocket sends 150,000 characters where the text area takes 100,000:
     the server analyses the first 100,000 only (the tiny model reads one token a
     character, after its first token: 100,001 tokens, not 150,001)."""
@@ -331,8 +336,7 @@ def test_the_server_cuts_a_text_past_the_cap_whatever_the_browser_sends():
         finally:
             await r.close()
 
-    with app_server("tiny") as url:
-        run = asyncio.run(send_long(url))
+    run = asyncio.run(send_long(server))
     assert run.finished and not run.exceptions
     said = i18n.translate("en", "common.truncated", used=i18n.fmt_int(1024, "en"),
                           total=i18n.fmt_int(MAX_CHARS + 1, "en"))

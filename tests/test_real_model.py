@@ -134,12 +134,13 @@ def test_a_window_as_long_as_a_short_text_reproduces_the_model(real):
 @pytest.mark.parametrize("lang", ["en", "pt", "ja"])
 def test_damage_grows_as_the_window_shrinks_and_the_first_token_as_hub_repairs_it(real, lang):
     text = sample_text(lang)
-    swaps = [Swap("window", window=w) for w in (4, 16, 64, 256)]
+    swaps = [Swap("window", window=w) for w in (4, 16, 64)]
     swaps += [Swap("window_hubs", window=4, hubs=(0,)), Swap("window_hubs", window=16, hubs=(0,))]
-    w4, w16, w64, wn, h4, h16 = swap.sweep(real, text, swaps, max_tokens=256)
-    assert wn.kl < 1e-6  # 256 tokens in a window of 256: nothing is dropped
-    kls = [w4.kl, w16.kl, w64.kl, wn.kl]
-    ppls = [w4.perplexity, w16.perplexity, w64.perplexity, wn.perplexity]
+    w4, w16, w64, h4, h16 = swap.sweep(real, text, swaps, max_tokens=192)
+    # a window as long as the text is the model itself (KL 0, its own perplexity: the
+    # test above shows it), so the unmodified model ends both rows
+    kls = [w4.kl, w16.kl, w64.kl, 0.0]
+    ppls = [w4.perplexity, w16.perplexity, w64.perplexity, w4.base_perplexity]
     assert kls == sorted(kls, reverse=True)
     assert ppls[0] > ppls[1] > ppls[3] and ppls[2] >= ppls[3] * 0.98  # within noise at w = 64
     assert h4.kl < w4.kl / 2 and h4.perplexity < w4.perplexity / 10
