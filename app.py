@@ -8,7 +8,7 @@ from contextlib import nullcontext
 
 import streamlit as st
 
-from ui import boot, handout, keys, share, state, widgets
+from ui import boot, classroom, handout, keys, share, state, widgets
 from ui.i18n import LANGS
 from ui.steps import PAGES
 
@@ -20,14 +20,18 @@ state.check_environment()  # a server variable it cannot use: one sentence, not 
 state.init_presenter()
 state.init_text()
 link_page = share.apply_link(state.tr())  # a shared link restores language, text, mode and settings
+link_page = classroom.attach(state.tr()) or link_page  # ?class=CODE: join a live class at its step
 lang, presenting, t = st.session_state[keys.LANG], state.presenter(), state.tr()
+classroom.notice_if_left(t)  # a following student who changed the text or a setting explores now
 
 nav = st.navigation([
     st.Page(p.path, title=t(p.title_key), url_path=p.url_path, icon=p.icon, default=p.default) for p in PAGES
 ])
 here = next(p for p in PAGES if p.url_path == nav.url_path or (p.default and not nav.url_path))
 if link_page is not None and link_page != here:
-    st.switch_page(link_page.path, query_params={"lang": lang, **({"present": "1"} if presenting else {})})
+    st.switch_page(link_page.path, query_params={"lang": lang, **({"present": "1"} if presenting else {}),
+                                                 **classroom.query()})
+state.show_notices()  # after any switch above: a switched run's notices are dropped with it
 
 with st.sidebar:
     st.markdown(f"### :material/explore: {t('app.name')}")
@@ -44,8 +48,10 @@ with st.sidebar:
     st.toggle(t("sidebar.presenter"), value=presenting, key=keys.PRESENTER_CHOICE, on_change=state.on_presenter_change,
               help=t("sidebar.presenter_help"))
     state.write_url()  # the sidebar's page links drop the query: write language and mode back
+    classroom.write_url()  # and a student's class and id
     share_asked = share.share_button(t)
     handout_slot = handout.offer(t)
+    classroom.sidebar(t, here.number)
     # on a projector the controls fold away; the language stays one click away
     with st.expander(t("sidebar.controls"), expanded=False) if presenting else nullcontext():
         # kept for the session: st.switch_page (Next, PageDown) reruns without widget states,
@@ -70,6 +76,8 @@ def after_the_page() -> None:
         share.share_view(t, here.number)
     if handout_slot is not None:
         handout.build_into(handout_slot, t)
+    if classroom.is_teacher():  # the class follows the teacher's step and settings
+        classroom.teacher_sync(here.number)
 
 
 state.after_page(after_the_page)  # also when the page stops early (state.stop_page)

@@ -528,7 +528,8 @@ def test_presenter_mode_is_kept_in_the_url_and_folds_the_controls(make_app, lang
     assert at.sidebar.toggle(key="presenter_choice").value
     # the language stays one click away; text and pickers sit in folded expanders
     assert at.sidebar.selectbox(key="lang_choice")
-    assert [e.label for e in at.sidebar.expander] == [i18n.translate(lang, "sidebar.controls"),
+    assert [e.label for e in at.sidebar.expander] == [i18n.translate(lang, "class.heading"),
+                                                     i18n.translate(lang, "sidebar.controls"),
                                                      i18n.translate(lang, "common.shown")]
     assert not [m for m in at.markdown if m.value.startswith(i18n.translate(lang, "predict.answer", value="§")
                                                              .split("§")[0])]
@@ -536,7 +537,8 @@ def test_presenter_mode_is_kept_in_the_url_and_folds_the_controls(make_app, lang
     assert at.title[0].value == i18n.translate(lang, "step2.title")
     assert at.query_params.get("present") in ("1", ["1"])
     at.sidebar.toggle(key="presenter_choice").set_value(False).run()
-    assert "present" not in at.query_params and not at.sidebar.expander
+    assert "present" not in at.query_params
+    assert [e.label for e in at.sidebar.expander] == [i18n.translate(lang, "class.heading")]  # nothing else folded
 
 
 def open_link(make_app, key: str):

@@ -6,6 +6,7 @@ test-artifacts/), accessibility (axe-core), presenter mode, the measured runs an
 handout on the real one (``url``). In CI a missing browser fails."""
 
 import os
+import re
 
 import pytest
 
@@ -401,3 +402,54 @@ def test_the_playground_draws_every_preset_in_every_language(page, url, lang):
         assert page.locator('[data-testid="stException"]').count() == 0, name
         page.screenshot(path=os.path.join(ARTIFACTS, f"playground-{lang}-{name}.png"), full_page=True)
     assert not page.dialogs
+
+
+def test_a_class_students_on_phones_follow_the_teachers_pagedown(browser, tiny_url):
+    """A teacher starts a class on a projector (1920 × 1080, presenter mode); two
+    students open its link on phones (390 × 844), one in Japanese and one in Portuguese:
+    each lands on the teacher's step with the class's text, and follows her PageDown
+    within 8 s (their polls tick every second). Screenshots of the join slide and both
+    phones."""
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    desk = browser.new_context(viewport={"width": 1920, "height": 1080}, locale="en-US")
+    phones = {lang: browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US", is_mobile=True,
+                                        has_touch=True) for lang in ("ja", "pt")}
+    try:
+        teacher = desk.new_page()
+        teacher.goto(tiny_url + "/neighbours?lang=en&present=1")
+        wait_title(teacher, i18n.translate("en", "step3.title"), 300_000)
+        mine = "Today's class reads this text together, step by step, on every phone in the room."
+        teacher.locator('[data-testid="stSidebar"] [data-testid="stExpander"] summary',
+                        has_text=i18n.translate("en", "sidebar.controls")).click()
+        paste(teacher, mine)
+        teacher.locator('[data-testid="stSidebar"] summary', has_text=i18n.translate("en", "class.heading")).click()
+        teacher.get_by_role("button", name=i18n.translate("en", "class.start")).click()
+        said = teacher.locator('[data-testid="stSidebar"] strong').filter(has_text=re.compile(r"^\w{3} \w{3}$"))
+        said.first.wait_for(timeout=60_000)
+        code = said.first.inner_text().replace(" ", "")
+        teacher.get_by_role("button", name=i18n.translate("en", "class.show_slide")).click()
+        teacher.locator('[role="dialog"] img').wait_for(timeout=30_000)
+        teacher.screenshot(path=os.path.join(ARTIFACTS, "class-join-slide-en.png"))
+        teacher.keyboard.press("Escape")
+        students = {}
+        for lang, ctx in phones.items():
+            pg = ctx.new_page()
+            pg.goto(f"{tiny_url}/?lang={lang}&class={code.lower()}")
+            wait_title(pg, i18n.translate(lang, "step3.title"), 300_000)
+            students[lang] = pg
+        for pg in students.values():
+            assert pg.locator('[data-testid="stSidebar"] textarea').input_value() == mine
+            assert "me=" in pg.url and "class=" in pg.url
+            width = pg.evaluate("() => document.documentElement.scrollWidth")
+            assert width <= 390 + 1, width  # no sideways scrolling on the phone
+        teacher.locator("h1").first.click()
+        teacher.keyboard.press("PageDown")
+        wait_title(teacher, i18n.translate("en", "step4.title"))
+        for lang, pg in students.items():
+            wait_title(pg, i18n.translate(lang, "step4.title"), 8_000, idle=False)  # followed within 8 s
+            wait_idle(pg)
+            pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-hubs.png"))
+    finally:
+        desk.close()
+        for ctx in phones.values():
+            ctx.close()

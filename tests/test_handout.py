@@ -164,7 +164,7 @@ def test_each_term_is_linked_once_where_the_page_first_uses_it(lang, step):
         original = t(key)
         assert LINK.sub(r"\1", texts[key]) == original  # only links added, nothing else changed
         for m in LINK.finditer(texts[key]):
-            linked.append(m.group(1))
+            linked.append(m.group(1).strip("*"))  # a bold term keeps its bold inside the link
     assert len(linked) == len(used) == len(set(used))
     for i in used:  # each link is a form of its own term
         forms = entries[i][lang]["forms"]
@@ -196,3 +196,17 @@ def test_the_handout_drops_nul_and_other_control_characters_from_the_text():
     assert html.unescape(shown) == want
     for c in ("\x00", "\x07", "\x1b", "\x85", "\x7f"):
         assert c not in page
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_linked_prose_renders_its_bold_and_links_with_no_mark_left_over(lang):
+    """CommonMark (as Streamlit's Markdown reads it) must close every ** of a step's
+    prose once its terms are linked: a link inside bold before a Japanese letter left
+    "**ハブ**" on screen."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark")
+    for step in range(1, 8):
+        for key, text in widgets.linked_prose(lang, step)[0].items():
+            shown = re.sub(r"<[^>]+>", "", md.render(text))
+            assert "**" not in shown, (lang, key, text)

@@ -71,14 +71,7 @@ def apply_link(t: Translator):
         bad = True
     st.session_state[keys.PRESENTER] = view.get("presenter") is True
     st.session_state[keys.PRESENTER_CHOICE] = st.session_state[keys.PRESENTER]
-    link = st.session_state.setdefault(keys.FROM_LINK, set())
-    raw = view.get("settings") if isinstance(view.get("settings"), dict) else {}
-    for k, v in raw.items():
-        if setting_table.valid(k, v):
-            st.session_state[k] = v
-            link.add(k)
-        else:
-            bad = True
+    bad = not apply_settings(view.get("settings")) or bad
     step = view.get("step")
     whole = isinstance(step, int) and not isinstance(step, bool)  # true is not step 1
     page = next((p for p in PAGES if p.number == step), None) if whole else None
@@ -87,6 +80,21 @@ def apply_link(t: Translator):
     if bad:
         st.toast(Translator(st.session_state.get(keys.LANG, "en"))("share.bad_values"), icon=":material/tune:")
     return page
+
+
+def apply_settings(raw) -> bool:
+    """Put a view's settings in place, each checked by its row of ui.setting_table (and
+    again by its page on the text, which says so when it drops one). False when some
+    did not fit."""
+    link = st.session_state.setdefault(keys.FROM_LINK, set())
+    ok = True
+    for k, v in (raw if isinstance(raw, dict) else {}).items():
+        if setting_table.valid(k, v):
+            st.session_state[k] = v
+            link.add(k)
+        else:
+            ok = False
+    return ok
 
 
 def base_url() -> str:

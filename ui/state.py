@@ -105,6 +105,18 @@ def presenter() -> bool:
     return bool(st.session_state.get(keys.PRESENTER, False))
 
 
+def notice_later(text: str, icon: str) -> None:
+    """A notice (toast) for the run after a page switch: those of a run that switches
+    page are dropped with it."""
+    st.session_state.setdefault(keys.NOTICES, []).append((text, icon))
+
+
+def show_notices() -> None:
+    """app.py, on every run: the notices kept for it."""
+    for text, icon in st.session_state.pop(keys.NOTICES, []):
+        st.toast(text, icon=icon)
+
+
 def after_page(action) -> None:
     """What must run once the page has drawn its widgets (app.py: a share or a handout
     asked for in the sidebar), even when the page ends early: ``stop_page`` runs it."""

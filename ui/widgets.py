@@ -90,7 +90,12 @@ def linked_prose(lang: str, step: int) -> tuple[dict[str, str], tuple[int, ...]]
                 for k, (piece, free) in enumerate(pieces):
                     m = re.search(pattern, piece, flags=0 if lang == "ja" else re.IGNORECASE) if free else None
                     if m:
-                        pieces[k] = (piece[:m.start()] + f"[{m.group(0)}](#{TERMS_ANCHOR})" + piece[m.end():], False)
+                        start, end = m.start(), m.end()
+                        if piece[start - 2:start] == "**" and piece[end:end + 2] == "**":
+                            # the bold goes inside the link: "**[ハブ](#…)**は" cannot close its
+                            # bold in CommonMark (")" then a letter), "[**ハブ**](#…)は" can
+                            start, end = start - 2, end + 2
+                        pieces[k] = (piece[:start] + f"[{piece[start:end]}](#{TERMS_ANCHOR})" + piece[end:], False)
                         used.append(i)
                         break
                 if i in used:

@@ -1,0 +1,152 @@
+"""A live class through AppTest: one teacher and students in one process, sessions
+sharing the store. AppTest cannot fire a fragment's ``run_every``; a full run draws the
+poll fragment once, so a student's rerun stands for one tick of their poll (what a tick
+decides is tested alone in tests/test_room.py)."""
+
+import pytest
+
+from room.store import Store
+from ui import classroom, i18n, keys, share
+
+pytestmark = pytest.mark.apptest
+
+TEXT = "The teacher's own text for today's class: every student reads these same words."
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """A store of the test's own (no other test's classes), as every session sees it."""
+    mine = Store(tmp_path / "room.sqlite3")
+    monkeypatch.setattr(share, "store", lambda: mine)
+    classroom._classes.clear()
+    classroom.class_version.clear()
+    yield mine
+    classroom._classes.clear()
+    classroom.class_version.clear()
+
+
+def title(at) -> str:
+    return at.title[0].value
+
+
+def tick(at):
+    """One tick of a member's poll (the version cache is a second long: start afresh)."""
+    classroom.class_version.clear()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.fixture
+def teacher(make_app, store):
+    at = make_app("tiny", "en")
+    at.run()
+    at.sidebar.text_area(key="text").input(TEXT).run()
+    for _ in range(2):  # to step 3 as a teacher moves (AppTest keeps a page from at.switch_page for good)
+        at.button(key="nav_next").click().run()
+    at.slider(key="s3_w").set_value(5).run()
+    at.sidebar.button(key="class_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def student_of(make_app, code: str, lang: str, **extra):
+    at = make_app("tiny", lang)
+    at.query_params["class"] = code
+    for k, v in extra.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_a_student_joins_by_link_in_their_own_language_with_the_class_text_and_settings(make_app, teacher):
+    code = teacher.session_state[keys.CLASS]
+    shown = i18n.translate("en", "class.code", code=f"{code[:3]} {code[3:]}")
+    assert shown in [m.value for m in teacher.sidebar.markdown]
+    typed = code.lower().replace("0", "o").replace("1", "l")  # look-alikes, as a phone types them
+    student = student_of(make_app, typed, "pt")
+    assert title(student) == i18n.translate("pt", "step3.title")  # the class's step, in Portuguese
+    assert student.sidebar.text_area(key="text").value == TEXT
+    assert student.slider(key="s3_w").value == 5  # the teacher's setting
+    assert i18n.translate("pt", "class.joined", code=f"{code[:3]} {code[3:]}") in [t.value for t in student.toast]
+    me = student.session_state[keys.STUDENT]
+    assert student.query_params.get("me") in (me, [me]) and keys.HOST not in student.session_state
+    host = teacher.session_state[keys.HOST]
+    for where in (dict(student.query_params), dict(teacher.query_params)):
+        assert host not in str(where)  # the host key is in no address
+
+
+def test_students_follow_the_teachers_step_explore_alone_and_come_back(make_app, teacher):
+    code = teacher.session_state[keys.CLASS]
+    student = student_of(make_app, code, "ja")
+    teacher.button(key="nav_next").click().run()  # the teacher moves to step 4
+    assert title(teacher) == i18n.translate("en", "step4.title")
+    assert title(tick(student)) == i18n.translate("ja", "step4.title")
+    student.sidebar.button(key="class_explore").click().run()
+    teacher.button(key="nav_next").click().run()  # step 5: the exploring student stays
+    assert title(tick(student)) == i18n.translate("ja", "step4.title")
+    student.sidebar.button(key="class_back").click().run()
+    assert title(student) == i18n.translate("ja", "step5.title")
+    teacher.button(key="nav_prev").click().run()
+    assert title(tick(student)) == i18n.translate("ja", "step4.title")
+
+
+def test_a_following_student_who_changes_the_text_explores_on_their_own_and_is_told(make_app, teacher):
+    student = student_of(make_app, teacher.session_state[keys.CLASS], "en")
+    student.sidebar.text_area(key="text").input("My own words now, not the class's.").run()
+    assert i18n.translate("en", "class.left") in [t.value for t in student.toast]
+    assert not student.session_state[keys.FOLLOWING]
+    teacher.button(key="nav_next").click().run()
+    assert title(tick(student)) == i18n.translate("en", "step3.title")  # stays where they are
+
+
+def test_the_class_follows_the_teachers_settings(make_app, teacher):
+    student = student_of(make_app, teacher.session_state[keys.CLASS], "en")
+    teacher.slider(key="s3_w").set_value(9).run()
+    assert tick(student).slider(key="s3_w").value == 9
+
+
+def test_a_code_typed_in_the_sidebar_joins_and_a_wrong_one_is_said(make_app, teacher):
+    code = teacher.session_state[keys.CLASS]
+    at = make_app("tiny", "pt")
+    at.run()
+    at.sidebar.text_input(key="class_code_typed").input("7KQ 2M!").run()
+    at.sidebar.button(key="class_join").click().run()
+    assert i18n.translate("pt", "class.bad_code") in [e.value for e in at.sidebar.error]
+    at.sidebar.text_input(key="class_code_typed").input("zz zz zz").run()
+    at.sidebar.button(key="class_join").click().run()
+    assert i18n.translate("pt", "class.unknown") in [t.value for t in at.toast]
+    at.sidebar.text_input(key="class_code_typed").input(f" {code[:3].lower()} - {code[3:]} ").run()
+    at.sidebar.button(key="class_join").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state[keys.CLASS] == code and title(at) == i18n.translate("pt", "step3.title")
+
+
+def test_a_reload_keeps_the_student_and_their_place(make_app, teacher, store):
+    code = teacher.session_state[keys.CLASS]
+    student = student_of(make_app, code, "en")
+    me = student.session_state[keys.STUDENT]
+    again = student_of(make_app, code, "en", me=me)  # the same address, a new session
+    assert again.session_state[keys.STUDENT] == me
+    room = classroom._classes()
+    assert room.present(code, since=0) == 1  # one student, not two
+
+
+def test_ending_the_class_lets_its_students_go(make_app, teacher):
+    code = teacher.session_state[keys.CLASS]
+    student = student_of(make_app, code, "en")
+    teacher.sidebar.button(key="class_end").click().run()
+    assert keys.CLASS not in teacher.session_state
+    tick(student)
+    assert keys.CLASS not in student.session_state
+    assert i18n.translate("en", "class.ended") in [t.value for t in student.toast]
+    assert classroom._classes().state(code) is None
+
+
+def test_a_student_cannot_move_the_class(make_app, teacher):
+    code = teacher.session_state[keys.CLASS]
+    student = student_of(make_app, code, "en")
+    student.button(key="nav_next").click().run()  # the student's own screen moves…
+    assert title(student) == i18n.translate("en", "step4.title")
+    assert classroom._classes().state(code).step == 3  # …the class does not

@@ -1,0 +1,387 @@
+"""A live class on the page: the teacher starts one from the sidebar (a join code, a
+join link and its QR code); students join by the link or by typing the code, in their
+own language, and their screens follow the teacher's step and settings. The class
+lives in the store (room.classes); this module draws it and keeps the session's part.
+
+The host key stays in the teacher's session: never in an address, a QR code or a
+link. A student's anonymous id is in their address (``?class=CODE&me=ID``), so a reload
+keeps them in the class as the same student. A small fragment polls the class's version
+every second (one store read per process per tick, shared by every session through a
+one-second cache); what it does is decided by room.follow.decide, a pure function."""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from room import classes as room_classes
+from room import codes, follow
+from room.store import StoreError
+
+from . import keys, setting_table, share, state
+from .i18n import Translator
+from .steps import PAGES
+
+QUERY_CLASS, QUERY_ME = "class", "me"  # what a student's address carries
+# the join code as the back of a room reads it (our fixed CSS; the code is checked to be
+# six characters of the code alphabet before it is placed here)
+CODE_HTML = ('<div style="font-size:6rem;font-weight:700;letter-spacing:0.12em;line-height:1.1;'
+             'font-family:ui-monospace,monospace;color:#1B2430">{code}</div>')
+
+
+@st.cache_resource(show_spinner=False)
+def _classes() -> room_classes.Classes:
+    """The classes of this process's store (the share links' file)."""
+    return room_classes.Classes(share.store())
+
+
+def classes() -> room_classes.Classes | None:
+    """The classes, or None after a notice when the store cannot be used just now."""
+    try:
+        return _classes()
+    except StoreError as exc:
+        st.toast(state.tr()(f"share.store_{exc.reason}"), icon=":material/warning:")
+        return None
+
+
+@st.cache_data(ttl=1.0, max_entries=512, show_spinner=False)
+def class_version(code: str) -> int | None:
+    """A class's version, read at most once a second per process whatever the number
+    of students polling (None: the class has ended)."""
+    return _classes().version(code)
+
+
+def member() -> str | None:
+    """The code of the class this session is in (as teacher or student), or None."""
+    return st.session_state.get(keys.CLASS)
+
+
+def is_teacher() -> bool:
+    return member() is not None and st.session_state.get(keys.HOST) is not None
+
+
+def class_view(step: int) -> dict:
+    """What a class carries to its students: the text and the settings (the language
+    and presenter mode stay each reader's)."""
+    view = share.current_view(step)
+    return {"text": view["text"], "settings": view["settings"]}
+
+
+def _apply(view: dict) -> None:
+    """A class's text and settings in this session (as a share link's are)."""
+    text = view.get("text")
+    if isinstance(text, str) and len(text) <= state.MAX_CHARS:
+        st.session_state[keys.TEXT] = text
+    share.apply_settings(view.get("settings"))
+    st.session_state[keys.CLASS_VIEW] = view
+
+
+def _still_the_class() -> bool:
+    """Whether this session still holds the class's text and every setting the class
+    set (a widget's own default for a setting the class did not set is no change)."""
+    view = st.session_state.get(keys.CLASS_VIEW)
+    if not isinstance(view, dict):
+        return True
+
+    def same(a, b):
+        return (list(a) if isinstance(a, (list, tuple)) else a) == (list(b) if isinstance(b, (list, tuple)) else b)
+
+    settings = view.get("settings") or {}
+    return st.session_state.get(keys.TEXT) == view.get("text") and all(
+        same(st.session_state.get(k), v) for k, v in settings.items()
+        if k in setting_table.ROWS and setting_table.row(k).kind != "guess")
+
+
+def _leave_class() -> None:
+    for k in (keys.CLASS, keys.HOST, keys.STUDENT, keys.FOLLOWING, keys.SEEN, keys.CLASS_VIEW, keys.PRESENCE_AT):
+        st.session_state.pop(k, None)
+    for q in (QUERY_CLASS, QUERY_ME):
+        if q in st.query_params:
+            del st.query_params[q]
+
+
+# --- joining -------------------------------------------------------------------------
+
+
+def attach(t: Translator):
+    """Once per session and class: join the class named in the address (``?class=``),
+    as the student ``?me=`` names or a new one. Returns the page to open (the class's
+    step) or None, after saying what went wrong."""
+    raw = st.query_params.get(QUERY_CLASS)
+    if raw is None or raw == st.session_state.get(keys.CLASS_ASKED):
+        return None
+    st.session_state[keys.CLASS_ASKED] = raw
+    code = codes.normalize(raw)
+    if code is None:
+        st.toast(t("class.bad_code"), icon=":material/error:")
+        return None
+    if member() == code:
+        return None
+    return join(t, code, st.query_params.get(QUERY_ME))
+
+
+def join(t: Translator, code: str, student: str | None = None):
+    """Join ``code`` as a student: the class's text and settings, its step. Returns the
+    page of the class's step, or None after a notice."""
+    room = classes()
+    if room is None:
+        return None
+    student = student if room_classes.is_student(student) else room_classes.new_student()
+    try:
+        joined = room.join(code, student)
+        found = room.state(code) if joined else None
+    except room_classes.ClassFull:
+        st.toast(t("class.full"), icon=":material/group_off:")
+        return None
+    except StoreError as exc:
+        st.toast(t(f"share.store_{exc.reason}"), icon=":material/warning:")
+        return None
+    if found is None:
+        st.toast(t("class.unknown"), icon=":material/link_off:")
+        return None
+    st.session_state.update({keys.CLASS: code, keys.STUDENT: student, keys.FOLLOWING: True,
+                             keys.SEEN: found.version, keys.PRESENCE_AT: time.time()})
+    st.session_state.pop(keys.HOST, None)
+    _apply(found.view)
+    st.query_params[QUERY_CLASS] = code
+    st.query_params[QUERY_ME] = student
+    state.notice_later(t("class.joined", code=codes.spaced(code)), ":material/group:")  # said on the class's page
+    return next((p for p in PAGES if p.number == found.step), None)
+
+
+def query() -> dict:
+    """A student's class and id, for a page switch's address."""
+    code, me = member(), st.session_state.get(keys.STUDENT)
+    return {QUERY_CLASS: code, QUERY_ME: me} if code and me else {}
+
+
+def write_url() -> None:
+    """A student's class and id in the address on every run (page links drop them)."""
+    code, me = member(), st.session_state.get(keys.STUDENT)
+    if code and me:
+        if st.query_params.get(QUERY_CLASS) != code:
+            st.query_params[QUERY_CLASS] = code
+        if st.query_params.get(QUERY_ME) != me:
+            st.query_params[QUERY_ME] = me
+
+
+# --- the teacher ---------------------------------------------------------------------------
+
+
+def start(step: int) -> None:
+    """on_click of "Start a class": a class for this text and these settings."""
+    t = state.tr()
+    room = classes()
+    if room is None:
+        return
+    try:
+        code, key = room.create(class_view(step), step)
+    except StoreError as exc:
+        st.toast(t(f"share.store_{exc.reason}"), icon=":material/warning:")
+        return
+    _leave_class()
+    st.session_state.update({keys.CLASS: code, keys.HOST: key, keys.SEEN: 1})
+
+
+def end() -> None:
+    """on_click of "End the class": its text, students and answers are deleted."""
+    room, code = classes(), member()
+    if room is not None and code is not None:
+        try:
+            room.end(code, st.session_state.get(keys.HOST))
+        except (room_classes.NotHost, StoreError):
+            pass  # ended already, or the store is away: the teacher's session leaves it either way
+    _leave_class()
+    st.toast(state.tr()("class.ended"), icon=":material/logout:")
+
+
+def teacher_sync(step: int) -> None:
+    """On every teacher's run: the class's step and settings follow hers (each change
+    raises the class's version, which the students' polls see)."""
+    room, code = classes(), member()
+    if room is None or code is None:
+        return
+    try:
+        found = room.state(code)
+        if found is None:  # ended (or expired) elsewhere
+            _leave_class()
+            st.toast(state.tr()("class.ended"), icon=":material/logout:")
+            return
+        key = st.session_state.get(keys.HOST)
+        if found.step != step:
+            room.move(code, key, step)
+        view = class_view(step)
+        if view != found.view:
+            room.set_view(code, key, view)
+    except room_classes.NotHost:
+        _leave_class()
+        st.toast(state.tr()("class.not_host"), icon=":material/key_off:")
+    except StoreError as exc:
+        st.toast(state.tr()(f"share.store_{exc.reason}"), icon=":material/warning:")
+
+
+def join_url(code: str) -> str:
+    return f"{share.base_url()}/?{QUERY_CLASS}={code}"
+
+
+@st.dialog(" ", width="large")
+def join_slide(code: str, t: Translator) -> None:
+    """The join slide for the projector: the code large, the QR code of the link."""
+    st.subheader(t("class.slide_title"))
+    if codes.normalize(code) == code:  # our own alphabet only, never a reader's text
+        st.html(CODE_HTML.format(code=codes.spaced(code)))
+    url = join_url(code)
+    st.image(share.qr_png(url), width=320)
+    st.code(url, language=None)
+    st.caption(t("class.slide_lead"))
+    if share.is_local(url):
+        st.warning(t("share.local_note"))
+
+
+def sidebar(t: Translator, step: int) -> None:
+    """The sidebar's class panel: start or join; in a class, its code and its controls."""
+    code = member()
+    with st.expander(t("class.heading"), expanded=code is not None, icon=":material/groups:"):
+        if code is None:
+            st.button(t("class.start"), key="class_start", on_click=start, args=(step,), width="stretch",
+                      icon=":material/co_present:", help=t("class.start_help"))
+            typed = st.text_input(t("class.join_label"), key="class_code_typed", max_chars=16,
+                                  placeholder="7KQ 2M9")
+            if st.button(t("class.join_button"), key="class_join", width="stretch"):
+                found = codes.normalize(typed)
+                if found is None:
+                    st.error(t("class.bad_code"))
+                else:
+                    page = join(t, found)
+                    if page is not None:
+                        st.switch_page(page.path, query_params=dict(st.query_params))
+            return
+        st.markdown(t("class.code", code=codes.spaced(code)))
+        if is_teacher():
+            poll(step)  # the students present, counted live
+            if st.button(t("class.show_slide"), key="class_slide", width="stretch", icon=":material/qr_code_2:"):
+                join_slide(code, t)
+            st.button(t("class.end"), key="class_end", on_click=end, width="stretch", icon=":material/logout:")
+            return
+        poll(step)
+        if st.session_state.get(keys.FOLLOWING):
+            st.caption(t("class.following"))
+            st.button(t("class.explore"), key="class_explore", width="stretch", icon=":material/explore:",
+                      on_click=explore)
+        else:
+            st.caption(t("class.exploring"))
+            if st.button(t("class.back"), key="class_back", width="stretch", icon=":material/groups:"):
+                back(t)
+
+
+def explore() -> None:
+    """on_click of "Explore on my own": the screen stops following the teacher."""
+    st.session_state[keys.FOLLOWING] = False
+
+
+def _present(code: str) -> int:
+    room = classes()
+    try:
+        return room.present(code, time.time() - 3 * follow.PRESENCE_EVERY) if room else 0
+    except StoreError:
+        return 0
+
+
+def back(t: Translator) -> None:
+    """A student returns to the class: its text, settings and step."""
+    room, code = classes(), member()
+    found = room.state(code) if room is not None and code else None
+    if found is None:
+        _leave_class()
+        st.toast(t("class.ended"), icon=":material/logout:")
+        return
+    st.session_state.update({keys.FOLLOWING: True, keys.SEEN: found.version})
+    _apply(found.view)
+    page = next((p for p in PAGES if p.number == found.step), None)
+    if page is not None:
+        st.switch_page(page.path, query_params=dict(st.query_params))
+
+
+# --- following ------------------------------------------------------------------------
+
+
+def notice_if_left(t: Translator) -> None:
+    """A following student who changed the text or a setting explores on their own now."""
+    if member() and not is_teacher() and st.session_state.get(keys.FOLLOWING) and not _still_the_class():
+        st.session_state[keys.FOLLOWING] = False
+        st.toast(t("class.left"), icon=":material/explore:")
+
+
+def tick(step: int) -> None:
+    """One poll of a class member: move with the teacher, redraw on a change, leave an
+    ended class; a student's presence written at most every 15 s."""
+    code = member()
+    if code is None:
+        return
+    version = class_version(code)
+    seat = follow.Seat(teacher=is_teacher(), following=bool(st.session_state.get(keys.FOLLOWING)), page=step,
+                       seen_version=st.session_state.get(keys.SEEN, 0))
+    action, to = follow.decide(version, None, seat) if version is None else _decide(code, version, seat)
+    now = time.time()
+    if not seat.teacher and follow.presence_due(st.session_state.get(keys.PRESENCE_AT), now):
+        st.session_state[keys.PRESENCE_AT] = now
+        room = classes()
+        try:
+            if room is not None:
+                room.join(code, st.session_state.get(keys.STUDENT, ""), now)
+        except (StoreError, room_classes.ClassFull):
+            pass  # presence is a count on the teacher's screen: the next tick tries again
+    if action == follow.GONE:
+        _leave_class()
+        if _alone():  # said after the rerun that takes the class away
+            state.notice_later(state.tr()("class.ended"), ":material/logout:")
+            st.rerun(scope="app")
+        st.toast(state.tr()("class.ended"), icon=":material/logout:")
+        return
+    if action == follow.STAY:
+        return
+    st.session_state[keys.SEEN] = version
+    if seat.teacher:
+        return  # her own changes: her page already shows them
+    found = classes().state(code)
+    if found is not None:
+        _apply(found.view)
+    if action == follow.MOVE:
+        page = next((p for p in PAGES if p.number == to), None)
+        if page is not None:
+            st.switch_page(page.path, query_params=dict(st.query_params))
+    _redraw()
+
+
+def _alone() -> bool:
+    """Whether this run is the poll fragment's own, not a full run of the page
+    (Streamlit's run context records the fragments a run is for)."""
+    ctx = get_script_run_ctx()
+    return ctx is not None and bool(ctx.fragment_ids_this_run)
+
+
+def _redraw() -> None:
+    """After a tick that changed what the page shows: a poll's own run reruns the app;
+    in a full run (the sidebar draws the poll before the page) the page that follows
+    draws it, and a rerun would drop the click that started this run."""
+    if _alone():
+        st.rerun(scope="app")
+
+
+def _decide(code: str, version: int, seat: follow.Seat):
+    if version == seat.seen_version or seat.teacher or not seat.following:
+        return follow.decide(version, None, seat)
+    found = classes().state(code)  # something moved: where is the class now
+    return follow.decide(version, found.step if found else None, seat)
+
+
+@st.fragment(run_every=1.0)
+def poll(step: int) -> None:
+    """A class member's tick each second, in the sidebar's class panel; the teacher's
+    shows the students present, counted live."""
+    tick(step)
+    code = member()
+    if code is not None and is_teacher():
+        st.caption(state.tr()("class.present", n=state.tr().int(_present(code))))
