@@ -150,3 +150,51 @@ def test_a_student_cannot_move_the_class(make_app, teacher):
     student.button(key="nav_next").click().run()  # the student's own screen moves…
     assert title(student) == i18n.translate("en", "step4.title")
     assert classroom._classes().state(code).step == 3  # …the class does not
+
+
+def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teacher):
+    """The room's loop on one step: the teacher opens the vote; while it is open a
+    student's page holds the question and nothing that answers it; one answer each;
+    closed, the room's answers as a chart; revealed, the measured answer and the share
+    of the room that chose it; a second vote after discussing."""
+    code = teacher.session_state[keys.CLASS]
+    student = student_of(make_app, code, "pt")
+    assert i18n.translate("pt", "vote.not_open") in " ".join(m.value for m in student.markdown)
+    teacher.button(key="vote_open_3").click().run()
+    assert not teacher.exception, [e.value for e in teacher.exception]
+    tick(student)
+    assert not student.metric and not student.get("plotly_chart")  # the page's numbers wait
+    assert i18n.translate("pt", "vote.page_waits") in [c.value for c in student.caption]
+    vote = classroom._classes().state(code).vote_on(3)
+    labels = vote.question["labels"]
+    assert set(labels) == {"en", "ja", "pt"} and vote.question["options"][vote.question["answer"]] in (
+        vote.question["options"])
+    student.radio(key=f"vote_pick_{vote.vote}").set_value(0).run()
+    student.button(key=f"vote_send_{vote.vote}").click().run()
+    sent = i18n.translate("pt", "vote.sent", answer=labels["pt"][0])
+    assert sent in [m.value for m in student.markdown]
+    assert classroom._classes().answer(code, vote.vote, student.session_state[keys.STUDENT], 1) == "again"
+    tick(teacher)
+    assert i18n.translate("en", "vote.answered", k="1", n="1") in [m.value for m in teacher.markdown]
+    assert not teacher.metric  # the projector waits too
+    teacher.button(key=f"vote_close_{vote.vote}").click().run()
+    tick(student)
+    assert student.metric  # closed: the page's numbers are back
+    chart = [c for c in student.get("plotly_chart") if "vote_chart" in (c.key or "")]
+    assert chart
+    assert classroom._classes().answer(code, vote.vote, "a-late-student", 0) == "unknown"
+    assert classroom._classes().counts(code, vote.vote) == [1] + [0] * (len(labels["pt"]) - 1)
+    teacher.button(key=f"vote_reveal_{vote.vote}").click().run()
+    tick(student)
+    right = vote.question["answer"]
+    said = i18n.translate("pt", "vote.revealed", value=vote.question["value_text"]["pt"], answer=labels["pt"][right],
+                          right=i18n.fmt_pct(1.0 if right == 0 else 0.0, "pt", 0))
+    assert said in [m.value for m in student.markdown]
+    teacher.button(key=f"vote_again_{vote.vote}").click().run()
+    second = classroom._classes().state(code).vote_on(3)
+    assert second.round == 2 and second.state == "open" and second.vote != vote.vote
+    tick(student)
+    assert not student.metric
+    student.radio(key=f"vote_pick_{second.vote}").set_value(right).run()
+    student.button(key=f"vote_send_{second.vote}").click().run()
+    assert classroom._classes().counts(code, second.vote)[right] == 1

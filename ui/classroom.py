@@ -20,8 +20,8 @@ from room import classes as room_classes
 from room import codes, follow
 from room.store import StoreError
 
-from . import keys, setting_table, share, state
-from .i18n import Translator
+from . import figures, keys, setting_table, share, state, summary
+from .i18n import LANGS, Translator
 from .steps import PAGES
 
 QUERY_CLASS, QUERY_ME = "class", "me"  # what a student's address carries
@@ -385,3 +385,153 @@ def poll(step: int) -> None:
     code = member()
     if code is not None and is_teacher():
         st.caption(state.tr()("class.present", n=state.tr().int(_present(code))))
+
+
+# --- votes -----------------------------------------------------------------------------
+
+
+def question_copy(step: int, a, text: str, kind: str) -> dict:
+    """What a vote keeps of a step's question, made when the teacher opens it: the
+    option values, the measured answer's option, and the question's words in every
+    language (each student reads it in their own), so that later changes to the page
+    or its settings leave the vote as it was asked."""
+    given = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
+    cfg = setting_table.settings_for(a, text, kind, given) if a is not None else {}  # step 7 needs no text
+    out = {"text": {}, "labels": {}, "value_text": {}}
+    for lang in LANGS:
+        q = summary.get(step, Translator(lang), a, text, kind, cfg).question
+        out["text"][lang], out["value_text"][lang] = q.text, q.value_text
+        out["labels"][lang] = [q.label(o) for o in q.options]
+        out["options"], out["answer"] = list(q.options), q.options.index(q.right)
+    return out
+
+
+def _words(question: dict, part: str, lang: str):
+    return question[part].get(lang) or question[part].get("en")
+
+
+def open_first_vote(step: int) -> None:
+    """on_click of "Open the vote": the step's question on the class's text and settings,
+    copied in every language (its arguments stay small: never the analysis)."""
+    text, kind = state.current_text(), state.model_kind()
+    a = state.get_analysis(text, kind) if step != 7 and text.strip() else None
+    if a is None and step != 7:
+        return
+    open_vote(step, question_copy(step, a, text, kind))
+
+
+def open_vote(step: int, question: dict) -> None:
+    _host_action(lambda room, code, key: room.open_vote(code, key, step, question))
+
+
+def close_vote(vote: int) -> None:
+    _host_action(lambda room, code, key: room.set_state(code, key, vote, "closed"))
+
+
+def reveal_vote(vote: int) -> None:
+    _host_action(lambda room, code, key: room.set_state(code, key, vote, "revealed"))
+
+
+def _host_action(action) -> None:
+    """on_click of a teacher's vote button: the change, or a notice saying why not."""
+    room, code, t = classes(), member(), state.tr()
+    if room is None or code is None:
+        return
+    try:
+        action(room, code, st.session_state.get(keys.HOST))
+    except room_classes.NotHost:
+        st.toast(t("class.not_host"), icon=":material/key_off:")
+    except StoreError as exc:
+        st.toast(t(f"share.store_{exc.reason}"), icon=":material/warning:")
+
+
+def vote_open_on(step: int):
+    """The class's vote on a step when it is open (the page's answers then wait), else None."""
+    room, code = classes(), member()
+    if room is None or code is None:
+        return None
+    try:
+        found = room.state(code)
+    except StoreError:
+        return None
+    vote = found.vote_on(step) if found else None
+    return vote if vote is not None and vote.state == "open" else None
+
+
+def vote_panel(t: Translator, step: int, show_figure) -> None:
+    """A step's question in a class: the teacher opens, closes and reveals the vote;
+    each student answers once; once closed, the room's answers as a chart (both votes
+    side by side after a second one); once revealed, the measured answer."""
+    room, code = classes(), member()
+    found = room.state(code) if room is not None else None
+    if found is None:
+        return
+    votes = [v for v in found.votes if v.step == step]
+    vote = votes[-1] if votes else None
+    teacher = is_teacher()
+    with st.container(border=True):
+        if vote is None:
+            st.markdown(f"**{t('predict.heading')}** · " + t("vote.not_open"))
+            if teacher:
+                st.button(t("vote.open"), key=f"vote_open_{step}", type="primary", icon=":material/how_to_vote:",
+                          on_click=open_first_vote, args=(step,))
+            return
+        question = vote.question
+        labels = _words(question, "labels", t.lang)
+        st.markdown(f"**{t('predict.heading')}** · {_words(question, 'text', t.lang)}")
+        if vote.round > 1:
+            st.caption(t("vote.second"))
+        if vote.state == "open":
+            _open_panel(t, room, code, vote, labels, teacher)
+            return
+        rounds = [(v, room.counts(code, v.vote)) for v in votes[-2:]]
+        show_figure(_results_chart(t, rounds, labels), f"vote_chart_{step}")
+        mine = None if teacher else room.my_answer(code, vote.vote, st.session_state.get(keys.STUDENT, ""))
+        if mine is not None:
+            st.caption(t("vote.yours", answer=labels[mine]))
+        if vote.state == "revealed":
+            right = question["answer"]
+            counts = rounds[-1][1]
+            share_right = counts[right] / sum(counts) if sum(counts) else 0.0
+            st.markdown(t("vote.revealed", value=_words(question, "value_text", t.lang), answer=labels[right],
+                          right=t.pct(share_right, 0)))
+        if teacher:
+            c1, c2 = st.columns(2)
+            if vote.state == "closed":
+                c1.button(t("vote.reveal"), key=f"vote_reveal_{vote.vote}", on_click=reveal_vote, args=(vote.vote,),
+                          icon=":material/visibility:", width="stretch")
+            if vote.round < 2:
+                c2.button(t("vote.again"), key=f"vote_again_{vote.vote}", on_click=open_vote,
+                          args=(step, question), icon=":material/replay:", width="stretch")
+
+
+def _open_panel(t: Translator, room, code: str, vote, labels: list[str], teacher: bool) -> None:
+    if teacher:
+        answered = sum(room.counts(code, vote.vote))
+        st.markdown(t("vote.answered", k=t.int(answered), n=t.int(_present(code))))
+        st.button(t("vote.close"), key=f"vote_close_{vote.vote}", on_click=close_vote, args=(vote.vote,),
+                  type="primary", icon=":material/lock:")
+        st.caption(t("vote.page_waits"))
+        return
+    student = st.session_state.get(keys.STUDENT, "")
+    mine = room.my_answer(code, vote.vote, student)
+    if mine is not None:
+        st.markdown(t("vote.sent", answer=labels[mine]))
+        st.caption(t("vote.page_waits"))
+        return
+    choice = st.radio(t("predict.pick"), list(range(len(labels))), index=None, key=f"vote_pick_{vote.vote}",
+                      format_func=labels.__getitem__)
+    if st.button(t("vote.send"), key=f"vote_send_{vote.vote}", type="primary", disabled=choice is None,
+                 icon=":material/send:", width="stretch"):
+        said = room.answer(code, vote.vote, student, choice)
+        if said != "taken":
+            st.toast(t(f"vote.refused_{said}"), icon=":material/block:")
+        st.rerun()
+    st.caption(t("vote.page_waits"))
+
+
+def _results_chart(t: Translator, rounds: list, labels: list[str]):
+    """The room's answers, one bar per option (the first and second votes side by side)."""
+    groups = [{"name": t("vote.round", r=v.round), "values": counts} for v, counts in rounds]
+    return figures.grouped_bars(groups, labels, title=t("vote.chart_title"), y_title=t("vote.chart_axis"),
+                                separators=t.separators, hover="%{x}: %{y}", height=320)

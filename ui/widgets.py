@@ -11,7 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from . import figures, keys, setting_table, state
+from . import classroom, figures, keys, setting_table, state
 from .i18n import ROOT, Translator
 from .steps import N_STEPS, PAGES
 from .setting_table import AVERAGE
@@ -120,11 +120,20 @@ def terms_footer(t: Translator, step: int) -> None:
     st.markdown("\n".join(f"- **{entries[i][t.lang]['term']}** — {entries[i][t.lang]['meaning']}" for i in used))
 
 
+def vote_gate(t: Translator, step: int) -> None:
+    """In a live class whose vote on this step is open: the question alone, and the
+    page stops there (its numbers would answer it) until the teacher closes the vote."""
+    if classroom.vote_open_on(step) is not None:
+        classroom.vote_panel(t, step, show_figure)
+        state.stop_page()
+
+
 def open_step(step: int):
     """A step page's header, then the analysis of the reader's text: returns
     ``(translator, analysis)``, or stops the page after saying why there is none."""
     t = state.tr()
     step_header(t, step)
+    vote_gate(t, step)
     a = state.analysis_or_message()
     if a is None:
         terms_footer(t, step)
@@ -335,7 +344,11 @@ def predict(t: Translator, step: int, q: Question) -> None:
     """Predict, then reveal: a question whose answer the page measures (``q`` comes from
     ui.summary, as the page's numbers do). In every mode the answer waits until the
     reader picks an option or presses the reveal button (predicting first is the point:
-    an answer standing under the question before anyone guesses teaches nothing)."""
+    an answer standing under the question before anyone guesses teaches nothing).
+    In a live class, the question is the class's vote (ui.classroom.vote_panel)."""
+    if classroom.member() is not None:
+        classroom.vote_panel(t, step, show_figure)
+        return
     with st.container(border=True):
         st.markdown(f"**{t('predict.heading')}** · {q.text}")
         key = keys.guess(step)
