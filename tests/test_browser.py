@@ -449,6 +449,30 @@ def test_a_class_students_on_phones_follow_the_teachers_pagedown(browser, tiny_u
             wait_title(pg, i18n.translate(lang, "step4.title"), 8_000, idle=False)  # followed within 8 s
             wait_idle(pg)
             pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-hubs.png"))
+        # predict together: the teacher opens the vote, both phones answer, she closes and reveals
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.open")).click()
+        for lang, pg in students.items():
+            send = pg.get_by_role("button", name=i18n.translate(lang, "vote.send"))
+            send.wait_for(timeout=8_000)  # the vote reaches the phones with the next poll
+            assert pg.locator('[data-testid="stMetricValue"]').count() == 0  # nothing answers it yet
+            pg.locator('[data-testid="stRadio"] label').first.click()
+            wait_idle(pg)
+            pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-vote.png"))
+            pg.get_by_role("button", name=i18n.translate(lang, "vote.send")).click()
+            pg.get_by_text(i18n.translate(lang, "vote.page_waits")).wait_for(timeout=30_000)
+        answered = i18n.translate("en", "vote.answered", k="2", n="§").split("§")[0].replace("**", "")
+        teacher.get_by_text(answered).wait_for(timeout=10_000)  # her count, live
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.close")).click()
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.reveal")).click()
+        for lang, pg in students.items():
+            pg.locator(".st-key-vote_chart_4 .js-plotly-plot").wait_for(timeout=10_000)
+            pg.get_by_text(i18n.translate(lang, "vote.revealed", value="§", answer="§", right="§")
+                           .split("§")[0].replace("**", "")).wait_for(timeout=10_000)
+            wait_idle(pg)
+            pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-revealed.png"), full_page=True)
+        bars = teacher.evaluate("""() => { const g = document.querySelector('.st-key-vote_chart_4 .js-plotly-plot');
+            return g.data.map(t => t.y.reduce((a, b) => a + b, 0)); }""")
+        assert bars == [2]  # one vote, both answers counted
     finally:
         desk.close()
         for ctx in phones.values():

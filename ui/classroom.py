@@ -447,8 +447,9 @@ def _host_action(action) -> None:
 
 def vote_open_on(step: int):
     """The class's vote on a step when it is open (the page's answers then wait), else None."""
-    room, code = classes(), member()
-    if room is None or code is None:
+    code = member()
+    room = classes() if code is not None else None  # no class: the store is not touched
+    if room is None:
         return None
     try:
         found = room.state(code)
