@@ -455,7 +455,7 @@ def test_a_class_students_on_phones_follow_the_teachers_pagedown(browser, tiny_u
             send = pg.get_by_role("button", name=i18n.translate(lang, "vote.send"))
             send.wait_for(timeout=8_000)  # the vote reaches the phones with the next poll
             assert pg.locator('[data-testid="stMetricValue"]').count() == 0  # nothing answers it yet
-            pg.locator('[data-testid="stRadio"] label').first.click()
+            pg.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
             wait_idle(pg)
             pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-vote.png"))
             pg.get_by_role("button", name=i18n.translate(lang, "vote.send")).click()

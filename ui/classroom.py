@@ -343,8 +343,9 @@ def tick(step: int) -> None:
     if action == follow.STAY:
         return
     st.session_state[keys.SEEN] = version
-    if seat.teacher:
-        return  # her own changes: her page already shows them
+    if seat.teacher:  # an answer came in (or her own change): her page redraws its count
+        _redraw()
+        return
     found = classes().state(code)
     if found is not None:
         _apply(found.view)
@@ -534,5 +535,7 @@ def _open_panel(t: Translator, room, code: str, vote, labels: list[str], teacher
 def _results_chart(t: Translator, rounds: list, labels: list[str]):
     """The room's answers, one bar per option (the first and second votes side by side)."""
     groups = [{"name": t("vote.round", r=v.round), "values": counts} for v, counts in rounds]
-    return figures.grouped_bars(groups, labels, title=t("vote.chart_title"), y_title=t("vote.chart_axis"),
-                                separators=t.separators, hover="%{x}: %{y}", height=320)
+    fig = figures.grouped_bars(groups, labels, title=t("vote.chart_title"), y_title=t("vote.chart_axis"),
+                               separators=t.separators, hover="%{x}: %{y}", height=320)
+    fig.update_yaxes(tickformat=",d", rangemode="tozero")  # students are counted whole
+    return fig
