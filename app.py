@@ -49,8 +49,9 @@ with st.sidebar:
               help=t("sidebar.presenter_help"))
     state.write_url()  # the sidebar's page links drop the query: write language and mode back
     classroom.write_url()  # and a student's class and id
-    share_asked = share.share_button(t)
-    handout_slot = handout.offer(t)
+    locked = classroom.answers_locked()  # a student while the class votes: no answers by another road
+    share_asked = share.share_button(t, locked)
+    handout_slot = handout.offer(t, locked)
     classroom.sidebar(t, here.number)
     # on a projector the controls fold away; the language stays one click away
     with st.expander(t("sidebar.controls"), expanded=False) if presenting else nullcontext():

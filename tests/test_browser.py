@@ -442,6 +442,7 @@ def test_a_class_students_on_phones_follow_the_teachers_pagedown(browser, tiny_u
             assert "me=" in pg.url and "class=" in pg.url
             width = pg.evaluate("() => document.documentElement.scrollWidth")
             assert width <= 390 + 1, width  # no sideways scrolling on the phone
+            assert not axe_violations(pg)  # WCAG 2 A/AA at a phone's size
         teacher.locator("h1").first.click()
         teacher.keyboard.press("PageDown")
         wait_title(teacher, i18n.translate("en", "step4.title"))
@@ -457,6 +458,11 @@ def test_a_class_students_on_phones_follow_the_teachers_pagedown(browser, tiny_u
             assert pg.locator('[data-testid="stMetricValue"]').count() == 0  # nothing answers it yet
             pg.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
             wait_idle(pg)
+            assert not axe_violations(pg)  # the vote's own controls too
+            heights = pg.evaluate("""() => [...document.querySelectorAll(
+                '[class*="st-key-vote_pick_"] [role="radiogroup"] label, [class*="st-key-vote_send_"] button')]
+                .map(e => e.getBoundingClientRect().height)""")
+            assert heights and min(heights) >= 44, heights  # large touch targets
             pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-vote.png"))
             pg.get_by_role("button", name=i18n.translate(lang, "vote.send")).click()
             pg.get_by_text(i18n.translate(lang, "vote.page_waits")).wait_for(timeout=30_000)

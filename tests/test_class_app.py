@@ -165,6 +165,8 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
     tick(student)
     assert not student.metric and not student.get("plotly_chart")  # the page's numbers wait
     assert i18n.translate("pt", "vote.page_waits") in [c.value for c in student.caption]
+    # no other road to the answers while the vote is open: the handout and share links wait
+    assert student.sidebar.button(key="share").disabled and student.sidebar.button(key="handout_build").disabled
     vote = classroom._classes().state(code).vote_on(3)
     labels = vote.question["labels"]
     assert set(labels) == {"en", "ja", "pt"} and vote.question["options"][vote.question["answer"]] in (
@@ -180,6 +182,7 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
     teacher.button(key=f"vote_close_{vote.vote}").click().run()
     tick(student)
     assert student.metric  # closed: the page's numbers are back
+    assert not student.sidebar.button(key="share").disabled
     chart = [c for c in student.get("plotly_chart") if "vote_chart" in (c.key or "")]
     assert chart
     assert classroom._classes().answer(code, vote.vote, "a-late-student", 0) == "unknown"

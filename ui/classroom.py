@@ -460,6 +460,20 @@ def vote_open_on(step: int):
     return vote if vote is not None and vote.state == "open" else None
 
 
+def answers_locked() -> bool:
+    """Whether this session is a student whose class has a vote open: the handout and
+    share links, which show every step's answer, wait for it to close."""
+    code = member()
+    if code is None or is_teacher():
+        return False
+    room = classes()
+    try:
+        found = room.state(code) if room is not None else None
+    except StoreError:
+        return False
+    return found is not None and any(v.state == "open" for v in found.votes)
+
+
 def vote_panel(t: Translator, step: int, show_figure) -> None:
     """A step's question in a class: the teacher opens, closes and reveals the vote;
     each student answers once; once closed, the room's answers as a chart (both votes

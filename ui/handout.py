@@ -150,14 +150,16 @@ def _measured(t: Translator, step: int, live, sweep) -> list[str]:
     return []
 
 
-def offer(t: Translator):
+def offer(t: Translator, locked: bool = False):
     """In the sidebar: a button that asks for the handout. Returns the place its
     progress bar and download go when pressed (else None): app.py builds it there
-    with ``build_into`` once the page has drawn its widgets, whose values it reads."""
+    with ``build_into`` once the page has drawn its widgets, whose values it reads.
+    ``locked``: a student while their class votes (the handout holds every answer)."""
     import streamlit as st
 
     if not st.button(t("handout.button"), icon=":material/description:", width="stretch",
-                     help=t("handout.button_help"), key="handout_build"):
+                     help=t("vote.locked") if locked else t("handout.button_help"), key="handout_build",
+                     disabled=locked):
         return None
     return st.container()
 

@@ -133,11 +133,13 @@ def _share_dialog(url: str, t: Translator) -> None:
 LINKS_PER_SESSION = 40  # new links one reader may make: enough for a lesson, too few to push out the room's
 
 
-def share_button(t: Translator) -> bool:
+def share_button(t: Translator, locked: bool = False) -> bool:
     """The sidebar's share button: whether it was pressed. app.py then calls
     ``share_view`` once the page has drawn its widgets (a widget's value read before its
-    page draws it in this run can still be the browser's raw value)."""
-    return st.button(t("share.button"), icon=":material/qr_code_2:", width="stretch", key="share")
+    page draws it in this run can still be the browser's raw value). ``locked``: a
+    student while their class votes (a link would show the answers elsewhere)."""
+    return st.button(t("share.button"), icon=":material/qr_code_2:", width="stretch", key="share", disabled=locked,
+                     help=t("vote.locked") if locked else None)
 
 
 def share_view(t: Translator, step_number: int) -> None:

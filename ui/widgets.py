@@ -283,6 +283,9 @@ BASE_CSS = """
 /* formulas never scroll (a scrolling region without anything to focus is out of reach
    of the keyboard) */
 .stApp .katex-display { overflow: visible; }
+/* a class's vote is answered on phones: each option and button a large touch target */
+.stApp [class*="st-key-vote_"] button { min-height: 48px; }
+.stApp [class*="st-key-vote_pick_"] [role="radiogroup"] label { min-height: 44px; align-items: center; }
 </style>
 """
 
