@@ -201,3 +201,73 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
     student.radio(key=f"vote_pick_{second.vote}").set_value(right).run()
     student.button(key=f"vote_send_{second.vote}").click().run()
     assert classroom._classes().counts(code, second.vote)[right] == 1
+
+
+def test_the_teacher_takes_her_class_back_with_her_link_and_a_forged_key_gets_nothing(make_app, teacher):
+    code, key = teacher.session_state[keys.CLASS], teacher.session_state[keys.HOST]
+    link = next(c.value for c in teacher.sidebar.code if "host=" in c.value)
+    assert link.endswith(f"?class={code}&host={key}")
+    again = make_app("tiny", "ja")  # a reload, or another device
+    again.query_params["class"] = code
+    again.query_params["host"] = key
+    again.run()
+    assert not again.exception, [e.value for e in again.exception]
+    assert "host" not in again.query_params and "class" not in again.query_params  # the key left the address
+    assert again.session_state[keys.HOST] == key and keys.STUDENT not in again.session_state
+    assert title(again) == i18n.translate("ja", "step3.title")
+    again.button(key="nav_next").click().run()
+    assert classroom._classes().state(code).step == 4  # hers to move again
+    forged = make_app("tiny", "en")
+    forged.query_params["class"] = code
+    forged.query_params["host"] = key[:-2] + "xx"
+    forged.run()
+    assert i18n.translate("en", "class.not_host") in [t.value for t in forged.toast]
+    assert keys.HOST not in forged.session_state and keys.CLASS not in forged.session_state
+    assert "host" not in forged.query_params
+
+
+def test_the_teacher_link_is_never_offered_in_presenter_mode(make_app, teacher):
+    teacher.sidebar.toggle(key="presenter_choice").set_value(True).run()
+    assert not [c for c in teacher.sidebar.code if "host=" in c.value]
+
+
+def test_the_teachers_summary_counts_each_vote_and_the_handout_carries_it(make_app, teacher):
+    from ui import handout
+
+    code = teacher.session_state[keys.CLASS]
+    students = [student_of(make_app, code, lang) for lang in ("en", "ja", "pt")]
+    teacher.button(key="vote_open_3").click().run()
+    vote = classroom._classes().state(code).vote_on(3)
+    right = vote.question["answer"]
+    wrong = (right + 1) % len(vote.question["options"])
+    for s, choice in zip(students, (right, wrong, wrong)):  # one right of three
+        tick(s)
+        s.radio(key=f"vote_pick_{vote.vote}").set_value(choice).run()
+        s.button(key=f"vote_send_{vote.vote}").click().run()
+    teacher.button(key=f"vote_close_{vote.vote}").click().run()
+    teacher.button(key=f"vote_again_{vote.vote}").click().run()
+    second = classroom._classes().state(code).vote_on(3)
+    for s in students:  # after talking it over, all three right
+        tick(s)
+        s.radio(key=f"vote_pick_{second.vote}").set_value(right).run()
+        s.button(key=f"vote_send_{second.vote}").click().run()
+    teacher.button(key=f"vote_close_{second.vote}").click().run()
+    table = teacher.sidebar.table[0]
+    cells = [str(x) for x in table.value.iloc[0].tolist()]
+    t = i18n.Translator("en")
+    assert cells == [t("vote.result_step", step=3), t("vote.result_cell", right=t.pct(1 / 3, 0), n="3"),
+                     t("vote.result_cell", right=t.pct(1.0, 0), n="3")]
+    # the teacher's handout carries the same table
+    import html as html_lib
+
+    from ui import state
+
+    rows = [tuple(cells)]
+    page = handout.build(t, state.get_analysis(TEXT, "tiny"), TEXT, "tiny", {}, device="cpu", model="tiny",
+                         class_results=rows)
+    assert html_lib.escape(t("vote.results_heading")) in page
+    for cell in cells:
+        assert f"<td>{html_lib.escape(cell)}</td>" in page
+    teacher.sidebar.button(key="handout_build").click().run()  # and her sidebar builds it, with the class
+    assert not teacher.exception, [e.value for e in teacher.exception]
+    assert teacher.get("download_button")

@@ -25,6 +25,7 @@ from .i18n import LANGS, Translator
 from .steps import PAGES
 
 QUERY_CLASS, QUERY_ME = "class", "me"  # what a student's address carries
+QUERY_HOST = "host"  # the teacher's resume link only (read once, removed from the address)
 # the join code as the back of a room reads it (our fixed CSS; the code is checked to be
 # six characters of the code alphabet before it is placed here)
 CODE_HTML = ('<div style="font-size:6rem;font-weight:700;letter-spacing:0.12em;line-height:1.1;'
@@ -107,8 +108,16 @@ def _leave_class() -> None:
 
 def attach(t: Translator):
     """Once per session and class: join the class named in the address (``?class=``),
-    as the student ``?me=`` names or a new one. Returns the page to open (the class's
-    step) or None, after saying what went wrong."""
+    as the student ``?me=`` names or a new one — or, with ``?host=`` (the teacher's own
+    link to resume), as its teacher; the key leaves the address at once. Returns the
+    page to open (the class's step) or None, after saying what went wrong."""
+    host = st.query_params.get(QUERY_HOST)
+    if host is not None:
+        del st.query_params[QUERY_HOST]  # never left in an address, whatever follows
+        code = codes.normalize(st.query_params.get(QUERY_CLASS))
+        if code is not None:
+            st.session_state[keys.CLASS_ASKED] = st.query_params.get(QUERY_CLASS)
+            return resume(t, code, host)
     raw = st.query_params.get(QUERY_CLASS)
     if raw is None or raw == st.session_state.get(keys.CLASS_ASKED):
         return None
@@ -222,6 +231,33 @@ def teacher_sync(step: int) -> None:
         st.toast(state.tr()(f"share.store_{exc.reason}"), icon=":material/warning:")
 
 
+def resume(t: Translator, code: str, key: str):
+    """Take a class back as its teacher (after a reload, from another device, or when
+    her server went away): with its host key, checked by the store. Returns the page of
+    the class's step, or None after a notice."""
+    room = classes()
+    if room is None:
+        return None
+    try:
+        found = room.state(code) if room.is_host(code, key) else None
+    except StoreError as exc:
+        st.toast(t(f"share.store_{exc.reason}"), icon=":material/warning:")
+        return None
+    if found is None:
+        st.toast(t("class.not_host"), icon=":material/key_off:")
+        return None
+    _leave_class()  # also takes ?class= out of her address: a reload must not make her a student
+    st.session_state.update({keys.CLASS: code, keys.HOST: key, keys.SEEN: found.version})
+    _apply(found.view)
+    state.notice_later(t("class.resumed", code=codes.spaced(code)), ":material/co_present:")
+    return next((p for p in PAGES if p.number == found.step), None)
+
+
+def resume_url(code: str) -> str:
+    """The teacher's own link back into her class (it holds the host key: for her alone)."""
+    return f"{share.base_url()}/?{QUERY_CLASS}={code}&{QUERY_HOST}={st.session_state.get(keys.HOST, '')}"
+
+
 def join_url(code: str) -> str:
     return f"{share.base_url()}/?{QUERY_CLASS}={code}"
 
@@ -263,7 +299,12 @@ def sidebar(t: Translator, step: int) -> None:
             poll(step)  # the students present, counted live
             if st.button(t("class.show_slide"), key="class_slide", width="stretch", icon=":material/qr_code_2:"):
                 join_slide(code, t)
+            if not state.presenter():  # never on a projector: the link holds the host key
+                with st.popover(t("class.resume_heading"), icon=":material/key:", width="stretch"):
+                    st.caption(t("class.resume_help"))
+                    st.code(resume_url(code), language=None)
             st.button(t("class.end"), key="class_end", on_click=end, width="stretch", icon=":material/logout:")
+            results_table(t)
             return
         poll(step)
         if st.session_state.get(keys.FOLLOWING):
@@ -458,6 +499,41 @@ def vote_open_on(step: int):
         return None
     vote = found.vote_on(step) if found else None
     return vote if vote is not None and vote.state == "open" else None
+
+
+def results(t: Translator) -> list[tuple[str, str, str]]:
+    """The teacher's summary of every question her class has voted on, step by step:
+    the share right and how many answered in the first vote and in the second, each
+    once closed ("—" for none yet). Empty outside a class of hers."""
+    room, code = classes(), member()
+    if room is None or code is None or not is_teacher():
+        return []
+    try:
+        found = room.state(code)
+        if found is None:
+            return []
+        rows = []
+        for step in sorted({v.step for v in found.votes}):
+            cells = []
+            for r in (1, 2):
+                vote = next((v for v in found.votes if v.step == step and v.round == r), None)
+                counts = room.counts(code, vote.vote) if vote is not None and vote.state != "open" else []
+                answered = sum(counts)
+                cells.append(t("vote.result_cell", right=t.pct(counts[vote.question["answer"]] / answered, 0),
+                               n=t.int(answered)) if answered else "—")
+            rows.append((t("vote.result_step", step=step), *cells))
+        return rows
+    except StoreError:
+        return []
+
+
+def results_table(t: Translator) -> None:
+    """The summary (``results``) on the teacher's screen, when her class has voted."""
+    rows = results(t)
+    if rows:
+        st.markdown(f"**{t('vote.results_heading')}**")
+        st.table({t("vote.col_step"): [r[0] for r in rows], t("vote.col_first"): [r[1] for r in rows],
+                  t("vote.col_second"): [r[2] for r in rows]}, hide_index=True)
 
 
 def answers_locked() -> bool:

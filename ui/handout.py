@@ -24,7 +24,7 @@ from markdown_it import MarkdownIt
 from attn.costs import Shape
 
 from . import live as live_run
-from . import keys, setting_table, summary, swaps, widgets
+from . import classroom, keys, setting_table, summary, swaps, widgets
 from .i18n import Translator
 from .steps import STEPS
 
@@ -78,7 +78,7 @@ def _figure(fig) -> str:
 
 def build(t: Translator, a, text: str, kind: str, kept: dict, *, device: str, model: str,
           when: datetime.datetime | None = None, live: tuple | None = None, sweep: tuple | None = None,
-          progress: Callable[[float], None] | None = None) -> str:
+          progress: Callable[[float], None] | None = None, class_results: list | None = None) -> str:
     """The handout as one HTML document.
 
     ``kept``: the reader's settings and guesses, keyed as the pages' widgets are (those
@@ -110,6 +110,12 @@ def build(t: Translator, a, text: str, kind: str, kept: dict, *, device: str, mo
         out.extend(_measured(t, step.number, live, sweep))
         if progress:
             progress((i + 1) / (len(STEPS) + 1))
+    if class_results:  # a teacher's live class: what the room answered, question by question
+        out.append(f'<h2>{html.escape(t("vote.results_heading"))}</h2>')
+        head = (t("vote.col_step"), t("vote.col_first"), t("vote.col_second"))
+        out.append('<table class="numbers"><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"
+                   + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+                             for row in class_results) + "</table>")
     out.append(f'<h2>{html.escape(t("closing.glossary"))}</h2>')
     out.append(_rows([(g[t.lang]["term"], g[t.lang]["meaning"]) for g in widgets.glossary()]))
     out.append('<p class="note">' + html.escape(t("closing.credits")) + "</p>")
@@ -208,7 +214,8 @@ def _build_and_offer(t: Translator) -> None:
     try:
         page = state.in_line("handout", lambda: build(t, a, text, kind, kept, device=state.device_line(),
                                                       model=state.model_line(t), live=(rows, sizes) if rows else None,
-                                                      sweep=sweep, progress=progress))
+                                                      sweep=sweep, progress=progress,
+                                                      class_results=classroom.results(t)))
     finally:
         bar.empty()  # a failed build leaves no bar behind
     st.download_button(t("handout.download"), page.encode("utf-8"), file_name=f"attention-atlas-{t.lang}.html",
