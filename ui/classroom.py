@@ -627,5 +627,8 @@ def _results_chart(t: Translator, rounds: list, labels: list[str]):
     groups = [{"name": t("vote.round", r=v.round), "values": counts} for v, counts in rounds]
     fig = figures.grouped_bars(groups, labels, title=t("vote.chart_title"), y_title=t("vote.chart_axis"),
                                separators=t.separators, hover="%{x}: %{y}", height=320)
-    fig.update_yaxes(tickformat=",d", rangemode="tozero")  # students are counted whole
+    top = max([1] + [c for _, counts in rounds for c in counts])
+    # students are counted whole: a tick every 1, 2, 5… so no two ticks read the same
+    fig.update_yaxes(tickformat=",d", rangemode="tozero", dtick=next(d for d in (1, 2, 5, 10, 20, 50, 100)
+                                                                     if top / d <= 8))
     return fig
