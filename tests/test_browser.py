@@ -466,6 +466,11 @@ def test_a_class_students_on_phones_follow_the_teachers_pagedown(browser, tiny_u
             pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-vote.png"))
             pg.get_by_role("button", name=i18n.translate(lang, "vote.send")).click()
             pg.get_by_text(i18n.translate(lang, "vote.page_waits")).wait_for(timeout=30_000)
+        teacher.get_by_role("button", name=i18n.translate("en", "class.show_slide")).click()
+        teacher.locator('[role="dialog"]').get_by_text(i18n.translate("en", "class.present", n="2")).wait_for(
+            timeout=10_000)  # live on the slide
+        teacher.screenshot(path=os.path.join(ARTIFACTS, "class-join-slide-en.png"))
+        teacher.keyboard.press("Escape")
         answered = i18n.translate("en", "vote.answered", k="2", n="§").split("§")[0].replace("**", "")
         teacher.get_by_text(answered).wait_for(timeout=10_000)  # her count, live
         teacher.get_by_role("button", name=i18n.translate("en", "vote.close")).click()

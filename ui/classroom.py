@@ -272,8 +272,16 @@ def join_slide(code: str, t: Translator) -> None:
     st.image(share.qr_png(url), width=320)
     st.code(url, language=None)
     st.caption(t("class.slide_lead"))
+    slide_count(code)
     if share.is_local(url):
         st.warning(t("share.local_note"))
+
+
+@st.fragment(run_every=2.0)
+def slide_count(code: str) -> None:
+    """The join slide's count of the students present, updating while it is shown."""
+    t = state.tr()
+    st.markdown(f"### {t('class.present', n=t.int(_present(code)))}")
 
 
 def sidebar(t: Translator, step: int) -> None:
