@@ -22,7 +22,7 @@ from room.store import StoreError
 
 from . import figures, keys, setting_table, share, state, summary
 from .i18n import LANGS, Translator
-from .steps import PAGES
+from .steps import page_of
 
 QUERY_CLASS, QUERY_ME = "class", "me"  # what a student's address carries
 QUERY_HOST = "host"  # the teacher's resume link only (read once, removed from the address)
@@ -43,7 +43,7 @@ def classes() -> room_classes.Classes | None:
     try:
         return _classes()
     except StoreError as exc:
-        st.toast(state.tr()(f"share.store_{exc.reason}"), icon=":material/warning:")
+        share.store_notice(exc)
         return None
 
 
@@ -145,19 +145,25 @@ def join(t: Translator, code: str, student: str | None = None):
         st.toast(t("class.full"), icon=":material/group_off:")
         return None
     except StoreError as exc:
-        st.toast(t(f"share.store_{exc.reason}"), icon=":material/warning:")
+        share.store_notice(exc)
         return None
     if found is None:
         st.toast(t("class.unknown"), icon=":material/link_off:")
         return None
-    st.session_state.update({keys.CLASS: code, keys.STUDENT: student, keys.FOLLOWING: True,
-                             keys.SEEN: found.version, keys.PRESENCE_AT: time.time()})
     st.session_state.pop(keys.HOST, None)
-    _apply(found.view)
     st.query_params[QUERY_CLASS] = code
     st.query_params[QUERY_ME] = student
-    state.notice_later(t("class.joined", code=codes.spaced(code)), ":material/group:")  # said on the class's page
-    return next((p for p in PAGES if p.number == found.step), None)
+    return _seat(found, {keys.STUDENT: student, keys.FOLLOWING: True, keys.PRESENCE_AT: time.time()},
+                 t("class.joined", code=codes.spaced(code)), ":material/group:")
+
+
+def _seat(found: room_classes.ClassState, seat: dict, notice: str, icon: str):
+    """This session in class ``found`` (as ``seat`` says: a student or its teacher): the
+    class's text and settings in place, a notice for the class's page, and that page."""
+    st.session_state.update({keys.CLASS: found.code, keys.SEEN: found.version, **seat})
+    _apply(found.view)
+    state.notice_later(notice, icon)  # said on the class's page, after the switch there
+    return page_of(found.step)
 
 
 def query() -> dict:
@@ -181,14 +187,13 @@ def write_url() -> None:
 
 def start(step: int) -> None:
     """on_click of "Start a class": a class for this text and these settings."""
-    t = state.tr()
     room = classes()
     if room is None:
         return
     try:
         code, key = room.create(class_view(step), step)
     except StoreError as exc:
-        st.toast(t(f"share.store_{exc.reason}"), icon=":material/warning:")
+        share.store_notice(exc)
         return
     _leave_class()
     st.session_state.update({keys.CLASS: code, keys.HOST: key, keys.SEEN: 1})
@@ -228,7 +233,7 @@ def teacher_sync(step: int) -> None:
         _leave_class()
         st.toast(state.tr()("class.not_host"), icon=":material/key_off:")
     except StoreError as exc:
-        st.toast(state.tr()(f"share.store_{exc.reason}"), icon=":material/warning:")
+        share.store_notice(exc)
 
 
 def resume(t: Translator, code: str, key: str):
@@ -241,16 +246,13 @@ def resume(t: Translator, code: str, key: str):
     try:
         found = room.state(code) if room.is_host(code, key) else None
     except StoreError as exc:
-        st.toast(t(f"share.store_{exc.reason}"), icon=":material/warning:")
+        share.store_notice(exc)
         return None
     if found is None:
         st.toast(t("class.not_host"), icon=":material/key_off:")
         return None
     _leave_class()  # also takes ?class= out of her address: a reload must not make her a student
-    st.session_state.update({keys.CLASS: code, keys.HOST: key, keys.SEEN: found.version})
-    _apply(found.view)
-    state.notice_later(t("class.resumed", code=codes.spaced(code)), ":material/co_present:")
-    return next((p for p in PAGES if p.number == found.step), None)
+    return _seat(found, {keys.HOST: key}, t("class.resumed", code=codes.spaced(code)), ":material/co_present:")
 
 
 def resume_url(code: str) -> str:
@@ -348,7 +350,7 @@ def back(t: Translator) -> None:
         return
     st.session_state.update({keys.FOLLOWING: True, keys.SEEN: found.version})
     _apply(found.view)
-    page = next((p for p in PAGES if p.number == found.step), None)
+    page = page_of(found.step)
     if page is not None:
         st.switch_page(page.path, query_params=dict(st.query_params))
 
@@ -399,7 +401,7 @@ def tick(step: int) -> None:
     if found is not None:
         _apply(found.view)
     if action == follow.MOVE:
-        page = next((p for p in PAGES if p.number == to), None)
+        page = page_of(to)
         if page is not None:
             st.switch_page(page.path, query_params=dict(st.query_params))
     _redraw()
@@ -492,7 +494,7 @@ def _host_action(action) -> None:
     except room_classes.NotHost:
         st.toast(t("class.not_host"), icon=":material/key_off:")
     except StoreError as exc:
-        st.toast(t(f"share.store_{exc.reason}"), icon=":material/warning:")
+        share.store_notice(exc)
 
 
 def vote_open_on(step: int):

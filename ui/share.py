@@ -18,7 +18,7 @@ from room import store as sharestore
 
 from . import keys, setting_table, state
 from .i18n import LANGS, Translator
-from .steps import PAGES
+from .steps import page_of
 
 LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]", "0.0.0.0")
 
@@ -27,6 +27,11 @@ LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]", "0.0.0.0")
 def store() -> sharestore.Store:
     """One store per process (SQLite handles the other processes)."""
     return sharestore.Store(sharestore.default_path())
+
+
+def store_notice(exc: sharestore.StoreError) -> None:
+    """Say, in the reader's language, why the store could not be used just now."""
+    st.toast(state.tr()(f"share.store_{exc.reason}"), icon=":material/warning:")
 
 
 def current_view(step_number: int) -> dict:
@@ -50,7 +55,7 @@ def apply_link(t: Translator):
     try:
         view = store().get(key)
     except sharestore.StoreError as exc:
-        st.toast(t(f"share.store_{exc.reason}"), icon=":material/warning:")
+        store_notice(exc)
         return None
     if store().recreated:
         st.toast(t("share.recreated"), icon=":material/warning:")
@@ -74,7 +79,7 @@ def apply_link(t: Translator):
     bad = not apply_settings(view.get("settings")) or bad
     step = view.get("step")
     whole = isinstance(step, int) and not isinstance(step, bool)  # true is not step 1
-    page = next((p for p in PAGES if p.number == step), None) if whole else None
+    page = page_of(step) if whole else None
     if page is None:
         bad = True
     if bad:
@@ -154,8 +159,8 @@ def share_view(t: Translator, step_number: int) -> None:
     try:
         key = store().put(view)
     except sharestore.StoreError as exc:
-        st.toast(t(f"share.store_{exc.reason}"), icon=":material/warning:")
+        store_notice(exc)
         return
     made.add(key)
-    page = next(p for p in PAGES if p.number == step_number)
+    page = page_of(step_number)
     _share_dialog(f"{base_url()}/{page.link}?s={key}", t)

@@ -47,6 +47,11 @@ PAGES = [
     Step(9, "pages/9_playground.py", "playground", ":material/science:", is_step=False, heading="playground.title"),
 ]
 STEPS = [p for p in PAGES if p.is_step]
+
+
+def page_of(number) -> Step | None:
+    """The page with this number, or None (a number a link or a class holds may be anything)."""
+    return next((p for p in PAGES if p.number == number), None)
 CLOSING = next(p for p in PAGES if p.url_path == "closing")
 PLAYGROUND = next(p for p in PAGES if p.url_path == "playground")
 N_STEPS = len(STEPS)
