@@ -271,3 +271,9 @@ def test_the_teachers_summary_counts_each_vote_and_the_handout_carries_it(make_a
     teacher.sidebar.button(key="handout_build").click().run()  # and her sidebar builds it, with the class
     assert not teacher.exception, [e.value for e in teacher.exception]
     assert teacher.get("download_button")
+
+
+def test_the_join_slide_places_only_a_join_code_in_its_html():
+    assert "7KQ 2M9" in classroom.code_html("7KQ2M9")
+    for bad in ("<script>alert(1)</script>", "7kq2m9", "7KQ 2M9", "7KQ2M9<b>", "", None, "IIIIII"):
+        assert classroom.code_html(bad) is None, bad

@@ -264,12 +264,20 @@ def join_url(code: str) -> str:
     return f"{share.base_url()}/?{QUERY_CLASS}={code}"
 
 
+def code_html(code) -> str | None:
+    """The join code as HTML for the slide, or None: only a code of the code alphabet
+    (checked here, whatever the caller holds) is ever placed in it, never a reader's text."""
+    ok = isinstance(code, str) and codes.normalize(code) == code
+    return CODE_HTML.format(code=codes.spaced(code)) if ok else None
+
+
 @st.dialog(" ", width="large")
 def join_slide(code: str, t: Translator) -> None:
     """The join slide for the projector: the code large, the QR code of the link."""
     st.subheader(t("class.slide_title"))
-    if codes.normalize(code) == code:  # our own alphabet only, never a reader's text
-        st.html(CODE_HTML.format(code=codes.spaced(code)))
+    shown = code_html(code)
+    if shown is not None:
+        st.html(shown)
     url = join_url(code)
     st.image(share.qr_png(url), width=320)
     st.code(url, language=None)
