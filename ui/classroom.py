@@ -274,14 +274,14 @@ def code_html(code) -> str | None:
 @st.dialog(" ", width="large")
 def join_slide(code: str, t: Translator) -> None:
     """The join slide for the projector: the code large, the QR code of the link."""
-    st.subheader(t("class.slide_title"))
+    st.markdown(f"## {t('class.slide_title')}")
     shown = code_html(code)
     if shown is not None:
         st.html(shown)
     url = join_url(code)
     st.image(share.qr_png(url), width=320)
     st.code(url, language=None)
-    st.caption(t("class.slide_lead"))
+    st.markdown(f"### {t('class.slide_lead')}")  # read from the back of the room: no small grey caption
     slide_count(code)
     if share.is_local(url):
         st.warning(t("share.local_note"))
@@ -548,10 +548,10 @@ def results(t: Translator) -> list[tuple[str, str, str]]:
 def results_table(t: Translator) -> None:
     """The summary (``results``) on the teacher's screen, when her class has voted."""
     rows = results(t)
-    if rows:
+    if rows:  # lines, not a table: the sidebar is narrow (a table's third column was cut off)
         st.markdown(f"**{t('vote.results_heading')}**")
-        st.table({t("vote.col_step"): [r[0] for r in rows], t("vote.col_first"): [r[1] for r in rows],
-                  t("vote.col_second"): [r[2] for r in rows]}, hide_index=True)
+        st.markdown("\n".join(f"- **{step}** · {t('vote.col_first')}: {first} · {t('vote.col_second')}: {second}"
+                               for step, first, second in rows))
 
 
 def answers_locked() -> bool:
@@ -595,6 +595,7 @@ def vote_panel(t: Translator, step: int, show_figure) -> None:
             _open_panel(t, room, code, vote, labels, teacher)
             return
         rounds = [(v, room.counts(code, v.vote)) for v in votes[-2:]]
+        st.markdown(f"**{t('vote.chart_title')}**")  # above the chart: a phone's chart toolbar covers its own title
         show_figure(_results_chart(t, rounds, labels), f"vote_chart_{step}")
         mine = None if teacher else room.my_answer(code, vote.vote, st.session_state.get(keys.STUDENT, ""))
         if mine is not None:
@@ -643,7 +644,7 @@ def _open_panel(t: Translator, room, code: str, vote, labels: list[str], teacher
 def _results_chart(t: Translator, rounds: list, labels: list[str]):
     """The room's answers, one bar per option (the first and second votes side by side)."""
     groups = [{"name": t("vote.round", r=v.round), "values": counts} for v, counts in rounds]
-    fig = figures.grouped_bars(groups, labels, title=t("vote.chart_title"), y_title=t("vote.chart_axis"),
+    fig = figures.grouped_bars(groups, labels, title="", y_title=t("vote.chart_axis"),
                                separators=t.separators, hover="%{x}: %{y}", height=320)
     top = max([1] + [c for _, counts in rounds for c in counts])
     # students are counted whole: a tick every 1, 2, 5… so no two ticks read the same
