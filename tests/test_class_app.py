@@ -226,9 +226,38 @@ def test_the_teacher_takes_her_class_back_with_her_link_and_a_forged_key_gets_no
     assert "host" not in forged.query_params
 
 
-def test_the_teacher_link_is_never_offered_in_presenter_mode(make_app, teacher):
+def test_the_teacher_takes_her_class_back_by_typing_her_key_and_a_wrong_key_or_none_is_refused(make_app, teacher):
+    code, key = teacher.session_state[keys.CLASS], teacher.session_state[keys.HOST]
+    assert key in [c.value for c in teacher.sidebar.code]  # shown to her alone, to type elsewhere
+    elsewhere = make_app("tiny", "pt")
+    elsewhere.run()
+    field = elsewhere.sidebar.text_input(key="class_take_key")
+    assert field.proto.type == field.proto.PASSWORD  # typed where the room cannot read it
+    elsewhere.sidebar.text_input(key="class_take_code").input(code.lower())
+    elsewhere.sidebar.button(key="class_take").click().run()  # no key
+    assert i18n.translate("pt", "class.take_back_no_key") in [e.value for e in elsewhere.sidebar.error]
+    assert keys.HOST not in elsewhere.session_state
+    elsewhere.sidebar.text_input(key="class_take_key").input(key[:-3] + "abc")
+    elsewhere.sidebar.button(key="class_take").click().run()
+    assert i18n.translate("pt", "class.not_host") in [t.value for t in elsewhere.toast]
+    assert keys.HOST not in elsewhere.session_state and keys.CLASS not in elsewhere.session_state
+    elsewhere.sidebar.text_input(key="class_take_key").input(f"  {key} ")
+    elsewhere.sidebar.button(key="class_take").click().run()
+    assert not elsewhere.exception, [e.value for e in elsewhere.exception]
+    assert elsewhere.session_state[keys.HOST] == key and elsewhere.session_state[keys.CLASS] == code
+    assert key not in str(dict(elsewhere.query_params))
+    elsewhere.button(key="nav_next").click().run()
+    assert classroom._classes().state(code).step == 4  # hers to move from here
+
+
+def test_the_teacher_link_and_key_are_never_offered_in_presenter_mode(make_app, teacher):
+    key = teacher.session_state[keys.HOST]
     teacher.sidebar.toggle(key="presenter_choice").set_value(True).run()
-    assert not [c for c in teacher.sidebar.code if "host=" in c.value]
+    assert not [c for c in teacher.sidebar.code if "host=" in c.value or key in c.value]
+    room = make_app("tiny", "en")
+    room.query_params["present"] = "1"
+    room.run()
+    assert not [w for w in room.sidebar.text_input if w.key == "class_take_key"]  # never typed on a projector
 
 
 def test_the_teachers_summary_counts_each_vote_and_the_handout_carries_it(make_app, teacher):
@@ -277,3 +306,26 @@ def test_the_join_slide_places_only_a_join_code_in_its_html():
     assert "7KQ 2M9" in classroom.code_html("7KQ2M9")
     for bad in ("<script>alert(1)</script>", "7kq2m9", "7KQ 2M9", "7KQ2M9<b>", "", None, "IIIIII"):
         assert classroom.code_html(bad) is None, bad
+
+
+def test_starting_a_class_builds_every_steps_summary_in_every_language_before_a_student_opens_it(make_app, teacher):
+    """The class's start builds each step's summary in all three languages in the
+    background; a student in ja and one in pt then walk every step with the teacher and
+    no page builds a summary of its own (each finds the one built for it)."""
+    from ui import summary
+
+    view = teacher.session_state[keys.CLASS_VIEW] if keys.CLASS_VIEW in teacher.session_state else None
+    code = teacher.session_state[keys.CLASS]
+    found = classroom._classes().state(code)
+    thread = classroom.prebuild(found.view)  # the thread the start began (one per text and settings)
+    assert thread is not None and view in (None, found.view)
+    thread.join(timeout=300)
+    assert not thread.is_alive()
+    before = sum(summary.BUILT.values())
+    students = [student_of(make_app, code, lang) for lang in ("ja", "pt")]
+    for move in ["nav_next"] * 4 + ["nav_prev"] * 6:  # step 3 → 7, then back to 1
+        teacher.button(key=move).click().run()
+        for s in students:
+            tick(s)
+    assert [title(s) for s in students] == [i18n.translate(lang, "step1.title") for lang in ("ja", "pt")]
+    assert sum(summary.BUILT.values()) == before

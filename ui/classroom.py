@@ -11,7 +11,11 @@ one-second cache); what it does is decided by room.follow.decide, a pure functio
 
 from __future__ import annotations
 
+import json
+import logging
+import threading
 import time
+from collections import OrderedDict
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -52,6 +56,49 @@ def class_version(code: str) -> int | None:
     """A class's version, read at most once a second per process whatever the number
     of students polling (None: the class has ended)."""
     return _classes().version(code)
+
+
+PREBUILDS = 16  # class views whose summaries this process keeps track of having built
+
+
+@st.cache_resource(show_spinner=False)
+def _prebuilds() -> dict:
+    return {"lock": threading.Lock(), "views": OrderedDict()}
+
+
+def prebuild(view: dict) -> threading.Thread | None:
+    """Every step's summary for a class's text and settings, in all three languages,
+    built in the background on this process, once per text and settings: the first
+    student to open a step in their language finds it built. Called wherever a process
+    meets a class's view (its start, the teacher's changes, a student joining or
+    following), so every replica serving the class builds it. Returns the thread."""
+    text, settings = view.get("text"), view.get("settings") or {}
+    if not isinstance(text, str) or not text.strip() or not isinstance(settings, dict):
+        return None
+    kind = state.model_kind()
+    key = (kind, text, json.dumps(settings, sort_keys=True, default=str))
+    book = _prebuilds()
+    with book["lock"]:
+        thread = book["views"].get(key)
+        if thread is not None:
+            book["views"].move_to_end(key)
+            return thread
+        thread = threading.Thread(target=_build_summaries, args=(text, kind, dict(settings)), daemon=True,
+                                  name="atlas-class-summaries")
+        book["views"][key] = thread
+        while len(book["views"]) > PREBUILDS:
+            book["views"].popitem(last=False)
+    thread.start()
+    return thread
+
+
+def _build_summaries(text: str, kind: str, settings: dict) -> None:
+    try:
+        a = state.analysis_unseen(text, kind)
+        if a.n >= 3:  # a shorter text has no steps to build (its pages say so)
+            summary.build_all(a, text, kind, settings)
+    except Exception:  # a reader who opens a step builds it then, and sees any error there
+        logging.getLogger(__name__).exception("building a class's summaries in the background")
 
 
 def member() -> str | None:
@@ -162,6 +209,7 @@ def _seat(found: room_classes.ClassState, seat: dict, notice: str, icon: str):
     class's text and settings in place, a notice for the class's page, and that page."""
     st.session_state.update({keys.CLASS: found.code, keys.SEEN: found.version, **seat})
     _apply(found.view)
+    prebuild(found.view)
     state.notice_later(notice, icon)  # said on the class's page, after the switch there
     return page_of(found.step)
 
@@ -190,11 +238,13 @@ def start(step: int) -> None:
     room = classes()
     if room is None:
         return
+    view = class_view(step)
     try:
-        code, key = room.create(class_view(step), step)
+        code, key = room.create(view, step)
     except StoreError as exc:
         share.store_notice(exc)
         return
+    prebuild(view)
     _leave_class()
     st.session_state.update({keys.CLASS: code, keys.HOST: key, keys.SEEN: 1})
 
@@ -229,6 +279,7 @@ def teacher_sync(step: int) -> None:
         view = class_view(step)
         if view != found.view:
             room.set_view(code, key, view)
+            prebuild(view)
     except room_classes.NotHost:
         _leave_class()
         st.toast(state.tr()("class.not_host"), icon=":material/key_off:")
@@ -311,6 +362,8 @@ def sidebar(t: Translator, step: int) -> None:
                     page = join(t, found)
                     if page is not None:
                         st.switch_page(page.path, query_params=dict(st.query_params))
+            if not state.presenter():  # the key is typed where the room cannot see it
+                take_back(t)
             return
         st.markdown(t("class.code", code=codes.spaced(code)))
         if is_teacher():
@@ -321,6 +374,8 @@ def sidebar(t: Translator, step: int) -> None:
                 with st.popover(t("class.resume_heading"), icon=":material/key:", width="stretch"):
                     st.caption(t("class.resume_help"))
                     st.code(resume_url(code), language=None)
+                    st.markdown(t("class.key_label"))
+                    st.code(st.session_state.get(keys.HOST, ""), language=None)
             st.button(t("class.end"), key="class_end", on_click=end, width="stretch", icon=":material/logout:")
             results_table(t)
             return
@@ -333,6 +388,25 @@ def sidebar(t: Translator, step: int) -> None:
             st.caption(t("class.exploring"))
             if st.button(t("class.back"), key="class_back", width="stretch", icon=":material/groups:"):
                 back(t)
+
+
+def take_back(t: Translator) -> None:
+    """A teacher takes her class back by typing its code and her teacher key (another
+    device, or a reload without her link): a password field, never in presenter mode."""
+    with st.popover(t("class.take_back_heading"), icon=":material/key:", width="stretch"):
+        st.caption(t("class.take_back_help"))
+        typed = st.text_input(t("class.join_label"), key="class_take_code", max_chars=16, placeholder="7KQ 2M9")
+        key = st.text_input(t("class.take_back_key"), key="class_take_key", type="password", max_chars=128)
+        if st.button(t("class.take_back_button"), key="class_take", width="stretch", icon=":material/co_present:"):
+            code = codes.normalize(typed)
+            if code is None:
+                st.error(t("class.bad_code"))
+            elif not key.strip():
+                st.error(t("class.take_back_no_key"))
+            else:
+                page = resume(t, code, key.strip())
+                if page is not None:
+                    st.switch_page(page.path, query_params=dict(st.query_params))
 
 
 def explore() -> None:
@@ -408,6 +482,7 @@ def tick(step: int) -> None:
     found = classes().state(code)
     if found is not None:
         _apply(found.view)
+        prebuild(found.view)
     if action == follow.MOVE:
         page = page_of(to)
         if page is not None:

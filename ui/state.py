@@ -341,10 +341,29 @@ def get_analysis(text: str, kind: str):
     """One run of the model per text, kept read-only and shared by every page and
     reader; a new text waits its turn for the model in the queue (before heavy work
     still waiting; readers pasting the same text share one run)."""
-    cache, key = _analyses(), (kind, text)
-    found = cache.get(key)
+    found = _analyses().get((kind, text))
     if found is not None:
         return found
+    return in_line("analysis", _analysis_work(text, kind), same=(kind, text), weight=_analysis_weight(text))
+
+
+def analysis_unseen(text: str, kind: str):
+    """The same analysis, for work without a reader (a class's summaries built in the
+    background): through the same queue, with no place in line to show."""
+    found = _analyses().get((kind, text))
+    if found is not None:
+        return found
+    return work_queue().run("analysis", _analysis_work(text, kind), None, same=(kind, text),
+                            weight=_analysis_weight(text))
+
+
+def _analysis_weight(text: str) -> float:
+    # its size for the wait told: characters up to what the budget reads (≈ 5 a token)
+    return min(len(text), 5 * token_budget()) / 1000 + 0.2
+
+
+def _analysis_work(text: str, kind: str):
+    cache, key = _analyses(), (kind, text)
 
     def work():
         again = cache.get(key)  # analysed meanwhile by a reader ahead in the line
@@ -355,8 +374,7 @@ def get_analysis(text: str, kind: str):
             release_dropped()
         return a
 
-    # its size for the wait told: characters up to what the budget reads (≈ 5 a token)
-    return in_line("analysis", work, same=key, weight=min(len(text), 5 * token_budget()) / 1000 + 0.2)
+    return work
 
 
 def analysis_or_message():

@@ -10,6 +10,7 @@ and drops values that do not fit the text, as the pages' widgets do)."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,8 +21,8 @@ import streamlit as st
 from attn import graph, methods
 from attn.costs import Shape
 
-from . import data, figures
-from .i18n import Translator
+from . import data, figures, setting_table
+from .i18n import LANGS, Translator
 from .setting_table import AVERAGE
 
 HOP_TOKENS, HOP_WINDOW = 48, 4  # step 4 draws hops on the first 48 tokens, window at most 4
@@ -292,11 +293,22 @@ SUMMARIES = 64  # summaries kept for every reader (a step's figure of 372 tokens
 
 
 def _frozen(cfg: dict) -> tuple:
-    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()))
+    """The settings as a cache key; a set of positions (hubs) in one order whatever the
+    order it was picked or defaulted in."""
+    def one(k, v):
+        if k in setting_table.ROWS and setting_table.row(k).kind == "many":
+            return tuple(sorted(v))
+        return tuple(v) if isinstance(v, list) else v
+
+    return tuple(sorted((k, one(k, v)) for k, v in cfg.items()))
+
+
+BUILT: Counter = Counter()  # summaries built by this process, by step (the cache's misses)
 
 
 @st.cache_resource(max_entries=SUMMARIES, show_spinner=False)
 def _shared(step: int, lang: str, text: str, kind: str, cfg: tuple, live: tuple, _a, _live_rows):
+    BUILT[step] += 1
     extra = {"live_rows": _live_rows, "live_last": live[0]} if step == 7 and _live_rows else {}
     made = STEP_SUMMARIES[step](Translator(lang), _a, text, kind, dict(cfg), **extra)
     made.figure, made.measured = figures.shared(made.figure), figures.shared(made.measured)
@@ -310,3 +322,30 @@ def get(step: int, t: Translator, a, text: str, kind: str, cfg: dict, live_rows:
     live = (live_last, tuple(r.seconds for r in live_rows)) if live_rows else ()
     cfg = {k: (v if v is not None else AVERAGE) if k.endswith("_head") else v for k, v in cfg.items()}
     return _shared(step, t.lang, text, kind, _frozen(cfg), live, a, live_rows)
+
+
+# the settings each step's page gives its summary (the rest of a page's settings draw
+# its other charts); ``build_all`` gives the same, so that a page finds what it built
+KEYS = {1: ("s1_layer", "s1_head"), 2: ("s2_layer", "s2_head", "s2_p"),
+        3: ("s3_layer", "s3_head", "s3_w", "s3_rw", "s3_rl"), 4: ("s4_hubs", "s4_w"),
+        5: ("s5_layer", "s5_feature", "s5_causal"), 6: ("s6_layer", "s6_head", "s6_w", "s6_hubs"), 7: ()}
+
+
+def build_all(a, text: str, kind: str, settings: dict, langs=LANGS, stop=lambda: False) -> int:
+    """Every step's summary for this text and these settings (each page's defaults where
+    a setting is not given or does not fit), in every language, into the cache the pages
+    read — with no reader's session: the language is given. Returns how many were built
+    here (0 when all were built already); ``stop()`` true ends it early."""
+    cfg = setting_table.settings_for(a, text, kind, settings or {})
+    made = 0
+    for step in STEP_SUMMARIES:
+        for lang in langs:
+            if stop():
+                return made
+            before = BUILT[step]
+            if step == 7:
+                get(7, Translator(lang), None, "", "", {})
+            else:
+                get(step, Translator(lang), a, text, kind, {k: cfg[k] for k in KEYS[step]})
+            made += BUILT[step] - before
+    return made
