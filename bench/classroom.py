@@ -1,7 +1,7 @@
 """A class on one server: N protocol-level readers at once (a benchmark, not a test).
 
     .venv/bin/python bench/classroom.py [--readers 30] [--steps 1,6] [--replicas 2]
-                                        [--scenarios floor,open,switch,own] [--model gemma]
+                                        [--scenarios floor,open,switch,own,class] [--model gemma]
 
 Starts the app (with --replicas N: N app processes behind HAProxy, scripts/serve.sh's
 layout) and, for the floor, bench/floor_app.py: a trivial page with one cached heatmap.
@@ -16,6 +16,13 @@ analysed), then:
   switch  N readers already connected all move to the same step at once
   own     N readers each paste their own text at once (≈ 370 tokens each; --long:
           100,000 characters each, the 1,024 tokens the CPU analyses at most)
+  class   a live class: a teacher starts one, N students join by its link (ja/pt/en),
+          each polling as a browser does (the fragment's one-second reruns); the
+          teacher moves three steps (the time from her click to each student's page on
+          the new step), opens a vote that every student answers (the time from a
+          student's send to the teacher's count including it), closes and reveals it;
+          then what the polling adds: the students explore on their own and all open
+          one step at once, against N readers outside a class doing the same before
 
 Prints p50 / p95 / max per step and scenario, the ratio of p95 to the floor's, the
 server's peak resident memory (polled from outside) and this process's own CPU time
@@ -32,6 +39,7 @@ import sys
 import threading
 import time
 
+from harness.live_class import OVERHEAD_STEP, class_scenario
 from harness.readers import Reader, percentile
 from harness.serve import SERVER_PIDS, app_server, rss_mb
 from ui.samples import sample_text
@@ -172,6 +180,33 @@ async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], flo
         print(summary_row("own texts", times, failed, None) + f"  (the whole class: {whole:.1f} s)")
         await asyncio.gather(*(r.close() for r in readers))
     await asyncio.gather(*(r.close() for r in teacher))
+    if "class" in scenarios:
+        t0 = time.perf_counter()
+        res = await class_scenario(url, n)
+        print_class(res, floor_p95, time.perf_counter() - t0)
+        if res["exceptions"]:
+            print(f"  exceptions on class pages: {sorted(set(res['exceptions']))[:3]}")
+
+
+def print_class(res: dict, floor_p95: float | None, seconds: float) -> None:
+    n = res["n"]
+    print(f"\na live class: a teacher and {n} students (ja/pt/en), each student's poll a fragment rerun a second")
+    print(summary_row("join by link", *res["join"], floor_p95))
+    for step, lat, failed in res["follow"]:
+        print(summary_row(f"teacher's move → step {step}", lat, failed, None))
+    every = [x for _, lat, _ in res["follow"] for x in lat]
+    print(summary_row("follow, all moves", every, sum(f for _, _, f in res["follow"]), None) + "   (goal p95 ≤ 3 s)")
+    print(summary_row("the followed page's view", *res["views"], floor_p95) + "   (first visits: goal ≤ 1.5×)")
+    print(summary_row("answer → teacher's count", *res["answer"], None) + "   (goal p95 ≤ 3 s)")
+    print(f"  answers counted on the teacher's page: {res['counted']} of {n}; vote opened → last answer in: "
+          f"{res['vote_open_to_all_answers']:.1f} s; polls served: {res['polls']:,} in {res['poll_seconds']:.0f} s "
+          f"({res['polls'] / max(res['poll_seconds'], 1e-9):.1f} a second); the whole scenario {seconds:.0f} s")
+    plain, klass = res["plain"][0], res["class"][0]
+    print(summary_row(f"step {OVERHEAD_STEP}, outside a class", *res["plain"], floor_p95))
+    print(summary_row(f"step {OVERHEAD_STEP}, in a class (polling)", *res["class"], floor_p95))
+    if plain and klass:
+        print(f"  polling adds {percentile(klass, 95) / percentile(plain, 95) - 1:+.0%} to the p95 of a page view, "
+              f"{percentile(klass, 50) / percentile(plain, 50) - 1:+.0%} to the median (goal ≤ 20 %)")
 
 
 @contextlib.contextmanager
@@ -191,7 +226,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--readers", type=int, default=30)
     ap.add_argument("--steps", default=",".join(str(s.number) for s in STEPS))
-    ap.add_argument("--scenarios", default="floor,open,switch,own")
+    ap.add_argument("--scenarios", default="floor,open,switch,own,class")
     ap.add_argument("--replicas", type=int, default=1)
     ap.add_argument("--model", default="gemma")
     ap.add_argument("--long", action="store_true", help="own texts at the text area's cap (1,024 tokens each)")

@@ -5,6 +5,12 @@ the server's work: from the request to the run's end (``script_finished``).
 Loopback only. Used by ``bench/classroom.py`` and the concurrency tests. Through a
 proxy, a reader first fetches the page over HTTP and keeps the cookies it sets (the
 replica's name, for sticky sessions) for its websocket and its reconnects.
+
+In a class a reader does what a browser does: it keeps the address the server writes
+(``page_info_changed``: the class and student parameters) and sends it back on every
+run and reconnect; it follows a page switch the server starts (``new_session`` names the
+page it is now on); it reruns each fragment that asked for it (``auto_rerun``) at its
+interval (``poll``); and it clicks buttons and picks options by their widget keys.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, urlencode, urlparse
 
 import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -22,6 +28,9 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 DONE = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
 RERUN = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
+FRAGMENT_DONE = ForwardMsg.ScriptFinishedStatus.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
+FRAGMENT_WAIT = 60.0  # a fragment's rerun the server never answers (it no longer holds the fragment)
+ID_PREFIX = "$$ID-"  # a keyed widget's id: $$ID-<hash>-<key>
 
 
 @dataclass
@@ -32,25 +41,40 @@ class Run:
     metrics: list[tuple[str, str]] = field(default_factory=list)  # (label, value), in order
     exceptions: list[str] = field(default_factory=list)
     markdown: list[str] = field(default_factory=list)
+    ids: dict[str, str] = field(default_factory=dict)  # widget key → id, for the keyed widgets drawn
+    options: dict[str, list[str]] = field(default_factory=dict)  # a keyed radio's options, as drawn
     alerts: list[str] = field(default_factory=list)  # info / warning / error bodies as drawn, even if removed later
     text_area_id: str | None = None
     finished: bool = False
+    page: str = ""  # the page (its URL path) the run ended on: another after a switch the server made
+    switched: bool = False  # the server moved this reader to another page during the run
+    full: bool = True  # a run of the whole page, not only of a fragment
+    ended_at: float = 0.0  # perf_counter at the run's end
 
     def metric(self, label_start: str) -> str | None:
         return next((v for k, v in self.metrics if k.startswith(label_start)), None)
 
 
 class Reader:
-    """One browser tab's worth of protocol: a session, its widget states, its runs."""
+    """One browser tab's worth of protocol: a session, its widget states, its address,
+    its fragments' timers, its runs (one at a time, as a browser's)."""
 
-    def __init__(self, base_url: str, lang: str = "en"):
+    def __init__(self, base_url: str, lang: str = "en", query: dict | None = None):
         self.base = base_url.rstrip("/")
         self.lang = lang
+        self.query: dict[str, str] = {"lang": lang, **(query or {})}  # the address, as the server last wrote it
         self.jar = CookieJar()
         self.ws = None
         self.widgets: dict[str, str] = {}  # widget id → string value, sent on every run
         self.text_area_id: str | None = None
         self.session_id: str | None = None
+        self.ids: dict[str, str] = {}  # widget key → id, for every keyed widget drawn so far
+        self.options: dict[str, list[str]] = {}  # a keyed radio's options (a choice is sent as its label)
+        self.page = ""  # the page this reader is on (URL path; "" the first step)
+        self.page_hash = ""  # and its script's hash, as the server names it
+        self.paths: dict[str, str] = {}  # page script hash → URL path, from new_session
+        self.fragments: dict[str, float] = {}  # fragment id → seconds between its automatic reruns
+        self._turn = asyncio.Lock()
 
     # --- connection ------------------------------------------------------------------
 
@@ -82,40 +106,114 @@ class Reader:
 
     # --- runs ------------------------------------------------------------------------------
 
-    async def run(self, page: str = "", *, text: str | None = None, timeout: float = 600) -> Run:
-        """Ask for a run of ``page`` (its URL path; "" for the first step), with the text
-        area holding ``text`` when given; wait for the run's end and return what it drew."""
+    async def run(self, page: str | None = "", *, text: str | None = None, click: str | None = None,
+                  values: dict | None = None, fragment: str | None = None, timeout: float = 600) -> Run:
+        """Ask for a run of ``page`` (its URL path; "" for the first step; None: the page
+        this reader is on), with the text area holding ``text`` when given, the button
+        keyed ``click`` pressed, ``values`` (widget key → int or str) set; or, with
+        ``fragment``, that fragment's automatic rerun. A radio's value is sent as the label
+        of its option (an int: the option at that place). Waits for the run's end (after
+        any rerun or page switch the server makes) and returns what it drew."""
+        async with self._turn:
+            return await self._run(page, text, click, values or {}, fragment, timeout)
+
+    async def _run(self, page, text, click, values, fragment, timeout) -> Run:
         if text is not None:
             if self.text_area_id is None:
                 raise RuntimeError("run once before typing: the text area's id comes from the page")
             self.widgets[self.text_area_id] = text
         msg = BackMsg()
         rerun = msg.rerun_script
-        rerun.query_string = f"lang={self.lang}"
-        rerun.page_name = page
+        rerun.query_string = urlencode(self.query)
+        if page is None:
+            rerun.page_script_hash = self.page_hash
+        else:
+            rerun.page_name = page
+        if fragment is not None:
+            rerun.fragment_id, rerun.is_auto_rerun = fragment, True
         for wid, value in self.widgets.items():
             rerun.widget_states.widgets.add(id=wid, string_value=value)
+        for key, value in values.items():
+            wid = self._id(key)
+            if isinstance(value, int) and key in self.options:
+                value = self.options[key][value]
+            if isinstance(value, int):
+                rerun.widget_states.widgets.add(id=wid, int_value=value)
+            else:
+                rerun.widget_states.widgets.add(id=wid, string_value=str(value))
+        if click is not None:
+            rerun.widget_states.widgets.add(id=self._id(click), trigger_value=True)
         start = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
-        out = Run(seconds=0.0)
+        asked = self.page if page is None else page  # where this run should end, unless the server moves it
+        out = Run(seconds=0.0, page=self.page, full=fragment is None)
         async with asyncio.timeout(timeout):
             while True:
                 fwd = ForwardMsg.FromString(await self.ws.recv())
                 kind = fwd.WhichOneof("type")
                 if kind == "new_session":
                     self.session_id = self.session_id or fwd.new_session.initialize.session_id
+                elif kind == "navigation":  # a run of the whole page: st.navigation's pages, the one it is on
+                    self.fragments.clear()  # its fragments ask for their timers anew
+                    for p in fwd.navigation.app_pages:
+                        self.paths[p.page_script_hash] = "" if p.is_default else p.url_pathname
+                    self.page_hash = fwd.navigation.page_script_hash
+                    self.page = self.paths.get(self.page_hash, self.page)
+                elif kind == "page_info_changed":
+                    self.query = dict(parse_qsl(fwd.page_info_changed.query_string))
+                elif kind == "auto_rerun":
+                    self.fragments[fwd.auto_rerun.fragment_id] = fwd.auto_rerun.interval
+                elif kind == "stop_auto_rerun":
+                    for fid in fwd.stop_auto_rerun.fragment_ids:
+                        self.fragments.pop(fid, None)
                 elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
                     self._read(fwd.delta.new_element, out)
                 elif kind == "script_finished":
                     if fwd.script_finished == RERUN:  # a rerun the script asked for (a page switch): go on
-                        out = Run(seconds=0.0)
+                        out = Run(seconds=0.0, page=self.page)
                         continue
-                    out.finished = fwd.script_finished == DONE
+                    out.finished = fwd.script_finished in (DONE, FRAGMENT_DONE)
+                    out.full = out.full and fwd.script_finished != FRAGMENT_DONE
                     break
-        out.seconds = time.perf_counter() - start
+        out.ended_at = time.perf_counter()
+        out.seconds = out.ended_at - start
+        out.page = self.page
+        out.switched = bool(asked or page is None) and self.page != asked
         if out.text_area_id:
             self.text_area_id = out.text_area_id
+        self.ids.update(out.ids)
+        self.options.update(out.options)
         return out
+
+    def _id(self, key: str) -> str:
+        if key not in self.ids:
+            raise KeyError(f"no widget keyed {key!r} drawn yet (seen: {sorted(self.ids)})")
+        return self.ids[key]
+
+    async def poll(self, seconds: float, on_run=None, stop: asyncio.Event | None = None) -> list[Run]:
+        """For ``seconds`` (or until ``stop`` is set): rerun each fragment that asked for
+        automatic reruns, every its interval, as the browser's timers do, one run at a
+        time. ``on_run(run)`` sees each run as it ends. Returns the runs."""
+        runs, due = [], {}
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end and not (stop is not None and stop.is_set()):
+            now = time.perf_counter()
+            for fid, every in list(self.fragments.items()):
+                due.setdefault(fid, now + every)
+                if now >= due[fid] and fid in self.fragments:
+                    try:
+                        run = await self.run(None, fragment=fid, timeout=FRAGMENT_WAIT)
+                    except TimeoutError:  # the server dropped a fragment a full run just removed: no answer comes
+                        self.fragments.pop(fid, None)
+                        continue
+                    due[fid] = time.perf_counter() + every
+                    runs.append(run)
+                    if on_run is not None:
+                        on_run(run)
+            for fid in set(due) - set(self.fragments):
+                del due[fid]
+            await asyncio.sleep(0.05)
+        return runs
 
     @staticmethod
     def _read(el, out: Run) -> None:
@@ -130,6 +228,12 @@ class Reader:
             out.alerts.append(el.alert.body)
         elif kind == "text_area":
             out.text_area_id = el.text_area.id
+        wid = getattr(getattr(el, kind), "id", "") if kind else ""
+        if isinstance(wid, str) and wid.startswith(ID_PREFIX):
+            key = wid[len(ID_PREFIX):].split("-", 1)[-1]
+            out.ids[key] = wid
+            if kind == "radio":
+                out.options[key] = list(el.radio.options)
 
 
 async def timed(coros) -> list:

@@ -341,3 +341,103 @@ def test_the_server_cuts_a_text_past_the_cap_whatever_the_browser_sends(server):
     said = i18n.translate("en", "common.truncated", used=i18n.fmt_int(1024, "en"),
                           total=i18n.fmt_int(MAX_CHARS + 1, "en"))
     assert said in run.markdown, [m for m in run.markdown if "1,024" in m]
+
+
+def test_the_benchs_class_scenario_at_five_students_follows_counts_and_reveals(server):
+    """bench/classroom.py's class, small: a teacher and five students speaking the
+    protocol as browsers do (each student's poll a fragment rerun a second, the page
+    switches the server starts followed, the class and student in every address). Every
+    student lands on each of the teacher's steps, every answer reaches her count, and the
+    share right she is shown is the share of the students' own picks that match the
+    answer she reveals. Timings are the bench's; here only that all happened in time."""
+    from harness.live_class import class_scenario
+
+    res = asyncio.run(class_scenario(server, 5, moves=2, wait=60))
+    assert not res["exceptions"] and not res.get("poll_errors")
+    assert res["join"][1] == 0 and len(set(res["ids"])) == 5 and all(res["ids"])  # five students, five ids
+    assert [failed for _, _, failed in res["follow"]] == [0, 0]
+    assert [step for step, _, _ in res["follow"]] == [2, 3]
+    assert res["answer"][1] == 0 and res["counted"] == 5 and len(res["chose"]) == 5
+    right = sum(1 for label in res["chose"].values() if label == res["right_label"]) / 5
+    assert res["right_shown"] == i18n.Translator("en").pct(right, 0)
+    assert res["still_in_class"] == 5  # the class and student id still in each address after every switch
+    assert res["plain"][1] == 0 and res["class"][1] == 0
+    assert res["polls"] > 5  # the students did poll
+
+
+def test_a_replica_killed_mid_class_its_students_reconnect_to_the_other_still_in_the_class_with_their_answers(tiny):
+    """Two replicas behind HAProxy; a teacher and four students spread over both. A vote
+    is open and some have answered when the replica serving none of the teacher's work is
+    killed: its students reconnect (HAProxy sends them to the other), their addresses
+    bring them back into the class as the same students, their answers are still theirs
+    (a second answer is not offered), the others can still answer, and the teacher's
+    count ends at four."""
+    import contextlib
+    import signal
+
+    from harness.live_class import ANSWERED, CLASS_CODE, _between
+    from ui import i18n as tr
+
+    proxied()
+    sent = tr.translate("en", "vote.sent", answer="§").split("§")
+
+    async def scenario(url, pids):
+        teacher = Reader(url, "en")
+        await teacher.connect()
+        await teacher.run("")
+        started = await teacher.run(None, click="class_start")
+        code = _between(started.markdown, CLASS_CODE).replace(" ", "")
+        students = [Reader(url, "en", query={"class": code}) for _ in range(4)]
+        for s in students:
+            await s.connect()
+            await s.run("")
+        where = [s.cookie("ATLAS_REPLICA") for s in students]
+        mine = teacher.cookie("ATLAS_REPLICA")
+        doomed = "r2" if mine == "r1" else "r1"
+        assert doomed in where and mine in where  # students on both replicas
+        await teacher.run(None, click="vote_open_1")
+        for s in students:
+            await s.run(None)  # a tick: the vote is open on their page
+        ids = [s.query.get("me") for s in students]
+        # the students on the doomed replica answer; one on the teacher's waits
+        answered = [i for i, w in enumerate(where) if w == doomed] + [where.index(mine)]
+        for i in answered:
+            s = students[i]
+            send = next(k for k in s.ids if k.startswith("vote_send_"))
+            await s.run(None, values={"vote_pick_" + send.removeprefix("vote_send_"): 0}, click=send)
+        os.kill(pids[int(doomed[1]) - 1], signal.SIGKILL)
+        again = []
+        for i, s in enumerate(students):
+            if where[i] != doomed:
+                continue
+            with contextlib.suppress(Exception):
+                await s.close()
+            s.ws = None
+            for _ in range(20):  # as a browser retries while HAProxy notices the replica is gone
+                try:
+                    await s.connect()
+                    again.append((i, await s.run(None)))
+                    break
+                except Exception:
+                    await asyncio.sleep(0.5)
+        rest = [i for i in range(4) if i not in answered]
+        for i in rest:
+            s = students[i]
+            send = next(k for k in s.ids if k.startswith("vote_send_"))
+            await s.run(None, values={"vote_pick_" + send.removeprefix("vote_send_"): 1}, click=send)
+        count = _between((await teacher.run(None)).markdown, ANSWERED)
+        for s in students + [teacher]:
+            await s.close()
+        return code, doomed, where, ids, again, students, count
+
+    with replicas_behind_proxy(2, model="tiny", timeout=300) as (url, pids):
+        code, doomed, where, ids, again, students, count = asyncio.run(scenario(url, pids))
+    assert again and len(again) == where.count(doomed)
+    for i, run in again:
+        s = students[i]
+        assert run.finished and not run.exceptions
+        assert s.cookie("ATLAS_REPLICA") != doomed  # now on the other replica
+        assert s.query.get("class") == code and s.query.get("me") == ids[i]  # the same student, in the class
+        assert any(m.startswith(sent[0]) for m in run.markdown)  # their answer is still theirs
+        assert not any(k.startswith("vote_send_") for k in run.ids)  # no second answer offered
+    assert count == "4"  # the teacher counts every answer, from both replicas, before and after

@@ -1,0 +1,202 @@
+"""A live class at the protocol level: a teacher and N students as harness.readers
+speaks for them (each student's poll a fragment rerun a second, as the browser's timer
+sends it). Used by ``bench/classroom.py`` (timed, 30 and 100 students) and by the
+class's test at a small size (what it checks: every student followed, every answer
+counted, the share right as the teacher is shown it)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+
+from ui import i18n
+from ui.samples import sample_text
+from ui.steps import PAGES
+
+from .readers import Reader
+
+LANG_CYCLE = ("ja", "pt", "en")
+
+
+async def all_run(readers: list[Reader], page: str) -> tuple[list[float], int]:
+    """Every reader opens ``page`` at once: their times, and how many failed."""
+    async def one(r):
+        run = await r.run(page)
+        if not run.finished or run.exceptions:
+            raise RuntimeError(run.exceptions or "not finished")
+        return run.seconds
+
+    res = await asyncio.gather(*(one(r) for r in readers), return_exceptions=True)
+    return [x for x in res if isinstance(x, float)], sum(1 for x in res if not isinstance(x, float))
+
+
+CLASS_CODE = i18n.translate("en", "class.code", code="§").split("§")  # the teacher's panel: "Class code: **…**"
+ANSWERED = i18n.translate("en", "vote.answered", k="§", n="§").split("§")  # "Answers so far: **k** · …"
+REVEALED = i18n.translate("en", "vote.revealed", value="§", answer="§", right="§").split("§")
+OVERHEAD_STEP = 2  # the step every reader opens at once, in a class and outside one
+STEP_OF = {p.link: p.number for p in PAGES}
+
+
+def _between(markdown: list[str], marks: list[str], nth: int = 0) -> str | None:
+    """The nth field of the first markdown block written from a template split at its
+    fields (``marks``: the text around each field), or None."""
+    pattern = re.compile("(.*?)".join(re.escape(m) for m in marks[:-1]) + ("(.*?)" + re.escape(marks[-1]) if marks[-1]
+                                                                            else "(.*)") + r"\Z", re.S)
+    for body in markdown:
+        found = pattern.match(body)
+        if found:
+            return found.group(nth + 1)
+    return None
+
+
+class Tracker:
+    """Every run each class member's poll or clicks made, as it ended: where each student
+    is, and when the teacher's count of answers moved."""
+
+    def __init__(self, n: int):
+        self.target: str | None = None
+        self.move_at = 0.0
+        self.arrived: dict[int, float] = {}
+        self.views: list[float] = []  # the run that put a student on the new step: its page view
+        self.counts: list[tuple[float, int]] = []  # (time, answers the teacher's page shows)
+        self.polls = [0] * (n + 1)  # each member's polls (the teacher's last), whatever each then drew
+        self.exceptions: list[str] = []
+
+    def student(self, i: int):
+        def seen(run) -> None:
+            self.polls[i] += 1
+            self.exceptions += run.exceptions
+            if self.target is not None and run.page == self.target and i not in self.arrived:
+                self.arrived[i] = run.ended_at
+                self.views.append(run.seconds)
+        return seen
+
+    def teacher(self, run) -> None:
+        self.polls[-1] += 1
+        self.exceptions += run.exceptions
+        k = _between(run.markdown, ANSWERED)
+        if k is not None:
+            self.counts.append((run.ended_at, int(k.strip("*").replace(",", ""))))
+
+
+async def _until(check, timeout: float, every: float = 0.05) -> bool:
+    end = time.perf_counter() + timeout
+    while time.perf_counter() < end:
+        if check():
+            return True
+        await asyncio.sleep(every)
+    return check()
+
+
+async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, text: str | None = None) -> dict:
+    """A live class of n students at the protocol level (see the module's doc). Returns
+    the figures, and what the test checks: every student followed each move, every
+    answer was counted, the share right the teacher is shown."""
+    out: dict = {"n": n, "failed": 0}
+    text = text or sample_text("en")
+    # outside a class first: n readers with the class's text open step OVERHEAD_STEP at once (built: twice)
+    plain = [Reader(url, LANG_CYCLE[i % 3]) for i in range(n)]
+    for start in range(0, n, 5):
+        group = plain[start:start + 5]
+        await asyncio.gather(*(r.connect() for r in group))
+        await asyncio.gather(*(r.run("") for r in group))
+        await asyncio.gather(*(r.run("", text=text) for r in group))
+    link = PAGES[OVERHEAD_STEP - 1].link
+    await all_run(plain, link)
+    await all_run(plain, "")
+    out["plain"] = await all_run(plain, link)
+    await asyncio.gather(*(r.close() for r in plain))
+
+    teacher = Reader(url, "en")
+    await teacher.connect()
+    await teacher.run("")
+    await teacher.run("", text=text)
+    started = await teacher.run(None, click="class_start")
+    code = (_between(started.markdown, CLASS_CODE) or "").replace(" ", "")
+    if len(code) != 6:
+        raise RuntimeError(f"no class code on the teacher's page: {started.markdown[:5]}")
+    out["code"] = code
+    students = [Reader(url, LANG_CYCLE[i % 3], query={"class": code}) for i in range(n)]
+    joins = []
+    for start in range(0, n, 5):  # students arrive a few at a time, as a room does
+        group = students[start:start + 5]
+        await asyncio.gather(*(r.connect() for r in group))
+        runs = await asyncio.gather(*(r.run("") for r in group))
+        joins += [r.seconds for r in runs if r.finished and not r.exceptions]
+    out["join"] = (joins, n - len(joins))
+    out["ids"] = [r.query.get("me") for r in students]
+
+    track = Tracker(n)
+    stop = asyncio.Event()
+    polls = [asyncio.create_task(r.poll(10**6, track.student(i), stop)) for i, r in enumerate(students)]
+    polls.append(asyncio.create_task(teacher.poll(10**6, track.teacher, stop)))
+    polling_since = time.perf_counter()
+    try:
+        await asyncio.sleep(1.5)
+        out["follow"] = []
+        for _ in range(moves):
+            here = next(i for i, p in enumerate(PAGES) if p.link == teacher.page)
+            track.target, track.arrived, track.move_at = PAGES[here + 1].link, {}, time.perf_counter()
+            await teacher.run(None, click="nav_next")
+            await _until(lambda: len(track.arrived) == n, wait)
+            lat = [t - track.move_at for t in track.arrived.values()]
+            out["follow"].append((STEP_OF.get(teacher.page), lat, n - len(lat)))
+            await asyncio.sleep(1.0)
+        track.target = None
+        out["views"] = (track.views, 0)
+
+        step = STEP_OF.get(teacher.page)
+        opened = await teacher.run(None, click=f"vote_open_{step}")
+        if opened.exceptions:
+            raise RuntimeError(opened.exceptions)
+        t_open = time.perf_counter()
+        sent: dict[int, float] = {}
+        acked: dict[int, float] = {}
+        chose: dict[int, str] = {}
+
+        async def answer(i: int, r: Reader) -> None:
+            if not await _until(lambda: any(k.startswith("vote_send_") for k in r.ids), wait):
+                return
+            send = next(k for k in r.ids if k.startswith("vote_send_"))
+            pick = "vote_pick_" + send.removeprefix("vote_send_")
+            options = r.options[pick]
+            chose[i] = options[(i * 7) % len(options)]
+            sent[i] = time.perf_counter()
+            run = await r.run(None, values={pick: chose[i]}, click=send)
+            if run.finished and not run.exceptions:
+                acked[i] = run.ended_at
+
+        await asyncio.gather(*(answer(i, r) for i, r in enumerate(students)))
+        await _until(lambda: track.counts and track.counts[-1][1] >= len(acked) and track.counts[-1][0] > max(
+            acked.values(), default=0), wait)
+        order = sorted(acked, key=acked.get)
+        lat = []
+        for j, i in enumerate(order, start=1):
+            shown = next((t for t, k in track.counts if k >= j and t >= acked[i] - 1e-3), None)
+            if shown is not None:
+                lat.append(shown - sent[i])
+        out["answer"] = (lat, n - len(lat))
+        out["counted"] = track.counts[-1][1] if track.counts else 0
+        out["vote_open_to_all_answers"] = (max(acked.values()) - t_open) if acked else float("nan")
+
+        vote = next(k for k in teacher.ids if k.startswith("vote_close_")).removeprefix("vote_close_")
+        await teacher.run(None, click=f"vote_close_{vote}")
+        revealed = await teacher.run(None, click=f"vote_reveal_{vote}")
+        right_label = _between(revealed.markdown, REVEALED, 1)
+        out["chose"], out["right_label"] = chose, right_label
+        out["right_shown"] = _between(revealed.markdown, REVEALED, 2)
+
+        # what polling adds: the students explore on their own, then all open the same step at once
+        await asyncio.gather(*(r.run(None, click="class_explore") for r in students))
+        out["class"] = await all_run(students, link)
+    finally:
+        stop.set()
+        for res in await asyncio.gather(*polls, return_exceptions=True):
+            if isinstance(res, BaseException):
+                out.setdefault("poll_errors", []).append(repr(res))
+    out["polls"], out["poll_seconds"] = sum(track.polls), time.perf_counter() - polling_since
+    out["exceptions"] = track.exceptions
+    out["still_in_class"] = sum(1 for r in students if r.query.get("class") == code and r.query.get("me"))
+    await asyncio.gather(*(r.close() for r in students + [teacher]))
+    return out
