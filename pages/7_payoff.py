@@ -10,7 +10,6 @@ boot.through_app()
 
 t = state.tr()
 widgets.step_header(t, 7)
-widgets.vote_gate(t, 7)
 question = st.container()  # filled below, once the page's numbers are known
 
 device = pick_device()

@@ -463,6 +463,9 @@ def test_a_class_students_on_phones_follow_the_teachers_pagedown(browser, tiny_u
                 '[class*="st-key-vote_pick_"] [role="radiogroup"] label, [class*="st-key-vote_send_"] button')]
                 .map(e => e.getBoundingClientRect().height)""")
             assert heights and min(heights) >= 44, heights  # large touch targets
+            bottom = pg.evaluate("""() => { window.scrollTo(0, 0); const b = document.querySelector(
+                '[class*="st-key-vote_send_"] button'); return b.getBoundingClientRect().bottom; }""")
+            assert bottom <= 844, bottom  # the question, its options and the send button on the first screen
             pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-vote.png"))
             pg.get_by_role("button", name=i18n.translate(lang, "vote.send")).click()
             pg.get_by_text(i18n.translate(lang, "vote.page_waits")).wait_for(timeout=30_000)

@@ -40,11 +40,19 @@ def step_nav(t: Translator, number: int) -> None:
 
 
 def step_header(t: Translator, step: int) -> None:
+    """A step's navigation, title and lead — in a live class whose vote on this step is
+    open, the question comes before the lead (on a phone it fits the first screen), and
+    the page stops there: its numbers would answer it until the teacher closes the vote."""
     step_nav(t, step)
     if step <= N_STEPS:
         st.caption(t("common.step_of", step=step, total=N_STEPS))
     st.title(t(f"step{step}.title"))
+    voting = step <= N_STEPS and classroom.vote_open_on(step) is not None
+    if voting:
+        classroom.vote_panel(t, step, show_figure)
     prose(t, step, f"step{step}.lead")
+    if voting:
+        state.stop_page()
 
 
 # --- glossary terms, linked where a page first uses them -------------------------------
@@ -120,20 +128,11 @@ def terms_footer(t: Translator, step: int) -> None:
     st.markdown("\n".join(f"- **{entries[i][t.lang]['term']}** — {entries[i][t.lang]['meaning']}" for i in used))
 
 
-def vote_gate(t: Translator, step: int) -> None:
-    """In a live class whose vote on this step is open: the question alone, and the
-    page stops there (its numbers would answer it) until the teacher closes the vote."""
-    if classroom.vote_open_on(step) is not None:
-        classroom.vote_panel(t, step, show_figure)
-        state.stop_page()
-
-
 def open_step(step: int):
     """A step page's header, then the analysis of the reader's text: returns
     ``(translator, analysis)``, or stops the page after saying why there is none."""
     t = state.tr()
     step_header(t, step)
-    vote_gate(t, step)
     a = state.analysis_or_message()
     if a is None:
         terms_footer(t, step)
@@ -286,6 +285,8 @@ BASE_CSS = """
 /* a class's vote is answered on phones: each option and button a large touch target */
 .stApp [class*="st-key-vote_"] button { min-height: 48px; }
 .stApp [class*="st-key-vote_pick_"] [role="radiogroup"] label { min-height: 44px; align-items: center; }
+/* on a phone a step's title is smaller, so that a class's question fits the first screen */
+@media (max-width: 640px) { .stApp h1 { font-size: 1.9rem; } }
 </style>
 """
 
