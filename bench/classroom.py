@@ -39,14 +39,11 @@ import sys
 import threading
 import time
 
-from harness.live_class import OVERHEAD_STEP, class_scenario
+from harness.live_class import LANG_CYCLE, OVERHEAD_STEP, all_run, class_scenario
 from harness.readers import Reader, percentile
 from harness.serve import SERVER_PIDS, app_server, rss_mb
 from ui.samples import sample_text
 from ui.steps import PAGES, STEPS
-
-LANG_CYCLE = ("ja", "pt", "en")
-
 
 class MemoryPoll:
     """Polls the servers' current RSS from outside, keeping the peak of their sum."""
@@ -125,17 +122,6 @@ async def connected(url: str, n: int, batch: int = 5) -> list[Reader]:
         await asyncio.gather(*(r.run("") for r in group))
         readers += group
     return readers
-
-
-async def all_run(readers: list[Reader], page: str, texts: list[str] | None = None) -> tuple[list[float], int]:
-    async def one(i, r):
-        run = await r.run(page, text=texts[i] if texts else None)
-        if not run.finished or run.exceptions:
-            raise RuntimeError(run.exceptions or "not finished")
-        return run.seconds
-
-    res = await asyncio.gather(*(one(i, r) for i, r in enumerate(readers)), return_exceptions=True)
-    return [x for x in res if isinstance(x, float)], sum(1 for x in res if not isinstance(x, float))
 
 
 async def floor(url: str, n: int) -> dict:

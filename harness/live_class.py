@@ -19,15 +19,16 @@ from .readers import Reader
 LANG_CYCLE = ("ja", "pt", "en")
 
 
-async def all_run(readers: list[Reader], page: str) -> tuple[list[float], int]:
-    """Every reader opens ``page`` at once: their times, and how many failed."""
-    async def one(r):
-        run = await r.run(page)
+async def all_run(readers: list[Reader], page: str, texts: list[str] | None = None) -> tuple[list[float], int]:
+    """Every reader opens ``page`` at once (each with its text of ``texts`` when given):
+    their times, and how many failed."""
+    async def one(i, r):
+        run = await r.run(page, text=texts[i] if texts else None)
         if not run.finished or run.exceptions:
             raise RuntimeError(run.exceptions or "not finished")
         return run.seconds
 
-    res = await asyncio.gather(*(one(r) for r in readers), return_exceptions=True)
+    res = await asyncio.gather(*(one(i, r) for i, r in enumerate(readers)), return_exceptions=True)
     return [x for x in res if isinstance(x, float)], sum(1 for x in res if not isinstance(x, float))
 
 
