@@ -39,7 +39,7 @@ OVERHEAD_STEP = 2  # the step every reader opens at once, in a class and outside
 STEP_OF = {p.link: p.number for p in PAGES}
 
 
-def _between(markdown: list[str], marks: list[str], nth: int = 0) -> str | None:
+def between(markdown: list[str], marks: list[str], nth: int = 0) -> str | None:
     """The nth field of the first markdown block written from a template split at its
     fields (``marks``: the text around each field), or None."""
     pattern = re.compile("(.*?)".join(re.escape(m) for m in marks[:-1]) + ("(.*?)" + re.escape(marks[-1]) if marks[-1]
@@ -76,7 +76,7 @@ class Tracker:
     def teacher(self, run) -> None:
         self.polls[-1] += 1
         self.exceptions += run.exceptions
-        k = _between(run.markdown, ANSWERED)
+        k = between(run.markdown, ANSWERED)
         if k is not None:
             self.counts.append((run.ended_at, int(k.strip("*").replace(",", ""))))
 
@@ -114,7 +114,7 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
     await teacher.run("")
     await teacher.run("", text=text)
     started = await teacher.run(None, click="class_start")
-    code = (_between(started.markdown, CLASS_CODE) or "").replace(" ", "")
+    code = (between(started.markdown, CLASS_CODE) or "").replace(" ", "")
     if len(code) != 6:
         raise RuntimeError(f"no class code on the teacher's page: {started.markdown[:5]}")
     out["code"] = code
@@ -184,9 +184,9 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
         vote = next(k for k in teacher.ids if k.startswith("vote_close_")).removeprefix("vote_close_")
         await teacher.run(None, click=f"vote_close_{vote}")
         revealed = await teacher.run(None, click=f"vote_reveal_{vote}")
-        right_label = _between(revealed.markdown, REVEALED, 1)
+        right_label = between(revealed.markdown, REVEALED, 1)
         out["chose"], out["right_label"] = chose, right_label
-        out["right_shown"] = _between(revealed.markdown, REVEALED, 2)
+        out["right_shown"] = between(revealed.markdown, REVEALED, 2)
 
         # what polling adds: the students explore on their own, then all open the same step at once
         await asyncio.gather(*(r.run(None, click="class_explore") for r in students))

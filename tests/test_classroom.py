@@ -4,14 +4,17 @@ through HAProxy with two replicas, each reader kept on its replica by a cookie.
 The fair queue and the byte-bounded cache are tested on their own."""
 
 import asyncio
+import contextlib
 import gc
 import os
+import signal
 import threading
 import weakref
 
 import pytest
 
 from attn import model as atlas_model
+from harness.live_class import ANSWERED, CLASS_CODE, between, class_scenario
 from harness.proxy import haproxy_path, replicas_behind_proxy
 from harness.readers import Reader
 from harness.serve import app_server
@@ -350,8 +353,6 @@ def test_the_benchs_class_scenario_at_five_students_follows_counts_and_reveals(s
     student lands on each of the teacher's steps, every answer reaches her count, and the
     share right she is shown is the share of the students' own picks that match the
     answer she reveals. Timings are the bench's; here only that all happened in time."""
-    from harness.live_class import class_scenario
-
     res = asyncio.run(class_scenario(server, 5, moves=2, wait=60))
     assert not res["exceptions"] and not res.get("poll_errors")
     assert res["join"][1] == 0 and len(set(res["ids"])) == 5 and all(res["ids"])  # five students, five ids
@@ -372,21 +373,15 @@ def test_a_replica_killed_mid_class_its_students_reconnect_to_the_other_still_in
     bring them back into the class as the same students, their answers are still theirs
     (a second answer is not offered), the others can still answer, and the teacher's
     count ends at four."""
-    import contextlib
-    import signal
-
-    from harness.live_class import ANSWERED, CLASS_CODE, _between
-    from ui import i18n as tr
-
     proxied()
-    sent = tr.translate("en", "vote.sent", answer="§").split("§")
+    sent = i18n.translate("en", "vote.sent", answer="§").split("§")
 
     async def scenario(url, pids):
         teacher = Reader(url, "en")
         await teacher.connect()
         await teacher.run("")
         started = await teacher.run(None, click="class_start")
-        code = _between(started.markdown, CLASS_CODE).replace(" ", "")
+        code = between(started.markdown, CLASS_CODE).replace(" ", "")
         students = [Reader(url, "en", query={"class": code}) for _ in range(4)]
         for s in students:
             await s.connect()
@@ -425,7 +420,7 @@ def test_a_replica_killed_mid_class_its_students_reconnect_to_the_other_still_in
             s = students[i]
             send = next(k for k in s.ids if k.startswith("vote_send_"))
             await s.run(None, values={"vote_pick_" + send.removeprefix("vote_send_"): 1}, click=send)
-        count = _between((await teacher.run(None)).markdown, ANSWERED)
+        count = between((await teacher.run(None)).markdown, ANSWERED)
         for s in students + [teacher]:
             await s.close()
         return code, doomed, where, ids, again, students, count
