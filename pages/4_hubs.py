@@ -98,7 +98,8 @@ with c2:
         mine, alone_span = span["causal_hubs"], span["causal_none"]
         where = ", ".join(str(h + start) for h in inside)
         widgets.chart("s4_hops_causal_hubs", (text, kind, hn, hw, start, inside), lambda: figures.integer_grid(
-            mine["grid"], a.tokens[start:start + hn], title=t("step4.hops_causal_hubs", w=hw, where=where),
+            mine["grid"], a.tokens[start:start + hn],
+            title=t("step4.hops_causal_hubs", w=hw, g=len(inside), where=where),
             **common))
         farthest_metric(mine)
         if start:

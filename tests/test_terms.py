@@ -129,3 +129,30 @@ def test_layers_are_numbered_alike_in_every_language():
 def test_quotes_are_the_languages_own(lang):
     """Brazilian Portuguese and English quote with “ ”, not « »."""
     assert not [k for k, v in i18n.strings(lang).items() if "«" in v or "»" in v]
+
+
+@pytest.mark.parametrize("lang", list(i18n.LANGS))
+def test_no_string_writes_a_plural_as_s_in_brackets(lang):
+    """A count chooses its words (CLDR's plural rules), so nothing on screen reads "hub(s)"."""
+    bad = {k: v for k, v in i18n.strings(lang).items() if re.search(r"\w\((s|es)\)", v)}
+    assert not bad, bad
+
+
+def test_counts_choose_their_words_by_cldrs_plural_rules():
+    """English: 1 is singular, 0 and 2 plural; Brazilian Portuguese: 0 and 1 singular
+    (CLDR's pt), with zero written as its own words where a key gives them."""
+    en = [i18n.translate("en", "step4.route_lead", i=9, j=0, hops=h) for h in (1, 2)]
+    assert en == ["A far pair: from token 0 to token 9 in 1 hop.", "A far pair: from token 0 to token 9 in 2 hops."]
+    assert i18n.translate("pt", "playground.col_reach", i=3, L=1).endswith("após 1 camada")
+    assert i18n.translate("pt", "playground.col_reach", i=3, L=0).endswith("após 0 camada")  # pt_BR: 0 is "one"
+    assert i18n.translate("pt", "playground.col_reach", i=3, L="1.024").endswith("após 1.024 camadas")
+    assert i18n.translate("en", "step4.metric_cells", g=0) == "cells computed with no hubs"
+    assert i18n.translate("pt", "step4.metric_cells", g=0) == "células calculadas sem hubs"
+    assert i18n.translate("pt", "step4.metric_cells", g=1) == "células calculadas com 1 hub"
+    assert i18n.translate("en", "methods.window_hubs", w=64, g=3) == "window 64 + 3 hubs"
+    assert i18n.translate("en", "methods.window_hubs", w=64, g=0) == "window 64, no hubs"
+    assert i18n.translate("en", "common.too_short", n=1).startswith("This text has only 1 token.")
+    assert [i18n.plural_category(n, "en") for n in (0, 1, 2)] == ["other", "one", "other"]
+    assert [i18n.plural_category(n, "pt") for n in (0, 1, 2)] == ["one", "one", "other"]
+    with pytest.raises(ValueError):
+        i18n.count_of("2.5e3x")

@@ -12,6 +12,7 @@ import copy
 import functools
 import json
 import math
+import string
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
@@ -40,11 +41,47 @@ def strings(lang: str) -> dict[str, str]:
 
 
 def translate(lang: str, key: str, **kwargs) -> str:
-    table = strings(lang if lang in LANGS else DEFAULT)
-    text = table.get(key)
+    """A string of ``lang`` with its fields filled. A field may choose its words by the
+    count it holds, as CLDR's plural rules for the language say (``{g:one=# hub|other=#
+    hubs}``; ``zero=`` for a count of 0 written apart; ``#`` is the count as given): never
+    "hub(s)"."""
+    lang = lang if lang in LANGS else DEFAULT
+    text = strings(lang).get(key)
     if text is None:
         text = strings(DEFAULT).get(key, key)
-    return text.format(**kwargs) if kwargs else text
+    return _Fields(lang).format(text, **kwargs) if kwargs else text
+
+
+class _Fields(string.Formatter):
+    """str.format, with plural choices (see ``translate``)."""
+
+    def __init__(self, lang: str):
+        self.lang = lang
+
+    def format_field(self, value, spec: str) -> str:
+        if "=" not in spec:
+            return super().format_field(value, spec)
+        forms = dict(part.split("=", 1) for part in spec.split("|"))
+        n = count_of(value)
+        words = forms["zero"] if n == 0 and "zero" in forms else forms.get(plural_category(n, self.lang),
+                                                                              forms["other"])
+        return words.replace("#", str(value))
+
+
+def count_of(value) -> int:
+    """The whole number a field holds: an int, or one written with the language's
+    grouping (``1,024``, ``1.024``)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    digits = "".join(ch for ch in str(value) if ch.isdigit())
+    if not digits or any(not (ch.isdigit() or ch in ",. \u00a0\u202f") for ch in str(value)):
+        raise ValueError(f"a plural needs a whole number, not {value!r}")
+    return int(digits)
+
+
+def plural_category(n: int, lang: str) -> str:
+    """CLDR's plural category of ``n`` in our language (pt: Brazilian, 0 and 1 are "one")."""
+    return _locale(lang).plural_form(abs(n))
 
 
 def detect_language(query_value: str | None, browser_locale: str | None) -> str:
