@@ -12,7 +12,15 @@
 * ``ATLAS_FLEX_WARMUP=0``: no FlexAttention compile in the background (the tests set
   it, so that no call switches kernels by timing; the app compiles once idle);
 * ``ATLAS_LIVE_MAX_N``: the live benchmark's largest length (4,096 on the CPU, 16,384 on
-  CUDA; the tests run it smaller).
+  CUDA; the tests run it smaller);
+* ``ATLAS_STORE_PATH``: the SQLite file of share links and classes (else
+  ``shared-views.sqlite3`` in the cache folder), so that replicas can share a model copy
+  and not a store, or the reverse;
+* ``ATLAS_DATABASE_URL``: a PostgreSQL database for share links and classes instead
+  (``postgresql://user@host:port/db``; ``?sslmode=require`` across machines), shared by
+  every replica on every machine;
+* ``ATLAS_TORCH_THREADS``: the CPU threads torch may use in this process (else all the
+  cores; ``scripts/serve.sh`` gives each replica its share).
 
 A value that does not fit (``ATLAS_MAX_TOKENS=abc``, ``ATLAS_ANALYSIS_MB=0``) raises
 :class:`SettingError`, whose message names the variable and what it takes.
@@ -27,6 +35,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
            "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
@@ -104,6 +113,9 @@ class Settings:
     analysis_bytes: int = ANALYSIS_MB * 2**20  # the analyses' byte budget
     flex_warmup: bool = True  # compile FlexAttention in the background once the server is idle
     live_max_n: int | None = None  # the live benchmark's largest n (None: the device's own)
+    store_path: Path | None = None  # the SQLite store's file
+    database_url: str | None = None  # PostgreSQL instead of the SQLite file
+    torch_threads: int | None = None  # None: torch's own choice (every core)
 
 
 OFF = ("0", "off", "no", "false")  # what turns a switch off
@@ -123,4 +135,43 @@ def read() -> Settings:
                     public_url=(env.get("ATLAS_PUBLIC_URL") or "").rstrip("/") or None,
                     analysis_bytes=_analysis_bytes(env.get("ATLAS_ANALYSIS_MB")),
                     flex_warmup=(env.get("ATLAS_FLEX_WARMUP") or "1").strip().lower() not in OFF,
-                    live_max_n=_live_max_n(env.get("ATLAS_LIVE_MAX_N")))
+                    live_max_n=_live_max_n(env.get("ATLAS_LIVE_MAX_N")),
+                    store_path=Path(env["ATLAS_STORE_PATH"]).expanduser() if env.get("ATLAS_STORE_PATH")
+                    else cache / "shared-views.sqlite3",
+                    database_url=_database_url(env.get("ATLAS_DATABASE_URL")),
+                    torch_threads=_threads(env.get("ATLAS_TORCH_THREADS")))
+
+
+def _database_url(raw: str | None) -> str | None:
+    """``ATLAS_DATABASE_URL``: a ``postgresql://`` (or ``postgres://``) URL; None when unset."""
+    raw = (raw or "").strip()
+    if not raw:
+        return None
+    if not raw.startswith(("postgresql://", "postgres://")):
+        raise SettingError("ATLAS_DATABASE_URL", hide_password(raw),
+                           "a PostgreSQL URL, e.g. postgresql://atlas@db.example:5432/atlas")
+    return raw
+
+
+def hide_password(url: str) -> str:
+    """A URL as it may be shown or logged: its password replaced by ***."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<not a URL>"
+    if parts.password is None:
+        return url
+    return url.replace(f":{parts.password}@", ":***@", 1)
+
+
+def _threads(raw: str | None) -> int | None:
+    """``ATLAS_TORCH_THREADS``: a whole number ≥ 1; None when unset."""
+    if raw is None or not raw.strip():
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise SettingError("ATLAS_TORCH_THREADS", raw, "a whole number of threads, at least 1")
+    return value

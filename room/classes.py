@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 
 from . import codes
-from .store import Store, StoreError
+from .store import Backend, StoreError
 
 MAX_STUDENTS = 200  # ids are free to mint: the bound keeps a script from stuffing the ballot
 MAX_CLASSES = 500
@@ -40,6 +40,7 @@ SCHEMA = (
         code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
         at REAL NOT NULL, PRIMARY KEY (code, vote, student))""",
 )
+VERSION = 1  # the layout of these tables (room.store records it)
 STATES = ("open", "closed", "revealed")
 
 
@@ -88,13 +89,11 @@ def is_student(value) -> bool:
 
 
 class Classes:
-    """The classes of one store file (several processes share it)."""
+    """The classes of one store (every process using it shares them)."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Backend):
         self.store = store
-        with store.transaction() as db:
-            for statement in SCHEMA:
-                db.execute(statement)
+        store.create("classes", VERSION, SCHEMA)
 
     # --- the teacher -------------------------------------------------------------------
 

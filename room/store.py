@@ -1,13 +1,20 @@
 """The store of what a room shares: share links here (a short key for a text and its
-settings), classes in :mod:`room.classes`, both in one file.
+settings), classes in :mod:`room.classes`, both in one database.
 
-An embedded SQLite database (standard library) in the app's cache folder, so a link
-``?s=<key>`` stays short however long the text. It is bounded in count and in bytes,
-evicting the least recently used views first, and safe with several app processes on
-one machine (WAL journal, a busy timeout, every write one transaction). A file that is
-not a database, or fails SQLite's check, is set aside and a fresh one made (the caller
-is told, so it can say it); a lock held too long, a full disk or a read-only file is a
-StoreError for the caller to say, and the file is left as it is. No Streamlit here.
+Two backends behind one small interface (``transaction()``, ``reading()``, ``create()``
+for a part's tables; ``put`` / ``get`` a view; the classes' own SQL in room.classes):
+
+* ``Store``: an embedded SQLite file (standard library), the default: nothing to start,
+  every process on one machine shares it (WAL journal, a busy timeout, every write one
+  transaction). A file that is not a database, or fails SQLite's check, is set aside
+  and a fresh one made (the caller is told, so it can say it).
+* ``room.pgstore.PgStore``: PostgreSQL, when ``ATLAS_DATABASE_URL`` names one: every
+  replica on every machine sees the same links and classes.
+
+``open_store()`` picks one. Both keep the views bounded in count and in bytes (the least
+recently used go first, in one statement), write in transactions (nothing half-written
+is ever read), and turn trouble — a lock held too long, a full disk, a read-only file,
+a database out of reach — into a StoreError for the caller to say. No Streamlit here.
 """
 
 from __future__ import annotations
@@ -20,17 +27,37 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from attn import convert
+from attn import settings
 
 MAX_VIEWS = 2000
 MAX_BYTES = 64 * 2**20
 KEY_LENGTH = 12  # hex digits of a SHA-256: 48 bits, plenty for a class's links
-_SCHEMA = """CREATE TABLE IF NOT EXISTS views (
-    key TEXT PRIMARY KEY, payload TEXT NOT NULL, bytes INTEGER NOT NULL, created REAL NOT NULL, used REAL NOT NULL)"""
+# each part's tables and the version of their layout (a part whose version moves on is
+# upgraded by its own statements; creating is idempotent, and serialised between processes)
+SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS atlas_schema (part TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+VIEWS = ("""CREATE TABLE IF NOT EXISTS views (
+    key TEXT PRIMARY KEY, payload TEXT NOT NULL, bytes INTEGER NOT NULL, created REAL NOT NULL, used REAL NOT NULL)""",)
+VIEWS_VERSION = 1
 
 
 def default_path() -> Path:
-    return convert.cache_dir() / "shared-views.sqlite3"
+    """The SQLite file: ``ATLAS_STORE_PATH``, else the cache folder's."""
+    return settings.read().store_path
+
+
+def open_store(**bounds) -> Backend:
+    """The store this process uses: PostgreSQL when ``ATLAS_DATABASE_URL`` is set, else
+    the SQLite file (``ATLAS_STORE_PATH``, else in the cache folder)."""
+    return store_at(settings.read().database_url or default_path(), **bounds)
+
+
+def store_at(where, **bounds) -> Backend:
+    """The store at ``where``: a ``postgresql://`` URL, or an SQLite file's path."""
+    if isinstance(where, str) and where.startswith(("postgresql://", "postgres://")):
+        from . import pgstore  # only where PostgreSQL is asked for (the module imports this one)
+
+        return pgstore.PgStore(where, **bounds)
+    return Store(Path(where), **bounds)
 
 
 def is_key(value) -> bool:
@@ -84,8 +111,99 @@ def _is_damaged(exc: sqlite3.DatabaseError) -> bool:
         not name and ("not a database" in str(exc) or "malformed" in str(exc)))
 
 
+class Backend:
+    """What both backends share: the views' SQL (``?`` placeholders; each backend's
+    connection takes them), their bounds, and creating a part's tables once."""
+
+    max_views: int
+    max_bytes: int
+    recreated: bool = False
+    problem: str | None = None
+
+    def transaction(self):  # a connection inside one write transaction (writers one at a time)
+        raise NotImplementedError
+
+    def reading(self):  # a connection for reads
+        raise NotImplementedError
+
+    def _touch(self, db, key: str) -> None:  # record a view's use, waiting a moment at most
+        raise NotImplementedError
+
+    def _missing_table(self, exc: BaseException) -> bool:
+        raise NotImplementedError
+
+    def create(self, part: str, version: int, statements) -> None:
+        """A part's tables (``CREATE … IF NOT EXISTS``), and its version recorded, in one
+        transaction: two processes starting at once create them once."""
+        with self.transaction() as db:
+            db.execute(SCHEMA_TABLE)
+            for statement in statements:
+                db.execute(statement)
+            db.execute("INSERT INTO atlas_schema VALUES (?, ?) "
+                       "ON CONFLICT(part) DO UPDATE SET version = excluded.version", (part, version))
+
+    def version_of(self, part: str) -> int | None:
+        with self.reading() as db:
+            row = db.execute("SELECT version FROM atlas_schema WHERE part = ?", (part,)).fetchone()
+        return None if row is None else row[0]
+
+    def put(self, view: dict) -> str:
+        """Keep a view (a JSON-able dict: text, language, step, settings); returns its key.
+        The same view always gets the same key. Raises StoreError when it cannot be
+        written (nothing half-written stays: one transaction)."""
+        payload = _payload(view)
+        key = key_of(view)
+        size = len(payload.encode("utf-8", "surrogatepass"))
+        now = time.time()
+        with self.transaction() as db:
+            for statement in VIEWS:  # a store that could not be made at start is made now
+                db.execute(statement)
+            db.execute("INSERT INTO views(key, payload, bytes, created, used) VALUES (?, ?, ?, ?, ?) "
+                       "ON CONFLICT(key) DO UPDATE SET used = excluded.used", (key, payload, size, now, now))
+            self._evict(db)
+        return key
+
+    def _evict(self, db) -> None:
+        """Least recently used views go first, until both bounds hold: one statement, the
+        views kept being the most recently used whose running total fits both bounds."""
+        db.execute("""DELETE FROM views WHERE key IN (
+            SELECT key FROM (SELECT key,
+                ROW_NUMBER() OVER (ORDER BY used DESC, key) AS place,
+                SUM(bytes) OVER (ORDER BY used DESC, key ROWS UNBOUNDED PRECEDING) AS total FROM views) AS ranked
+            WHERE place > ? OR total > ?)""", (self.max_views, self.max_bytes))
+
+    def get(self, key) -> dict | None:
+        """The view of a key, or None (not ours, never kept, or evicted). Reading never
+        depends on writing: when the view's last use cannot be recorded (a lock, a full
+        disk, a read-only file), the view still comes back. Raises StoreError only when
+        the store cannot be read."""
+        if not is_key(key):
+            return None
+        with self.reading() as db:
+            try:
+                row = db.execute("SELECT payload FROM views WHERE key = ?", (key,)).fetchone()
+            except Exception as exc:
+                if self._missing_table(exc):
+                    return None
+                raise
+            if row is None:
+                return None
+            self._touch(db, key)
+        try:
+            view = json.loads(row[0])
+        except ValueError:
+            return None
+        return view if isinstance(view, dict) else None
+
+    def count(self) -> int:
+        with self.reading() as db:
+            return db.execute("SELECT COUNT(*) FROM views").fetchone()[0]
+
+
 @dataclass
-class Store:
+class Store(Backend):
+    """The SQLite backend (see the module's doc)."""
+
     path: Path
     max_views: int = MAX_VIEWS
     max_bytes: int = MAX_BYTES
@@ -100,8 +218,6 @@ class Store:
             db = self._connect()
             try:
                 ok = db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
-                if ok:
-                    db.execute(_SCHEMA)
             finally:
                 db.close()  # the check's connection: each use opens its own
         except sqlite3.DatabaseError as exc:
@@ -114,6 +230,13 @@ class Store:
             return
         if not ok:
             self._recreate()
+        self._create_views()
+
+    def _create_views(self) -> None:
+        try:
+            self.create("views", VIEWS_VERSION, VIEWS)
+        except StoreError as exc:
+            self.problem = exc.reason
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)  # autocommit; explicit transactions
@@ -138,11 +261,7 @@ class Store:
             p = Path(str(self.path) + suffix)
             if p.exists():
                 p.replace(p.with_name(f"{p.name}.corrupt-{stamp}"))
-        db = self._connect()
-        try:
-            db.execute(_SCHEMA)
-        finally:
-            db.close()
+        self._connect().close()
         self.recreated = True
 
     @contextlib.contextmanager
@@ -180,55 +299,10 @@ class Store:
         finally:
             db.close()
 
-    def put(self, view: dict) -> str:
-        """Keep a view (a JSON-able dict: text, language, step, settings); returns its key.
-        The same view always gets the same key. Raises StoreError when it cannot be
-        written (nothing half-written stays: one transaction)."""
-        payload = _payload(view)
-        key = key_of(view)
-        size = len(payload.encode("utf-8", "surrogatepass"))
-        now = time.time()
-        with self.transaction() as db:
-            db.execute(_SCHEMA)  # a store that could not be made at start is made now
-            db.execute("INSERT INTO views(key, payload, bytes, created, used) VALUES (?, ?, ?, ?, ?) "
-                       "ON CONFLICT(key) DO UPDATE SET used = excluded.used", (key, payload, size, now, now))
-            self._evict(db)
-        return key
+    def _touch(self, db, key: str) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("PRAGMA busy_timeout=100")  # a moment, not the writers' 30 s
+            db.execute("UPDATE views SET used = ? WHERE key = ?", (time.time(), key))
 
-    def _evict(self, db: sqlite3.Connection) -> None:
-        """Least recently used views go first, until both bounds hold: one statement, the
-        views kept being the most recently used whose running total fits both bounds."""
-        db.execute("""DELETE FROM views WHERE key IN (
-            SELECT key FROM (SELECT key,
-                ROW_NUMBER() OVER (ORDER BY used DESC, key) AS place,
-                SUM(bytes) OVER (ORDER BY used DESC, key ROWS UNBOUNDED PRECEDING) AS total FROM views)
-            WHERE place > ? OR total > ?)""", (self.max_views, self.max_bytes))
-
-    def get(self, key) -> dict | None:
-        """The view of a key, or None (not ours, never kept, or evicted). Reading never
-        depends on writing: when the view's last use cannot be recorded (a lock, a full
-        disk, a read-only file), the view still comes back. Raises StoreError only when
-        the store cannot be read."""
-        if not is_key(key):
-            return None
-        with self.reading() as db:
-            try:
-                row = db.execute("SELECT payload FROM views WHERE key = ?", (key,)).fetchone()
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    return None
-                raise
-            if row is None:
-                return None
-            with contextlib.suppress(sqlite3.Error):
-                db.execute("PRAGMA busy_timeout=100")  # a moment, not the writers' 30 s
-                db.execute("UPDATE views SET used = ? WHERE key = ?", (time.time(), key))
-        try:
-            view = json.loads(row[0])
-        except ValueError:
-            return None
-        return view if isinstance(view, dict) else None
-
-    def count(self) -> int:
-        with self.reading() as db:
-            return db.execute("SELECT COUNT(*) FROM views").fetchone()[0]
+    def _missing_table(self, exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.OperationalError) and "no such table" in str(exc)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set up and run every test: bash scripts/test.sh [pytest options]
 # Brings what pip cannot: Debian's chromium and fonts-ipafont-gothic (for the browser
-# tests and for Japanese on screenshots) and haproxy (the replicas test), when missing
-# and installable.
+# tests and for Japanese on screenshots), haproxy (the replicas tests) and postgresql
+# (the store's tests on PostgreSQL), when missing and installable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh requirements-test.txt
@@ -17,6 +17,8 @@ browser_ok || need+=(chromium)
 font_ok || need+=(fonts-ipafont-gothic)
 haproxy_ok() { command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ]; }
 haproxy_ok || need+=(haproxy)
+postgres_ok() { command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }
+postgres_ok || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "Installing ${need[*]} with apt-get (--no-install-recommends) …"
   if ! apt_install "${need[@]}"; then

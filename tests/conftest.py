@@ -45,3 +45,31 @@ def make_app(monkeypatch):
         return at
 
     return make
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One throwaway PostgreSQL server for the session (harness/postgres.py); each test
+    takes a fresh database on it. In CI a missing PostgreSQL fails: scripts/test.sh
+    installs Debian's postgresql."""
+    from harness import postgres
+
+    if not postgres.available():
+        if os.environ.get("CI"):
+            pytest.fail("no PostgreSQL in CI: scripts/test.sh installs Debian's postgresql")
+        pytest.skip("no PostgreSQL here (Debian: apt-get install --no-install-recommends postgresql)")
+    with postgres.postgres_server() as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request, tmp_path):
+    """Where a store lives, for each backend: an SQLite file, or a fresh PostgreSQL
+    database (room.store.store_at opens either, in this process or another)."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "room.sqlite3")
+        return
+    from room import pgstore
+
+    yield request.getfixturevalue("pg_server").new_database()
+    pgstore.close_all()

@@ -1,17 +1,19 @@
-"""The store behind share links: keys, bounds, several processes, a broken file."""
+"""The store behind share links: keys, bounds, several processes (on both backends:
+SQLite and PostgreSQL), a broken file (SQLite), a database out of reach (PostgreSQL)."""
 
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
-from room.store import Store, StoreError, is_key
+from room.store import Store, StoreError, is_key, store_at
 
 
-def test_a_view_comes_back_by_its_key_and_the_same_view_gets_the_same_key(tmp_path):
-    s = Store(tmp_path / "v.sqlite3")
+def test_a_view_comes_back_by_its_key_and_the_same_view_gets_the_same_key(where):
+    s = store_at(where)
     view = {"text": "東京の朝 😀 <b>", "lang": "ja", "step": 3, "settings": {"s3_w": 24}}
     key = s.put(view)
     assert is_key(key) and s.put(dict(view)) == key and s.count() == 1
@@ -21,13 +23,13 @@ def test_a_view_comes_back_by_its_key_and_the_same_view_gets_the_same_key(tmp_pa
         assert s.get(bad) is None  # not a key of ours: never looked up
 
 
-def test_least_recently_used_views_are_evicted_at_the_bounds(tmp_path):
-    s = Store(tmp_path / "v.sqlite3", max_views=3)
+def test_least_recently_used_views_are_evicted_at_the_bounds(where):
+    s = store_at(where, max_views=3)
     keys = [s.put({"text": f"text {i}"}) for i in range(3)]
     s.get(keys[0])  # used again: the oldest is now keys[1]
     s.put({"text": "text 3"})
     assert s.count() == 3 and s.get(keys[1]) is None and s.get(keys[0]) is not None
-    small = Store(tmp_path / "b.sqlite3", max_bytes=300)
+    small = store_at(where, max_bytes=300)  # the same views, now bounded in bytes
     first = small.put({"text": "a" * 200})
     second = small.put({"text": "b" * 200})
     assert small.get(first) is None and small.get(second) is not None
@@ -35,22 +37,21 @@ def test_least_recently_used_views_are_evicted_at_the_bounds(tmp_path):
 
 WRITER = textwrap.dedent("""
     import sys
-    from room.store import Store
-    s = Store(sys.argv[1])
+    from room.store import store_at
+    s = store_at(sys.argv[1])
     for i in range(150):
         s.put({"text": f"{sys.argv[2]} {i}"})
     print("done")
 """)
 
 
-def test_two_processes_write_at_once(tmp_path):
-    path = tmp_path / "v.sqlite3"
-    Store(path)
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), name], stdout=subprocess.PIPE, text=True)
+def test_two_processes_write_at_once(where):
+    store_at(where)
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, where, name], stdout=subprocess.PIPE, text=True)
              for name in ("one", "two")]
     outs = [p.communicate(timeout=120)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs) and all("done" in o for o in outs)
-    assert Store(path).count() == 300
+    assert store_at(where).count() == 300
 
 
 def test_a_corrupted_file_is_set_aside_and_a_fresh_store_made(tmp_path):
@@ -184,3 +185,71 @@ def test_eviction_keeps_the_most_recently_used_within_both_bounds(tmp_path):
         keys.append(s.put({"t": f"{i}" * 89}))  # {"t": "…"} is 11 bytes + 89 = 100 bytes
     # 450 bytes hold four views of 100: the four most recent stay
     assert [s.get(k) is not None for k in keys] == [False] * 4 + [True] * 4
+
+
+def test_a_transaction_that_fails_half_way_leaves_nothing_behind(where):
+    s = store_at(where)
+    kept = s.put({"text": "before"})
+    with pytest.raises(RuntimeError), s.transaction() as db:
+        db.execute("INSERT INTO views(key, payload, bytes, created, used) VALUES (?, ?, ?, ?, ?)",
+                   ("0123456789ab", '{"text": "half"}', 16, 1.0, 1.0))
+        raise RuntimeError("the writer fails before it commits")
+    assert s.count() == 1 and s.get("0123456789ab") is None and s.get(kept) == {"text": "before"}
+
+
+def test_postgres_out_of_reach_is_a_notice_and_the_store_comes_back_by_itself(pg_server):
+    """The server stops mid-use: reading and writing raise StoreError("unavailable") (the
+    app says so and goes on); started again, the pool reconnects by itself and every
+    view written before the outage is there."""
+    from room.pgstore import PgStore
+
+    s = PgStore(pg_server.new_database())
+    keys = [s.put({"text": f"before the outage {i}"}) for i in range(3)]
+    pg_server.stop()
+    try:
+        for attempt in (lambda: s.get(keys[0]), lambda: s.put({"text": "during"}), s.count):
+            with pytest.raises(StoreError) as caught:
+                attempt()
+            assert caught.value.reason == "unavailable"
+    finally:
+        pg_server.start()
+    back = None
+    for _ in range(40):  # the pool notices the server is back within a few seconds
+        try:
+            back = [s.get(k) for k in keys]
+            break
+        except StoreError:
+            time.sleep(0.25)
+    assert back == [{"text": f"before the outage {i}"} for i in range(3)]
+    assert s.get(s.put({"text": "after"})) == {"text": "after"} and s.count() == 4
+
+
+def test_postgres_unreachable_at_start_leaves_the_app_a_store_that_says_so(pg_server):
+    from harness.serve import free_port
+    from room.pgstore import PgStore
+
+    s = PgStore(f"postgresql://atlas@127.0.0.1:{free_port()}/atlas")  # nothing listens there
+    assert s.problem == "unavailable"
+    with pytest.raises(StoreError) as caught:
+        s.get("0123456789ab")
+    assert caught.value.reason == "unavailable" and "cannot be reached" in str(caught.value)
+
+
+def test_a_missing_database_or_a_refused_password_is_one_sentence_without_the_password(pg_server):
+    import psycopg
+
+    from room.pgstore import PgStore, explain
+
+    missing = pg_server.url("no_such_database").replace("atlas@", "atlas:hunter2secret@")
+    s = PgStore(missing)
+    assert s.problem == "unavailable"
+    with pytest.raises(StoreError) as caught:
+        s.count()
+    said = str(caught.value)
+    assert "no such database" in said and "hunter2secret" not in said and ":***@" in said
+    refused = psycopg.OperationalError('connection failed: connection to server at "10.0.0.5", port 5432 failed: '
+                                       'FATAL:  password authentication failed for user "atlas"')
+    url = "postgresql://atlas:hunter2secret@10.0.0.5:5432/atlas"
+    told = explain(refused, url)
+    assert told.reason == "unavailable" and "refused the user's password" in str(told)
+    assert "hunter2secret" not in str(told)

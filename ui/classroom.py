@@ -59,19 +59,21 @@ def class_version(code: str) -> int | None:
 
 
 PREBUILDS = 16  # class views whose summaries this process keeps track of having built
+PREBUILD_AGAIN = 10.0  # seconds after a build ends before the same view is checked again
 
 
 @st.cache_resource(show_spinner=False)
 def _prebuilds() -> dict:
-    return {"lock": threading.Lock(), "views": OrderedDict()}
+    return {"lock": threading.Lock(), "views": OrderedDict()}  # view → (thread, when it ended or None)
 
 
 def prebuild(view: dict) -> threading.Thread | None:
     """Every step's summary for a class's text and settings, in all three languages,
-    built in the background on this process, once per text and settings: the first
-    student to open a step in their language finds it built. Called wherever a process
-    meets a class's view (its start, the teacher's changes, a student joining or
-    following), so every replica serving the class builds it. Returns the thread."""
+    built in the background on this process: the first student to open a step in their
+    language finds it built. Called wherever a process meets a class's view (its start,
+    the teacher's changes, a student joining or following), so every replica serving the
+    class builds it; a view built a while ago is checked again (the summaries' cache is
+    bounded, and only what it dropped is built again). Returns the thread."""
     text, settings = view.get("text"), view.get("settings") or {}
     if not isinstance(text, str) or not text.strip() or not isinstance(settings, dict):
         return None
@@ -79,26 +81,34 @@ def prebuild(view: dict) -> threading.Thread | None:
     key = (kind, text, json.dumps(settings, sort_keys=True, default=str))
     book = _prebuilds()
     with book["lock"]:
-        thread = book["views"].get(key)
-        if thread is not None:
+        found = book["views"].get(key)
+        if found is not None:
+            thread, ended = found
             book["views"].move_to_end(key)
-            return thread
-        thread = threading.Thread(target=_build_summaries, args=(text, kind, dict(settings)), daemon=True,
+            if ended is None or time.time() - ended < PREBUILD_AGAIN:
+                return thread
+        thread = threading.Thread(target=_build_summaries, args=(key, text, kind, dict(settings)), daemon=True,
                                   name="atlas-class-summaries")
-        book["views"][key] = thread
+        book["views"][key] = (thread, None)
         while len(book["views"]) > PREBUILDS:
             book["views"].popitem(last=False)
     thread.start()
     return thread
 
 
-def _build_summaries(text: str, kind: str, settings: dict) -> None:
+def _build_summaries(key: tuple, text: str, kind: str, settings: dict) -> None:
     try:
         a = state.analysis_unseen(text, kind)
         if a.n >= 3:  # a shorter text has no steps to build (its pages say so)
             summary.build_all(a, text, kind, settings)
     except Exception:  # a reader who opens a step builds it then, and sees any error there
         logging.getLogger(__name__).exception("building a class's summaries in the background")
+    finally:
+        book = _prebuilds()
+        with book["lock"]:
+            found = book["views"].get(key)
+            if found is not None and found[0] is threading.current_thread():
+                book["views"][key] = (found[0], time.time())
 
 
 def member() -> str | None:
@@ -449,10 +459,19 @@ def notice_if_left(t: Translator) -> None:
 
 def tick(step: int) -> None:
     """One poll of a class member: move with the teacher, redraw on a change, leave an
-    ended class; a student's presence written at most every 15 s."""
+    ended class; a student's presence written at most every 15 s. While the store is
+    out of reach the page stays as it is (the next tick tries again; the class's
+    actions say so when they are used)."""
     code = member()
     if code is None:
         return
+    try:
+        _tick(code, step)
+    except StoreError:
+        pass
+
+
+def _tick(code: str, step: int) -> None:
     version = class_version(code)
     seat = follow.Seat(teacher=is_teacher(), following=bool(st.session_state.get(keys.FOLLOWING)), page=step,
                        seen_version=st.session_state.get(keys.SEEN, 0))

@@ -24,9 +24,9 @@ LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]", "0.0.0.0")
 
 
 @st.cache_resource(show_spinner=False)
-def store() -> sharestore.Store:
-    """One store per process (SQLite handles the other processes)."""
-    return sharestore.Store(sharestore.default_path())
+def store() -> sharestore.Backend:
+    """One store per process (SQLite or PostgreSQL: room.store.open_store)."""
+    return sharestore.open_store()
 
 
 def store_notice(exc: sharestore.StoreError) -> None:

@@ -1,0 +1,144 @@
+"""The store on PostgreSQL (``ATLAS_DATABASE_URL``): share links and classes seen by
+every replica on every machine. The SQL is room.store's and room.classes' own; only
+what differs is here:
+
+* a connection pool per process (``psycopg_pool``; it reconnects by itself when the
+  database comes back), connections in autocommit, and ``?`` placeholders read as
+  psycopg's ``%s`` (our statements hold no other ``?`` or ``%``);
+* ``REAL`` columns (seconds since the epoch) created as ``DOUBLE PRECISION``
+  (PostgreSQL's ``REAL`` keeps 24 bits: a time to two minutes);
+* every write transaction first takes one advisory lock, so writers go one at a time as
+  in SQLite (a vote closing and an answer arriving can never interleave), and creating
+  the tables is serialised the same way between replicas starting at once;
+* errors turned into room.store's StoreError reasons, with the password never in a
+  notice or a log (``settings.hide_password``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import time
+import weakref
+
+import psycopg
+import psycopg_pool
+from psycopg import errors as pgerrors
+
+from attn.settings import hide_password
+
+from .store import MAX_BYTES, MAX_VIEWS, VIEWS, VIEWS_VERSION, Backend, StoreError
+
+WRITERS_LOCK = 0x41544C53  # "ATLS": the one advisory lock every write transaction takes
+CONNECT_SECONDS = 3.0  # how long a request waits for a connection before saying the store is away
+_log = logging.getLogger(__name__)
+_OPEN: weakref.WeakSet = weakref.WeakSet()  # the stores whose pools are open (close_all: a test's end)
+
+
+def _sql(statement: str) -> str:
+    out = statement.replace("?", "%s")
+    return re.sub(r"\bREAL\b", "DOUBLE PRECISION", out) if out.lstrip().upper().startswith("CREATE") else out
+
+
+class _Connection:
+    """A psycopg connection that takes room.store's SQL as written."""
+
+    def __init__(self, conn: psycopg.Connection):
+        self.conn = conn
+
+    def execute(self, statement: str, params=()):
+        return self.conn.execute(_sql(statement), params)
+
+
+def explain(exc: BaseException, url: str) -> StoreError:
+    """The StoreError an error of the database (or of reaching it) stands for, its detail
+    one sentence an operator can act on, without the password."""
+    text = hide_password(str(exc)).replace(url, hide_password(url))
+    if isinstance(exc, (pgerrors.LockNotAvailable, pgerrors.QueryCanceled, pgerrors.DeadlockDetected)):
+        return StoreError("locked", text)
+    if isinstance(exc, pgerrors.DiskFull):
+        return StoreError("full", text)
+    if isinstance(exc, (pgerrors.ReadOnlySqlTransaction, pgerrors.InsufficientPrivilege)):
+        return StoreError("readonly", text)
+    if "password authentication failed" in text or "no password supplied" in text:
+        return StoreError("unavailable", f"the database refused the user's password ({hide_password(url)})")
+    if re.search(r'database "[^"]+" does not exist', text):
+        return StoreError("unavailable", f"no such database on the server ({hide_password(url)})")
+    if isinstance(exc, psycopg_pool.PoolTimeout) or "connection refused" in text.lower():
+        return StoreError("unavailable", f"the database cannot be reached ({hide_password(url)})")
+    return StoreError("unavailable", text)
+
+
+class PgStore(Backend):
+    """The PostgreSQL backend (see the module's doc)."""
+
+    def __init__(self, url: str, max_views: int = MAX_VIEWS, max_bytes: int = MAX_BYTES, timeout: float = 30.0,
+                 max_connections: int = 8):
+        self.url, self.max_views, self.max_bytes, self.timeout = url, max_views, max_bytes, timeout
+        self.recreated, self.problem = False, None
+        try:
+            self.pool = psycopg_pool.ConnectionPool(
+                url, min_size=1, max_size=max_connections, open=True, name="atlas-store",
+                kwargs={"autocommit": True, "connect_timeout": int(CONNECT_SECONDS)},
+                check=psycopg_pool.ConnectionPool.check_connection, reconnect_timeout=0)
+        except psycopg.Error as exc:  # a URL the client cannot even parse
+            error = explain(exc, url)
+            raise StoreError(error.reason, str(error)) from None
+        _OPEN.add(self)
+        try:
+            self.create("views", VIEWS_VERSION, VIEWS)
+        except StoreError as exc:  # the database is away: the app works without links, and says so
+            self.problem = exc.reason
+            _log.warning("the shared store (PostgreSQL) is not usable now: %s", exc)
+
+    def close(self) -> None:
+        self.pool.close()
+        _OPEN.discard(self)
+
+    @contextlib.contextmanager
+    def _connection(self):
+        try:
+            with self.pool.connection(timeout=CONNECT_SECONDS) as conn:
+                yield conn
+        except psycopg_pool.PoolTimeout as exc:
+            raise self._why(exc) from None
+        except psycopg.Error as exc:
+            raise explain(exc, self.url) from None
+
+    def _why(self, timeout: BaseException) -> StoreError:
+        """Why the pool has no connection to give: one connection tried by hand says
+        (the server away, a refused password, a missing database)."""
+        try:
+            psycopg.connect(self.url, connect_timeout=int(CONNECT_SECONDS)).close()
+        except psycopg.Error as exc:
+            return explain(exc, self.url)
+        return explain(timeout, self.url)
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """A connection inside one transaction, after the writers' lock: everything or
+        nothing, one writer at a time (waits for the lock at most ``timeout``)."""
+        with self._connection() as conn, conn.transaction():
+            conn.execute(f"SET LOCAL lock_timeout = '{int(self.timeout * 1000)}ms'")
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITERS_LOCK,))
+            yield _Connection(conn)
+
+    @contextlib.contextmanager
+    def reading(self):
+        with self._connection() as conn:
+            yield _Connection(conn)
+
+    def _touch(self, db: _Connection, key: str) -> None:
+        with contextlib.suppress(psycopg.Error), db.conn.transaction():
+            db.conn.execute("SET LOCAL lock_timeout = '100ms'")  # a moment, not the writers' wait
+            db.execute("UPDATE views SET used = ? WHERE key = ?", (time.time(), key))
+
+    def _missing_table(self, exc: BaseException) -> bool:
+        return isinstance(exc, pgerrors.UndefinedTable)
+
+
+def close_all() -> None:
+    """Close every store's pool in this process (a test's end: its database goes away)."""
+    for store in list(_OPEN):
+        store.close()
