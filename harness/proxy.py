@@ -55,11 +55,16 @@ def proxy(backends: list[str], port: int | None = None, timeout: float = 60):
 
 @contextlib.contextmanager
 def replicas_behind_proxy(n: int, model: str = "gemma", port: int | None = None, extra: list[str] = (),
-                          timeout: float = 900):
+                          timeout: float = 900, envs: list[dict] | None = None):
     """n app processes on this machine (and ``extra`` host:port backends) behind one
-    HAProxy; yields (proxy URL, the local replicas' pids)."""
+    HAProxy; yields (proxy URL, the local replicas' pids). Each replica gets its share
+    of the cores for torch (``ATLAS_TORCH_THREADS``, unless set), and ``envs[i]`` (when
+    given) on top of the environment (e.g. a cache folder of its own, as on another
+    machine)."""
+    share = {"ATLAS_TORCH_THREADS": os.environ.get("ATLAS_TORCH_THREADS") or str(max(1, (os.cpu_count() or 1) // n))}
     with contextlib.ExitStack() as stack:
-        urls = [stack.enter_context(app_server(model, timeout=timeout)) for _ in range(n)]
+        urls = [stack.enter_context(app_server(model, timeout=timeout,
+                                               extra_env={**share, **(envs[i] if envs else {})})) for i in range(n)]
         backends = [u.removeprefix("http://") for u in urls] + list(extra)
         url = stack.enter_context(proxy(backends, port))
         yield url, [SERVER_PIDS[u] for u in urls]

@@ -44,6 +44,7 @@ class Run:
     ids: dict[str, str] = field(default_factory=dict)  # widget key → id, for the keyed widgets drawn
     options: dict[str, list[str]] = field(default_factory=dict)  # a keyed radio's options, as drawn
     alerts: list[str] = field(default_factory=list)  # info / warning / error bodies as drawn, even if removed later
+    code: list[str] = field(default_factory=list)  # code blocks (a share link, a class's link)
     text_area_id: str | None = None
     finished: bool = False
     page: str = ""  # the page (its URL path) the run ended on: another after a switch the server made
@@ -228,6 +229,8 @@ class Reader:
             out.alerts.append(el.alert.body)
         elif kind == "text_area":
             out.text_area_id = el.text_area.id
+        elif kind == "code":
+            out.code.append(el.code.code_text)
         wid = getattr(getattr(el, kind), "id", "") if kind else ""
         if isinstance(wid, str) and wid.startswith(ID_PREFIX):
             key = wid[len(ID_PREFIX):].split("-", 1)[-1]

@@ -366,17 +366,47 @@ def test_the_benchs_class_scenario_at_five_students_follows_counts_and_reveals(s
     assert res["polls"] > 5  # the students did poll
 
 
-def test_a_replica_killed_mid_class_its_students_reconnect_to_the_other_still_in_the_class_with_their_answers(tiny):
-    """Two replicas behind HAProxy; a teacher and four students spread over both. A vote
-    is open and some have answered when the replica serving none of the teacher's work is
-    killed: its students reconnect (HAProxy sends them to the other), their addresses
-    bring them back into the class as the same students, their answers are still theirs
-    (a second answer is not offered), the others can still answer, and the teacher's
-    count ends at four."""
+@pytest.mark.parametrize("machines", ["one machine, SQLite", "two machines, PostgreSQL"])
+def test_a_replica_killed_mid_class_its_students_reconnect_to_the_other_still_in_the_class_with_their_answers(
+        tiny, machines, request, tmp_path):
+    """Two replicas behind HAProxy — on one machine sharing its SQLite file, or as on two
+    machines (each its own cache folder, so its own SQLite file unused) on one PostgreSQL.
+    A share link made through one replica opens on the other. A teacher and four students
+    spread over both; a vote is open and some have answered when the replica serving
+    none of the teacher's work is killed: its students reconnect (HAProxy sends them to
+    the other), their addresses bring them back into the class as the same students,
+    their answers are still theirs (a second answer is not offered), the others can
+    still answer, and the teacher's count ends at four."""
     proxied()
     sent = i18n.translate("en", "vote.sent", answer="§").split("§")
+    envs = None
+    if machines.endswith("PostgreSQL"):
+        database = request.getfixturevalue("pg_server").new_database()
+        envs = [{"ATLAS_CACHE_DIR": str(tmp_path / f"machine-{i}"), "ATLAS_DATABASE_URL": database} for i in (1, 2)]
+    linked = "A text shared through one replica and opened on the other. " * 3
+
+    async def shared_across(url):
+        maker = Reader(url, "en")
+        await maker.connect()
+        await maker.run("")
+        await maker.run("", text=linked)
+        made = await maker.run(None, click="share")
+        link = next(c for c in made.code if "?s=" in c)
+        key = link.split("?s=")[1]
+        for _ in range(6):  # a reader on the other replica (round robin: one of the next two)
+            other = Reader(url, "en", query={"s": key})
+            await other.connect()
+            if other.cookie("ATLAS_REPLICA") != maker.cookie("ATLAS_REPLICA"):
+                opened = await other.run("")
+                await other.close()
+                await maker.close()
+                return opened
+            await other.close()
+        raise AssertionError("no reader landed on the other replica")
 
     async def scenario(url, pids):
+        opened = await shared_across(url)
+        assert opened.metric(TOKENS) == i18n.fmt_int(tiny.analyze(linked).n, "en")  # the link's text, there
         teacher = Reader(url, "en")
         await teacher.connect()
         await teacher.run("")
@@ -425,7 +455,7 @@ def test_a_replica_killed_mid_class_its_students_reconnect_to_the_other_still_in
             await s.close()
         return code, doomed, where, ids, again, students, count
 
-    with replicas_behind_proxy(2, model="tiny", timeout=300) as (url, pids):
+    with replicas_behind_proxy(2, model="tiny", timeout=300, envs=envs) as (url, pids):
         code, doomed, where, ids, again, students, count = asyncio.run(scenario(url, pids))
     assert again and len(again) == where.count(doomed)
     for i, run in again:

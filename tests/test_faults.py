@@ -7,7 +7,7 @@ import pytest
 
 from helpers import PAGES
 from room import store as sharestore
-from ui import i18n
+from ui import i18n, keys, share
 
 pytestmark = pytest.mark.apptest
 
@@ -50,7 +50,6 @@ def test_a_link_that_cannot_be_kept_is_a_notice_and_no_dialog(make_app, monkeypa
 
 
 def test_one_reader_cannot_make_links_without_end(make_app, monkeypatch, tmp_path):
-    from ui import share
 
     monkeypatch.setattr(share, "LINKS_PER_SESSION", 3)
     mine = sharestore.Store(tmp_path / "links.sqlite3")  # counted alone: no other test's links evicted
@@ -167,3 +166,34 @@ def test_a_live_benchmark_that_fails_says_so_and_leaves_no_bar(make_app, monkeyp
     assert i18n.translate("ja", "step7.failed") in [e.value for e in at.error]
     assert any("RuntimeError: the device went away" in c.value for c in at.code)
     assert not at.get("progress")
+
+
+def test_with_postgresql_out_of_reach_the_steps_work_and_sharing_and_classes_say_so(make_app, monkeypatch):
+    """ATLAS_DATABASE_URL names a server that is not there: every step still works (they
+    need no database); sharing and starting a class each say, in the reader's
+    language, that the store is away — and the URL's password is shown nowhere."""
+    from harness.serve import free_port
+    from room import pgstore
+    from ui import classroom
+
+    monkeypatch.setenv("ATLAS_DATABASE_URL", f"postgresql://atlas:pw-never-shown@127.0.0.1:{free_port()}/atlas")
+    share.store.clear()
+    classroom._classes.clear()
+    try:
+        at = make_app("tiny", "pt")
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.metric  # step 1 measured the text as always
+        said = i18n.translate("pt", "share.store_unavailable")
+        at.sidebar.button(key="share").click().run()
+        assert said in [t.value for t in at.toast]
+        at.sidebar.button(key="class_start").click().run()
+        assert not at.exception and keys.CLASS not in at.session_state
+        assert said in [t.value for t in at.toast]
+        shown = " ".join(str(e.value) for kind in (at.toast, at.markdown, at.caption, at.error, at.warning)
+                         for e in kind)
+        assert "pw-never-shown" not in shown
+    finally:
+        share.store.clear()
+        classroom._classes.clear()
+        pgstore.close_all()

@@ -10,6 +10,7 @@ import threading
 import time
 
 import streamlit as st
+import torch
 
 from attn import convert, settings
 from attn import model as atlas_model
@@ -156,6 +157,9 @@ def get_model(kind: str):
     libraries, the model) is moved out of the garbage collector's sight (gc.freeze):
     it lives as long as the process, and each collection then scans only what readers
     make."""
+    threads = settings.read().torch_threads
+    if threads:  # a replica's share of the machine's cores (scripts/serve.sh), not every core
+        torch.set_num_threads(threads)
     model = atlas_model.tiny() if kind == "tiny" else atlas_model.load()
     gc.collect()
     gc.freeze()
