@@ -50,7 +50,6 @@ def test_a_link_that_cannot_be_kept_is_a_notice_and_no_dialog(make_app, monkeypa
 
 
 def test_one_reader_cannot_make_links_without_end(make_app, monkeypatch, tmp_path):
-
     monkeypatch.setattr(share, "LINKS_PER_SESSION", 3)
     mine = sharestore.Store(tmp_path / "links.sqlite3")  # counted alone: no other test's links evicted
     monkeypatch.setattr(share, "store", lambda: mine)
