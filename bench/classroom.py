@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import resource
 import sys
 import threading
@@ -196,16 +197,65 @@ def print_class(res: dict, floor_p95: float | None, seconds: float) -> None:
 
 
 @contextlib.contextmanager
-def servers(model: str, replicas: int):
+def servers(model: str, replicas: int, env: dict | None = None):
     """The app: one process, or N behind HAProxy (the layout of scripts/serve.sh)."""
     if replicas <= 1:
-        with app_server(model, timeout=900) as url:
+        with app_server(model, timeout=900, extra_env=env) as url:
             yield url, [SERVER_PIDS[url]]
         return
     from harness.proxy import replicas_behind_proxy
 
-    with replicas_behind_proxy(replicas, model=model) as (url, pids):
+    with replicas_behind_proxy(replicas, model=model, envs=[env or {}] * replicas) as (url, pids):
         yield url, pids
+
+
+class DatabaseUse:
+    """What PostgreSQL did meanwhile: transactions committed (each statement a read makes
+    in autocommit is one), rows read and written, and its processes' CPU time."""
+
+    def __init__(self, server):
+        self.server = server
+
+    def _now(self) -> tuple:
+        import psycopg
+
+        with psycopg.connect(self.server.url(), autocommit=True) as conn:
+            row = conn.execute("SELECT sum(xact_commit + xact_rollback), sum(tup_returned + tup_fetched), "
+                               "sum(tup_inserted + tup_updated + tup_deleted) FROM pg_stat_database").fetchone()
+        cpu = 0.0
+        tick = os.sysconf("SC_CLK_TCK")
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read()
+                if b"postgres" in cmd and str(self.server.folder).encode() in cmd or self._child(pid):
+                    with open(f"/proc/{pid}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    cpu += (int(fields[11]) + int(fields[12])) / tick
+        return (float(row[0] or 0), float(row[1] or 0), float(row[2] or 0), cpu, time.perf_counter())
+
+    def _child(self, pid: str) -> bool:
+        """A backend or helper of this server (their command lines do not name its folder)."""
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/stat") as f:
+                parent = f.read().rsplit(")", 1)[1].split()[1]
+            with open(f"/proc/{parent}/cmdline", "rb") as f:
+                return str(self.server.folder).encode() in f.read()
+        return False
+
+    def __enter__(self):
+        self.start = self._now()
+        return self
+
+    def __exit__(self, *exc):
+        end = self._now()
+        secs = end[4] - self.start[4]
+        xacts, read, written, cpu = (end[i] - self.start[i] for i in range(4))
+        print(f"\nPostgreSQL meanwhile ({secs:.0f} s): {xacts / secs:,.0f} transactions a second, "
+              f"{read / secs:,.0f} rows read and {written / secs:,.0f} written a second, its CPU {cpu:.1f} s "
+              f"({cpu / secs:.0%} of one core)")
 
 
 def main() -> int:
@@ -216,6 +266,8 @@ def main() -> int:
     ap.add_argument("--replicas", type=int, default=1)
     ap.add_argument("--model", default="gemma")
     ap.add_argument("--long", action="store_true", help="own texts at the text area's cap (1,024 tokens each)")
+    ap.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite",
+                    help="the store: the SQLite file, or a throwaway PostgreSQL (ATLAS_DATABASE_URL)")
     args = ap.parse_args()
     n = max(1, min(args.readers, 100))  # bounded: loopback only, a class at most
     steps = [int(s) for s in args.steps.split(",")]
@@ -231,7 +283,18 @@ def main() -> int:
         for name, (times, failed) in res.items():
             print(summary_row(name, times, failed, None))
         floor_p95 = max(percentile(res["open"][0], 95), percentile(res["rerun"][0], 95))
-    with servers(args.model, args.replicas) as (url, pids), MemoryPoll(pids) as mem:
+    with contextlib.ExitStack() as stack:
+        env = None
+        if args.database == "postgres":
+            from harness.postgres import postgres_server
+
+            pg = stack.enter_context(postgres_server())
+            env = {"ATLAS_DATABASE_URL": pg.new_database()}
+            print(f"store: PostgreSQL ({env['ATLAS_DATABASE_URL']})")
+        url, pids = stack.enter_context(servers(args.model, args.replicas, env))
+        mem = stack.enter_context(MemoryPoll(pids))
+        if args.database == "postgres":
+            stack.enter_context(DatabaseUse(pg))
         asyncio.run(classroom(url, n, steps, scenarios, floor_p95, args.long))
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     print(f"\nservers' peak resident memory (sum over {len(pids)} process(es), polled): {mem.peak:,.0f} MB")

@@ -63,3 +63,31 @@ def test_the_live_benchmark_doubles_up_to_its_largest_length(monkeypatch):
     assert bench.live_sizes("cpu") == [128, 256, 512, 1024]
     monkeypatch.delenv("ATLAS_LIVE_MAX_N")
     assert bench.live_sizes("cpu") == [512, 1024, 2048, 4096]
+
+
+def test_the_store_has_settings_of_its_own_and_a_database_url_never_shows_its_password(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATLAS_CACHE_DIR", str(tmp_path / "models"))
+    monkeypatch.delenv("ATLAS_STORE_PATH", raising=False)
+    monkeypatch.delenv("ATLAS_DATABASE_URL", raising=False)
+    assert settings.read().store_path == tmp_path / "models" / "shared-views.sqlite3"  # beside the model, as before
+    assert settings.read().database_url is None
+    monkeypatch.setenv("ATLAS_STORE_PATH", str(tmp_path / "links" / "room.sqlite3"))
+    assert settings.read().store_path == tmp_path / "links" / "room.sqlite3"  # a model copy shared, a store not
+    monkeypatch.setenv("ATLAS_DATABASE_URL", "postgresql://atlas:s3cret@db.example:5432/atlas?sslmode=require")
+    assert settings.read().database_url.endswith("?sslmode=require")
+    monkeypatch.setenv("ATLAS_DATABASE_URL", "mysql://atlas:s3cret@db.example/atlas")
+    with pytest.raises(settings.SettingError) as caught:
+        settings.read()
+    assert caught.value.variable == "ATLAS_DATABASE_URL" and "s3cret" not in str(caught.value)
+    assert "postgresql://" in str(caught.value)
+    assert settings.hide_password("postgresql://a:pw@h/db") == "postgresql://a:***@h/db"
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "many", "1.5"])
+def test_torch_threads_take_a_whole_number_of_at_least_one(monkeypatch, bad):
+    monkeypatch.setenv("ATLAS_TORCH_THREADS", "3")
+    assert settings.read().torch_threads == 3
+    monkeypatch.setenv("ATLAS_TORCH_THREADS", bad)
+    with pytest.raises(settings.SettingError) as caught:
+        settings.read()
+    assert caught.value.variable == "ATLAS_TORCH_THREADS"
