@@ -253,3 +253,23 @@ def test_a_missing_database_or_a_refused_password_is_one_sentence_without_the_pa
     told = explain(refused, url)
     assert told.reason == "unavailable" and "refused the user's password" in str(told)
     assert "hunter2secret" not in str(told)
+
+
+def test_postgres_writers_wait_their_turn_and_a_lock_held_too_long_is_said(pg_server):
+    """Writers take one advisory lock (one at a time, as SQLite's one writer): a writer
+    holding it past another's wait makes that one a StoreError("locked"), and the view
+    is written once the lock is free; reads never wait for it."""
+    import psycopg
+
+    from room.pgstore import WRITERS_LOCK, PgStore
+
+    url = pg_server.new_database()
+    s = PgStore(url, timeout=0.3)
+    kept = s.put({"text": "before the lock"})
+    with psycopg.connect(url) as other:  # another replica inside its write transaction
+        other.execute("SELECT pg_advisory_xact_lock(%s)", (WRITERS_LOCK,))
+        with pytest.raises(StoreError) as caught:
+            s.put({"text": "waits too long"})
+        assert caught.value.reason == "locked"
+        assert s.get(kept) == {"text": "before the lock"}  # reading does not wait
+    assert s.get(s.put({"text": "waits too long"})) == {"text": "waits too long"}  # the lock gone: written
