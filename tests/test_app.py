@@ -738,7 +738,10 @@ def test_odd_text_gives_a_message_or_a_result_never_an_exception_or_html(make_ap
 
 
 def _placeholders(s: str) -> list[str]:
-    return sorted(re.findall(r"%\{[^}]*\}|(?<!%)\{[^}]*\}", s))
+    """A string's fields by name (a plural field's forms are the language's own), and
+    Plotly's %{…} as written."""
+    fields = re.findall(r"%\{[^}]*\}|(?<!%)\{[^}]*\}", s)
+    return sorted(f if f.startswith("%") else "{" + f[1:-1].split(":", 1)[0] + "}" for f in fields)
 
 
 def test_locale_files_have_the_same_keys_placeholders_and_no_empty_value():
@@ -888,5 +891,5 @@ def test_anchor_tokens_holding_markdown_marks_are_shown_as_written(make_app, mon
 
     shown = html_lib.unescape(shown)
     for p in marks[:5]:
-        assert f"{p} · {tokens[p]}:" in shown, (p, shown)
+        assert f"{p} · {tokens[p]} (" in shown, (p, shown)
     assert "$" not in caption.replace("\\$", "")  # no bare dollar left to open a formula

@@ -156,3 +156,8 @@ def test_counts_choose_their_words_by_cldrs_plural_rules():
     assert [i18n.plural_category(n, "pt") for n in (0, 1, 2)] == ["one", "one", "other"]
     with pytest.raises(ValueError):
         i18n.count_of("2.5e3x")
+    for lang in i18n.LANGS:  # every plural field of every string has its "other" form
+        for key, text in i18n.strings(lang).items():
+            for spec in re.findall(r"(?<!%)\{[a-zA-Z_]+:([^}]*=[^}]*)\}", text):
+                forms = dict(part.split("=", 1) for part in spec.split("|"))
+                assert "other" in forms and set(forms) <= {"zero", "one", "other"}, (lang, key)
