@@ -90,17 +90,18 @@ def linear_break_even(m: int, d: int, causal: bool = True) -> dict:
     grid order, for one head with feature size m and value size d:
 
     * memory: the grid's numbers (n(n+1)/2 causal, n² not) exceed the summary's m·d + m;
-    * operations: the grid order costs 2d per grid cell (scores, then weighting the
-      values), the summary order 2·m·d per token (folding it in, reading it): cheaper
-      once cells(n) > n·m, i.e. n > 2m − 1 causal, n > m not.
+    * operations: the grid order costs m + d per grid cell (its score φ(q)·φ(k), then
+      weighting the values), the summary order 2·m·d per token (folding it in, reading
+      it): cheaper once cells(n)·(m + d) > n·2md, i.e. from n = ⌊4md / (m + d)⌋ causal
+      (2m when m = d) and ⌊2md / (m + d)⌋ + 1 not (m + 1 when m = d).
     """
     summary = patterns.linear_summary_size(m, d)
     if causal:
         memory = math.ceil((math.sqrt(1 + 8 * summary) - 1) / 2)  # smallest n with n(n+1)/2 >= summary …
         while memory * (memory + 1) // 2 <= summary:  # … strictly more than it
             memory += 1
-        operations = 2 * m
+        operations = 4 * m * d // (m + d)  # the smallest n with (n + 1)(m + d) > 4md
     else:
         memory = math.isqrt(summary) + 1
-        operations = m + 1
+        operations = 2 * m * d // (m + d) + 1  # the smallest n with n(m + d) > 2md
     return {"memory": memory, "operations": operations, "summary": summary}

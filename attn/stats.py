@@ -6,6 +6,9 @@ here run in float32).
 
 from __future__ import annotations
 
+import statistics
+import time
+
 import torch
 import torch.nn.functional as F
 
@@ -95,6 +98,27 @@ def useful_share_by_prefix(weights: torch.Tensor, p: float, lengths: list[int], 
     return out
 
 
+def share_trend(attentions: torch.Tensor, p: float, first: int, windows: list) -> dict:
+    """Whether the useful share (step 2's k̄·n / cells) falls from the first ``first``
+    tokens to the whole text, for every layer (its heads' k̄ averaged, as
+    ``useful_summary`` does) and for every head of every layer. ``attentions``:
+    ``(L, H, n, n)``; ``windows[l]``: layer l's own window (None: full). Returns the
+    counts that fell, the totals, and each layer's and head's two shares."""
+    n_layers, n_heads, n, _ = attentions.shape
+    k_all = k_for_share(attentions, p).double()  # (L, H, n)
+    k_first = k_for_share(attentions[..., :first, :first], p).double()  # (L, H, first)
+    share_first = torch.empty(n_layers, n_heads, dtype=torch.float64)
+    share_all = torch.empty_like(share_first)
+    for layer, window in enumerate(windows):
+        share_first[layer] = k_first[layer].sum(-1) / row_cells(first, window).sum()
+        share_all[layer] = k_all[layer].sum(-1) / row_cells(n, window).sum()
+    layer_first, layer_all = share_first.mean(-1), share_all.mean(-1)
+    return {"first": first, "n": n, "layers": n_layers, "heads": n_layers * n_heads,
+            "layers_fell": int((layer_all < layer_first).sum()), "heads_fell": int((share_all < share_first).sum()),
+            "layer_first": layer_first.tolist(), "layer_all": layer_all.tolist(),
+            "head_first": share_first.tolist(), "head_all": share_all.tolist()}
+
+
 def prefix_lengths(n: int, start: int = 16) -> list[int]:
     """Doubling lengths up to n (n itself last)."""
     out, m = [], start
@@ -126,7 +150,10 @@ def share_kept_by_pattern(weights: torch.Tensor, window: int, hubs=(), causal: b
     return {"per_head": per, "per_layer": per.mean(dim=-1), "mean": float(per.mean())}
 
 
-def anchors(weights: torch.Tensor, top: int = 5, min_distance: int = 8) -> list[tuple[int, float]]:
+ANCHOR_DISTANCE = 8  # an anchor is scored by the rows at least this far after it
+
+
+def anchors(weights: torch.Tensor, top: int = 5, min_distance: int = ANCHOR_DISTANCE) -> list[tuple[int, float]]:
     """Positions that receive the most weight from far away: for column j, the mean
     weight it gets from rows i ≥ j + min_distance (averaged over layers and heads
     when given ``(L, H, n, n)``), for columns with at least a quarter of the text
@@ -160,17 +187,23 @@ def sink_share(weights: torch.Tensor) -> float:
     return float(weights[..., 1:, 0].float().mean())
 
 
-def linear_orders(q, k, v, *, scale: float, feature: str, causal: bool) -> dict:
+ORDER_RUNS = 5  # each order is timed this many times, in turn; the median is shown
+
+
+def linear_orders(q, k, v, *, scale: float, feature: str, causal: bool, runs: int = ORDER_RUNS) -> dict:
     """Linear attention computed in both orders on the same φ: (φ(Q)φ(K)ᵀ)V with the
     n×n grid, and φ(Q)(φ(K)ᵀV) with the m×d summary. Their largest difference is
-    rounding; the sizes show what the second order saves."""
-    import time
-
-    t0 = time.perf_counter()
-    fast = kernels.linear_attention(q, k, v, feature=feature, causal=causal, scale=scale)
-    t1 = time.perf_counter()
-    slow = kernels.linear_attention_quadratic(q, k, v, feature=feature, causal=causal, scale=scale)
-    t2 = time.perf_counter()
+    rounding; the sizes show what the second order saves. Each order is timed ``runs``
+    times, the two in turn (a first, cold run is one noisy measurement): the medians."""
+    times_fast, times_slow = [], []
+    for _ in range(max(1, runs)):
+        t0 = time.perf_counter()
+        fast = kernels.linear_attention(q, k, v, feature=feature, causal=causal, scale=scale)
+        t1 = time.perf_counter()
+        slow = kernels.linear_attention_quadratic(q, k, v, feature=feature, causal=causal, scale=scale)
+        t2 = time.perf_counter()
+        times_fast.append(t1 - t0)
+        times_slow.append(t2 - t1)
     n, d, dv = q.shape[2], q.shape[-1], v.shape[-1]
     m = feature_size(feature, d)
     diff = (fast - slow).abs()
@@ -180,7 +213,8 @@ def linear_orders(q, k, v, *, scale: float, feature: str, causal: bool) -> dict:
         "n": n, "d": d, "m": m,
         # the grid the first order needs: its causal triangle, or the whole square
         "grid_numbers": n * (n + 1) // 2 if causal else n * n, "summary_numbers": patterns.linear_summary_size(m, dv),
-        "seconds_linear": t1 - t0, "seconds_quadratic": t2 - t1,
+        "seconds_linear": statistics.median(times_fast), "seconds_quadratic": statistics.median(times_slow),
+        "runs": len(times_fast),
     }
 
 

@@ -27,12 +27,13 @@ help_causal = (t("step1.metric_causal_help") if window is None
 c3.metric(t("step1.metric_causal"), t.int(v["cells"]), help=help_causal)
 c4.metric(t("step1.metric_doubled", n2=t.int(2 * n)), t.int(v["doubled"]),
           delta=t("step1.metric_doubled_delta", ratio=t.float(v["doubled"] / v["cells"])), delta_color="off")
-model_cells = sum(own.cells(n, methods.Params(window=a.own_window(i))) for i in range(a.n_layers))
-all_full = a.n_layers * patterns.cells(n, None, (), True)
+# every head of every layer computes its own grid: the model's count is per head × heads
+model_cells = a.n_heads * sum(own.cells(n, methods.Params(window=a.own_window(i))) for i in range(a.n_layers))
+all_full = a.n_heads * a.n_layers * patterns.cells(n, None, (), True)
 sliding = sum(1 for x in a.layer_types if x == "sliding")
 st.caption(t("step1.model_cells_less" if model_cells < all_full else "step1.model_cells_same",
              cells=t.int(model_cells), all_full=t.int(all_full), layers=t.int(a.n_layers), sliding=t.int(sliding),
-             full=t.int(a.n_layers - sliding), w=t.int(a.sliding_window)))
+             full=t.int(a.n_layers - sliding), w=t.int(a.sliding_window), heads=t.int(a.n_heads)))
 
 widgets.show_figure(sm.figure, key="s1_grid")
 widgets.downsample_note(t, v["factor"], n)
@@ -54,8 +55,11 @@ def row_figure():
 
 
 widgets.chart("s1_row", (text, kind, layer, head, token), row_figure)
-st.caption(t("step1.row_caption", k=t.int(token + 1 if window is None else min(token + 1, window))))
+row_cells = token + 1 if window is None else min(token + 1, window)
+st.caption(t("step1.row_caption" if row_cells > 3 else "step1.row_caption_few", k=t.int(row_cells)))
 widgets.prose(t, 1, "step1.outro")
+if window is not None and 2 * n > window:  # the lesson names a full layer; this one slides a window
+    st.caption(t("step1.outro_sliding", w=t.int(window), ratio=t.float(v["doubled"] / v["cells"])))
 
 with question:
     widgets.predict(t, 1, sm.question)

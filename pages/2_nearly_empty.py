@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import boot, figures, state, summary, widgets
+from ui import boot, data, figures, state, summary, widgets
 
 boot.through_app()
 
@@ -56,8 +56,16 @@ def prefix_figure():
 widgets.chart("s2_prefix", settings, prefix_figure)
 if len(prefixes) >= 2:
     first, last = prefixes[0], prefixes[-1]
-    st.caption(t("step2.prefix_caption", n0=t.int(first["n"]), s0=t.pct(first["share"]),
-                 n1=t.int(last["n"]), s1=t.pct(last["share"])))
+    # said as this text measured it: the share falls on many layers and heads, rises on others
+    fell = last["share"] < first["share"]
+    said = ("step2.prefix_caption" if fell else "step2.prefix_caption_rose" if last["share"] < 0.5  # still mostly empty
+            else "step2.prefix_caption_rose_dense")
+    st.caption(t(said, n0=t.int(first["n"]),
+                 s0=t.pct(first["share"]), n1=t.int(last["n"]), s1=t.pct(last["share"]), p=t.pct(p, 0)))
+    trend = data.share_trend(text, kind, p)
+    st.caption(t("step2.trend_caption", n0=t.int(trend["first"]), n1=t.int(trend["n"]),
+                 fell=t.int(trend["layers_fell"]), layers=t.int(trend["layers"]),
+                 fell_heads=t.int(trend["heads_fell"]), heads=t.int(trend["heads"])))
 
 
 def k_figure():

@@ -40,7 +40,9 @@ with top:
     widgets.show_figure(sm.figure, key="s3_grid")
     widgets.downsample_note(t, sm.values["factor"], n)
     sliding = sum(1 for x in a.layer_types if x == "sliding")
-    st.info(t("step3.model_note", sliding=sliding, layers=a.n_layers, w=t.int(a.sliding_window)))
+    # on a text no longer than the window, a sliding layer still sees every earlier token
+    st.info(t("step3.model_note" if n > a.sliding_window else "step3.model_note_short", sliding=sliding,
+              layers=a.n_layers, w=t.int(a.sliding_window), n=t.int(n)))
 
 widgets.formula(t, r"\text{@reach}(L) = L\,(w-1) + 1 = " + f"{rl}\\,({rw}-1)+1 = {formula_size}")
 m1, m2 = st.columns(2)

@@ -13,8 +13,11 @@ question = st.container()  # filled below, once the page's numbers are known
 text, kind = state.current_text(), state.model_kind()
 n = a.n
 found = data.anchors(text, kind, 5)
-st.caption(t("step4.anchors_found", found=", ".join(t("step4.anchor_item", p=p, token=widgets.literal(a.tokens[p]),
-                                                                  score=t.float(score, 3)) for p, score in found)))
+if n <= data.ANCHOR_DISTANCE:  # no row lies that far after another: there is nothing to score anchors by
+    st.caption(t("step4.anchors_none", n=t.int(n), d=t.int(data.ANCHOR_DISTANCE)))
+else:
+    st.caption(t("step4.anchors_found", found=", ".join(t("step4.anchor_item", p=p, token=widgets.literal(a.tokens[p]),
+                                                                      score=t.float(score, 3)) for p, score in found)))
 ctx = setting_table.context(text, kind)
 hubs = st.multiselect(t("step4.pick_hubs"), widgets.span("s4_hubs", a), default=widgets.first("s4_hubs", a, ctx),
                       format_func=widgets.token_labels(a), key="s4_hubs", persist_state=widgets.KEEP)
@@ -107,7 +110,8 @@ with c2:
     else:
         st.info(t("step4.no_hub_drawn", n=hn))
 if relay:
-    st.markdown(t("step4.causal_hub_text", far=distance(mine), far0=distance(alone_span)))
+    st.markdown(t("step4.causal_hub_text", mine=summary.reach_phrase(t, mine),
+                  alone=summary.reach_phrase(t, alone_span)))
 sink_share = data.sink_share(text, kind)
 st.metric(t("step4.metric_sink"), t.pct(sink_share), help=t("step4.metric_sink_help"))
 

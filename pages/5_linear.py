@@ -33,7 +33,8 @@ m2.metric(t("step5.metric_grid_causal" if causal else "step5.metric_grid", n=t.i
 m3.metric(t("step5.metric_summary", m=t.int(r["m"]), d=t.int(r["d"])), t.int(r["summary_numbers"]))
 m4.metric(t("step5.metric_ratio"), t.ratio(r["grid_numbers"] / r["summary_numbers"]))
 st.caption(t("step5.diff_caption", abs=t.sci(r["max_diff"]), layer=layer,
-             tq=t.float(r["seconds_quadratic"] * 1e3, 1), tl=t.float(r["seconds_linear"] * 1e3, 1)))
+             tq=t.float(r["seconds_quadratic"] * 1e3, 1), tl=t.float(r["seconds_linear"] * 1e3, 1),
+             runs=t.int(r["runs"])))
 
 st.subheader(t("step5.break_heading"))
 even = costs.linear_break_even(r["m"], r["d"], causal)

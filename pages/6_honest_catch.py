@@ -36,6 +36,7 @@ k3.metric(t("step6.metric_best_linear", f=t(f"features.{best_linear.feature}")),
           delta=t("step6.metric_uniform", u=t.pct(mean["uniform"])), delta_color="off")
 
 widgets.show_figure(sm.figure, key="s6_errors")
+st.caption(t("step6.heads_note"))  # the errors average the layer's heads; the picked head draws the maps
 linear = [m for m in shown if m.family == "linear"]
 better = [m for m in linear if mean[m.name] < mean["uniform"]]
 if better:
@@ -48,8 +49,9 @@ if "own_float32" in mean:
     st.caption(t("step6.errors_dtype_gpu", dtype=err["dtype"], e32=t.sci(mean["own_float32"])))
 else:
     st.caption(t("step6.errors_dtype", dtype=err["dtype"]))
-if any(v > 1 for v in values):
-    st.caption(t("step6.over_100"))
+over = [name for name, v in zip(names, values) if v > 1]
+if over:  # named, not guessed at: which methods moved the output past its own length
+    st.caption(t("step6.over_100", names=", ".join(over)))
 own_window = a.own_window(layer)
 if own_window is not None and n > own_window:
     st.caption(t("step6.beyond_window", w=t.int(own_window)))
@@ -72,15 +74,15 @@ def spread(ms) -> str:
 
 
 # flat: at most twice as sharp as equal weights; sharp: sharper than softmax itself
-flat = [m for m in linear if peak[m.name] <= 2 * peak["uniform"]]
+flat = [m for m in linear if peak[m.name] <= 2 * peak["uniform"] and peak[m.name] < peak["own"]]  # never both
 spiky = [m for m in linear if peak[m.name] > peak["own"]]
 said = [t("step6.flat_caption", soft=t.pct(peak["own"]), uni=t.pct(peak["uniform"]))]
 if flat:
     names_, range_ = spread(flat)
-    said.append(t("step6.flat_some", names=names_, range=range_))
+    said.append(t("step6.flat_some", names=names_, range=range_, count=len(flat)))
 if spiky:
     names_, range_ = spread(spiky)
-    said.append(t("step6.sharp_some", names=names_, range=range_))
+    said.append(t("step6.sharp_some", names=names_, range=range_, count=len(spiky)))
 st.caption(" ".join(said))
 norms = sharpness["norms"]
 st.caption(t("step6.favor_norms", q=t.float(norms["q"], 1), k=t.float(norms["k"], 1),

@@ -15,8 +15,8 @@ question = st.container()  # filled below, once the page's numbers are known
 device = pick_device()
 sizes = bench.live_sizes(device)
 key = live.key(device, sizes)
-rows = live.results(key)
-sm = summary.get(7, t, None, "", "", {}, live_rows=rows, live_last=sizes[-1])
+rows, last = live.on_this_device()  # what a class's summaries built ahead used too
+sm = summary.get(7, t, None, "", "", {}, live_rows=rows, live_last=last)
 s, ns, costs = sm.values["shape"], sm.values["ns"], sm.values["costs"]
 widgets.formula(t, r"\frac{\text{@cost}(2n)}{\text{@cost}(n)} \;\to\; 4 \;\;(n^2) \qquad \text{@vs} \qquad 2 \;\;(n)",
                 t("step7.formula_caption", w=s.window, g=s.hubs, d=s.d, h=s.heads))
@@ -31,7 +31,7 @@ for i, m in enumerate(costs):
 st.subheader(t("step7.live_heading"))
 st.markdown(t("step7.live_lead", device=state.device_line(), dtype=str(compute_dtype(device)).replace("torch.", "")))
 if rows is None:
-    st.caption(t("step7.live_bound", sizes=", ".join(t.int(n) for n in sizes)))
+    st.caption(t("step7.live_bound", sizes=t("common.list_separator").join(t.int(n) for n in sizes)))
     if st.button(t("step7.run"), type="primary", key="s7_run"):
         try:
             rows = live.run(t, key, s, device, sizes)

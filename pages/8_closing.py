@@ -16,7 +16,8 @@ st.title(t("closing.title"))
 text, kind = state.current_text(), state.model_kind()
 a = state.analysis_or_message() if text.strip() else None
 if a is None:
-    st.info(t("closing.empty"))
+    if not text.strip():  # a text too short has been told so already, by the analysis
+        st.info(t("closing.empty"))
 else:
     near = data.kept(text, kind, NEAR, ())["mean"]
     both = data.kept(text, kind, NEAR, (0,))["mean"]
@@ -26,7 +27,7 @@ else:
     measured = swaps.measured(text, pair)
     if swaps.complete(measured):
         alone, hub = measured
-        st.markdown(t("closing.swap_measured", w=alone.swap.window,
+        st.markdown(t("closing.swap_measured", w=alone.swap.window, m=t.int(alone.n),
                       x0=t.float(alone.perplexity / alone.base_perplexity, 1),
                       x1=t.float(hub.perplexity / hub.base_perplexity, 1)))
     else:

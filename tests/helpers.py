@@ -2,10 +2,13 @@
 languages (from the app's own lists)."""
 
 import os
+import re
 
 import torch
 
+from ui import i18n
 from ui.i18n import LANGS as _LANGS
+from ui.widgets import ANSWER_FROM
 from ui.steps import PAGE_FILES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -22,3 +25,17 @@ def tolerance(device: str) -> dict:
 
 def dtype_for(device: str) -> torch.dtype:
     return torch.float32 if device == "cpu" else torch.bfloat16
+
+
+def revealed(at, lang="en") -> str:
+    """The value a predict-then-reveal answer shows (between its ** **), pressing the
+    reveal button first when the answer still waits for it."""
+    heads = tuple(i18n.translate(lang, key, value="§").split("§")[0] for key in ANSWER_FROM.values())
+    if not [m for m in at.markdown if m.value.startswith(heads)]:
+        buttons = [b for b in at.button if b.key and re.fullmatch(r"p\d_reveal", b.key)]
+        if buttons:
+            buttons[0].click().run()
+    found = [m.value for m in at.markdown if m.value.startswith(heads)]
+    assert found, "no revealed answer on the page"
+    head = next(h for h in heads if found[0].startswith(h))
+    return found[0][len(head):].split("**")[0]

@@ -9,7 +9,7 @@ import pytest
 
 from attn import bench, swap
 from attn.costs import Shape
-from helpers import LANGS, PAGES
+from helpers import LANGS, PAGES, revealed
 from ui import handout, live, setting_table, state, summary, widgets
 from ui.i18n import Translator, translate
 from ui.samples import sample_text
@@ -20,23 +20,12 @@ ANSWER = re.compile(r"<strong>(.*?)</strong>")
 
 
 def answers(page: str, lang: str = "en") -> list[str]:
-    """The measured value each step's reveal states, in order."""
-    head = html.escape(translate(lang, "predict.answer", value="§").split("§")[0].replace("**", ""), quote=False)
-    out = []
-    for chunk in page.split(head)[1:]:
-        out.append(html.unescape(ANSWER.match(chunk).group(1)))
-    return out
-
-
-def revealed(at, lang: str = "en") -> str:
-    head = translate(lang, "predict.answer", value="§").split("§")[0]
-    if not [m for m in at.markdown if m.value.startswith(head)]:  # the answer waits for the reveal
-        buttons = [b for b in at.button if b.key and re.fullmatch(r"p\d_reveal", b.key)]
-        if buttons:
-            buttons[0].click().run()
-    found = [m.value for m in at.markdown if m.value.startswith(head)]
-    assert found, "no revealed answer on the page"
-    return found[0][len(head):].split("**")[0]
+    """The value each step's reveal states, in order (measured on the text, worked out by
+    the cost model, or timed on this device: each says which)."""
+    heads = [html.escape(translate(lang, key, value="§").split("§")[0].replace("**", ""), quote=False)
+             for key in widgets.ANSWER_FROM.values()]
+    found = sorted((m.end(), m.group(0)) for h in heads for m in re.finditer(re.escape(h), page))
+    return [html.unescape(ANSWER.match(page[end:]).group(1)) for end, _ in found]
 
 
 def walk(at) -> list[str]:

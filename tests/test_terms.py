@@ -161,3 +161,15 @@ def test_counts_choose_their_words_by_cldrs_plural_rules():
             for spec in re.findall(r"(?<!%)\{[a-zA-Z_]+:([^}]*=[^}]*)\}", text):
                 forms = dict(part.split("=", 1) for part in spec.split("|"))
                 assert "other" in forms and set(forms) <= {"zero", "one", "other"}, (lang, key)
+
+
+@pytest.mark.parametrize("lang", list(i18n.LANGS))
+def test_every_locale_was_read_by_a_native_teacher_review_as_it_is_now(lang):
+    """locales/reviewed.json holds each locale's SHA-256 at its last review (written by
+    scripts/locales_reviewed.py once a reviewer briefed as a native teacher has read the
+    change in context): a locale changed since fails here until it is reviewed."""
+    import hashlib
+
+    record = json.loads((i18n.LOCALES / "reviewed.json").read_text(encoding="utf-8"))
+    now = hashlib.sha256((i18n.LOCALES / f"{lang}.json").read_bytes()).hexdigest()
+    assert record[lang]["sha256"] == now, f"{lang}.json changed since its last review ({record[lang]['date']})"

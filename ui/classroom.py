@@ -24,7 +24,7 @@ from room import classes as room_classes
 from room import codes, follow
 from room.store import StoreError
 
-from . import figures, keys, setting_table, share, state, summary
+from . import figures, keys, live, setting_table, share, state, summary
 from .i18n import LANGS, Translator
 from .steps import page_of
 
@@ -100,7 +100,8 @@ def _build_summaries(key: tuple, text: str, kind: str, settings: dict) -> None:
     try:
         a = state.analysis_unseen(text, kind)
         if a.n >= 3:  # a shorter text has no steps to build (its pages say so)
-            summary.build_all(a, text, kind, settings)
+            rows, last = live.on_this_device()  # step 7 as its page shows it, live rows included
+            summary.build_all(a, text, kind, settings, live_rows=rows, live_last=last)
     except Exception:  # a reader who opens a step builds it then, and sees any error there
         logging.getLogger(__name__).exception("building a class's summaries in the background")
     finally:
@@ -557,6 +558,7 @@ def question_copy(step: int, a, text: str, kind: str) -> dict:
         out["text"][lang], out["value_text"][lang] = q.text, q.value_text
         out["labels"][lang] = [q.label(o) for o in q.options]
         out["options"], out["answer"] = list(q.options), q.options.index(q.right)
+        out["source"] = q.source  # measured on the class's text, or worked out by the cost model, or timed
     return out
 
 
@@ -698,7 +700,9 @@ def vote_panel(t: Translator, step: int, show_figure) -> None:
             right = question["answer"]
             counts = rounds[-1][1]
             share_right = counts[right] / sum(counts) if sum(counts) else 0.0
-            st.markdown(t("vote.revealed", value=_words(question, "value_text", t.lang), answer=labels[right],
+            revealed = {"model": "vote.revealed_model", "device": "vote.revealed_device"}.get(question.get("source"),
+                                                                                           "vote.revealed")
+            st.markdown(t(revealed, value=_words(question, "value_text", t.lang), answer=labels[right],
                           right=t.pct(share_right, 0)))
         if teacher:
             c1, c2 = st.columns(2)

@@ -57,12 +57,24 @@ def useful(text: str, kind: str, layer: int, head, p: float) -> dict:
     }
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def share_trend(text: str, kind: str, p: float) -> dict:
+    """In how many layers (and heads) the useful share falls from the first prefix step 2
+    draws to the whole text (stats.share_trend)."""
+    a = _analysis(text, kind)
+    first = stats.prefix_lengths(a.n)[0]
+    return stats.share_trend(a.attentions, p, first, [a.own_window(layer) for layer in range(a.n_layers)])
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def kept(text: str, kind: str, window: int, hubs: tuple) -> dict:
     """Share of the real weight a window (+ hubs) keeps, per layer and head."""
     a = _analysis(text, kind)
     res = stats.share_kept_by_pattern(a.attentions, window, hubs, True)
     return {"per_head": res["per_head"].numpy(), "per_layer": res["per_layer"].numpy(), "mean": res["mean"]}
+
+
+ANCHOR_DISTANCE = stats.ANCHOR_DISTANCE  # an anchor is scored by rows at least this far after it
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

@@ -7,6 +7,7 @@ import streamlit as st
 
 from attn import bench, methods
 from attn.costs import Shape
+from attn.device import pick_device
 
 from . import figures, state
 from .i18n import Translator
@@ -43,6 +44,15 @@ def key(device, sizes: list[int], s: Shape | None = None) -> tuple:
 
 def results(key) -> list | None:
     return _results().get(key)
+
+
+def on_this_device() -> tuple[list | None, int]:
+    """Step 7's live rows on this process's device (None before anyone ran it) and the
+    largest size: what step 7's summary is built from, on its page and in a class's
+    summaries built ahead."""
+    device = pick_device()
+    sizes = bench.live_sizes(device)
+    return results(key(device, sizes)), sizes[-1]
 
 
 def run(t: Translator, key, s: Shape, device, sizes: list[int]) -> list:

@@ -40,6 +40,8 @@ class Question:
     label: Callable[[Any], str]
     value_text: str
     note: str | None = None
+    source: str = "text"  # where the answer comes from: "text" (measured on the reader's text),
+    # "model" (worked out by the cost model) or "device" (timed on this device)
 
     @property
     def right(self):
@@ -153,7 +155,7 @@ def step3(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     frames = data.reach_frames(rn, rw, rl)
     formula_size = graph.reach_size(rw, rl)
     measured = int(frames[-1][rn - 1].sum())
-    q = Question(t("predict.q3", L=rl, w=rw), sorted({rl * rw, formula_size, rw**rl}), measured,
+    q = Question(t("predict.q3", L=rl, w=rw, i=t.int(rn - 1)), reach_options(rw, rl, rn), measured,
                  lambda x: t.int(x), t.int(measured))
     key = [(t("step3.metric_kept_all"), t.pct(kept["mean"])), (t("step3.metric_cells"), t.int(cells)),
            (t("step3.metric_reach_measured", i=rn - 1), t.int(measured))]
@@ -162,6 +164,29 @@ def step3(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     return Summary(3, params, key, fig, q, dict(layer=layer, head=head, w=w, rw=rw, rl=rl, kept=kept, cells=cells,
                                                 factor=factor, rn=rn, frames=frames, formula_size=formula_size,
                                                 measured=measured))
+
+
+def reach_options(w: int, layers: int, rn: int) -> list[int]:
+    """Step 3's options: how many tokens reach token rn − 1 after ``layers`` layers of a
+    causal window ``w`` (itself included). The right one, min(L·(w − 1) + 1, rn) (the
+    formula, capped by the tokens before it, as the question says), among the usual
+    wrong guesses (L·w, counting each layer's whole window; w^L, as if windows
+    multiplied; the formula uncapped) — at least three, all different."""
+    right = min(graph.reach_size(w, layers), rn)
+    options = {right, layers * w, w**layers, graph.reach_size(w, layers)}
+    for extra in (2 * right, right + layers, max(1, right // 2), right + 1):  # when the guesses coincide (L = 1…)
+        if len(options) >= 3:
+            break
+        options.add(extra)
+    return sorted(options)
+
+
+def reach_phrase(t: Translator, res: dict) -> str:
+    """How far apart a hop grid's pairs are, as a phrase: the farthest pair in layers, or,
+    when some pair is never joined, how many are never joined (never "never layers")."""
+    if res["farthest"] is None:
+        return t("step4.pairs_never", n=t.int(res["never"]))
+    return t("step4.farthest_layers", n=t.int(res["farthest"]))
 
 
 def distance(t: Translator, res: dict) -> str:
@@ -278,7 +303,8 @@ def step7(t: Translator, a, text: str, kind: str, cfg: dict, live_rows: list | N
     live_ratio = bench.ratios(live_rows).get(("window", live_last)) if live_rows else None
     ratio = live_ratio if live_ratio is not None else costs["window"][-1] / costs["window"][-2]
     q = Question(t("predict.q7"), [1, 2, 4], ratio, lambda x: t.int(x), t.float(ratio, 2),
-                 t("predict.from_live") if live_ratio is not None else t("predict.from_model"))
+                 t("predict.from_live") if live_ratio is not None else t("predict.from_model"),
+                 source="device" if live_ratio is not None else "model")
     key = [(t("step7.metric_model_ratio", m=live.method_name(t, m, s)), t.float(costs[m][-1] / costs[m][-2], 2))
            for m in costs]
     params = [("w", t.int(s.window)), ("g", t.int(s.hubs)), ("d", t.int(s.d)), ("h", t.int(s.heads))]
@@ -331,11 +357,14 @@ KEYS = {1: ("s1_layer", "s1_head"), 2: ("s2_layer", "s2_head", "s2_p"),
         5: ("s5_layer", "s5_feature", "s5_causal"), 6: ("s6_layer", "s6_head", "s6_w", "s6_hubs"), 7: ()}
 
 
-def build_all(a, text: str, kind: str, settings: dict, langs=LANGS, stop=lambda: False) -> int:
+def build_all(a, text: str, kind: str, settings: dict, langs=LANGS, stop=lambda: False, live_rows=None,
+              live_last: int | None = None) -> int:
     """Every step's summary for this text and these settings (each page's defaults where
     a setting is not given or does not fit), in every language, into the cache the pages
-    read — with no reader's session: the language is given. Returns how many were built
-    here (0 when all were built already); ``stop()`` true ends it early."""
+    read — with no reader's session: the language is given. Step 7's is built on the
+    live rows its page would show (``live_rows``, ``live_last``: ui.live.on_this_device).
+    Returns how many were built here (0 when all were built already); ``stop()`` true
+    ends it early."""
     cfg = setting_table.settings_for(a, text, kind, settings or {})
     made = 0
     for step in STEP_SUMMARIES:
@@ -344,7 +373,7 @@ def build_all(a, text: str, kind: str, settings: dict, langs=LANGS, stop=lambda:
                 return made
             before = BUILT[step]
             if step == 7:
-                get(7, Translator(lang), None, "", "", {})
+                get(7, Translator(lang), None, "", "", {}, live_rows=live_rows, live_last=live_last)
             else:
                 get(step, Translator(lang), a, text, kind, {k: cfg[k] for k in KEYS[step]})
             made += BUILT[step] - before

@@ -368,9 +368,12 @@ def predict(t: Translator, step: int, q: Question) -> None:
         st.markdown(verdict(t, q, guess))
 
 
+ANSWER_FROM = {"text": "predict.answer", "model": "predict.answer_model", "device": "predict.answer_device"}
+
+
 def verdict(t: Translator, q: Question, guess) -> str:
     """The measured answer, and whether the guess (or None) was right."""
-    said = [t("predict.answer", value=q.value_text)]
+    said = [t(ANSWER_FROM[q.source], value=q.value_text)]
     if guess is not None:
         said.append(t("predict.right") if guess == q.right else t("predict.wrong", nearest=q.label(q.right)))
     if q.note:
