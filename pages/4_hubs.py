@@ -47,6 +47,8 @@ st.subheader(t("step4.hops_heading"))
 st.markdown(t("step4.hops_lead"))
 hn, hop_hubs, hw, grids = (sm.values[k] for k in ("hn", "hop_hubs", "hw", "grids"))
 outside = [h for h in hubs if h >= hn]
+if not any(h < hn for h in hubs):  # the hop grid needs a hub: the first token stands in, and the page says so
+    st.caption(t("step4.hub_stand_in", n=t.int(hn)))
 if outside:
     st.caption(t("step4.hubs_outside", n=hn, outside=", ".join(str(h) for h in outside)))
 

@@ -83,7 +83,7 @@ if problem is not None:
 key = pg.key_of(comp)
 if comp.window >= n:
     st.warning(t("playground.window_covers", w=t.int(comp.window), n=t.int(n)), icon=":material/open_in_full:")
-st.info(t("playground.composed", parts=pg.parts_label(t, comp),
+st.info(t("playground.composed" if pg.any_part(comp) else "playground.composed_alone", parts=pg.parts_label(t, comp),
           direction=t("playground.causal_word" if causal else "playground.bidirectional_word")),
         icon=":material/join:")
 
@@ -97,7 +97,7 @@ m1.metric(t("playground.metric_cells"), t.int(cost["cells"]),
           delta_color="off")
 m2.metric(t("playground.metric_flops"), t.sci(cost["flops"]),
           delta=t("playground.metric_flops_delta", full=t.sci(cost["full_flops"])), delta_color="off")
-m3.metric(t("playground.metric_numbers"), t.int(cost["numbers"]))
+m3.metric(t("playground.metric_numbers"), t.int(cost["numbers"]), help=t("playground.metric_numbers_help"))
 m4.metric(t("playground.metric_ratio", n=t.int(pg.LARGE_N)), t.float(cost["ratio"], 2),
           delta=t("playground.metric_ratio_delta", full=t.float(cost["full_ratio"], 2)), delta_color="off")
 widgets.formula(t, r"\text{@flops} = 4\,d\,h \cdot \text{@cells} = 4 \cdot " + f"{a.q.shape[-1]} \\cdot {a.n_heads}"
@@ -158,6 +158,10 @@ if err is not None:
               delta=t("playground.metric_error_delta", floor=t.pct(err["uniform"])), delta_color="off")
 else:
     k3.metric(t("playground.metric_error", layer=layer), "—", help=t("playground.keeps_own", layer=layer))
+own = a.own_window(layer)
+if err is not None and own is not None and comp.window > own and n > own:
+    # the pattern keeps every weight the layer computes, and reads further back than the layer ever does
+    st.caption(t("playground.wider_than_layer", w=t.int(comp.window), own=t.int(own), layer=layer))
 widgets.chart("pg_kept", (kind, text, key, scope), lambda: figures.bars(
     [str(i) for i in range(a.n_layers)], [float(x) for x in kept["per_layer"]],
     title=t("playground.kept_title"), y_title=t("playground.kept_axis"), separators=t.separators,

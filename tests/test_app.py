@@ -481,6 +481,12 @@ def test_predictions_on_steps_3_4_7_follow_their_parameters(make_app):
     live = [m.value for m in at.metric if m.label.startswith(i18n.translate("en", "methods.window", w=128) + ":")]
     assert revealed(at) == live[0]
     assert i18n.translate("en", "predict.from_live") in " ".join(m.value for m in at.markdown)
+    full = [m.value for m in at.metric if m.label.startswith(i18n.translate("en", "methods.full") + ":")]
+    window_label = next(m.label for m in at.metric
+                        if m.label.startswith(i18n.translate("en", "methods.window", w=128) + ":"))
+    last = window_label.rsplit(" at ", 1)[1]  # the largest length, as the metric writes it
+    said = i18n.translate("en", "step7.live_caption_measured", n=last, full=full[0], window=live[0])
+    assert said in [c.value for c in at.caption]  # what this run measured, not "they approach 4 and 2"
 
 
 @pytest.mark.parametrize("presenting", [False, True], ids=["alone", "presenter"])
@@ -956,8 +962,11 @@ def test_step4_says_how_many_pairs_are_never_joined_where_the_farthest_pair_is_n
     search over the same rules counts them."""
     at = open_page(make_app, PAGES[3])
     at.slider(key="s4_w").set_value(1).run()
+    at.multiselect(key="s4_hubs").set_value([]).run()  # no hub: the hop grid's stand-in is said
+    assert i18n.translate("en", "step4.hub_stand_in", n="48") in [c.value for c in at.caption]
     at.multiselect(key="s4_hubs").set_value([0, 10]).run()
     assert_clean(at)
+    assert i18n.translate("en", "step4.hub_stand_in", n="48") not in [c.value for c in at.caption]
     hn = min(tiny.analyze(sample_text("en")).n, 48)
     mine, alone = _never_joined_brute(hn, 1, (0, 10)), _never_joined_brute(hn, 1, ())
     assert 0 < mine < alone

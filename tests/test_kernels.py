@@ -227,3 +227,18 @@ def test_window_and_linear_attention_never_allocate_n_by_n():
     assert res.returncode == 0, res.stderr[-2000:]
     assert "nxn-refused" in res.stdout  # the limit really forbids an n×n tensor
     assert res.stdout.strip().endswith("ok")
+
+
+@pytest.mark.parametrize("feature", ["relu", "elu", "favor"])
+def test_linear_rows_with_a_tiny_but_real_denominator_are_still_normalised(feature):
+    """The denominator guard only catches rows whose φ(q)·Σφ(k) is zero: rows whose
+    denominator is small but real (tiny q and k with ReLU features, ≈ 1e-19 here) keep
+    weights that sum to 1, and the kernel agrees with them."""
+    g = torch.Generator().manual_seed(3)
+    q = torch.rand(1, 2, 24, 8, generator=g) * 1e-10 + 1e-11
+    k = torch.rand(1, 2, 24, 8, generator=g) * 1e-10 + 1e-11
+    v = torch.randn(1, 2, 24, 8, generator=g)
+    w = kernels.linear_weights(q, k, feature=feature, causal=True)
+    assert torch.allclose(w.double().sum(-1), torch.ones(1, 2, 24, dtype=torch.float64), atol=1e-5)
+    out = kernels.linear_attention(q, k, v, feature=feature, causal=True)
+    assert torch.allclose(out, w @ v, atol=1e-4, rtol=1e-4)

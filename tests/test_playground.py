@@ -390,3 +390,21 @@ def test_the_benchmark_times_each_preset_with_its_exact_cost():
         assert r.seconds > 0
         assert r.peak_bytes is None or r.peak_bytes > 0  # None where the platform cannot say
     assert ("pattern:bigbird", 640) not in bench.ratios(rows)  # 256 → 640 is not a doubling
+
+
+@pytest.mark.apptest
+def test_a_window_wider_than_the_layers_own_says_where_its_error_comes_from(make_app, tiny):
+    """On a sliding layer (the tiny model's window is 8), a pattern window of 20 keeps
+    every weight the layer computes yet errs: the page says it reads where the layer
+    never looks; at a window of 8 it does not say so."""
+    from ui import i18n
+
+    at = open_playground(make_app)
+    at.selectbox(key="pg_layer").set_value(0).run()
+    assert tiny.layer_types[0] == "sliding" and tiny.sliding_window == 8
+    at.number_input(key="pg_w").set_value(20).run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = i18n.translate("en", "playground.wider_than_layer", w="20", own="8", layer=0)
+    assert said in [c.value for c in at.caption]
+    at.number_input(key="pg_w").set_value(8).run()
+    assert said.split("20")[0] not in " ".join(c.value for c in at.caption)

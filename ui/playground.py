@@ -102,6 +102,11 @@ def error_text(t: Translator, exc: CompositionError) -> str:
     return t(f"playground.err_{exc.code}", **values)
 
 
+def any_part(c: Composition) -> bool:
+    """Whether any part is on (else the pattern is the diagonal alone)."""
+    return bool(c.window or c.dilated or c.hubs or c.random or c.local > 1)
+
+
 def parts_label(t: Translator, c: Composition) -> str:
     """The parts that are on, in the reader's language, with their settings."""
     out = []
