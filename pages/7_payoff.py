@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attn import bench
-from attn.device import compute_dtype, pick_device
+from attn.device import pick_device
 from ui import boot, live, state, summary, widgets
 
 boot.through_app()
@@ -29,7 +29,7 @@ for i, m in enumerate(costs):
                    help=t("step7.metric_model_ratio_help", n=t.int(ns[-2]), n2=t.int(ns[-1])))
 
 st.subheader(t("step7.live_heading"))
-st.markdown(t("step7.live_lead", device=state.device_line(), dtype=str(compute_dtype(device)).replace("torch.", "")))
+st.markdown(t("step7.live_lead", device=state.device_line()))  # the device line names its dtype
 if rows is None:
     st.caption(t("step7.live_bound", sizes=t("common.list_separator").join(t.int(n) for n in sizes)))
     if st.button(t("step7.run"), type="primary", key="s7_run"):

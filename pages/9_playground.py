@@ -101,8 +101,8 @@ m3.metric(t("playground.metric_numbers"), t.int(cost["numbers"]), help=t("playgr
 m4.metric(t("playground.metric_ratio", n=t.int(pg.LARGE_N)), t.float(cost["ratio"], 2),
           delta=t("playground.metric_ratio_delta", full=t.float(cost["full_ratio"], 2)), delta_color="off")
 widgets.formula(t, r"\text{@flops} = 4\,d\,h \cdot \text{@cells} = 4 \cdot " + f"{a.q.shape[-1]} \\cdot {a.n_heads}"
-                + r" \cdot " + str(cost["cells"]), t("playground.cost_caption", large=t.int(cost["large"]),
-                                                      doubled=t.int(cost["doubled"])))
+                + r" \cdot " + widgets.tex_int(t, cost["cells"]),
+                t("playground.cost_caption", large=t.int(cost["large"]), doubled=t.int(cost["doubled"])))
 shown_sliding = a.layer_types[layer] == "sliding"
 if scope == "sliding" and not shown_sliding:
     st.caption(t("playground.grid_layer_own", layer=layer))

@@ -238,6 +238,12 @@ def literal(text: str) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text.replace("\n", " ").replace("\r", " "))
 
 
+def tex_int(t: Translator, x: int) -> str:
+    """A whole number inside a formula as the page's metrics write it (1,024 / 1.024), its
+    grouping mark braced so that TeX does not space it as punctuation."""
+    return t.int(x).replace(",", "{,}").replace(".", "{.}")
+
+
 def downsample_note(t: Translator, factor: int, n: int) -> None:
     if factor > 1:
         st.caption(t("common.downsampled", f=factor, n=n))
