@@ -16,7 +16,7 @@ found = data.anchors(text, kind, 5)
 if n <= data.ANCHOR_DISTANCE:  # no row lies that far after another: there is nothing to score anchors by
     st.caption(t("step4.anchors_none", n=t.int(n), d=t.int(data.ANCHOR_DISTANCE)))
 else:
-    st.caption(t("step4.anchors_found", found=", ".join(t("step4.anchor_item", p=p, token=widgets.literal(a.tokens[p]),
+    st.caption(t("step4.anchors_found", found=t.list(t("step4.anchor_item", p=p, token=widgets.literal(a.tokens[p]),
                                                                       score=t.float(score, 3)) for p, score in found)))
 ctx = setting_table.context(text, kind)
 hubs = st.multiselect(t("step4.pick_hubs"), widgets.span("s4_hubs", a), default=widgets.first("s4_hubs", a, ctx),

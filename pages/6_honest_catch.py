@@ -51,7 +51,7 @@ else:
     st.caption(t("step6.errors_dtype", dtype=err["dtype"]))
 over = [name for name, v in zip(names, values) if v > 1]
 if over:  # named, not guessed at: which methods moved the output past its own length
-    st.caption(t("step6.over_100", names=", ".join(over)))
+    st.caption(t("step6.over_100", names=t.list(over)))
 own_window = a.own_window(layer)
 if own_window is not None and n > own_window:
     st.caption(t("step6.beyond_window", w=t.int(own_window)))
@@ -70,7 +70,7 @@ def spread(ms) -> str:
     """The names of some feature maps, and the range of their largest weights."""
     vals = [peak[m.name] for m in ms]
     span = t.pct(vals[0]) if len(vals) == 1 else f"{t.pct(min(vals))}–{t.pct(max(vals))}"
-    return ", ".join(t(f"features.{m.feature}") for m in ms), span
+    return t.list(t(f"features.{m.feature}") for m in ms), span
 
 
 # flat: at most twice as sharp as equal weights; sharp: sharper than softmax itself
@@ -83,7 +83,7 @@ if flat:
 if spiky:
     names_, range_ = spread(spiky)
     said.append(t("step6.sharp_some", names=names_, range=range_, count=len(spiky)))
-st.caption(" ".join(said))
+st.caption(t.sentences(said))
 norms = sharpness["norms"]
 st.caption(t("step6.favor_norms", q=t.float(norms["q"], 1), k=t.float(norms["k"], 1),
              qs=t.float(norms["q_scaled"], 1), ks=t.float(norms["k_scaled"], 1)))

@@ -163,6 +163,27 @@ def test_switch_language_paste_japanese_and_see_the_chart(page, url):
     page.screenshot(path=os.path.join(ARTIFACTS, "ja-pasted-text.png"))
 
 
+MARKUP_AND_CUTS = """() => {
+  const text = [...document.querySelectorAll('[data-testid="stMain"], [data-testid="stSidebar"]')]
+    .map(e => e.innerText).join('\\n');
+  const marks = ['**', '__', '(s)'].filter(m => text.includes(m));
+  const boxes = '[data-testid="stSidebarNav"] a [data-testid="stMarkdownContainer"], [data-testid="stMetricLabel"], '
+    + '[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"], [data-testid="stTable"] th, '
+    + '[data-testid="stWidgetLabel"], [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"]';
+  const cut = [...document.querySelectorAll(boxes)]
+    .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
+    .map(e => e.innerText.slice(0, 60));
+  return {marks, cut};
+}"""
+
+
+def markup_and_cuts(page) -> dict:
+    """What the reader would see wrong: literal Markdown marks or "(s)" in the rendered
+    text, and navigation links, metric labels, widget labels or table headings whose
+    text is wider than their box (cut off)."""
+    return page.evaluate(MARKUP_AND_CUTS)
+
+
 @pytest.mark.parametrize("lang", LANGS)
 def test_every_step_draws_its_chart_in_every_language(page, url, lang):
     """A screenshot of every page in every language; in Japanese and English each page
@@ -182,12 +203,29 @@ def test_every_step_draws_its_chart_in_every_language(page, url, lang):
             wait_idle(page)
             assert page.locator(f"{main} tbody tr").count() == 10  # the glossary
         assert page.locator('[data-testid="stException"]').count() == 0, path
+        wrong = markup_and_cuts(page)
+        assert not wrong["marks"] and not wrong["cut"], (path, wrong)
         page.screenshot(path=os.path.join(ARTIFACTS, f"{lang}-{i + 1}-{path or 'every-pair'}.png"), full_page=True)
         if lang in ("ja", "en"):
             bad = axe_violations(page)
             if bad:
                 found[path or "every-pair"] = bad
     assert not page.dialogs
+    assert not found, found
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_in_presenter_mode_no_page_shows_markup_or_cuts_a_label(page, url, lang):
+    """Presenter mode's larger type, on every page in every language: no literal "**",
+    "__" or "(s)", and no navigation link, metric label, widget label or table heading
+    cut off."""
+    found = {}
+    for i, path in enumerate(URLS):
+        page.goto(f"{url}/{path}?lang={lang}&present=1")
+        wait_title(page, i18n.translate(lang, WALK[i].heading_key), 600_000)
+        wrong = markup_and_cuts(page)
+        if wrong["marks"] or wrong["cut"]:
+            found[path or "every-pair"] = wrong
     assert not found, found
 
 

@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 LOCALES = ROOT / "locales"
 LANGS = {"ja": "日本語", "pt": "Português", "en": "English"}
 DEFAULT = "en"
+LIST_SEPARATOR = {"ja": "、"}  # between the items of a list (", " otherwise)
+SENTENCE_SEPARATOR = {"ja": ""}  # between sentences (" " otherwise)
 
 
 def _flatten(d: dict, prefix: str = "") -> dict[str, str]:
@@ -204,6 +206,14 @@ class Translator:
 
     def ratio(self, x) -> str:
         return fmt_ratio(x, self.lang)
+
+    def list(self, items) -> str:
+        """Items of a list as the language writes them: 「a、b」 in Japanese, "a, b" else."""
+        return LIST_SEPARATOR.get(self.lang, ", ").join(items)
+
+    def sentences(self, items) -> str:
+        """Sentences one after another: Japanese puts no space after 。."""
+        return SENTENCE_SEPARATOR.get(self.lang, " ").join(items)
 
     @property
     def separators(self) -> str:

@@ -291,6 +291,13 @@ BASE_CSS = """
 /* a class's vote is answered on phones: each option and button a large touch target */
 .stApp [class*="st-key-vote_"] button { min-height: 48px; }
 .stApp [class*="st-key-vote_pick_"] [role="radiogroup"] label { min-height: 44px; align-items: center; }
+/* a label wraps onto a second line rather than being cut off: the sidebar's page names, a
+   metric's label, a widget's label (longer in Japanese and Portuguese, larger in presenter mode) */
+.stApp [data-testid="stSidebarNav"] a [data-testid="stMarkdownContainer"],
+.stApp [data-testid="stSidebarNav"] a [data-testid="stMarkdownContainer"] *, .stApp [data-testid="stMetricLabel"],
+.stApp [data-testid="stMetricLabel"] *, .stApp [data-testid="stWidgetLabel"],
+.stApp [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"] * {
+  white-space: normal; overflow: visible; text-overflow: clip; overflow-wrap: break-word; }
 /* on a phone a step's title is smaller, so that a class's question fits the first screen */
 @media (max-width: 640px) { .stApp h1 { font-size: 1.9rem; } }
 </style>
@@ -384,4 +391,4 @@ def verdict(t: Translator, q: Question, guess) -> str:
         said.append(t("predict.right") if guess == q.right else t("predict.wrong", nearest=q.label(q.right)))
     if q.note:
         said.append(q.note)
-    return " ".join(said)
+    return t.sentences(said)
