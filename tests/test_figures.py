@@ -74,3 +74,24 @@ def test_a_shared_figure_sends_what_the_figure_would_and_makes_its_dict_once():
     copy.update_layout(font={"size": 18})
     assert type(copy) is go.Figure and copy.to_dict()["layout"]["font"]["size"] == 18
     assert one.to_dict()["layout"]["font"].get("size") != 18
+
+
+def test_a_bar_charts_reference_line_is_named_in_the_legend_and_its_axis_written_like_its_bars():
+    """Step 6's errors: the equal-weights line is named in the legend (a label on the line
+    sat on the bars' own labels), and the log axis has one tick a decade, written as the
+    bars are (percentages), not as bare fractions with crowded minor ticks."""
+    fig = figures.bars(["a", "b"], [0.02, 0.9], title="t", y_title="y", separators=".,", log_y=True,
+                       reference=0.5, reference_name="equal weights", text=["2.0%", "90.0%"],
+                       y_ticks=([0.01, 0.1, 1.0], ["1%", "10%", "100%"]))
+    assert not fig.layout.annotations
+    named = [tr for tr in fig.data if tr.name == "equal weights"]
+    assert len(named) == 1 and named[0].line.dash == "dot" and fig.layout.showlegend
+    assert list(fig.layout.yaxis.tickvals) == [0.01, 0.1, 1.0]
+    assert list(fig.layout.yaxis.ticktext) == ["1%", "10%", "100%"]
+
+
+def test_a_routes_end_labels_run_inwards_so_the_last_is_not_cut_at_the_edge():
+    fig = figures.route_diagram(10, [0, 4, 9], (4,), [f"t{i}" for i in range(10)], title="r", separators=".,",
+                                token_word="token", hub_word="hub")
+    ends = [tr for tr in fig.data if tr.mode == "markers+text"][0]
+    assert list(ends.textposition) == ["bottom right", "bottom left"]

@@ -142,7 +142,7 @@ def test_counts_choose_their_words_by_cldrs_plural_rules():
     """English: 1 is singular, 0 and 2 plural; Brazilian Portuguese: 0 and 1 singular
     (CLDR's pt), with zero written as its own words where a key gives them."""
     en = [i18n.translate("en", "step4.route_lead", i=9, j=0, hops=h) for h in (1, 2)]
-    assert en == ["A far pair: from token 0 to token 9 in 1 hop.", "A far pair: from token 0 to token 9 in 2 hops."]
+    assert en == ["A far pair: from token 0 to token 9 in 1 layer.", "A far pair: from token 0 to token 9 in 2 layers."]
     assert i18n.translate("pt", "playground.col_reach", i=3, L=1).endswith("após 1 camada")
     assert i18n.translate("pt", "playground.col_reach", i=3, L=0).endswith("após 0 camada")  # pt_BR: 0 is "one"
     assert i18n.translate("pt", "playground.col_reach", i=3, L="1.024").endswith("após 1.024 camadas")

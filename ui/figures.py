@@ -247,16 +247,23 @@ def lines(series: list[dict], *, title, x_title, y_title, separators, log_x=Fals
 
 
 def bars(names, values, *, title, y_title, separators, log_y=False, colours=None, hover="%{x}: %{y}",
-         reference=None, reference_name="", height=420, text=None):
+         reference=None, reference_name="", height=420, text=None, y_ticks=None):
+    """Bars, each labelled above (``text``). A ``reference`` is a dotted line named in the
+    legend (a label on the line would sit on the bars' own); ``y_ticks`` = (values,
+    texts) writes the axis as the bars are labelled (one tick a decade on a log axis)."""
     fig = go.Figure(go.Bar(
-        x=[safe(n) for n in names], y=list(values),
+        x=[safe(n) for n in names], y=list(values), showlegend=False,
         marker_color=colours or [OKABE_ITO[i % len(OKABE_ITO)] for i in range(len(names))],
         hovertemplate=hover + "<extra></extra>", text=text, textposition="outside",
     ))
     if reference is not None:
-        fig.add_hline(y=reference, line_dash="dot", line_color="#555",
-                      annotation_text=safe(reference_name), annotation_position="top left")
+        fig.add_hline(y=reference, line_dash="dot", line_color="#555")
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=safe(reference_name),
+                                 line={"dash": "dot", "color": "#555"}, hoverinfo="skip"))
+        fig.update_layout(legend={"orientation": "h", "y": -0.25}, showlegend=True)
     fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear", exponentformat="power")
+    if y_ticks is not None:
+        fig.update_yaxes(tickvals=list(y_ticks[0]), ticktext=[safe(x) for x in y_ticks[1]])
     return _layout(fig, title, separators, height)
 
 
@@ -349,7 +356,10 @@ def route_diagram(n: int, path: list[int], hubs, labels, *, title, separators, t
                                  hoverinfo="skip"))
     if path:
         fig.add_trace(go.Scatter(x=[path[0], path[-1]], y=[0, 0], mode="markers+text",
-                                 text=[safe(labels[path[0]]), safe(labels[path[-1]])], textposition="bottom center",
+                                 text=[safe(labels[path[0]]), safe(labels[path[-1]])],
+                                 # each end's word runs inwards: the last token's was cut at the right edge
+                                 textposition=["bottom right" if path[0] <= path[-1] else "bottom left",
+                                               "bottom left" if path[0] <= path[-1] else "bottom right"],
                                  marker={"color": OKABE_ITO[2], "size": 12}, showlegend=False,
                                  hoverinfo="skip"))
     fig.update_yaxes(visible=False, range=[-0.2 * n / 2, n / 2 + 1])
