@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import methods, settings
+from . import composition, costs, methods, settings
 from .costs import Shape
 from .device import compute_dtype, synchronize
 
@@ -131,7 +131,7 @@ MODEL_WINDOW = 512  # the model's own sliding window: the "model" preset's windo
 
 def preset_params(n: int, s: Shape, preset: str) -> methods.Params:
     """A playground preset at the benchmark's shape: its global tokens are the shape's hubs."""
-    return methods.Params(parts=methods.preset(preset, s.hub_positions(n), MODEL_WINDOW))
+    return methods.Params(parts=composition.preset(preset, s.hub_positions(n), MODEL_WINDOW))
 
 
 def _inputs(n: int, s: Shape, device, dtype):
@@ -185,7 +185,7 @@ def measure(method: str, n: int, s: Shape, device, dtype=None, repeats: int = 3,
     seconds = median_time(fn, device, repeats, max_seconds)
     peak = peak_memory(fn, device) if memory else None
     if preset:
-        useful, computed = methods.composed_flops(n, s, preset_params(n, s, preset).parts, ran)
+        useful, computed = costs.composed_flops(n, s, preset_params(n, s, preset).parts, ran)
     else:
         useful, computed = m.flops(n, s, ran)
     extra = {"dtype": str(dtype).replace("torch.", ""), **({"preset": preset} if preset else {})}

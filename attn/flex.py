@@ -1,10 +1,11 @@
-"""Compiled FlexAttention for window (+ hubs) attention, and its background warm-up.
+"""Compiled FlexAttention: it compiles and it calls, and keeps what is compiled.
 
 The first compile of ``torch.compile(flex_attention, dynamic=True)`` takes 10–20 s
 (it needs a C++ compiler on CPU). A request never waits for it: :func:`is_ready`
 is False until a warm-up for that kind of call (device, dtype, head sizes, causal)
-has finished, and :func:`attn.kernels.window_attention` uses the blocked kernel
-meanwhile. The app starts :func:`start_warmup` once at start-up.
+has finished, and :mod:`attn.backend` (which chooses the kernel, and supplies the
+self-check each warm-up runs against the blocked kernel) uses the blocked kernel
+meanwhile. The app starts :func:`attn.backend.start_warmup` once the server is idle.
 
 The block mask is built from kv-block lists (``BlockMask.from_kv_blocks``) — the
 band of blocks around the diagonal, the blocks holding hub columns, and every
@@ -15,13 +16,15 @@ pairs; inside those blocks the pattern predicate of :mod:`attn.patterns` decides
 from __future__ import annotations
 
 import atexit
-import importlib
 import logging
 import shutil
 import threading
 import time
+import traceback
+from collections.abc import Callable
 
 import torch
+from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
 from . import patterns
 
@@ -57,10 +60,6 @@ def _signature(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool, kind:
 
 def available() -> bool:
     """Can FlexAttention compile here? (CPU needs a C++ compiler.)"""
-    try:
-        importlib.import_module("torch.nn.attention.flex_attention")
-    except Exception:
-        return False
     if torch.cuda.is_available():
         return True
     return shutil.which("g++") is not None or shutil.which("c++") is not None
@@ -70,8 +69,6 @@ def _get_compiled():
     global _compiled
     with _lock:
         if _compiled is None:
-            from torch.nn.attention.flex_attention import flex_attention
-
             # Past the recompile limit dynamo would silently run the unfused flex
             # attention, which builds the n×n scores: fail instead, and the caller
             # falls back to the blocked kernel.
@@ -126,8 +123,6 @@ def kv_lists(visit: torch.Tensor):
 
 
 def block_mask(n: int, window: int, hubs: tuple[int, ...], causal: bool, device, block: int = FLEX_BLOCK):
-    from torch.nn.attention.flex_attention import BlockMask
-
     counts, indices = block_lists(n, window, hubs, causal, block, device=device)
     # The window and the hub flags are tensors, so one compiled kernel serves every
     # window, and one more every hub set.
@@ -139,7 +134,7 @@ def window_attention(q, k, v, *, window: int, hubs=(), causal=True, scale=None):
     """Window (+ hubs) attention through compiled FlexAttention (compiles on first use;
     waits for any compile in progress)."""
     with _busy:
-        return _call(q, k, v, window, hubs, causal, scale)
+        return call_window(q, k, v, window, hubs, causal, scale)
 
 
 def try_window_attention(q, k, v, *, window: int, hubs=(), causal=True, scale=None):
@@ -147,7 +142,7 @@ def try_window_attention(q, k, v, *, window: int, hubs=(), causal=True, scale=No
     if not _busy.acquire(blocking=False):
         return None
     try:
-        return _call(q, k, v, window, hubs, causal, scale)
+        return call_window(q, k, v, window, hubs, causal, scale)
     finally:
         _busy.release()
 
@@ -158,7 +153,7 @@ def sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, *, scale=None):
     :data:`FLEX_BLOCK`, from the parts' own block rules: no n² scan), ``mask_mod``
     inside. Compiles on first use; waits for any compile in progress."""
     with _busy:
-        return _call_sparse(q, k, v, mask_mod, visit, scale)
+        return call_sparse(q, k, v, mask_mod, visit, scale)
 
 
 def try_sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, *, scale=None):
@@ -166,25 +161,25 @@ def try_sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, *, scale=None):
     if not _busy.acquire(blocking=False):
         return None
     try:
-        return _call_sparse(q, k, v, mask_mod, visit, scale)
+        return call_sparse(q, k, v, mask_mod, visit, scale)
     finally:
         _busy.release()
 
 
 def visit_block_mask(n: int, visit: torch.Tensor, mask_mod, block: int = FLEX_BLOCK):
-    from torch.nn.attention.flex_attention import BlockMask
-
     counts, order = kv_lists(visit)
     return BlockMask.from_kv_blocks(counts, order, BLOCK_SIZE=block, mask_mod=mask_mod, seq_lengths=(n, n))
 
 
-def _call_sparse(q, k, v, mask_mod, visit, scale):
+def call_sparse(q, k, v, mask_mod, visit, scale):
+    """One compiled call over visited block pairs (the caller holds the compile lock)."""
     bm = visit_block_mask(q.shape[2], visit.to(q.device), mask_mod)
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     return _get_compiled()(q, k, v, block_mask=bm, scale=scale)
 
 
-def _call(q, k, v, window, hubs, causal, scale):
+def call_window(q, k, v, window, hubs, causal, scale):
+    """One compiled window (+ hubs) call (the caller holds the compile lock)."""
     n = q.shape[2]
     bm = block_mask(n, window, tuple(hubs), causal, q.device)
     # contiguous inputs: strides are part of what a compiled kernel is specialised on
@@ -212,9 +207,11 @@ def mark_failed(q, v, causal, hubs: bool, exc: Exception, kind: str = "window") 
 
 
 def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=True, dv=None, hubs=False,
-         kind: str = "window") -> bool:
+         kind: str = "window", *, check: Callable) -> bool:
     """Compile for one kind of call (window with or without hubs, or ``kind="pattern"``,
-    the playground's compositions), synchronously; returns True when it is ready."""
+    the playground's compositions), synchronously, by running ``check(q, v, n, causal,
+    hubs, dtype)`` — compiled calls compared with the blocked kernel, which raises when
+    they disagree — under the compile lock; returns True when it is ready."""
     device = torch.device(device)
     b, h, n, d = q_shape
     dv = dv or d
@@ -229,11 +226,9 @@ def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=Tru
     t0 = time.perf_counter()
     try:
         with _busy:
-            (_warm_patterns if kind == "pattern" else _warm_calls)(q, v, n, causal, hubs, dtype)
+            check(q, v, n, causal, hubs, dtype)
     except Exception as exc:  # compile errors surface here; the blocked kernel stays in use
         _failed[sig] = f"{type(exc).__name__}: {str(exc)[:300]}"
-        import traceback
-
         _log.append(f"flex warm-up failed for {sig}: {_failed[sig]}\n{traceback.format_exc()[-2000:]}")
         _warn_once(f"flex warm-up failed for {sig}; the blocked kernel stays in use: {_failed[sig]}")
         return False
@@ -242,45 +237,9 @@ def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=Tru
     return True
 
 
-def _warm_calls(q, v, n, causal, hubs, dtype):
-    """Compile, then check against the blocked kernel (holding ``_busy``)."""
-    from .kernels import window_attention_blocked
-
-    # a second length checks that the dynamic-shape kernel serves it unchanged
-    for nn_, w, hub_set in ((n, 64, (0, n // 3)), (n // 2 + 3, 17, (5,))):
-        hub_set = hub_set if hubs else ()
-        # fresh contiguous tensors, as requests pass (a slice's strides would be
-        # another specialisation)
-        qq, kk, vv = (torch.randn_like(t[:, :, :nn_]).contiguous() for t in (q, q, v))
-        got = _call(qq, kk, vv, w, hub_set, causal, qq.shape[-1] ** -0.5)  # a float, as requests pass
-        want = window_attention_blocked(qq, kk, vv, window=w, hubs=hub_set, causal=causal)
-        tol = 2e-2 if dtype != torch.float32 else 1e-4
-        if not torch.allclose(got.float(), want.float(), atol=tol, rtol=tol):
-            raise RuntimeError("compiled FlexAttention disagrees with the blocked kernel")
-
-
-def _warm_patterns(q, v, n, causal, hubs, dtype):
-    """Compile the composed-pattern kernel, then check it against the blocked kernel on
-    two lengths and two compositions, causal and not (holding ``_busy``)."""
-    from . import methods
-    from .kernels import BLOCK, sparse_attention
-
-    cases = ((n, True, methods.Composition(window=64, hubs=(0, n // 3), random=2, random_block=32, seed=1)),
-             (n // 2 + 3, False, methods.Composition(window=9, dilated=4, stride=5, local=32)))
-    for nn_, causal_, c in cases:
-        qq, kk, vv = (torch.randn_like(t[:, :, :nn_]).contiguous() for t in (q, q, v))
-        mask_mod = methods.composed_mask(nn_, c, causal_, device=q.device)
-        visit = methods.composed_blocks(nn_, c, causal_, FLEX_BLOCK, device=q.device)
-        got = _call_sparse(qq, kk, vv, mask_mod, visit, qq.shape[-1] ** -0.5)
-        want = sparse_attention(qq, kk, vv, mask_mod, methods.composed_blocks(nn_, c, causal_, BLOCK, q.device,
-                                                                            hub_lines=False), c.hubs)
-        tol = 2e-2 if dtype != torch.float32 else 1e-4
-        if not torch.allclose(got.float(), want.float(), atol=tol, rtol=tol):
-            raise RuntimeError("compiled FlexAttention disagrees with the blocked kernel on a composition")
-
-
-def start_warmup(signatures: list[dict]) -> threading.Thread | None:
-    """Warm several kinds of call in one background thread (daemon); returns it."""
+def start_warmup(signatures: list[dict], warm_one: Callable[..., bool]) -> threading.Thread | None:
+    """Warm several kinds of call in one background thread (daemon), each by
+    ``warm_one(**signature)``; returns it."""
     todo = []
     for kw in signatures:
         key = repr(sorted(kw.items()))
@@ -292,7 +251,7 @@ def start_warmup(signatures: list[dict]) -> threading.Thread | None:
 
     def run():
         for kw in todo:
-            warm(**kw)
+            warm_one(**kw)
 
     t = threading.Thread(target=run, name="flex-warmup", daemon=True)
     t.start()

@@ -4,11 +4,11 @@ Every fast path has a plain, obviously correct twin here (``*_reference``) that
 builds the n×n grid; the tests compare the two. The fast paths never allocate
 anything of size n×n:
 
-* :func:`window_attention` — memory O(n·(w + g)) per head. A compiled
-  FlexAttention kernel when it has been warmed up (see :mod:`attn.flex`), else a
-  blocked pure-torch kernel: queries in blocks of ``BLOCK``, each block against its
-  ``BLOCK + w − 1`` candidate keys (causal) and the hub columns, with the pattern
-  predicate of :mod:`attn.patterns` deciding which candidates count.
+* :func:`window_attention_blocked` — memory O(n·(w + g)) per head: queries in blocks
+  of ``BLOCK``, each block against its ``BLOCK + w − 1`` candidate keys (causal) and
+  the hub columns, with the pattern predicate of :mod:`attn.patterns` deciding which
+  candidates count. (:mod:`attn.backend` runs a compiled FlexAttention kernel instead
+  once it has warmed up; this module is pure torch and chooses nothing.)
 * :func:`linear_attention` — φ(q)ᵀ(Σ φ(k) vᵀ) / φ(q)ᵀ(Σ φ(k)) in the O(n·m·d) order;
   causal through a chunked scan (chunks of ``CHUNK``), memory O(n·m + m·d).
 """
@@ -21,8 +21,10 @@ import torch
 import torch.nn.functional as F
 
 from . import patterns
-from .costs import BLOCK, CHUNK  # query block of the blocked window kernel; chunk of the linear scan
 from .features import apply_feature_map, feature_functions
+
+BLOCK = 64  # query block of the blocked window kernel (the cost model counts with it)
+CHUNK = 64  # chunk of the causal linear-attention scan
 
 # denominator guard: max(φ(q)·Σφ(k), ε), for rows where both parts are 0 (ReLU features can
 # make them so). ε is float32's smallest normal number: any larger guard leaves rows whose
@@ -92,45 +94,6 @@ def full_attention_reference(q, k, v, *, causal: bool = True, scale: float | Non
 
 
 # --- window (+ hubs) attention ----------------------------------------------
-
-
-def window_attention(
-    q, k, v, *, window: int, hubs=(), causal: bool = True, scale: float | None = None,
-    backend: str = "auto",
-) -> torch.Tensor:
-    """Softmax attention over the window (+ hubs) pattern of :mod:`attn.patterns`.
-
-    ``backend``: ``"auto"`` (compiled FlexAttention when warm, else blocked),
-    ``"blocked"`` or ``"flex"`` (compiles on first use)."""
-    _, _, n, _ = check_qkv(q, k, v)
-    window = patterns.check_window(window)
-    hubs = patterns.check_hubs(n, hubs)
-    if backend not in ("auto", "blocked", "flex"):
-        raise ValueError(f"unknown backend {backend!r}; use auto, blocked or flex")
-    s = _scale(q, scale)
-    if window >= n:  # the pattern is every (causal) pair: exactly full attention
-        return full_attention(q, k, v, causal=causal, scale=s)
-    from . import flex
-
-    if backend == "flex":
-        return flex.window_attention(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
-    if backend == "auto" and flex.is_ready(q, v, causal, bool(hubs)):
-        try:  # None while a warm-up compiles: the blocked kernel answers instead
-            out = flex.try_window_attention(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
-            if out is not None:
-                return out
-        except Exception as exc:  # a compile problem never fails a request
-            flex.mark_failed(q, v, causal, bool(hubs), exc)
-    return window_attention_blocked(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
-
-
-def window_backend(q, v, causal: bool = True, window: int | None = None, hubs=()) -> str:
-    """Which kernel :func:`window_attention` with ``backend="auto"`` would run."""
-    if window is not None and window >= q.shape[2]:
-        return "sdpa"
-    from . import flex
-
-    return "flex" if flex.is_ready(q, v, causal, bool(hubs)) else "blocked"
 
 
 def window_attention_blocked(

@@ -27,6 +27,10 @@ from dataclasses import dataclass, field, replace
 
 import torch
 import torch.nn.functional as F
+from transformers import (AttentionInterface, AutoModelForCausalLM, AutoTokenizer, Gemma3ForCausalLM,
+                          Gemma3TextConfig)
+from transformers.masking_utils import AttentionMaskInterface, eager_mask
+from transformers.models.gemma3.modeling_gemma3 import eager_attention_forward
 
 from . import convert, methods, patterns
 from .device import pick_device
@@ -146,9 +150,6 @@ class LoadedModel:
     holds ``self.lock`` and restores the model before returning."""
 
     def __init__(self, model, tokenizer: Tokenizer, device: torch.device, name: str = MODEL_LABEL):
-        from transformers import AttentionInterface
-        from transformers.masking_utils import AttentionMaskInterface, eager_mask
-
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.device = torch.device(device)
@@ -185,8 +186,6 @@ class LoadedModel:
         if plan is None:
             raise RuntimeError("attention called outside a plan")
         if isinstance(plan, Capture):
-            from transformers.models.gemma3.modeling_gemma3 import eager_attention_forward
-
             out, weights = eager_attention_forward(module, query, key, value, attention_mask, scaling=scale)
             rec = plan.record  # each layer into its slice of the analysis' tensors, made up front
             rec["q"][layer].copy_(query.detach())
@@ -332,8 +331,6 @@ class LoadedModel:
 def load(device=None, progress: convert.Progress | None = None) -> LoadedModel:
     """The real model, converted on first use, on the picked device (float32).
     Cache the returned object per process (the app does, with st.cache_resource)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     device = pick_device() if device is None else torch.device(device)
     path = convert.convert(progress)
     tok = AutoTokenizer.from_pretrained(str(path))
@@ -345,8 +342,6 @@ def load(device=None, progress: convert.Progress | None = None) -> LoadedModel:
 def tiny(device=None, seed: int = 0, layers: int = 4, sliding_window: int = 8) -> LoadedModel:
     """A tiny random-weight model of the same Gemma3 classes, with a byte tokenizer:
     for fast tests and for the app's test mode (``ATLAS_MODEL=tiny``)."""
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
-
     device = pick_device() if device is None else torch.device(device)
     types = ["sliding_attention"] * (layers - 1) + ["full_attention"]
     config = Gemma3TextConfig(

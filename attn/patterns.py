@@ -217,7 +217,7 @@ def linear_summary_size(m: int, d_v: int) -> int:
 # --- the playground's parts ------------------------------------------------------
 #
 # Each part of a composed pattern is one predicate here and one entry of
-# ``attn.methods.PARTS``. Every setting is a 0-d tensor (or a tensor of flags) that
+# ``attn.composition.PARTS``. Every setting is a 0-d tensor (or a tensor of flags) that
 # has a neutral value switching the part off (a window of 0, one random block of 0…),
 # so a compiled FlexAttention kernel serves every composition without recompiling.
 

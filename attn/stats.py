@@ -12,7 +12,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from . import kernels, methods, patterns
+from . import composition, kernels, methods, patterns
 from .device import compute_dtype
 from .features import FEATURE_MAPS, apply_feature_map, feature_size
 
@@ -286,7 +286,7 @@ def output_errors(q, k, v, *, scale: float, own_window: int | None, window: int,
             "dtype": res["dtype"], "n": n}
 
 
-def pattern_error(q, k, v, *, scale: float, own_window: int | None, parts: methods.Composition) -> dict:
+def pattern_error(q, k, v, *, scale: float, own_window: int | None, parts: composition.Composition) -> dict:
     """Relative error of softmax over a composed pattern (made causal, as the model is)
     against exact softmax over the layer's own pattern, per head and averaged, beside
     uniform attention's (the floor)."""

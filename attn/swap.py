@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import methods, patterns
+from . import composition, methods, patterns
 from .model import LoadedModel, Replace
 
 SWAP_MAX_TOKENS = 256
@@ -39,7 +39,7 @@ class Swap:
     window: int | None = None
     hubs: tuple[int, ...] = ()
     series: str = ""
-    parts: methods.Composition | None = None  # the ``pattern`` method's composition (always made causal)
+    parts: composition.Composition | None = None  # the ``pattern`` method's composition (always made causal)
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ def _measure(model: LoadedModel, ids, total, base, swap: Swap, layers: list[int]
     # the model look better than it is
     params = methods.Params(window=swap.window, hubs=hubs, parts=swap.parts, causal=True)
     if swap.parts is not None:
-        methods.check_composition(n, swap.parts)
+        composition.check_composition(n, swap.parts)
     plan = Replace(swap.method, frozenset(layers), params)
     swapped = model.run_plan(plan, lambda: model.hidden(x))
     m = _compare(model, base, swapped, torch.tensor(ids[1:], device=model.device))

@@ -17,7 +17,8 @@ import time
 
 import torch
 
-from attn import bench, flex, methods
+from attn import backend as kernel_choice
+from attn import bench, composition, flex, methods
 from attn.costs import Shape
 from attn.device import compute_dtype, describe_device, pick_device
 
@@ -51,9 +52,9 @@ def main(argv=None) -> int:
     backends = ["blocked"]
     if not args.no_flex:
         t0 = time.perf_counter()
-        ok = all([flex.warm((1, s.heads, 1024, s.d), dtype=compute_dtype(device), device=device, hubs=h)
+        ok = all([kernel_choice.warm((1, s.heads, 1024, s.d), dtype=compute_dtype(device), device=device, hubs=h)
                   for h in (False, True)]
-                 + [flex.warm((1, s.heads, 1024, s.d), dtype=torch.float32, device=device, kind="pattern")])
+                 + [kernel_choice.warm((1, s.heads, 1024, s.d), dtype=torch.float32, device=device, kind="pattern")])
         print(f"FlexAttention compile: {'ready' if ok else 'unavailable'} in {time.perf_counter() - t0:.1f} s"
               + ("" if ok else f" ({flex.status()['failed']})"))
         if ok:
@@ -68,7 +69,7 @@ def main(argv=None) -> int:
         if m.reference_label_key:
             plan.append((m.name, "reference", None))
     # the playground's presets, through the composed-pattern kernels
-    plan += [("pattern", b, p) for p in methods.PRESETS for b in backends]
+    plan += [("pattern", b, p) for p in composition.PRESETS for b in backends]
     steps = [(method, n, backend, preset) for n in ns for method, backend, preset in plan
              if not (backend == "reference" and n > WRITTEN_OUT_MAX[device.type])]
 

@@ -3,7 +3,7 @@ costs, what it can reach, what it keeps and what the model loses with it."""
 
 import streamlit as st
 
-from attn import flex, methods
+from attn import composition, flex
 from attn.device import pick_device
 from attn.swap import SWAP_MAX_TOKENS
 from ui import boot, data, figures, setting_table, state, swaps, widgets
@@ -35,10 +35,10 @@ for col, name in zip(st.columns(len(pg.PRESETS)), pg.PRESETS):
 
 on = st.pills(t("playground.parts"), widgets.span("pg_on", a), selection_mode="multi", key="pg_on",
               persist_state=widgets.KEEP,
-              format_func=widgets.labels(methods.PARTS, lambda p: t(methods.PARTS[p].label_key)),
+              format_func=widgets.labels(composition.PARTS, lambda p: t(composition.PARTS[p].label_key)),
               help=t("playground.parts_help"))
-cols = st.columns(len(methods.PARTS), border=True)
-for col, part in zip(cols, methods.PARTS.values()):
+cols = st.columns(len(composition.PARTS), border=True)
+for col, part in zip(cols, composition.PARTS.values()):
     col.markdown(f"**{t(part.label_key)}**")
     if part.name not in on:
         col.caption(t("playground.part_off"))

@@ -417,7 +417,7 @@ def test_three_readers_at_once_each_see_only_their_own_language_and_text(browser
 
 @pytest.mark.parametrize("lang", ["ja"])  # each preset's words in every language: tests/test_playground.py
 def test_the_playground_draws_every_preset_in_every_language(page, url, lang):
-    from attn.methods import PRESETS
+    from attn.composition import PRESETS
 
     os.makedirs(ARTIFACTS, exist_ok=True)
     page.goto(f"{url}/playground?lang={lang}")

@@ -8,7 +8,7 @@ import logging
 import pytest
 import torch
 
-from attn import bench, flex, kernels, methods, patterns, stats
+from attn import backend, bench, composition, flex, kernels, methods, patterns, stats
 from attn.costs import Shape
 
 PATTERN = methods.get("pattern")
@@ -46,9 +46,9 @@ def broken_compile(flex_state, monkeypatch):
 @pytest.fixture
 def composed_flex_on_cpu(monkeypatch):
     """``auto`` runs a composition through FlexAttention once warm on CUDA only
-    (methods._composed_flex); here on the CPU too, with the same readiness check."""
-    monkeypatch.setattr(methods, "_composed_flex",
-                        lambda q, v, params: flex.is_ready(q, v, params.causal, kind="pattern"))
+    (backend.pattern_uses_flex); here on the CPU too, with the same readiness check."""
+    monkeypatch.setattr(backend, "pattern_uses_flex",
+                        lambda q, v, causal: flex.is_ready(q, v, causal, kind="pattern"))
 
 
 # --- a compile that fails never fails a request ---------------------------------------
@@ -58,22 +58,22 @@ def composed_flex_on_cpu(monkeypatch):
 def test_a_failing_flex_compile_falls_back_to_the_blocked_kernel_for_window_attention(broken_compile, hubs):
     q, k, v = qkv()
     flex._ready.add(flex._signature(q, v, True, bool(hubs)))  # as if a warm-up had finished
-    assert kernels.window_backend(q, v, True, 16, hubs) == "flex"
-    got = kernels.window_attention(q, k, v, window=16, hubs=hubs)
+    assert backend.window_backend(q, v, True, 16, hubs) == "flex"
+    got = backend.window_attention(q, k, v, window=16, hubs=hubs)
     assert broken_compile == [1]  # the flex path was tried
     torch.testing.assert_close(got, kernels.window_attention_reference(q, k, v, window=16, hubs=hubs),
                                atol=2e-5, rtol=2e-5)
     # the signature is marked failed: the next request goes straight to the blocked kernel
-    assert kernels.window_backend(q, v, True, 16, hubs) == "blocked"
+    assert backend.window_backend(q, v, True, 16, hubs) == "blocked"
     assert "RuntimeError: the compiler is broken today" in flex.status()["failed"].values()
-    kernels.window_attention(q, k, v, window=16, hubs=hubs)
+    backend.window_attention(q, k, v, window=16, hubs=hubs)
     assert broken_compile == [1]
 
 
 def test_a_failing_flex_compile_falls_back_to_the_blocked_kernel_for_a_composition(broken_compile,
                                                                                   composed_flex_on_cpu):
     q, k, v = qkv(seed=1)
-    p = methods.Params(parts=methods.Composition(window=9, hubs=(3, 150), random=1, random_block=32, seed=2))
+    p = methods.Params(parts=composition.Composition(window=9, hubs=(3, 150), random=1, random_block=32, seed=2))
     flex._ready.add(flex._signature(q, v, True, False, kind="pattern"))
     assert PATTERN.backend(q, v, p) == "flex"
     got = PATTERN.run(q, k, v, p)
@@ -85,9 +85,9 @@ def test_a_failing_flex_compile_falls_back_to_the_blocked_kernel_for_a_compositi
 
 def test_a_failing_warm_up_reports_failure_and_leaves_the_blocked_kernel_in_use(broken_compile, monkeypatch):
     monkeypatch.setattr(flex, "available", lambda: True)  # a compiler is there, but it fails
-    assert flex.warm((1, 2, 256, 16)) is False
+    assert backend.warm((1, 2, 256, 16)) is False
     q, k, v = qkv(n=256)
-    assert kernels.window_backend(q, v, True, 16) == "blocked"
+    assert backend.window_backend(q, v, True, 16) == "blocked"
     assert flex.status()["failed"] and "warm-up failed" in flex.status()["log"][-1]
 
 
@@ -101,10 +101,10 @@ def test_a_flex_failure_is_logged_as_one_warning_however_many_calls_fail(broken_
     q, k, v = qkv()
     for hubs in ((), (0,), (5, 60)):  # each ready (again) and failing: three failed requests
         flex._ready.add(flex._signature(q, v, True, bool(hubs)))
-        kernels.window_attention(q, k, v, window=8, hubs=hubs)
+        backend.window_attention(q, k, v, window=8, hubs=hubs)
     flex._ready.add(flex._signature(q, v, True, False, kind="pattern"))
-    PATTERN.run(q, k, v, methods.Params(parts=methods.Composition(window=8, local=32)))
-    flex.warm((1, 2, 256, 16))
+    PATTERN.run(q, k, v, methods.Params(parts=composition.Composition(window=8, local=32)))
+    backend.warm((1, 2, 256, 16))
     assert len(broken_compile) == 5  # three window requests, a composition and a warm-up
     warnings = [r for r in caplog.records if r.name == "attn.flex" and r.levelno == logging.WARNING]
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
@@ -138,8 +138,8 @@ def test_a_composition_through_the_compiled_kernel_path_matches_the_dense_refere
     monkeypatch.setattr(flex, "_get_compiled", lambda: compiled_stand_in(calls))
     q, k, v = qkv(n=333, seed=3)
     flex._ready.add(flex._signature(q, v, causal, False, kind="pattern"))
-    for c in (methods.Composition(window=40, hubs=(0, 200), random=2, random_block=32, seed=1),
-              methods.Composition(window=5, dilated=4, stride=30, local=64)):
+    for c in (composition.Composition(window=40, hubs=(0, 200), random=2, random_block=32, seed=1),
+              composition.Composition(window=5, dilated=4, stride=30, local=64)):
         p = methods.Params(parts=c, causal=causal, scale=0.3)
         assert PATTERN.backend(q, v, p) == "flex"
         torch.testing.assert_close(PATTERN.run(q, k, v, p), PATTERN.reference(q, k, v, p), atol=1e-5, rtol=1e-5)

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn import features, flex, kernels, patterns
+from attn import backend, features, flex, kernels, patterns
 from helpers import dtype_for, tolerance
 
 
@@ -45,7 +45,7 @@ CASES = [
 def test_window_attention_matches_the_dense_reference(device, n, w, hubs, causal):
     q, k, v = qkv(2, 3, n, 16, device, dtype_for(device), dv=8, seed=n + w)
     ref = kernels.window_attention_reference(q.float(), k.float(), v.float(), window=w, hubs=hubs, causal=causal)
-    got = kernels.window_attention(q, k, v, window=w, hubs=hubs, causal=causal)
+    got = backend.window_attention(q, k, v, window=w, hubs=hubs, causal=causal)
     torch.testing.assert_close(got.float(), ref, **tolerance(device))
     got_blocked = kernels.window_attention_blocked(q, k, v, window=w, hubs=hubs, causal=causal, block=16)
     torch.testing.assert_close(got_blocked.float(), ref, **tolerance(device))
@@ -68,7 +68,7 @@ def test_window_of_n_or_more_equals_full_attention(device):
     q, k, v = qkv(1, 4, 50, 32, device, dtype_for(device))
     full = kernels.full_attention(q, k, v, causal=True)
     for w in (50, 51, 1000):
-        torch.testing.assert_close(kernels.window_attention(q, k, v, window=w), full, atol=0, rtol=0)
+        torch.testing.assert_close(backend.window_attention(q, k, v, window=w), full, atol=0, rtol=0)
     blocked = kernels.window_attention_blocked(q, k, v, window=50)
     torch.testing.assert_close(blocked.float(), full.float(), **tolerance(device))
 
@@ -123,16 +123,16 @@ def test_relu_features_can_zero_the_denominator_without_nan():
 
 
 @pytest.mark.parametrize("call", [
-    lambda q, k, v: kernels.window_attention(q, k, v, window=0),
-    lambda q, k, v: kernels.window_attention(q, k, v, window=-2),
-    lambda q, k, v: kernels.window_attention(q, k, v, window=3, hubs=(10,)),
-    lambda q, k, v: kernels.window_attention(q, k, v, window=3, hubs=(-1,)),
-    lambda q, k, v: kernels.window_attention(q, k[:, :, :5], v, window=3),
-    lambda q, k, v: kernels.window_attention(q[0], k[0], v[0], window=3),
+    lambda q, k, v: backend.window_attention(q, k, v, window=0),
+    lambda q, k, v: backend.window_attention(q, k, v, window=-2),
+    lambda q, k, v: backend.window_attention(q, k, v, window=3, hubs=(10,)),
+    lambda q, k, v: backend.window_attention(q, k, v, window=3, hubs=(-1,)),
+    lambda q, k, v: backend.window_attention(q, k[:, :, :5], v, window=3),
+    lambda q, k, v: backend.window_attention(q[0], k[0], v[0], window=3),
     lambda q, k, v: kernels.full_attention(q, k[..., :3], v),
     lambda q, k, v: kernels.linear_attention(q, k, v, feature="softmax"),
     lambda q, k, v: kernels.linear_attention(q, k, v, feature="favor", feature_dim=0),
-    lambda q, k, v: kernels.window_attention(q, k, v, window=3, backend="gpu"),
+    lambda q, k, v: backend.window_attention(q, k, v, window=3, backend="gpu"),
 ])
 def test_bad_arguments_raise_a_clear_value_error(call):
     q, k, v = qkv(1, 2, 10, 8)
@@ -157,22 +157,22 @@ def test_flex_block_lists_are_a_superset_of_the_pattern_and_skip_far_blocks():
 @pytest.mark.skipif(not flex.available(), reason="FlexAttention cannot compile here (no C++ compiler)")
 @pytest.mark.filterwarnings("error:flex_attention called without torch.compile")  # the n×n unfused path
 def test_compiled_flex_attention_matches_the_dense_reference():
-    assert flex.warm((1, 4, 1024, 32)), "\n".join(flex.status()["log"])
-    assert flex.warm((1, 4, 1024, 32), hubs=True), "\n".join(flex.status()["log"])
+    assert backend.warm((1, 4, 1024, 32)), "\n".join(flex.status()["log"])
+    assert backend.warm((1, 4, 1024, 32), hubs=True), "\n".join(flex.status()["log"])
     for n, w, hubs, causal in [(300, 16, (), True), (513, 100, (0, 260), True), (700, 5, (699,), True)]:
         q, k, v = qkv(1, 4, n, 32, seed=n)
-        assert kernels.window_backend(q, v, causal, w, hubs) == "flex"
-        got = kernels.window_attention(q, k, v, window=w, hubs=hubs, causal=causal)
+        assert backend.window_backend(q, v, causal, w, hubs) == "flex"
+        got = backend.window_attention(q, k, v, window=w, hubs=hubs, causal=causal)
         ref = kernels.window_attention_reference(q, k, v, window=w, hubs=hubs, causal=causal)
         torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
         compiled_before = torch._dynamo.utils.counters["frames"]["ok"]
-        kernels.window_attention(q[:, :, : n - 7], k[:, :, : n - 7], v[:, :, : n - 7],  # other n, strides
+        backend.window_attention(q[:, :, : n - 7], k[:, :, : n - 7], v[:, :, : n - 7],  # other n, strides
                                  window=w + 3, hubs=tuple(h for h in hubs if h < n - 7), causal=causal)
         assert torch._dynamo.utils.counters["frames"]["ok"] == compiled_before  # no compile on a request
         with flex._busy:  # a warm-up compiling elsewhere: a request does not wait for it
             # the request in a thread, so that one that waits fails here instead of
             # deadlocking until pytest's timeout (it ends once the lock is released)
-            got = call_in_thread(kernels.window_attention, q, k, v, window=w, hubs=hubs, causal=causal)
+            got = call_in_thread(backend.window_attention, q, k, v, window=w, hubs=hubs, causal=causal)
         torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
 
 
@@ -198,10 +198,10 @@ def call_in_thread(fn, *args, timeout: float = 5.0, **kwargs):
 
 NO_NN_SCRIPT = textwrap.dedent("""
     import resource, torch
-    from attn import kernels
+    from attn import backend, kernels
     torch.set_num_threads(2)
     small = torch.randn(1, 1, 300, 16)
-    kernels.window_attention(small, small, small, window=8, hubs=(0,))
+    backend.window_attention(small, small, small, window=8, hubs=(0,))
     kernels.linear_attention(small, small, small)
     n = 65536
     q, k, v = (torch.randn(1, 1, n, 16) for _ in range(3))
@@ -211,7 +211,7 @@ NO_NN_SCRIPT = textwrap.dedent("""
         torch.empty(n, n, dtype=torch.bool)
     except (RuntimeError, MemoryError):
         print("nxn-refused")
-    out = kernels.window_attention(q, k, v, window=64, hubs=(0, 1000, n - 1))
+    out = backend.window_attention(q, k, v, window=64, hubs=(0, 1000, n - 1))
     assert out.shape == (1, 1, n, 16) and torch.isfinite(out).all()
     for feature in ("elu", "favor", "taylor"):
         out = kernels.linear_attention(q, k, v, feature=feature)

@@ -172,8 +172,8 @@ def test_the_shared_model_is_restored_after_a_swap_even_when_it_fails(tiny, monk
     before = tiny.model.config._attn_implementation
     swap.measure(tiny, TEXT, Swap("window", window=2))
     assert tiny.model.config._attn_implementation == before and tiny.plan is None
-    import attn.kernels as K
-    monkeypatch.setattr(K, "window_attention", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
+    import attn.backend as B
+    monkeypatch.setattr(B, "window_attention", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
     with pytest.raises(RuntimeError):
         swap.measure(tiny, TEXT, Swap("window", window=2))
     assert tiny.model.config._attn_implementation == before and tiny.plan is None

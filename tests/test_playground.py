@@ -10,10 +10,10 @@ import types
 import pytest
 import torch
 
-from attn import flex, graph, kernels, methods, patterns, stats
+from attn import backend, composition, flex, graph, kernels, methods, patterns, stats
 from attn import model as atlas_model
 from attn import swap as atlas_swap
-from attn.methods import Composition, CompositionError
+from attn.composition import Composition, CompositionError
 from ui import playground as pg
 
 PATTERN = methods.get("pattern")
@@ -37,12 +37,12 @@ def comp(*parts, **extra) -> Composition:
 
 
 def dense_of(n: int, c: Composition, causal: bool) -> torch.Tensor:
-    return patterns.dense(methods.composed_mask(n, c, causal), n)
+    return patterns.dense(composition.composed_mask(n, c, causal), n)
 
 
 def test_every_part_is_one_registry_entry_with_its_own_predicate_and_label():
-    assert list(methods.PARTS) == list(PART_SETTINGS)
-    for name, part in methods.PARTS.items():
+    assert list(composition.PARTS) == list(PART_SETTINGS)
+    for name, part in composition.PARTS.items():
         alone = comp(name)
         assert part.on(alone) and not part.on(Composition(**{**PART_SETTINGS[name], **part.off}))
         # switched off, a part adds nothing to the diagonal
@@ -83,24 +83,24 @@ def test_blocked_kernel_and_cells_match_the_dense_pattern_for_every_part_and_pai
         want = PATTERN.reference(q, k, v, p)
         torch.testing.assert_close(PATTERN.run(q, k, v, p, backend="blocked"), want, atol=2e-5, rtol=2e-5)
         for block in (16, 64):  # the kernel is right for any block size
-            visit = methods.composed_blocks(n, c, causal, block, hub_lines=False)
-            got = kernels.sparse_attention(q, k, v, methods.composed_mask(n, c, causal), visit, c.hubs, scale=0.3,
+            visit = composition.composed_blocks(n, c, causal, block, hub_lines=False)
+            got = kernels.sparse_attention(q, k, v, composition.composed_mask(n, c, causal), visit, c.hubs, scale=0.3,
                                            block=block)
             torch.testing.assert_close(got, want, atol=2e-5, rtol=2e-5)
         assert PATTERN.cells(n, p) == int(dense_of(n, c, causal).sum())
         # the block lists hold every cell (what flex and the cell count rely on)
-        visit = methods.composed_blocks(n, c, causal, 16).repeat_interleave(16, 0).repeat_interleave(16, 1)[:n, :n]
+        visit = composition.composed_blocks(n, c, causal, 16).repeat_interleave(16, 0).repeat_interleave(16, 1)[:n, :n]
         assert not (dense_of(n, c, causal) & ~visit).any()
 
 
 def test_cells_are_exact_at_a_larger_n_and_the_cost_of_a_sparse_mix_grows_linearly():
     c = Composition(window=64, hubs=(0, 700), random=2, random_block=64, seed=1, dilated=8, stride=16)
     n = 1500
-    assert methods.composed_cells(n, c, True) == int(dense_of(n, c, True).sum())
-    assert methods.composed_cells(n, c, False) == int(dense_of(n, c, False).sum())
-    ratio = methods.composed_cells(2 * 8192, c, True) / methods.composed_cells(8192, c, True)
+    assert composition.composed_cells(n, c, True) == int(dense_of(n, c, True).sum())
+    assert composition.composed_cells(n, c, False) == int(dense_of(n, c, False).sum())
+    ratio = composition.composed_cells(2 * 8192, c, True) / composition.composed_cells(8192, c, True)
     assert ratio == pytest.approx(2.0, abs=0.05)
-    assert methods.composed_cells(64, Composition(window=64), True) == 64 * 65 // 2
+    assert composition.composed_cells(64, Composition(window=64), True) == 64 * 65 // 2
 
 
 def bfs_hops(adj: torch.Tensor) -> torch.Tensor:
@@ -122,7 +122,7 @@ def bfs_hops(adj: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("parts", COMBOS, ids=lambda p: "+".join(p))
 def test_reach_and_hops_agree_with_a_breadth_first_search(parts):
     n = 40
-    c = methods.composition_on_prefix(n, comp(*parts))
+    c = composition.composition_on_prefix(n, comp(*parts))
     for causal in (True, False):
         adj = dense_of(n, c, causal)
         hops = graph.hops_of(adj)
@@ -146,11 +146,11 @@ def test_settings_that_do_not_fit_the_text_name_themselves():
              "seed": Composition(random=1, random_block=8, seed=2**32), "local": Composition(local=51)}
     for code, c in cases.items():
         with pytest.raises(CompositionError) as err:
-            methods.check_composition(n, c)
+            composition.check_composition(n, c)
         assert err.value.code == code
     for bad in (Composition(window=-1), Composition(local=2.5), Composition(hubs=(True,))):
         with pytest.raises(ValueError):
-            methods.check_composition(n, bad)
+            composition.check_composition(n, bad)
     cfg = dict(pg.DEFAULTS, pg_on=["random"], pg_seed="forty-two")
     c, problem = pg.composition(cfg, n, [0])
     assert c is None and problem.code == "seed_text"
@@ -169,13 +169,13 @@ def test_presets_longformer_and_bigbird_join_every_pair_within_two_hops_bidirect
         assert int(hops.max()) <= 2 and int(hops.min()) >= 0
     for name in pg.PRESETS:  # the page's presets are the registry's
         c = pg.composition(dict(pg.DEFAULTS, **pg.preset(name, a.sliding_window)), a.n, [0, 57, 120])[0]
-        assert c == methods.preset(name, (0, 57, 120), a.sliding_window), name
+        assert c == composition.preset(name, (0, 57, 120), a.sliding_window), name
         assert len(set(pg.preset(name, a.sliding_window)["pg_on"])) == len(pg.preset(name, a.sliding_window)["pg_on"])
     sink = pg.composition(dict(pg.DEFAULTS, **pg.preset("sink", a.sliding_window)), a.n, [57])[0]
     assert sink.hubs == (0,)
     own = pg.composition(dict(pg.DEFAULTS, **pg.preset("model", a.sliding_window)), a.n, [57])[0]
     assert own == Composition(window=512)  # on a text of 200 tokens: every earlier token, as the model does
-    assert methods.composed_cells(200, own, True) == 200 * 201 // 2
+    assert composition.composed_cells(200, own, True) == 200 * 201 // 2
 
 
 @pytest.fixture(scope="module")
@@ -221,7 +221,7 @@ def test_the_swap_is_always_causal(tiny, monkeypatch):
 @pytest.mark.skipif(not flex.available(), reason="FlexAttention cannot compile here (no C++ compiler)")
 @pytest.mark.filterwarnings("error:flex_attention called without torch.compile")  # the n×n unfused path
 def test_one_compiled_kernel_serves_every_part_and_setting_without_recompiling():
-    assert flex.warm((1, 4, 1024, 32), kind="pattern"), "\n".join(flex.status()["log"])
+    assert backend.warm((1, 4, 1024, 32), kind="pattern"), "\n".join(flex.status()["log"])
     compiled_before = torch._dynamo.utils.counters["frames"]["ok"]
     cases = [(700, comp("window", "random", random_block=32), True), (333, comp("dilated", "local"), False)]
     cases += [(300 + 7 * i, comp(*parts, random_block=32) if "random" in parts else comp(*parts), i % 2 == 0)
@@ -290,7 +290,8 @@ def test_every_preset_draws_its_numbers_and_each_equals_its_formula(make_app, ti
         assert (d, h) == (16, 4)
         assert flops == pytest.approx(256 * cells, rel=0.05)  # shown with two significant digits
         assert parse(metric(at, "playground.metric_numbers", lang), lang) == cells * h
-        ratio = methods.composed_cells(2 * pg.LARGE_N, c, causal) / methods.composed_cells(pg.LARGE_N, c, causal)
+        cells = composition.composed_cells
+        ratio = cells(2 * pg.LARGE_N, c, causal) / cells(pg.LARGE_N, c, causal)
         assert parse(metric(at, "playground.metric_ratio", lang, n=f"{pg.LARGE_N:,}".replace(",", i18n._SEPARATORS[
             lang][1])), lang) == pytest.approx(ratio, abs=0.005)
         # the weight kept: the model's attention inside the pattern (made causal), layers in scope
@@ -377,9 +378,9 @@ def test_the_benchmark_times_each_preset_with_its_exact_cost():
     from attn.costs import Shape
 
     s = Shape()
-    plan = [("pattern", n, "blocked", p) for p in methods.PRESETS for n in (256, 640)]
+    plan = [("pattern", n, "blocked", p) for p in composition.PRESETS for n in (256, 640)]
     rows = bench.run_plan(plan, s, "cpu", repeats=1)
-    assert [r.key for r in rows] == [f"pattern:{p}" for p in methods.PRESETS for _ in (256, 640)]
+    assert [r.key for r in rows] == [f"pattern:{p}" for p in composition.PRESETS for _ in (256, 640)]
     # by hand, for the default shape (batch 1, 4 heads of size 64): one cell is 64
     # multiply-adds for q·k and 64 for p·v, 256 operations per head, 1,024 over the heads
     assert (s.batch, s.heads, s.d) == (1, 4, 64)

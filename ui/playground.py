@@ -1,10 +1,10 @@
 """The pattern playground: the reader composes a sparse pattern from the parts of
-``attn.methods.PARTS`` and sees, on their own text, what it costs, what it can reach,
+``attn.composition.PARTS`` and sees, on their own text, what it costs, what it can reach,
 what it keeps of the model's attention and what the model loses with it.
 
 The settings live in the session like every step's (``pg_*`` keys, kept across pages
 and carried by a share link); :func:`composition` turns them into a
-:class:`attn.methods.Composition`, or into a message naming the setting that does not
+:class:`attn.composition.Composition`, or into a message naming the setting that does not
 fit the text. The numbers are cached per text and composition, for every reader."""
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import streamlit as st
 import torch
 
 from attn import costs as costs_model
+from attn import composition as algebra
 from attn import graph, methods, patterns, stats
 from attn.costs import Shape
-from attn.methods import Composition, CompositionError
+from attn.composition import Composition, CompositionError
 from attn.swap import SWAP_MAX_TOKENS
 
 from . import setting_table, state, widgets
@@ -28,8 +29,8 @@ from .steps import PLAYGROUND
 
 PLAY_TOKENS = 96  # reach and hops on the first tokens: dense n×n matrices, drawn
 LARGE_N = 8192  # the cost ratio cost(2n)/cost(n) is taken here
-PRESETS = methods.PRESETS
-PRESET_WINDOW = methods.PRESET_WINDOW
+PRESETS = algebra.PRESETS
+PRESET_WINDOW = algebra.PRESET_WINDOW
 ANCHOR_HUBS = 3
 # the playground's settings are rows of ui.setting_table, like every step's
 KEYS = setting_table.keys(PLAYGROUND.number)
@@ -49,10 +50,10 @@ def settings(a) -> dict:
 
 
 def preset(name: str, model_window: int) -> dict:
-    """The settings a preset (``attn.methods.preset``) puts in place; the layer and the
+    """The settings a preset (``attn.composition.preset``) puts in place; the layer and the
     parts' other settings stay as they are."""
-    c = methods.preset(name, (0,), model_window)  # the hubs themselves are set below
-    out = {"pg_on": [p.name for p in methods.PARTS.values() if p.on(c)],
+    c = algebra.preset(name, (0,), model_window)  # the hubs themselves are set below
+    out = {"pg_on": [p.name for p in algebra.PARTS.values() if p.on(c)],
            "pg_w": c.window, "pg_scope": "sliding" if name == "model" else "all"}
     if name == "model":
         out["pg_causal"] = True
@@ -92,7 +93,7 @@ def composition(cfg: dict, n: int, anchors: list[int]) -> tuple[Composition | No
         seed=int(seed_text) if "random" in on else 0, local=cfg["pg_local"] if "local" in on else 0,
     )
     try:
-        return methods.check_composition(n, c), None
+        return algebra.check_composition(n, c), None
     except CompositionError as exc:
         return None, exc
 
@@ -140,7 +141,7 @@ def _comp(key: tuple) -> Composition:
 def grid(n: int, key: tuple, causal: bool) -> np.ndarray:
     """The pattern over the text: 1 where a cell is computed, 0 where it is skipped,
     empty above the diagonal of a causal pattern."""
-    g = patterns.dense(methods.composed_mask(n, _comp(key), causal), n).float()
+    g = patterns.dense(algebra.composed_mask(n, _comp(key), causal), n).float()
     if causal:
         g[torch.ones(n, n, dtype=torch.bool).triu(1)] = torch.nan
     return g.numpy()
@@ -153,16 +154,16 @@ def costs(n: int, key: tuple, causal: bool, heads: int, d: int) -> dict:
     attention's, with the same parts (hubs where the reader put them)."""
     c = _comp(key)
     shape = Shape(heads=heads, d=d)
-    cells = methods.composed_cells(n, c, causal)
+    cells = algebra.composed_cells(n, c, causal)
     every = n * (n + 1) // 2 if causal else n * n
-    flops = methods.composed_flops(n, shape, c, causal=causal)[0]  # the registry's cost model
+    flops = costs_model.composed_flops(n, shape, c, causal=causal)[0]  # the registry's cost model
     full_flops = methods.get("full").flops(n, shape)[0] if causal else every * costs_model.cell_flops(shape)
     big = dataclasses.replace(c, random=min(c.random, LARGE_N // max(1, c.random_block) - 1))
-    large = methods.composed_cells(LARGE_N, big, causal)
-    doubled = methods.composed_cells(2 * LARGE_N, big, causal)
+    large = algebra.composed_cells(LARGE_N, big, causal)
+    doubled = algebra.composed_cells(2 * LARGE_N, big, causal)
     full_ratio = (2 * LARGE_N * (2 * LARGE_N + 1) / (LARGE_N * (LARGE_N + 1))) if causal else 4.0
     return {"cells": cells, "every": every, "share": cells / every, "flops": flops, "full_flops": full_flops,
-            "numbers": methods.composed_memory(n, shape, c, causal),
+            "numbers": costs_model.composed_memory(n, shape, c, causal),
             "ratio": doubled / large, "full_ratio": full_ratio, "large": large, "doubled": doubled}
 
 
@@ -175,10 +176,10 @@ def reach(n: int, key: tuple, layers: int, causal: bool) -> dict:
     never), the farthest pair, the pairs never joined, and how many tokens reach the
     last one after ``layers`` layers."""
     m = min(n, PLAY_TOKENS)
-    c = methods.composition_on_prefix(m, _comp(key))
+    c = algebra.composition_on_prefix(m, _comp(key))
     out = {"m": m, "composition": key_of(c)}
     for name, causal_ in (("causal", True), ("bidirectional", False)):
-        adj = patterns.dense(methods.composed_mask(m, c, causal_), m)
+        adj = patterns.dense(algebra.composed_mask(m, c, causal_), m)
         hop = graph.hops_of(adj)
         out[name] = {"grid": hop.numpy(), "farthest": graph.farthest_pair(hop, causal_),
                      "never": graph.pairs_never_joined(hop, causal_),
@@ -200,7 +201,7 @@ def kept(text: str, kind: str, key: tuple, scope: str) -> dict:
     model is), per layer and overall; layers outside the scope keep their own pattern,
     so all of their weight."""
     a = state.get_analysis(text, kind)
-    allowed = patterns.dense(methods.composed_mask(a.n, _comp(key), True), a.n)
+    allowed = patterns.dense(algebra.composed_mask(a.n, _comp(key), True), a.n)
     inside = _scoped(a, scope)
     per_layer = np.ones(a.n_layers)
     if inside:
@@ -223,7 +224,7 @@ def swap_settings(a, c: Composition, scope: str) -> list:
 
     m = min(a.n, SWAP_MAX_TOKENS)
     return [Swap("own", scope, series="control"),
-            Swap("pattern", scope, parts=methods.composition_on_prefix(m, c), series="pattern")]
+            Swap("pattern", scope, parts=algebra.composition_on_prefix(m, c), series="pattern")]
 
 
 # --- the fast path, timed on a button -------------------------------------------------------

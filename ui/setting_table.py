@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from attn import methods
+from attn import composition, methods
 from attn.features import FEATURE_MAPS
 
 from . import data
@@ -190,8 +190,8 @@ TABLE: tuple[Setting, ...] = (
     Setting("s6_swap_layer", 6, "choice", lambda d, c: 0, choices=_layers),
     Setting("s6_swap_metric", 6, "choice", lambda d, c: SWEEP_METRICS[0], choices=lambda d: SWEEP_METRICS),
     *(Setting(guess(s.number), s.number, "guess", lambda d, c: None) for s in STEPS),
-    Setting("pg_on", _PG, "many", lambda d, c: ["window", "hubs"], choices=lambda d: tuple(methods.PARTS)),
-    _count("pg_w", 1, methods.PRESET_WINDOW), _count("pg_dilated", 1, 8), _count("pg_stride", 1, 4),
+    Setting("pg_on", _PG, "many", lambda d, c: ["window", "hubs"], choices=lambda d: tuple(composition.PARTS)),
+    _count("pg_w", 1, composition.PRESET_WINDOW), _count("pg_dilated", 1, 8), _count("pg_stride", 1, 4),
     Setting("pg_hub_mode", _PG, "choice", lambda d, c: "anchors", choices=lambda d: HUB_MODES),
     Setting("pg_hubs", _PG, "many", lambda d, c: [0], choices=_positions, tokens=True),
     _count("pg_random", 1, 2),

@@ -12,9 +12,9 @@ import time
 import streamlit as st
 import torch
 
-from attn import convert, settings
+from attn import backend, convert, settings
 from attn import model as atlas_model
-from attn.device import device_info, pick_device
+from attn.device import compute_dtype, device_info, pick_device
 
 from . import keys
 from .i18n import Translator, detect_language
@@ -267,11 +267,6 @@ def _flex_warmup():
     then the playground's composed-pattern kernel on the model's own heads (one kernel
     serves every composition); on the CPU the playground's blocked kernel is as fast
     (docs/performance.md), so nothing more is compiled there."""
-    import torch
-
-    from attn import flex
-    from attn.device import compute_dtype
-
     device = pick_device()
     dtype = compute_dtype(device)
     kind = model_kind()
@@ -285,7 +280,7 @@ def _flex_warmup():
             model = get_model(kind)  # loaded by then (the first page needed it): found in the cache
             warm.append({"q_shape": (1, model.n_heads, 1024, model.head_dim), "dtype": torch.float32,
                          "device": device, "kind": "pattern"})
-        flex.start_warmup(warm)
+        backend.start_warmup(warm)
 
     waiter = threading.Thread(target=wait_then_compile, name="flex-warmup-waiter", daemon=True)
     waiter.start()

@@ -1,0 +1,147 @@
+"""The one place that chooses a kernel: compiled FlexAttention (:mod:`attn.flex`) once
+a warm-up for that kind of call has compiled it and checked it against the blocked
+pure-torch kernel (:mod:`attn.kernels`), else the blocked kernel; a compile problem
+never fails a request (the blocked kernel answers, and flex remembers the failure).
+
+Window (+ hubs) attention and the playground's compositions (:mod:`attn.composition`)
+both go through here; the registry (:mod:`attn.methods`) asks this module to run them
+and to say which kernel would run.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import flex, kernels, patterns
+from .composition import Composition, composed_blocks, composed_mask, covers_every_pair
+
+BACKENDS = ("auto", "blocked", "flex")
+
+
+def window_attention(q, k, v, *, window: int, hubs=(), causal: bool = True, scale: float | None = None,
+                     backend: str = "auto") -> torch.Tensor:
+    """Softmax attention over the window (+ hubs) pattern of :mod:`attn.patterns`.
+
+    ``backend``: ``"auto"`` (compiled FlexAttention when warm, else blocked),
+    ``"blocked"`` or ``"flex"`` (compiles on first use)."""
+    _, _, n, _ = kernels.check_qkv(q, k, v)
+    window = patterns.check_window(window)
+    hubs = patterns.check_hubs(n, hubs)
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; use auto, blocked or flex")
+    s = kernels.scale_of(q, scale)
+    if window >= n:  # the pattern is every (causal) pair: exactly full attention
+        return kernels.full_attention(q, k, v, causal=causal, scale=s)
+    if backend == "flex":
+        return flex.window_attention(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
+    if backend == "auto" and flex.is_ready(q, v, causal, bool(hubs)):
+        out = _compiled_or_none(lambda: flex.try_window_attention(q, k, v, window=window, hubs=hubs, causal=causal,
+                                                                  scale=s),
+                                q, v, causal, bool(hubs), "window")
+        if out is not None:
+            return out
+    return kernels.window_attention_blocked(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
+
+
+def window_backend(q, v, causal: bool = True, window: int | None = None, hubs=()) -> str:
+    """Which kernel :func:`window_attention` with ``backend="auto"`` would run."""
+    if window is not None and window >= q.shape[2]:
+        return "sdpa"
+    return "flex" if flex.is_ready(q, v, causal, bool(hubs)) else "blocked"
+
+
+def composed_attention(q, k, v, c: Composition, *, causal: bool = True, scale: float | None = None,
+                       backend: str = "auto") -> torch.Tensor:
+    """Softmax attention over a composition: full attention when it covers every pair;
+    compiled FlexAttention over the parts' visited blocks when asked (``"flex"``) or warm
+    on CUDA (``"auto"``); else the block-sparse pure-torch kernel."""
+    n = kernels.check_qkv(q, k, v)[2]
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; use auto, blocked or flex")
+    if covers_every_pair(n, c):
+        return kernels.full_attention(q, k, v, causal=causal, scale=scale)
+    mask_mod = composed_mask(n, c, causal, device=q.device)
+    if backend == "flex" or (backend == "auto" and pattern_uses_flex(q, v, causal)):
+        visit = composed_blocks(n, c, causal, flex.FLEX_BLOCK, device=q.device)
+        s = kernels.scale_of(q, scale)  # a float, as the warm-up compiled it
+        if backend == "flex":
+            return flex.sparse_attention(q, k, v, mask_mod, visit, scale=s)
+        out = _compiled_or_none(lambda: flex.try_sparse_attention(q, k, v, mask_mod, visit, scale=s),
+                                q, v, causal, False, "pattern")
+        if out is not None:
+            return out
+    visit = composed_blocks(n, c, causal, kernels.BLOCK, device=q.device, hub_lines=False)
+    return kernels.sparse_attention(q, k, v, mask_mod, visit, c.hubs, scale=scale)
+
+
+def composed_backend(q, v, n: int, c: Composition, causal: bool, backend: str = "auto") -> str:
+    """Which kernel :func:`composed_attention` would run."""
+    if covers_every_pair(n, c):
+        return "sdpa"
+    if backend != "auto":
+        return backend
+    return "flex" if pattern_uses_flex(q, v, causal) else "blocked"
+
+
+def pattern_uses_flex(q, v, causal: bool) -> bool:
+    """Whether ``auto`` runs a composition through compiled FlexAttention: on CUDA once
+    warm. On the CPU the block-sparse pure-torch kernel was as fast or faster for every
+    preset at every n measured (bench/scaling.py, docs/performance.md), so it runs there."""
+    return q.device.type == "cuda" and flex.is_ready(q, v, causal, kind="pattern")
+
+
+def _compiled_or_none(call, q, v, causal: bool, hubs: bool, kind: str):
+    """The compiled call's output; None while a warm-up compiles (the blocked kernel
+    answers instead) or when it fails (remembered: the blocked kernel serves from then on)."""
+    try:
+        return call()
+    except Exception as exc:  # a compile problem never fails a request
+        flex.mark_failed(q, v, causal, hubs, exc, kind=kind)
+        return None
+
+
+# --- warm-up: compile, then check against the blocked kernel ------------------------------
+
+
+def _check_window(q, v, n, causal, hubs, dtype) -> None:
+    """Compile the window kernel, then check it against the blocked kernel on two
+    lengths (the second checks that the dynamic-shape kernel serves it unchanged)."""
+    for nn_, w, hub_set in ((n, 64, (0, n // 3)), (n // 2 + 3, 17, (5,))):
+        hub_set = hub_set if hubs else ()
+        # fresh contiguous tensors, as requests pass (a slice's strides would be another specialisation)
+        qq, kk, vv = (torch.randn_like(t[:, :, :nn_]).contiguous() for t in (q, q, v))
+        got = flex.call_window(qq, kk, vv, w, hub_set, causal, qq.shape[-1] ** -0.5)  # a float, as requests pass
+        want = kernels.window_attention_blocked(qq, kk, vv, window=w, hubs=hub_set, causal=causal)
+        tol = 2e-2 if dtype != torch.float32 else 1e-4
+        if not torch.allclose(got.float(), want.float(), atol=tol, rtol=tol):
+            raise RuntimeError("compiled FlexAttention disagrees with the blocked kernel")
+
+
+def _check_pattern(q, v, n, causal, hubs, dtype) -> None:
+    """Compile the composed-pattern kernel, then check it against the blocked kernel on
+    two lengths and two compositions, causal and not."""
+    cases = ((n, True, Composition(window=64, hubs=(0, n // 3), random=2, random_block=32, seed=1)),
+             (n // 2 + 3, False, Composition(window=9, dilated=4, stride=5, local=32)))
+    for nn_, causal_, c in cases:
+        qq, kk, vv = (torch.randn_like(t[:, :, :nn_]).contiguous() for t in (q, q, v))
+        mask_mod = composed_mask(nn_, c, causal_, device=q.device)
+        visit = composed_blocks(nn_, c, causal_, flex.FLEX_BLOCK, device=q.device)
+        got = flex.call_sparse(qq, kk, vv, mask_mod, visit, qq.shape[-1] ** -0.5)
+        want = kernels.sparse_attention(qq, kk, vv, mask_mod, composed_blocks(nn_, c, causal_, kernels.BLOCK, q.device,
+                                                                              hub_lines=False), c.hubs)
+        tol = 2e-2 if dtype != torch.float32 else 1e-4
+        if not torch.allclose(got.float(), want.float(), atol=tol, rtol=tol):
+            raise RuntimeError("compiled FlexAttention disagrees with the blocked kernel on a composition")
+
+
+def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=True, dv=None, hubs=False,
+         kind: str = "window") -> bool:
+    """Compile one kind of call and check it (see :func:`attn.flex.warm`); True when ready."""
+    return flex.warm(q_shape, dtype, device, causal, dv, hubs, kind,
+                     check=_check_pattern if kind == "pattern" else _check_window)
+
+
+def start_warmup(signatures: list[dict]):
+    """Warm several kinds of call in one background thread (daemon); returns it."""
+    return flex.start_warmup(signatures, warm)
+
