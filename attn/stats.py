@@ -103,7 +103,8 @@ def share_trend(attentions: torch.Tensor, p: float, first: int, windows: list) -
     tokens to the whole text, for every layer (its heads' k̄ averaged, as
     ``useful_summary`` does) and for every head of every layer. ``attentions``:
     ``(L, H, n, n)``; ``windows[l]``: layer l's own window (None: full). Returns the
-    counts that fell, the totals, and each layer's and head's two shares."""
+    counts that fell, the totals, each layer's and head's two shares, and k̄ over every
+    row of every head (``k_mean``)."""
     n_layers, n_heads, n, _ = attentions.shape
     k_all = k_for_share(attentions, p).double()  # (L, H, n)
     k_first = k_for_share(attentions[..., :first, :first], p).double()  # (L, H, first)
@@ -113,7 +114,7 @@ def share_trend(attentions: torch.Tensor, p: float, first: int, windows: list) -
         share_first[layer] = k_first[layer].sum(-1) / row_cells(first, window).sum()
         share_all[layer] = k_all[layer].sum(-1) / row_cells(n, window).sum()
     layer_first, layer_all = share_first.mean(-1), share_all.mean(-1)
-    return {"first": first, "n": n, "layers": n_layers, "heads": n_layers * n_heads,
+    return {"first": first, "n": n, "layers": n_layers, "heads": n_layers * n_heads, "k_mean": float(k_all.mean()),
             "layers_fell": int((layer_all < layer_first).sum()), "heads_fell": int((share_all < share_first).sum()),
             "layer_first": layer_first.tolist(), "layer_all": layer_all.tolist(),
             "head_first": share_first.tolist(), "head_all": share_all.tolist()}

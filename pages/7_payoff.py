@@ -31,7 +31,7 @@ for i, m in enumerate(costs):
 st.subheader(t("step7.live_heading"))
 st.markdown(t("step7.live_lead", device=state.device_line()))  # the device line names its dtype
 if rows is None:
-    st.caption(t("step7.live_bound", sizes=t("common.list_separator").join(t.int(n) for n in sizes)))
+    st.caption(t("step7.live_bound", sizes=t.numbers(t.int(n) for n in sizes)))
     if st.button(t("step7.run"), type="primary", key="s7_run"):
         try:
             rows = live.run(t, key, s, device, sizes)

@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/locales_reviewed.py ja pt [--note "what the review read"]
 
-Writes each named locale's SHA-256 (and the date and note) into locales/reviewed.json.
+Writes each named locale's SHA-256 (and the date and note) into assets/locale-reviews.json.
 tests/test_terms.py fails when a locale file has changed since its last review: every
 change to ja.json or pt.json (and en.json, the source) is read by a reviewer briefed as
 a native teacher of the language, in context (the screenshots), before it lands; the
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 LOCALES = Path(__file__).resolve().parent.parent / "locales"
-RECORD = LOCALES / "reviewed.json"
+RECORD = LOCALES.parent / "assets" / "locale-reviews.json"  # beside the locales, not among them
 
 
 def digest(lang: str) -> str:
@@ -35,7 +35,7 @@ def main() -> int:
     for lang in args.langs:
         record[lang] = {"sha256": digest(lang), "date": datetime.date.today().isoformat(), "note": args.note}
     RECORD.write_text(json.dumps(record, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"recorded the review of {', '.join(args.langs)} in {RECORD.name}")
+    print(f"recorded the review of {', '.join(args.langs)} in assets/{RECORD.name}")
     return 0
 
 

@@ -165,12 +165,12 @@ def test_counts_choose_their_words_by_cldrs_plural_rules():
 
 @pytest.mark.parametrize("lang", list(i18n.LANGS))
 def test_every_locale_was_read_by_a_native_teacher_review_as_it_is_now(lang):
-    """locales/reviewed.json holds each locale's SHA-256 at its last review (written by
+    """assets/locale-reviews.json holds each locale's SHA-256 at its last review (written by
     scripts/locales_reviewed.py once a reviewer briefed as a native teacher has read the
     change in context): a locale changed since fails here until it is reviewed."""
     import hashlib
 
-    record = json.loads((i18n.LOCALES / "reviewed.json").read_text(encoding="utf-8"))
+    record = json.loads((i18n.ROOT / "assets" / "locale-reviews.json").read_text(encoding="utf-8"))
     now = hashlib.sha256((i18n.LOCALES / f"{lang}.json").read_bytes()).hexdigest()
     assert record[lang]["sha256"] == now, f"{lang}.json changed since its last review ({record[lang]['date']})"
 
@@ -215,3 +215,12 @@ def test_every_plural_field_renders_cldrs_form_for_0_1_2_and_5(lang):
                 assert chosen.replace("#", str(count)) in rendered, (key, count, rendered)
             fields += 1
     assert fields or lang == "ja"  # en and pt choose their words by count; Japanese has no plurals
+
+
+def test_lists_are_joined_as_each_language_writes_them():
+    """Words take ", " (Japanese 、); numbers holding grouping commas never take a comma
+    between them ("512, 1,024" reads as three numbers)."""
+    en, ja = i18n.Translator("en"), i18n.Translator("ja")
+    assert en.list(["elu + 1", "ReLU"]) == "elu + 1, ReLU" and ja.list(["elu + 1", "ReLU"]) == "elu + 1、ReLU"
+    assert en.numbers([en.int(512), en.int(1024)]) == "512 · 1,024" and ja.numbers(["512", "1,024"]) == "512、1,024"
+    assert ja.sentences(["一つ目です。", "二つ目です。"]) == "一つ目です。二つ目です。"

@@ -51,7 +51,7 @@ def useful(text: str, kind: str, layer: int, head, p: float) -> dict:
     return {
         "summary": {k: v for k, v in s.items() if k != "k_rows"},
         "mask_cells": int(drawn.sum()),
-        "k_all": float(stats.k_for_share(a.attentions, p).float().mean()),
+        "k_all": share_trend(text, kind, p)["k_mean"],  # k(p) of every head once per text and p, shared
         "prefixes": stats.useful_share_by_prefix(weights, p, stats.prefix_lengths(a.n), window),
         "window": window,
     }

@@ -23,6 +23,7 @@ LOCALES = ROOT / "locales"
 LANGS = {"ja": "日本語", "pt": "Português", "en": "English"}
 DEFAULT = "en"
 LIST_SEPARATOR = {"ja": "、"}  # between the items of a list (", " otherwise)
+NUMBER_SEPARATOR = {"ja": "、"}  # between numbers that hold grouping commas (" · " otherwise: "512 · 1,024")
 SENTENCE_SEPARATOR = {"ja": ""}  # between sentences (" " otherwise)
 
 
@@ -210,6 +211,10 @@ class Translator:
     def list(self, items) -> str:
         """Items of a list as the language writes them: 「a、b」 in Japanese, "a, b" else."""
         return LIST_SEPARATOR.get(self.lang, ", ").join(items)
+
+    def numbers(self, items) -> str:
+        """Numbers one after another, never run into their own grouping marks."""
+        return NUMBER_SEPARATOR.get(self.lang, " · ").join(items)
 
     def sentences(self, items) -> str:
         """Sentences one after another: Japanese puts no space after 。."""
