@@ -63,7 +63,8 @@ flat_values = [peak["own"]] + [peak[k_] for k_ in order if k_ not in ("own", "ow
 widgets.chart("s6_flat", (text, kind, layer, w, hubs), lambda: figures.bars(
     [t("methods.own")] + flat_names[1:], flat_values, title=t("step6.flat_title", layer=layer),
     y_title=t("step6.flat_axis"), separators=t.separators, log_y=True, hover=t("step6.hover_peak"),
-    reference=peak["uniform"], reference_name=t("step6.uniform_line"), text=[t.pct(v, 1) for v in flat_values]))
+    reference=peak["uniform"], reference_name=t("step6.uniform_line"), text=[t.pct(v, 1) for v in flat_values],
+    tick_text=lambda d: t.pct(d, 0 if d >= 0.01 else 1)))
 
 
 def spread(ms) -> str:

@@ -247,10 +247,11 @@ def lines(series: list[dict], *, title, x_title, y_title, separators, log_x=Fals
 
 
 def bars(names, values, *, title, y_title, separators, log_y=False, colours=None, hover="%{x}: %{y}",
-         reference=None, reference_name="", height=420, text=None, y_ticks=None):
+         reference=None, reference_name="", height=420, text=None, tick_text=None):
     """Bars, each labelled above (``text``). A ``reference`` is a dotted line named in the
-    legend (a label on the line would sit on the bars' own); ``y_ticks`` = (values,
-    texts) writes the axis as the bars are labelled (one tick a decade on a log axis)."""
+    legend above the plot (a label on the line sat on the bars' own; a legend below sat
+    on the rotated bar names). ``tick_text(value)`` writes a log axis's ticks — one a
+    decade over the values and the reference — as the bars are labelled."""
     fig = go.Figure(go.Bar(
         x=[safe(n) for n in names], y=list(values), showlegend=False,
         marker_color=colours or [OKABE_ITO[i % len(OKABE_ITO)] for i in range(len(names))],
@@ -260,10 +261,13 @@ def bars(names, values, *, title, y_title, separators, log_y=False, colours=None
         fig.add_hline(y=reference, line_dash="dot", line_color="#555")
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=safe(reference_name),
                                  line={"dash": "dot", "color": "#555"}, hoverinfo="skip"))
-        fig.update_layout(legend={"orientation": "h", "y": -0.25}, showlegend=True)
+        fig.update_layout(legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+                          showlegend=True)
     fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear", exponentformat="power")
-    if y_ticks is not None:
-        fig.update_yaxes(tickvals=list(y_ticks[0]), ticktext=[safe(x) for x in y_ticks[1]])
+    if log_y and tick_text is not None:
+        shown = [v for v in list(values) + ([reference] if reference is not None else []) if v > 0]
+        decades = [10.0 ** e for e in range(math.floor(math.log10(min(shown))), math.ceil(math.log10(max(shown))) + 1)]
+        fig.update_yaxes(tickvals=decades, ticktext=[safe(tick_text(d)) for d in decades])
     return _layout(fig, title, separators, height)
 
 

@@ -263,14 +263,12 @@ def step6(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     values = [max(mean[k], 1e-12) for k in order]
 
     def label(v):  # a bar and the axis say an error alike: a percentage, or a power of ten when tiny
-        return t.pct(v, 1) if v >= 1e-3 else t.sci(v)
+        return t.pct(v, 0 if v >= 0.01 else 1) if v >= 1e-3 else t.sci(v)
 
-    decades = [10.0 ** e for e in range(math.floor(math.log10(min(values))), math.ceil(math.log10(max(values))) + 1)]
     fig = figures.bars(names, values, title=t("step6.errors_title", layer=layer), y_title=t("step6.error_axis"),
                        separators=t.separators, log_y=True, hover=t("step6.hover_error"),
                        reference=mean["uniform"], reference_name=t("step6.uniform_line"),
-                       text=[label(v) for v in values],
-                       y_ticks=(decades, [t.pct(d, 0 if d >= 0.01 else 1) if d >= 1e-3 else t.sci(d) for d in decades]))
+                       text=[t.pct(v, 1) if v >= 1e-3 else t.sci(v) for v in values], tick_text=label)
     label_of = dict(zip(order, names))
     shortcuts = [name for name in order if name not in ("own", "own_float32")]
     closest = min(shortcuts, key=lambda name: mean[name])
