@@ -26,7 +26,7 @@ help_causal = (t("step1.metric_causal_help") if window is None
                else t("step1.metric_causal_help_sliding", w=t.int(window), w1=t.int(window - 1)))
 c3.metric(t("step1.metric_causal"), t.int(v["cells"]), help=help_causal)
 c4.metric(t("step1.metric_doubled", n2=t.int(2 * n)), t.int(v["doubled"]),
-          delta=t("step1.metric_doubled_delta", ratio=t.float(v["doubled"] / v["cells"])), delta_color="off")
+          delta=t("step1.metric_doubled_delta", ratio=t.float(v["doubled"] / v["cells"])), **widgets.REFERENCE)
 # every head of every layer computes its own grid: the model's count is per head × heads
 model_cells = a.n_heads * sum(own.cells(n, methods.Params(window=a.own_window(i))) for i in range(a.n_layers))
 all_full = a.n_heads * a.n_layers * patterns.cells(n, None, (), True)

@@ -36,7 +36,7 @@ with top:
     c1.metric(t("step3.metric_kept_shown"), t.pct(shown), help=t("step3.metric_kept_shown_help"))
     c2.metric(t("step3.metric_kept_all"), t.pct(kept["mean"]))
     c3.metric(t("step3.metric_cells"), t.int(cells),
-              delta=t("step3.metric_cells_delta", share=t.pct(cells / data.cells(n))), delta_color="off")
+              delta=t("step3.metric_cells_delta", share=t.pct(cells / data.cells(n))), **widgets.REFERENCE)
     widgets.show_figure(sm.figure, key="s3_grid")
     widgets.downsample_note(t, sm.values["factor"], n)
     sliding = sum(1 for x in a.layer_types if x == "sliding")

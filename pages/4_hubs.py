@@ -34,14 +34,14 @@ cells_full = data.cells(n)
 kept_s = data.kept(text, kind, w, (0,))
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(t("step4.metric_cells", g=g), t.int(cells_h),
-          delta=t("step4.metric_cells_delta", share=t.pct(cells_h / cells_full)), delta_color="off")
+          delta=t("step4.metric_cells_delta", share=t.pct(cells_h / cells_full)), **widgets.REFERENCE)
 c2.metric(t("step4.metric_kept_window"), t.pct(kept_w["mean"]))
 c3.metric(t("step4.metric_kept_hubs", g=g), t.pct(kept_h["mean"]),
           delta=t("step4.metric_kept_delta", d=t.float(100 * (kept_h["mean"] - kept_w["mean"]), 1)),
-          delta_color="off")
+          **widgets.REFERENCE)
 c4.metric(t("step4.metric_kept_sink"), t.pct(kept_s["mean"]),
           delta=t("step4.metric_kept_delta", d=t.float(100 * (kept_s["mean"] - kept_w["mean"]), 1)),
-          delta_color="off")
+          **widgets.REFERENCE)
 
 st.subheader(t("step4.hops_heading"))
 st.markdown(t("step4.hops_lead"))
@@ -50,7 +50,7 @@ outside = [h for h in hubs if h >= hn]
 if not any(h < hn for h in hubs):  # the hop grid needs a hub: the first token stands in, and the page says so
     st.caption(t("step4.hub_stand_in", n=t.int(hn)))
 if outside:
-    st.caption(t("step4.hubs_outside", n=hn, outside=", ".join(str(h) for h in outside)))
+    st.caption(t("step4.hubs_outside", n=hn, outside=t.list(str(h) for h in outside)))
 
 
 def distance(res: dict) -> str:
@@ -101,7 +101,7 @@ with c2:
         inside = tuple(h - start for h in hubs if start <= h < start + hn)
         span = data.hop_grids(hn, hw, inside, inside)
         mine, alone_span = span["causal_hubs"], span["causal_none"]
-        where = ", ".join(str(h + start) for h in inside)
+        where = t.list(str(h + start) for h in inside)
         widgets.chart("s4_hops_causal_hubs", (text, kind, hn, hw, start, inside), lambda: figures.integer_grid(
             mine["grid"], a.tokens[start:start + hn],
             title=t("step4.hops_causal_hubs", w=hw, g=len(inside), where=where),

@@ -33,7 +33,7 @@ k1, k2, k3 = st.columns(3)
 k1.metric(t("step6.metric_fused"), t.sci(mean["own"]), help=t("step6.metric_fused_help", dtype=err["dtype"]))
 k2.metric(t("step6.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean["window_hubs"]))
 k3.metric(t("step6.metric_best_linear", f=t(f"features.{best_linear.feature}")), t.pct(mean[best_linear.name]),
-          delta=t("step6.metric_uniform", u=t.pct(mean["uniform"])), delta_color="off")
+          delta=t("step6.metric_uniform", u=t.pct(mean["uniform"])), **widgets.REFERENCE)
 
 widgets.show_figure(sm.figure, key="s6_errors")
 st.caption(t("step6.heads_note"))  # the errors average the layer's heads; the picked head draws the maps

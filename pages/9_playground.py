@@ -52,7 +52,7 @@ with cols[1]:
 with cols[2]:
     hub_mode = st.radio(t("playground.pick_hub_mode"), widgets.span("pg_hub_mode", a), key="pg_hub_mode",
                         persist_state=widgets.KEEP, format_func=widgets.labels(pg.HUB_MODES, lambda m: t(
-                            f"playground.hub_mode_{m}", hubs=", ".join(str(h) for h in anchors))))
+                            f"playground.hub_mode_{m}", hubs=t.list(str(h) for h in anchors))))
     if hub_mode == "chosen":
         st.multiselect(t("playground.pick_hubs"), widgets.span("pg_hubs", a), key="pg_hubs", persist_state=widgets.KEEP,
                        format_func=widgets.token_labels(a))
@@ -94,12 +94,12 @@ cost = pg.costs(n, key, causal, a.n_heads, a.q.shape[-1])
 m1, m2, m3, m4 = st.columns(4)
 m1.metric(t("playground.metric_cells"), t.int(cost["cells"]),
           delta=t("playground.metric_cells_delta", share=t.pct(cost["share"]), every=t.int(cost["every"])),
-          delta_color="off")
+          **widgets.REFERENCE)
 m2.metric(t("playground.metric_flops"), t.sci(cost["flops"]),
-          delta=t("playground.metric_flops_delta", full=t.sci(cost["full_flops"])), delta_color="off")
+          delta=t("playground.metric_flops_delta", full=t.sci(cost["full_flops"])), **widgets.REFERENCE)
 m3.metric(t("playground.metric_numbers"), t.int(cost["numbers"]), help=t("playground.metric_numbers_help"))
 m4.metric(t("playground.metric_ratio", n=t.int(pg.LARGE_N)), t.float(cost["ratio"], 2),
-          delta=t("playground.metric_ratio_delta", full=t.float(cost["full_ratio"], 2)), delta_color="off")
+          delta=t("playground.metric_ratio_delta", full=t.float(cost["full_ratio"], 2)), **widgets.REFERENCE)
 widgets.formula(t, r"\text{@flops} = 4\,d\,h \cdot \text{@cells} = 4 \cdot " + f"{a.q.shape[-1]} \\cdot {a.n_heads}"
                 + r" \cdot " + widgets.tex_int(t, cost["cells"]),
                 t("playground.cost_caption", large=t.int(cost["large"]), doubled=t.int(cost["doubled"])))
@@ -155,7 +155,7 @@ k1.metric(t("playground.metric_kept_all"), t.pct(kept["mean"]))
 k2.metric(t("playground.metric_kept_layer", layer=layer), t.pct(float(kept["per_layer"][layer])))
 if err is not None:
     k3.metric(t("playground.metric_error", layer=layer), t.pct(err["mean"]),
-              delta=t("playground.metric_error_delta", floor=t.pct(err["uniform"])), delta_color="off")
+              delta=t("playground.metric_error_delta", floor=t.pct(err["uniform"])), **widgets.REFERENCE)
 else:
     k3.metric(t("playground.metric_error", layer=layer), "—", help=t("playground.keeps_own", layer=layer))
 own = a.own_window(layer)
@@ -178,9 +178,9 @@ if res and not swaps.failure(t, res):
     s1.metric(t("swap.base_ppl"), t.float(control.base_perplexity, 2))
     s2.metric(t("swap.control_ppl"), t.float(control.perplexity, 2))
     s3.metric(t("playground.pattern_ppl"), t.float(mine.perplexity, 2),
-              delta=t("swap.times", x=t.float(mine.perplexity / mine.base_perplexity, 2)), delta_color="off")
+              delta=t("swap.times", x=t.float(mine.perplexity / mine.base_perplexity, 2)), **widgets.REFERENCE)
     s4.metric(t("playground.pattern_kl_top1"), t.float(max(mine.kl, 0.0), 3),
-              delta=t("playground.top1", a=t.pct(mine.top1_agreement, 0)), delta_color="off")
+              delta=t("playground.top1", a=t.pct(mine.top1_agreement, 0)), **widgets.REFERENCE)
     st.caption(t("playground.swap_done", n=t.int(mine.n), control_kl=t.sci(max(control.kl, 0.0))))
 
 # --- the fast path ------------------------------------------------------------------------

@@ -116,7 +116,7 @@ def parts_label(t: Translator, c: Composition) -> str:
     if c.dilated:
         out.append(t("parts.dilated_n", k=t.int(c.dilated), s=t.int(c.stride)))
     if c.hubs:
-        out.append(t("parts.hubs_n", hubs=", ".join(str(h) for h in c.hubs)))
+        out.append(t("parts.hubs_n", hubs=t.list(str(h) for h in c.hubs)))
     if c.random:
         out.append(t("parts.random_n", r=t.int(c.random), b=t.int(c.random_block), seed=c.seed))
     if c.local > 1:

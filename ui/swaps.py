@@ -101,9 +101,9 @@ def hub_evidence(t: Translator, text: str) -> None:
     c1, c2, c3 = st.columns(3)
     c1.metric(t("swap.base_ppl"), t.float(base, 1))
     c2.metric(t("swap.w4_ppl"), t.float(alone.perplexity, 1),
-              delta=t("swap.times", x=t.float(alone.perplexity / base, 1)), delta_color="off")
+              delta=t("swap.times", x=t.float(alone.perplexity / base, 1)), **widgets.REFERENCE)
     c3.metric(t("swap.w4_hub_ppl"), t.float(hub.perplexity, 1),
-              delta=t("swap.times", x=t.float(hub.perplexity / base, 1)), delta_color="off")
+              delta=t("swap.times", x=t.float(hub.perplexity / base, 1)), **widgets.REFERENCE)
     st.caption(t("swap.hub_caption", kl0=t.float(alone.kl, 2), kl1=t.float(hub.kl, 2),
                  a0=t.pct(alone.top1_agreement, 0), a1=t.pct(hub.top1_agreement, 0)))
 

@@ -140,6 +140,10 @@ def open_step(step: int):
     return t, a
 
 
+# a metric's delta that is a reference beside the value (the full attention's cost, the
+# equal weights' error), not a change: no colour and no arrow
+REFERENCE = {"delta_color": "off", "delta_arrow": "off"}
+
 KEEP = "session"  # every setting's widget keeps its value across pages (persist_state)
 
 
