@@ -83,6 +83,11 @@ def composed_backend(q, v, n: int, c: Composition, causal: bool, backend: str = 
     return "flex" if pattern_uses_flex(q, v, causal) else "blocked"
 
 
+def compiled(kind: str, device) -> bool:
+    """Whether a compiled kernel of this kind ("window" or "pattern") is warm on device."""
+    return flex.has_ready(torch.device(device).type, kind)
+
+
 def pattern_uses_flex(q, v, causal: bool) -> bool:
     """Whether ``auto`` runs a composition through compiled FlexAttention: on CUDA once
     warm. On the CPU the block-sparse pure-torch kernel was as fast or faster for every

@@ -143,7 +143,7 @@ def _inputs(n: int, s: Shape, device, dtype):
 def _params(method: methods.Method, n: int, s: Shape, preset: str | None = None) -> methods.Params:
     if preset:
         return preset_params(n, s, preset)
-    return methods.Params(window=min(s.window, n), hubs=s.hub_positions(n) if method.name == "window_hubs" else ())
+    return methods.Params(window=min(s.window, n), hubs=s.hub_positions(n) if method.with_hubs else ())
 
 
 def dtype_of(method: methods.Method, device) -> torch.dtype:

@@ -87,6 +87,12 @@ def is_ready(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool = False,
     return q.shape[2] > 2 * FLEX_BLOCK and _signature(q, v, causal, hubs, kind) in _ready
 
 
+def has_ready(device_type: str, kind: str = "window") -> bool:
+    """Whether some compiled kernel of this kind (window or pattern) is warm on this kind
+    of device."""
+    return any(sig[0] == device_type and (sig[4] == "pattern") == (kind == "pattern") for sig in _ready)
+
+
 def status() -> dict:
     """For the app and the benchmark: what is compiled, warming or failed."""
     return {

@@ -57,6 +57,12 @@ class Method:
     feature: str | None = None  # the feature map φ of a linear method
     fused: bool = False  # runs in the device's compute dtype (bfloat16 on CUDA), as a fused kernel
     reference_label_key: str | None = None  # label when its dense reference is timed
+    with_hubs: bool = False  # a window method that adds the hub rows and columns
+
+    @property
+    def formula(self) -> str | None:
+        """The feature map φ of a linear method, in LaTeX (None for the others)."""
+        return FEATURE_MAPS[self.feature].latex if self.feature else None
 
     # -- which pairs --------------------------------------------------------------
 
@@ -69,7 +75,7 @@ class Method:
         return None
 
     def hubs_of(self, n: int, params: Params) -> tuple[int, ...]:
-        return patterns.check_hubs(n, params.hubs) if self.name == "window_hubs" else ()
+        return patterns.check_hubs(n, params.hubs) if self.with_hubs else ()
 
     def composition_of(self, n: int, params: Params) -> Composition:
         """The ``pattern`` method's parts: ``params.parts``, else window + hubs."""
@@ -130,6 +136,12 @@ class Method:
             return backend
         return backends.window_backend(q, v, params.causal, w, self.hubs_of(n, params))
 
+    def compiled(self, device) -> bool:
+        """Whether a compiled FlexAttention kernel for this method is warm on device (a
+        window or a composition; the other methods have none)."""
+        return self.family in ("window", "pattern") and backends.compiled(
+            "pattern" if self.family == "pattern" else "window", device)
+
     # -- cost model -----------------------------------------------------------------
 
     def flops(self, n: int, shape: costs.Shape, backend: str = "model") -> tuple[float, float]:
@@ -141,7 +153,7 @@ class Method:
         if self.family == "pattern":
             return costs.composed_flops(n, shape, costs.shape_composition(n, shape), backend)
         window = None if self.family == "full" else shape.window
-        hubs = shape.hub_positions(n) if self.name == "window_hubs" else ()
+        hubs = shape.hub_positions(n) if self.with_hubs else ()
         return costs.window_flops(n, shape, window, hubs, backend)
 
     def memory(self, n: int, shape: costs.Shape) -> int:
@@ -152,7 +164,7 @@ class Method:
             return costs.dense_memory(n, shape)
         if self.family == "pattern":
             return costs.composed_memory(n, shape, costs.shape_composition(n, shape))
-        hubs = shape.hub_positions(n) if self.name == "window_hubs" else ()
+        hubs = shape.hub_positions(n) if self.with_hubs else ()
         return costs.window_memory(n, shape, shape.window, hubs)
 
 
@@ -168,7 +180,8 @@ METHODS: dict[str, Method] = {
                reference_label_key="methods.full_reference"),
         Method("own", "own", "methods.own", frozenset({ERRORS, SWAP, MAPS}), fused=True),
         Method("window", "window", "methods.window", frozenset({ERRORS, BENCH, COST_MODEL, SWAP, MAPS})),
-        Method("window_hubs", "window", "methods.window_hubs", frozenset({ERRORS, BENCH, COST_MODEL, SWAP, MAPS})),
+        Method("window_hubs", "window", "methods.window_hubs", frozenset({ERRORS, BENCH, COST_MODEL, SWAP, MAPS}),
+               with_hubs=True),
         Method("pattern", "pattern", "methods.pattern", frozenset({SWAP})),
         *[_linear(f) for f in FEATURE_MAPS],
     ]
@@ -180,6 +193,39 @@ def get(name: str) -> Method:
         return METHODS[name]
     except (KeyError, TypeError):
         raise ValueError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}") from None
+
+
+def _one(what: str, where: Callable[[Method], bool]) -> Method:
+    found = [m for m in METHODS.values() if where(m)]
+    if len(found) != 1:
+        raise LookupError(f"the registry must hold exactly one {what}, holds {len(found)}")
+    return found[0]
+
+
+def own() -> Method:
+    """The layer's own attention (causal, its own sliding window): the control."""
+    return _one("own method", lambda m: m.family == "own")
+
+
+def exact() -> Method:
+    """Full softmax attention over every (causal) pair: the n² the lesson starts from."""
+    return _one("full method", lambda m: m.family == "full")
+
+
+def window(hubs: bool = False) -> Method:
+    """The sliding window, alone or with hub tokens."""
+    return _one("window method", lambda m: m.family == "window" and m.with_hubs == hubs)
+
+
+def composed() -> Method:
+    """The playground's composition of parts."""
+    return _one("composed method", lambda m: m.family == "pattern")
+
+
+def in_float32(name: str) -> str:
+    """The key of a fused method's output computed again in float32 (on a GPU, where it
+    runs in bfloat16): fusion and precision told apart."""
+    return f"{name}_float32"
 
 
 def tagged(tag: str, where: Callable[[Method], bool] | None = None) -> list[Method]:

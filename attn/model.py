@@ -118,7 +118,7 @@ class Analysis:
     def model_mask(self, layer: int) -> torch.Tensor:
         """bool (n, n): the pairs the model's own layer attends to (causal, plus its
         sliding window in sliding layers) — the registry's ``own`` pattern."""
-        return patterns.dense(methods.get("own").mask(self.n, methods.Params(window=self.own_window(layer))),
+        return patterns.dense(methods.own().mask(self.n, methods.Params(window=self.own_window(layer))),
                               self.n)
 
 
@@ -195,10 +195,10 @@ class LoadedModel:
             return out, None
         k = key.expand(-1, heads, -1, -1) if key.shape[1] != heads else key  # (b, heads, n, d)
         v = value.expand(-1, heads, -1, -1) if value.shape[1] != heads else value
-        if layer in plan.layers and plan.method != "own":
+        if layer in plan.layers and plan.method != methods.own().name:
             out = methods.get(plan.method).run(query, k, v, replace(plan.params, scale=scale))
         else:
-            # "own" and layers not swapped: the model's own pattern (its mask), through
+            # the own method and layers not swapped: the model's own pattern (its mask), through
             # the fused SDPA kernel
             out = F.scaled_dot_product_attention(query, k, v, attn_mask=attention_mask, scale=scale)
         return out.transpose(1, 2).contiguous(), None  # (b, n, heads, d)

@@ -239,7 +239,7 @@ def method_outputs(q, k, v, *, scale: float, own_window: int | None, window: int
     device = torch.device(device) if device is not None else q.device
     dtype = compute_dtype(device)
     n = q.shape[2]
-    own = methods.get("own")
+    own = methods.own()
     exact = own.reference(q.double(), k.double(), v.double(), methods.Params(window=own_window, scale=scale))
     outs = {}
     for m in methods.tagged(methods.ERRORS, lambda m: m.family != "linear" or m.feature in features_list):
@@ -253,7 +253,7 @@ def method_outputs(q, k, v, *, scale: float, own_window: int | None, window: int
                                                           scale=scale)
             if dtype != torch.float32:  # the same fused kernel in float32: fusion and precision told apart
                 q32, k32, v32 = (t.to(device=device, dtype=torch.float32) for t in (q, k, v))
-                outs[f"{m.name}_float32"] = F.scaled_dot_product_attention(
+                outs[methods.in_float32(m.name)] = F.scaled_dot_product_attention(
                     q32, k32, v32, attn_mask=mask, is_causal=mask is None, scale=scale)
         else:
             qf, kf, vf = (t.to(device=device, dtype=torch.float32) for t in (q, k, v))
@@ -266,7 +266,7 @@ def uniform_error(v, exact: torch.Tensor, own_window: int | None) -> torch.Tenso
     """Per head: the error of uniform attention over the layer's own pattern (every
     visible earlier token weighted equally), the floor a method must beat."""
     n = v.shape[2]
-    own_mask = patterns.dense(methods.get("own").mask(n, methods.Params(window=own_window)), n).double()
+    own_mask = patterns.dense(methods.own().mask(n, methods.Params(window=own_window)), n).double()
     return relative_error((own_mask / own_mask.sum(dim=-1, keepdim=True)) @ v.double(), exact)
 
 
@@ -291,9 +291,9 @@ def pattern_error(q, k, v, *, scale: float, own_window: int | None, parts: compo
     """Relative error of softmax over a composed pattern (made causal, as the model is)
     against exact softmax over the layer's own pattern, per head and averaged, beside
     uniform attention's (the floor)."""
-    exact = methods.get("own").reference(q.double(), k.double(), v.double(),
+    exact = methods.own().reference(q.double(), k.double(), v.double(),
                                          methods.Params(window=own_window, scale=scale))
-    out = methods.get("pattern").run(q.float(), k.float(), v.float(),
+    out = methods.composed().run(q.float(), k.float(), v.float(),
                                      methods.Params(parts=parts, scale=scale, causal=True))
     err, floor = relative_error(out.double(), exact), uniform_error(v, exact, own_window)
     return {"per_head": err.tolist(), "mean": float(err.mean()), "uniform": float(floor.mean())}

@@ -59,11 +59,12 @@ def standard_sweep(hubs: tuple[int, ...], single_layer: int) -> list[Swap]:
     """Step 6's sweep: the control; window and window + hubs at each of
     :data:`WINDOWS` in every layer and in the sliding layers only; each linear φ in
     every layer and in one layer."""
-    out = [Swap("own", "all", series="control")]
+    out = [Swap(methods.own().name, "all", series="control")]
+    plain, with_hubs = methods.window().name, methods.window(hubs=True).name
     for layers in ("all", "sliding"):
         for w in WINDOWS:
-            out.append(Swap("window", layers, window=w, series=f"window/{layers}"))
-            out.append(Swap("window_hubs", layers, window=w, hubs=hubs, series=f"window_hubs/{layers}"))
+            out.append(Swap(plain, layers, window=w, series=f"{plain}/{layers}"))
+            out.append(Swap(with_hubs, layers, window=w, hubs=hubs, series=f"{with_hubs}/{layers}"))
     for m in methods.tagged(methods.SWAP, lambda m: m.family == "linear"):
         out.append(Swap(m.name, "all", series="linear/all"))
         out.append(Swap(m.name, (single_layer,), series="linear/one"))
@@ -73,7 +74,8 @@ def standard_sweep(hubs: tuple[int, ...], single_layer: int) -> list[Swap]:
 def hub_pair(window: int = 4) -> list[Swap]:
     """Step 4's evidence: a small window in every layer, without and with the first
     token as hub."""
-    return [Swap("window", "all", window=window), Swap("window_hubs", "all", window=window, hubs=(0,))]
+    return [Swap(methods.window().name, "all", window=window),
+            Swap(methods.window(hubs=True).name, "all", window=window, hubs=(0,))]
 
 
 class TextTooShort(ValueError):
@@ -136,7 +138,7 @@ def sweep(model: LoadedModel, text: str, swaps: list[Swap], *, max_tokens: int =
 def _measure(model: LoadedModel, ids, total, base, swap: Swap, layers: list[int]) -> SwapResult:
     t0 = time.perf_counter()
     n = len(ids)
-    hubs = patterns.check_hubs(n, swap.hubs) if swap.method == "window_hubs" else ()
+    hubs = patterns.check_hubs(n, swap.hubs) if methods.get(swap.method).with_hubs else ()
     x = torch.tensor([ids], device=model.device)
     # causal always: a token that could see the one it is asked to predict would make
     # the model look better than it is

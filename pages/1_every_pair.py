@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from attn import methods, patterns
+from attn import methods
 from ui import boot, data, figures, state, summary, widgets
 
 boot.through_app()
@@ -14,8 +14,8 @@ text, kind = state.current_text(), state.model_kind()
 layer, head = widgets.layer_head_picker(t, a, "s1")
 sm = summary.get(1, t, a, text, kind, {"s1_layer": layer, "s1_head": head})
 n, window, v = a.n, sm.values["window"], sm.values
-own = methods.get("own")
-cells_square = patterns.cells(n, None, (), False)
+own, full = methods.own(), methods.exact()
+cells_square = full.cells(n, methods.Params(causal=False))
 
 widgets.formula(t, r"\text{@cells} = n^2 \qquad \text{@causal: } \frac{n(n+1)}{2}", t("step1.formula_caption"))
 
@@ -29,7 +29,7 @@ c4.metric(t("step1.metric_doubled", n2=t.int(2 * n)), t.int(v["doubled"]),
           delta=t("step1.metric_doubled_delta", ratio=t.float(v["doubled"] / v["cells"])), **widgets.REFERENCE)
 # every head of every layer computes its own grid: the model's count is per head × heads
 model_cells = a.n_heads * sum(own.cells(n, methods.Params(window=a.own_window(i))) for i in range(a.n_layers))
-all_full = a.n_heads * a.n_layers * patterns.cells(n, None, (), True)
+all_full = a.n_heads * a.n_layers * full.cells(n)
 sliding = sum(1 for x in a.layer_types if x == "sliding")
 st.caption(t("step1.model_cells_less" if model_cells < all_full else "step1.model_cells_same",
              cells=t.int(model_cells), all_full=t.int(all_full), layers=t.int(a.n_layers), sliding=t.int(sliding),

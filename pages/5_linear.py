@@ -2,8 +2,7 @@
 
 import streamlit as st
 
-from attn import costs
-from attn.features import FEATURE_MAPS
+from attn import costs, methods
 from ui import boot, state, summary, widgets
 
 boot.through_app()
@@ -22,7 +21,7 @@ causal = c2.toggle(t("step5.causal"), value=widgets.first("s5_causal", a), key="
 
 widgets.formula(t, r"\underbrace{\big(\phi(Q)\,\phi(K)^\top\big)}_{n \times n}\,V \;=\; "
                 r"\phi(Q)\,\underbrace{\big(\phi(K)^\top V\big)}_{m \times d}", t("step5.formula_caption"))
-st.latex(FEATURE_MAPS[feature].latex)
+st.latex(methods.linear(feature).formula)
 st.caption(t(f"features.{feature}_note"))
 
 sm = summary.get(5, t, a, text, kind, {"s5_layer": layer, "s5_feature": feature, "s5_causal": causal})

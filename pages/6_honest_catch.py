@@ -29,9 +29,10 @@ sm = summary.get(6, t, a, text, kind, {"s6_layer": layer, "s6_head": head, "s6_w
 err, shown, order, names, values, best_linear = (
     sm.values[k] for k in ("err", "shown", "order", "names", "values", "best_linear"))
 mean = err["mean"]
+own, own32 = methods.own().name, methods.in_float32(methods.own().name)  # the control, and it in float32 (GPU)
 k1, k2, k3 = st.columns(3)
-k1.metric(t("step6.metric_fused"), t.sci(mean["own"]), help=t("step6.metric_fused_help", dtype=err["dtype"]))
-k2.metric(t("step6.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean["window_hubs"]))
+k1.metric(t("step6.metric_fused"), t.sci(mean[own]), help=t("step6.metric_fused_help", dtype=err["dtype"]))
+k2.metric(t("step6.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean[methods.window(hubs=True).name]))
 k3.metric(t("step6.metric_best_linear", f=t(f"features.{best_linear.feature}")), t.pct(mean[best_linear.name]),
           delta=t("step6.metric_uniform", u=t.pct(mean["uniform"])), **widgets.REFERENCE)
 
@@ -45,8 +46,8 @@ if better:
                  gap=t.float(100 * (mean["uniform"] - mean[best_linear.name]), 1)))
 else:
     st.caption(t("step6.errors_caption_none"))
-if "own_float32" in mean:
-    st.caption(t("step6.errors_dtype_gpu", dtype=err["dtype"], e32=t.sci(mean["own_float32"])))
+if own32 in mean:
+    st.caption(t("step6.errors_dtype_gpu", dtype=err["dtype"], e32=t.sci(mean[own32])))
 else:
     st.caption(t("step6.errors_dtype", dtype=err["dtype"]))
 over = [name for name, v in zip(names, values) if v > 1]
@@ -58,8 +59,8 @@ if own_window is not None and n > own_window:
 
 sharpness = data.sharpness(text, kind, layer, w, hubs)
 peak = sharpness["peak"]
-flat_names = names[:1] + [n_ for n_, k_ in zip(names, order) if k_ not in ("own", "own_float32")]
-flat_values = [peak["own"]] + [peak[k_] for k_ in order if k_ not in ("own", "own_float32")]
+flat_names = names[:1] + [n_ for n_, k_ in zip(names, order) if k_ not in (own, own32)]
+flat_values = [peak[own]] + [peak[k_] for k_ in order if k_ not in (own, own32)]
 widgets.chart("s6_flat", (text, kind, layer, w, hubs), lambda: figures.bars(
     [t("methods.own")] + flat_names[1:], flat_values, title=t("step6.flat_title", layer=layer),
     y_title=t("step6.flat_axis"), separators=t.separators, log_y=True, hover=t("step6.hover_peak"),
@@ -75,9 +76,9 @@ def spread(ms) -> str:
 
 
 # flat: at most twice as sharp as equal weights; sharp: sharper than softmax itself
-flat = [m for m in linear if peak[m.name] <= 2 * peak["uniform"] and peak[m.name] < peak["own"]]  # never both
-spiky = [m for m in linear if peak[m.name] > peak["own"]]
-said = [t("step6.flat_caption", soft=t.pct(peak["own"]), uni=t.pct(peak["uniform"]))]
+flat = [m for m in linear if peak[m.name] <= 2 * peak["uniform"] and peak[m.name] < peak[own]]  # never both
+spiky = [m for m in linear if peak[m.name] > peak[own]]
+said = [t("step6.flat_caption", soft=t.pct(peak[own]), uni=t.pct(peak["uniform"]))]
 if flat:
     names_, range_ = spread(flat)
     said.append(t("step6.flat_some", names=names_, range=range_, count=len(flat)))
@@ -95,7 +96,7 @@ feature = st.radio(t("step6.pick_feature"), features, index=features.index(widge
                    horizontal=True, format_func=widgets.labels(features, lambda f: t(f"features.{f}")),
                    key="s6_feature", persist_state=widgets.KEEP)
 maps = data.implied_maps(text, kind, layer, head, w, hubs, feature)
-m = maps["own"].shape[0]
+m = maps[own].shape[0]
 cols = st.columns(2)
 g_small = len([h for h in hubs if h < m])
 titles = {name: t(methods.get(name).label_key, w=w, g=g_small) for name in maps}

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from attn import bench
+from attn import bench, methods
 from attn.device import pick_device
 from ui import boot, live, state, summary, widgets
 
@@ -59,12 +59,11 @@ if rows:
         cols[i].metric(t("step7.metric_live_ratio", m=live.method_name(t, m, s, backend), n=t.int(last)),
                        "—" if r is None else t.float(r, 2))
     st.dataframe(live.table(t, rows, s), hide_index=True, width="stretch")
-    measured = {m: ratios.get((bench.row_key(m, "auto"), last)) for m in ("full", "window")}
-    if None in measured.values():
+    full, window = (ratios.get((bench.row_key(m.name, "auto"), last)) for m in (methods.exact(), methods.window()))
+    if full is None or window is None:
         st.caption(t("step7.live_caption"))
     else:  # what this run measured, beside what the cost model says
-        st.caption(t("step7.live_caption_measured", n=t.int(last), full=t.float(measured["full"], 2),
-                     window=t.float(measured["window"], 2)))
+        st.caption(t("step7.live_caption_measured", n=t.int(last), full=t.float(full, 2), window=t.float(window, 2)))
 widgets.prose(t, 7, "step7.outro")
 
 with question:

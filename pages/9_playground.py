@@ -3,7 +3,7 @@ costs, what it can reach, what it keeps and what the model loses with it."""
 
 import streamlit as st
 
-from attn import composition, flex
+from attn import composition, methods
 from attn.device import pick_device
 from attn.swap import SWAP_MAX_TOKENS
 from ui import boot, data, figures, setting_table, state, swaps, widgets
@@ -190,16 +190,17 @@ st.markdown(t("playground.fast_lead"))
 if pick_device().type != "cuda":
     st.caption(t("playground.fast_cpu"))
 else:
-    ready = any("pattern" in s for s in flex.status()["ready"])
+    ready = methods.composed().compiled(pick_device())
     st.caption(t("playground.fast_ready" if ready else "playground.fast_blocked"))
 timing = pg.timing(text, kind, key, layer)
 if timing is None and st.button(t("playground.timing_button"), key="pg_time"):
     timing = pg.time_it(t, text, kind, key, layer)
 if timing is not None:
     f1, f2, f3 = st.columns(3)
-    f1.metric(t("playground.time_pattern", backend=timing["backend"]), t.float(timing["pattern"] * 1e3, 2) + " ms")
-    f2.metric(t("playground.time_sdpa"), t.float(timing["sdpa"] * 1e3, 2) + " ms")
-    f3.metric(t("playground.time_ratio"), t.float(timing["pattern"] / max(timing["sdpa"], 1e-12), 2))
+    mine, full = timing[methods.composed().name], timing[methods.exact().name]
+    f1.metric(t("playground.time_pattern", backend=timing["backend"]), t.float(mine * 1e3, 2) + " ms")
+    f2.metric(t("playground.time_sdpa"), t.float(full * 1e3, 2) + " ms")
+    f3.metric(t("playground.time_ratio"), t.float(mine / max(full, 1e-12), 2))
     st.caption(t("playground.timing_caption", n=t.int(timing["n"]), layer=layer))
 
 st.caption(t("playground.share_hint"))

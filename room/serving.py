@@ -61,12 +61,38 @@ class ByteLRU:
         with self._lock:
             return key in self._items
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._sizes.clear()
+
     def __len__(self) -> int:
         return len(self._items)
 
     @property
     def nbytes(self) -> int:
         return sum(self._sizes.values())
+
+
+class CountLRU(ByteLRU):
+    """A thread-safe mapping of at most ``entries`` entries, the least recently used
+    dropped first: for results shared by every reader of a process (st.cache_resource
+    hands every session the same object, so it must bound itself and lock)."""
+
+    def __init__(self, entries: int):
+        super().__init__(entries, lambda _value: 1)
+
+    def __setitem__(self, key, value) -> None:
+        self.put(key, value)
+
+    def __getitem__(self, key):
+        found = self.get(key, _MISSING)
+        if found is _MISSING:
+            raise KeyError(key)
+        return found
+
+
+_MISSING = object()
 
 
 @dataclass(eq=False)

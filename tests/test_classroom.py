@@ -466,3 +466,34 @@ def test_a_replica_killed_mid_class_its_students_reconnect_to_the_other_still_in
         assert any(m.startswith(sent[0]) for m in run.markdown)  # their answer is still theirs
         assert not any(k.startswith("vote_send_") for k in run.ids)  # no second answer offered
     assert count == "4"  # the teacher counts every answer, from both replicas, before and after
+
+
+def test_a_shared_result_store_is_bounded_and_safe_across_threads():
+    """CountLRU: what every session of a process shares (sweeps, live runs, timings)
+    keeps at most its number of entries, the least recently used dropped, under a lock."""
+    import threading
+
+    from room.serving import CountLRU
+
+    store = CountLRU(3)
+    for k in "abc":
+        store[k] = k.upper()
+    assert store["a"] == "A"  # a is now the most recently used
+    store["d"] = "D"
+    assert "b" not in store and len(store) == 3 and store.get("b") is None
+    with pytest.raises(KeyError):
+        store["b"]
+
+    big = CountLRU(50)
+
+    def writer(i):
+        for j in range(500):
+            big[(i, j)] = j
+            big.get((i, j - 1))
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(big) == 50 and big.nbytes == 50

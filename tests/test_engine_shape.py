@@ -78,3 +78,58 @@ def test_pages_and_the_ui_reach_kernels_only_through_the_registry_or_backend():
             if call in text:
                 offenders.append((p.name, call))
     assert not offenders, offenders
+
+
+def _app_sources():
+    root = ATTN.parent
+    return [p for p in [*root.glob("pages/*.py"), *root.glob("ui/*.py"), *ATTN.glob("*.py"), root / "app.py"]
+            if p.name != "methods.py"]
+
+
+def test_method_names_are_written_in_the_registry_only():
+    """Outside attn/methods.py, no code compares a method's name with a literal name or
+    asks the registry for one by a literal: it asks the registry (methods.own(),
+    methods.window(hubs=True), a field such as ``with_hubs``, a tag)."""
+    from attn import methods
+
+    names = set(methods.METHODS)
+    found = []
+    for p in _app_sources():
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                named = any(isinstance(s, ast.Attribute) and s.attr in ("name", "method") for s in sides)
+                literal = any(isinstance(s, ast.Constant) and s.value in names for s in sides)
+                if named and literal:
+                    found.append((p.name, node.lineno))
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                  and isinstance(node.func.value, ast.Name) and node.func.value.id == "methods"
+                  and node.args and isinstance(node.args[0], ast.Constant)):
+                found.append((p.name, node.lineno))
+    assert not found, found
+
+
+def test_pages_import_no_kernel_module():
+    """Pages read the engine through the registry, the summaries and the ui modules: none
+    imports a kernel module, the compiler's, the backend or the feature maps."""
+    kernel_modules = {"kernels", "flex", "backend", "features", "patterns"}
+    found = []
+    for p in ATTN.parent.glob("pages/*.py"):
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "attn":
+                found += [(p.name, a.name) for a in node.names if a.name in kernel_modules]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("attn."):
+                if node.module.split(".")[1] in kernel_modules:
+                    found.append((p.name, node.module))
+    assert not found, found
+
+
+def test_the_registry_names_each_role_once():
+    from attn import methods
+
+    assert methods.own().family == "own" and methods.exact().family == "full"
+    assert not methods.window().with_hubs and methods.window(hubs=True).with_hubs
+    assert methods.window().name != methods.window(hubs=True).name
+    assert methods.composed().family == "pattern"
+    assert [m for m in methods.METHODS.values() if m.with_hubs] == [methods.window(hubs=True)]
+    assert methods.linear("elu").formula and methods.own().formula is None

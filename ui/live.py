@@ -9,6 +9,8 @@ from attn import bench, methods
 from attn.costs import Shape
 from attn.device import pick_device
 
+from room.serving import CountLRU
+
 from . import figures, state
 from .i18n import Translator
 
@@ -30,10 +32,13 @@ def method_name(t: Translator, method: str, s: Shape, backend: str = "auto") -> 
     return t(key, w=s.window, g=s.hubs)
 
 
+RUNS = 16  # finished live runs kept per process
+
+
 @st.cache_resource(show_spinner=False)
-def _results() -> dict:
+def _results() -> CountLRU:
     """Finished live runs, keyed by device and settings, shared by readers."""
-    return {}
+    return CountLRU(RUNS)
 
 
 def key(device, sizes: list[int], s: Shape | None = None) -> tuple:

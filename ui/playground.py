@@ -17,10 +17,12 @@ import torch
 
 from attn import costs as costs_model
 from attn import composition as algebra
-from attn import graph, methods, patterns, stats
+from attn import bench, graph, methods, patterns, stats
 from attn.costs import Shape
+from attn.device import pick_device
 from attn.composition import Composition, CompositionError
 from attn.swap import SWAP_MAX_TOKENS
+from room.serving import CountLRU
 
 from . import setting_table, state, widgets
 from .i18n import Translator
@@ -157,7 +159,7 @@ def costs(n: int, key: tuple, causal: bool, heads: int, d: int) -> dict:
     cells = algebra.composed_cells(n, c, causal)
     every = n * (n + 1) // 2 if causal else n * n
     flops = costs_model.composed_flops(n, shape, c, causal=causal)[0]  # the registry's cost model
-    full_flops = methods.get("full").flops(n, shape)[0] if causal else every * costs_model.cell_flops(shape)
+    full_flops = methods.exact().flops(n, shape)[0] if causal else every * costs_model.cell_flops(shape)
     big = dataclasses.replace(c, random=min(c.random, LARGE_N // max(1, c.random_block) - 1))
     large = algebra.composed_cells(LARGE_N, big, causal)
     doubled = algebra.composed_cells(2 * LARGE_N, big, causal)
@@ -223,17 +225,20 @@ def swap_settings(a, c: Composition, scope: str) -> list:
     from attn.swap import Swap
 
     m = min(a.n, SWAP_MAX_TOKENS)
-    return [Swap("own", scope, series="control"),
-            Swap("pattern", scope, parts=algebra.composition_on_prefix(m, c), series="pattern")]
+    return [Swap(methods.own().name, scope, series="control"),
+            Swap(methods.composed().name, scope, parts=algebra.composition_on_prefix(m, c), series="pattern")]
 
 
 # --- the fast path, timed on a button -------------------------------------------------------
 
 
+TIMINGS = 64  # finished timings kept per process
+
+
 @st.cache_resource(show_spinner=False)
-def _timings() -> dict:
+def _timings() -> CountLRU:
     """Finished timings by text, composition and layer, shared by readers."""
-    return {}
+    return CountLRU(TIMINGS)
 
 
 def timing(text: str, kind: str, key: tuple, layer: int) -> dict | None:
@@ -243,21 +248,18 @@ def timing(text: str, kind: str, key: tuple, layer: int) -> dict | None:
 def time_it(t: Translator, text: str, kind: str, key: tuple, layer: int) -> dict:
     """The composed pattern against causal SDPA on the layer's own q, k, v (median of a
     few runs), through the queue."""
-    from attn import bench, kernels
-    from attn.device import pick_device
-
     a = state.get_analysis(text, kind)
     q, k, v = a.qkv(layer)
     q, k, v = (x.contiguous() for x in (q, k, v))
-    pattern = methods.get("pattern")
+    pattern, full = methods.composed(), methods.exact()
     params = methods.Params(parts=_comp(key), causal=True, scale=a.scale)
     device = pick_device()
 
     def work():
-        return {
-            "pattern": bench.median_time(lambda: pattern.run(q, k, v, params), device, repeats=5, max_seconds=3.0),
-            "sdpa": bench.median_time(lambda: kernels.full_attention(q, k, v, causal=True, scale=a.scale), device,
-                                      repeats=5, max_seconds=3.0),
+        return {  # seconds by method name, the kernel that ran the composition, and n
+            pattern.name: bench.median_time(lambda: pattern.run(q, k, v, params), device, repeats=5, max_seconds=3.0),
+            full.name: bench.median_time(lambda: full.run(q, k, v, methods.Params(scale=a.scale)), device,
+                                         repeats=5, max_seconds=3.0),
             "backend": pattern.backend(q, v, params), "n": a.n,
         }
 

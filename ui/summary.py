@@ -111,7 +111,7 @@ def _heatmap(t: Translator, grid, tokens, title: str, **kw):
 def step1(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     layer, head = cfg["s1_layer"], _head(cfg["s1_head"])
     n = a.n
-    own = methods.get("own")  # the layer's own pattern: causal, plus its window in a sliding layer
+    own = methods.own()  # the layer's own pattern: causal, plus its window in a sliding layer
     window = a.own_window(layer)
     cells = own.cells(n, methods.Params(window=window))
     doubled = own.cells(2 * n, methods.Params(window=window))
@@ -255,10 +255,11 @@ def step6(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     shown = methods.tagged(methods.ERRORS)
     order = [m.name for m in shown]
     # the layer's own pattern is drawn as what it is here: the fused kernel, in its dtype
-    names = [t("step6.name_fused", dtype=err["dtype"]) if m.name == "own" else t(m.label_key, w=w, g=len(hubs))
+    own, own32 = methods.own().name, methods.in_float32(methods.own().name)
+    names = [t("step6.name_fused", dtype=err["dtype"]) if m.name == own else t(m.label_key, w=w, g=len(hubs))
              for m in shown]
-    if "own_float32" in mean:  # on a GPU: the same fused kernel in float32 too
-        order.insert(1, "own_float32")
+    if own32 in mean:  # on a GPU: the same fused kernel in float32 too
+        order.insert(1, own32)
         names.insert(1, t("step6.name_fused32"))
     values = [max(mean[k], 1e-12) for k in order]
 
@@ -270,18 +271,19 @@ def step6(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
                        reference=mean["uniform"], reference_name=t("step6.uniform_line"),
                        text=[t.pct(v, 1) if v >= 1e-3 else t.sci(v) for v in values], tick_text=label)
     label_of = dict(zip(order, names))
-    shortcuts = [name for name in order if name not in ("own", "own_float32")]
+    shortcuts = [name for name in order if name not in (own, own32)]
     closest = min(shortcuts, key=lambda name: mean[name])
     q = Question(t("predict.q6"), shortcuts, closest, lambda name: label_of[name],
                  f"{label_of[closest]} ({t.pct(mean[closest])})")
     best_linear = min((m for m in shown if m.family == "linear"), key=lambda m: mean[m.name])
-    key = [(t("step6.metric_fused"), t.sci(mean["own"])),
-           (t("step6.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean["window_hubs"])),
+    key = [(t("step6.metric_fused"), t.sci(mean[own])),
+           (t("step6.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean[methods.window(hubs=True).name])),
            (t("step6.metric_best_linear", f=t(f"features.{best_linear.feature}")), t.pct(mean[best_linear.name]))]
     params = [(t("common.layer"), layer_label(t, a, layer)), (t("common.head"), head_label(t, head)),
               (t("step6.pick_w"), t.int(w)), (t("step6.pick_hubs"), ", ".join(str(h) for h in hubs) or "—")]
     return Summary(6, params, key, fig, q, dict(layer=layer, head=head, w=w, hubs=hubs, err=err, shown=shown,
-                                                order=order, names=names, values=values, best_linear=best_linear))
+                                                order=order, names=names, values=values, best_linear=best_linear,
+                                                shortcuts=shortcuts))
 
 
 def step7(t: Translator, a, text: str, kind: str, cfg: dict, live_rows: list | None = None,
@@ -297,15 +299,16 @@ def step7(t: Translator, a, text: str, kind: str, cfg: dict, live_rows: list | N
     costs = methods.operations(ns, s)
     series = [{"name": live.method_name(t, m, s), "x": ns, "y": costs[m], "hover": t("step7.hover_flops")}
               for m in costs]
-    series.append({"name": t("step7.ref_n2"), "x": ns, "y": [costs["full"][0] * (n / ns[0]) ** 2 for n in ns],
+    full, window = methods.exact().name, methods.window().name
+    series.append({"name": t("step7.ref_n2"), "x": ns, "y": [costs[full][0] * (n / ns[0]) ** 2 for n in ns],
                    "dash": "dot", "colour": "#999999", "mode": "lines", "hover": t("step7.hover_flops")})
-    series.append({"name": t("step7.ref_n"), "x": ns, "y": [costs["window"][0] * (n / ns[0]) for n in ns],
+    series.append({"name": t("step7.ref_n"), "x": ns, "y": [costs[window][0] * (n / ns[0]) for n in ns],
                    "dash": "dash", "colour": "#999999", "mode": "lines", "hover": t("step7.hover_flops")})
     fig = figures.lines(series, title=t("step7.model_title"), x_title=t("common.n_axis"), y_title=t("step7.flops_axis"),
                         separators=t.separators, log_x=True, log_y=True, height=460,
                         x_ticks=(ns[::2], [t.int(n) for n in ns[::2]]))
-    live_ratio = bench.ratios(live_rows).get(("window", live_last)) if live_rows else None
-    ratio = live_ratio if live_ratio is not None else costs["window"][-1] / costs["window"][-2]
+    live_ratio = bench.ratios(live_rows).get((window, live_last)) if live_rows else None
+    ratio = live_ratio if live_ratio is not None else costs[window][-1] / costs[window][-2]
     q = Question(t("predict.q7"), [1, 2, 4], ratio, lambda x: t.int(x), t.float(ratio, 2),
                  t("predict.from_live") if live_ratio is not None else t("predict.from_model"),
                  source="device" if live_ratio is not None else "model")

@@ -11,6 +11,8 @@ import streamlit as st
 from attn import methods, swap
 from attn.swap import SWAP_MAX_TOKENS, WINDOWS
 
+from room.serving import CountLRU
+
 from . import figures, state, widgets
 from .i18n import Translator
 
@@ -56,10 +58,13 @@ def _key(text: str, swaps: list[swap.Swap], budget: int) -> str:
     return "swap_" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
-def _store() -> dict:
+SWEEPS = 32  # finished sweeps kept per process
+
+
+@st.cache_resource(show_spinner=False)
+def _store() -> CountLRU:
     """Finished sweeps by key (small: a few numbers per setting), shared by readers."""
-    return {}
+    return CountLRU(SWEEPS)
 
 
 def measured(text: str, swaps: list[swap.Swap], budget: int = SWAP_MAX_TOKENS) -> list | None:
@@ -83,8 +88,6 @@ def run_or_show(t: Translator, text: str, swaps: list[swap.Swap], budget: int, b
     finally:
         bar.empty()
     store[k] = results
-    while len(store) > 32:
-        store.pop(next(iter(store)))
     return results
 
 
@@ -146,9 +149,10 @@ def sweep_section(t: Translator, a, text: str) -> None:
 def sweep_figures(t: Translator, res: list, metric: str, layer: int):
     """The sweep's two charts: each window family against w, and the feature maps."""
     series = []
-    names = {"window/all": t("swap.series_window_all"), "window_hubs/all": t("swap.series_hubs_all"),
-             "window/sliding": t("swap.series_window_sliding"),
-             "window_hubs/sliding": t("swap.series_hubs_sliding")}
+    plain, with_hubs = methods.window().name, methods.window(hubs=True).name  # the sweep's series, by method
+    names = {f"{plain}/all": t("swap.series_window_all"), f"{with_hubs}/all": t("swap.series_hubs_all"),
+             f"{plain}/sliding": t("swap.series_window_sliding"),
+             f"{with_hubs}/sliding": t("swap.series_hubs_sliding")}
     for tag, name in names.items():
         pts = [(r.swap.window, getattr(r, metric)) for r in res if r.swap.series == tag]
         series.append({"name": name, "x": [p[0] for p in pts], "y": [p[1] for p in pts],
