@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from . import flex, kernels, patterns
-from .composition import Composition, composed_blocks, composed_mask, covers_every_pair
+from .composition import Composition, composed_blocks, composed_mask, covers_every_pair, window_and_hubs
 
 BACKENDS = ("auto", "blocked", "flex")
 
@@ -33,14 +33,23 @@ def window_attention(q, k, v, *, window: int, hubs=(), causal: bool = True, scal
     if window >= n:  # the pattern is every (causal) pair: exactly full attention
         return kernels.full_attention(q, k, v, causal=causal, scale=s)
     if backend == "flex":
-        return flex.window_attention(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
+        return _with_hub_rows(flex.window_attention(q, k, v, window=window, hubs=hubs, causal=causal, scale=s),
+                              q, k, v, hubs, causal, s)
     if backend == "auto" and flex.is_ready(q, v, causal, bool(hubs)):
         out = _compiled_or_none(lambda: flex.try_window_attention(q, k, v, window=window, hubs=hubs, causal=causal,
                                                                   scale=s),
                                 q, v, causal, bool(hubs), "window")
         if out is not None:
-            return out
+            return _with_hub_rows(out, q, k, v, hubs, causal, s)
     return kernels.window_attention_blocked(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
+
+
+def _with_hub_rows(out, q, k, v, hubs, causal: bool, scale: float):
+    """The compiled kernel's output with the hub rows written whole (it computes the
+    window and the hub columns only)."""
+    if hubs:
+        out[:, :, list(hubs)] = kernels.hub_rows(q, k, v, hubs, causal=causal, scale=scale).to(out.dtype)
+    return out
 
 
 def window_backend(q, v, causal: bool = True, window: int | None = None, hubs=()) -> str:
@@ -53,13 +62,16 @@ def window_backend(q, v, causal: bool = True, window: int | None = None, hubs=()
 def composed_attention(q, k, v, c: Composition, *, causal: bool = True, scale: float | None = None,
                        backend: str = "auto") -> torch.Tensor:
     """Softmax attention over a composition: full attention when it covers every pair;
-    compiled FlexAttention over the parts' visited blocks when asked (``"flex"``) or warm
-    on CUDA (``"auto"``); else the block-sparse pure-torch kernel."""
+    the window kernels (:func:`window_attention`) when it is a window with or without
+    hubs; else compiled FlexAttention over the parts' visited blocks when asked
+    (``"flex"``) or warm on CUDA (``"auto"``), or the block-sparse pure-torch kernel."""
     n = kernels.check_qkv(q, k, v)[2]
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; use auto, blocked or flex")
     if covers_every_pair(n, c):
         return kernels.full_attention(q, k, v, causal=causal, scale=scale)
+    if window_and_hubs(c):  # the window kernels, fastest for what they run
+        return window_attention(q, k, v, window=c.window, hubs=c.hubs, causal=causal, scale=scale, backend=backend)
     mask_mod = composed_mask(n, c, causal, device=q.device)
     if backend == "flex" or (backend == "auto" and pattern_uses_flex(q, v, causal)):
         visit = composed_blocks(n, c, causal, flex.FLEX_BLOCK, device=q.device)
@@ -80,6 +92,8 @@ def composed_backend(q, v, n: int, c: Composition, causal: bool, backend: str = 
         return "sdpa"
     if backend != "auto":
         return backend
+    if window_and_hubs(c):
+        return window_backend(q, v, causal, c.window, c.hubs)
     return "flex" if pattern_uses_flex(q, v, causal) else "blocked"
 
 
@@ -110,12 +124,17 @@ def _compiled_or_none(call, q, v, causal: bool, hubs: bool, kind: str):
 
 def _check_window(q, v, n, causal, hubs, dtype) -> None:
     """Compile the window kernel, then check it against the blocked kernel on two
-    lengths (the second checks that the dynamic-shape kernel serves it unchanged)."""
-    for nn_, w, hub_set in ((n, 64, (0, n // 3)), (n // 2 + 3, 17, (5,))):
+    lengths (the second checks that the dynamic-shape kernel serves it unchanged), and
+    with hubs on a third with more hubs than one block of hub keys holds."""
+    cases = [(n, 64, (0, n // 3)), (n // 2 + 3, 17, (5,))]
+    if hubs:  # more hubs than one block of hub keys holds: compiled here for any number, not on a request
+        cases.append((n // 2 + 5, 33, tuple(range(0, n // 2 + 5, max(1, (n // 2 + 5) // (flex.HUB_KV_BLOCK + 8))))))
+    for nn_, w, hub_set in cases:
         hub_set = hub_set if hubs else ()
         # fresh contiguous tensors, as requests pass (a slice's strides would be another specialisation)
         qq, kk, vv = (torch.randn_like(t[:, :, :nn_]).contiguous() for t in (q, q, v))
-        got = flex.call_window(qq, kk, vv, w, hub_set, causal, qq.shape[-1] ** -0.5)  # a float, as requests pass
+        s = qq.shape[-1] ** -0.5  # a float, as requests pass
+        got = _with_hub_rows(flex.call_window(qq, kk, vv, w, hub_set, causal, s), qq, kk, vv, hub_set, causal, s)
         want = kernels.window_attention_blocked(qq, kk, vv, window=w, hubs=hub_set, causal=causal)
         tol = 2e-2 if dtype != torch.float32 else 1e-4
         if not torch.allclose(got.float(), want.float(), atol=tol, rtol=tol):

@@ -207,6 +207,13 @@ def composed_blocks(n: int, c: Composition, causal: bool, block: int, device=Non
     return visit
 
 
+def window_and_hubs(c: Composition) -> bool:
+    """Whether the composition is a sliding window with or without hubs and nothing
+    else: the window (+ hubs) pattern of :mod:`attn.patterns`, which the window kernels
+    run (three of the four presets are)."""
+    return PARTS["window"].on(c) and not any(p.on(c) for name, p in PARTS.items() if name not in ("window", "hubs"))
+
+
 def covers_every_pair(n: int, c: Composition) -> bool:
     """A composition that sees every pair (a window, a stride-1 dilated window or a
     local block as long as the text): run as full attention."""

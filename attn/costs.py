@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass
 
 from . import patterns
-from .composition import Composition, composed_blocks, composed_cells, covers_every_pair
+from .composition import Composition, composed_blocks, composed_cells, covers_every_pair, window_and_hubs
 from .features import feature_size
-from .flex import FLEX_BLOCK, block_lists
+from .flex import FLEX_BLOCK, HUB_KV_BLOCK, block_lists
 from .kernels import BLOCK, CHUNK
 
 
@@ -51,11 +51,19 @@ def pattern_flops(n: int, s: Shape, window: int | None, hubs: tuple[int, ...]) -
 
 def blocked_window_flops(n: int, s: Shape, window: int, hubs: tuple[int, ...]) -> float:
     """What the blocked kernel computes: each query block against its BLOCK + w − 1
-    candidate keys and the hub columns, plus the hub rows."""
+    candidate keys, the hub columns for every query (the merge), and the hub rows."""
     B = min(BLOCK, n)
     nb = math.ceil(n / B)
     w = min(window, n)
-    return (nb * B * (B + w - 1 + len(hubs)) + len(hubs) * n) * cell_flops(s)
+    return (nb * B * (B + w - 1) + 2 * len(hubs) * n) * cell_flops(s)
+
+
+def flex_window_flops(n: int, s: Shape, window: int, hubs: tuple[int, ...]) -> float:
+    """What the compiled kernel computes: every cell of its visited blocks (64 queries by
+    64 keys; with hubs, by 32 keys, the hub keys' block among them), plus the hub rows."""
+    counts, _ = block_lists(n, min(window, n), hubs, True)
+    kv = HUB_KV_BLOCK if hubs else FLEX_BLOCK
+    return (int(counts.sum()) * FLEX_BLOCK * kv + len(hubs) * n) * cell_flops(s)
 
 
 def linear_flops(n: int, s: Shape, feature: str) -> tuple[float, float]:
@@ -133,6 +141,8 @@ def composed_flops(n: int, shape: Shape, c: Composition, backend: str = "model",
         return useful, useful
     if backend in ("reference", "sdpa"):
         return useful, (n * n if backend == "reference" else full) * cell
+    if causal and window_and_hubs(c):  # run by the window kernels
+        return useful, window_flops(n, shape, c.window, c.hubs, backend)[1]
     block = FLEX_BLOCK if backend == "flex" else BLOCK
     visited = int(composed_blocks(n, c, causal, block, hub_lines=backend == "flex").sum()) * block * block
     lines = 0 if backend == "flex" else len(c.hubs) * 2 * n
@@ -144,13 +154,12 @@ def window_flops(n: int, shape: Shape, window: int | None, hubs: tuple[int, ...]
     """(useful, computed) operations of softmax attention over a window (+ hubs), or
     full attention (``window`` None), causal, for what ran: "model" (the pattern's
     cells alone), "sdpa", "reference" (every pair), "flex" (every cell of the visited
-    64-blocks) or "blocked"."""
+    blocks) or "blocked"."""
     useful = pattern_flops(n, shape, window, hubs)
     if backend == "reference":
         return useful, n * n * cell_flops(shape)
     if window is None or window >= n or backend in ("model", "sdpa"):
         return useful, useful
     if backend == "flex":
-        counts, _ = block_lists(n, min(window, n), hubs, True)
-        return useful, int(counts.sum()) * FLEX_BLOCK**2 * cell_flops(shape)
+        return useful, flex_window_flops(n, shape, window, hubs)
     return useful, blocked_window_flops(n, shape, window, hubs)

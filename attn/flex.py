@@ -8,9 +8,10 @@ self-check each warm-up runs against the blocked kernel) uses the blocked kernel
 meanwhile. The app starts :func:`attn.backend.start_warmup` once the server is idle.
 
 The block mask is built from kv-block lists (``BlockMask.from_kv_blocks``) — the
-band of blocks around the diagonal, the blocks holding hub columns, and every
-block for query blocks holding a hub row — so building it never scans the n²
-pairs; inside those blocks the pattern predicate of :mod:`attn.patterns` decides.
+band of blocks around the diagonal, split into partial blocks (the pattern predicate
+of :mod:`attn.patterns` decides inside) and full ones (no predicate) — so building it
+never scans the n² pairs. With hubs, the hub keys are gathered into their own key
+block before the text's: each hub costs one column of cells, not a column of blocks.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import shutil
 import threading
 import time
 import traceback
+from collections import OrderedDict
 from collections.abc import Callable
 
 import torch
@@ -28,7 +30,10 @@ from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
 from . import patterns
 
-FLEX_BLOCK = 64  # 64 beat 128 on useful GFLOP/s here (less of each block wasted on the band's edges)
+FLEX_BLOCK = 64  # 64 beat 128 and 32 on useful GFLOP/s here (less of each block wasted on the band's edges)
+# key blocks of the hub kernel: the hub keys take the first (up to 32 hubs), so a block of
+# 32 wastes less on padding than one of 64, and costs the band nothing measurable
+HUB_KV_BLOCK = 32
 
 _lock = threading.Lock()
 # One compiled-flex call or compile at a time: dynamo is not thread-safe, and a call
@@ -104,20 +109,40 @@ def status() -> dict:
     }
 
 
-def block_lists(n: int, window: int, hubs: tuple[int, ...], causal: bool, block: int = FLEX_BLOCK, device=None):
-    """kv blocks each query block must visit, as ``(kv_num_blocks, kv_indices)``
-    of shapes ``(1, 1, nq)`` and ``(1, 1, nq, nk)``. Built from block ranges, in
-    O((n/block)²) small integers, never from the n² cells."""
-    lo, hi = patterns.block_bounds(n, block, device)
-    # band: some pair (i, j) in the block pair has |i - j| < w (and j <= i when causal)
-    visit = patterns.band_blocks(lo[:, None], hi[:, None], lo[None, :], hi[None, :], window)
-    if hubs:
-        hub_blocks = torch.zeros(len(lo), dtype=torch.bool, device=device)
-        hub_blocks[torch.tensor(hubs, device=device) // block] = True
-        visit = visit | hub_blocks[None, :] | hub_blocks[:, None]
+def band_lists(n: int, window: int, causal: bool, q_block: int = FLEX_BLOCK, kv_block: int = FLEX_BLOCK,
+               offset: int = 0, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The window's block pairs as two bool (query blocks × key blocks) grids: the
+    partial ones (the predicate decides inside) and the full ones (every pair allowed:
+    the compiled kernel skips the predicate there). Key block k holds positions
+    ``k·kv_block − offset`` onwards (``offset``: the hub keys' own blocks first). Built
+    from block ranges, in O((n/block)²) small integers, never from the n² cells."""
+    q_lo, q_hi = patterns.block_bounds(n, q_block, device)
+    n_kv = n + offset
+    k_lo = torch.arange(0, n_kv, kv_block, device=device) - offset
+    k_hi = torch.clamp(k_lo + kv_block - 1, max=n - 1)
+    q_lo, q_hi, k_lo, k_hi = q_lo[:, None], q_hi[:, None], k_lo[None, :], k_hi[None, :]
+    real = k_lo >= 0  # the hub blocks are not the band's
+    band = patterns.band_blocks(q_lo, q_hi, k_lo, k_hi, window) & real
+    # whole blocks only: the text's last block may be short
+    whole = (q_lo + q_block - 1 < n) & (k_lo + kv_block - 1 < n) & real
     if causal:
-        visit = visit & (lo[None, :] <= hi[:, None])
-    return kv_lists(visit)
+        band = band & (k_lo <= q_hi)
+        full = whole & (q_lo >= k_hi) & (q_hi - k_lo < window)
+    else:
+        full = whole & (torch.maximum(q_hi - k_lo, k_hi - q_lo) < window)
+    return band & ~full, full
+
+
+def block_lists(n: int, window: int, hubs: tuple[int, ...], causal: bool, block: int = FLEX_BLOCK, device=None):
+    """kv blocks each query block of the window (+ hubs) kernel visits, partial and full
+    together, as ``(kv_num_blocks, kv_indices)`` of shapes ``(1, 1, nq)`` and
+    ``(1, 1, nq, nk)`` (with hubs, key blocks count in the kernel's key sequence: the
+    hub keys' blocks first). For the cost model and the tests."""
+    if hubs:
+        partial, full = _hub_lists(n, window, len(hubs), causal, device)
+    else:
+        partial, full = band_lists(n, window, causal, block, block, device=device)
+    return kv_lists(partial | full)
 
 
 def kv_lists(visit: torch.Tensor):
@@ -128,12 +153,52 @@ def kv_lists(visit: torch.Tensor):
     return counts[None, None], order[None, None]
 
 
+def hub_prefix(g: int) -> int:
+    """Key positions the hub keys take before the text's in the hub kernel: g, rounded up
+    to whole blocks of HUB_KV_BLOCK (padding never seen)."""
+    return HUB_KV_BLOCK * -(-g // HUB_KV_BLOCK)
+
+
+def _hub_lists(n: int, window: int, g: int, causal: bool, device=None):
+    P = hub_prefix(g)
+    partial, full = band_lists(n, window, causal, FLEX_BLOCK, HUB_KV_BLOCK, offset=P, device=device)
+    partial[:, : P // HUB_KV_BLOCK] = True  # every query block visits the hub keys' blocks
+    return partial, full
+
+
 def block_mask(n: int, window: int, hubs: tuple[int, ...], causal: bool, device, block: int = FLEX_BLOCK):
-    counts, indices = block_lists(n, window, hubs, causal, block, device=device)
-    # The window and the hub flags are tensors, so one compiled kernel serves every
-    # window, and one more every hub set.
-    mask_mod = patterns.pattern(n, window, hubs, causal, device=device, window_tensor=True)
-    return BlockMask.from_kv_blocks(counts, indices, BLOCK_SIZE=block, mask_mod=mask_mod, seq_lengths=(n, n))
+    """The window kernel's block mask (``hubs`` empty), or the hub kernel's: its keys are
+    the g hub keys (padded to whole blocks) followed by the text's, so the hub columns
+    cost one small block per query block instead of a column of blocks each. A hub key
+    counts for query i when i may see it (causal) and it is outside i's window (inside,
+    the window counts it: once). The window, the hub positions and their number are
+    tensors, so one compiled kernel serves every setting of each kind."""
+    if not hubs:
+        partial, full = band_lists(n, window, causal, block, block, device=device)
+        mask_mod = patterns.pattern(n, window, (), causal, device=device, window_tensor=True)
+        return _from_lists(partial, full, mask_mod, (block, block), (n, n))
+    g, P = len(hubs), hub_prefix(len(hubs))
+    partial, full = _hub_lists(n, window, g, causal, device)
+    inner = patterns.pattern(n, window, (), causal, device=device, window_tensor=True)
+    w = torch.tensor(window, device=device)
+    count, first = torch.tensor(g, device=device), torch.tensor(P, device=device)  # tensors: no recompile
+    where = torch.zeros(P, dtype=torch.long, device=device)
+    where[:g] = torch.tensor(hubs, dtype=torch.long, device=device)
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        in_window = (kv_idx >= first) & inner(b, h, q_idx, kv_idx - first)
+        hub = where[torch.clamp(kv_idx, max=first - 1)]
+        away = q_idx - hub if causal else (q_idx - hub).abs()  # causal: q − hub ≥ w puts the hub before q too
+        return in_window | ((kv_idx < count) & (away >= w))
+
+    return _from_lists(partial, full, mask_mod, (block, HUB_KV_BLOCK), (n, n + P))
+
+
+def _from_lists(partial, full, mask_mod, sizes, lengths):
+    counts, order = kv_lists(partial)
+    full_counts, full_order = kv_lists(full)
+    return BlockMask.from_kv_blocks(counts, order, full_counts, full_order, BLOCK_SIZE=sizes, mask_mod=mask_mod,
+                                    seq_lengths=lengths)
 
 
 def window_attention(q, k, v, *, window: int, hubs=(), causal=True, scale=None):
@@ -184,12 +249,41 @@ def call_sparse(q, k, v, mask_mod, visit, scale):
     return _get_compiled()(q, k, v, block_mask=bm, scale=scale)
 
 
+MASKS_KEPT = 16  # block masks kept (building one for 16k tokens takes 3–5 ms, a fifth of the call)
+_masks: OrderedDict = OrderedDict()
+
+
+def _kept_mask(n: int, window: int, hubs: tuple[int, ...], causal: bool, device) -> BlockMask:
+    """:func:`block_mask`, built once per (n, window, hubs, causal, device) among the last
+    MASKS_KEPT (callers hold the compile lock; the lock here keeps the table whole)."""
+    key = (n, int(window), hubs, bool(causal), str(device))
+    with _lock:
+        found = _masks.get(key)
+        if found is not None:
+            _masks.move_to_end(key)
+            return found
+    made = block_mask(n, window, hubs, causal, device)
+    with _lock:
+        _masks[key] = made
+        while len(_masks) > MASKS_KEPT:
+            _masks.popitem(last=False)
+    return made
+
+
 def call_window(q, k, v, window, hubs, causal, scale):
-    """One compiled window (+ hubs) call (the caller holds the compile lock)."""
+    """One compiled window (+ hubs) call (the caller holds the compile lock). With hubs,
+    the hub rows of the output are not the pattern's yet: the caller writes them (whole
+    rows, see attn.kernels.hub_rows)."""
     n = q.shape[2]
-    bm = block_mask(n, window, tuple(hubs), causal, q.device)
+    hubs = tuple(hubs)
+    bm = _kept_mask(n, window, hubs, causal, q.device)
     # contiguous inputs: strides are part of what a compiled kernel is specialised on
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    if hubs:  # the hub keys first, padded to whole blocks, then the text's
+        idx = torch.tensor(hubs, dtype=torch.long, device=q.device)
+        pad = hub_prefix(len(hubs)) - len(hubs)
+        k = torch.cat([k[:, :, idx], k.new_zeros(*k.shape[:2], pad, k.shape[-1]), k], dim=2)
+        v = torch.cat([v[:, :, idx], v.new_zeros(*v.shape[:2], pad, v.shape[-1]), v], dim=2)
     return _get_compiled()(q, k, v, block_mask=bm, scale=scale)
 
 

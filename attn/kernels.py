@@ -5,9 +5,10 @@ builds the n×n grid; the tests compare the two. The fast paths never allocate
 anything of size n×n:
 
 * :func:`window_attention_blocked` — memory O(n·(w + g)) per head: queries in blocks
-  of ``BLOCK``, each block against its ``BLOCK + w − 1`` candidate keys (causal) and
-  the hub columns, with the pattern predicate of :mod:`attn.patterns` deciding which
-  candidates count. (:mod:`attn.backend` runs a compiled FlexAttention kernel instead
+  of ``BLOCK``, each block against its ``BLOCK + w − 1`` candidate keys (causal), with
+  the pattern predicate of :mod:`attn.patterns` deciding which candidates count; the
+  hub columns are a small dense attention merged in through the log-sum-exps, and the
+  hub rows whole rows. (:mod:`attn.backend` runs a compiled FlexAttention kernel instead
   once it has warmed up; this module is pure torch and chooses nothing.)
 * :func:`linear_attention` — φ(q)ᵀ(Σ φ(k) vᵀ) / φ(q)ᵀ(Σ φ(k)) in the O(n·m·d) order;
   causal through a chunked scan (chunks of ``CHUNK``), memory O(n·m + m·d).
@@ -100,27 +101,39 @@ def window_attention_blocked(
     q, k, v, *, window: int, hubs=(), causal: bool = True, scale: float | None = None,
     block: int = BLOCK,
 ) -> torch.Tensor:
-    """The blocked pure-torch window (+ hubs) kernel (see the module docstring)."""
-    b, h, n, d = check_qkv(q, k, v)
+    """The blocked pure-torch window (+ hubs) kernel (see the module docstring): the
+    window alone with its log-sum-exp, then the hub columns merged in
+    (:func:`add_hub_columns`) and the hub rows written whole (:func:`hub_rows`)."""
+    n = check_qkv(q, k, v)[2]
     w = patterns.check_window(window)
     hubs = patterns.check_hubs(n, hubs)
     s = _scale(q, scale)
+    if not hubs:
+        return window_blocked_lse(q, k, v, window=w, causal=causal, scale=s, block=block, with_lse=False)[0]
+    out, lse = window_blocked_lse(q, k, v, window=w, causal=causal, scale=s, block=block)
+    out = add_hub_columns(q, k, v, out, lse, window=w, hubs=hubs, causal=causal, scale=s)
+    out[:, :, list(hubs)] = hub_rows(q, k, v, hubs, causal=causal, scale=s)
+    return out
+
+
+def window_blocked_lse(q, k, v, *, window: int, causal: bool = True, scale: float, block: int = BLOCK,
+                       with_lse: bool = True):
+    """Softmax attention over the window alone, and each row's log-sum-exp of its
+    scaled scores (float32, ``(b, h, n)``; None unless ``with_lse``): what a merge with
+    other keys needs."""
+    b, h, n, d = q.shape
+    w = window
     dv = v.shape[-1]
     B = max(1, min(block, n))
     nb = math.ceil(n / B)  # query blocks
     left = w - 1
     right = 0 if causal else w - 1
     L = B + left + right  # candidate keys of one query block
-
     dev = q.device
-    mask_mod = patterns.pattern(n, w, hubs, causal, device=dev)
-    g = len(hubs)
-    hub_idx = torch.tensor(hubs, dtype=torch.long, device=dev)
-    k_hub = k[:, :, hub_idx][:, :, None]  # (b, h, 1, g, d)
-    v_hub = v[:, :, hub_idx][:, :, None]  # (b, h, 1, g, dv)
-
+    mask_mod = patterns.pattern(n, w, (), causal, device=dev)
     out = torch.empty(b, h, n, dv, dtype=q.dtype, device=dev)
-    per_block = b * h * B * (L + g) * max(q.element_size(), 4) * 3
+    lse = torch.empty(b, h, n, dtype=torch.float32, device=dev) if with_lse else None
+    per_block = b * h * B * L * max(q.element_size(), 4) * 3
     group = max(1, _GROUP_BYTES.get(q.device.type, _GROUP_BYTES["cpu"]) // max(per_block, 1))
     for g0 in range(0, nb, group):
         g1 = min(nb, g0 + group)
@@ -141,25 +154,45 @@ def window_attention_blocked(
         # and padded query rows are cut off below
         qc, kc = qi.clamp(max=n - 1), kj.clamp(0, n - 1)
         allowed = mask_mod(0, 0, qc[:, :, None], kc[:, None, :]) & inside[:, None, :]
-        if g:
-            # hub columns outside the block's candidate range (those inside are counted above)
-            hj = hub_idx[None, None, :]  # (1, 1, g)
-            in_range = (hj >= starts[:, None, None] - left) & (hj < starts[:, None, None] - left + L)
-            allowed_h = mask_mod(0, 0, qc[:, :, None], hj) & ~in_range  # (G, B, g)
-            scores = torch.cat([scores, qs @ k_hub.transpose(-1, -2)], dim=-1)  # (b, h, G, B, L+g)
-            allowed = torch.cat([allowed, allowed_h], dim=-1)
-        scores = (scores * s).masked_fill_(~allowed, float("-inf"))
+        scores = scores.mul_(scale).masked_fill_(~allowed, float("-inf"))
         p = torch.softmax(scores, dim=-1)
-        o = p[..., :L] @ vg.unfold(2, L, B).transpose(-1, -2)  # (b, h, G, B, dv)
-        if g:
-            o = o + p[..., L:] @ v_hub
+        o = p @ vg.unfold(2, L, B).transpose(-1, -2)  # (b, h, G, B, dv)
         out[:, :, q0:q1] = o.reshape(b, h, G * B, dv)[:, :, : q1 - q0]
-    if g:
-        # hub rows see every (earlier) key: g full rows, O(g·n)
-        rows = q[:, :, hub_idx] @ k.transpose(-1, -2) * s  # (b, h, g, n)
-        allowed = mask_mod(0, 0, hub_idx[:, None], torch.arange(n, device=dev)[None, :])
-        out[:, :, hub_idx] = torch.softmax(rows.masked_fill(~allowed, float("-inf")), dim=-1) @ v
-    return out
+        if lse is not None:  # the largest weight is e^0 / Σ: log Σ e^s = max s − log(max p), max p ≥ 1/L
+            top = scores.amax(dim=-1).float() - p.amax(dim=-1).float().log()
+            lse[:, :, q0:q1] = top.reshape(b, h, G * B)[:, :, : q1 - q0]
+    return out, lse
+
+
+def add_hub_columns(q, k, v, out, lse, *, window: int, hubs, causal: bool, scale: float) -> torch.Tensor:
+    """Merge the hub columns into softmax attention over the window: ``out`` and ``lse``
+    are the window's output and log-sum-exp; the g hub keys are one small dense
+    attention (n × g), each hub counted for query i when i may see it and it lies
+    outside i's window (inside, the window counted it: once); the two parts merge
+    exactly through their log-sum-exps, as FlashAttention merges blocks. O(n·g)."""
+    n = q.shape[2]
+    idx = torch.tensor(hubs, dtype=torch.long, device=q.device)
+    s = (q @ k[:, :, idx].transpose(-1, -2)).float() * scale  # (b, h, n, g)
+    i = torch.arange(n, device=q.device)[:, None]
+    seen = (i - idx[None, :]).abs() >= window
+    if causal:
+        seen = seen & (idx[None, :] <= i)
+    s = s.masked_fill(~seen, float("-inf"))
+    total = torch.logaddexp(lse, torch.logsumexp(s, dim=-1))  # (b, h, n)
+    from_hubs = torch.exp(s - total[..., None]) @ v[:, :, idx].float()  # (b, h, n, dv)
+    if out.dtype == torch.float32:  # in place: out is the window's own, made for this merge
+        return out.mul_(torch.exp(lse - total)[..., None]).add_(from_hubs)
+    return (out.float() * torch.exp(lse - total)[..., None] + from_hubs).to(out.dtype)
+
+
+def hub_rows(q, k, v, hubs, *, causal: bool, scale: float) -> torch.Tensor:
+    """The hub rows: each hub sees every (earlier) key, a whole row; ``(b, h, g, dv)``, O(g·n)."""
+    n = q.shape[2]
+    idx = torch.tensor(hubs, dtype=torch.long, device=q.device)
+    rows = q[:, :, idx] @ k.transpose(-1, -2) * scale  # (b, h, g, n)
+    if causal:
+        rows = rows.masked_fill(idx[:, None] < torch.arange(n, device=q.device)[None, :], float("-inf"))
+    return torch.softmax(rows, dim=-1) @ v
 
 
 def window_attention_reference(q, k, v, *, window: int, hubs=(), causal: bool = True, scale=None):

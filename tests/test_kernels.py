@@ -140,18 +140,78 @@ def test_bad_arguments_raise_a_clear_value_error(call):
         call(q, k, v)
 
 
-def test_flex_block_lists_are_a_superset_of_the_pattern_and_skip_far_blocks():
-    for n, w, hubs, causal in [(300, 16, (), True), (300, 100, (0, 150), True), (257, 20, (256,), False)]:
-        counts, idx = flex.block_lists(n, w, hubs, causal, block=32)
-        grid = patterns.pattern_grid(n, w, hubs, causal)
-        nb = counts.shape[-1]
-        for qb in range(nb):
-            visited = set(idx[0, 0, qb, : counts[0, 0, qb]].tolist())
-            rows = grid[qb * 32 : (qb + 1) * 32]
-            needed = {j // 32 for j in rows.any(dim=0).nonzero().flatten().tolist()}
-            assert needed <= visited
-        if not hubs:
-            assert int(counts.max()) <= (w - 1) // 32 + 2 + (0 if causal else (w - 1) // 32 + 1)
+def _cells_of(grid, qb, kb, q_block, kv_block):
+    return grid[qb * q_block:(qb + 1) * q_block, kb * kv_block:(kb + 1) * kv_block]
+
+
+@pytest.mark.parametrize("n, w, causal, q_block, kv_block", [
+    (300, 16, True, 32, 32), (300, 100, True, 64, 32), (257, 20, False, 32, 32), (513, 128, True, 64, 64),
+    (129, 200, False, 64, 32)])
+def test_flex_band_blocks_hold_every_pair_and_full_blocks_only_pairs(n, w, causal, q_block, kv_block):
+    """The window kernel's block lists, against the pattern's dense grid: every allowed
+    pair lies in a visited block, a full block (the kernel skips the predicate there)
+    holds allowed pairs only, and no block is both."""
+    partial, full = flex.band_lists(n, w, causal, q_block, kv_block)
+    grid = patterns.pattern_grid(n, w, (), causal)
+    assert not (partial & full).any()
+    for qb in range(partial.shape[0]):
+        for kb in range(partial.shape[1]):
+            cells = _cells_of(grid, qb, kb, q_block, kv_block)
+            if cells.any():
+                assert partial[qb, kb] or full[qb, kb], (qb, kb)
+            if full[qb, kb]:
+                assert cells.all() and cells.shape == (q_block, kv_block), (qb, kb)
+    assert full.any() or w < 2 * kv_block  # the band's inside is skipped, not tested cell by cell
+    per_row = int((partial | full).sum(dim=1).max())
+    assert per_row <= (w - 1) // kv_block + q_block // kv_block + 1 + (0 if causal else (w - 1) // kv_block + 1)
+
+
+@pytest.mark.parametrize("n, w, hubs, causal", [
+    (300, 16, (0, 150), True), (257, 20, (0, 17, 256), False), (200, 64, (5, 60, 199), True),
+    (150, 8, tuple(range(0, 150, 4)), True)])  # 38 hubs: two blocks of hub keys
+def test_flex_hub_kernel_sees_each_pair_once(n, w, hubs, causal):
+    """The hub kernel's keys are the hub keys (padded to whole blocks), then the text's.
+    Its mask, brute force over every (query, key) of that sequence: a text key counts
+    when the window allows it; a hub key when the pattern allows it and the window does
+    not (inside the window it already counts: once); padding never. Every allowed cell
+    lies in a visited block, and full blocks hold allowed cells only."""
+    g, P = len(hubs), flex.hub_prefix(len(hubs))
+    bm = flex.block_mask(n, w, hubs, causal, "cpu")
+    qi = torch.arange(n)[:, None]
+    kj = torch.arange(n + P)[None, :]
+    got = bm.mask_mod(0, 0, qi, kj)
+    window = patterns.pattern_grid(n, w, (), causal)
+    whole = patterns.pattern_grid(n, w, hubs, causal)
+    want = torch.zeros(n, n + P, dtype=torch.bool)
+    want[:, P:] = window
+    for t, hub in enumerate(hubs):
+        want[:, t] = whole[:, hub] & ~window[:, hub]
+    assert torch.equal(got, want)
+    partial, full = flex._hub_lists(n, w, g, causal)
+    for qb in range(partial.shape[0]):
+        for kb in range(partial.shape[1]):
+            cells = _cells_of(want, qb, kb, flex.FLEX_BLOCK, flex.HUB_KV_BLOCK)
+            if cells.any():
+                assert partial[qb, kb] or full[qb, kb], (qb, kb)
+            if full[qb, kb]:
+                assert cells.all(), (qb, kb)
+
+
+def test_blocked_kernel_merges_hub_columns_exactly_and_counts_a_hub_in_the_window_once():
+    """The blocked kernel's hub columns (merged through the log-sum-exps) against a
+    hand-made case: one query, its window holds a hub; the weights come out as the
+    softmax over the pattern's cells, each key once."""
+    n, w = 6, 2
+    q = torch.zeros(1, 1, n, 1)
+    q[0, 0, 5, 0] = 1.0
+    k = torch.arange(n, dtype=torch.float32).reshape(1, 1, n, 1) / 10
+    v = torch.eye(n).reshape(1, 1, n, n)  # the output row is the weights
+    out = kernels.window_attention_blocked(q, k, v, window=w, hubs=(0, 4), causal=True, scale=1.0)
+    # query 5 sees keys 4, 5 (its window; hub 4 inside it) and hub 0: scores 0.4, 0.5, 0.0
+    e = torch.exp(torch.tensor([0.0, 0.4, 0.5]))
+    want = torch.zeros(n)
+    want[[0, 4, 5]] = e / e.sum()
+    torch.testing.assert_close(out[0, 0, 5], want)
 
 
 @pytest.mark.skipif(not flex.available(), reason="FlexAttention cannot compile here (no C++ compiler)")
@@ -159,7 +219,8 @@ def test_flex_block_lists_are_a_superset_of_the_pattern_and_skip_far_blocks():
 def test_compiled_flex_attention_matches_the_dense_reference():
     assert backend.warm((1, 4, 1024, 32)), "\n".join(flex.status()["log"])
     assert backend.warm((1, 4, 1024, 32), hubs=True), "\n".join(flex.status()["log"])
-    for n, w, hubs, causal in [(300, 16, (), True), (513, 100, (0, 260), True), (700, 5, (699,), True)]:
+    for n, w, hubs, causal in [(300, 16, (), True), (513, 100, (0, 260), True), (700, 5, (699,), True),
+                               (900, 50, tuple(range(0, 900, 20)), True)]:  # 45 hubs: two blocks of hub keys
         q, k, v = qkv(1, 4, n, 32, seed=n)
         assert backend.window_backend(q, v, causal, w, hubs) == "flex"
         got = backend.window_attention(q, k, v, window=w, hubs=hubs, causal=causal)
