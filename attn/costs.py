@@ -17,7 +17,7 @@ from . import patterns
 from .composition import Composition, composed_blocks, composed_cells, covers_every_pair, window_and_hubs
 from .features import feature_size
 from .flex import FLEX_BLOCK, HUB_KV_BLOCK, block_lists
-from .kernels import BLOCK, CHUNK
+from .kernels import BLOCK, CHUNK, GROUP
 
 
 @dataclass(frozen=True)
@@ -77,9 +77,9 @@ def linear_flops(n: int, s: Shape, feature: str) -> tuple[float, float]:
 
 def linear_memory(n: int, s: Shape, feature: str) -> int:
     """Numbers held by linear attention: the m×d summary and its m-vector per head,
-    plus the features of one group of chunks (16 chunks) at a time."""
+    plus the features of one group of chunks (GROUP chunks) at a time."""
     m = feature_size(feature, s.d)
-    return s.batch * s.heads * (patterns.linear_summary_size(m, s.d) + 2 * min(n, 16 * CHUNK) * m)
+    return s.batch * s.heads * (patterns.linear_summary_size(m, s.d) + 2 * min(n, GROUP * CHUNK) * m)
 
 
 def window_memory(n: int, s: Shape, window: int, hubs: tuple[int, ...]) -> int:

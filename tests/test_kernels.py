@@ -75,7 +75,8 @@ def test_window_of_n_or_more_equals_full_attention(device):
 
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("feature", list(features.FEATURE_MAPS))
-@pytest.mark.parametrize("n,chunk", [(1, 64), (63, 64), (64, 64), (200, 64), (131, 16), (300, 128)])
+@pytest.mark.parametrize("n,chunk", [(1, 64), (63, 64), (64, 64), (200, 64), (131, 16), (300, 128),
+                                     (1100, 32), (600, 8)])  # several groups of chunks, the last one short
 def test_linear_attention_matches_the_explicit_feature_grid(feature, causal, n, chunk):
     q, k, v = qkv(2, 3, n, 16, dv=8, seed=n)
     got = kernels.linear_attention(q, k, v, feature=feature, causal=causal, chunk=chunk, feature_dim=32)
