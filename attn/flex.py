@@ -34,6 +34,7 @@ FLEX_BLOCK = 64  # 64 beat 128 and 32 on useful GFLOP/s here (less of each block
 # key blocks of the hub kernel: the hub keys take the first (up to 32 hubs), so a block of
 # 32 wastes less on padding than one of 64, and costs the band nothing measurable
 HUB_KV_BLOCK = 32
+HUB_CHUNK = 4096  # queries per call of the hub kernel: its copy of the keys and values it reaches stays small
 
 _lock = threading.Lock()
 # One compiled-flex call or compile at a time: dynamo is not thread-safe, and a call
@@ -110,21 +111,24 @@ def status() -> dict:
 
 
 def band_lists(n: int, window: int, causal: bool, q_block: int = FLEX_BLOCK, kv_block: int = FLEX_BLOCK,
-               offset: int = 0, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+               first: int = 0, keys: tuple[int, int] | None = None, device=None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
     """The window's block pairs as two bool (query blocks × key blocks) grids: the
     partial ones (the predicate decides inside) and the full ones (every pair allowed:
-    the compiled kernel skips the predicate there). Key block k holds positions
-    ``k·kv_block − offset`` onwards (``offset``: the hub keys' own blocks first). Built
-    from block ranges, in O((n/block)²) small integers, never from the n² cells."""
+    the compiled kernel skips the predicate there). ``n`` queries at positions 0 … n−1;
+    the key sequence holds ``first`` other keys (the hub keys' blocks), then the text's
+    keys at positions ``keys = (start, end)`` (default: the same n positions). Built from
+    block ranges, in O((n/block)²) small integers, never from the n² cells."""
+    k_start, k_end = keys if keys is not None else (0, n)
     q_lo, q_hi = patterns.block_bounds(n, q_block, device)
-    n_kv = n + offset
-    k_lo = torch.arange(0, n_kv, kv_block, device=device) - offset
-    k_hi = torch.clamp(k_lo + kv_block - 1, max=n - 1)
-    q_lo, q_hi, k_lo, k_hi = q_lo[:, None], q_hi[:, None], k_lo[None, :], k_hi[None, :]
-    real = k_lo >= 0  # the hub blocks are not the band's
+    index = torch.arange(0, first + k_end - k_start, kv_block, device=device)  # each key block's first index
+    k_lo = index - first + k_start
+    k_hi = torch.clamp(k_lo + kv_block - 1, max=k_end - 1)
+    q_lo, q_hi, k_lo, k_hi, index = q_lo[:, None], q_hi[:, None], k_lo[None, :], k_hi[None, :], index[None, :]
+    real = index >= first  # the hub keys' blocks are not the band's
     band = patterns.band_blocks(q_lo, q_hi, k_lo, k_hi, window) & real
-    # whole blocks only: the text's last block may be short
-    whole = (q_lo + q_block - 1 < n) & (k_lo + kv_block - 1 < n) & real
+    # whole blocks only: the last block of the queries or of the keys may be short
+    whole = (q_lo + q_block - 1 < n) & (k_lo + kv_block - 1 < k_end) & real
     if causal:
         band = band & (k_lo <= q_hi)
         full = whole & (q_lo >= k_hi) & (q_hi - k_lo < window)
@@ -136,13 +140,16 @@ def band_lists(n: int, window: int, causal: bool, q_block: int = FLEX_BLOCK, kv_
 def block_lists(n: int, window: int, hubs: tuple[int, ...], causal: bool, block: int = FLEX_BLOCK, device=None):
     """kv blocks each query block of the window (+ hubs) kernel visits, partial and full
     together, as ``(kv_num_blocks, kv_indices)`` of shapes ``(1, 1, nq)`` and
-    ``(1, 1, nq, nk)`` (with hubs, key blocks count in the kernel's key sequence: the
-    hub keys' blocks first). For the cost model and the tests."""
-    if hubs:
-        partial, full = _hub_lists(n, window, len(hubs), causal, device)
-    else:
+    ``(1, 1, nq, nk)`` (with hubs, over all the chunks of queries the kernel is called
+    on, key blocks counted in each call's key sequence). For the cost model and the tests."""
+    if not hubs:
         partial, full = band_lists(n, window, causal, block, block, device=device)
-    return kv_lists(partial | full)
+        return kv_lists(partial | full)
+    counts = []
+    for a, e, k0, k1 in hub_chunks(n, window, causal):
+        partial, full = _hub_lists(e - a, window, len(hubs), causal, (k0 - a, k1 - a), device)
+        counts.append((partial | full).sum(dim=-1))
+    return torch.cat(counts).to(torch.int32)[None, None], None
 
 
 def kv_lists(visit: torch.Tensor):
@@ -159,39 +166,59 @@ def hub_prefix(g: int) -> int:
     return HUB_KV_BLOCK * -(-g // HUB_KV_BLOCK)
 
 
-def _hub_lists(n: int, window: int, g: int, causal: bool, device=None):
+def hub_chunks(n: int, window: int, causal: bool) -> list[tuple[int, int, int, int]]:
+    """The hub kernel's calls: queries [a, e) in chunks of about HUB_CHUNK (whole blocks,
+    as even as can be), each with the text keys [k0, k1) its window can reach (its own
+    copy of them follows the hub keys)."""
+    calls = max(1, round(n / HUB_CHUNK))  # chunks of HUB_CHUNK / 2 or more: never a one-block chunk
+    bounds = [0] + [FLEX_BLOCK * round(i * n / calls / FLEX_BLOCK) for i in range(1, calls)] + [n]
+    return [(a, e, max(0, a - (window - 1)), e if causal else min(n, e + window - 1))
+            for a, e in zip(bounds, bounds[1:])]
+
+
+def _hub_lists(n_q: int, window: int, g: int, causal: bool, keys: tuple[int, int], device=None):
+    """One hub-kernel call's block pairs: the band over its text keys (positions relative
+    to its first query), and every query block visiting the hub keys' blocks."""
     P = hub_prefix(g)
-    partial, full = band_lists(n, window, causal, FLEX_BLOCK, HUB_KV_BLOCK, offset=P, device=device)
-    partial[:, : P // HUB_KV_BLOCK] = True  # every query block visits the hub keys' blocks
+    partial, full = band_lists(n_q, window, causal, FLEX_BLOCK, HUB_KV_BLOCK, first=P, keys=keys, device=device)
+    partial[:, : P // HUB_KV_BLOCK] = True
     return partial, full
 
 
-def block_mask(n: int, window: int, hubs: tuple[int, ...], causal: bool, device, block: int = FLEX_BLOCK):
-    """The window kernel's block mask (``hubs`` empty), or the hub kernel's: its keys are
-    the g hub keys (padded to whole blocks) followed by the text's, so the hub columns
-    cost one small block per query block instead of a column of blocks each. A hub key
-    counts for query i when i may see it (causal) and it is outside i's window (inside,
-    the window counts it: once). The window, the hub positions and their number are
-    tensors, so one compiled kernel serves every setting of each kind."""
-    if not hubs:
-        partial, full = band_lists(n, window, causal, block, block, device=device)
-        mask_mod = patterns.pattern(n, window, (), causal, device=device, window_tensor=True)
-        return _from_lists(partial, full, mask_mod, (block, block), (n, n))
+def block_mask(n: int, window: int, causal: bool, device, block: int = FLEX_BLOCK) -> BlockMask:
+    """The window kernel's block mask. The window is a tensor, so one compiled kernel
+    serves every window."""
+    partial, full = band_lists(n, window, causal, block, block, device=device)
+    mask_mod = patterns.pattern(n, window, (), causal, device=device, window_tensor=True)
+    return _from_lists(partial, full, mask_mod, (block, block), (n, n))
+
+
+def hub_block_mask(n: int, window: int, hubs: tuple[int, ...], causal: bool, chunk: tuple[int, int, int, int],
+                   device) -> BlockMask:
+    """The block mask of one hub-kernel call (``chunk``: queries [a, e), text keys
+    [k0, k1)). Its keys are the g hub keys (padded to whole blocks), then the text keys
+    k0 … k1−1: the hub columns cost one small block per query block, not a column of
+    blocks each. A hub key counts for query i when i may see it (causal) and it lies
+    outside i's window (inside, the window counts it: once). The window, the hub
+    positions and their number, and the chunk's place are tensors: one compiled kernel
+    serves every setting and every chunk."""
+    a, e, k0, k1 = chunk
     g, P = len(hubs), hub_prefix(len(hubs))
-    partial, full = _hub_lists(n, window, g, causal, device)
+    partial, full = _hub_lists(e - a, window, g, causal, (k0 - a, k1 - a), device)
     inner = patterns.pattern(n, window, (), causal, device=device, window_tensor=True)
-    w = torch.tensor(window, device=device)
-    count, first = torch.tensor(g, device=device), torch.tensor(P, device=device)  # tensors: no recompile
+    w, count, first = (torch.tensor(x, device=device) for x in (window, g, P))
+    q_at, k_at = torch.tensor(a, device=device), torch.tensor(k0 - P, device=device)  # positions in the text
     where = torch.zeros(P, dtype=torch.long, device=device)
     where[:g] = torch.tensor(hubs, dtype=torch.long, device=device)
 
     def mask_mod(b, h, q_idx, kv_idx):
-        in_window = (kv_idx >= first) & inner(b, h, q_idx, kv_idx - first)
+        i = q_idx + q_at
+        in_window = (kv_idx >= first) & inner(b, h, i, kv_idx + k_at)
         hub = where[torch.clamp(kv_idx, max=first - 1)]
-        away = q_idx - hub if causal else (q_idx - hub).abs()  # causal: q − hub ≥ w puts the hub before q too
+        away = i - hub if causal else (i - hub).abs()  # causal: i − hub ≥ w puts the hub before i too
         return in_window | ((kv_idx < count) & (away >= w))
 
-    return _from_lists(partial, full, mask_mod, (block, HUB_KV_BLOCK), (n, n + P))
+    return _from_lists(partial, full, mask_mod, (FLEX_BLOCK, HUB_KV_BLOCK), (e - a, P + k1 - k0))
 
 
 def _from_lists(partial, full, mask_mod, sizes, lengths):
@@ -253,16 +280,20 @@ MASKS_KEPT = 16  # block masks kept (building one for 16k tokens takes 3–5 ms,
 _masks: OrderedDict = OrderedDict()
 
 
-def _kept_mask(n: int, window: int, hubs: tuple[int, ...], causal: bool, device) -> BlockMask:
-    """:func:`block_mask`, built once per (n, window, hubs, causal, device) among the last
-    MASKS_KEPT (callers hold the compile lock; the lock here keeps the table whole)."""
+def _kept_masks(n: int, window: int, hubs: tuple[int, ...], causal: bool, device):
+    """The window kernel's block mask, or the hub kernel's chunks and their masks, built
+    once per (n, window, hubs, causal, device) among the last MASKS_KEPT (callers hold
+    the compile lock; the lock here keeps the table whole)."""
     key = (n, int(window), hubs, bool(causal), str(device))
     with _lock:
         found = _masks.get(key)
         if found is not None:
             _masks.move_to_end(key)
             return found
-    made = block_mask(n, window, hubs, causal, device)
+    if hubs:
+        made = [(c, hub_block_mask(n, window, hubs, causal, c, device)) for c in hub_chunks(n, window, causal)]
+    else:
+        made = block_mask(n, window, causal, device)
     with _lock:
         _masks[key] = made
         while len(_masks) > MASKS_KEPT:
@@ -276,15 +307,23 @@ def call_window(q, k, v, window, hubs, causal, scale):
     rows, see attn.kernels.hub_rows)."""
     n = q.shape[2]
     hubs = tuple(hubs)
-    bm = _kept_mask(n, window, hubs, causal, q.device)
+    masks = _kept_masks(n, window, hubs, causal, q.device)
     # contiguous inputs: strides are part of what a compiled kernel is specialised on
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    if hubs:  # the hub keys first, padded to whole blocks, then the text's
-        idx = torch.tensor(hubs, dtype=torch.long, device=q.device)
-        pad = hub_prefix(len(hubs)) - len(hubs)
-        k = torch.cat([k[:, :, idx], k.new_zeros(*k.shape[:2], pad, k.shape[-1]), k], dim=2)
-        v = torch.cat([v[:, :, idx], v.new_zeros(*v.shape[:2], pad, v.shape[-1]), v], dim=2)
-    return _get_compiled()(q, k, v, block_mask=bm, scale=scale)
+    compiled = _get_compiled()
+    if not hubs:
+        return compiled(q, k, v, block_mask=masks, scale=scale)
+    # per chunk of queries: the hub keys first, padded to whole blocks, then a copy of the
+    # text keys the chunk's window reaches (so the copy costs a chunk's worth of memory)
+    b, h = q.shape[:2]
+    idx = torch.tensor(hubs, dtype=torch.long, device=q.device)
+    pad = hub_prefix(len(hubs)) - len(hubs)
+    out = q.new_empty(b, h, n, v.shape[-1])
+    for (a, e, k0, k1), bm in masks:
+        kk, vv = (torch.cat([t[:, :, idx], t.new_zeros(b, h, pad, t.shape[-1]), t[:, :, k0:k1]], dim=2)
+                  for t in (k, v))
+        out[:, :, a:e] = compiled(q[:, :, a:e].contiguous(), kk, vv, block_mask=bm, scale=scale)
+    return out
 
 
 def _warn_once(message: str) -> None:

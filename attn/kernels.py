@@ -165,25 +165,36 @@ def window_blocked_lse(q, k, v, *, window: int, causal: bool = True, scale: floa
     return out, lse
 
 
+MERGE_ROWS = 4096  # rows merged at a time: the hub part of each stays a few MiB
+
+
 def add_hub_columns(q, k, v, out, lse, *, window: int, hubs, causal: bool, scale: float) -> torch.Tensor:
     """Merge the hub columns into softmax attention over the window: ``out`` and ``lse``
     are the window's output and log-sum-exp; the g hub keys are one small dense
     attention (n × g), each hub counted for query i when i may see it and it lies
     outside i's window (inside, the window counted it: once); the two parts merge
-    exactly through their log-sum-exps, as FlashAttention merges blocks. O(n·g)."""
+    exactly through their log-sum-exps, as FlashAttention merges blocks. O(n·g), in
+    chunks of MERGE_ROWS rows, in place when ``out`` is float32."""
     n = q.shape[2]
     idx = torch.tensor(hubs, dtype=torch.long, device=q.device)
-    s = (q @ k[:, :, idx].transpose(-1, -2)).float() * scale  # (b, h, n, g)
-    i = torch.arange(n, device=q.device)[:, None]
-    seen = (i - idx[None, :]).abs() >= window
-    if causal:
-        seen = seen & (idx[None, :] <= i)
-    s = s.masked_fill(~seen, float("-inf"))
-    total = torch.logaddexp(lse, torch.logsumexp(s, dim=-1))  # (b, h, n)
-    from_hubs = torch.exp(s - total[..., None]) @ v[:, :, idx].float()  # (b, h, n, dv)
-    if out.dtype == torch.float32:  # in place: out is the window's own, made for this merge
-        return out.mul_(torch.exp(lse - total)[..., None]).add_(from_hubs)
-    return (out.float() * torch.exp(lse - total)[..., None] + from_hubs).to(out.dtype)
+    k_hub, v_hub = k[:, :, idx].transpose(-1, -2), v[:, :, idx].float()  # (b, h, d, g), (b, h, g, dv)
+    merged = out if out.dtype == torch.float32 else torch.empty_like(out, dtype=torch.float32)
+    for r0 in range(0, n, MERGE_ROWS):
+        r1 = min(n, r0 + MERGE_ROWS)
+        s = (q[:, :, r0:r1] @ k_hub).float() * scale  # (b, h, r, g)
+        i = torch.arange(r0, r1, device=q.device)[:, None]
+        seen = (i - idx[None, :]).abs() >= window
+        if causal:
+            seen = seen & (idx[None, :] <= i)
+        s = s.masked_fill_(~seen, float("-inf"))
+        part = lse[:, :, r0:r1]
+        total = torch.logaddexp(part, torch.logsumexp(s, dim=-1))  # (b, h, r)
+        from_window, from_hubs = torch.exp(part - total)[..., None], torch.exp(s - total[..., None]) @ v_hub
+        if merged is out:
+            out[:, :, r0:r1].mul_(from_window).add_(from_hubs)
+        else:
+            merged[:, :, r0:r1] = out[:, :, r0:r1].float() * from_window + from_hubs
+    return merged if merged is out else merged.to(out.dtype)
 
 
 def hub_rows(q, k, v, hubs, *, causal: bool, scale: float) -> torch.Tensor:

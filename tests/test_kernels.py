@@ -170,32 +170,39 @@ def test_flex_band_blocks_hold_every_pair_and_full_blocks_only_pairs(n, w, causa
 @pytest.mark.parametrize("n, w, hubs, causal", [
     (300, 16, (0, 150), True), (257, 20, (0, 17, 256), False), (200, 64, (5, 60, 199), True),
     (150, 8, tuple(range(0, 150, 4)), True)])  # 38 hubs: two blocks of hub keys
-def test_flex_hub_kernel_sees_each_pair_once(n, w, hubs, causal):
-    """The hub kernel's keys are the hub keys (padded to whole blocks), then the text's.
-    Its mask, brute force over every (query, key) of that sequence: a text key counts
-    when the window allows it; a hub key when the pattern allows it and the window does
-    not (inside the window it already counts: once); padding never. Every allowed cell
-    lies in a visited block, and full blocks hold allowed cells only."""
+def test_flex_hub_kernel_sees_each_pair_once(monkeypatch, n, w, hubs, causal):
+    """The hub kernel runs on chunks of queries (here of 128, to have several); each
+    call's keys are the hub keys (padded to whole blocks), then the text keys its window
+    reaches. Its mask, brute force over every (query, key) of each call: a text key
+    counts when the window allows it; a hub key when the pattern allows it and the
+    window does not (inside the window it already counts: once); padding never. The
+    calls' text keys hold every pair the window allows; every allowed cell lies in a
+    visited block, and full blocks hold allowed cells only."""
+    monkeypatch.setattr(flex, "HUB_CHUNK", 128)
     g, P = len(hubs), flex.hub_prefix(len(hubs))
-    bm = flex.block_mask(n, w, hubs, causal, "cpu")
-    qi = torch.arange(n)[:, None]
-    kj = torch.arange(n + P)[None, :]
-    got = bm.mask_mod(0, 0, qi, kj)
     window = patterns.pattern_grid(n, w, (), causal)
     whole = patterns.pattern_grid(n, w, hubs, causal)
-    want = torch.zeros(n, n + P, dtype=torch.bool)
-    want[:, P:] = window
-    for t, hub in enumerate(hubs):
-        want[:, t] = whole[:, hub] & ~window[:, hub]
-    assert torch.equal(got, want)
-    partial, full = flex._hub_lists(n, w, g, causal)
-    for qb in range(partial.shape[0]):
-        for kb in range(partial.shape[1]):
-            cells = _cells_of(want, qb, kb, flex.FLEX_BLOCK, flex.HUB_KV_BLOCK)
-            if cells.any():
-                assert partial[qb, kb] or full[qb, kb], (qb, kb)
-            if full[qb, kb]:
-                assert cells.all(), (qb, kb)
+    chunks = flex.hub_chunks(n, w, causal)
+    assert chunks[0][0] == 0 and chunks[-1][1] == n and len(chunks) == max(1, round(n / 128))
+    assert all(e == a_next for (_, e, _, _), (a_next, _, _, _) in zip(chunks, chunks[1:]))
+    assert all(e - a >= 64 and a % 64 == 0 for a, e, _, _ in chunks)
+    for a, e, k0, k1 in chunks:
+        assert not window[a:e, :k0].any() and not window[a:e, k1:].any()  # the window reaches no further
+        bm = flex.hub_block_mask(n, w, hubs, causal, (a, e, k0, k1), "cpu")
+        got = bm.mask_mod(0, 0, torch.arange(e - a)[:, None], torch.arange(P + k1 - k0)[None, :])
+        want = torch.zeros(e - a, P + k1 - k0, dtype=torch.bool)
+        want[:, P:] = window[a:e, k0:k1]
+        for t, hub in enumerate(hubs):
+            want[:, t] = whole[a:e, hub] & ~window[a:e, hub]
+        assert torch.equal(got, want), (a, e)
+        partial, full = flex._hub_lists(e - a, w, g, causal, (k0 - a, k1 - a))
+        for qb in range(partial.shape[0]):
+            for kb in range(partial.shape[1]):
+                cells = _cells_of(want, qb, kb, flex.FLEX_BLOCK, flex.HUB_KV_BLOCK)
+                if cells.any():
+                    assert partial[qb, kb] or full[qb, kb], (a, qb, kb)
+                if full[qb, kb]:
+                    assert cells.all(), (a, qb, kb)
 
 
 def test_blocked_kernel_merges_hub_columns_exactly_and_counts_a_hub_in_the_window_once():
