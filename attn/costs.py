@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from . import patterns
 from .composition import Composition, composed_blocks, composed_cells, covers_every_pair, window_and_hubs
 from .features import feature_size
-from .flex import FLEX_BLOCK, HUB_KV_BLOCK, block_lists
+from .flex import FLEX_BLOCK, computed_cells
 from .kernels import BLOCK, CHUNK, GROUP
 
 
@@ -61,9 +61,7 @@ def blocked_window_flops(n: int, s: Shape, window: int, hubs: tuple[int, ...]) -
 def flex_window_flops(n: int, s: Shape, window: int, hubs: tuple[int, ...]) -> float:
     """What the compiled kernel computes: every cell of its visited blocks (64 queries by
     64 keys; with hubs, by 32 keys, the hub keys' block among them), plus the hub rows."""
-    counts, _ = block_lists(n, min(window, n), hubs, True)
-    kv = HUB_KV_BLOCK if hubs else FLEX_BLOCK
-    return (int(counts.sum()) * FLEX_BLOCK * kv + len(hubs) * n) * cell_flops(s)
+    return (computed_cells(n, min(window, n), hubs) + len(hubs) * n) * cell_flops(s)
 
 
 def linear_flops(n: int, s: Shape, feature: str) -> tuple[float, float]:

@@ -137,19 +137,18 @@ def band_lists(n: int, window: int, causal: bool, q_block: int = FLEX_BLOCK, kv_
     return band & ~full, full
 
 
-def block_lists(n: int, window: int, hubs: tuple[int, ...], causal: bool, block: int = FLEX_BLOCK, device=None):
-    """kv blocks each query block of the window (+ hubs) kernel visits, partial and full
-    together, as ``(kv_num_blocks, kv_indices)`` of shapes ``(1, 1, nq)`` and
-    ``(1, 1, nq, nk)`` (with hubs, over all the chunks of queries the kernel is called
-    on, key blocks counted in each call's key sequence). For the cost model and the tests."""
+def computed_cells(n: int, window: int, hubs: tuple[int, ...] = (), causal: bool = True) -> int:
+    """Cells the compiled window (+ hubs) kernel computes for one head: every cell of the
+    blocks it visits (64 × 64; with hubs 64 × 32 over all its chunks of queries, the
+    hub keys' blocks among them). For the cost model."""
     if not hubs:
-        partial, full = band_lists(n, window, causal, block, block, device=device)
-        return kv_lists(partial | full)
-    counts = []
+        partial, full = band_lists(n, window, causal)
+        return int((partial | full).sum()) * FLEX_BLOCK * FLEX_BLOCK
+    total = 0
     for a, e, k0, k1 in hub_chunks(n, window, causal):
-        partial, full = _hub_lists(e - a, window, len(hubs), causal, (k0 - a, k1 - a), device)
-        counts.append((partial | full).sum(dim=-1))
-    return torch.cat(counts).to(torch.int32)[None, None], None
+        partial, full = _hub_lists(e - a, window, len(hubs), causal, (k0 - a, k1 - a))
+        total += int((partial | full).sum()) * FLEX_BLOCK * HUB_KV_BLOCK
+    return total
 
 
 def kv_lists(visit: torch.Tensor):
