@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from . import patterns
 from .composition import Composition, composed_blocks, composed_cells, covers_every_pair, window_and_hubs
 from .features import feature_size
+from .backend import sparse_plan
 from .flex import FLEX_BLOCK, computed_cells
 from .kernels import BLOCK, CHUNK, GROUP
 
@@ -129,9 +130,10 @@ def composed_memory(n: int, shape: Shape, c: Composition, causal: bool = True) -
 def composed_flops(n: int, shape: Shape, c: Composition, backend: str = "model",
                    causal: bool = True) -> tuple[float, float]:
     """(useful, computed) operations of softmax attention over a composition:
-    useful, its cells; computed, what the kernel that ran touches (flex: every cell of
-    the visited 64-blocks; blocked: the same blocks without the hub lines, plus the hub
-    columns for every query and the hub rows; reference and sdpa: every pair)."""
+    useful, its cells; computed, what the kernel that ran touches (a window with or
+    without hubs: the window kernels'; flex: every cell of the visited 64-blocks;
+    blocked: the blocks of its plan (backend.sparse_plan) without the hub lines, plus the
+    hub columns for every query and the hub rows; reference and sdpa: every pair)."""
     cell = cell_flops(shape)
     useful = composed_cells(n, c, causal) * cell
     full = n * (n + 1) // 2 if causal else n * n
@@ -141,8 +143,11 @@ def composed_flops(n: int, shape: Shape, c: Composition, backend: str = "model",
         return useful, (n * n if backend == "reference" else full) * cell
     if causal and window_and_hubs(c):  # run by the window kernels
         return useful, window_flops(n, shape, c.window, c.hubs, backend)[1]
-    block = FLEX_BLOCK if backend == "flex" else BLOCK
-    visited = int(composed_blocks(n, c, causal, block, hub_lines=backend == "flex").sum()) * block * block
+    if backend == "flex":
+        visited = int(composed_blocks(n, c, causal, FLEX_BLOCK).sum()) * FLEX_BLOCK**2
+    else:
+        block, visit = sparse_plan(n, c, causal)
+        visited = int(visit.sum()) * block * block
     lines = 0 if backend == "flex" else len(c.hubs) * 2 * n
     return useful, max(useful, (visited + lines) * cell)
 

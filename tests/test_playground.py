@@ -82,7 +82,7 @@ def test_blocked_kernel_and_cells_match_the_dense_pattern_for_every_part_and_pai
         p = methods.Params(parts=c, causal=causal, scale=0.3)
         want = PATTERN.reference(q, k, v, p)
         torch.testing.assert_close(PATTERN.run(q, k, v, p, backend="blocked"), want, atol=2e-5, rtol=2e-5)
-        for block in (16, 64):  # the kernel is right for any block size
+        for block in (16, 32, 64):  # the kernel is right for any block size
             visit = composition.composed_blocks(n, c, causal, block, hub_lines=False)
             got = kernels.sparse_attention(q, k, v, composition.composed_mask(n, c, causal), visit, c.hubs, scale=0.3,
                                            block=block)
@@ -91,6 +91,28 @@ def test_blocked_kernel_and_cells_match_the_dense_pattern_for_every_part_and_pai
         # the block lists hold every cell (what flex and the cell count rely on)
         visit = composition.composed_blocks(n, c, causal, 16).repeat_interleave(16, 0).repeat_interleave(16, 1)[:n, :n]
         assert not (dense_of(n, c, causal) & ~visit).any()
+
+
+def test_the_blocked_composed_kernel_takes_the_block_that_visits_fewest_cells():
+    """backend.sparse_plan: 32-blocks for narrow parts (BigBird's window and random blocks
+    of 32 waste most of a 64-block), 64 when a smaller block saves less than a quarter;
+    its visited blocks hold every cell of the pattern outside the hub lines."""
+    n = 1000
+    bigbird = composition.preset("bigbird", (0, 500), 512)
+    block, visit = backend.sparse_plan(n, bigbird, True)
+    assert block == 32
+    wide = Composition(window=300, local=128)
+    assert backend.sparse_plan(n, wide, True)[0] == 64
+    grid = dense_of(n, bigbird, True)
+    grid[:, list(bigbird.hubs)] = False
+    grid[list(bigbird.hubs), :] = False
+    held = visit.repeat_interleave(block, 0).repeat_interleave(block, 1)[:n, :n]
+    assert not (grid & ~held).any()
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, n, 16) for _ in range(3))
+    p = methods.Params(parts=bigbird, causal=True)
+    torch.testing.assert_close(PATTERN.run(q, k, v, p, backend="blocked"), PATTERN.reference(q, k, v, p),
+                               atol=2e-5, rtol=2e-5)
 
 
 def test_cells_are_exact_at_a_larger_n_and_the_cost_of_a_sparse_mix_grows_linearly():
