@@ -33,23 +33,15 @@ def window_attention(q, k, v, *, window: int, hubs=(), causal: bool = True, scal
     if window >= n:  # the pattern is every (causal) pair: exactly full attention
         return kernels.full_attention(q, k, v, causal=causal, scale=s)
     if backend == "flex":
-        return _with_hub_rows(flex.window_attention(q, k, v, window=window, hubs=hubs, causal=causal, scale=s),
-                              q, k, v, hubs, causal, s)
+        out = flex.window_attention(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
+        return kernels.with_hub_rows(out, q, k, v, hubs, causal=causal, scale=s)
     if backend == "auto" and flex.is_ready(q, v, causal, bool(hubs)):
         out = _compiled_or_none(lambda: flex.try_window_attention(q, k, v, window=window, hubs=hubs, causal=causal,
                                                                   scale=s),
                                 q, v, causal, bool(hubs), "window")
         if out is not None:
-            return _with_hub_rows(out, q, k, v, hubs, causal, s)
+            return kernels.with_hub_rows(out, q, k, v, hubs, causal=causal, scale=s)
     return kernels.window_attention_blocked(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
-
-
-def _with_hub_rows(out, q, k, v, hubs, causal: bool, scale: float):
-    """The compiled kernel's output with the hub rows written whole (it computes the
-    window and the hub columns only)."""
-    if hubs:
-        out[:, :, list(hubs)] = kernels.hub_rows(q, k, v, hubs, causal=causal, scale=scale).to(out.dtype)
-    return out
 
 
 def window_backend(q, v, causal: bool = True, window: int | None = None, hubs=()) -> str:
@@ -144,16 +136,19 @@ def _compiled_or_none(call, q, v, causal: bool, hubs: bool, kind: str):
 def _check_window(q, v, n, causal, hubs, dtype) -> None:
     """Compile the window kernel, then check it against the blocked kernel on two
     lengths (the second checks that the dynamic-shape kernel serves it unchanged), and
-    with hubs on a third with more hubs than one block of hub keys holds."""
+    with hubs on more hubs than one block of hub keys holds and on a text of two chunks."""
     cases = [(n, 64, (0, n // 3)), (n // 2 + 3, 17, (5,))]
-    if hubs:  # more hubs than one block of hub keys holds: compiled here for any number, not on a request
+    if hubs:  # compiled here, not on a request: more hubs than one block of hub keys holds, and a
+        # text of several chunks (a chunk's keys start before its queries)
         cases.append((n // 2 + 5, 33, tuple(range(0, n // 2 + 5, max(1, (n // 2 + 5) // (flex.HUB_KV_BLOCK + 8))))))
+        cases.append((flex.HUB_CHUNK * 3 // 2 + 7, 50, (0, flex.HUB_CHUNK)))
     for nn_, w, hub_set in cases:
         hub_set = hub_set if hubs else ()
         # fresh contiguous tensors, as requests pass (a slice's strides would be another specialisation)
-        qq, kk, vv = (torch.randn_like(t[:, :, :nn_]).contiguous() for t in (q, q, v))
+        qq, kk, vv = (t.new_empty(*t.shape[:2], nn_, t.shape[-1]).normal_() for t in (q, q, v))
         s = qq.shape[-1] ** -0.5  # a float, as requests pass
-        got = _with_hub_rows(flex.call_window(qq, kk, vv, w, hub_set, causal, s), qq, kk, vv, hub_set, causal, s)
+        got = kernels.with_hub_rows(flex.call_window(qq, kk, vv, w, hub_set, causal, s), qq, kk, vv, hub_set,
+                                    causal=causal, scale=s)
         want = kernels.window_attention_blocked(qq, kk, vv, window=w, hubs=hub_set, causal=causal)
         tol = 2e-2 if dtype != torch.float32 else 1e-4
         if not torch.allclose(got.float(), want.float(), atol=tol, rtol=tol):

@@ -205,7 +205,7 @@ def hub_block_mask(n: int, window: int, hubs: tuple[int, ...], causal: bool, chu
     g, P = len(hubs), hub_prefix(len(hubs))
     partial, full = _hub_lists(e - a, window, g, causal, (k0 - a, k1 - a), device)
     inner = patterns.pattern(n, window, (), causal, device=device, window_tensor=True)
-    w, count, first = (torch.tensor(x, device=device) for x in (window, g, P))
+    count, first = (torch.tensor(x, device=device) for x in (g, P))
     q_at, k_at = torch.tensor(a, device=device), torch.tensor(k0 - P, device=device)  # positions in the text
     where = torch.zeros(P, dtype=torch.long, device=device)
     where[:g] = torch.tensor(hubs, dtype=torch.long, device=device)
@@ -214,8 +214,10 @@ def hub_block_mask(n: int, window: int, hubs: tuple[int, ...], causal: bool, chu
         i = q_idx + q_at
         in_window = (kv_idx >= first) & inner(b, h, i, kv_idx + k_at)
         hub = where[torch.clamp(kv_idx, max=first - 1)]
-        away = i - hub if causal else (i - hub).abs()  # causal: i − hub ≥ w puts the hub before i too
-        return in_window | ((kv_idx < count) & (away >= w))
+        seen = ~inner(b, h, i, hub)  # outside i's window: inside, the window counts it
+        if causal:
+            seen = seen & patterns.causal_mask(b, h, i, hub)
+        return in_window | ((kv_idx < count) & seen)
 
     return _from_lists(partial, full, mask_mod, (FLEX_BLOCK, HUB_KV_BLOCK), (e - a, P + k1 - k0))
 
@@ -303,7 +305,7 @@ def _kept_masks(n: int, window: int, hubs: tuple[int, ...], causal: bool, device
 def call_window(q, k, v, window, hubs, causal, scale):
     """One compiled window (+ hubs) call (the caller holds the compile lock). With hubs,
     the hub rows of the output are not the pattern's yet: the caller writes them (whole
-    rows, see attn.kernels.hub_rows)."""
+    rows, see attn.kernels.with_hub_rows)."""
     n = q.shape[2]
     hubs = tuple(hubs)
     masks = _kept_masks(n, window, hubs, causal, q.device)

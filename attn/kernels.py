@@ -104,7 +104,7 @@ def window_attention_blocked(
 ) -> torch.Tensor:
     """The blocked pure-torch window (+ hubs) kernel (see the module docstring): the
     window alone with its log-sum-exp, then the hub columns merged in
-    (:func:`add_hub_columns`) and the hub rows written whole (:func:`hub_rows`)."""
+    (:func:`add_hub_columns`) and the hub rows written whole (:func:`with_hub_rows`)."""
     n = check_qkv(q, k, v)[2]
     w = patterns.check_window(window)
     hubs = patterns.check_hubs(n, hubs)
@@ -113,8 +113,7 @@ def window_attention_blocked(
         return window_blocked_lse(q, k, v, window=w, causal=causal, scale=s, block=block, with_lse=False)[0]
     out, lse = window_blocked_lse(q, k, v, window=w, causal=causal, scale=s, block=block)
     out = add_hub_columns(q, k, v, out, lse, window=w, hubs=hubs, causal=causal, scale=s)
-    out[:, :, list(hubs)] = hub_rows(q, k, v, hubs, causal=causal, scale=s)
-    return out
+    return with_hub_rows(out, q, k, v, hubs, causal=causal, scale=s)
 
 
 def window_blocked_lse(q, k, v, *, window: int, causal: bool = True, scale: float, block: int = BLOCK,
@@ -178,14 +177,15 @@ def add_hub_columns(q, k, v, out, lse, *, window: int, hubs, causal: bool, scale
     n = q.shape[2]
     idx = torch.tensor(hubs, dtype=torch.long, device=q.device)
     k_hub, v_hub = k[:, :, idx].transpose(-1, -2), v[:, :, idx].float()  # (b, h, d, g), (b, h, g, dv)
+    inside = patterns.pattern(n, window, (), causal, device=q.device)
     merged = out if out.dtype == torch.float32 else torch.empty_like(out, dtype=torch.float32)
     for r0 in range(0, n, MERGE_ROWS):
         r1 = min(n, r0 + MERGE_ROWS)
         s = (q[:, :, r0:r1] @ k_hub).float() * scale  # (b, h, r, g)
         i = torch.arange(r0, r1, device=q.device)[:, None]
-        seen = (i - idx[None, :]).abs() >= window
+        seen = ~inside(0, 0, i, idx[None, :])  # outside the row's window: inside, the window counted it
         if causal:
-            seen = seen & (idx[None, :] <= i)
+            seen = seen & patterns.causal_mask(0, 0, i, idx[None, :])
         s = s.masked_fill_(~seen, float("-inf"))
         part = lse[:, :, r0:r1]
         total = torch.logaddexp(part, torch.logsumexp(s, dim=-1))  # (b, h, r)
@@ -197,14 +197,18 @@ def add_hub_columns(q, k, v, out, lse, *, window: int, hubs, causal: bool, scale
     return merged if merged is out else merged.to(out.dtype)
 
 
-def hub_rows(q, k, v, hubs, *, causal: bool, scale: float) -> torch.Tensor:
-    """The hub rows: each hub sees every (earlier) key, a whole row; ``(b, h, g, dv)``, O(g·n)."""
+def with_hub_rows(out, q, k, v, hubs, *, causal: bool, scale: float) -> torch.Tensor:
+    """``out`` with its hub rows written whole: each hub sees every (earlier) key, as
+    full attention does (O(g·n)); the window kernels compute the window and the hub
+    columns only."""
+    if not hubs:
+        return out
     n = q.shape[2]
     idx = torch.tensor(hubs, dtype=torch.long, device=q.device)
     rows = q[:, :, idx] @ k.transpose(-1, -2) * scale  # (b, h, g, n)
-    if causal:
-        rows = rows.masked_fill(idx[:, None] < torch.arange(n, device=q.device)[None, :], float("-inf"))
-    return torch.softmax(rows, dim=-1) @ v
+    seen = patterns.pattern(n, None, (), causal, device=q.device)(0, 0, idx[:, None], torch.arange(n, device=q.device))
+    out[:, :, idx] = (torch.softmax(rows.masked_fill(~seen, float("-inf")), dim=-1) @ v).to(out.dtype)
+    return out
 
 
 def window_attention_reference(q, k, v, *, window: int, hubs=(), causal: bool = True, scale=None):

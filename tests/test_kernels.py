@@ -243,6 +243,16 @@ def test_compiled_flex_attention_matches_the_dense_reference():
             # deadlocking until pytest's timeout (it ends once the lock is released)
             got = call_in_thread(backend.window_attention, q, k, v, window=w, hubs=hubs, causal=causal)
         torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+    # a text of several chunks of the hub kernel (too long for the dense twin: the blocked
+    # kernel, itself held to it above, is the reference), served without compiling
+    n = 2 * flex.HUB_CHUNK + 100
+    q, k, v = qkv(1, 4, n, 32, seed=3)
+    assert len(flex.hub_chunks(n, 40, True)) == 2
+    compiled_before = torch._dynamo.utils.counters["frames"]["ok"]
+    got = backend.window_attention(q, k, v, window=40, hubs=(0, n // 2, n - 1))
+    assert torch._dynamo.utils.counters["frames"]["ok"] == compiled_before
+    torch.testing.assert_close(got, kernels.window_attention_blocked(q, k, v, window=40, hubs=(0, n // 2, n - 1)),
+                               atol=1e-5, rtol=1e-5)
 
 
 def call_in_thread(fn, *args, timeout: float = 5.0, **kwargs):
