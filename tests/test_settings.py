@@ -5,17 +5,21 @@ import pytest
 from attn import settings
 
 
-@pytest.mark.parametrize("bad", ["abc", "0", "-5", "1.5", "1e3", " "])
-def test_a_max_tokens_that_is_not_a_whole_number_above_zero_names_the_variable(monkeypatch, bad):
-    monkeypatch.setenv("ATLAS_MAX_TOKENS", "512")
-    assert settings.read().max_tokens == 512
-    monkeypatch.setenv("ATLAS_MAX_TOKENS", bad)
+WHOLE_NUMBERS = [("ATLAS_MAX_TOKENS", "max_tokens", "512", bad) for bad in ["abc", "0", "-5", "1.5", "1e3", " "]]
+WHOLE_NUMBERS += [("ATLAS_TORCH_THREADS", "torch_threads", "3", bad) for bad in ["0", "-2", "many", "1.5"]]
+
+
+@pytest.mark.parametrize("variable, field, good, bad", WHOLE_NUMBERS)
+def test_a_whole_number_setting_refuses_anything_else_and_names_its_variable(monkeypatch, variable, field, good, bad):
+    monkeypatch.setenv(variable, good)
+    assert getattr(settings.read(), field) == int(good)
+    monkeypatch.setenv(variable, bad)
     with pytest.raises(settings.SettingError) as caught:
         settings.read()
     error = caught.value
     assert isinstance(error, ValueError)
-    assert (error.variable, error.value) == ("ATLAS_MAX_TOKENS", bad)
-    assert str(error).startswith(f"ATLAS_MAX_TOKENS={bad!r} does not fit") and "whole number" in str(error)
+    assert (error.variable, error.value) == (variable, bad)
+    assert str(error).startswith(f"{variable}={bad!r} does not fit") and "whole number" in str(error)
 
 
 @pytest.mark.parametrize("bad", ["abc", "0", "-1", "nan", "inf", "1e-9", "700MB"])
@@ -82,12 +86,3 @@ def test_the_store_has_settings_of_its_own_and_a_database_url_never_shows_its_pa
     assert "postgresql://" in str(caught.value)
     assert settings.hide_password("postgresql://a:pw@h/db") == "postgresql://a:***@h/db"
 
-
-@pytest.mark.parametrize("bad", ["0", "-2", "many", "1.5"])
-def test_torch_threads_take_a_whole_number_of_at_least_one(monkeypatch, bad):
-    monkeypatch.setenv("ATLAS_TORCH_THREADS", "3")
-    assert settings.read().torch_threads == 3
-    monkeypatch.setenv("ATLAS_TORCH_THREADS", bad)
-    with pytest.raises(settings.SettingError) as caught:
-        settings.read()
-    assert caught.value.variable == "ATLAS_TORCH_THREADS"
