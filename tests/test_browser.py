@@ -169,18 +169,24 @@ MARKUP_AND_CUTS = """() => {
   const marks = ['**', '__', '(s)'].filter(m => text.includes(m));
   const boxes = '[data-testid="stSidebarNav"] a [data-testid="stMarkdownContainer"], [data-testid="stMetricLabel"], '
     + '[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"], [data-testid="stTable"] th, '
-    + '[data-testid="stWidgetLabel"], [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"]';
+    + '[data-testid="stWidgetLabel"], [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"], '
+    + '[data-testid="stMetricDelta"] [data-testid="stMarkdownContainer"], button [data-testid="stMarkdownContainer"]';
   const cut = [...document.querySelectorAll(boxes)]
     .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
     .map(e => e.innerText.slice(0, 60));
-  return {marks, cut};
+  // a slider's value drawn over its own thumb and track
+  const covered = [...document.querySelectorAll('[data-testid="stSliderThumbValue"]')]
+    .filter(v => v.offsetParent !== null
+      && v.getBoundingClientRect().bottom > v.parentElement.getBoundingClientRect().top + 1)
+    .map(v => v.innerText);
+  return {marks, cut, covered};
 }"""
 
 
 def markup_and_cuts(page) -> dict:
     """What the reader would see wrong: literal Markdown marks or "(s)" in the rendered
-    text, and navigation links, metric labels, widget labels or table headings whose
-    text is wider than their box (cut off)."""
+    text; navigation links, metric labels and deltas, widget labels, buttons or table
+    headings whose text is wider than their box (cut off); a slider's value over its thumb."""
     return page.evaluate(MARKUP_AND_CUTS)
 
 
@@ -204,7 +210,7 @@ def test_every_step_draws_its_chart_in_every_language(page, url, lang):
             assert page.locator(f"{main} tbody tr").count() == 10  # the glossary
         assert page.locator('[data-testid="stException"]').count() == 0, path
         wrong = markup_and_cuts(page)
-        assert not wrong["marks"] and not wrong["cut"], (path, wrong)
+        assert not wrong["marks"] and not wrong["cut"] and not wrong["covered"], (path, wrong)
         page.screenshot(path=os.path.join(ARTIFACTS, f"{lang}-{i + 1}-{path or 'every-pair'}.png"), full_page=True)
         if lang in ("ja", "en"):
             bad = axe_violations(page)
@@ -217,14 +223,14 @@ def test_every_step_draws_its_chart_in_every_language(page, url, lang):
 @pytest.mark.parametrize("lang", LANGS)
 def test_in_presenter_mode_no_page_shows_markup_or_cuts_a_label(page, url, lang):
     """Presenter mode's larger type, on every page in every language: no literal "**",
-    "__" or "(s)", and no navigation link, metric label, widget label or table heading
-    cut off."""
+    "__" or "(s)", no navigation link, metric label or delta, widget label, button or table
+    heading cut off, and no slider's value drawn over its thumb."""
     found = {}
     for i, path in enumerate(URLS):
         page.goto(f"{url}/{path}?lang={lang}&present=1")
         wait_title(page, i18n.translate(lang, WALK[i].heading_key), 600_000)
         wrong = markup_and_cuts(page)
-        if wrong["marks"] or wrong["cut"]:
+        if wrong["marks"] or wrong["cut"] or wrong["covered"]:
             found[path or "every-pair"] = wrong
     assert not found, found
 

@@ -88,6 +88,7 @@ def test_a_bar_charts_reference_line_is_named_in_the_legend_and_its_axis_written
     assert len(named) == 1 and named[0].line.dash == "dot" and fig.layout.showlegend
     assert list(fig.layout.yaxis.tickvals) == [0.01, 0.1, 1.0]
     assert list(fig.layout.yaxis.ticktext) == ["1%", "10%", "100%"]
+    assert fig.data[0].cliponaxis is False  # the tallest bar's label is drawn whole, past the axis
 
 
 def test_a_routes_end_labels_run_inwards_so_the_last_is_not_cut_at_the_edge():
@@ -95,3 +96,20 @@ def test_a_routes_end_labels_run_inwards_so_the_last_is_not_cut_at_the_edge():
                                 token_word="token", hub_word="hub")
     ends = [tr for tr in fig.data if tr.mode == "markers+text"][0]
     assert list(ends.textposition) == ["bottom right", "bottom left"]
+
+
+def test_a_long_title_breaks_at_its_separators_and_a_short_one_stays_on_one_line():
+    """Plotly never wraps a title: one naming its settings was cut at the chart's edge."""
+    long = "The window (w = 16) over the real weights · layer 8 · sliding window (512) · average of heads"
+    assert figures.title_lines(long) == ["The window (w = 16) over the real weights · layer 8 ·",
+                                         "sliding window (512) · average of heads"]
+    assert figures.title_lines("Time per call") == ["Time per call"]
+    ja = "実際の重みに重ねたウィンドウ（w = 16）· 層 8 · スライディングウィンドウ（512）· ヘッドの平均"
+    lines = figures.title_lines(ja)  # a CJK character is two columns wide
+    assert len(lines) == 2 and all(figures._width(line) <= figures.TITLE_WIDTH for line in lines)
+    assert " ".join(lines) == ja and " ".join(figures.title_lines(long)) == long  # a break only where a space was
+    fig = figures.bars(["a"], [1.0], title=long, y_title="y", separators=".,")
+    assert fig.layout.title.text.count("<br>") == 1 and fig.layout.margin.t == 80
+    # a reader's token in a title is escaped before the break is added
+    assert figures.title_lines("<b>token</b>") == ["<b>token</b>"]
+    assert "&lt;b&gt;" in figures.bars(["a"], [1.0], title="<b>x</b>", y_title="y", separators=".,").layout.title.text

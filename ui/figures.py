@@ -10,6 +10,8 @@ from __future__ import annotations
 import html
 import importlib
 import math
+import re
+import unicodedata
 
 import numpy as np
 import plotly.colors as pc
@@ -77,12 +79,36 @@ def safe(label: str) -> str:
     return html.escape(str(label), quote=False)
 
 
+TITLE_WIDTH = 70  # a title line's width, in half-width characters (a CJK character counts two)
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def title_lines(title: str, width: int = TITLE_WIDTH) -> list[str]:
+    """A chart's title in lines of at most ``width``, broken after its "·" separators
+    (Plotly never wraps a title: a long one, with the settings it names, was cut at the
+    chart's edge, in presenter mode's narrower main column first). A part longer than a
+    line stays whole on its own line."""
+    pieces = re.split(r"(\s*·\s*)", str(title))  # parts, each separator kept as it is written
+    lines = [pieces[0]]
+    for sep, part in zip(pieces[1::2], pieces[2::2]):
+        if _width(lines[-1] + sep + part) <= width:
+            lines[-1] += sep + part
+        else:
+            lines[-1] += sep.rstrip()  # the line ends with its separator: the title goes on below
+            lines.append(part)
+    return lines
+
+
 def _layout(fig: go.Figure, title: str, separators: str, height: int = 520) -> go.Figure:
+    lines = title_lines(title)
     fig.update_layout(
-        title={"text": safe(title), "x": 0.0, "xanchor": "left", "font": {"size": 16}},
+        title={"text": "<br>".join(safe(line) for line in lines), "x": 0.0, "xanchor": "left", "font": {"size": 16}},
         separators=separators,
         height=height,
-        margin={"l": 60, "r": 20, "t": 60, "b": 50},
+        margin={"l": 60, "r": 20, "t": 40 + 20 * len(lines), "b": 50},
         font={"family": FONT},
     )
     return fig
@@ -248,7 +274,7 @@ def lines(series: list[dict], *, title, x_title, y_title, separators, log_x=Fals
 
 def bars(names, values, *, title, y_title, separators, log_y=False, colours=None, hover="%{x}: %{y}",
          reference=None, reference_name="", height=420, text=None, tick_text=None):
-    """Bars, each labelled above (``text``). A ``reference`` is a dotted line named in the
+    """Bars, each labelled above (``text``, drawn whole past the axis). A ``reference`` is a dotted line named in the
     legend above the plot (a label on the line sat on the bars' own; a legend below sat
     on the rotated bar names). ``tick_text(value)`` writes a log axis's ticks — one a
     decade over the values and the reference — as the bars are labelled."""
@@ -256,6 +282,7 @@ def bars(names, values, *, title, y_title, separators, log_y=False, colours=None
         x=[safe(n) for n in names], y=list(values), showlegend=False,
         marker_color=colours or [OKABE_ITO[i % len(OKABE_ITO)] for i in range(len(names))],
         hovertemplate=hover + "<extra></extra>", text=text, textposition="outside",
+        cliponaxis=False,  # a label above the tallest bar stays whole (the axis would cut it)
     ))
     if reference is not None:
         fig.add_hline(y=reference, line_dash="dot", line_color="#555")

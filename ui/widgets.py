@@ -25,7 +25,8 @@ def step_nav(t: Translator, number: int) -> None:
     i = next(k for k, p in enumerate(PAGES) if p.number == number)
     prev = PAGES[i - 1] if i > 0 else None
     nxt = PAGES[i + 1] if i + 1 < len(PAGES) else None
-    c1, c2, c3 = st.columns([1, 2, 1], vertical_alignment="center")
+    # presenter mode's larger type needs wider buttons ("Próximo" and its PageDown key were cut)
+    c1, c2, c3 = st.columns([3, 2, 3] if state.presenter() else [1, 2, 1], vertical_alignment="center")
     go = None
     if c1.button(t("nav.prev"), key="nav_prev", shortcut="PageUp", disabled=prev is None, width="stretch",
                  icon=":material/arrow_back:", help=t("nav.keys_help")):
@@ -296,11 +297,15 @@ BASE_CSS = """
 .stApp [class*="st-key-vote_"] button { min-height: 48px; }
 .stApp [class*="st-key-vote_pick_"] [role="radiogroup"] label { min-height: 44px; align-items: center; }
 /* a label wraps onto a second line rather than being cut off: the sidebar's page names, a
-   metric's label, a widget's label (longer in Japanese and Portuguese, larger in presenter mode) */
+   metric's label and its delta, a widget's label, a button's label (longer in Japanese and
+   Portuguese, larger in presenter mode) */
 .stApp [data-testid="stSidebarNav"] a [data-testid="stMarkdownContainer"],
 .stApp [data-testid="stSidebarNav"] a [data-testid="stMarkdownContainer"] *, .stApp [data-testid="stMetricLabel"],
 .stApp [data-testid="stMetricLabel"] *, .stApp [data-testid="stWidgetLabel"],
-.stApp [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"] * {
+.stApp [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"] *,
+.stApp [data-testid="stMetricDelta"] [data-testid="stMarkdownContainer"],
+.stApp [data-testid="stMetricDelta"] [data-testid="stMarkdownContainer"] *,
+.stApp button [data-testid="stMarkdownContainer"], .stApp button [data-testid="stMarkdownContainer"] * {
   white-space: normal; overflow: visible; text-overflow: clip; overflow-wrap: break-word; }
 /* on a phone a step's title is smaller, so that a class's question fits the first screen */
 @media (max-width: 640px) { .stApp h1 { font-size: 1.9rem; } }
@@ -323,6 +328,11 @@ PRESENTER_CSS = """
 .stApp [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p { font-size: 3.6rem; line-height: 1.2; }
 .stApp h1 { font-size: 3.4rem; }
 .stApp h2, .stApp h3 { font-size: 2.2rem; }
+/* a slider's value sits where Streamlit places it for its own size: larger, it covered the track */
+.stApp [data-testid="stSliderThumbValue"] [data-testid="stMarkdownContainer"],
+.stApp [data-testid="stSliderThumbValue"] [data-testid="stMarkdownContainer"] p,
+.stApp [data-testid="stSliderTickBar"] [data-testid="stMarkdownContainer"],
+.stApp [data-testid="stSliderTickBar"] [data-testid="stMarkdownContainer"] p { font-size: 14px; }
 </style>
 """
 
