@@ -350,8 +350,10 @@ def reach_animation(frames: list[np.ndarray], *, title, x_title, y_title, separa
                                   "transition": {"duration": 0}}]} for i in range(len(frames))]
     fig.update_layout(
         sliders=[{"active": len(frames) - 1, "steps": steps, "currentvalue": {"prefix": safe(layer_word) + " "},
-                  "pad": {"t": 50}, "x": 0.15, "len": 0.85}],
-        updatemenus=[{"type": "buttons", "showactive": False, "x": 0, "y": -0.12, "xanchor": "left",
+                  "pad": {"t": 50}, "x": 0, "len": 1}],
+        # the buttons in the empty corner right of the square grid: beside the slider, they
+        # covered its label when the chart was narrow (presenter mode) or the words long
+        updatemenus=[{"type": "buttons", "showactive": False, "x": 1, "y": 1, "xanchor": "right",
                       "yanchor": "top", "direction": "down",
                       "buttons": [
                           {"label": safe(play), "method": "animate",
