@@ -83,6 +83,18 @@ def assert_clean(at):
 
 
 @pytest.mark.parametrize("lang", LANGS)
+def test_a_formula_caption_names_the_formulas_terms_in_the_readers_words(make_app, lang):
+    """Step 6's caption writes o_exact as the formula above it does: an inline formula whose
+    word is formula.exact in the reader's language (its raw underscore once showed)."""
+    at = open_page(make_app, PAGES[5], lang)
+    assert_clean(at)
+    word = i18n.translate(lang, "formula.exact")
+    captions = [c.value for c in at.caption]
+    assert any(f"$o_{{\\text{{{word}}}}}$" in c for c in captions), captions
+    assert not any("@exact" in c for c in captions)
+
+
+@pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_opens_in_every_language_with_its_key_number(make_app, page, lang):
     at = open_page(make_app, page, lang)
@@ -213,8 +225,9 @@ def test_step4_cells_with_hubs_and_hops(make_app, tiny):
     hubs = tuple(sorted(p for p, _ in found[:3]))
     assert tuple(sorted(at.multiselect(key="s4_hubs").value)) == hubs
     # each candidate with its score, as the engine measured it
-    items = ", ".join(i18n.translate("en", "step4.anchor_item", p=p, token=a.tokens[p],
-                                     score=i18n.fmt_float(s, "en", 3)) for p, s in found)
+    items = [i18n.translate("en", "step4.anchor_item", p=p, token=a.tokens[p], score=i18n.fmt_float(s, "en", 3))
+             for p, s in found]
+    items = ", ".join(items[:-1]) + ", and " + items[-1]  # a list as English writes it
     assert i18n.translate("en", "step4.anchors_found", found=items) in [c.value for c in at.caption]
     sink = stats.share_kept_by_pattern(a.attentions, 8, (0,), True)["mean"]
     assert parse(metric(at, "step4.metric_kept_sink", "en"), "en") == pytest.approx(sink, abs=5e-4)

@@ -62,7 +62,7 @@ def test_scientific_style_keeps_working(lang):
     assert i18n.fmt_sci(-4.56e5, lang) == f"-4{dec}6 × 10⁵"
     assert i18n.fmt_sci(0.0123, lang) == f"0{dec}012"
     assert i18n.fmt_sci(0, lang) == "0"
-    assert i18n.Translator(lang).ratio(3.456) == f"3{dec}46×"
+    assert i18n.Translator(lang).ratio(3.456) == (f"3{dec}46 倍" if lang == "ja" else f"3{dec}46×")
 
 
 # --- one term per concept ----------------------------------------------------------------------
@@ -218,9 +218,12 @@ def test_every_plural_field_renders_cldrs_form_for_0_1_2_and_5(lang):
 
 
 def test_lists_are_joined_as_each_language_writes_them():
-    """Words take ", " (Japanese 、); numbers holding grouping commas never take a comma
-    between them ("512, 1,024" reads as three numbers)."""
-    en, ja = i18n.Translator("en"), i18n.Translator("ja")
-    assert en.list(["elu + 1", "ReLU"]) == "elu + 1, ReLU" and ja.list(["elu + 1", "ReLU"]) == "elu + 1、ReLU"
+    """Words take ", " and the language's "and" before the last (Japanese 、 alone);
+    numbers holding grouping commas never take a comma between them ("512, 1,024" reads
+    as three numbers)."""
+    en, ja, pt = i18n.Translator("en"), i18n.Translator("ja"), i18n.Translator("pt")
+    assert en.list(["elu + 1", "ReLU"]) == "elu + 1 and ReLU" and ja.list(["elu + 1", "ReLU"]) == "elu + 1、ReLU"
+    assert en.list("abc") == "a, b, and c" and pt.list("abc") == "a, b e c" and pt.list(["x"]) == "x"
+    assert ja.list("abc") == "a、b、c" and en.list([]) == "" and pt.list([0, 65]) == "0 e 65"
     assert en.numbers([en.int(512), en.int(1024)]) == "512 · 1,024" and ja.numbers(["512", "1,024"]) == "512、1,024"
     assert ja.sentences(["一つ目です。", "二つ目です。"]) == "一つ目です。二つ目です。"

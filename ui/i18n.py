@@ -172,7 +172,8 @@ def fmt_sci(x, lang: str, digits: int = 1) -> str:
 
 
 def fmt_ratio(x, lang: str) -> str:
-    return fmt_float(x, lang, 2) + "×"
+    """A ratio as the language writes it: "3.46×", 「3.46 倍」 (``common.ratio``)."""
+    return translate(lang, "common.ratio", x=fmt_float(x, lang, 2))
 
 
 def plotly_separators(lang: str) -> str:
@@ -209,8 +210,15 @@ class Translator:
         return fmt_ratio(x, self.lang)
 
     def list(self, items) -> str:
-        """Items of a list as the language writes them: 「a、b」 in Japanese, "a, b" else."""
-        return LIST_SEPARATOR.get(self.lang, ", ").join(items)
+        """Items of a list as the language writes them: 「a、b、c」 in Japanese, "a, b, and c"
+        in English, "a, b e c" in Portuguese (the conjunction is ``common.and``)."""
+        items = [str(x) for x in items]
+        if self.lang in LIST_SEPARATOR or len(items) < 2:
+            return LIST_SEPARATOR.get(self.lang, ", ").join(items)
+        last = f" {self('common.and')} {items[-1]}"
+        if len(items) == 2:
+            return items[0] + last
+        return ", ".join(items[:-1]) + ("," if self.lang == "en" else "") + last  # English's serial comma
 
     def numbers(self, items) -> str:
         """Numbers one after another, never run into their own grouping marks."""

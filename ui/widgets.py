@@ -189,10 +189,12 @@ def first(key: str, a, ctx: setting_table.Context | None = None):
 
 
 def formula(t: Translator, latex: str, caption: str | None = None) -> None:
-    """A formula; ``@word`` inside it becomes ``formula.word`` in the reader's language."""
+    """A formula; ``@word`` inside it becomes ``formula.word`` in the reader's language. The
+    caption may name the formula's terms as inline formulas, ``$o_{\\text{@exact}}$``,
+    worded the same way."""
     st.latex(re.sub(r"@([a-z_]+)", lambda m: t(f"formula.{m.group(1)}"), latex))
     if caption:
-        st.caption(caption)
+        st.caption(re.sub(r"\\text\{@([a-z_]+)\}", lambda m: r"\text{" + t(f"formula.{m.group(1)}") + "}", caption))
 
 
 def layer_head_picker(t: Translator, a, key: str):
