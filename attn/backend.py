@@ -23,7 +23,10 @@ def window_attention(q, k, v, *, window: int, hubs=(), causal: bool = True, scal
     """Softmax attention over the window (+ hubs) pattern of :mod:`attn.patterns`.
 
     ``backend``: ``"auto"`` (compiled FlexAttention when warm, else blocked),
-    ``"blocked"`` or ``"flex"`` (compiles on first use)."""
+    ``"blocked"`` or ``"flex"`` (compiles on first use). Hubs: the window's output and
+    log-sum-exp merge with the hub columns (:func:`attn.kernels.add_hub_columns`), and
+    the hub rows are whole rows; the compiled kernel serves the window part only where
+    it returns the log-sum-exp (:func:`attn.flex.returns_lse`), else the blocked one."""
     _, _, n, _ = kernels.check_qkv(q, k, v)
     window = patterns.check_window(window)
     hubs = patterns.check_hubs(n, hubs)
@@ -32,16 +35,29 @@ def window_attention(q, k, v, *, window: int, hubs=(), causal: bool = True, scal
     s = kernels.scale_of(q, scale)
     if window >= n:  # the pattern is every (causal) pair: exactly full attention
         return kernels.full_attention(q, k, v, causal=causal, scale=s)
+    if backend == "flex" and hubs and not flex.returns_lse(q.device):
+        raise ValueError("compiled FlexAttention cannot return the log-sum-exp on this device, which the hub "
+                         "merge needs: window + hubs runs on the blocked kernel here (backend='blocked' or 'auto')")
     if backend == "flex":
-        out = flex.window_attention(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
-        return kernels.with_hub_rows(out, q, k, v, hubs, causal=causal, scale=s)
+        out = flex.window_attention(q, k, v, window=window, causal=causal, scale=s, with_lse=bool(hubs))
+        return _with_hubs(out, q, k, v, window, hubs, causal, s)
     if backend == "auto" and flex.is_ready(q, v, causal, bool(hubs)):
-        out = _compiled_or_none(lambda: flex.try_window_attention(q, k, v, window=window, hubs=hubs, causal=causal,
-                                                                  scale=s),
+        out = _compiled_or_none(lambda: flex.try_window_attention(q, k, v, window=window, causal=causal, scale=s,
+                                                                  with_lse=bool(hubs)),
                                 q, v, causal, bool(hubs), "window")
         if out is not None:
-            return kernels.with_hub_rows(out, q, k, v, hubs, causal=causal, scale=s)
+            return _with_hubs(out, q, k, v, window, hubs, causal, s)
     return kernels.window_attention_blocked(q, k, v, window=window, hubs=hubs, causal=causal, scale=s)
+
+
+def _with_hubs(out, q, k, v, window: int, hubs: tuple[int, ...], causal: bool, scale: float) -> torch.Tensor:
+    """The compiled window's output, or ``(out, lse)`` with the hub columns merged in and
+    the hub rows written whole."""
+    if not hubs:
+        return out
+    out, lse = out
+    out = kernels.add_hub_columns(q, k, v, out, lse, window=window, hubs=hubs, causal=causal, scale=scale)
+    return kernels.with_hub_rows(out, q, k, v, hubs, causal=causal, scale=scale)
 
 
 def window_backend(q, v, causal: bool = True, window: int | None = None, hubs=()) -> str:
@@ -66,7 +82,7 @@ def composed_attention(q, k, v, c: Composition, *, causal: bool = True, scale: f
         return window_attention(q, k, v, window=c.window, hubs=c.hubs, causal=causal, scale=scale, backend=backend)
     mask_mod = composed_mask(n, c, causal, device=q.device)
     if backend == "flex" or (backend == "auto" and pattern_uses_flex(q, v, causal)):
-        visit = composed_blocks(n, c, causal, flex.FLEX_BLOCK, device=q.device)
+        visit = composed_blocks(n, c, causal, flex.block_size(q.device), device=q.device)
         s = kernels.scale_of(q, scale)  # a float, as the warm-up compiled it
         if backend == "flex":
             return flex.sparse_attention(q, k, v, mask_mod, visit, scale=s)
@@ -134,21 +150,16 @@ def _compiled_or_none(call, q, v, causal: bool, hubs: bool, kind: str):
 
 
 def _check_window(q, v, n, causal, hubs, dtype) -> None:
-    """Compile the window kernel, then check it against the blocked kernel on two
-    lengths (the second checks that the dynamic-shape kernel serves it unchanged), and
-    with hubs on more hubs than one block of hub keys holds and on a text of two chunks."""
-    cases = [(n, 64, (0, n // 3)), (n // 2 + 3, 17, (5,))]
-    if hubs:  # compiled here, not on a request: more hubs than one block of hub keys holds, and a
-        # text of several chunks (a chunk's keys start before its queries)
-        cases.append((n // 2 + 5, 33, tuple(range(0, n // 2 + 5, max(1, (n // 2 + 5) // (flex.HUB_KV_BLOCK + 8))))))
-        cases.append((flex.HUB_CHUNK * 3 // 2 + 7, 50, (0, flex.HUB_CHUNK)))
-    for nn_, w, hub_set in cases:
+    """Compile the window kernel (with hubs: the one that also returns the log-sum-exp),
+    then check it against the blocked kernel on two lengths (the second checks that the
+    dynamic-shape kernel serves it unchanged)."""
+    for nn_, w, hub_set in [(n, 64, (0, n // 3)), (n // 2 + 3, 17, (5,))]:
         hub_set = hub_set if hubs else ()
         # fresh contiguous tensors, as requests pass (a slice's strides would be another specialisation)
         qq, kk, vv = (t.new_empty(*t.shape[:2], nn_, t.shape[-1]).normal_() for t in (q, q, v))
         s = qq.shape[-1] ** -0.5  # a float, as requests pass
-        got = kernels.with_hub_rows(flex.call_window(qq, kk, vv, w, hub_set, causal, s), qq, kk, vv, hub_set,
-                                    causal=causal, scale=s)
+        got = _with_hubs(flex.call_window(qq, kk, vv, w, causal, s, with_lse=bool(hubs)), qq, kk, vv, w, hub_set,
+                         causal, s)
         want = kernels.window_attention_blocked(qq, kk, vv, window=w, hubs=hub_set, causal=causal)
         tol = 2e-2 if dtype != torch.float32 else 1e-4
         if not torch.allclose(got.float(), want.float(), atol=tol, rtol=tol):
@@ -163,7 +174,7 @@ def _check_pattern(q, v, n, causal, hubs, dtype) -> None:
     for nn_, causal_, c in cases:
         qq, kk, vv = (torch.randn_like(t[:, :, :nn_]).contiguous() for t in (q, q, v))
         mask_mod = composed_mask(nn_, c, causal_, device=q.device)
-        visit = composed_blocks(nn_, c, causal_, flex.FLEX_BLOCK, device=q.device)
+        visit = composed_blocks(nn_, c, causal_, flex.block_size(q.device), device=q.device)
         got = flex.call_sparse(qq, kk, vv, mask_mod, visit, qq.shape[-1] ** -0.5)
         want = kernels.sparse_attention(qq, kk, vv, mask_mod, composed_blocks(nn_, c, causal_, kernels.BLOCK, q.device,
                                                                               hub_lines=False), c.hubs)

@@ -185,9 +185,9 @@ def measure(method: str, n: int, s: Shape, device, dtype=None, repeats: int = 3,
     seconds = median_time(fn, device, repeats, max_seconds)
     peak = peak_memory(fn, device) if memory else None
     if preset:
-        useful, computed = costs.composed_flops(n, s, preset_params(n, s, preset).parts, ran)
+        useful, computed = costs.composed_flops(n, s, preset_params(n, s, preset).parts, ran, device=device.type)
     else:
-        useful, computed = m.flops(n, s, ran)
+        useful, computed = m.flops(n, s, ran, device.type)
     extra = {"dtype": str(dtype).replace("torch.", ""), **({"preset": preset} if preset else {})}
     return Row(method, n, seconds, peak, useful, computed, ran, extra)
 

@@ -17,8 +17,8 @@ from . import patterns
 from .composition import Composition, composed_blocks, composed_cells, covers_every_pair, window_and_hubs
 from .features import feature_size
 from .backend import sparse_plan
-from .flex import FLEX_BLOCK, computed_cells
-from .kernels import BLOCK, CHUNK, GROUP
+from .flex import block_size, computed_cells
+from .kernels import CHUNK, GROUP, blocked_cells
 
 
 @dataclass(frozen=True)
@@ -50,19 +50,17 @@ def pattern_flops(n: int, s: Shape, window: int | None, hubs: tuple[int, ...]) -
     return patterns.cells(n, None if window is None else min(window, n), hubs, True) * cell_flops(s)
 
 
-def blocked_window_flops(n: int, s: Shape, window: int, hubs: tuple[int, ...]) -> float:
-    """What the blocked kernel computes: each query block against its BLOCK + w − 1
-    candidate keys, the hub columns for every query (the merge), and the hub rows."""
-    B = min(BLOCK, n)
-    nb = math.ceil(n / B)
-    w = min(window, n)
-    return (nb * B * (B + w - 1) + 2 * len(hubs) * n) * cell_flops(s)
+def blocked_window_flops(n: int, s: Shape, window: int, hubs: tuple[int, ...], device="cpu") -> float:
+    """What the blocked kernel computes: each query block against its candidate keys
+    (:func:`attn.kernels.blocked_cells`), the hub columns for every query (the merge),
+    and the hub rows."""
+    return (blocked_cells(n, window, True, device) + 2 * len(hubs) * n) * cell_flops(s)
 
 
-def flex_window_flops(n: int, s: Shape, window: int, hubs: tuple[int, ...]) -> float:
-    """What the compiled kernel computes: every cell of its visited blocks (64 queries by
-    64 keys; with hubs, by 32 keys, the hub keys' block among them), plus the hub rows."""
-    return (computed_cells(n, min(window, n), hubs) + len(hubs) * n) * cell_flops(s)
+def flex_window_flops(n: int, s: Shape, window: int, hubs: tuple[int, ...], device="cpu") -> float:
+    """What the compiled kernel computes: every cell of its visited blocks, plus the hub
+    columns (the merge) and the hub rows."""
+    return (computed_cells(n, min(window, n), True, device) + 2 * len(hubs) * n) * cell_flops(s)
 
 
 def linear_flops(n: int, s: Shape, feature: str) -> tuple[float, float]:
@@ -128,10 +126,10 @@ def composed_memory(n: int, shape: Shape, c: Composition, causal: bool = True) -
 
 
 def composed_flops(n: int, shape: Shape, c: Composition, backend: str = "model",
-                   causal: bool = True) -> tuple[float, float]:
+                   causal: bool = True, device="cpu") -> tuple[float, float]:
     """(useful, computed) operations of softmax attention over a composition:
     useful, its cells; computed, what the kernel that ran touches (a window with or
-    without hubs: the window kernels'; flex: every cell of the visited 64-blocks;
+    without hubs: the window kernels'; flex: every cell of the visited blocks;
     blocked: the blocks of its plan (backend.sparse_plan) without the hub lines, plus the
     hub columns for every query and the hub rows; reference and sdpa: every pair)."""
     cell = cell_flops(shape)
@@ -142,9 +140,10 @@ def composed_flops(n: int, shape: Shape, c: Composition, backend: str = "model",
     if backend in ("reference", "sdpa"):
         return useful, (n * n if backend == "reference" else full) * cell
     if causal and window_and_hubs(c):  # run by the window kernels
-        return useful, window_flops(n, shape, c.window, c.hubs, backend)[1]
+        return useful, window_flops(n, shape, c.window, c.hubs, backend, device)[1]
     if backend == "flex":
-        visited = int(composed_blocks(n, c, causal, FLEX_BLOCK).sum()) * FLEX_BLOCK**2
+        block = block_size(device)
+        visited = int(composed_blocks(n, c, causal, block).sum()) * block**2
     else:
         block, visit = sparse_plan(n, c, causal)
         visited = int(visit.sum()) * block * block
@@ -152,8 +151,8 @@ def composed_flops(n: int, shape: Shape, c: Composition, backend: str = "model",
     return useful, max(useful, (visited + lines) * cell)
 
 
-def window_flops(n: int, shape: Shape, window: int | None, hubs: tuple[int, ...], backend: str = "model"
-                 ) -> tuple[float, float]:
+def window_flops(n: int, shape: Shape, window: int | None, hubs: tuple[int, ...], backend: str = "model",
+                 device="cpu") -> tuple[float, float]:
     """(useful, computed) operations of softmax attention over a window (+ hubs), or
     full attention (``window`` None), causal, for what ran: "model" (the pattern's
     cells alone), "sdpa", "reference" (every pair), "flex" (every cell of the visited
@@ -164,5 +163,5 @@ def window_flops(n: int, shape: Shape, window: int | None, hubs: tuple[int, ...]
     if window is None or window >= n or backend in ("model", "sdpa"):
         return useful, useful
     if backend == "flex":
-        return useful, flex_window_flops(n, shape, window, hubs)
-    return useful, blocked_window_flops(n, shape, window, hubs)
+        return useful, flex_window_flops(n, shape, window, hubs, device)
+    return useful, blocked_window_flops(n, shape, window, hubs, device)

@@ -10,8 +10,11 @@ meanwhile. The app starts :func:`attn.backend.start_warmup` once the server is i
 The block mask is built from kv-block lists (``BlockMask.from_kv_blocks``) — the
 band of blocks around the diagonal, split into partial blocks (the pattern predicate
 of :mod:`attn.patterns` decides inside) and full ones (no predicate) — so building it
-never scans the n² pairs. With hubs, the hub keys are gathered into their own key
-block before the text's: each hub costs one column of cells, not a column of blocks.
+never scans the n² pairs. Hub keys never enter the block mask: where the compiled
+kernel returns its log-sum-exp (CUDA), the window's output and log-sum-exp merge with a
+small dense attention over the hub keys (:func:`attn.kernels.add_hub_columns`); torch
+2.13's compiled CPU kernel cannot return it, so there window + hubs runs on the blocked
+kernel, which can.
 """
 
 from __future__ import annotations
@@ -26,15 +29,26 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 import torch
-from torch.nn.attention.flex_attention import BlockMask, flex_attention
+from torch.nn.attention.flex_attention import AuxRequest, BlockMask, flex_attention
 
 from . import patterns
 
-FLEX_BLOCK = 64  # 64 beat 128 and 32 on useful GFLOP/s here (less of each block wasted on the band's edges)
-# key blocks of the hub kernel: the hub keys take the first (up to 32 hubs), so a block of
-# 32 wastes less on padding than one of 64, and costs the band nothing measurable
-HUB_KV_BLOCK = 32
-HUB_CHUNK = 4096  # queries per call of the hub kernel: its copy of the keys and values it reaches stays small
+# query and key blocks of the block masks: on the CPU 32 × 32 beat 64 × 64, 16 × 32, 32 × 64
+# and 16 × 16 at w = 128 (20.0 ms against 21.4–22.4 at 16k, interleaved runs: fewer cells
+# off the band, docs/performance.md); CUDA's tiles want larger blocks (not measured here)
+FLEX_BLOCK = 32
+CUDA_BLOCK = 64
+
+
+def block_size(device) -> int:
+    """The block of this device's block masks."""
+    return CUDA_BLOCK if torch.device(device).type == "cuda" else FLEX_BLOCK
+
+
+def returns_lse(device) -> bool:
+    """Whether the compiled kernel can return each row's log-sum-exp on this device
+    (torch 2.13: not on the CPU), which the hub merge needs."""
+    return torch.device(device).type != "cpu"
 
 _lock = threading.Lock()
 # One compiled-flex call or compile at a time: dynamo is not thread-safe, and a call
@@ -54,8 +68,8 @@ logger = logging.getLogger(__name__)
 
 def _signature(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool, kind: str = "window") -> tuple:
     """What a compiled kernel is specialised on. Dynamic shapes still specialise
-    sizes of 1, so a batch or head count of 1 is part of the signature; with and
-    without hubs are two kernels (the hub test costs a quarter of the speed). The
+    sizes of 1, so a batch or head count of 1 is part of the signature; with hubs the
+    kernel also returns its log-sum-exp for the merge (another compiled graph). The
     playground's compositions (``kind="pattern"``) are one kernel for every part,
     setting and causality: all of them are tensors its mask closes over."""
     b, h = q.shape[:2]
@@ -90,7 +104,7 @@ def is_ready(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool = False,
     """True when a compiled kernel serves this call without compiling again.
     Texts of one or two blocks stay on the blocked kernel (a single query block is
     a shape the compiler specialises too, and small grids gain nothing)."""
-    return q.shape[2] > 2 * FLEX_BLOCK and _signature(q, v, causal, hubs, kind) in _ready
+    return q.shape[2] > 2 * block_size(q.device) and _signature(q, v, causal, hubs, kind) in _ready
 
 
 def has_ready(device_type: str, kind: str = "window") -> bool:
@@ -111,24 +125,17 @@ def status() -> dict:
 
 
 def band_lists(n: int, window: int, causal: bool, q_block: int = FLEX_BLOCK, kv_block: int = FLEX_BLOCK,
-               first: int = 0, keys: tuple[int, int] | None = None, device=None
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+               device=None) -> tuple[torch.Tensor, torch.Tensor]:
     """The window's block pairs as two bool (query blocks × key blocks) grids: the
     partial ones (the predicate decides inside) and the full ones (every pair allowed:
-    the compiled kernel skips the predicate there). ``n`` queries at positions 0 … n−1;
-    the key sequence holds ``first`` other keys (the hub keys' blocks), then the text's
-    keys at positions ``keys = (start, end)`` (default: the same n positions). Built from
-    block ranges, in O((n/block)²) small integers, never from the n² cells."""
-    k_start, k_end = keys if keys is not None else (0, n)
+    the compiled kernel skips the predicate there). Built from block ranges, in
+    O((n/block)²) small integers, never from the n² cells."""
     q_lo, q_hi = patterns.block_bounds(n, q_block, device)
-    index = torch.arange(0, first + k_end - k_start, kv_block, device=device)  # each key block's first index
-    k_lo = index - first + k_start
-    k_hi = torch.clamp(k_lo + kv_block - 1, max=k_end - 1)
-    q_lo, q_hi, k_lo, k_hi, index = q_lo[:, None], q_hi[:, None], k_lo[None, :], k_hi[None, :], index[None, :]
-    real = index >= first  # the hub keys' blocks are not the band's
-    band = patterns.band_blocks(q_lo, q_hi, k_lo, k_hi, window) & real
+    k_lo, k_hi = patterns.block_bounds(n, kv_block, device)
+    q_lo, q_hi, k_lo, k_hi = q_lo[:, None], q_hi[:, None], k_lo[None, :], k_hi[None, :]
+    band = patterns.band_blocks(q_lo, q_hi, k_lo, k_hi, window)
     # whole blocks only: the last block of the queries or of the keys may be short
-    whole = (q_lo + q_block - 1 < n) & (k_lo + kv_block - 1 < k_end) & real
+    whole = (q_lo + q_block - 1 < n) & (k_lo + kv_block - 1 < n)
     if causal:
         band = band & (k_lo <= q_hi)
         full = whole & (q_lo >= k_hi) & (q_hi - k_lo < window)
@@ -137,18 +144,12 @@ def band_lists(n: int, window: int, causal: bool, q_block: int = FLEX_BLOCK, kv_
     return band & ~full, full
 
 
-def computed_cells(n: int, window: int, hubs: tuple[int, ...] = (), causal: bool = True) -> int:
-    """Cells the compiled window (+ hubs) kernel computes for one head: every cell of the
-    blocks it visits (64 × 64; with hubs 64 × 32 over all its chunks of queries, the
-    hub keys' blocks among them). For the cost model."""
-    if not hubs:
-        partial, full = band_lists(n, window, causal)
-        return int((partial | full).sum()) * FLEX_BLOCK * FLEX_BLOCK
-    total = 0
-    for a, e, k0, k1 in hub_chunks(n, window, causal):
-        partial, full = _hub_lists(e - a, window, len(hubs), causal, (k0 - a, k1 - a))
-        total += int((partial | full).sum()) * FLEX_BLOCK * HUB_KV_BLOCK
-    return total
+def computed_cells(n: int, window: int, causal: bool = True, device="cpu") -> int:
+    """Cells the compiled window kernel computes for one head: every cell of the blocks
+    it visits. For the cost model."""
+    block = block_size(device)
+    partial, full = band_lists(n, window, causal, block, block)
+    return int((partial | full).sum()) * block * block
 
 
 def kv_lists(visit: torch.Tensor):
@@ -159,67 +160,13 @@ def kv_lists(visit: torch.Tensor):
     return counts[None, None], order[None, None]
 
 
-def hub_prefix(g: int) -> int:
-    """Key positions the hub keys take before the text's in the hub kernel: g, rounded up
-    to whole blocks of HUB_KV_BLOCK (padding never seen)."""
-    return HUB_KV_BLOCK * -(-g // HUB_KV_BLOCK)
-
-
-def hub_chunks(n: int, window: int, causal: bool) -> list[tuple[int, int, int, int]]:
-    """The hub kernel's calls: queries [a, e) in chunks of about HUB_CHUNK (whole blocks,
-    as even as can be), each with the text keys [k0, k1) its window can reach (its own
-    copy of them follows the hub keys)."""
-    calls = max(1, round(n / HUB_CHUNK))  # chunks of HUB_CHUNK / 2 or more: never a one-block chunk
-    bounds = [0] + [FLEX_BLOCK * round(i * n / calls / FLEX_BLOCK) for i in range(1, calls)] + [n]
-    return [(a, e, max(0, a - (window - 1)), e if causal else min(n, e + window - 1))
-            for a, e in zip(bounds, bounds[1:])]
-
-
-def _hub_lists(n_q: int, window: int, g: int, causal: bool, keys: tuple[int, int], device=None):
-    """One hub-kernel call's block pairs: the band over its text keys (positions relative
-    to its first query), and every query block visiting the hub keys' blocks."""
-    P = hub_prefix(g)
-    partial, full = band_lists(n_q, window, causal, FLEX_BLOCK, HUB_KV_BLOCK, first=P, keys=keys, device=device)
-    partial[:, : P // HUB_KV_BLOCK] = True
-    return partial, full
-
-
-def block_mask(n: int, window: int, causal: bool, device, block: int = FLEX_BLOCK) -> BlockMask:
+def block_mask(n: int, window: int, causal: bool, device) -> BlockMask:
     """The window kernel's block mask. The window is a tensor, so one compiled kernel
     serves every window."""
+    block = block_size(device)
     partial, full = band_lists(n, window, causal, block, block, device=device)
     mask_mod = patterns.pattern(n, window, (), causal, device=device, window_tensor=True)
     return _from_lists(partial, full, mask_mod, (block, block), (n, n))
-
-
-def hub_block_mask(n: int, window: int, hubs: tuple[int, ...], causal: bool, chunk: tuple[int, int, int, int],
-                   device) -> BlockMask:
-    """The block mask of one hub-kernel call (``chunk``: queries [a, e), text keys
-    [k0, k1)). Its keys are the g hub keys (padded to whole blocks), then the text keys
-    k0 … k1−1: the hub columns cost one small block per query block, not a column of
-    blocks each. A hub key counts for query i when i may see it (causal) and it lies
-    outside i's window (inside, the window counts it: once). The window, the hub
-    positions and their number, and the chunk's place are tensors: one compiled kernel
-    serves every setting and every chunk."""
-    a, e, k0, k1 = chunk
-    g, P = len(hubs), hub_prefix(len(hubs))
-    partial, full = _hub_lists(e - a, window, g, causal, (k0 - a, k1 - a), device)
-    inner = patterns.pattern(n, window, (), causal, device=device, window_tensor=True)
-    count, first = (torch.tensor(x, device=device) for x in (g, P))
-    q_at, k_at = torch.tensor(a, device=device), torch.tensor(k0 - P, device=device)  # positions in the text
-    where = torch.zeros(P, dtype=torch.long, device=device)
-    where[:g] = torch.tensor(hubs, dtype=torch.long, device=device)
-
-    def mask_mod(b, h, q_idx, kv_idx):
-        i = q_idx + q_at
-        in_window = (kv_idx >= first) & inner(b, h, i, kv_idx + k_at)
-        hub = where[torch.clamp(kv_idx, max=first - 1)]
-        seen = ~inner(b, h, i, hub)  # outside i's window: inside, the window counts it
-        if causal:
-            seen = seen & patterns.causal_mask(b, h, i, hub)
-        return in_window | ((kv_idx < count) & seen)
-
-    return _from_lists(partial, full, mask_mod, (FLEX_BLOCK, HUB_KV_BLOCK), (e - a, P + k1 - k0))
 
 
 def _from_lists(partial, full, mask_mod, sizes, lengths):
@@ -229,19 +176,19 @@ def _from_lists(partial, full, mask_mod, sizes, lengths):
                                     seq_lengths=lengths)
 
 
-def window_attention(q, k, v, *, window: int, hubs=(), causal=True, scale=None):
-    """Window (+ hubs) attention through compiled FlexAttention (compiles on first use;
-    waits for any compile in progress)."""
+def window_attention(q, k, v, *, window: int, causal=True, scale=None, with_lse: bool = False):
+    """Window attention through compiled FlexAttention (compiles on first use; waits
+    for any compile in progress); with ``with_lse``, ``(out, lse)``."""
     with _busy:
-        return call_window(q, k, v, window, hubs, causal, scale)
+        return call_window(q, k, v, window, causal, scale, with_lse)
 
 
-def try_window_attention(q, k, v, *, window: int, hubs=(), causal=True, scale=None):
+def try_window_attention(q, k, v, *, window: int, causal=True, scale=None, with_lse: bool = False):
     """The same, or None at once when a compile (a warm-up) is in progress."""
     if not _busy.acquire(blocking=False):
         return None
     try:
-        return call_window(q, k, v, window, hubs, causal, scale)
+        return call_window(q, k, v, window, causal, scale, with_lse)
     finally:
         _busy.release()
 
@@ -249,7 +196,7 @@ def try_window_attention(q, k, v, *, window: int, hubs=(), causal=True, scale=No
 def sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, *, scale=None):
     """Any pattern (the playground's compositions) through compiled FlexAttention: the
     block mask from the visited block pairs ``visit`` (bool blocks × blocks of
-    :data:`FLEX_BLOCK`, from the parts' own block rules: no n² scan), ``mask_mod``
+    :func:`block_size`, from the parts' own block rules: no n² scan), ``mask_mod``
     inside. Compiles on first use; waits for any compile in progress."""
     with _busy:
         return call_sparse(q, k, v, mask_mod, visit, scale)
@@ -265,14 +212,14 @@ def try_sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, *, scale=None):
         _busy.release()
 
 
-def visit_block_mask(n: int, visit: torch.Tensor, mask_mod, block: int = FLEX_BLOCK):
+def visit_block_mask(n: int, visit: torch.Tensor, mask_mod, block: int):
     counts, order = kv_lists(visit)
     return BlockMask.from_kv_blocks(counts, order, BLOCK_SIZE=block, mask_mod=mask_mod, seq_lengths=(n, n))
 
 
 def call_sparse(q, k, v, mask_mod, visit, scale):
     """One compiled call over visited block pairs (the caller holds the compile lock)."""
-    bm = visit_block_mask(q.shape[2], visit.to(q.device), mask_mod)
+    bm = visit_block_mask(q.shape[2], visit.to(q.device), mask_mod, block_size(q.device))
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     return _get_compiled()(q, k, v, block_mask=bm, scale=scale)
 
@@ -281,20 +228,16 @@ MASKS_KEPT = 16  # block masks kept (building one for 16k tokens takes 3–5 ms,
 _masks: OrderedDict = OrderedDict()
 
 
-def _kept_masks(n: int, window: int, hubs: tuple[int, ...], causal: bool, device):
-    """The window kernel's block mask, or the hub kernel's chunks and their masks, built
-    once per (n, window, hubs, causal, device) among the last MASKS_KEPT (callers hold
-    the compile lock; the lock here keeps the table whole)."""
-    key = (n, int(window), hubs, bool(causal), str(device))
+def _kept_mask(n: int, window: int, causal: bool, device) -> BlockMask:
+    """The window kernel's block mask, built once per (n, window, causal, device) among
+    the last MASKS_KEPT (callers hold the compile lock; the lock here keeps the table whole)."""
+    key = (n, int(window), bool(causal), str(device))
     with _lock:
         found = _masks.get(key)
         if found is not None:
             _masks.move_to_end(key)
             return found
-    if hubs:
-        made = [(c, hub_block_mask(n, window, hubs, causal, c, device)) for c in hub_chunks(n, window, causal)]
-    else:
-        made = block_mask(n, window, causal, device)
+    made = block_mask(n, window, causal, device)
     with _lock:
         _masks[key] = made
         while len(_masks) > MASKS_KEPT:
@@ -302,29 +245,16 @@ def _kept_masks(n: int, window: int, hubs: tuple[int, ...], causal: bool, device
     return made
 
 
-def call_window(q, k, v, window, hubs, causal, scale):
-    """One compiled window (+ hubs) call (the caller holds the compile lock). With hubs,
-    the hub rows of the output are not the pattern's yet: the caller writes them (whole
-    rows, see attn.kernels.with_hub_rows)."""
-    n = q.shape[2]
-    hubs = tuple(hubs)
-    masks = _kept_masks(n, window, hubs, causal, q.device)
+def call_window(q, k, v, window, causal, scale, with_lse: bool = False):
+    """One compiled window call (the caller holds the compile lock); with ``with_lse``
+    also each row's log-sum-exp, ``(out, lse)``, where :func:`returns_lse`."""
+    bm = _kept_mask(q.shape[2], window, causal, q.device)
     # contiguous inputs: strides are part of what a compiled kernel is specialised on
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    compiled = _get_compiled()
-    if not hubs:
-        return compiled(q, k, v, block_mask=masks, scale=scale)
-    # per chunk of queries: the hub keys first, padded to whole blocks, then a copy of the
-    # text keys the chunk's window reaches (so the copy costs a chunk's worth of memory)
-    b, h = q.shape[:2]
-    idx = torch.tensor(hubs, dtype=torch.long, device=q.device)
-    pad = hub_prefix(len(hubs)) - len(hubs)
-    out = q.new_empty(b, h, n, v.shape[-1])
-    for (a, e, k0, k1), bm in masks:
-        kk, vv = (torch.cat([t[:, :, idx], t.new_zeros(b, h, pad, t.shape[-1]), t[:, :, k0:k1]], dim=2)
-                  for t in (k, v))
-        out[:, :, a:e] = compiled(q[:, :, a:e].contiguous(), kk, vv, block_mask=bm, scale=scale)
-    return out
+    if not with_lse:
+        return _get_compiled()(q, k, v, block_mask=bm, scale=scale)
+    out, aux = _get_compiled()(q, k, v, block_mask=bm, scale=scale, return_aux=AuxRequest(lse=True))
+    return out, aux.lse
 
 
 def _warn_once(message: str) -> None:
@@ -360,6 +290,8 @@ def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=Tru
     sig = _signature(q, v, causal, hubs, kind)
     if sig in _ready:
         return True
+    if hubs and kind == "window" and not returns_lse(device):  # nothing to compile: the blocked kernel merges
+        return False
     if not available():
         _failed[sig] = "no C++ compiler or FlexAttention in this torch"
         return False

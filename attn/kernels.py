@@ -4,12 +4,14 @@ Every fast path has a plain, obviously correct twin here (``*_reference``) that
 builds the n×n grid; the tests compare the two. The fast paths never allocate
 anything of size n×n:
 
-* :func:`window_attention_blocked` — memory O(n·(w + g)) per head: queries in blocks
-  of ``BLOCK``, each block against its ``BLOCK + w − 1`` candidate keys (causal), with
-  the pattern predicate of :mod:`attn.patterns` deciding which candidates count; the
-  hub columns are a small dense attention merged in through the log-sum-exps, and the
-  hub rows whole rows. (:mod:`attn.backend` runs a compiled FlexAttention kernel instead
-  once it has warmed up; this module is pure torch and chooses nothing.)
+* :func:`window_attention_blocked` — memory O(n·(w + g)) per head: queries in blocks,
+  each block against its ``block + w − 1`` candidate keys (causal), with the pattern
+  predicate of :mod:`attn.patterns` deciding which candidates count; on the CPU torch's
+  fused attention kernel runs the blocks (strided views, one shared mask), elsewhere
+  pure torch does. The window returns its log-sum-exp; the hub columns are a small
+  dense attention merged in through it, and the hub rows whole rows. (:mod:`attn.backend`
+  runs a compiled FlexAttention kernel for the window instead once it has warmed up;
+  this module chooses no backend.)
 * :func:`linear_attention` — φ(q)ᵀ(Σ φ(k) vᵀ) / φ(q)ᵀ(Σ φ(k)) in the O(n·m·d) order;
   causal through a chunked scan (chunks of ``CHUNK``), memory O(n·m + m·d).
 """
@@ -100,11 +102,11 @@ def full_attention_reference(q, k, v, *, causal: bool = True, scale: float | Non
 
 def window_attention_blocked(
     q, k, v, *, window: int, hubs=(), causal: bool = True, scale: float | None = None,
-    block: int = BLOCK,
+    block: int | None = None,
 ) -> torch.Tensor:
-    """The blocked pure-torch window (+ hubs) kernel (see the module docstring): the
-    window alone with its log-sum-exp, then the hub columns merged in
-    (:func:`add_hub_columns`) and the hub rows written whole (:func:`with_hub_rows`)."""
+    """The blocked window (+ hubs) kernel (see the module docstring): the window alone
+    with its log-sum-exp, then the hub columns merged in (:func:`add_hub_columns`) and
+    the hub rows written whole (:func:`with_hub_rows`)."""
     n = check_qkv(q, k, v)[2]
     w = patterns.check_window(window)
     hubs = patterns.check_hubs(n, hubs)
@@ -116,11 +118,108 @@ def window_attention_blocked(
     return with_hub_rows(out, q, k, v, hubs, causal=causal, scale=s)
 
 
-def window_blocked_lse(q, k, v, *, window: int, causal: bool = True, scale: float, block: int = BLOCK,
-                       with_lse: bool = True):
+# torch's fused CPU attention kernel (what SDPA runs on the CPU), which also returns each
+# row's log-sum-exp; None where this torch lacks it (the pure-torch blocks serve then)
+_FUSED_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+# queries per block of the fused kernel: at 16k, 18–22 ran fastest at w = 128 (18.8 ms; 16: 21.1,
+# 32: 21.8) and 20 at w = 512 (58.6 ms; 16: 64.6, 64: 62.8)
+FUSED_BLOCK = 20
+# rows per call of the fused kernel: each call's output is small, and copied while in cache
+# (one call for the whole text made the allocator's page faults swing a 16k call by ±20 %)
+FUSED_ROWS = 4096
+
+
+def window_blocked_lse(q, k, v, *, window: int, causal: bool = True, scale: float, block: int | None = None,
+                       with_lse: bool = True, fused: bool | None = None):
     """Softmax attention over the window alone, and each row's log-sum-exp of its
     scaled scores (float32, ``(b, h, n)``; None unless ``with_lse``): what a merge with
-    other keys needs."""
+    other keys needs. On the CPU (``fused`` None or True) torch's fused attention kernel
+    runs over the blocks (:func:`_window_fused_lse`; it needs values as wide as the
+    keys); elsewhere, or with ``fused=False``, the blocks are pure torch
+    (:func:`_window_torch_lse`)."""
+    if fused is None:
+        fused = q.device.type == "cpu" and _FUSED_CPU is not None and v.shape[-1] == q.shape[-1]
+    if fused:
+        return _window_fused_lse(q, k, v, window=window, causal=causal, scale=scale, block=block or FUSED_BLOCK)
+    return _window_torch_lse(q, k, v, window=window, causal=causal, scale=scale, block=block or BLOCK,
+                             with_lse=with_lse)
+
+
+def blocked_cells(n: int, window: int, causal: bool = True, device="cpu") -> int:
+    """Cells the blocked window kernel computes for one head on this kind of device (its
+    window part; the hub merge adds n·g and the hub rows g·n): each block of queries
+    against all its candidate keys, and the edges' calls. For the cost model."""
+    left, right = window - 1, (0 if causal else window - 1)
+    if torch.device(device).type != "cpu" or _FUSED_CPU is None:
+        B = max(1, min(BLOCK, n))
+        return math.ceil(n / B) * B * (B + left + right)
+    B = FUSED_BLOCK
+    first = min(left, n)
+    nb = max(0, (n - right - first) // B)
+    cells = nb * B * (B + left + right)
+    for a, e in ((0, first), (first + nb * B, n)):
+        if e > a:
+            cells += (e - a) * (min(n, e + right) - max(0, a - left))
+    return cells
+
+
+def _band_mask(rows: int, keys: int, first_row: int, first_key: int, window: int, causal: bool, dtype, device):
+    """The window's additive mask (0 where the pattern allows, −∞ elsewhere) for queries
+    first_row … and keys first_key …: from the pattern predicate, on rows × keys cells."""
+    i = torch.arange(first_row, first_row + rows, device=device)[:, None]
+    j = torch.arange(first_key, first_key + keys, device=device)[None, :]
+    allowed = patterns.pattern(max(first_row + rows, first_key + keys), window, (), causal, device=device)(0, 0, i, j)
+    return torch.zeros(rows, keys, dtype=dtype, device=device).masked_fill_(~allowed, float("-inf"))
+
+
+def _window_fused_lse(q, k, v, *, window: int, causal: bool, scale: float, block: int):
+    """The window through torch's fused CPU attention kernel, blocks of ``block``
+    queries each against its block + w − 1 candidate keys (+ w − 1 more when not
+    causal). The blocks are strided views of q, k and v (consecutive blocks' keys
+    overlap in memory: nothing is copied), and since the band looks the same from every
+    block, one small block × keys mask serves them all. The rows whose candidates would
+    run past the text (the first w − 1, and a ragged end) are two more calls with their
+    own masks. Memory: the output and one call's (about FUSED_ROWS rows)."""
+    b, h, n, d = q.shape
+    dv = v.shape[-1]
+    bh = b * h
+    left, right = window - 1, (0 if causal else window - 1)
+    B, L = block, block + 2 * (window - 1) - (window - 1 if causal else 0)
+    qf, kf, vf = (t.contiguous().reshape(bh, n, t.shape[-1]) for t in (q, k, v))
+    out = torch.empty(b, h, n, dv, dtype=q.dtype, device=q.device)
+    lse = torch.empty(b, h, n, dtype=torch.float32, device=q.device)
+    flat, flat_lse = out.view(bh, n, dv), lse.view(bh, n)
+    first = min(left, n)  # the first row whose candidate keys all lie in the text
+    nb = max(0, (n - right - first) // B)  # whole blocks from there
+    mask = _band_mask(B, L, left, 0, window, causal, q.dtype, q.device) if nb else None  # rows at left, keys at 0
+    per_call = max(1, FUSED_ROWS // B)  # blocks per call: its output stays small, and in cache for the copy
+
+    def blocks(t, count, rows, at):  # count blocks of rows, consecutive ones B rows apart, from row at
+        c = t.shape[-1]
+        return t.as_strided((bh, count, rows, c), (n * c, B * c, c, 1), t.storage_offset() + at * c)
+
+    for j0 in range(0, nb, per_call):
+        j1 = min(nb, j0 + per_call)
+        r0 = first + j0 * B  # the call's first row; its keys start left before it
+        o, l_ = _FUSED_CPU(blocks(qf, j1 - j0, B, r0), blocks(kf, j1 - j0, L, r0 - left),
+                           blocks(vf, j1 - j0, L, r0 - left), 0.0, False, attn_mask=mask, scale=scale)
+        r1 = r0 + (j1 - j0) * B
+        flat[:, r0:r1] = o.view(bh, -1, dv)
+        flat_lse[:, r0:r1].view(bh, j1 - j0, B).copy_(l_)  # the kernel's log-sum-exps are laid out block-minor
+    for a, e in ((0, first), (first + nb * B, n)):  # the edges, each with its own keys and mask
+        if e <= a:
+            continue
+        k0, k1 = max(0, a - left), min(n, e + right)
+        mask = _band_mask(e - a, k1 - k0, a, k0, window, causal, q.dtype, q.device)
+        o, l_ = _FUSED_CPU(qf[None, :, a:e], kf[None, :, k0:k1], vf[None, :, k0:k1], 0.0, False,
+                           attn_mask=mask, scale=scale)
+        flat[:, a:e], flat_lse[:, a:e] = o[0], l_[0]
+    return out, lse
+
+
+def _window_torch_lse(q, k, v, *, window: int, causal: bool, scale: float, block: int, with_lse: bool):
+    """The window in pure torch: query blocks against their candidate keys, a group of
+    blocks at a time (its scores stay in cache), the pattern predicate deciding inside."""
     b, h, n, d = q.shape
     w = window
     dv = v.shape[-1]
@@ -164,50 +263,72 @@ def window_blocked_lse(q, k, v, *, window: int, causal: bool = True, scale: floa
     return out, lse
 
 
-MERGE_ROWS = 4096  # rows merged at a time: the hub part of each stays a few MiB
+MERGE_SCORES = 2**20  # hub scores held at a time by the merge (rows × hubs × heads): 4 MiB
 
 
-def add_hub_columns(q, k, v, out, lse, *, window: int, hubs, causal: bool, scale: float) -> torch.Tensor:
+def add_hub_columns(q, k, v, out, lse, *, window: int, hubs, causal: bool, scale: float,
+                    rows: tuple[int, int] | None = None) -> torch.Tensor:
     """Merge the hub columns into softmax attention over the window: ``out`` and ``lse``
     are the window's output and log-sum-exp; the g hub keys are one small dense
     attention (n × g), each hub counted for query i when i may see it and it lies
     outside i's window (inside, the window counted it: once); the two parts merge
-    exactly through their log-sum-exps, as FlashAttention merges blocks. O(n·g), in
-    chunks of MERGE_ROWS rows, in place when ``out`` is float32."""
-    n = q.shape[2]
+    exactly through their log-sum-exps, as FlashAttention merges blocks. O(n·g), on the
+    rows ``rows = (r0, r1)`` (default: all), in chunks that hold MERGE_SCORES scores,
+    in place (float32 inside); returns ``out`` (a contiguous copy if it was not)."""
+    if not hubs:
+        return out
+    b, h, n, d = q.shape
+    dv = v.shape[-1]
+    bh = b * h
+    out = out.contiguous()
+    r_start, r_end = rows or (0, n)
     idx = torch.tensor(hubs, dtype=torch.long, device=q.device)
-    k_hub, v_hub = k[:, :, idx].transpose(-1, -2), v[:, :, idx].float()  # (b, h, d, g), (b, h, g, dv)
-    inside = patterns.pattern(n, window, (), causal, device=q.device)
-    merged = out if out.dtype == torch.float32 else torch.empty_like(out, dtype=torch.float32)
-    for r0 in range(0, n, MERGE_ROWS):
-        r1 = min(n, r0 + MERGE_ROWS)
-        s = (q[:, :, r0:r1] @ k_hub).float() * scale  # (b, h, r, g)
-        i = torch.arange(r0, r1, device=q.device)[:, None]
-        seen = ~inside(0, 0, i, idx[None, :])  # outside the row's window: inside, the window counted it
-        if causal:
-            seen = seen & patterns.causal_mask(0, 0, i, idx[None, :])
-        s = s.masked_fill_(~seen, float("-inf"))
-        part = lse[:, :, r0:r1]
-        total = torch.logaddexp(part, torch.logsumexp(s, dim=-1))  # (b, h, r)
-        from_window, from_hubs = torch.exp(part - total)[..., None], torch.exp(s - total[..., None]) @ v_hub
-        if merged is out:
-            out[:, :, r0:r1].mul_(from_window).add_(from_hubs)
-        else:
-            merged[:, :, r0:r1] = out[:, :, r0:r1].float() * from_window + from_hubs
-    return merged if merged is out else merged.to(out.dtype)
+    k_hub = k[:, :, idx].reshape(bh, len(hubs), d).transpose(1, 2)  # (bh, d, g)
+    v_hub = v[:, :, idx].reshape(bh, len(hubs), dv).float()  # (bh, g, dv)
+    i = torch.arange(r_start, r_end, device=q.device)[:, None]
+    seen = ~patterns.pattern(n, window, (), causal, device=q.device)(0, 0, i, idx[None, :])  # outside the window
+    if causal:
+        seen &= patterns.causal_mask(0, 0, i, idx[None, :])
+    bias = torch.zeros(seen.shape, dtype=q.dtype, device=q.device).masked_fill_(~seen, float("-inf"))  # (r, g)
+    flat, qf, part_all = out.view(bh, n, dv), q.reshape(bh, n, d), lse.reshape(bh, n)
+    step = max(1, MERGE_SCORES // (bh * len(hubs)))
+    for r0 in range(r_start, r_end, step):
+        r1 = min(r_end, r0 + step)
+        s = torch.baddbmm(bias[r0 - r_start:r1 - r_start], qf[:, r0:r1], k_hub, alpha=scale).float()  # (bh, r, g)
+        part = part_all[:, r0:r1]
+        top = torch.maximum(part, s.amax(dim=-1))  # (bh, r): the largest of the row's log-weights
+        from_window = torch.exp(part - top)
+        from_hubs = torch.exp(s.sub_(top[..., None]))
+        total = from_hubs.sum(dim=-1).add_(from_window)
+        m = flat[:, r0:r1] if out.dtype == torch.float32 else flat[:, r0:r1].float()
+        m.mul_(from_window.div_(total)[..., None])
+        m.baddbmm_(from_hubs.div_(total[..., None]), v_hub)
+        if m.data_ptr() != flat[:, r0:r1].data_ptr():
+            flat[:, r0:r1] = m.to(out.dtype)
+    return out
+
+
+HUB_ROW_CALLS = 32  # hub rows computed one call each (0.6 ms for 4 hubs at 16k, against 1.4 in one masked call)
 
 
 def with_hub_rows(out, q, k, v, hubs, *, causal: bool, scale: float) -> torch.Tensor:
     """``out`` with its hub rows written whole: each hub sees every (earlier) key, as
-    full attention does (O(g·n)); the window kernels compute the window and the hub
-    columns only."""
+    full attention does (O(g·n), through SDPA: causal, up to HUB_ROW_CALLS hubs, one call
+    per hub over the keys up to it, which reads half the keys on average and needs no
+    mask); the window kernels compute the window and the hub columns only."""
     if not hubs:
         return out
     n = q.shape[2]
+    if causal and len(hubs) <= HUB_ROW_CALLS:  # each hub sees the keys up to itself: one call each, no mask
+        for i in hubs:
+            out[:, :, i] = F.scaled_dot_product_attention(q[:, :, i:i + 1], k[:, :, :i + 1], v[:, :, :i + 1],
+                                                          scale=scale)[:, :, 0].to(out.dtype)
+        return out
     idx = torch.tensor(hubs, dtype=torch.long, device=q.device)
-    rows = q[:, :, idx] @ k.transpose(-1, -2) * scale  # (b, h, g, n)
     seen = patterns.pattern(n, None, (), causal, device=q.device)(0, 0, idx[:, None], torch.arange(n, device=q.device))
-    out[:, :, idx] = (torch.softmax(rows.masked_fill(~seen, float("-inf")), dim=-1) @ v).to(out.dtype)
+    rows = F.scaled_dot_product_attention(q[:, :, idx], k, v, attn_mask=torch.broadcast_to(seen, (len(hubs), n)),
+                                          scale=scale)
+    out[:, :, idx] = rows.to(out.dtype)
     return out
 
 

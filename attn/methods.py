@@ -144,17 +144,18 @@ class Method:
 
     # -- cost model -----------------------------------------------------------------
 
-    def flops(self, n: int, shape: costs.Shape, backend: str = "model") -> tuple[float, float]:
+    def flops(self, n: int, shape: costs.Shape, backend: str = "model", device="cpu") -> tuple[float, float]:
         """(useful, computed) floating-point operations at length n for the benchmark's
         shape (causal). ``backend``: what ran ("flex", "blocked", "sdpa",
-        "reference"), or "model" for the pattern's cells alone."""
+        "reference"), or "model" for the pattern's cells alone; ``device``: where (the
+        kernels' blocks differ)."""
         if self.family == "linear":
             return costs.linear_flops(n, shape, self.feature)
         if self.family == "pattern":
-            return costs.composed_flops(n, shape, costs.shape_composition(n, shape), backend)
+            return costs.composed_flops(n, shape, costs.shape_composition(n, shape), backend, device=device)
         window = None if self.family == "full" else shape.window
         hubs = shape.hub_positions(n) if self.with_hubs else ()
-        return costs.window_flops(n, shape, window, hubs, backend)
+        return costs.window_flops(n, shape, window, hubs, backend, device)
 
     def memory(self, n: int, shape: costs.Shape) -> int:
         """Numbers the method holds besides q, k, v and the output (see :mod:`attn.costs`)."""

@@ -51,6 +51,47 @@ def test_window_attention_matches_the_dense_reference(device, n, w, hubs, causal
     torch.testing.assert_close(got_blocked.float(), ref, **tolerance(device))
 
 
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "pure-torch"])
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("n,w,hubs", CASES)
+def test_both_blocked_window_kernels_return_the_window_and_its_log_sum_exp(n, w, hubs, causal, fused):
+    """The window alone and each row's log-sum-exp, from torch's fused CPU kernel over
+    strided blocks and from the pure-torch blocks (CUDA's), against the dense grid: the
+    log-sum-exp is log Σ exp(s·q·k) over the row's window cells, brute force in float64.
+    Then the hub merge on top of each equals the dense reference of window + hubs."""
+    q, k, v = qkv(2, 3, n, 16, seed=n + w)
+    s = 16 ** -0.5
+    out, lse = kernels.window_blocked_lse(q, k, v, window=w, causal=causal, scale=s, block=16, fused=fused)
+    allowed = patterns.pattern_grid(n, w, (), causal)
+    scores = (q.double() @ k.double().transpose(-1, -2) * s).masked_fill(~allowed, float("-inf"))
+    torch.testing.assert_close(lse.double(), torch.logsumexp(scores, dim=-1), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out, kernels.window_attention_reference(q, k, v, window=w, causal=causal),
+                               atol=1e-5, rtol=1e-5)
+    hubs = patterns.check_hubs(n, hubs)
+    merged = kernels.with_hub_rows(kernels.add_hub_columns(q, k, v, out, lse, window=w, hubs=hubs, causal=causal,
+                                                           scale=s), q, k, v, hubs, causal=causal, scale=s)
+    torch.testing.assert_close(merged, kernels.window_attention_reference(q, k, v, window=w, hubs=hubs, causal=causal),
+                               atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("n, w, causal", [(1, 1, True), (100, 7, True), (100, 7, False), (300, 128, True),
+                                          (1000, 50, False), (77, 200, True)])
+def test_the_cost_model_counts_the_cells_the_fused_blocked_kernel_computes(monkeypatch, n, w, causal):
+    """kernels.blocked_cells (the table's 'computed' column) against the cells of every
+    call the fused kernel makes, counted as they happen: queries × keys per call."""
+    counted = []
+    real = kernels._FUSED_CPU
+
+    def counting(q, k, v, *args, **kwargs):
+        counted.append(q.shape[-2] * k.shape[-2] * q.shape[1] * q.shape[0] // 6)  # per head: batch 2 × heads 3
+        return real(q, k, v, *args, **kwargs)
+
+    monkeypatch.setattr(kernels, "_FUSED_CPU", counting)
+    q, k, v = qkv(2, 3, n, 8)
+    kernels.window_attention_blocked(q, k, v, window=w, causal=causal)
+    assert sum(counted) == kernels.blocked_cells(n, w, causal, "cpu")
+
+
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(
     n=st.integers(1, 150), w=st.integers(1, 160), b=st.integers(1, 2), h=st.integers(1, 3),
@@ -167,44 +208,6 @@ def test_flex_band_blocks_hold_every_pair_and_full_blocks_only_pairs(n, w, causa
     assert per_row <= (w - 1) // kv_block + q_block // kv_block + 1 + (0 if causal else (w - 1) // kv_block + 1)
 
 
-@pytest.mark.parametrize("n, w, hubs, causal", [
-    (300, 16, (0, 150), True), (257, 20, (0, 17, 256), False), (200, 64, (5, 60, 199), True),
-    (150, 8, tuple(range(0, 150, 4)), True)])  # 38 hubs: two blocks of hub keys
-def test_flex_hub_kernel_sees_each_pair_once(monkeypatch, n, w, hubs, causal):
-    """The hub kernel runs on chunks of queries (here of 128, to have several); each
-    call's keys are the hub keys (padded to whole blocks), then the text keys its window
-    reaches. Its mask, brute force over every (query, key) of each call: a text key
-    counts when the window allows it; a hub key when the pattern allows it and the
-    window does not (inside the window it already counts: once); padding never. The
-    calls' text keys hold every pair the window allows; every allowed cell lies in a
-    visited block, and full blocks hold allowed cells only."""
-    monkeypatch.setattr(flex, "HUB_CHUNK", 128)
-    g, P = len(hubs), flex.hub_prefix(len(hubs))
-    window = patterns.pattern_grid(n, w, (), causal)
-    whole = patterns.pattern_grid(n, w, hubs, causal)
-    chunks = flex.hub_chunks(n, w, causal)
-    assert chunks[0][0] == 0 and chunks[-1][1] == n and len(chunks) == max(1, round(n / 128))
-    assert all(e == a_next for (_, e, _, _), (a_next, _, _, _) in zip(chunks, chunks[1:]))
-    assert all(e - a >= 64 and a % 64 == 0 for a, e, _, _ in chunks)
-    for a, e, k0, k1 in chunks:
-        assert not window[a:e, :k0].any() and not window[a:e, k1:].any()  # the window reaches no further
-        bm = flex.hub_block_mask(n, w, hubs, causal, (a, e, k0, k1), "cpu")
-        got = bm.mask_mod(0, 0, torch.arange(e - a)[:, None], torch.arange(P + k1 - k0)[None, :])
-        want = torch.zeros(e - a, P + k1 - k0, dtype=torch.bool)
-        want[:, P:] = window[a:e, k0:k1]
-        for t, hub in enumerate(hubs):
-            want[:, t] = whole[a:e, hub] & ~window[a:e, hub]
-        assert torch.equal(got, want), (a, e)
-        partial, full = flex._hub_lists(e - a, w, g, causal, (k0 - a, k1 - a))
-        for qb in range(partial.shape[0]):
-            for kb in range(partial.shape[1]):
-                cells = _cells_of(want, qb, kb, flex.FLEX_BLOCK, flex.HUB_KV_BLOCK)
-                if cells.any():
-                    assert partial[qb, kb] or full[qb, kb], (a, qb, kb)
-                if full[qb, kb]:
-                    assert cells.all(), (a, qb, kb)
-
-
 def test_blocked_kernel_merges_hub_columns_exactly_and_counts_a_hub_in_the_window_once():
     """The blocked kernel's hub columns (merged through the log-sum-exps) against a
     hand-made case: one query, its window holds a hub; the weights come out as the
@@ -226,11 +229,16 @@ def test_blocked_kernel_merges_hub_columns_exactly_and_counts_a_hub_in_the_windo
 @pytest.mark.filterwarnings("error:flex_attention called without torch.compile")  # the n×n unfused path
 def test_compiled_flex_attention_matches_the_dense_reference():
     assert backend.warm((1, 4, 1024, 32)), "\n".join(flex.status()["log"])
-    assert backend.warm((1, 4, 1024, 32), hubs=True), "\n".join(flex.status()["log"])
-    for n, w, hubs, causal in [(300, 16, (), True), (513, 100, (0, 260), True), (700, 5, (699,), True),
-                               (900, 50, tuple(range(0, 900, 20)), True)]:  # 45 hubs: two blocks of hub keys
+    # the compiled CPU kernel cannot return its log-sum-exp: window + hubs stays on the
+    # blocked kernel, and asking flex for it says why
+    assert backend.warm((1, 4, 1024, 32), hubs=True) is False and not flex.status()["failed"]
+    q, k, v = qkv(1, 4, 300, 32)
+    with pytest.raises(ValueError, match="log-sum-exp"):
+        backend.window_attention(q, k, v, window=16, hubs=(0,), backend="flex")
+    for n, w, hubs, causal in [(300, 16, (), True), (513, 100, (), True), (700, 5, (699,), True),
+                               (900, 50, tuple(range(0, 900, 20)), True)]:
         q, k, v = qkv(1, 4, n, 32, seed=n)
-        assert backend.window_backend(q, v, causal, w, hubs) == "flex"
+        assert backend.window_backend(q, v, causal, w, hubs) == ("blocked" if hubs else "flex")
         got = backend.window_attention(q, k, v, window=w, hubs=hubs, causal=causal)
         ref = kernels.window_attention_reference(q, k, v, window=w, hubs=hubs, causal=causal)
         torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
@@ -243,16 +251,30 @@ def test_compiled_flex_attention_matches_the_dense_reference():
             # deadlocking until pytest's timeout (it ends once the lock is released)
             got = call_in_thread(backend.window_attention, q, k, v, window=w, hubs=hubs, causal=causal)
         torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
-    # a text of several chunks of the hub kernel (too long for the dense twin: the blocked
-    # kernel, itself held to it above, is the reference), served without compiling
-    n = 2 * flex.HUB_CHUNK + 100
-    q, k, v = qkv(1, 4, n, 32, seed=3)
-    assert len(flex.hub_chunks(n, 40, True)) == 2
-    compiled_before = torch._dynamo.utils.counters["frames"]["ok"]
-    got = backend.window_attention(q, k, v, window=40, hubs=(0, n // 2, n - 1))
-    assert torch._dynamo.utils.counters["frames"]["ok"] == compiled_before
-    torch.testing.assert_close(got, kernels.window_attention_blocked(q, k, v, window=40, hubs=(0, n // 2, n - 1)),
-                               atol=1e-5, rtol=1e-5)
+
+
+def test_the_compiled_path_with_hubs_merges_the_kernels_log_sum_exp(monkeypatch):
+    """Where the compiled kernel returns its log-sum-exp (CUDA), window + hubs is that
+    kernel's window merged with the hub columns, and the hub rows whole. Torch's eager
+    flex attention (which returns it on the CPU too) stands in for the compiled kernel
+    here: the calls, the block mask and the merge are the CUDA path's."""
+    from torch.nn.attention.flex_attention import flex_attention
+
+    calls = []
+
+    def eager(q, k, v, **kwargs):
+        calls.append(kwargs)
+        return flex_attention(q, k, v, **kwargs)
+
+    monkeypatch.setattr(flex, "_get_compiled", lambda: eager)
+    monkeypatch.setattr(flex, "returns_lse", lambda device: True)
+    for n, w, hubs, causal in [(200, 16, (0, 100, 199), True), (150, 40, (0, 30, 149), False),
+                               (130, 64, (60, 100), True)]:  # hub 100 lies inside row 129's window: counted once
+        q, k, v = qkv(1, 2, n, 16, seed=n)
+        got = backend.window_attention(q, k, v, window=w, hubs=hubs, causal=causal, backend="flex")
+        torch.testing.assert_close(got, kernels.window_attention_reference(q, k, v, window=w, hubs=hubs,
+                                                                          causal=causal), atol=1e-5, rtol=1e-5)
+    assert len(calls) == 3 and all(c["return_aux"].lse for c in calls)
 
 
 def call_in_thread(fn, *args, timeout: float = 5.0, **kwargs):
