@@ -33,9 +33,11 @@ from torch.nn.attention.flex_attention import AuxRequest, BlockMask, flex_attent
 
 from . import patterns
 
-# query and key blocks of the block masks: on the CPU 32 × 32 beat 64 × 64, 16 × 32, 32 × 64
-# and 16 × 16 at w = 128 (20.0 ms against 21.4–22.4 at 16k, interleaved runs: fewer cells
-# off the band, docs/performance.md); CUDA's tiles want larger blocks (not measured here)
+# query and key blocks of the block masks. On the CPU 32 × 32 and 64 × 64 tie on the window
+# at w = 128 (20.0 against 21.4 ms at 16k in one interleaved run, 21.7 against 21.0 in
+# another; 16 × 32, 32 × 64 and 16 × 16 were slower), and 32 computes a fifth fewer cells
+# and halves BigBird's compiled time (152 → 80 ms): docs/performance.md. CUDA's tiles want
+# larger blocks (not measured here).
 FLEX_BLOCK = 32
 CUDA_BLOCK = 64
 
