@@ -10,6 +10,8 @@ and to say which kernel would run.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from . import flex, kernels, patterns
@@ -80,18 +82,39 @@ def composed_attention(q, k, v, c: Composition, *, causal: bool = True, scale: f
         return kernels.full_attention(q, k, v, causal=causal, scale=scale)
     if window_and_hubs(c):  # the window kernels, fastest for what they run
         return window_attention(q, k, v, window=c.window, hubs=c.hubs, causal=causal, scale=scale, backend=backend)
-    mask_mod = composed_mask(n, c, causal, device=q.device)
     if backend == "flex" or (backend == "auto" and pattern_uses_flex(q, v, causal)):
-        visit = composed_blocks(n, c, causal, flex.block_size(q.device), device=q.device)
         s = kernels.scale_of(q, scale)  # a float, as the warm-up compiled it
         if backend == "flex":
-            return flex.sparse_attention(q, k, v, mask_mod, visit, scale=s)
-        out = _compiled_or_none(lambda: flex.try_sparse_attention(q, k, v, mask_mod, visit, scale=s),
+            return _composed_compiled(q, k, v, c, causal, s, flex.sparse_attention)
+        out = _compiled_or_none(lambda: _composed_compiled(q, k, v, c, causal, s, flex.try_sparse_attention),
                                 q, v, causal, False, "pattern")
         if out is not None:
             return out
+    mask_mod = composed_mask(n, c, causal, device=q.device)
     block, visit = sparse_plan(n, c, causal, device=q.device)
     return kernels.sparse_attention(q, k, v, mask_mod, visit, c.hubs, scale=scale, block=block)
+
+
+def _composed_compiled(q, k, v, c: Composition, causal: bool, scale: float, call):
+    """A composition through one compiled call ``call(q, k, v, mask_mod, visit, scale=,
+    with_lse=)`` (None when it did not run). Where the compiled kernel returns its
+    log-sum-exp (it always asks for it there: one compiled graph), the hubs leave the
+    block lists: the kernel runs the other parts, the hub columns merge in
+    (:func:`attn.kernels.add_hub_columns`, counting a hub only where the other parts do
+    not) and the hub rows are whole rows. Elsewhere the hub lines are visited blocks."""
+    n = q.shape[2]
+    with_lse = flex.returns_lse(q.device)
+    rest = dataclasses.replace(c, hubs=()) if with_lse else c
+    mask_mod = composed_mask(n, rest, causal, device=q.device)
+    visit = composed_blocks(n, rest, causal, flex.block_size(q.device), device=q.device)
+    out = call(q, k, v, mask_mod, visit, scale=scale, with_lse=with_lse)
+    if out is None or not with_lse:
+        return out
+    out, lse = out
+    if not c.hubs:
+        return out
+    out = kernels.add_hub_columns(q, k, v, out, lse, hubs=c.hubs, causal=causal, scale=scale, inside=mask_mod)
+    return kernels.with_hub_rows(out, q, k, v, c.hubs, causal=causal, scale=scale)
 
 
 SPARSE_BLOCKS = (64, 32)  # blocks the blocked composed kernel may take, the default first
@@ -168,14 +191,14 @@ def _check_window(q, v, n, causal, hubs, dtype) -> None:
 
 def _check_pattern(q, v, n, causal, hubs, dtype) -> None:
     """Compile the composed-pattern kernel, then check it against the blocked kernel on
-    two lengths and two compositions, causal and not."""
+    two lengths and two compositions, causal and not (the first with hubs: where the
+    kernel returns its log-sum-exp, they are merged in)."""
     cases = ((n, True, Composition(window=64, hubs=(0, n // 3), random=2, random_block=32, seed=1)),
              (n // 2 + 3, False, Composition(window=9, dilated=4, stride=5, local=32)))
     for nn_, causal_, c in cases:
         qq, kk, vv = (torch.randn_like(t[:, :, :nn_]).contiguous() for t in (q, q, v))
+        got = _composed_compiled(qq, kk, vv, c, causal_, qq.shape[-1] ** -0.5, flex.call_sparse_kw)
         mask_mod = composed_mask(nn_, c, causal_, device=q.device)
-        visit = composed_blocks(nn_, c, causal_, flex.block_size(q.device), device=q.device)
-        got = flex.call_sparse(qq, kk, vv, mask_mod, visit, qq.shape[-1] ** -0.5)
         want = kernels.sparse_attention(qq, kk, vv, mask_mod, composed_blocks(nn_, c, causal_, kernels.BLOCK, q.device,
                                                                               hub_lines=False), c.hubs)
         tol = 2e-2 if dtype != torch.float32 else 1e-4

@@ -17,7 +17,7 @@ from . import patterns
 from .composition import Composition, composed_blocks, composed_cells, covers_every_pair, window_and_hubs
 from .features import feature_size
 from .backend import sparse_plan
-from .flex import block_size, computed_cells
+from .flex import block_size, computed_cells, returns_lse
 from .kernels import CHUNK, GROUP, blocked_cells
 
 
@@ -129,9 +129,11 @@ def composed_flops(n: int, shape: Shape, c: Composition, backend: str = "model",
                    causal: bool = True, device="cpu") -> tuple[float, float]:
     """(useful, computed) operations of softmax attention over a composition:
     useful, its cells; computed, what the kernel that ran touches (a window with or
-    without hubs: the window kernels'; flex: every cell of the visited blocks;
-    blocked: the blocks of its plan (backend.sparse_plan) without the hub lines, plus the
-    hub columns for every query and the hub rows; reference and sdpa: every pair)."""
+    without hubs: the window kernels'; flex: every cell of the visited blocks, the hub
+    lines among them where the compiled kernel has no log-sum-exp (the CPU), else
+    without them plus the merged hub columns and the hub rows; blocked: the blocks of
+    its plan (backend.sparse_plan) without the hub lines, plus the hub columns for every
+    query and the hub rows; reference and sdpa: every pair)."""
     cell = cell_flops(shape)
     useful = composed_cells(n, c, causal) * cell
     full = n * (n + 1) // 2 if causal else n * n
@@ -141,13 +143,14 @@ def composed_flops(n: int, shape: Shape, c: Composition, backend: str = "model",
         return useful, (n * n if backend == "reference" else full) * cell
     if causal and window_and_hubs(c):  # run by the window kernels
         return useful, window_flops(n, shape, c.window, c.hubs, backend, device)[1]
+    merged = backend != "flex" or returns_lse(device)  # hub lines computed apart, not as blocks
     if backend == "flex":
         block = block_size(device)
-        visited = int(composed_blocks(n, c, causal, block).sum()) * block**2
+        visited = int(composed_blocks(n, c, causal, block, hub_lines=not merged).sum()) * block**2
     else:
         block, visit = sparse_plan(n, c, causal)
         visited = int(visit.sum()) * block * block
-    lines = 0 if backend == "flex" else len(c.hubs) * 2 * n
+    lines = len(c.hubs) * 2 * n if merged else 0
     return useful, max(useful, (visited + lines) * cell)
 
 

@@ -195,21 +195,22 @@ def try_window_attention(q, k, v, *, window: int, causal=True, scale=None, with_
         _busy.release()
 
 
-def sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, *, scale=None):
+def sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, *, scale=None, with_lse: bool = False):
     """Any pattern (the playground's compositions) through compiled FlexAttention: the
     block mask from the visited block pairs ``visit`` (bool blocks × blocks of
     :func:`block_size`, from the parts' own block rules: no n² scan), ``mask_mod``
-    inside. Compiles on first use; waits for any compile in progress."""
+    inside; with ``with_lse``, ``(out, lse)``. Compiles on first use; waits for any
+    compile in progress."""
     with _busy:
-        return call_sparse(q, k, v, mask_mod, visit, scale)
+        return call_sparse(q, k, v, mask_mod, visit, scale, with_lse)
 
 
-def try_sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, *, scale=None):
+def try_sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, *, scale=None, with_lse: bool = False):
     """The same, or None at once when a compile (a warm-up) is in progress."""
     if not _busy.acquire(blocking=False):
         return None
     try:
-        return call_sparse(q, k, v, mask_mod, visit, scale)
+        return call_sparse(q, k, v, mask_mod, visit, scale, with_lse)
     finally:
         _busy.release()
 
@@ -219,11 +220,26 @@ def visit_block_mask(n: int, visit: torch.Tensor, mask_mod, block: int):
     return BlockMask.from_kv_blocks(counts, order, BLOCK_SIZE=block, mask_mod=mask_mod, seq_lengths=(n, n))
 
 
-def call_sparse(q, k, v, mask_mod, visit, scale):
-    """One compiled call over visited block pairs (the caller holds the compile lock)."""
+def call_sparse(q, k, v, mask_mod, visit, scale, with_lse: bool = False):
+    """One compiled call over visited block pairs (the caller holds the compile lock);
+    with ``with_lse`` also each row's log-sum-exp, where :func:`returns_lse`."""
     bm = visit_block_mask(q.shape[2], visit.to(q.device), mask_mod, block_size(q.device))
+    return _compiled_call(q, k, v, bm, scale, with_lse)
+
+
+def call_sparse_kw(q, k, v, mask_mod, visit, *, scale, with_lse: bool = False):
+    """:func:`call_sparse` with the keywords of :func:`sparse_attention` (the caller
+    holds the compile lock: the warm-up's check)."""
+    return call_sparse(q, k, v, mask_mod, visit, scale, with_lse)
+
+
+def _compiled_call(q, k, v, bm, scale, with_lse: bool):
+    # contiguous inputs: strides are part of what a compiled kernel is specialised on
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    return _get_compiled()(q, k, v, block_mask=bm, scale=scale)
+    if not with_lse:
+        return _get_compiled()(q, k, v, block_mask=bm, scale=scale)
+    out, aux = _get_compiled()(q, k, v, block_mask=bm, scale=scale, return_aux=AuxRequest(lse=True))
+    return out, aux.lse
 
 
 MASKS_KEPT = 16  # block masks kept (building one for 16k tokens takes 3–5 ms, a fifth of the call)
@@ -250,13 +266,7 @@ def _kept_mask(n: int, window: int, causal: bool, device) -> BlockMask:
 def call_window(q, k, v, window, causal, scale, with_lse: bool = False):
     """One compiled window call (the caller holds the compile lock); with ``with_lse``
     also each row's log-sum-exp, ``(out, lse)``, where :func:`returns_lse`."""
-    bm = _kept_mask(q.shape[2], window, causal, q.device)
-    # contiguous inputs: strides are part of what a compiled kernel is specialised on
-    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    if not with_lse:
-        return _get_compiled()(q, k, v, block_mask=bm, scale=scale)
-    out, aux = _get_compiled()(q, k, v, block_mask=bm, scale=scale, return_aux=AuxRequest(lse=True))
-    return out, aux.lse
+    return _compiled_call(q, k, v, _kept_mask(q.shape[2], window, causal, q.device), scale, with_lse)
 
 
 def _warn_once(message: str) -> None:

@@ -266,35 +266,36 @@ def _window_torch_lse(q, k, v, *, window: int, causal: bool, scale: float, block
 MERGE_SCORES = 2**20  # hub scores held at a time by the merge (rows × hubs × heads): 4 MiB
 
 
-def add_hub_columns(q, k, v, out, lse, *, window: int, hubs, causal: bool, scale: float,
-                    rows: tuple[int, int] | None = None) -> torch.Tensor:
+def add_hub_columns(q, k, v, out, lse, *, window: int | None = None, hubs, causal: bool, scale: float,
+                    inside=None) -> torch.Tensor:
     """Merge the hub columns into softmax attention over the window: ``out`` and ``lse``
     are the window's output and log-sum-exp; the g hub keys are one small dense
     attention (n × g), each hub counted for query i when i may see it and it lies
-    outside i's window (inside, the window counted it: once); the two parts merge
-    exactly through their log-sum-exps, as FlashAttention merges blocks. O(n·g), on the
-    rows ``rows = (r0, r1)`` (default: all), in chunks that hold MERGE_SCORES scores,
-    in place (float32 inside); returns ``out`` (a contiguous copy if it was not)."""
+    outside i's window (inside, the window counted it: once). ``inside``, a mask_mod,
+    stands for the window when the rest is another pattern (a composition's parts
+    without its hubs). The two parts merge exactly through their log-sum-exps, as
+    FlashAttention merges blocks. O(n·g), in chunks of rows that hold MERGE_SCORES
+    scores, in place (float32 inside); returns ``out`` (a contiguous copy if it was not)."""
     if not hubs:
         return out
     b, h, n, d = q.shape
     dv = v.shape[-1]
     bh = b * h
     out = out.contiguous()
-    r_start, r_end = rows or (0, n)
     idx = torch.tensor(hubs, dtype=torch.long, device=q.device)
     k_hub = k[:, :, idx].reshape(bh, len(hubs), d).transpose(1, 2)  # (bh, d, g)
     v_hub = v[:, :, idx].reshape(bh, len(hubs), dv).float()  # (bh, g, dv)
-    i = torch.arange(r_start, r_end, device=q.device)[:, None]
-    seen = ~patterns.pattern(n, window, (), causal, device=q.device)(0, 0, i, idx[None, :])  # outside the window
+    i = torch.arange(n, device=q.device)[:, None]
+    inside = inside or patterns.pattern(n, window, (), causal, device=q.device)
+    seen = ~inside(0, 0, i, idx[None, :])  # outside the window: inside, it counted the hub
     if causal:
         seen &= patterns.causal_mask(0, 0, i, idx[None, :])
-    bias = torch.zeros(seen.shape, dtype=q.dtype, device=q.device).masked_fill_(~seen, float("-inf"))  # (r, g)
+    bias = torch.zeros(seen.shape, dtype=q.dtype, device=q.device).masked_fill_(~seen, float("-inf"))  # (n, g)
     flat, qf, part_all = out.view(bh, n, dv), q.reshape(bh, n, d), lse.reshape(bh, n)
     step = max(1, MERGE_SCORES // (bh * len(hubs)))
-    for r0 in range(r_start, r_end, step):
-        r1 = min(r_end, r0 + step)
-        s = torch.baddbmm(bias[r0 - r_start:r1 - r_start], qf[:, r0:r1], k_hub, alpha=scale).float()  # (bh, r, g)
+    for r0 in range(0, n, step):
+        r1 = min(n, r0 + step)
+        s = torch.baddbmm(bias[r0:r1], qf[:, r0:r1], k_hub, alpha=scale).float()  # (bh, r, g), unseen at −∞
         part = part_all[:, r0:r1]
         top = torch.maximum(part, s.amax(dim=-1))  # (bh, r): the largest of the row's log-weights
         from_window = torch.exp(part - top)

@@ -3,7 +3,9 @@ that fails (the blocked kernel answers, and the failure is logged once), the com
 pattern through the compiled-kernel path, and the bfloat16 branches of CUDA — all
 taken on the CPU by monkeypatching the one function that decides."""
 
+import dataclasses
 import logging
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -120,13 +122,18 @@ def compiled_stand_in(calls: list):
     both a visited block of the BlockMask and its mask_mod allow. (Torch's eager flex
     attention ignores the blocks, so it would hide a block left out of the lists.)"""
 
-    def run(q, k, v, *, block_mask, scale):
+    def run(q, k, v, *, block_mask, scale, return_aux=None):
         calls.append(block_mask)
         n = q.shape[2]
         size = flex.FLEX_BLOCK
         blocks = block_mask.to_dense()[0, 0].bool()  # (query blocks, key blocks)
         in_blocks = blocks.repeat_interleave(size, 0).repeat_interleave(size, 1)[:n, :n]
-        return kernels.masked_softmax_reference(q, k, v, in_blocks & patterns.dense(block_mask.mask_mod, n), scale)
+        allowed = in_blocks & patterns.dense(block_mask.mask_mod, n)
+        out = kernels.masked_softmax_reference(q, k, v, allowed, scale)
+        if return_aux is None:
+            return out
+        scores = (q.double() @ k.double().transpose(-1, -2) * scale).masked_fill(~allowed, float("-inf"))
+        return out, SimpleNamespace(lse=torch.logsumexp(scores, dim=-1).float())
 
     return run
 
@@ -147,6 +154,30 @@ def test_a_composition_through_the_compiled_kernel_path_matches_the_dense_refere
     # the block lists skip far blocks: the compiled kernel is not handed the whole grid
     blocks = -(-333 // flex.FLEX_BLOCK)
     assert int(calls[1].to_dense().sum()) < blocks * (blocks + 1) // 2
+
+
+def test_where_the_compiled_kernel_returns_its_log_sum_exp_a_compositions_hubs_are_merged(
+        flex_state, composed_flex_on_cpu, monkeypatch):
+    """On CUDA the compiled kernel returns its log-sum-exp: a composition's hubs leave its
+    block lists (the kernel runs the other parts; the hub columns merge in, each hub
+    counted once, and the hub rows are whole rows). Here on the CPU, with the stand-in
+    for the compiled kernel returning the log-sum-exp as CUDA's does."""
+    calls = []
+    monkeypatch.setattr(flex, "_get_compiled", lambda: compiled_stand_in(calls))
+    monkeypatch.setattr(flex, "returns_lse", lambda device: True)
+    q, k, v = qkv(n=333, seed=4)
+    for causal in (True, False):
+        flex._ready.add(flex._signature(q, v, causal, False, kind="pattern"))
+        # hub 200 lies inside the random blocks or the window of some rows: counted once there
+        for c in (composition.Composition(window=40, hubs=(0, 200, 332), random=2, random_block=32, seed=1),
+                  composition.Composition(window=5, dilated=4, stride=30, hubs=(17,))):
+            p = methods.Params(parts=c, causal=causal, scale=0.3)
+            assert PATTERN.backend(q, v, p) == "flex"
+            torch.testing.assert_close(PATTERN.run(q, k, v, p), PATTERN.reference(q, k, v, p), atol=1e-5, rtol=1e-5)
+            rest = composition.composed_blocks(333, dataclasses.replace(c, hubs=()), causal,
+                                               flex.FLEX_BLOCK)
+            assert torch.equal(calls[-1].to_dense()[0, 0].bool(), rest)  # no hub line among the visited blocks
+    assert len(calls) == 4 and not flex.status()["failed"]
 
 
 # --- the bfloat16 branches (CUDA's compute dtype) ---------------------------------------
