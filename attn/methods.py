@@ -60,6 +60,11 @@ class Method:
     with_hubs: bool = False  # a window method that adds the hub rows and columns
 
     @property
+    def scan_chunk(self) -> int | None:
+        """The chunk of a linear method's causal scan, in tokens (None for the others)."""
+        return kernels.CHUNK if self.family == "linear" else None
+
+    @property
     def formula(self) -> str | None:
         """The feature map φ of a linear method, in LaTeX (None for the others)."""
         return FEATURE_MAPS[self.feature].latex if self.feature else None

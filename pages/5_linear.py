@@ -20,7 +20,8 @@ feature = c1.radio(t("step5.pick_feature"), features, index=features.index(widge
 causal = c2.toggle(t("step5.causal"), value=widgets.first("s5_causal", a), key="s5_causal", persist_state=widgets.KEEP)
 
 widgets.formula(t, r"\underbrace{\big(\phi(Q)\,\phi(K)^\top\big)}_{n \times n}\,V \;=\; "
-                r"\phi(Q)\,\underbrace{\big(\phi(K)^\top V\big)}_{m \times d}", t("step5.formula_caption"))
+                r"\phi(Q)\,\underbrace{\big(\phi(K)^\top V\big)}_{m \times d}",
+                t("step5.formula_caption", chunk=methods.linear(feature).scan_chunk))
 st.latex(methods.linear(feature).formula)
 st.caption(t(f"features.{feature}_note"))
 

@@ -6,7 +6,7 @@ import streamlit as st
 from attn import composition, methods
 from attn.device import pick_device
 from attn.swap import SWAP_MAX_TOKENS
-from ui import boot, data, figures, setting_table, state, swaps, widgets
+from ui import boot, data, figures, live, setting_table, state, swaps, widgets
 from ui import playground as pg
 from ui.steps import PLAYGROUND
 from ui.summary import layer_label
@@ -198,7 +198,8 @@ if timing is None and st.button(t("playground.timing_button"), key="pg_time"):
 if timing is not None:
     f1, f2, f3 = st.columns(3)
     mine, full = timing[methods.composed().name], timing[methods.exact().name]
-    f1.metric(t("playground.time_pattern", backend=timing["backend"]), t.float(mine * 1e3, 2) + " ms")
+    f1.metric(t("playground.time_pattern", backend=live.kernel_name(t, timing["backend"])),
+              t.float(mine * 1e3, 2) + " ms")
     f2.metric(t("playground.time_sdpa"), t.float(full * 1e3, 2) + " ms")
     f3.metric(t("playground.time_ratio"), t.float(mine / max(full, 1e-12), 2))
     st.caption(t("playground.timing_caption", n=t.int(timing["n"]), layer=layer))

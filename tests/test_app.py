@@ -301,6 +301,11 @@ def test_step5_both_orders_agree_and_the_summary_is_m_by_d(make_app, tiny):
     assert parse(metric(at, "step5.metric_summary", "en", m=d, d=d), "en") == d * d + d
     at.radio(key="s5_feature").set_value("taylor").run()
     assert parse(metric(at, "step5.metric_summary", "en", m=273, d=d), "en") == 273 * d + 273
+    # the chunk the caption names is the scan's own (kernels.CHUNK), not a number written in the text
+    from attn import kernels
+
+    caption = i18n.translate("en", "step5.formula_caption", chunk=kernels.CHUNK)
+    assert caption.endswith(f"of {kernels.CHUNK} tokens.") and caption in [c.value for c in at.caption]
 
 
 def test_step5_says_on_which_side_of_the_break_even_the_text_lies(make_app, tiny):
@@ -397,7 +402,28 @@ def test_step7_live_benchmark_runs_on_a_button_press(make_app):
     assert i18n.translate("en", "step7.walls_note") in [i.value for i in at.info]
     names = [tr["name"] for ch in at.get("plotly_chart") for tr in json.loads(ch.proto.spec)["data"]]
     assert any(n.startswith("linear (elu + 1) [chunked scan · float32]") for n in names)
-    assert any(n.startswith("full (SDPA) [sdpa · ") for n in names)
+    assert any(n.startswith("full (SDPA) [float32]") for n in names)  # the kernel named once
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_kernel_the_engine_names_is_named_in_every_language(lang):
+    """The kernel column and legends of step 7 and the playground's timing name the
+    kernel that ran in the reader's language: every name the registry's methods give
+    (each backend asked for, and a dense reference) has its words in each locale."""
+    import torch
+
+    from attn import methods
+
+    q = torch.zeros(1, 1, 300, 8)
+    engine = {"reference"} | {m.backend(q, q, methods.Params(window=16), b) for m in methods.tagged(methods.BENCH)
+                              for b in ("auto", "blocked", "flex")}
+    assert engine == set(live_run.KERNEL_KEYS)  # every name, and no name the engine never gives
+    t = i18n.Translator(lang)
+    for name in engine:
+        assert live_run.kernel_name(t, name) == i18n.translate(lang, f"kernels.{live_run.KERNEL_KEYS[name]}")
+    if lang != "en":  # words, not the engine's identifiers
+        assert live_run.kernel_name(t, "blocked") != "blocked"
+        assert live_run.kernel_name(t, "chunked scan") != "chunked scan"
 
 
 @pytest.mark.parametrize("lang", LANGS)

@@ -32,6 +32,16 @@ def method_name(t: Translator, method: str, s: Shape, backend: str = "auto") -> 
     return t(key, w=s.window, g=s.hubs)
 
 
+KERNEL_KEYS = {"sdpa": "sdpa", "flex": "flex", "blocked": "blocked", "chunked scan": "scan", "reference": "reference"}
+
+
+def kernel_name(t: Translator, backend: str) -> str:
+    """A kernel as the reader's language names it (the registry's kernel names are the
+    engine's identifiers)."""
+    key = KERNEL_KEYS.get(backend)
+    return t(f"kernels.{key}") if key else backend
+
+
 RUNS = 16  # finished live runs kept per process
 
 
@@ -96,7 +106,7 @@ def table(t: Translator, rows: list, s: Shape) -> dict:
         cols[t("step7.ms_axis")].append(t.float(r.seconds * 1e3, 2))
         cols[t("step7.col_ratio")].append("" if ratio is None else t.float(ratio, 2))
         cols[t("step7.mib_axis")].append("—" if r.peak_bytes is None else t.float(r.peak_bytes / 2**20, 1))
-        cols[t("step7.col_backend")].append(r.backend)
+        cols[t("step7.col_backend")].append(kernel_name(t, r.backend))
     return cols
 
 
@@ -106,7 +116,9 @@ def figures_of(t: Translator, rows: list, sizes: list[int], s: Shape):
     time_series, mem_series = [], []
     for m, backend in plan_methods():
         rs = [r for r in rows if r.key == bench.row_key(m, backend)]
-        name = f"{method_name(t, m, s, backend)} [{rs[-1].backend} · {rs[-1].extra['dtype']}]"
+        label, kernel = method_name(t, m, s, backend), kernel_name(t, rs[-1].backend)
+        ran = rs[-1].extra["dtype"] if kernel in label else f"{kernel} · {rs[-1].extra['dtype']}"  # once: full (SDPA)
+        name = f"{label} [{ran}]"
         time_series.append({"name": name, "x": [r.n for r in rs], "y": [r.seconds * 1e3 for r in rs],
                             "hover": t("step7.hover_ms")})
         mem_series.append({"name": name, "x": [r.n for r in rs], "y": [(r.peak_bytes or 0) / 2**20 for r in rs],
