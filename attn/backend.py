@@ -37,7 +37,7 @@ def window_attention(q, k, v, *, window: int, hubs=(), causal: bool = True, scal
     s = kernels.scale_of(q, scale)
     if window >= n:  # the pattern is every (causal) pair: exactly full attention
         return kernels.full_attention(q, k, v, causal=causal, scale=s)
-    if backend == "flex" and hubs and not flex.returns_lse(q.device):
+    if backend == "flex" and not compiled_serves(q.device, bool(hubs)):
         raise ValueError("compiled FlexAttention cannot return the log-sum-exp on this device, which the hub "
                          "merge needs: window + hubs runs on the blocked kernel here (backend='blocked' or 'auto')")
     if backend == "flex":
@@ -53,13 +53,16 @@ def window_attention(q, k, v, *, window: int, hubs=(), causal: bool = True, scal
 
 
 def _with_hubs(out, q, k, v, window: int, hubs: tuple[int, ...], causal: bool, scale: float) -> torch.Tensor:
-    """The compiled window's output, or ``(out, lse)`` with the hub columns merged in and
-    the hub rows written whole."""
+    """The compiled window's output, or ``(out, lse)`` with the hubs merged in."""
     if not hubs:
         return out
-    out, lse = out
-    out = kernels.add_hub_columns(q, k, v, out, lse, window=window, hubs=hubs, causal=causal, scale=scale)
-    return kernels.with_hub_rows(out, q, k, v, hubs, causal=causal, scale=scale)
+    return kernels.merge_hubs(q, k, v, *out, window=window, hubs=hubs, causal=causal, scale=scale)
+
+
+def compiled_serves(device, hubs: bool) -> bool:
+    """Whether the compiled kernel can run a window with (or without) hubs on this device:
+    with hubs it must return the log-sum-exp the merge needs (:func:`attn.flex.returns_lse`)."""
+    return not hubs or flex.returns_lse(device)
 
 
 def window_backend(q, v, causal: bool = True, window: int | None = None, hubs=()) -> str:
@@ -113,8 +116,7 @@ def _composed_compiled(q, k, v, c: Composition, causal: bool, scale: float, call
     out, lse = out
     if not c.hubs:
         return out
-    out = kernels.add_hub_columns(q, k, v, out, lse, hubs=c.hubs, causal=causal, scale=scale, inside=mask_mod)
-    return kernels.with_hub_rows(out, q, k, v, c.hubs, causal=causal, scale=scale)
+    return kernels.merge_hubs(q, k, v, out, lse, hubs=c.hubs, causal=causal, scale=scale, inside=mask_mod)
 
 
 SPARSE_BLOCKS = (64, 32)  # blocks the blocked composed kernel may take, the default first
@@ -197,7 +199,7 @@ def _check_pattern(q, v, n, causal, hubs, dtype) -> None:
              (n // 2 + 3, False, Composition(window=9, dilated=4, stride=5, local=32)))
     for nn_, causal_, c in cases:
         qq, kk, vv = (torch.randn_like(t[:, :, :nn_]).contiguous() for t in (q, q, v))
-        got = _composed_compiled(qq, kk, vv, c, causal_, qq.shape[-1] ** -0.5, flex.call_sparse_kw)
+        got = _composed_compiled(qq, kk, vv, c, causal_, qq.shape[-1] ** -0.5, flex.call_sparse)
         mask_mod = composed_mask(nn_, c, causal_, device=q.device)
         want = kernels.sparse_attention(qq, kk, vv, mask_mod, composed_blocks(nn_, c, causal_, kernels.BLOCK, q.device,
                                                                               hub_lines=False), c.hubs)

@@ -227,12 +227,6 @@ def call_sparse(q, k, v, mask_mod, visit, scale, with_lse: bool = False):
     return _compiled_call(q, k, v, bm, scale, with_lse)
 
 
-def call_sparse_kw(q, k, v, mask_mod, visit, *, scale, with_lse: bool = False):
-    """:func:`call_sparse` with the keywords of :func:`sparse_attention` (the caller
-    holds the compile lock: the warm-up's check)."""
-    return call_sparse(q, k, v, mask_mod, visit, scale, with_lse)
-
-
 def _compiled_call(q, k, v, bm, scale, with_lse: bool):
     # contiguous inputs: strides are part of what a compiled kernel is specialised on
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()

@@ -105,8 +105,7 @@ def window_attention_blocked(
     block: int | None = None,
 ) -> torch.Tensor:
     """The blocked window (+ hubs) kernel (see the module docstring): the window alone
-    with its log-sum-exp, then the hub columns merged in (:func:`add_hub_columns`) and
-    the hub rows written whole (:func:`with_hub_rows`)."""
+    with its log-sum-exp, then the hubs merged in (:func:`merge_hubs`)."""
     n = check_qkv(q, k, v)[2]
     w = patterns.check_window(window)
     hubs = patterns.check_hubs(n, hubs)
@@ -114,8 +113,7 @@ def window_attention_blocked(
     if not hubs:
         return window_blocked_lse(q, k, v, window=w, causal=causal, scale=s, block=block, with_lse=False)[0]
     out, lse = window_blocked_lse(q, k, v, window=w, causal=causal, scale=s, block=block)
-    out = add_hub_columns(q, k, v, out, lse, window=w, hubs=hubs, causal=causal, scale=s)
-    return with_hub_rows(out, q, k, v, hubs, causal=causal, scale=s)
+    return merge_hubs(q, k, v, out, lse, window=w, hubs=hubs, causal=causal, scale=s)
 
 
 # torch's fused CPU attention kernel (what SDPA runs on the CPU), which also returns each
@@ -140,7 +138,8 @@ def window_blocked_lse(q, k, v, *, window: int, causal: bool = True, scale: floa
     if fused is None:
         fused = q.device.type == "cpu" and _FUSED_CPU is not None and v.shape[-1] == q.shape[-1]
     if fused:
-        return _window_fused_lse(q, k, v, window=window, causal=causal, scale=scale, block=block or FUSED_BLOCK)
+        out, lse = _window_fused_lse(q, k, v, window=window, causal=causal, scale=scale, block=block or FUSED_BLOCK)
+        return out, (lse if with_lse else None)
     return _window_torch_lse(q, k, v, window=window, causal=causal, scale=scale, block=block or BLOCK,
                              with_lse=with_lse)
 
@@ -153,14 +152,19 @@ def blocked_cells(n: int, window: int, causal: bool = True, device="cpu") -> int
     if torch.device(device).type != "cpu" or _FUSED_CPU is None:
         B = max(1, min(BLOCK, n))
         return math.ceil(n / B) * B * (B + left + right)
-    B = FUSED_BLOCK
+    first, nb, edges = _fused_plan(n, window, causal, FUSED_BLOCK)
+    return nb * FUSED_BLOCK * (FUSED_BLOCK + left + right) + sum((e - a) * (k1 - k0) for a, e, k0, k1 in edges)
+
+
+def _fused_plan(n: int, window: int, causal: bool, block: int):
+    """The fused kernel's calls: from row ``first`` (the first whose candidate keys all
+    lie in the text), ``nb`` whole blocks of ``block`` rows; and the edges, rows [a, e)
+    against keys [k0, k1) each, the first w − 1 rows and a ragged end."""
+    left, right = window - 1, (0 if causal else window - 1)
     first = min(left, n)
-    nb = max(0, (n - right - first) // B)
-    cells = nb * B * (B + left + right)
-    for a, e in ((0, first), (first + nb * B, n)):
-        if e > a:
-            cells += (e - a) * (min(n, e + right) - max(0, a - left))
-    return cells
+    nb = max(0, (n - right - first) // block)
+    edges = [(a, e, max(0, a - left), min(n, e + right)) for a, e in ((0, first), (first + nb * block, n)) if e > a]
+    return first, nb, edges
 
 
 def _band_mask(rows: int, keys: int, first_row: int, first_key: int, window: int, causal: bool, dtype, device):
@@ -184,13 +188,12 @@ def _window_fused_lse(q, k, v, *, window: int, causal: bool, scale: float, block
     dv = v.shape[-1]
     bh = b * h
     left, right = window - 1, (0 if causal else window - 1)
-    B, L = block, block + 2 * (window - 1) - (window - 1 if causal else 0)
+    B, L = block, block + left + right  # a block's rows and its candidate keys
     qf, kf, vf = (t.contiguous().reshape(bh, n, t.shape[-1]) for t in (q, k, v))
     out = torch.empty(b, h, n, dv, dtype=q.dtype, device=q.device)
     lse = torch.empty(b, h, n, dtype=torch.float32, device=q.device)
     flat, flat_lse = out.view(bh, n, dv), lse.view(bh, n)
-    first = min(left, n)  # the first row whose candidate keys all lie in the text
-    nb = max(0, (n - right - first) // B)  # whole blocks from there
+    first, nb, edges = _fused_plan(n, window, causal, B)
     mask = _band_mask(B, L, left, 0, window, causal, q.dtype, q.device) if nb else None  # rows at left, keys at 0
     per_call = max(1, FUSED_ROWS // B)  # blocks per call: its output stays small, and in cache for the copy
 
@@ -206,10 +209,7 @@ def _window_fused_lse(q, k, v, *, window: int, causal: bool, scale: float, block
         r1 = r0 + (j1 - j0) * B
         flat[:, r0:r1] = o.view(bh, -1, dv)
         flat_lse[:, r0:r1].view(bh, j1 - j0, B).copy_(l_)  # the kernel's log-sum-exps are laid out block-minor
-    for a, e in ((0, first), (first + nb * B, n)):  # the edges, each with its own keys and mask
-        if e <= a:
-            continue
-        k0, k1 = max(0, a - left), min(n, e + right)
+    for a, e, k0, k1 in edges:  # each with its own keys and mask
         mask = _band_mask(e - a, k1 - k0, a, k0, window, causal, q.dtype, q.device)
         o, l_ = _FUSED_CPU(qf[None, :, a:e], kf[None, :, k0:k1], vf[None, :, k0:k1], 0.0, False,
                            attn_mask=mask, scale=scale)
@@ -307,6 +307,15 @@ def add_hub_columns(q, k, v, out, lse, *, window: int | None = None, hubs, causa
         if m.data_ptr() != flat[:, r0:r1].data_ptr():
             flat[:, r0:r1] = m.to(out.dtype)
     return out
+
+
+def merge_hubs(q, k, v, out, lse, *, hubs, causal: bool, scale: float, window: int | None = None,
+               inside=None) -> torch.Tensor:
+    """Window (or other parts) + hubs from the rest's output and log-sum-exp: the hub
+    columns merged in (:func:`add_hub_columns`), then the hub rows written whole
+    (:func:`with_hub_rows`). Every kernel that runs hubs ends here."""
+    out = add_hub_columns(q, k, v, out, lse, window=window, hubs=hubs, causal=causal, scale=scale, inside=inside)
+    return with_hub_rows(out, q, k, v, hubs, causal=causal, scale=scale)
 
 
 HUB_ROW_CALLS = 32  # hub rows computed one call each (0.6 ms for 4 hubs at 16k, against 1.4 in one masked call)

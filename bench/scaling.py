@@ -54,7 +54,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         # with hubs the compiled kernel must return its log-sum-exp: not on the CPU, where
         # window + hubs runs on the blocked kernel
-        hub_kinds = (False, True) if flex.returns_lse(device) else (False,)
+        hub_kinds = [h for h in (False, True) if kernel_choice.compiled_serves(device, h)]
         ok = all([kernel_choice.warm((1, s.heads, 1024, s.d), dtype=compute_dtype(device), device=device, hubs=h)
                   for h in hub_kinds]
                  + [kernel_choice.warm((1, s.heads, 1024, s.d), dtype=torch.float32, device=device, kind="pattern")])
@@ -66,8 +66,8 @@ def main(argv=None) -> int:
     plan = []  # every method the registry tags for the benchmark; window kernels on each backend
     for m in methods.tagged(methods.BENCH):
         if m.family == "window":
-            plan += [(m.name, b, None) for b in backends if not (b == "flex" and m.with_hubs
-                                                                 and not flex.returns_lse(device))]
+            plan += [(m.name, b, None) for b in backends
+                     if b != "flex" or kernel_choice.compiled_serves(device, m.with_hubs)]
         else:
             plan.append((m.name, "auto", None))
         if m.reference_label_key:
@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     # run by the window kernels: not compiled where the compiled kernel has no log-sum-exp)
     def compiled_serves(preset):
         parts = bench.preset_params(1024, s, preset).parts
-        return flex.returns_lse(device) or not (composition.window_and_hubs(parts) and parts.hubs)
+        return kernel_choice.compiled_serves(device, composition.window_and_hubs(parts) and bool(parts.hubs))
 
     plan += [("pattern", b, p) for p in composition.PRESETS for b in backends if b != "flex" or compiled_serves(p)]
     steps = [(method, n, backend, preset) for n in ns for method, backend, preset in plan

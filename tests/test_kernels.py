@@ -68,8 +68,7 @@ def test_both_blocked_window_kernels_return_the_window_and_its_log_sum_exp(n, w,
     torch.testing.assert_close(out, kernels.window_attention_reference(q, k, v, window=w, causal=causal),
                                atol=1e-5, rtol=1e-5)
     hubs = patterns.check_hubs(n, hubs)
-    merged = kernels.with_hub_rows(kernels.add_hub_columns(q, k, v, out, lse, window=w, hubs=hubs, causal=causal,
-                                                           scale=s), q, k, v, hubs, causal=causal, scale=s)
+    merged = kernels.merge_hubs(q, k, v, out, lse, window=w, hubs=hubs, causal=causal, scale=s)
     torch.testing.assert_close(merged, kernels.window_attention_reference(q, k, v, window=w, hubs=hubs, causal=causal),
                                atol=1e-5, rtol=1e-5)
 
