@@ -41,7 +41,7 @@ st.caption(t("step6.heads_note"))  # the errors average the layer's heads; the p
 linear = [m for m in shown if m.family == "linear"]
 better = [m for m in linear if mean[m.name] < mean["uniform"]]
 if better:
-    st.caption(t("step6.errors_caption_some", better=len(better), total=len(linear),
+    st.caption(t("step6.errors_caption_some", better=len(better), total=len(linear), rest=len(linear) - len(better),
                  best=t(f"features.{best_linear.feature}"),
                  gap=t.float(100 * (mean["uniform"] - mean[best_linear.name]), 1)))
 else:

@@ -208,7 +208,9 @@ def test_every_plural_field_renders_cldrs_form_for_0_1_2_and_5(lang):
     for key, text in i18n.strings(lang).items():
         for name, spec in re.findall(r"(?<!%)\{([a-zA-Z_]+):([^}]*=[^}]*)\}", text):
             forms = dict(part.split("=", 1) for part in spec.split("|"))
-            others = {n: "§" for n in re.findall(r"(?<!%)\{([a-zA-Z_]+)[:}]", text) if n != name}
+            counts = {n for n, _ in re.findall(r"(?<!%)\{([a-zA-Z_]+):([^}]*=[^}]*)\}", text)}
+            # the other fields: a filler, or a count (7) where the string chooses words by it too
+            others = {n: 7 if n in counts else "§" for n in re.findall(r"(?<!%)\{([a-zA-Z_]+)[:}]", text) if n != name}
             for count in (0, 1, 2, 5):
                 chosen = forms["zero"] if count == 0 and "zero" in forms else forms.get(rule(count), forms["other"])
                 rendered = i18n.translate(lang, key, **others, **{name: count})
