@@ -348,7 +348,8 @@ def test_step6_captions_follow_the_measured_errors_and_sharpness(make_app, tiny,
     if better:
         best = min(linear, key=err.get)
         said = i18n.translate("en", "step6.errors_caption_some", better=len(better), total=len(linear),
-                              rest=len(linear) - len(better), best=i18n.translate("en", f"features.{best[len('linear_'):]}"),
+                              rest=len(linear) - len(better),
+                              best=i18n.translate("en", f"features.{best[len('linear_'):]}"),
                               gap=i18n.fmt_float(100 * (err["uniform"] - err[best]), "en", 1))
     else:
         said = i18n.translate("en", "step6.errors_caption_none")
