@@ -28,6 +28,7 @@ c1.metric(t("step2.metric_k", p=t.pct(p, 0)), t.float(s["k"], 1))
 c2.metric(t("step2.metric_useful"), t.int(s["useful"]), help=t("step2.metric_useful_help"))
 c3.metric(t("step2.metric_share"), t.pct(s["share"]), help=t("step2.metric_share_help", cells=t.int(s["cells"])))
 c4.metric(t("step2.metric_all"), t.float(all_k, 1), help=t("step2.metric_all_help"))
+st.caption(t("step2.all_caption", k=t.float(all_k, 1), p=t.pct(p, 0), n=t.int(n)))  # the lead's "small part", in numbers
 
 widgets.show_figure(sm.figure, key="s2_grid")
 widgets.downsample_note(t, sm.values["factor"], n)
@@ -79,6 +80,10 @@ def k_figure():
 
 
 widgets.chart("s2_k", settings, k_figure)
+if len(prefixes) >= 2 and prefixes[0]["k"] > 0:  # what the chart shows, said with its numbers (the title is neutral)
+    first, last = prefixes[0], prefixes[-1]
+    st.caption(t("step2.k_caption", k0=t.float(first["k"], 1), n0=t.int(first["n"]), k1=t.float(last["k"], 1),
+                 n1=t.int(last["n"]), nr=t.float(last["n"] / first["n"], 1), kr=t.float(last["k"] / first["k"], 1)))
 if res["window"] is not None and n > res["window"]:
     st.caption(t("step2.window_cap", w=t.int(res["window"])))
 widgets.prose(t, 2, "step2.outro")

@@ -56,14 +56,16 @@ if rows:
     cols = st.columns(len(plan))
     for i, (m, backend) in enumerate(plan):
         r = ratios.get((bench.row_key(m, backend), last))
-        cols[i].metric(t("step7.metric_live_ratio", m=live.method_name(t, m, s, backend), n=t.int(last)),
+        cols[i].metric(t("step7.metric_live_ratio", m=live.method_name(t, m, s, backend), n=t.int(last // 2),
+                         n2=t.int(last)),
                        "—" if r is None else t.float(r, 2))
     st.dataframe(live.table(t, rows, s), hide_index=True, width="stretch")
     full, window = (ratios.get((bench.row_key(m.name, "auto"), last)) for m in (methods.exact(), methods.window()))
     if full is None or window is None:
         st.caption(t("step7.live_caption"))
     else:  # what this run measured, beside what the cost model says
-        st.caption(t("step7.live_caption_measured", n=t.int(last), full=t.float(full, 2), window=t.float(window, 2)))
+        st.caption(t("step7.live_caption_measured", n=t.int(last // 2), n2=t.int(last), full=t.float(full, 2),
+                     window=t.float(window, 2)))
 widgets.prose(t, 7, "step7.outro")
 
 with question:

@@ -116,9 +116,10 @@ def test_measured_runs_join_the_handout_only_when_measured(tiny_analysis):
                          sweep=(results, 0, "kl"))
     assert page.count('class="plotly-graph-div"') == 7 + 2 + 2  # live time and memory; the sweep's two charts
     assert html.escape(t("handout.live_not_run")) not in page and html.escape(t("handout.sweep_not_run")) not in page
-    assert html.escape(t("predict.from_live")) in page  # step 7's answer now comes from the live run
     ratio = bench.ratios(rows)[("window", 256)]
-    assert answers(page, "pt")[6] == t.float(ratio, 2)
+    # step 7's answer stays the cost model's; the live run's ratio is said beside it, with its lengths
+    assert html.escape(t("predict.from_live", value=t.float(ratio, 2), n="128", n2="256")) in page
+    assert answers(page, "pt")[6] == t.float(2.0, 2)
 
 
 def test_the_sidebar_builds_the_handout_with_progress_then_offers_it(make_app):

@@ -558,7 +558,7 @@ def question_copy(step: int, a, text: str, kind: str) -> dict:
         out["text"][lang], out["value_text"][lang] = q.text, q.value_text
         out["labels"][lang] = [q.label(o) for o in q.options]
         out["options"], out["answer"] = list(q.options), q.options.index(q.right)
-        out["source"] = q.source  # measured on the class's text, or worked out by the cost model, or timed
+        out["source"] = q.source  # measured on the class's text, or worked out by the cost model
     return out
 
 
@@ -700,8 +700,7 @@ def vote_panel(t: Translator, step: int, show_figure) -> None:
             right = question["answer"]
             counts = rounds[-1][1]
             share_right = counts[right] / sum(counts) if sum(counts) else 0.0
-            revealed = {"model": "vote.revealed_model", "device": "vote.revealed_device"}.get(question.get("source"),
-                                                                                           "vote.revealed")
+            revealed = "vote.revealed_model" if question.get("source") == "model" else "vote.revealed"
             st.markdown(t(revealed, value=_words(question, "value_text", t.lang), answer=labels[right],
                           right=t.pct(share_right, 0)))
         if teacher:

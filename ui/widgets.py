@@ -397,7 +397,7 @@ def predict(t: Translator, step: int, q: Question) -> None:
         st.markdown(verdict(t, q, guess))
 
 
-ANSWER_FROM = {"text": "predict.answer", "model": "predict.answer_model", "device": "predict.answer_device"}
+ANSWER_FROM = {"text": "predict.answer", "model": "predict.answer_model"}
 
 
 def verdict(t: Translator, q: Question, guess) -> str:
