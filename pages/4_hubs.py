@@ -104,7 +104,7 @@ with c2:
         where = t.list(str(h + start) for h in inside)
         widgets.chart("s4_hops_causal_hubs", (text, kind, hn, hw, start, inside), lambda: figures.integer_grid(
             mine["grid"], a.tokens[start:start + hn],
-            title=t("step4.hops_causal_hubs", w=hw, g=len(inside), where=where),
+            title=t("step4.hops_causal_hubs", w=hw, g=len(inside), where=where), start=start,
             **common))
         farthest_metric(mine)
         if start:

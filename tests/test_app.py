@@ -290,6 +290,11 @@ def test_step4_a_causal_hub_in_the_middle_relays_on_the_page(make_app):
     assert_clean(at)
     assert parse(hop_values(at)[3], "en") == graph.farthest_pair(graph.hops(48, 4, (24,), causal=True), True)
     assert i18n.translate("en", "step4.span_caption", a=176, b=223, h=200, w=4) in [c.value for c in at.caption]
+    # its axes are read by the text's own positions: 176 … 223, the hub at 200, every tenth numbered (180, 190 …)
+    spans = [json.loads(ch.proto.spec) for ch in at.get("plotly_chart")]
+    span = next(f for f in spans if str(f["data"][0].get("x", [""])[0]).startswith("176 “"))
+    assert span["data"][0]["x"][-1].startswith("223 “") and span["data"][0]["x"][24].startswith("200 “")
+    assert span["layout"]["xaxis"]["ticktext"] == ["180", "190", "200", "210", "220"]
 
 
 def test_step5_both_orders_agree_and_the_summary_is_m_by_d(make_app, tiny):

@@ -148,19 +148,21 @@ def downsample(grid: np.ndarray, reduce: str = "mean") -> tuple[np.ndarray, int]
     return pooled, f
 
 
-def _names(labels: list[str]) -> list[str]:
-    """Category names for token axes: "i “token”" (unique, and what the hover shows)."""
-    return [f"{i} “{safe(s)}”" for i, s in enumerate(labels)]
+def _names(labels: list[str], start: int = 0) -> list[str]:
+    """Category names for token axes: "i “token”" (unique, and what the hover shows);
+    ``start`` is the text's position of the first label (a span drawn from further in)."""
+    return [f"{start + i} “{safe(s)}”" for i, s in enumerate(labels)]
 
 
-def _category_axes(fig, labels, x_title, y_title, max_labels: int):
+def _category_axes(fig, labels, x_title, y_title, max_labels: int, start: int = 0):
     """Token axes as categories: every token named up to ``max_labels``, else every
-    tenth position numbered."""
+    tenth position of the text numbered."""
     n = len(labels)
     every = 1 if n <= max_labels else 10
-    names = _names(labels)
-    shown = {"tickmode": "array", "tickvals": names[::every],
-             "ticktext": [safe(s) for s in labels] if every == 1 else [str(i) for i in range(0, n, every)]}
+    names = _names(labels, start)
+    first = -start % every  # the first label at a position of the text that is a multiple of ten
+    shown = {"tickmode": "array", "tickvals": names[first::every],
+             "ticktext": [safe(s) for s in labels] if every == 1 else [str(start + i) for i in range(first, n, every)]}
     fig.update_xaxes(title=safe(x_title), side="bottom", type="category", **shown)
     fig.update_yaxes(title=safe(y_title), autorange="reversed", type="category", **shown)
     if every == 1:
@@ -312,20 +314,22 @@ def grouped_bars(groups: list[dict], categories, *, title, y_title, separators, 
 
 
 def integer_grid(grid, labels, *, title, x_title, y_title, hover, separators, colorbar="", height=460,
-                 missing_label=""):
+                 missing_label="", start=0):
     """Heat map of small integers (hop counts); −1 (never) shows as an empty cell.
 
     The axes are categories named "i “token”", so ``hover``'s %{x} and %{y} name both
-    tokens: n labels per axis instead of n² pair labels in every reader's chart."""
+    tokens: n labels per axis instead of n² pair labels in every reader's chart. ``start``:
+    the text's position of the first label, so that a span from further in is read by the
+    text's own positions."""
     g = np.asarray(grid, dtype=np.float32)
     g = np.where(g < 0, np.nan, g)
     zmax = float(np.nanmax(g)) if np.isfinite(g).any() else 1.0
-    names = _names(labels)
+    names = _names(labels, start)
     fig = go.Figure(go.Heatmap(
         z=g, x=names, y=names, colorscale="Viridis", zmin=0, zmax=max(1.0, zmax), hoverongaps=False,
         hovertemplate=hover + "<extra></extra>", colorbar={"title": {"text": safe(colorbar)}, "dtick": 1},
     ))
-    _category_axes(fig, labels, x_title, y_title, max_labels=24)
+    _category_axes(fig, labels, x_title, y_title, max_labels=24, start=start)
     fig.update_yaxes(scaleanchor="x", constrain="domain")
     fig.update_xaxes(constrain="domain")
     if missing_label:
