@@ -119,7 +119,7 @@ st.metric(t("step4.metric_sink"), t.pct(sink_share), help=t("step4.metric_sink_h
 
 st.subheader(t("step4.model_heading"))
 st.markdown(t("step4.model_text"))
-swaps.hub_evidence(t, text)
+swaps.hub_evidence(t, a, text)
 
 with question:
     widgets.predict(t, 4, sm.question)

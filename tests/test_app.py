@@ -297,6 +297,29 @@ def test_step4_a_causal_hub_in_the_middle_relays_on_the_page(make_app):
     assert span["layout"]["xaxis"]["ticktext"] == ["180", "190", "200", "210", "220"]
 
 
+def test_the_swaps_say_the_tokens_they_run_on(make_app, tiny):
+    """A text shorter than the swaps' budget is measured whole, and said so with its own
+    count (never "the first 256 tokens" of a 114-token text); a longer one on its first 256."""
+    from attn import swap
+    from attn.swap import SWAP_MAX_TOKENS
+
+    short = "Um texto curto, de poucas palavras."
+    n_short = len(tiny.encode(short)[0])
+    long_text = " ".join([sample_text("en")] * 3)
+    assert n_short < SWAP_MAX_TOKENS < len(tiny.encode(long_text)[0])
+    for page, key in ((PAGES[3], "swap.budget"), (PAGES[5], "swap.budget_sweep")):
+        at = open_page(make_app, page, text=short)
+        assert_clean(at)
+        captions = " ".join(c.value for c in at.caption)
+        runs = {} if key == "swap.budget" else {"runs": len(swap.standard_sweep((0,), 0))}
+        said = i18n.translate("en", f"{key}_all", n=n_short, **runs)
+        assert f"({n_short} tokens)" in said and said in captions
+        assert f"first {SWAP_MAX_TOKENS}" not in captions
+        at.text_area(key="text").input(long_text).run()
+        captions = " ".join(c.value for c in at.caption)
+        assert i18n.translate("en", key, n=str(SWAP_MAX_TOKENS), **runs) in captions
+
+
 def test_step5_both_orders_agree_and_the_summary_is_m_by_d(make_app, tiny):
     at = open_page(make_app, PAGES[4])
     assert parse(metric_starting(at, "en", "step5.metric_diff"), "en") < 1e-5

@@ -91,9 +91,18 @@ def run_or_show(t: Translator, text: str, swaps: list[swap.Swap], budget: int, b
     return results
 
 
-def hub_evidence(t: Translator, text: str) -> None:
+def budget_caption(t: Translator, n: int, key: str, **kw) -> None:
+    """What a swap runs on: the first SWAP_MAX_TOKENS tokens of a longer text, or the
+    whole text (``n`` tokens) when it is no longer (never "the first 256" of 114)."""
+    if n > SWAP_MAX_TOKENS:
+        st.caption(t(key, n=t.int(SWAP_MAX_TOKENS), **kw))
+    else:
+        st.caption(t(f"{key}_all", n=n, **kw))
+
+
+def hub_evidence(t: Translator, a, text: str) -> None:
     """Step 4's borrowed number: one hub at a 4-token window, in every layer."""
-    st.caption(t("swap.budget", n=t.int(SWAP_MAX_TOKENS)))
+    budget_caption(t, a.n, "swap.budget")
     res = run_or_show(t, text, swap.hub_pair(4), SWAP_MAX_TOKENS, t("swap.measure_hub"), "s4_swap")
     if not res:
         return
@@ -119,7 +128,7 @@ def sweep_section(t: Translator, a, text: str) -> None:
     layer = st.selectbox(t("swap.pick_layer"), layers, index=layers.index(widgets.first("s6_swap_layer", a)),
                          format_func=widgets.layer_labels(t, a), key="s6_swap_layer", persist_state=widgets.KEEP)
     swaps = swap.standard_sweep((0,), layer)
-    st.caption(t("swap.budget_sweep", n=t.int(SWAP_MAX_TOKENS), runs=len(swaps)))
+    budget_caption(t, a.n, "swap.budget_sweep", runs=len(swaps))
     res = run_or_show(t, text, swaps, SWAP_MAX_TOKENS, t("swap.measure_sweep"), "s6_swap")
     if not res:
         return
