@@ -113,3 +113,18 @@ def test_a_long_title_breaks_at_its_separators_and_a_short_one_stays_on_one_line
     # a reader's token in a title is escaped before the break is added
     assert figures.title_lines("<b>token</b>") == ["<b>token</b>"]
     assert "&lt;b&gt;" in figures.bars(["a"], [1.0], title="<b>x</b>", y_title="y", separators=".,").layout.title.text
+
+
+def test_grouped_bars_on_a_log_axis_label_one_tick_a_decade():
+    """Step 6's linear-attention KL bars: values of 0.05 … 3 get the ticks 0.01, 0.1, 1, 10
+    and no others, so a bar at 0.05 cannot be read as "5" off an unlabelled minor tick."""
+    groups = [{"name": "all layers", "values": [0.05, 3.0]}, {"name": "one layer", "values": [0.2, 0.0]}]
+    fig = figures.grouped_bars(groups, ["ReLU", "ELU+1"], title="t", y_title="KL", separators=".,", log_y=True)
+    axis = fig.layout.yaxis
+    assert list(axis.tickvals) == [0.01, 0.1, 1.0, 10.0]
+    assert list(axis.range) == [-2, 1]  # log10 units: the decades around 0.05 and 3
+    one = figures.grouped_bars([{"name": "a", "values": [0.03, 0.04]}], ["x", "y"], title="t", y_title="KL",
+                               separators=".,", log_y=True)
+    assert list(one.layout.yaxis.tickvals) == [0.01, 0.1]  # inside one decade: both of its ends are labelled
+    flat = figures.grouped_bars(groups, ["ReLU", "ELU+1"], title="t", y_title="share", separators=".,")
+    assert flat.layout.yaxis.tickvals is None  # a linear axis keeps Plotly's own ticks

@@ -310,6 +310,11 @@ def grouped_bars(groups: list[dict], categories, *, title, y_title, separators, 
                              hovertemplate=hover + "<extra>" + safe(g["name"]) + "</extra>"))
     fig.update_layout(barmode="group", legend={"orientation": "h", "y": -0.2})
     fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear", exponentformat="power")
+    shown = [v for g in groups for v in g["values"] if v is not None and v > 0 and math.isfinite(v)]
+    if log_y and shown:  # one labelled tick a decade: Plotly's own "2 … 9" minor labels read 0.05 as "5"
+        lo, hi = math.floor(math.log10(min(shown))), math.ceil(math.log10(max(shown)))
+        hi = max(hi, lo + 1)  # a span of at least one decade, so that two ticks are labelled
+        fig.update_yaxes(range=[lo, hi], tickvals=[10.0 ** e for e in range(lo, hi + 1)])
     return _layout(fig, title, separators, height)
 
 
