@@ -66,6 +66,7 @@ with st.sidebar:
         st.caption(t("sidebar.device", device=state.device_line()))
         st.caption(state.model_line(t))
 widgets.base_style()
+widgets.page_language(t.lang)
 if presenting:
     widgets.presenter_style()
 

@@ -28,7 +28,8 @@ c1.metric(t("step2.metric_k", p=t.pct(p, 0)), t.float(s["k"], 1))
 c2.metric(t("step2.metric_useful"), t.int(s["useful"]), help=t("step2.metric_useful_help"))
 c3.metric(t("step2.metric_share"), t.pct(s["share"]), help=t("step2.metric_share_help", cells=t.int(s["cells"])))
 c4.metric(t("step2.metric_all"), t.float(all_k, 1), help=t("step2.metric_all_help"))
-st.caption(t("step2.all_caption", k=t.float(all_k, 1), p=t.pct(p, 0), n=t.int(n)))  # the lead's "small part", in numbers
+# the lead's "a small part of its cells", in this text's numbers
+st.caption(t("step2.all_caption", k=t.float(all_k, 1), p=t.pct(p, 0), n=t.int(n)))
 
 widgets.show_figure(sm.figure, key="s2_grid")
 widgets.downsample_note(t, sm.values["factor"], n)

@@ -59,7 +59,7 @@ if rows:
         cols[i].metric(t("step7.metric_live_ratio", m=live.method_name(t, m, s, backend), n=t.int(last // 2),
                          n2=t.int(last)),
                        "—" if r is None else t.float(r, 2))
-    st.dataframe(live.table(t, rows, s), hide_index=True, width="stretch")
+    widgets.data_table(live.table(t, rows, s))
     full, window = (ratios.get((bench.row_key(m.name, "auto"), last)) for m in (methods.exact(), methods.window()))
     if full is None or window is None:
         st.caption(t("step7.live_caption"))

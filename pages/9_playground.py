@@ -135,7 +135,7 @@ for name in ("causal", "bidirectional"):
     rows.append({t("playground.col_direction"): t(f"playground.{name}_word"), t("step4.metric_max_hops"): far,
                  t("playground.col_never"): t.int(g["never"]),
                  t("playground.col_reach", L=rl, i=r["m"] - 1): t.int(g["reach_last"])})
-st.dataframe(rows, hide_index=True, width="stretch")
+widgets.data_table(rows)
 shown = r[r["shown"]]
 widgets.chart("pg_hops", (kind, text, key, rl, causal), lambda: figures.integer_grid(
     shown["grid"], a.tokens[:r["m"]], title=t("playground.hops_title", m=r["m"],

@@ -424,7 +424,8 @@ def test_step7_live_benchmark_runs_on_a_button_press(make_app):
     at = open_page(make_app, PAGES[6])
     at.button(key="s7_run").click().run(timeout=300)
     assert_clean(at)
-    ratios = [m for m in at.metric if "t(2n)/t(n)" in m.label]
+    sizes = [i18n.fmt_int(n, "en") for n in bench.live_sizes("cpu")[-2:]]
+    ratios = [m for m in at.metric if m.label.endswith(f": t({sizes[1]}) / t({sizes[0]})")]
     assert len(ratios) == 5 and all(parse(m.value, "en") > 0 for m in ratios)
     assert len(at.dataframe) == 1
     # the two walls, and each line labelled with its kernel and dtype (linear keeps float32)

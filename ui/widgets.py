@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from . import classroom, figures, keys, setting_table, state
-from .i18n import ROOT, Translator
+from .i18n import LANGS, ROOT, Translator
 from .steps import N_STEPS, PAGES
 from .setting_table import AVERAGE
 from .summary import Question, layer_label
@@ -262,6 +262,8 @@ def show_figure(fig, key: str | None = None) -> None:
     if state.presenter():  # readable from the back of a room: chart text scaled with the page's
         fig = go.Figure(fig)
         fig.update_layout(font={"size": 18}, title_font={"size": 24})
+        fig.update_xaxes(tickfont={"size": 16}, title_font={"size": 18})  # the token axes set their own 10 px
+        fig.update_yaxes(tickfont={"size": 16}, title_font={"size": 18})
     name = f"attention-atlas-{st.session_state.get(keys.LANG, 'en')}-{key or 'chart'}"
     st.plotly_chart(fig, width="stretch", key=key, config={
         "displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}})
@@ -311,6 +313,11 @@ BASE_CSS = """
   white-space: normal; overflow: visible; text-overflow: clip; overflow-wrap: break-word; }
 /* on a phone a step's title is smaller, so that a class's question fits the first screen */
 @media (max-width: 640px) { .stApp h1 { font-size: 1.9rem; } }
+/* Japanese has no spaces: titles, labels and buttons break between phrases (Chromium's
+   phrase segmenter), never inside a word ("パネ／ル"); needs <html lang="ja"> (page_language) */
+:lang(ja) .stApp h1, :lang(ja) .stApp h2, :lang(ja) .stApp h3, :lang(ja) .stApp [data-testid="stSidebar"] *,
+:lang(ja) .stApp [data-testid="stMetricLabel"] *, :lang(ja) .stApp [data-testid="stWidgetLabel"] *,
+:lang(ja) .stApp button * { word-break: auto-phrase; }
 </style>
 """
 
@@ -318,6 +325,19 @@ BASE_CSS = """
 def base_style() -> None:
     """Our fixed CSS for every page: contrast that passes WCAG AA."""
     st.html(BASE_CSS)
+
+
+LANG_SCRIPT = "<script>document.documentElement.lang = {lang};</script>"
+
+
+def page_language(lang: str) -> None:
+    """Tell the browser the page's language (``<html lang>``; Streamlit's page says "en"
+    whatever the reader chose): screen readers then read each language in its own voice,
+    and Japanese lines break between phrases. Our own fixed script; ``lang`` is one of
+    ours, never the reader's text."""
+    if lang not in LANGS:
+        raise ValueError(f"not a language of ours: {lang!r}")
+    st.html(LANG_SCRIPT.format(lang=json.dumps(lang)), unsafe_allow_javascript=True)
 
 
 PRESENTER_CSS = """
@@ -335,6 +355,8 @@ PRESENTER_CSS = """
 .stApp [data-testid="stSliderThumbValue"] [data-testid="stMarkdownContainer"] p,
 .stApp [data-testid="stSliderTickBar"] [data-testid="stMarkdownContainer"],
 .stApp [data-testid="stSliderTickBar"] [data-testid="stMarkdownContainer"] p { font-size: 14px; }
+/* tables grow with the text (presenter mode draws them as static tables: see data_table) */
+.stApp [data-testid="stTable"] th, .stApp [data-testid="stTable"] td { font-size: 20px; }
 </style>
 """
 
@@ -343,6 +365,15 @@ def presenter_style() -> None:
     """Presenter mode's type sizes: body text at least 22 px, each key number large.
     (Our own fixed CSS; no reader text goes into it.)"""
     st.html(PRESENTER_CSS)
+
+
+def data_table(rows) -> None:
+    """A table of numbers: scrollable and sortable on a screen; in presenter mode a static
+    table whose type grows with the page's (an interactive grid draws its own small type)."""
+    if state.presenter():
+        st.table(rows, hide_index=True)
+    else:
+        st.dataframe(rows, hide_index=True, width="stretch")
 
 
 def error_box(t: Translator, key: str = "common.bad_setting", **kwargs) -> None:
