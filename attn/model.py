@@ -38,7 +38,6 @@ from .tokens import ByteTokenizer, HFTokenizer, Tokenizer, labels_from_offsets, 
 
 MODEL_LABEL = "Gemma-3-270m"
 QUANT_LABEL = "Q4_K_M GGUF"
-LICENCE_LABEL = "Gemma Terms of Use"
 
 # Tokens analysed at most, from measured time and memory (docs/performance.md):
 # attention weights are kept as float16, (layers·heads·n²·2 bytes): 151 MB at

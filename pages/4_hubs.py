@@ -50,7 +50,7 @@ outside = [h for h in hubs if h >= hn]
 if not any(h < hn for h in hubs):  # the hop grid needs a hub: the first token stands in, and the page says so
     st.caption(t("step4.hub_stand_in", n=t.int(hn)))
 if outside:
-    st.caption(t("step4.hubs_outside", n=hn, outside=t.list(str(h) for h in outside)))
+    st.caption(t("step4.hubs_outside", n=hn, g=len(outside), outside=t.list(str(h) for h in outside)))
 
 
 def distance(res: dict) -> str:

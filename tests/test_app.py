@@ -297,6 +297,27 @@ def test_step4_a_causal_hub_in_the_middle_relays_on_the_page(make_app):
     assert span["layout"]["xaxis"]["ticktext"] == ["180", "190", "200", "210", "220"]
 
 
+def test_step4_counts_the_hubs_it_leaves_out_in_words_that_agree():
+    """One hub past the drawn tokens is "o hub … fica", two are "os hubs … ficam" — the
+    sentences written out here by hand, not built from the locale."""
+    from ui.i18n import Translator
+
+    t = Translator("pt")
+    one = t("step4.hubs_outside", n=48, g=1, outside=t.list(["65"]))
+    assert one == "O hub além dos primeiros 48 tokens (65) fica fora das duas grades abaixo."
+    two = t("step4.hubs_outside", n=48, g=2, outside=t.list(["65", "90"]))
+    assert two == "Os hubs além dos primeiros 48 tokens (65 e 90) ficam fora das duas grades abaixo."
+    assert Translator("en")("step4.hubs_outside", n=48, g=1, outside="65") == (
+        "The hub beyond the first 48 tokens (65) is left out of the two grids below.")
+
+
+def test_step4_page_passes_the_count_of_hubs_it_leaves_out(make_app):
+    at = open_page(make_app, PAGES[3], "pt", text=sample_text("en"))
+    at.multiselect(key="s4_hubs").set_value([0, 65]).run()
+    assert_clean(at)
+    assert "O hub além dos primeiros 48 tokens (65) fica fora das duas grades abaixo." in [c.value for c in at.caption]
+
+
 def test_the_swaps_say_the_tokens_they_run_on(make_app, tiny):
     """A text shorter than the swaps' budget is measured whole, and said so with its own
     count (never "the first 256 tokens" of a 114-token text); a longer one on its first 256."""
@@ -575,8 +596,10 @@ def test_step7_is_graded_by_the_cost_model_whatever_one_timing_read():
                 bench.Row("window", 4096, 0.010 * timed, None, 1.0, 1.0, "blocked")]
         q = summary.step7(t, None, "", "", {}, live_rows=rows, live_last=4096).question
         assert q.right == 2 and q.value_text == "2.00" and q.source == "model"
-        assert widgets.verdict(t, q, 2).startswith("Worked out by the cost model: **2.00**. Your guess was right.")
-        assert f"This device timed {t.float(timed, 2)} from n = 2,048 to 4,096, once" in q.note
+        said = widgets.verdict(t, q, 2)  # the value, its note beside it, then the verdict on the guess
+        assert said.startswith(f"Worked out by the cost model: **2.00**. This device timed {t.float(timed, 2)} "
+                               "from n = 2,048 to 4,096, once")
+        assert said.endswith("Your guess was right.")
 
 
 @pytest.mark.parametrize("presenting", [False, True], ids=["alone", "presenter"])

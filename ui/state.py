@@ -214,7 +214,7 @@ def check_environment() -> None:
 def model_line(t: Translator) -> str:
     """The model, its quantisation and licence, in the reader's language."""
     name = atlas_model.MODEL_LABEL if model_kind() == "gemma" else t("sidebar.tiny_model")
-    return t("sidebar.about", model=name, quant=atlas_model.QUANT_LABEL, licence=atlas_model.LICENCE_LABEL)
+    return t("sidebar.about", model=name, quant=atlas_model.QUANT_LABEL, licence=t("sidebar.licence"))
 
 
 @st.cache_resource(show_spinner=False)

@@ -432,10 +432,11 @@ ANSWER_FROM = {"text": "predict.answer", "model": "predict.answer_model"}
 
 
 def verdict(t: Translator, q: Question, guess) -> str:
-    """The measured answer, and whether the guess (or None) was right."""
+    """The measured answer with its note (where it comes from) beside it, then whether
+    the guess (or None) was right."""
     said = [t(ANSWER_FROM[q.source], value=q.value_text)]
-    if guess is not None:
-        said.append(t("predict.right") if guess == q.right else t("predict.wrong", nearest=q.label(q.right)))
     if q.note:
         said.append(q.note)
+    if guess is not None:
+        said.append(t("predict.right") if guess == q.right else t("predict.wrong", nearest=q.label(q.right)))
     return t.sentences(said)
