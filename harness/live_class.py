@@ -134,7 +134,7 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
     polls.append(asyncio.create_task(teacher.poll(10**6, track.teacher, stop)))
     polling_since = time.perf_counter()
     try:
-        await asyncio.sleep(1.5)
+        await _until(lambda: all(track.polls), wait)  # every member polling (no fixed sleep)
         out["follow"] = []
         for _ in range(moves):
             here = next(i for i, p in enumerate(PAGES) if p.link == teacher.page)
@@ -143,7 +143,8 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
             await _until(lambda: len(track.arrived) == n, wait)
             lat = [t - track.move_at for t in track.arrived.values()]
             out["follow"].append((STEP_OF.get(teacher.page), lat, n - len(lat)))
-            await asyncio.sleep(1.0)
+            settled = list(track.polls)  # every member polls once more on the new step before the next move
+            await _until(lambda settled=settled: all(p > s for p, s in zip(track.polls, settled)), wait)
         track.target = None
         out["views"] = (track.views, 0)
 

@@ -1,6 +1,7 @@
 """Fixtures shared by the tests (helpers they import live in helpers.py)."""
 
 import os
+import tempfile
 
 import pytest
 
@@ -13,6 +14,23 @@ os.environ["ATLAS_FLEX_WARMUP"] = "0"
 # step 7's live benchmark at small sizes: the same methods and ratios, without the
 # dense float64 reference at 4,096 tokens (512 MB) in every test that presses Run
 os.environ["ATLAS_LIVE_MAX_N"] = "1024"
+# share links and classes in a store of the test run's own, never the cache folder's real
+# file (the servers the tests start inherit it; a test that wants its own sets another)
+if "ATLAS_STORE_PATH" not in os.environ:
+    os.environ["ATLAS_STORE_PATH"] = os.path.join(tempfile.mkdtemp(prefix="atlas-tests-"), "room.sqlite3")
+
+
+@pytest.fixture
+def unmeasured():
+    """Step 7's live benchmark and the model swaps unmeasured for this test, whatever ran
+    before it (their results are kept for every reader of the process), and left so."""
+    from ui import live, swaps
+
+    live._results().clear()
+    swaps._store().clear()
+    yield
+    live._results().clear()
+    swaps._store().clear()
 
 
 @pytest.fixture(params=DEVICES)
@@ -73,3 +91,16 @@ def where(request, tmp_path):
 
     yield request.getfixturevalue("pg_server").new_database()
     pgstore.close_all()
+
+
+@pytest.fixture
+def fresh_caches():
+    """Every process-wide cache (the model, analyses, summaries, figures) empty for this
+    test, and emptied after it: what a stand-in model loaded must not serve later tests."""
+    import streamlit as st
+
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield
+    st.cache_resource.clear()
+    st.cache_data.clear()

@@ -14,7 +14,7 @@ from attn import bench, patterns, stats
 from helpers import LANGS, PAGES, revealed
 from ui import i18n
 from ui import live as live_run
-from ui import swaps, widgets
+from ui import widgets
 from ui.samples import sample_text
 
 pytestmark = pytest.mark.apptest
@@ -440,8 +440,7 @@ def test_step7_cost_model_ratios_are_four_and_two(make_app):
     assert costs["full"][0] == patterns.cells(512) * 4 * s.d * s.heads
 
 
-def test_step7_live_benchmark_runs_on_a_button_press(make_app):
-    live_run._results().clear()  # measured by no earlier test: the button is there in every order
+def test_step7_live_benchmark_runs_on_a_button_press(make_app, unmeasured):
     at = open_page(make_app, PAGES[6])
     at.button(key="s7_run").click().run(timeout=300)
     assert_clean(at)
@@ -550,7 +549,7 @@ def test_predictions_on_steps_1_2_5_6_reveal_the_pages_own_number_for_each_text(
     assert revealed(at).endswith(f"({i18n.fmt_pct(err[closest], 'en')})")
 
 
-def test_predictions_on_steps_3_4_7_follow_their_parameters(make_app):
+def test_predictions_on_steps_3_4_7_follow_their_parameters(make_app, unmeasured):
     at = open_page(make_app, PAGES[2])
     for rw, rl in ((3, 4), (5, 2)):
         at.slider(key="s3_rw").set_value(rw).run()
@@ -563,7 +562,6 @@ def test_predictions_on_steps_3_4_7_follow_their_parameters(make_app):
         at.slider(key="s4_w").set_value(w).run()
         assert revealed(at) == hop_values(at)[1] == ("2" if w == 1 else "1")
     at.sidebar.text_area(key="text").input(sample_text("en")).run()
-    live_run._results().clear()  # measured by no earlier test: the same case in every order
     at.switch_page(PAGES[6]).run()
     assert revealed(at) == "2.00"  # the cost model's window ratio
     assert i18n.translate("en", "predict.from_model") in " ".join(m.value for m in at.markdown)
@@ -753,12 +751,11 @@ def test_a_text_too_short_is_said_once_on_the_closing_page_and_a_row_of_few_cell
     assert not [c for c in captions if c.startswith(found)]
 
 
-def test_closing_page_is_written_from_the_readers_numbers(make_app, tiny):
+def test_closing_page_is_written_from_the_readers_numbers(make_app, tiny, unmeasured):
     from attn import swap
 
     text = sample_text("en")
     a = tiny.analyze(text)
-    swaps._store().clear()  # measured by no earlier test: the same case in every order
     at = open_page(make_app, PAGES[7])
     assert_clean(at)
     near = stats.share_kept_by_pattern(a.attentions, 16, (), True)["mean"]
@@ -786,8 +783,7 @@ def test_closing_page_is_written_from_the_readers_numbers(make_app, tiny):
     assert i18n.translate("en", "closing.empty") in [i.value for i in at.info]
 
 
-def test_swap_sweep_runs_on_a_button_press_and_the_control_matches(make_app):
-    swaps._store().clear()  # measured by no earlier test: the buttons are there in every order
+def test_swap_sweep_runs_on_a_button_press_and_the_control_matches(make_app, unmeasured):
     at = open_page(make_app, PAGES[5])
     at.button(key="s6_swap").click().run(timeout=300)
     assert_clean(at)

@@ -97,7 +97,7 @@ def test_a_model_copy_that_cannot_be_rebuilt_names_the_folder_to_delete(make_app
     assert not at.get("progress")  # the conversion's bar went away
 
 
-def test_a_copy_that_fails_to_load_is_repaired_once_then_loads(make_app, monkeypatch):
+def test_a_copy_that_fails_to_load_is_repaired_once_then_loads(make_app, monkeypatch, fresh_caches):
     """A damaged weight file of the right size passes the quick check and fails the
     load: the app checks in full, converts again (repair) and loads the mended copy."""
     from attn import convert
@@ -114,19 +114,10 @@ def test_a_copy_that_fails_to_load_is_repaired_once_then_loads(make_app, monkeyp
         return atlas_model.tiny(device="cpu")
 
     monkeypatch.setattr(atlas_model, "load", load)
-    import streamlit as st
-
-    st.cache_resource.clear()  # no model loaded before, by this process's earlier tests
-    try:
-        at = make_app("gemma", "en")
-        at.run()
-        assert_clean(at)
-        assert calls == ["load", "repair", "load"] and not at.error
-    finally:  # the stand-in (and what it analysed as "gemma") must not serve the real model's tests
-        import streamlit as st
-
-        st.cache_resource.clear()
-        st.cache_data.clear()
+    at = make_app("gemma", "en")  # fresh_caches: no model loaded before, and the stand-in serves no later test
+    at.run()
+    assert_clean(at)
+    assert calls == ["load", "repair", "load"] and not at.error
 
 
 @pytest.mark.parametrize(("raised", "key"), [(RuntimeError("out of memory"), "swap.failed"),

@@ -39,8 +39,7 @@ def walk(at) -> list[str]:
 
 
 @pytest.mark.parametrize("text", [None, "Short, then longer: a line of text that goes on for a few more words."])
-def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_settings(make_app, text):
-    live._results().clear()  # step 7 unmeasured on the pages as in the handout, whatever ran before
+def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_settings(make_app, text, unmeasured):
     at = make_app("tiny", "en")
     at.run()
     if text is not None:
