@@ -285,7 +285,8 @@ def test_the_teachers_summary_counts_each_vote_and_the_handout_carries_it(make_a
     t = i18n.Translator("en")
     cells = [t("vote.result_step", step=3), t("vote.result_cell", right=t.pct(1 / 3, 0), n="3"),
              t("vote.result_cell", right=t.pct(1.0, 0), n="3")]
-    line = "- " + t("vote.result_line", step=cells[0], first=cells[1], second=cells[2])
+    line = "- " + t("vote.result_line", step=cells[0], first=cells[1], second=cells[2],
+                    first_label=t("vote.col_first"), second_label=t("vote.col_second"))
     assert line in [m.value for m in teacher.sidebar.markdown]  # one right of three, then three of three
     # the handout her sidebar builds carries the same table (the page it built, caught on its way out)
     import html as html_lib
@@ -328,3 +329,16 @@ def test_starting_a_class_builds_every_steps_summary_in_every_language_before_a_
             tick(s)
     assert [title(s) for s in students] == [i18n.translate(lang, "step1.title") for lang in ("ja", "pt")]
     assert sum(summary.BUILT.values()) == before
+
+
+def test_the_teachers_summary_line_takes_each_languages_colon():
+    """Japanese writes a full-width colon (１ 回目の投票：…), as everywhere else on its pages."""
+    from ui.i18n import Translator
+
+    ja = Translator("ja")
+    line = ja("vote.result_line", step="ステップ 3", first="正解率 100%（3 人）", second="—",
+              first_label=ja("vote.col_first"), second_label=ja("vote.col_second"))
+    assert line == "**ステップ 3** · 1 回目の投票：正解率 100%（3 人） · 2 回目の投票：—"
+    en = Translator("en")
+    assert en("vote.result_line", step="Step 3", first="a", second="b", first_label=en("vote.col_first"),
+              second_label=en("vote.col_second")) == "**Step 3** · First vote: a · Second vote: b"

@@ -646,7 +646,8 @@ def results_table(t: Translator) -> None:
     rows = results(t)
     if rows:  # lines, not a table: the sidebar is narrow (a table's third column was cut off)
         st.markdown(f"**{t('vote.results_heading')}**")
-        st.markdown("\n".join(f"- **{step}** · {t('vote.col_first')}: {first} · {t('vote.col_second')}: {second}"
+        st.markdown("\n".join("- " + t("vote.result_line", step=step, first=first, second=second,
+                                        first_label=t("vote.col_first"), second_label=t("vote.col_second"))
                                for step, first, second in rows))
 
 
