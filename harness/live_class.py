@@ -10,9 +10,9 @@ import asyncio
 import re
 import time
 
-from ui import i18n
+from ui import i18n, keys
 from ui.samples import sample_text
-from ui.steps import PAGES
+from ui.steps import PAGES, page_of
 
 from .readers import Reader
 
@@ -149,7 +149,8 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
         out["views"] = (track.views, 0)
 
         step = STEP_OF.get(teacher.page)
-        opened = await teacher.run(None, click=f"vote_open_{step}")
+        qid = page_of(step).questions[0]  # the step's first question
+        opened = await teacher.run(None, click=f"vote_open_{keys.slug(qid)}")
         if opened.exceptions:
             raise RuntimeError(opened.exceptions)
         t_open = time.perf_counter()

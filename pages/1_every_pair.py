@@ -62,6 +62,6 @@ if window is not None and 2 * n > window:  # the lesson names a full layer; this
     st.caption(t("step1.outro_sliding", w=t.int(window), ratio=t.float(v["doubled"] / v["cells"])))
 
 with question:
-    widgets.predict(t, 1, sm.question)
+    widgets.ask(t, 1, sm)
 
 widgets.terms_footer(t, 1)

@@ -90,6 +90,6 @@ if res["window"] is not None and n > res["window"]:
 widgets.prose(t, 2, "step2.outro")
 
 with question:
-    widgets.predict(t, 2, sm.question)
+    widgets.ask(t, 2, sm)
 
 widgets.terms_footer(t, 2)

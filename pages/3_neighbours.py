@@ -57,6 +57,6 @@ widgets.chart("s3_reach", (rn, rw, rl), lambda: figures.reach_animation(
 widgets.prose(t, 3, "step3.outro")
 
 with question:
-    widgets.predict(t, 3, sm.question)
+    widgets.ask(t, 3, sm)
 
 widgets.terms_footer(t, 3)

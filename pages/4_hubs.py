@@ -122,6 +122,6 @@ st.markdown(t("step4.model_text"))
 swaps.hub_evidence(t, a, text)
 
 with question:
-    widgets.predict(t, 4, sm.question)
+    widgets.ask(t, 4, sm)
 
 widgets.terms_footer(t, 4)

@@ -53,6 +53,6 @@ st.caption(t("step5.sizes_caption"))
 widgets.prose(t, 5, "step5.outro")
 
 with question:
-    widgets.predict(t, 5, sm.question)
+    widgets.ask(t, 5, sm)
 
 widgets.terms_footer(t, 5)

@@ -116,7 +116,7 @@ for i, (key, grid) in enumerate(maps.items()):
 st.caption(t("step6.maps_caption", m=m, layer=layer, h=head))
 
 with question:
-    widgets.predict(t, 6, sm.question)
+    widgets.ask(t, 6, sm)
 
 swaps.sweep_section(t, a, text)
 

@@ -69,6 +69,6 @@ if rows:
 widgets.prose(t, 7, "step7.outro")
 
 with question:
-    widgets.predict(t, 7, sm.question)
+    widgets.ask(t, 7, sm)
 
 widgets.terms_footer(t, 7)

@@ -35,12 +35,12 @@ SCHEMA = (
         code TEXT NOT NULL, student TEXT NOT NULL, seen REAL NOT NULL, PRIMARY KEY (code, student))""",
     """CREATE TABLE IF NOT EXISTS votes (
         code TEXT NOT NULL, vote INTEGER NOT NULL, step INTEGER NOT NULL, round INTEGER NOT NULL,
-        state TEXT NOT NULL, question TEXT NOT NULL, PRIMARY KEY (code, vote))""",
+        state TEXT NOT NULL, question TEXT NOT NULL, qid TEXT NOT NULL, PRIMARY KEY (code, vote))""",
     """CREATE TABLE IF NOT EXISTS answers (
         code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
         at REAL NOT NULL, PRIMARY KEY (code, vote, student))""",
 )
-VERSION = 1  # the layout of these tables (room.store records it)
+VERSION = 2  # the layout of these tables (room.store records it; ``upgrades`` moves an older one on)
 STATES = ("open", "closed", "revealed")
 
 
@@ -56,7 +56,8 @@ class ClassFull(Exception):
 class Vote:
     vote: int  # 1, 2, … in the order opened
     step: int
-    round: int  # 1: the first vote on this step's question; 2: after discussing
+    qid: str  # the question's stable id (a step may ask several: ui.steps declares them)
+    round: int  # 1: the first vote on this question; 2: after discussing
     state: str  # open / closed / revealed
     question: dict  # its own copy: text, options (labels), the measured answer's option
 
@@ -69,10 +70,13 @@ class ClassState:
     view: dict  # the text and settings, as a share link keeps them
     votes: tuple[Vote, ...]
 
-    def vote_on(self, step: int) -> Vote | None:
-        """The latest vote on a step's question, or None."""
-        found = [v for v in self.votes if v.step == step]
+    def vote_on(self, qid: str) -> Vote | None:
+        """The latest vote on a question (by its id), or None."""
+        found = [v for v in self.votes if v.qid == qid]
         return found[-1] if found else None
+
+    def votes_on_step(self, step: int) -> list[Vote]:
+        return [v for v in self.votes if v.step == step]
 
 
 def host_hash(key: str) -> str:
@@ -88,12 +92,21 @@ def is_student(value) -> bool:
     return isinstance(value, str) and 8 <= len(value) <= 32 and all(c.isalnum() or c in "-_" for c in value)
 
 
-class Classes:
-    """The classes of one store (every process using it shares them)."""
+def upgrades(first_questions: dict[int, str]) -> dict[int, list]:
+    """The statements that move the classes' tables from each layout to the next, run
+    once by room.store's ``create``. 2: a vote names its question; the votes of a store
+    written before take their step's first question (``first_questions``: step → id)."""
+    return {2: ["ALTER TABLE votes ADD COLUMN qid TEXT NOT NULL DEFAULT ''",
+                *(("UPDATE votes SET qid = ? WHERE step = ?", (qid, step)) for step, qid in first_questions.items())]}
 
-    def __init__(self, store: Backend):
+
+class Classes:
+    """The classes of one store (every process using it shares them). ``first_questions``
+    (step → its first question's id) upgrades a store written when each step had one."""
+
+    def __init__(self, store: Backend, first_questions: dict[int, str]):
         self.store = store
-        store.create("classes", VERSION, SCHEMA)
+        store.create("classes", VERSION, SCHEMA, upgrades(first_questions))
 
     # --- the teacher -------------------------------------------------------------------
 
@@ -113,7 +126,8 @@ class Classes:
                     break
             else:  # 20 collisions in a billion codes: the store is not what it seems
                 raise StoreError("unavailable", "no free join code")
-            db.execute("INSERT INTO classes VALUES (?, ?, ?, ?, 1, ?, ?)",
+            db.execute("INSERT INTO classes (code, host, view, step, version, created, touched) "
+                       "VALUES (?, ?, ?, ?, 1, ?, ?)",
                        (code, host_hash(key), payload, int(step), now, now))
         return code, key
 
@@ -150,10 +164,12 @@ class Classes:
                        (json.dumps(view, ensure_ascii=False, sort_keys=True), code))
             self._bump(db, code, now)
 
-    def open_vote(self, code: str, key, step: int, question: dict, now: float | None = None) -> int:
-        """Open a vote on a step's question (``question``: its text, option labels and the
-        measured answer's option, copied so that later changes leave it as asked). A
-        second vote on the same step is its round 2; the vote before it is closed."""
+    def open_vote(self, code: str, key, step: int, qid: str, question: dict, now: float | None = None) -> int:
+        """Open a vote on question ``qid`` of a step (``question``: its text, option labels
+        and the measured answer's option, copied so that later changes leave it as asked).
+        A second vote on the same question is its round 2; the vote open before it closes."""
+        if not isinstance(qid, str) or not qid:
+            raise ValueError("a vote needs its question's id")
         now = time.time() if now is None else now
         options = question.get("options")
         if not isinstance(options, list) or not 2 <= len(options) <= MAX_OPTIONS:
@@ -162,10 +178,10 @@ class Classes:
             self._host(db, code, key)
             db.execute("UPDATE votes SET state = 'closed' WHERE code = ? AND state = 'open'", (code,))
             last = db.execute("SELECT COALESCE(MAX(vote), 0) FROM votes WHERE code = ?", (code,)).fetchone()[0]
-            rounds = db.execute("SELECT COUNT(*) FROM votes WHERE code = ? AND step = ?",
-                                (code, int(step))).fetchone()[0]
-            db.execute("INSERT INTO votes VALUES (?, ?, ?, ?, 'open', ?)",
-                       (code, last + 1, int(step), rounds + 1, json.dumps(question, ensure_ascii=False)))
+            rounds = db.execute("SELECT COUNT(*) FROM votes WHERE code = ? AND qid = ?", (code, qid)).fetchone()[0]
+            db.execute("INSERT INTO votes (code, vote, step, qid, round, state, question) "
+                       "VALUES (?, ?, ?, ?, ?, 'open', ?)",
+                       (code, last + 1, int(step), qid, rounds + 1, json.dumps(question, ensure_ascii=False)))
             self._bump(db, code, now)
         return last + 1
 
@@ -199,7 +215,8 @@ class Classes:
                 count = db.execute("SELECT COUNT(*) FROM students WHERE code = ?", (code,)).fetchone()[0]
                 if count >= MAX_STUDENTS:
                     raise ClassFull(code)
-            db.execute("INSERT INTO students VALUES (?, ?, ?) ON CONFLICT(code, student) DO UPDATE SET seen = ?",
+            db.execute("INSERT INTO students (code, student, seen) VALUES (?, ?, ?) "
+                       "ON CONFLICT(code, student) DO UPDATE SET seen = ?",
                        (code, student, now, now))
             db.execute("UPDATE classes SET touched = ? WHERE code = ?", (now, code))
         return True
@@ -220,7 +237,8 @@ class Classes:
                 return "closed"
             if not (isinstance(choice, int) and 0 <= choice < len(json.loads(row[1])["options"])):
                 return "unknown"
-            done = db.execute("INSERT INTO answers VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            done = db.execute("INSERT INTO answers (code, vote, student, choice, at) VALUES (?, ?, ?, ?, ?) "
+                              "ON CONFLICT DO NOTHING",
                               (code, int(vote), student, choice, now)).rowcount
             if not done:
                 return "again"
@@ -240,10 +258,10 @@ class Classes:
             row = db.execute("SELECT step, version, view FROM classes WHERE code = ?", (code,)).fetchone()
             if row is None:
                 return None
-            votes = db.execute("SELECT vote, step, round, state, question FROM votes WHERE code = ? ORDER BY vote",
-                               (code,)).fetchall()
+            votes = db.execute("SELECT vote, step, qid, round, state, question FROM votes WHERE code = ? "
+                               "ORDER BY vote", (code,)).fetchall()
         return ClassState(code, row[0], row[1], json.loads(row[2]),
-                          tuple(Vote(v, s, r, st, json.loads(q)) for v, s, r, st, q in votes))
+                          tuple(Vote(v, s, qid, r, st, json.loads(q)) for v, s, qid, r, st, q in votes))
 
     def counts(self, code: str, vote: int) -> list[int]:
         """How many students chose each option of a vote."""
@@ -255,6 +273,19 @@ class Classes:
             for choice, count in db.execute("SELECT choice, COUNT(*) FROM answers WHERE code = ? AND vote = ? "
                                             "GROUP BY choice", (code, int(vote))):
                 out[choice] = count
+        return out
+
+    def all_counts(self, code: str) -> dict[int, list[int]]:
+        """How many students chose each option, for every vote of the class, in one read
+        (the teacher's summary and the handout: one query, not one a vote)."""
+        with self.store.reading() as db:
+            votes = db.execute("SELECT vote, question FROM votes WHERE code = ?", (code,)).fetchall()
+            rows = db.execute("SELECT vote, choice, COUNT(*) FROM answers WHERE code = ? GROUP BY vote, choice",
+                              (code,)).fetchall()
+        out = {vote: [0] * len(json.loads(q)["options"]) for vote, q in votes}
+        for vote, choice, count in rows:
+            if vote in out and 0 <= choice < len(out[vote]):
+                out[vote][choice] = count
         return out
 
     def my_answer(self, code: str, vote: int, student: str) -> int | None:

@@ -37,8 +37,10 @@ _OPEN: weakref.WeakSet = weakref.WeakSet()  # the stores whose pools are open (c
 
 
 def _sql(statement: str) -> str:
+    """room's SQL as psycopg takes it: ``%s`` placeholders, and a ``REAL`` column (a table
+    made, or a column added by an upgrade) as ``DOUBLE PRECISION``."""
     out = statement.replace("?", "%s")
-    return re.sub(r"\bREAL\b", "DOUBLE PRECISION", out) if out.lstrip().upper().startswith("CREATE") else out
+    return re.sub(r"\bREAL\b", "DOUBLE PRECISION", out) if out.lstrip().upper().startswith(("CREATE", "ALTER")) else out
 
 
 class _Connection:

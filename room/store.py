@@ -132,18 +132,40 @@ class Backend:
     def _missing_table(self, exc: BaseException) -> bool:
         raise NotImplementedError
 
-    def create(self, part: str, version: int, statements) -> None:
-        """A part's tables (``CREATE … IF NOT EXISTS``), and its version recorded, in one
-        transaction: two processes starting at once create them once."""
+    def create(self, part: str, version: int, statements, upgrades: dict | None = None) -> int | None:
+        """A part's tables at layout ``version``, in one write transaction (writers go one
+        at a time, so two processes starting at once do this once):
+
+        * none recorded: ``statements`` (``CREATE … IF NOT EXISTS``) make the newest layout;
+        * an older version recorded: ``upgrades[v]`` for each v after it up to ``version``
+          (each a list of statements, or of (statement, parameters)), run once, in order,
+          here; the tables the newest layout adds are made by ``statements`` after them;
+        * a newer version recorded (a later release wrote the store): a StoreError, the
+          tables left as they are.
+
+        Returns the version that was recorded before (None: a new store)."""
         with self.transaction() as db:
             db.execute(SCHEMA_TABLE)
+            row = db.execute("SELECT version FROM atlas_schema WHERE part = ?", (part,)).fetchone()
+            before = None if row is None else int(row[0])
+            if before is not None and before > version:
+                raise StoreError("unavailable", f"the store's {part} were written by a newer release "
+                                                f"(layout {before}; this one reads {version})")
+            for v in range(version + 1 if before is None else before + 1, version + 1):
+                for statement in (upgrades or {}).get(v, ()):
+                    sql, params = statement if isinstance(statement, tuple) else (statement, ())
+                    db.execute(sql, params)
             for statement in statements:
                 db.execute(statement)
             db.execute("INSERT INTO atlas_schema VALUES (?, ?) "
                        "ON CONFLICT(part) DO UPDATE SET version = excluded.version", (part, version))
+        return before
 
     def version_of(self, part: str) -> int | None:
-        with self.reading() as db:
+        """The layout version recorded for a part (read inside a write transaction, so
+        never between another process's upgrade and its record)."""
+        with self.transaction() as db:
+            db.execute(SCHEMA_TABLE)
             row = db.execute("SELECT version FROM atlas_schema WHERE part = ?", (part,)).fetchone()
         return None if row is None else row[0]
 

@@ -32,7 +32,7 @@ def revealed(at, lang="en") -> str:
     reveal button first when the answer still waits for it."""
     heads = tuple(i18n.translate(lang, key, value="§").split("§")[0] for key in ANSWER_FROM.values())
     if not [m for m in at.markdown if m.value.startswith(heads)]:
-        buttons = [b for b in at.button if b.key and re.fullmatch(r"p\d_reveal", b.key)]
+        buttons = [b for b in at.button if b.key and re.fullmatch(r"reveal_s\d_\w+", b.key)]
         if buttons:
             buttons[0].click().run()
     found = [m.value for m in at.markdown if m.value.startswith(heads)]

@@ -14,8 +14,9 @@ from attn import bench, patterns, stats
 from helpers import LANGS, PAGES, revealed
 from ui import i18n
 from ui import live as live_run
-from ui import widgets
+from ui import keys, widgets
 from ui.samples import sample_text
+from ui.steps import STEPS as PAGE_STEPS
 
 pytestmark = pytest.mark.apptest
 
@@ -527,9 +528,9 @@ def test_predictions_on_steps_1_2_5_6_reveal_the_pages_own_number_for_each_text(
     cells = int(parse(metric(at, "step1.metric_causal", "en"), "en"))
     doubled = int(parse(metric(at, "step1.metric_doubled", "en", n2=i18n.fmt_int(2 * n, "en")), "en"))
     assert revealed(at) == i18n.translate("en", "predict.times", x=i18n.fmt_float(doubled / cells, "en", 2))
-    at.radio(key="p1_guess").set_value(4).run()  # the option nearest to the measured ≈ 4 counts as right
+    at.radio(key="guess_s1_doubling").set_value(4).run()  # the option nearest to the measured ≈ 4 counts as right
     assert i18n.translate("en", "predict.right") in " ".join(m.value for m in at.markdown)
-    at.radio(key="p1_guess").set_value(8).run()
+    at.radio(key="guess_s1_doubling").set_value(8).run()
     wrong = i18n.translate("en", "predict.wrong", nearest=i18n.translate("en", "predict.times", x=4))
     assert wrong in " ".join(m.value for m in at.markdown)
     at.switch_page(PAGES[1]).run()
@@ -592,7 +593,7 @@ def test_step7_is_graded_by_the_cost_model_whatever_one_timing_read():
     for timed in (0.98, 3.1):
         rows = [bench.Row("window", 2048, 0.010, None, 1.0, 1.0, "blocked"),
                 bench.Row("window", 4096, 0.010 * timed, None, 1.0, 1.0, "blocked")]
-        q = summary.step7(t, None, "", "", {}, live_rows=rows, live_last=4096).question
+        q = summary.step7(t, None, "", "", {}, live_rows=rows, live_last=4096).questions[0]
         assert q.right == 2 and q.value_text == "2.00" and q.source == "model"
         said = widgets.verdict(t, q, 2)  # the value, its note beside it, then the verdict on the guess
         assert said.startswith(f"Worked out by the cost model: **2.00**. This device timed {t.float(timed, 2)} "
@@ -614,11 +615,12 @@ def test_the_answer_waits_for_a_guess_or_the_reveal_in_every_mode(make_app, pres
         if presenting:
             at.session_state["presenter"] = True
             at.run()
-        assert not answer_shown(at) and at.button(key=f"p{step}_reveal")
-        at.radio(key=f"p{step}_guess").set_value(4 if step == 1 else "grid").run()
+        qid = PAGE_STEPS[step - 1].questions[0]
+        assert not answer_shown(at) and at.button(key=keys.reveal_button(qid))
+        at.radio(key=keys.guess(qid)).set_value(4 if step == 1 else "grid").run()
         assert answer_shown(at)  # a guess reveals
         fresh = open_page(make_app, page)
-        fresh.button(key=f"p{step}_reveal").click().run()
+        fresh.button(key=keys.reveal_button(qid)).click().run()
         assert answer_shown(fresh)
         fresh.sidebar.selectbox(key=f"s{step}_layer").set_value(0).run()
         assert answer_shown(fresh)  # revealed once, it stays
@@ -629,7 +631,7 @@ def test_presenter_mode_keeps_the_answer_until_revealed(make_app):
     at.session_state["presenter"] = True
     at.run()
     assert not [m for m in at.markdown if m.value.startswith("Measured on your text")]
-    at.button(key="p1_reveal").click().run()
+    at.button(key="reveal_s1_doubling").click().run()
     assert revealed(at)
 
 
@@ -675,7 +677,7 @@ def test_a_share_link_restores_every_setting_on_a_fresh_session(make_app):
     at.switch_page(PAGES[3]).run()
     at.slider(key="s4_w").set_value(3).run()
     at.multiselect(key="s4_hubs").set_value([0, 30]).run()
-    at.radio(key="p4_guess").set_value(2).run()
+    at.radio(key="guess_s4_hops").set_value(2).run()
     at.sidebar.toggle(key="presenter_choice").set_value(True).run()
     at.sidebar.button(key="share").click().run()
     assert_clean(at)
@@ -688,7 +690,7 @@ def test_a_share_link_restores_every_setting_on_a_fresh_session(make_app):
     assert fresh.session_state["lang"] == "pt" and fresh.session_state["presenter"]
     assert fresh.sidebar.text_area(key="text").value == text
     assert fresh.slider(key="s4_w").value == 3 and fresh.multiselect(key="s4_hubs").value == [0, 30]
-    assert fresh.radio(key="p4_guess").value == 2
+    assert fresh.radio(key="guess_s4_hops").value == 2
     assert not toasts(fresh)
     fresh.switch_page(PAGES[2]).run()
     assert fresh.slider(key="s3_w").value == 24 and fresh.slider(key="s3_rw").value == 5
@@ -1161,7 +1163,7 @@ def test_each_answer_says_where_it_comes_from():
     from ui.i18n import Translator
 
     t = Translator("en")
-    q7 = summary.step7(t, None, "", "", {}).question
+    q7 = summary.step7(t, None, "", "", {}).questions[0]
     said = widgets.verdict(t, q7, None)
     assert q7.source == "model" and said.startswith("Worked out by the cost model: **")
     assert "Measured on your text" not in said

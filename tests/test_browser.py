@@ -523,12 +523,13 @@ def test_a_class_students_on_phones_follow_the_teachers_pagedown(browser, tiny_u
         teacher.get_by_role("button", name=i18n.translate("en", "vote.close")).click()
         teacher.get_by_role("button", name=i18n.translate("en", "vote.reveal")).click()
         for lang, pg in students.items():
-            pg.locator(".st-key-vote_chart_4 .js-plotly-plot").wait_for(timeout=10_000)
+            pg.locator(".st-key-vote_chart_s4_hops .js-plotly-plot").wait_for(timeout=10_000)
             pg.get_by_text(i18n.translate(lang, "vote.revealed", value="§", answer="§", right="§")
                            .split("§")[0].replace("**", "")).wait_for(timeout=10_000)
             wait_idle(pg)
             pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-revealed.png"), full_page=True)
-        bars = teacher.evaluate("""() => { const g = document.querySelector('.st-key-vote_chart_4 .js-plotly-plot');
+        bars = teacher.evaluate("""() => {
+            const g = document.querySelector('.st-key-vote_chart_s4_hops .js-plotly-plot');
             return g.data.map(t => t.y.reduce((a, b) => a + b, 0)); }""")
         assert bars == [2]  # one vote, both answers counted
     finally:

@@ -160,14 +160,14 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
     code = teacher.session_state[keys.CLASS]
     student = student_of(make_app, code, "pt")
     assert i18n.translate("pt", "vote.not_open") in " ".join(m.value for m in student.markdown)
-    teacher.button(key="vote_open_3").click().run()
+    teacher.button(key="vote_open_s3_reach").click().run()
     assert not teacher.exception, [e.value for e in teacher.exception]
     tick(student)
     assert not student.metric and not student.get("plotly_chart")  # the page's numbers wait
     assert i18n.translate("pt", "vote.page_waits") in [c.value for c in student.caption]
     # no other road to the answers while the vote is open: the handout and share links wait
     assert student.sidebar.button(key="share").disabled and student.sidebar.button(key="handout_build").disabled
-    vote = classroom._classes().state(code).vote_on(3)
+    vote = classroom._classes().state(code).vote_on("s3.reach")
     labels = vote.question["labels"]
     # the right option is the reach worked out by hand: L layers of a causal window of 3 (the teacher's
     # step-3 defaults, 3 and min(4, layers)) reach L·(3 − 1) + 1 tokens, at most the 64 the step draws
@@ -197,7 +197,7 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
                           right=i18n.fmt_pct(1.0 if right == 0 else 0.0, "pt", 0))
     assert said in [m.value for m in student.markdown]
     teacher.button(key=f"vote_again_{vote.vote}").click().run()
-    second = classroom._classes().state(code).vote_on(3)
+    second = classroom._classes().state(code).vote_on("s3.reach")
     assert second.round == 2 and second.state == "open" and second.vote != vote.vote
     tick(student)
     assert not student.metric
@@ -266,8 +266,8 @@ def test_the_teacher_link_and_key_are_never_offered_in_presenter_mode(make_app, 
 def test_the_teachers_summary_counts_each_vote_and_the_handout_carries_it(make_app, teacher, monkeypatch):
     code = teacher.session_state[keys.CLASS]
     students = [student_of(make_app, code, lang) for lang in ("en", "ja", "pt")]
-    teacher.button(key="vote_open_3").click().run()
-    vote = classroom._classes().state(code).vote_on(3)
+    teacher.button(key="vote_open_s3_reach").click().run()
+    vote = classroom._classes().state(code).vote_on("s3.reach")
     right = vote.question["answer"]
     wrong = (right + 1) % len(vote.question["options"])
     for s, choice in zip(students, (right, wrong, wrong)):  # one right of three
@@ -276,7 +276,7 @@ def test_the_teachers_summary_counts_each_vote_and_the_handout_carries_it(make_a
         s.button(key=f"vote_send_{vote.vote}").click().run()
     teacher.button(key=f"vote_close_{vote.vote}").click().run()
     teacher.button(key=f"vote_again_{vote.vote}").click().run()
-    second = classroom._classes().state(code).vote_on(3)
+    second = classroom._classes().state(code).vote_on("s3.reach")
     for s in students:  # after talking it over, all three right
         tick(s)
         s.radio(key=f"vote_pick_{second.vote}").set_value(right).run()

@@ -441,7 +441,7 @@ def test_a_replica_killed_mid_class_its_students_reconnect_to_the_other_still_in
         mine = teacher.cookie("ATLAS_REPLICA")
         doomed = "r2" if mine == "r1" else "r1"
         assert doomed in where and mine in where  # students on both replicas
-        await teacher.run(None, click="vote_open_1")
+        await teacher.run(None, click="vote_open_s1_doubling")
         for s in students:
             await s.run(None)  # a tick: the vote is open on their page
         ids = [s.query.get("me") for s in students]

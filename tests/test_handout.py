@@ -48,7 +48,7 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
     at.slider(key="s3_rw").set_value(5).run()
     at.slider(key="s3_rl").set_value(2).run()
     at.slider(key="s3_w").set_value(3).run()
-    at.radio(key="p3_guess").set_value(at.radio(key="p3_guess").options[0]).run()
+    at.radio(key="guess_s3_reach").set_value(at.radio(key="guess_s3_reach").options[0]).run()
     shown = walk(at)
     kept = {k: at.session_state[k] for k in setting_table.KEYS if k in at.session_state}
     text = text or sample_text("en")
@@ -68,8 +68,8 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
     step3 = page.split("<h2>")[3]
     for label, value in (("step3.pick_w", "3"), ("step3.pick_reach_w", "5"), ("step3.pick_layers", "2")):
         assert f"<td>{html.escape(translate('en', label))}</td><td>{value}</td>" in step3
-    guess = summary.step3(t, a, text, "tiny", setting_table.settings_for(a, text, "tiny", kept)).question
-    assert html.escape(translate("en", "handout.guess", guess=guess.label(kept["p3_guess"]))) in step3
+    guess = summary.step3(t, a, text, "tiny", setting_table.settings_for(a, text, "tiny", kept)).questions[0]
+    assert html.escape(translate("en", "handout.guess", guess=guess.label(kept["guess_s3_reach"]))) in step3
     assert translate("en", "handout.no_guess") in page.split("<h2>")[1]
     # unmeasured runs are said to be unmeasured
     assert html.escape(translate("en", "handout.live_not_run")) in page

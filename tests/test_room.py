@@ -15,13 +15,14 @@ from room.classes import Classes, ClassFull, NotHost
 from room.store import store_at
 
 VIEW = {"text": "A class's own text, long enough to read.", "lang": "en", "settings": {"s3_w": 8}}
+FIRST = {1: "s1.q", 2: "s2.q", 3: "s3.q"}  # each step's first question (a store of the release before)
 QUESTION = {"text": "How much more work when the text doubles?", "options": ["2×", "4×", "8×"], "answer": 1}
 
 
 @pytest.fixture
 def room(where):
     """A class store on each backend (SQLite, PostgreSQL)."""
-    return Classes(store_at(where))
+    return Classes(store_at(where), FIRST)
 
 
 def test_a_join_code_is_six_characters_without_i_l_o_u_and_typing_is_forgiving():
@@ -72,7 +73,7 @@ def test_one_answer_per_student_per_vote_and_none_once_closed(room):
     students = [classes.new_student() for _ in range(3)]
     for s in students:
         assert room.join(code, s)
-    vote = room.open_vote(code, key, 1, QUESTION)
+    vote = room.open_vote(code, key, 1, "s1.q", QUESTION)
     assert room.answer(code, vote, students[0], 1) == "taken"
     assert room.answer(code, vote, students[0], 2) == "again"  # no second answer, no change
     assert room.answer(code, vote, students[1], 0) == "taken"
@@ -83,9 +84,9 @@ def test_one_answer_per_student_per_vote_and_none_once_closed(room):
     assert room.answer(code, vote, students[2], 1) == "closed"
     assert room.counts(code, vote) == [1, 1, 0] and room.my_answer(code, vote, students[0]) == 1
     room.set_state(code, key, vote, "revealed")
-    assert room.state(code).vote_on(1).state == "revealed"
-    second = room.open_vote(code, key, 1, QUESTION)  # after discussing: round 2, its own answers
-    assert room.state(code).vote_on(1).round == 2 and second != vote
+    assert room.state(code).vote_on("s1.q").state == "revealed"
+    second = room.open_vote(code, key, 1, "s1.q", QUESTION)  # after discussing: round 2, its own answers
+    assert room.state(code).vote_on("s1.q").round == 2 and second != vote
     assert room.answer(code, second, students[0], 2) == "taken" and room.counts(code, second) == [0, 0, 1]
     assert room.counts(code, vote) == [1, 1, 0]  # the first vote as it was
     with pytest.raises(NotHost):
@@ -95,10 +96,10 @@ def test_one_answer_per_student_per_vote_and_none_once_closed(room):
 def test_a_vote_keeps_its_own_copy_of_the_question(room):
     code, key = room.create(VIEW, step=2)
     asked = copy.deepcopy(QUESTION)
-    vote = room.open_vote(code, key, 2, asked)
+    vote = room.open_vote(code, key, 2, "s2.q", asked)
     asked["text"] = "changed later"
     asked["options"].append("16×")  # the caller's list, changed after the vote opened
-    assert room.state(code).vote_on(2).question == QUESTION
+    assert room.state(code).vote_on("s2.q").question == QUESTION
     assert room.state(code).votes[0].vote == vote
 
 
@@ -123,7 +124,7 @@ def test_presence_counts_students_seen_lately(room):
 def test_a_class_untouched_for_twelve_hours_ends_with_its_answers(room):
     code, key = room.create(VIEW, step=1, now=0.0)
     room.join(code, "student-aaaa", now=0.0)
-    vote = room.open_vote(code, key, 1, QUESTION, now=10.0)
+    vote = room.open_vote(code, key, 1, "s1.q", QUESTION, now=10.0)
     room.answer(code, vote, "student-aaaa", 0, now=20.0)
     fresh, _ = room.create(VIEW, step=1, now=12 * 3600.0)
     assert room.expire(now=12 * 3600.0 + 21) == 1
@@ -143,7 +144,7 @@ ANSWERING = textwrap.dedent("""
     import sys
     from room.classes import Classes
     from room.store import store_at
-    room = Classes(store_at(sys.argv[1]))
+    room = Classes(store_at(sys.argv[1]), {1: "s1.q"})
     code, vote = sys.argv[2], int(sys.argv[3])
     said = [room.answer(code, vote, s, 0) for s in sys.argv[4:]]
     print(",".join(said))
@@ -155,7 +156,7 @@ def test_two_processes_answering_at_once_keep_one_answer_per_student(room, where
     students = [f"student-{i:04d}" for i in range(40)]
     for s in students:
         room.join(code, s)
-    vote = room.open_vote(code, key, 1, QUESTION)
+    vote = room.open_vote(code, key, 1, "s1.q", QUESTION)
     procs = [subprocess.Popen([sys.executable, "-c", ANSWERING, where, code, str(vote),
                                *students], stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=120)[0].strip().split(",") for p in procs]
@@ -177,3 +178,109 @@ def test_the_poll_moves_a_following_student_to_the_teachers_step_and_nothing_els
     assert follow.decide(None, None, student) == (follow.GONE, None)
     assert follow.presence_due(None, 0.0) and not follow.presence_due(100.0, 114.9)
     assert follow.presence_due(100.0, 115.0)
+
+
+# The classes' tables exactly as the release before wrote them (layout 1: a vote named
+# only its step), kept here as text: a store it wrote must open with nothing lost.
+RELEASE_1 = (
+    """CREATE TABLE IF NOT EXISTS classes (
+        code TEXT PRIMARY KEY, host TEXT NOT NULL, view TEXT NOT NULL, step INTEGER NOT NULL,
+        version INTEGER NOT NULL, created REAL NOT NULL, touched REAL NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS students (
+        code TEXT NOT NULL, student TEXT NOT NULL, seen REAL NOT NULL, PRIMARY KEY (code, student))""",
+    """CREATE TABLE IF NOT EXISTS votes (
+        code TEXT NOT NULL, vote INTEGER NOT NULL, step INTEGER NOT NULL, round INTEGER NOT NULL,
+        state TEXT NOT NULL, question TEXT NOT NULL, PRIMARY KEY (code, vote))""",
+    """CREATE TABLE IF NOT EXISTS answers (
+        code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
+        at REAL NOT NULL, PRIMARY KEY (code, vote, student))""",
+)
+OLD_KEY = "a-host-key-the-teachers-session-kept"
+
+
+def _write_release_1(where) -> str:
+    """A store as the release before left it mid-class: a share link, a class at step 3
+    with three students, step 3's question voted twice (closed, then revealed) and
+    step 1's open; returns the share link's key."""
+    import json as json_lib
+
+    store = store_at(where)
+    link = store.put(VIEW)
+    question = json_lib.dumps(QUESTION)
+    with store.transaction() as db:
+        for statement in RELEASE_1:
+            db.execute(statement)
+        db.execute("INSERT INTO atlas_schema VALUES ('classes', 1) ON CONFLICT(part) DO UPDATE SET version = 1")
+        db.execute("INSERT INTO classes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   ("7KQ2M9", classes.host_hash(OLD_KEY), json_lib.dumps(VIEW), 3, 9, 100.0, 1e9 + 0.25))
+        for s in ("ana-0001", "bea-0002", "caio-003"):
+            db.execute("INSERT INTO students VALUES (?, ?, ?)", ("7KQ2M9", s, 1e9))
+        for vote, step, rnd, state in ((1, 3, 1, "closed"), (2, 3, 2, "revealed"), (3, 1, 1, "open")):
+            db.execute("INSERT INTO votes VALUES (?, ?, ?, ?, ?, ?)", ("7KQ2M9", vote, step, rnd, state, question))
+        for vote, student, choice in ((1, "ana-0001", 0), (1, "bea-0002", 1), (2, "ana-0001", 1), (2, "bea-0002", 1),
+                                      (2, "caio-003", 2), (3, "ana-0001", 2)):
+            db.execute("INSERT INTO answers VALUES (?, ?, ?, ?, ?)", ("7KQ2M9", vote, student, choice, 1e9))
+    return link
+
+
+def _check_release_1_kept(room: Classes, link: str) -> None:
+    found = room.state("7KQ2M9")
+    assert found.step == 3 and found.version == 9 and found.view == VIEW
+    assert [(v.vote, v.step, v.qid, v.round, v.state) for v in found.votes] == [
+        (1, 3, "s3.q", 1, "closed"), (2, 3, "s3.q", 2, "revealed"), (3, 1, "s1.q", 1, "open")]
+    assert all(v.question == QUESTION for v in found.votes)
+    assert room.all_counts("7KQ2M9") == {1: [1, 1, 0], 2: [0, 2, 1], 3: [0, 0, 1]}
+    assert room.is_host("7KQ2M9", OLD_KEY) and not room.is_host("7KQ2M9", OLD_KEY + "x")
+    assert room.my_answer("7KQ2M9", 3, "ana-0001") == 2
+    assert room.store.get(link) == VIEW
+    with room.store.reading() as db:  # the seconds kept to the quarter (PostgreSQL: DOUBLE PRECISION)
+        assert db.execute("SELECT touched FROM classes WHERE code = '7KQ2M9'").fetchone()[0] == 1e9 + 0.25
+
+
+def test_a_store_written_by_the_release_before_opens_with_nothing_lost(where):
+    """Layout 1 → 2 once, in one transaction, on both backends: every link, class,
+    vote (now named by its step's first question), round, state, answer and host key
+    as it was; the class goes on (an answer to its open vote, a third round on the
+    question voted twice); opening it again upgrades nothing."""
+    link = _write_release_1(where)
+    room = Classes(store_at(where), FIRST)
+    assert room.store.version_of("classes") == classes.VERSION == 2
+    _check_release_1_kept(room, link)
+    assert room.answer("7KQ2M9", 3, "bea-0002", 0) == "taken"
+    assert room.answer("7KQ2M9", 2, "bea-0002", 0) == "closed"
+    assert room.open_vote("7KQ2M9", OLD_KEY, 3, "s3.q", QUESTION) == 4  # the open vote closes first
+    assert room.state("7KQ2M9").vote_on("s3.q").round == 3 and room.state("7KQ2M9").votes[2].state == "closed"
+    again = Classes(store_at(where), FIRST)  # a second start: nothing run twice
+    assert again.store.create("classes", classes.VERSION, classes.SCHEMA, classes.upgrades(FIRST)) == 2
+    assert [v.qid for v in again.state("7KQ2M9").votes] == ["s3.q", "s3.q", "s1.q", "s3.q"]
+
+
+UPGRADING = textwrap.dedent("""
+    import sys
+    from room.classes import Classes
+    from room.store import store_at
+    room = Classes(store_at(sys.argv[1]), {1: "s1.q", 2: "s2.q", 3: "s3.q"})
+    print(room.store.version_of("classes"))
+""")
+
+
+def test_two_processes_opening_the_release_befores_store_at_once_upgrade_it_once(where):
+    link = _write_release_1(where)
+    procs = [subprocess.Popen([sys.executable, "-c", UPGRADING, where], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-800:] for _, err in outs]
+    assert [out.strip() for out, _ in outs] == ["2", "2"]
+    _check_release_1_kept(Classes(store_at(where), FIRST), link)
+
+
+def test_a_store_of_a_newer_release_is_refused_and_left_as_it_is(where):
+    from room.store import StoreError
+
+    store = store_at(where)
+    Classes(store, FIRST)
+    with store.transaction() as db:
+        db.execute("UPDATE atlas_schema SET version = 3 WHERE part = 'classes'")
+    with pytest.raises(StoreError, match="newer release"):
+        Classes(store_at(where), FIRST)
+    assert store.version_of("classes") == 3

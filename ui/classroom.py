@@ -15,7 +15,7 @@ import json
 import logging
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -24,7 +24,7 @@ from room import classes as room_classes
 from room import codes, follow
 from room.store import StoreError
 
-from . import figures, keys, live, setting_table, share, state, summary
+from . import figures, keys, live, setting_table, share, state, steps, summary
 from .i18n import LANGS, Translator
 from .steps import page_of
 
@@ -39,7 +39,7 @@ CODE_HTML = ('<div style="font-size:6rem;font-weight:700;letter-spacing:0.12em;l
 @st.cache_resource(show_spinner=False)
 def _classes() -> room_classes.Classes:
     """The classes of this process's store (the share links' file)."""
-    return room_classes.Classes(share.store())
+    return room_classes.Classes(share.store(), steps.first_questions())
 
 
 def classes() -> room_classes.Classes | None:
@@ -96,13 +96,17 @@ def prebuild(view: dict) -> threading.Thread | None:
     return thread
 
 
+PREBUILD_FAILED: Counter = Counter()  # background builds that raised, by the exception's class
+
+
 def _build_summaries(key: tuple, text: str, kind: str, settings: dict) -> None:
     try:
         a = state.analysis_unseen(text, kind)
         if a.n >= 3:  # a shorter text has no steps to build (its pages say so)
             rows, last = live.on_this_device()  # step 7 as its page shows it, live rows included
             summary.build_all(a, text, kind, settings, live_rows=rows, live_last=last)
-    except Exception:  # a reader who opens a step builds it then, and sees any error there
+    except Exception as exc:  # reported, never swallowed: logged with its traceback and counted
+        PREBUILD_FAILED[type(exc).__name__] += 1  # (a reader who opens the step builds it then, and sees the error)
         logging.getLogger(__name__).exception("building a class's summaries in the background")
     finally:
         book = _prebuilds()
@@ -545,8 +549,8 @@ def poll(step: int) -> None:
 # --- votes -----------------------------------------------------------------------------
 
 
-def question_copy(step: int, a, text: str, kind: str) -> dict:
-    """What a vote keeps of a step's question, made when the teacher opens it: the
+def question_copy(step: int, qid: str, a, text: str, kind: str) -> dict:
+    """What a vote keeps of a step's question ``qid``, made when the teacher opens it: the
     option values, the measured answer's option, and the question's words in every
     language (each student reads it in their own), so that later changes to the page
     or its settings leave the vote as it was asked."""
@@ -554,7 +558,8 @@ def question_copy(step: int, a, text: str, kind: str) -> dict:
     cfg = setting_table.settings_for(a, text, kind, given) if a is not None else {}  # step 7 needs no text
     out = {"text": {}, "labels": {}, "value_text": {}}
     for lang in LANGS:
-        q = summary.get(step, Translator(lang), a, text, kind, cfg).question
+        sm = summary.get(step, Translator(lang), a, text, kind, summary.inputs(step, cfg))
+        q = summary.question(sm, qid)
         out["text"][lang], out["value_text"][lang] = q.text, q.value_text
         out["labels"][lang] = [q.label(o) for o in q.options]
         out["options"], out["answer"] = list(q.options), q.options.index(q.right)
@@ -566,18 +571,18 @@ def _words(question: dict, part: str, lang: str):
     return question[part].get(lang) or question[part].get("en")
 
 
-def open_first_vote(step: int) -> None:
-    """on_click of "Open the vote": the step's question on the class's text and settings,
-    copied in every language (its arguments stay small: never the analysis)."""
+def open_first_vote(step: int, qid: str) -> None:
+    """on_click of "Open the vote": the step's question ``qid`` on the class's text and
+    settings, copied in every language (its arguments stay small: never the analysis)."""
     text, kind = state.current_text(), state.model_kind()
     a = state.get_analysis(text, kind) if step != 7 and text.strip() else None
     if a is None and step != 7:
         return
-    open_vote(step, question_copy(step, a, text, kind))
+    open_vote(step, qid, question_copy(step, qid, a, text, kind))
 
 
-def open_vote(step: int, question: dict) -> None:
-    _host_action(lambda room, code, key: room.open_vote(code, key, step, question))
+def open_vote(step: int, qid: str, question: dict) -> None:
+    _host_action(lambda room, code, key: room.open_vote(code, key, step, qid, question))
 
 
 def close_vote(vote: int) -> None:
@@ -602,7 +607,8 @@ def _host_action(action) -> None:
 
 
 def vote_open_on(step: int):
-    """The class's vote on a step when it is open (the page's answers then wait), else None."""
+    """The class's open vote on one of a step's questions (the page's answers then wait),
+    else None."""
     code = member()
     room = classes() if code is not None else None  # no class: the store is not touched
     if room is None:
@@ -611,8 +617,7 @@ def vote_open_on(step: int):
         found = room.state(code)
     except StoreError:
         return None
-    vote = found.vote_on(step) if found else None
-    return vote if vote is not None and vote.state == "open" else None
+    return next((v for v in found.votes_on_step(step) if v.state == "open"), None) if found else None
 
 
 def results(t: Translator) -> list[tuple[str, str, str]]:
@@ -626,16 +631,21 @@ def results(t: Translator) -> list[tuple[str, str, str]]:
         found = room.state(code)
         if found is None:
             return []
+        every = room.all_counts(code)  # one read for every vote's counts
         rows = []
-        for step in sorted({v.step for v in found.votes}):
+        asked = {v.qid for v in found.votes}
+        for qid in (q for q in steps.QUESTIONS if q in asked):  # in the walk's order
+            step = steps.QUESTIONS[qid]
             cells = []
             for r in (1, 2):
-                vote = next((v for v in found.votes if v.step == step and v.round == r), None)
-                counts = room.counts(code, vote.vote) if vote is not None and vote.state != "open" else []
+                vote = next((v for v in found.votes if v.qid == qid and v.round == r), None)
+                counts = every.get(vote.vote, []) if vote is not None and vote.state != "open" else []
                 answered = sum(counts)
                 cells.append(t("vote.result_cell", right=t.pct(counts[vote.question["answer"]] / answered, 0),
                                n=t.int(answered)) if answered else "—")
-            rows.append((t("vote.result_step", step=step), *cells))
+            label = t("vote.result_step", step=step)
+            ids = steps.page_of(step).questions
+            rows.append((label if len(ids) == 1 else f"{label} · {ids.index(qid) + 1}", *cells))
         return rows
     except StoreError:
         return []
@@ -665,23 +675,23 @@ def answers_locked() -> bool:
     return found is not None and any(v.state == "open" for v in found.votes)
 
 
-def vote_panel(t: Translator, step: int, show_figure) -> None:
-    """A step's question in a class: the teacher opens, closes and reveals the vote;
-    each student answers once; once closed, the room's answers as a chart (both votes
-    side by side after a second one); once revealed, the measured answer."""
+def vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
+    """A step's question ``qid`` in a class: the teacher opens, closes and reveals the
+    vote; each student answers once; once closed, the room's answers as a chart (both
+    votes side by side after a second one); once revealed, the measured answer."""
     room, code = classes(), member()
     found = room.state(code) if room is not None else None
     if found is None:
         return
-    votes = [v for v in found.votes if v.step == step]
+    votes = [v for v in found.votes if v.qid == qid]
     vote = votes[-1] if votes else None
     teacher = is_teacher()
     with st.container(border=True):
         if vote is None:
             st.markdown(f"**{t('predict.heading')}** · " + t("vote.not_open"))
             if teacher:
-                st.button(t("vote.open"), key=f"vote_open_{step}", type="primary", icon=":material/how_to_vote:",
-                          on_click=open_first_vote, args=(step,))
+                st.button(t("vote.open"), key=f"vote_open_{keys.slug(qid)}", type="primary",
+                          icon=":material/how_to_vote:", on_click=open_first_vote, args=(step, qid))
             return
         question = vote.question
         labels = _words(question, "labels", t.lang)
@@ -693,7 +703,7 @@ def vote_panel(t: Translator, step: int, show_figure) -> None:
             return
         rounds = [(v, room.counts(code, v.vote)) for v in votes[-2:]]
         st.markdown(f"**{t('vote.chart_title')}**")  # above the chart: a phone's chart toolbar covers its own title
-        show_figure(_results_chart(t, rounds, labels), f"vote_chart_{step}")
+        show_figure(_results_chart(t, rounds, labels), f"vote_chart_{keys.slug(qid)}")
         mine = None if teacher else room.my_answer(code, vote.vote, st.session_state.get(keys.STUDENT, ""))
         if mine is not None:
             st.caption(t("vote.yours", answer=labels[mine]))
@@ -711,7 +721,7 @@ def vote_panel(t: Translator, step: int, show_figure) -> None:
                           icon=":material/visibility:", width="stretch")
             if vote.round < 2:
                 c2.button(t("vote.again"), key=f"vote_again_{vote.vote}", on_click=open_vote,
-                          args=(step, question), icon=":material/replay:", width="stretch")
+                          args=(step, qid, question), icon=":material/replay:", width="stretch")
 
 
 def _open_panel(t: Translator, room, code: str, vote, labels: list[str], teacher: bool) -> None:

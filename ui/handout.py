@@ -98,13 +98,12 @@ def build(t: Translator, a, text: str, kind: str, kept: dict, *, device: str, mo
         '<p class="note">' + html.escape(t("handout.text_note", n=t.int(a.n), chars=t.int(len(text)))) + "</p>",
     ]
     for i, step in enumerate(STEPS):
-        make = summary.STEP_SUMMARIES[step.number]
         extra = {"live_rows": live[0], "live_last": live[1][-1]} if step.number == 7 and live else {}
-        sm = make(t, a, text, kind, cfg, **extra)
+        sm = summary.build(step.number, t, a, text, kind, cfg, **extra)
         out.append(f'<h2>{html.escape(t("common.step_of", step=step.number, total=len(STEPS)))} · '
                    f'{html.escape(t(step.heading_key))}</h2>')
         out.append(_md(t(f"step{step.number}.lead")))
-        out.append(_section(t, sm, cfg[keys.guess(step.number)]))
+        out.append(_section(t, sm, cfg))
         out.append(_figure(sm.figure))
         out.append(_md(t(f"step{step.number}.outro")) if t.has(f"step{step.number}.outro") else "")
         out.extend(_measured(t, step.number, live, sweep))
@@ -129,15 +128,19 @@ def build(t: Translator, a, text: str, kind: str, kept: dict, *, device: str, mo
             + "\n".join(out) + "</body></html>")
 
 
-def _section(t: Translator, sm: summary.Summary, guess) -> str:
-    q = sm.question
-    if guess is not None and guess not in q.options:
-        guess = None  # a guess made on another text or setting: not this question's
-    said = t("handout.guess", guess=q.label(guess)) if guess is not None else t("handout.no_guess")
-    return (f'<h3>{html.escape(t("handout.settings"))}</h3>' + _rows(sm.params)
-            + f'<h3>{html.escape(t("handout.numbers"))}</h3>' + _rows(sm.key, "numbers")
-            + '<div class="predict">' + _md(f"**{t('predict.heading')}** · {q.text}") + _md(said)
-            + _md(widgets.verdict(t, q, guess)) + "</div>")
+def _section(t: Translator, sm: summary.Summary, cfg: dict) -> str:
+    """A step's settings, its key numbers, and each of its questions with the reader's
+    guess (``cfg``: every setting, the guesses by question id among them) and the answer."""
+    out = (f'<h3>{html.escape(t("handout.settings"))}</h3>' + _rows(sm.params)
+           + f'<h3>{html.escape(t("handout.numbers"))}</h3>' + _rows(sm.key, "numbers"))
+    for q in sm.questions:
+        guess = cfg.get(keys.guess(q.id))
+        if guess is not None and guess not in q.options:
+            guess = None  # a guess made on another text or setting: not this question's
+        said = t("handout.guess", guess=q.label(guess)) if guess is not None else t("handout.no_guess")
+        out += ('<div class="predict">' + _md(f"**{t('predict.heading')}** · {q.text}") + _md(said)
+                + _md(widgets.verdict(t, q, guess)) + "</div>")
+    return out
 
 
 def _measured(t: Translator, step: int, live, sweep) -> list[str]:

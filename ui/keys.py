@@ -25,11 +25,20 @@ NOTICES = "_notices"  # notices to show on the next run (a page switch drops thi
 LABELLED = "_labelled"  # per token-named setting: the text its widget's labels were made for
 
 
-def revealed(step: int) -> str:
-    """Whether step's answer was revealed in presenter mode."""
-    return f"p{step}_revealed"
+def slug(qid: str) -> str:
+    """A question's id ("s3.reach") as a widget key's part ("s3_reach")."""
+    return qid.replace(".", "_")
 
 
-def guess(step: int) -> str:
-    """The reader's guess on step's question (a setting: see ui.setting_table)."""
-    return f"p{step}_guess"
+def revealed(qid: str) -> str:
+    """Whether a question's answer was revealed (its reveal button pressed)."""
+    return f"revealed_{slug(qid)}"
+
+
+def reveal_button(qid: str) -> str:
+    return f"reveal_{slug(qid)}"
+
+
+def guess(qid: str) -> str:
+    """The reader's guess on a question (a setting: see ui.setting_table)."""
+    return f"guess_{slug(qid)}"

@@ -189,7 +189,7 @@ TABLE: tuple[Setting, ...] = (
     Setting("s6_feature", 6, "choice", lambda d, c: linear_features()[0], choices=lambda d: linear_features()),
     Setting("s6_swap_layer", 6, "choice", lambda d, c: 0, choices=_layers),
     Setting("s6_swap_metric", 6, "choice", lambda d, c: SWEEP_METRICS[0], choices=lambda d: SWEEP_METRICS),
-    *(Setting(guess(s.number), s.number, "guess", lambda d, c: None) for s in STEPS),
+    *(Setting(guess(qid), s.number, "guess", lambda d, c: None) for s in STEPS for qid in s.questions),
     Setting("pg_on", _PG, "many", lambda d, c: ["window", "hubs"], choices=lambda d: tuple(composition.PARTS)),
     _count("pg_w", 1, composition.PRESET_WINDOW), _count("pg_dilated", 1, 8), _count("pg_stride", 1, 4),
     Setting("pg_hub_mode", _PG, "choice", lambda d, c: "anchors", choices=lambda d: HUB_MODES),

@@ -1,5 +1,8 @@
-"""The pages of the walk, listed once: the app's navigation, the tests, the browser
-tests and the latency benchmark all read this list."""
+"""The pages of the walk, each declared once: the app's navigation, the tests, the
+browser tests and the latency benchmark read this list; a step's questions (by stable
+id) and the settings its summary is built from are declared here too, and the summary,
+the prebuild, the guess and reveal keys, the handout, the class's votes and the harness
+read them. A step's settings are the rows of ui.setting_table whose page is the step."""
 
 from __future__ import annotations
 
@@ -14,6 +17,10 @@ class Step:
     icon: str
     is_step: bool = True  # the closing page and the playground are part of the walk, not steps
     heading: str = ""  # the locale key of a page's h1 that is not a step's
+    # its predict-then-reveal questions, in the order the page asks them, each by an id that
+    # never changes (a vote in the store names it; a second vote on it is its round 2)
+    questions: tuple[str, ...] = ()
+    summary_from: tuple[str, ...] = ()  # the settings (ui.setting_table rows) its summary is built from
 
     @property
     def title_key(self) -> str:
@@ -36,13 +43,18 @@ class Step:
 
 
 PAGES = [
-    Step(1, "pages/1_every_pair.py", "every-pair", ":material/grid_on:"),
-    Step(2, "pages/2_nearly_empty.py", "nearly-empty", ":material/grain:"),
-    Step(3, "pages/3_neighbours.py", "neighbours", ":material/swap_horiz:"),
-    Step(4, "pages/4_hubs.py", "hubs", ":material/hub:"),
-    Step(5, "pages/5_linear.py", "linear", ":material/linear_scale:"),
-    Step(6, "pages/6_honest_catch.py", "honest-catch", ":material/balance:"),
-    Step(7, "pages/7_payoff.py", "payoff", ":material/speed:"),
+    Step(1, "pages/1_every_pair.py", "every-pair", ":material/grid_on:", questions=("s1.doubling",),
+         summary_from=("s1_layer", "s1_head")),
+    Step(2, "pages/2_nearly_empty.py", "nearly-empty", ":material/grain:", questions=("s2.cells",),
+         summary_from=("s2_layer", "s2_head", "s2_p")),
+    Step(3, "pages/3_neighbours.py", "neighbours", ":material/swap_horiz:", questions=("s3.reach",),
+         summary_from=("s3_layer", "s3_head", "s3_w", "s3_rw", "s3_rl")),
+    Step(4, "pages/4_hubs.py", "hubs", ":material/hub:", questions=("s4.hops",), summary_from=("s4_hubs", "s4_w")),
+    Step(5, "pages/5_linear.py", "linear", ":material/linear_scale:", questions=("s5.order",),
+         summary_from=("s5_layer", "s5_feature", "s5_causal")),
+    Step(6, "pages/6_honest_catch.py", "honest-catch", ":material/balance:", questions=("s6.closest",),
+         summary_from=("s6_layer", "s6_head", "s6_w", "s6_hubs")),
+    Step(7, "pages/7_payoff.py", "payoff", ":material/speed:", questions=("s7.ratio",)),
     Step(8, "pages/8_closing.py", "closing", ":material/school:", is_step=False, heading="closing.title"),
     Step(9, "pages/9_playground.py", "playground", ":material/science:", is_step=False, heading="playground.title"),
 ]
@@ -57,3 +69,9 @@ PLAYGROUND = next(p for p in PAGES if p.url_path == "playground")
 N_STEPS = len(STEPS)
 PAGE_FILES = [p.path for p in PAGES]
 LINKS = [p.link for p in PAGES]
+QUESTIONS = {qid: p.number for p in STEPS for qid in p.questions}  # every question's id → its step
+
+
+def first_questions() -> dict[int, str]:
+    """Each step's first question: what a vote stored before questions had ids was about."""
+    return {p.number: p.questions[0] for p in STEPS if p.questions}

@@ -24,6 +24,7 @@ from attn.costs import Shape
 from . import data, figures, setting_table
 from .i18n import LANGS, Translator
 from .setting_table import AVERAGE
+from .steps import page_of
 
 HOP_TOKENS, HOP_WINDOW = 48, 4  # step 4 draws hops on the first 48 tokens, window at most 4
 STEP7_SIZES = [2 ** e for e in range(9, 21)]  # step 7's cost model: n = 512 … 2²⁰
@@ -42,6 +43,7 @@ class Question:
     note: str | None = None
     source: str = "text"  # where the answer comes from: "text" (measured on the reader's text)
     # or "model" (worked out by the cost model; a timing on this device is only a note beside it)
+    id: str = ""  # its stable id, from the step's declaration (ui.steps): ``build`` sets it
 
     @property
     def right(self):
@@ -54,7 +56,7 @@ class Summary:
     params: list[tuple[str, str]]  # the settings used, as (label, value) in the reader's language
     key: list[tuple[str, str]]  # the step's key numbers, as (label, value)
     figure: go.Figure
-    question: Question
+    questions: list[Question]  # in the order the step declares their ids (ui.steps), each with its id
     values: dict = field(default_factory=dict)  # the raw numbers, for the page's other metrics
     measured: list[go.Figure] = field(default_factory=list)  # runs started by a button, when they were run
 
@@ -122,7 +124,7 @@ def step1(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
                  t("predict.times", x=t.float(ratio, 2)))
     key = [(t("step1.metric_n"), t.int(n)), (t("step1.metric_causal"), t.int(cells)),
            (t("step1.metric_doubled", n2=t.int(2 * n)), t.int(doubled))]
-    return Summary(1, _who(t, a, layer, head), key, fig, q,
+    return Summary(1, _who(t, a, layer, head), key, fig, [q],
                    dict(layer=layer, head=head, window=window, cells=cells, doubled=doubled, factor=factor))
 
 
@@ -139,7 +141,7 @@ def step2(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     key = [(t("step2.metric_k", p=t.pct(p, 0)), t.float(s["k"], 1)), (t("step2.metric_useful"), t.int(s["useful"])),
            (t("step2.metric_share"), t.pct(s["share"]))]
     params = _who(t, a, layer, head) + [(t("step2.pick_p"), t.pct(p, 0))]
-    return Summary(2, params, key, fig, q, dict(layer=layer, head=head, p=p, res=res, factor=factor))
+    return Summary(2, params, key, fig, [q], dict(layer=layer, head=head, p=p, res=res, factor=factor))
 
 
 def step3(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
@@ -161,7 +163,7 @@ def step3(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
            (t("step3.metric_reach_measured", i=rn - 1), t.int(measured))]
     params = _who(t, a, layer, head) + [(t("step3.pick_w"), t.int(w)), (t("step3.pick_reach_w"), t.int(rw)),
                                         (t("step3.pick_layers"), t.int(rl))]
-    return Summary(3, params, key, fig, q, dict(layer=layer, head=head, w=w, rw=rw, rl=rl, kept=kept, cells=cells,
+    return Summary(3, params, key, fig, [q], dict(layer=layer, head=head, w=w, rw=rw, rl=rl, kept=kept, cells=cells,
                                                 factor=factor, rn=rn, frames=frames, formula_size=formula_size,
                                                 measured=measured))
 
@@ -216,7 +218,7 @@ def step4(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
            (t("step4.metric_kept_hubs", g=len(hubs)), t.pct(kept_h["mean"])),
            (t("step4.metric_max_hops"), distance(t, grids["hubs"]))]
     params = [(t("step4.pick_hubs"), ", ".join(str(h) for h in hubs) or "—"), (t("step4.pick_w"), t.int(w))]
-    return Summary(4, params, key, fig, q, dict(hubs=hubs, w=w, cells_h=cells_h, kept_w=kept_w, kept_h=kept_h, hn=hn,
+    return Summary(4, params, key, fig, [q], dict(hubs=hubs, w=w, cells_h=cells_h, kept_w=kept_w, kept_h=kept_h, hn=hn,
                                                 hop_hubs=hop_hubs, hw=hw, grids=grids, hop_style=hop_style))
 
 
@@ -244,7 +246,7 @@ def step5(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
            (t("step5.metric_diff"), t.sci(r["rel_diff"]))]
     params = [(t("common.layer"), layer_label(t, a, layer)), (t("step5.pick_feature"), t(f"features.{feature}")),
               (t("step5.causal"), "✓" if causal else "✗")]
-    return Summary(5, params, key, fig, q, dict(layer=layer, feature=feature, causal=causal, r=r))
+    return Summary(5, params, key, fig, [q], dict(layer=layer, feature=feature, causal=causal, r=r))
 
 
 def step6(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
@@ -281,7 +283,7 @@ def step6(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
            (t("step6.metric_best_linear", f=t(f"features.{best_linear.feature}")), t.pct(mean[best_linear.name]))]
     params = [(t("common.layer"), layer_label(t, a, layer)), (t("common.head"), head_label(t, head)),
               (t("step6.pick_w"), t.int(w)), (t("step6.pick_hubs"), ", ".join(str(h) for h in hubs) or "—")]
-    return Summary(6, params, key, fig, q, dict(layer=layer, head=head, w=w, hubs=hubs, err=err, shown=shown,
+    return Summary(6, params, key, fig, [q], dict(layer=layer, head=head, w=w, hubs=hubs, err=err, shown=shown,
                                                 order=order, names=names, values=values, best_linear=best_linear,
                                                 shortcuts=shortcuts))
 
@@ -317,10 +319,30 @@ def step7(t: Translator, a, text: str, kind: str, cfg: dict, live_rows: list | N
     key = [(t("step7.metric_model_ratio", m=live.method_name(t, m, s)), t.float(costs[m][-1] / costs[m][-2], 2))
            for m in costs]
     params = [("w", t.int(s.window)), ("g", t.int(s.hubs)), ("d", t.int(s.d)), ("h", t.int(s.heads))]
-    return Summary(7, params, key, fig, q, dict(shape=s, ns=ns, costs=costs, live_ratio=live_ratio))
+    return Summary(7, params, key, fig, [q], dict(shape=s, ns=ns, costs=costs, live_ratio=live_ratio))
 
 
 STEP_SUMMARIES = {1: step1, 2: step2, 3: step3, 4: step4, 5: step5, 6: step6, 7: step7}
+
+
+def build(step: int, t: Translator, a, text: str, kind: str, cfg: dict, **extra) -> Summary:
+    """A step's summary, built here (uncached: ``get`` shares one), its questions named by
+    the ids the step declares — as many as it declares, or a ValueError."""
+    made = STEP_SUMMARIES[step](t, a, text, kind, cfg, **extra)
+    ids = page_of(step).questions
+    if len(ids) != len(made.questions):
+        raise ValueError(f"step {step} declares {len(ids)} questions and its summary asks {len(made.questions)}")
+    for qid, q in zip(ids, made.questions):
+        q.id = qid
+    return made
+
+
+def question(sm: Summary, qid: str) -> Question:
+    """The question ``qid`` of a summary."""
+    found = next((q for q in sm.questions if q.id == qid), None)
+    if found is None:
+        raise KeyError(f"step {sm.step} asks no question {qid!r}")
+    return found
 
 
 
@@ -345,7 +367,7 @@ BUILT: Counter = Counter()  # summaries built by this process, by step (the cach
 def _shared(step: int, lang: str, text: str, kind: str, cfg: tuple, live: tuple, _a, _live_rows):
     BUILT[step] += 1
     extra = {"live_rows": _live_rows, "live_last": live[0]} if step == 7 and _live_rows else {}
-    made = STEP_SUMMARIES[step](Translator(lang), _a, text, kind, dict(cfg), **extra)
+    made = build(step, Translator(lang), _a, text, kind, dict(cfg), **extra)
     made.figure, made.measured = figures.shared(made.figure), figures.shared(made.measured)
     return made
 
@@ -354,16 +376,17 @@ def get(step: int, t: Translator, a, text: str, kind: str, cfg: dict, live_rows:
         live_last: int | None = None) -> Summary:
     """A step's summary, built once per text, language and settings and shared by every
     reader (read-only: a page that changes a figure copies it first)."""
+    if set(cfg) != set(page_of(step).summary_from):  # one list of them: the step's declaration
+        raise ValueError(f"step {step}'s summary is built from {page_of(step).summary_from}, given {tuple(cfg)}")
     live = (live_last, tuple(r.seconds for r in live_rows)) if live_rows else ()
     cfg = {k: (v if v is not None else AVERAGE) if k.endswith("_head") else v for k, v in cfg.items()}
     return _shared(step, t.lang, text, kind, _frozen(cfg), live, a, live_rows)
 
 
-# the settings each step's page gives its summary (the rest of a page's settings draw
-# its other charts); ``build_all`` gives the same, so that a page finds what it built
-KEYS = {1: ("s1_layer", "s1_head"), 2: ("s2_layer", "s2_head", "s2_p"),
-        3: ("s3_layer", "s3_head", "s3_w", "s3_rw", "s3_rl"), 4: ("s4_hubs", "s4_w"),
-        5: ("s5_layer", "s5_feature", "s5_causal"), 6: ("s6_layer", "s6_head", "s6_w", "s6_hubs"), 7: ()}
+def inputs(step: int, cfg: dict) -> dict:
+    """The settings a step's summary is built from (its declaration's ``summary_from``),
+    taken from ``cfg``: the page gives the same ones, so that it finds what was built."""
+    return {k: cfg[k] for k in page_of(step).summary_from}
 
 
 def build_all(a, text: str, kind: str, settings: dict, langs=LANGS, stop=lambda: False, live_rows=None,
@@ -384,6 +407,6 @@ def build_all(a, text: str, kind: str, settings: dict, langs=LANGS, stop=lambda:
             if step == 7:
                 get(7, Translator(lang), None, "", "", {}, live_rows=live_rows, live_last=live_last)
             else:
-                get(step, Translator(lang), a, text, kind, {k: cfg[k] for k in KEYS[step]})
+                get(step, Translator(lang), a, text, kind, inputs(step, cfg))
             made += BUILT[step] - before
     return made

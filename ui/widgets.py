@@ -13,7 +13,7 @@ import streamlit as st
 
 from . import classroom, figures, keys, setting_table, state
 from .i18n import LANGS, ROOT, Translator
-from .steps import N_STEPS, PAGES
+from .steps import N_STEPS, PAGES, page_of
 from .setting_table import AVERAGE
 from .summary import Question, layer_label
 
@@ -50,7 +50,8 @@ def step_header(t: Translator, step: int) -> None:
     st.title(t(f"step{step}.title"))
     voting = step <= N_STEPS and classroom.vote_open_on(step) is not None
     if voting:
-        classroom.vote_panel(t, step, show_figure)
+        for qid in page_of(step).questions:
+            classroom.vote_panel(t, step, qid, show_figure)
     prose(t, step, f"step{step}.lead")
     if voting:
         state.stop_page()
@@ -404,25 +405,32 @@ def glossary_table(t: Translator) -> None:
     st.table(_glossary_arrow(t.lang), hide_index=True)
 
 
+def ask(t: Translator, step: int, sm) -> None:
+    """Every question of a step's summary, in the order the step declares them."""
+    for q in sm.questions:
+        predict(t, step, q)
+
+
 def predict(t: Translator, step: int, q: Question) -> None:
     """Predict, then reveal: a question whose answer the page measures (``q`` comes from
-    ui.summary, as the page's numbers do). In every mode the answer waits until the
-    reader picks an option or presses the reveal button (predicting first is the point:
-    an answer standing under the question before anyone guesses teaches nothing).
-    In a live class, the question is the class's vote (ui.classroom.vote_panel)."""
+    ui.summary, as the page's numbers do; its id names its guess and reveal keys). In
+    every mode the answer waits until the reader picks an option or presses the reveal
+    button (predicting first is the point: an answer standing under the question before
+    anyone guesses teaches nothing). In a live class, the question is the class's vote
+    (ui.classroom.vote_panel)."""
     if classroom.member() is not None:
-        classroom.vote_panel(t, step, show_figure)
+        classroom.vote_panel(t, step, q.id, show_figure)
         return
     with st.container(border=True):
         st.markdown(f"**{t('predict.heading')}** · {q.text}")
-        key = keys.guess(step)
+        key = keys.guess(q.id)
         if st.session_state.get(key) is not None and st.session_state[key] not in q.options:
             state.forget_setting(key)  # a guess on other settings' options (or a link's): asked afresh
         guess = st.radio(t("predict.pick"), q.options, index=None, horizontal=True,
                          format_func=labels(q.options, q.label), key=key, persist_state=KEEP)
-        revealed = keys.revealed(step)
+        revealed = keys.revealed(q.id)
         if guess is None and not st.session_state.get(revealed):
-            if not st.button(t("predict.reveal"), key=f"p{step}_reveal", icon=":material/visibility:"):
+            if not st.button(t("predict.reveal"), key=keys.reveal_button(q.id), icon=":material/visibility:"):
                 return
             st.session_state[revealed] = True
         st.markdown(verdict(t, q, guess))
