@@ -3,7 +3,7 @@ and in a causal model the first token is a sink."""
 
 import streamlit as st
 
-from ui import boot, data, figures, setting_table, state, summary, swaps, widgets
+from ui import boot, data, figures, state, summary, swaps, widgets
 
 boot.through_app()
 
@@ -18,7 +18,7 @@ if n <= data.ANCHOR_DISTANCE:  # no row lies that far after another: there is no
 else:
     st.caption(t("step4.anchors_found", found=t.list(t("step4.anchor_item", p=p, token=widgets.literal(a.tokens[p]),
                                                                       score=t.float(score, 3)) for p, score in found)))
-ctx = setting_table.context(text, kind)
+ctx = data.setting_context(text, kind)
 hubs = st.multiselect(t("step4.pick_hubs"), widgets.span("s4_hubs", a), default=widgets.first("s4_hubs", a, ctx),
                       format_func=widgets.token_labels(a), key="s4_hubs", persist_state=widgets.KEEP)
 hubs = tuple(sorted(hubs))

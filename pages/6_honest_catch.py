@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attn import methods
-from ui import boot, data, figures, setting_table, state, summary, swaps, widgets
+from ui import boot, data, figures, state, summary, swaps, widgets
 
 boot.through_app()
 
@@ -18,7 +18,7 @@ c1, c2 = st.columns(2)
 w = c1.slider(t("step6.pick_w"), *widgets.span("s6_w", a), widgets.first("s6_w", a), key="s6_w",
               persist_state=widgets.KEEP)
 hubs = c2.multiselect(t("step6.pick_hubs"), widgets.span("s6_hubs", a),
-                      default=widgets.first("s6_hubs", a, setting_table.context(text, kind)),
+                      default=widgets.first("s6_hubs", a, data.setting_context(text, kind)),
                       format_func=widgets.token_labels(a), key="s6_hubs", persist_state=widgets.KEEP)
 hubs = tuple(sorted(hubs))
 

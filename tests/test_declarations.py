@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from ui import classroom, keys, setting_table, summary
+from ui import classroom, data, keys, setting_table, summary
 from ui.i18n import LANGS, Translator
 from ui.samples import sample_text
 from ui.steps import PAGES, QUESTIONS, STEPS, first_questions, page_of
@@ -44,7 +44,7 @@ def test_question_ids_are_unique_stable_names_and_each_has_one_guess_row():
 @pytest.mark.parametrize("lang", LANGS)
 def test_every_steps_summary_builds_from_its_declaration_with_its_questions_named(tiny_analysis, lang):
     text, a = tiny_analysis
-    cfg = setting_table.settings_for(a, text, "tiny", {})
+    cfg = setting_table.settings_for(a, data.setting_context(text, "tiny"), {})
     t = Translator(lang)
     for step in STEPS:
         sm = summary.get(step.number, t, a, text, "tiny", summary.inputs(step.number, cfg))
@@ -56,7 +56,7 @@ def test_every_steps_summary_builds_from_its_declaration_with_its_questions_name
 
 def test_a_summary_asked_with_settings_other_than_its_declarations_is_refused(tiny_analysis):
     text, a = tiny_analysis
-    cfg = setting_table.settings_for(a, text, "tiny", {})
+    cfg = setting_table.settings_for(a, data.setting_context(text, "tiny"), {})
     t = Translator("en")
     given = summary.inputs(3, cfg)
     with pytest.raises(ValueError, match="built from"):
@@ -67,7 +67,7 @@ def test_a_summary_asked_with_settings_other_than_its_declarations_is_refused(ti
 
 def test_a_summary_that_asks_other_than_its_step_declares_is_refused(tiny_analysis, monkeypatch):
     text, a = tiny_analysis
-    cfg = setting_table.settings_for(a, text, "tiny", {})
+    cfg = setting_table.settings_for(a, data.setting_context(text, "tiny"), {})
     real = summary.STEP_SUMMARIES[2]
 
     def two_questions(*args, **kw):
@@ -103,3 +103,14 @@ def tiny_analysis():
 
     text = sample_text("en")
     return text, state.get_model("tiny").analyze(text)
+
+
+def test_the_setting_table_is_plain_data_without_streamlit():
+    """Its doc says so: the rows, their checks and their defaults import no Streamlit
+    (the text's anchors come in from ui.data.setting_context)."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", "import sys, ui.setting_table; print('streamlit' in sys.modules)"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "False", run.stderr[-800:]

@@ -10,7 +10,7 @@ import pytest
 from attn import bench, swap
 from attn.costs import Shape
 from helpers import LANGS, PAGES, revealed
-from ui import handout, live, setting_table, state, summary, widgets
+from ui import data, handout, live, setting_table, state, summary, widgets
 from ui.i18n import Translator, translate
 from ui.samples import sample_text
 
@@ -68,7 +68,8 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
     step3 = page.split("<h2>")[3]
     for label, value in (("step3.pick_w", "3"), ("step3.pick_reach_w", "5"), ("step3.pick_layers", "2")):
         assert f"<td>{html.escape(translate('en', label))}</td><td>{value}</td>" in step3
-    guess = summary.step3(t, a, text, "tiny", setting_table.settings_for(a, text, "tiny", kept)).questions[0]
+    cfg = setting_table.settings_for(a, data.setting_context(text, "tiny"), kept)
+    guess = summary.step3(t, a, text, "tiny", cfg).questions[0]
     assert html.escape(translate("en", "handout.guess", guess=guess.label(kept["guess_s3_reach"]))) in step3
     assert translate("en", "handout.no_guess") in page.split("<h2>")[1]
     # unmeasured runs are said to be unmeasured
@@ -79,11 +80,11 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
 def test_settings_that_do_not_fit_the_text_fall_back_to_the_pages_defaults(tiny_analysis):
     text, a = tiny_analysis
     bad = {"s3_w": 10_000, "s4_hubs": [0, a.n + 5], "s1_layer": 99, "s2_p": 0.42, "s5_feature": "nope", "s1_head": 7}
-    cfg = setting_table.settings_for(a, text, "tiny", bad)
-    defaults = setting_table.defaults(a, text, "tiny")
+    cfg = setting_table.settings_for(a, data.setting_context(text, "tiny"), bad)
+    defaults = setting_table.defaults(a, data.setting_context(text, "tiny"))
     assert all(cfg[k] == defaults[k] for k in bad)
     good = {"s3_w": 2, "s4_hubs": [1], "s1_layer": 0, "s2_p": 0.5, "s5_feature": "relu", "s1_head": 0}
-    assert all(setting_table.settings_for(a, text, "tiny", good)[k] == v for k, v in good.items())
+    assert all(setting_table.settings_for(a, data.setting_context(text, "tiny"), good)[k] == v for k, v in good.items())
 
 
 @pytest.fixture(scope="module")

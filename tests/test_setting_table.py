@@ -6,7 +6,7 @@ import pytest
 
 from attn import model as atlas_model
 from helpers import PAGES
-from ui import i18n, setting_table, swaps
+from ui import data, i18n, setting_table, swaps
 from ui.samples import sample_text
 from ui.steps import PAGES as STEP_PAGES
 
@@ -99,7 +99,7 @@ def test_every_widget_starts_at_its_rows_default_and_takes_exactly_its_range(mak
                 assert (proto.min, proto.max) == (lo, hi), key
             elif row.kind in ("choice", "many") and hasattr(proto, "options"):
                 assert len(proto.options) == len(list(row.choices(dims))), key
-            first = row.default(dims, setting_table.context(TEXT, "tiny"))
+            first = row.default(dims, data.setting_context(TEXT, "tiny"))
             value = w.value if not isinstance(w.value, tuple) else list(w.value)
             assert value == first or (isinstance(first, list) and sorted(value) == sorted(first)), key
 
@@ -154,7 +154,7 @@ def test_a_value_out_of_the_texts_range_is_refused_on_its_page_with_a_notice(mak
     assert all(setting_table.valid(k, v) for k, v in beyond.items())  # the link keeps them
     key = share.store().put({"text": SHORT, "lang": "en", "step": 1, "presenter": False, "settings": beyond})
     dropped = i18n.translate("en", "share.dropped")
-    ctx = setting_table.context(SHORT, "tiny")
+    ctx = data.setting_context(SHORT, "tiny")
     for number in sorted({setting_table.row(k).page for k in beyond}):
         at = opened(make_app, number, {"s": key})
         assert dropped in [t.value for t in at.toast], number

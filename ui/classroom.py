@@ -24,7 +24,7 @@ from room import classes as room_classes
 from room import codes, follow
 from room.store import StoreError
 
-from . import figures, keys, live, setting_table, share, state, steps, summary
+from . import data, figures, keys, live, setting_table, share, state, steps, summary
 from .i18n import LANGS, Translator
 from .steps import page_of
 
@@ -555,7 +555,8 @@ def question_copy(step: int, qid: str, a, text: str, kind: str) -> dict:
     language (each student reads it in their own), so that later changes to the page
     or its settings leave the vote as it was asked."""
     given = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
-    cfg = setting_table.settings_for(a, text, kind, given) if a is not None else {}  # step 7 needs no text
+    # step 7 needs no text
+    cfg = setting_table.settings_for(a, data.setting_context(text, kind), given) if a is not None else {}
     out = {"text": {}, "labels": {}, "value_text": {}}
     for lang in LANGS:
         sm = summary.get(step, Translator(lang), a, text, kind, summary.inputs(step, cfg))

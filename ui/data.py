@@ -10,8 +10,9 @@ import streamlit as st
 import torch
 
 from attn import graph, methods, patterns, stats
+from room.serving import CountLRU
 
-from . import state
+from . import setting_table, state
 
 
 def _analysis(text: str, kind: str):
@@ -171,3 +172,21 @@ def sharpness(text: str, kind: str, layer: int, window: int, hubs: tuple) -> dic
     q, k, _ = a.qkv(layer)
     return {"peak": stats.peak_weights(q, k, scale=a.scale, own_window=a.own_window(layer), window=window, hubs=hubs),
             "norms": stats.median_norms(q, k, a.scale)}
+
+
+@st.cache_resource(show_spinner=False)
+def shared_results(kind: str, entries: int) -> CountLRU:
+    """Finished results of one kind (step 7's live runs, the swaps' sweeps, the
+    playground's timings), at most ``entries`` of them, shared by every reader of the
+    process: one bounded, locked store a kind (st.cache_resource hands every session the
+    same object)."""
+    return CountLRU(entries)
+
+
+def setting_context(text: str, kind: str) -> setting_table.Context:
+    """What the settings' defaults need of a text besides its sizes: its anchors, found
+    once and only when a default asks for them."""
+    def strongest(k: int) -> list[int]:
+        return [p for p, _ in anchors(text, kind, k)]
+
+    return setting_table.Context(strongest)

@@ -24,7 +24,7 @@ from markdown_it import MarkdownIt
 from attn.costs import Shape
 
 from . import live as live_run
-from . import classroom, keys, setting_table, summary, swaps, widgets
+from . import classroom, data, keys, setting_table, summary, swaps, widgets
 from .i18n import Translator
 from .steps import STEPS
 
@@ -86,7 +86,7 @@ def build(t: Translator, a, text: str, kind: str, kept: dict, *, device: str, mo
     measured rows and sizes ``(rows, sizes)``; ``sweep``: step 6's measured swap results
     ``(results, layer, metric)``; each None when not measured."""
     when = when or datetime.datetime.now(datetime.UTC)
-    cfg = setting_table.settings_for(a, text, kind, kept)
+    cfg = setting_table.settings_for(a, data.setting_context(text, kind), kept)
     text = printable(text)
     shown = text if len(text) <= TEXT_SHOWN else text[:TEXT_SHOWN] + " …"
     out = [
@@ -202,7 +202,7 @@ def _build_and_offer(t: Translator) -> None:
         return
     # every step's settings and guesses (each widget keeps its value for the session)
     kept = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
-    cfg = setting_table.settings_for(a, text, kind, kept)
+    cfg = setting_table.settings_for(a, data.setting_context(text, kind), kept)
     device = pick_device()
     sizes = bench.live_sizes(device)
     rows = live_run.results(live_run.key(device, sizes))

@@ -11,7 +11,7 @@ from attn.device import pick_device
 
 from room.serving import CountLRU
 
-from . import figures, state
+from . import data, figures, state
 from .i18n import Translator
 
 
@@ -45,10 +45,9 @@ def kernel_name(t: Translator, backend: str) -> str:
 RUNS = 16  # finished live runs kept per process
 
 
-@st.cache_resource(show_spinner=False)
 def _results() -> CountLRU:
     """Finished live runs, keyed by device and settings, shared by readers."""
-    return CountLRU(RUNS)
+    return data.shared_results("live", RUNS)
 
 
 def key(device, sizes: list[int], s: Shape | None = None) -> tuple:

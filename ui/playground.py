@@ -24,7 +24,7 @@ from attn.composition import Composition, CompositionError
 from attn.swap import SWAP_MAX_TOKENS
 from room.serving import CountLRU
 
-from . import setting_table, state, widgets
+from . import data, setting_table, state, widgets
 from .i18n import Translator
 from .setting_table import DEFAULT_LAYER, HUB_MODES, MAX_SETTING, RANDOM_BLOCKS, SCOPES  # noqa: F401 (the page's)
 from .steps import PLAYGROUND
@@ -235,10 +235,9 @@ def swap_settings(a, c: Composition, scope: str) -> list:
 TIMINGS = 64  # finished timings kept per process
 
 
-@st.cache_resource(show_spinner=False)
 def _timings() -> CountLRU:
     """Finished timings by text, composition and layer, shared by readers."""
-    return CountLRU(TIMINGS)
+    return data.shared_results("timings", TIMINGS)
 
 
 def timing(text: str, kind: str, key: tuple, layer: int) -> dict | None:

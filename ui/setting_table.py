@@ -25,7 +25,6 @@ from typing import Any
 from attn import composition, methods
 from attn.features import FEATURE_MAPS
 
-from . import data
 from .keys import guess
 from .steps import PLAYGROUND, STEPS
 
@@ -227,28 +226,20 @@ def fits(key: str, value, a) -> bool:
     return ROWS[key].valid(value, Dims.of(a))
 
 
-def context(text: str, kind: str) -> Context:
-    """The defaults' context on a text: its anchors, found once and only when asked."""
-    def anchors(k: int) -> list[int]:
-        return [p for p, _ in data.anchors(text, kind, k)]
-
-    return Context(anchors)
-
-
 def default(key: str, a, ctx: Context) -> Any:
     """The first value of key's widget on this text."""
     return ROWS[key].default(Dims.of(a), ctx)
 
 
-def defaults(a, text: str, kind: str) -> dict:
-    """Every setting as its page starts it on this text."""
-    ctx = context(text, kind)
+def defaults(a, ctx: Context) -> dict:
+    """Every setting as its page starts it on this text (``ctx``: its anchors, from
+    ui.data.setting_context)."""
     return {s.key: s.default(Dims.of(a), ctx) for s in TABLE}
 
 
-def settings_for(a, text: str, kind: str, given: dict) -> dict:
+def settings_for(a, ctx: Context, given: dict) -> dict:
     """The pages' defaults, with each given setting that fits this text in its place."""
-    out = defaults(a, text, kind)
+    out = defaults(a, ctx)
     for key, value in given.items():
         if key in out and fits(key, value, a):
             out[key] = value

@@ -397,7 +397,7 @@ def build_all(a, text: str, kind: str, settings: dict, langs=LANGS, stop=lambda:
     live rows its page would show (``live_rows``, ``live_last``: ui.live.on_this_device).
     Returns how many were built here (0 when all were built already); ``stop()`` true
     ends it early."""
-    cfg = setting_table.settings_for(a, text, kind, settings or {})
+    cfg = setting_table.settings_for(a, data.setting_context(text, kind), settings or {})
     made = 0
     for step in STEP_SUMMARIES:
         for lang in langs:

@@ -13,7 +13,7 @@ from attn.swap import SWAP_MAX_TOKENS, WINDOWS
 
 from room.serving import CountLRU
 
-from . import figures, state, widgets
+from . import data, figures, state, widgets
 from .i18n import Translator
 
 
@@ -61,10 +61,9 @@ def _key(text: str, swaps: list[swap.Swap], budget: int) -> str:
 SWEEPS = 32  # finished sweeps kept per process
 
 
-@st.cache_resource(show_spinner=False)
 def _store() -> CountLRU:
     """Finished sweeps by key (small: a few numbers per setting), shared by readers."""
-    return CountLRU(SWEEPS)
+    return data.shared_results("sweeps", SWEEPS)
 
 
 def measured(text: str, swaps: list[swap.Swap], budget: int = SWAP_MAX_TOKENS) -> list | None:
