@@ -342,3 +342,32 @@ def test_the_teachers_summary_line_takes_each_languages_colon():
     en = Translator("en")
     assert en("vote.result_line", step="Step 3", first="a", second="b", first_label=en("vote.col_first"),
               second_label=en("vote.col_second")) == "**Step 3** · First vote: a · Second vote: b"
+
+
+def test_with_the_store_away_mid_class_the_vote_panel_and_back_say_so_and_never_raise(make_app, teacher,
+                                                                                        monkeypatch):
+    """The database goes away during a vote: the student's page, the teacher's and the
+    student's *Back to the class* each run to their end with a notice in the reader's
+    language — no StoreError reaches the page (the panel, its open-vote half and *Back*
+    read the store without a catch before)."""
+    from room.classes import Classes
+    from room.store import StoreError
+
+    code = teacher.session_state[keys.CLASS]
+    student = student_of(make_app, code, "ja")
+    teacher.button(key="vote_open_s3_reach").click().run()
+    student.button(key="class_explore").click().run()  # exploring: Back is offered
+    tick(student)
+
+    def away(*args, **kw):
+        raise StoreError("unavailable", "the database cannot be reached")
+
+    for method in ("state", "counts", "my_answer", "present", "all_counts", "version", "join"):
+        monkeypatch.setattr(Classes, method, away)
+    for at in (student, teacher):
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+    student.sidebar.button(key="class_back").click().run()
+    assert not student.exception, [e.value for e in student.exception]
+    assert i18n.translate("ja", "share.store_unavailable") in [t.value for t in student.toast]
+    assert student.session_state[keys.CLASS] == code  # not thrown out of the class for a moment's trouble

@@ -44,11 +44,9 @@ def _classes() -> room_classes.Classes:
 
 def classes() -> room_classes.Classes | None:
     """The classes, or None after a notice when the store cannot be used just now."""
-    try:
+    with share.store_trouble():
         return _classes()
-    except StoreError as exc:
-        share.store_notice(exc)
-        return None
+    return None
 
 
 @st.cache_data(ttl=1.0, max_entries=512, show_spinner=False)
@@ -200,14 +198,15 @@ def join(t: Translator, code: str, student: str | None = None):
     if room is None:
         return None
     student = student if room_classes.is_student(student) else room_classes.new_student()
-    try:
-        joined = room.join(code, student)
+    found = None
+    with share.store_trouble() as trouble:
+        try:
+            joined = room.join(code, student)
+        except room_classes.ClassFull:
+            st.toast(t("class.full"), icon=":material/group_off:")
+            return None
         found = room.state(code) if joined else None
-    except room_classes.ClassFull:
-        st.toast(t("class.full"), icon=":material/group_off:")
-        return None
-    except StoreError as exc:
-        share.store_notice(exc)
+    if trouble:
         return None
     if found is None:
         st.toast(t("class.unknown"), icon=":material/link_off:")
@@ -254,10 +253,9 @@ def start(step: int) -> None:
     if room is None:
         return
     view = class_view(step)
-    try:
+    with share.store_trouble() as trouble:
         code, key = room.create(view, step)
-    except StoreError as exc:
-        share.store_notice(exc)
+    if trouble:
         return
     prebuild(view)
     _leave_class()
@@ -282,24 +280,23 @@ def teacher_sync(step: int) -> None:
     room, code = classes(), member()
     if room is None or code is None:
         return
-    try:
-        found = room.state(code)
-        if found is None:  # ended (or expired) elsewhere
+    with share.store_trouble():
+        try:
+            found = room.state(code)
+            if found is None:  # ended (or expired) elsewhere
+                _leave_class()
+                st.toast(state.tr()("class.ended"), icon=":material/logout:")
+                return
+            key = st.session_state.get(keys.HOST)
+            if found.step != step:
+                room.move(code, key, step)
+            view = class_view(step)
+            if view != found.view:
+                room.set_view(code, key, view)
+                prebuild(view)
+        except room_classes.NotHost:
             _leave_class()
-            st.toast(state.tr()("class.ended"), icon=":material/logout:")
-            return
-        key = st.session_state.get(keys.HOST)
-        if found.step != step:
-            room.move(code, key, step)
-        view = class_view(step)
-        if view != found.view:
-            room.set_view(code, key, view)
-            prebuild(view)
-    except room_classes.NotHost:
-        _leave_class()
-        st.toast(state.tr()("class.not_host"), icon=":material/key_off:")
-    except StoreError as exc:
-        share.store_notice(exc)
+            st.toast(state.tr()("class.not_host"), icon=":material/key_off:")
 
 
 def resume(t: Translator, code: str, key: str):
@@ -309,10 +306,10 @@ def resume(t: Translator, code: str, key: str):
     room = classes()
     if room is None:
         return None
-    try:
+    found = None
+    with share.store_trouble() as trouble:
         found = room.state(code) if room.is_host(code, key) else None
-    except StoreError as exc:
-        share.store_notice(exc)
+    if trouble:
         return None
     if found is None:
         st.toast(t("class.not_host"), icon=":material/key_off:")
@@ -440,7 +437,11 @@ def _present(code: str) -> int:
 def back(t: Translator) -> None:
     """A student returns to the class: its text, settings and step."""
     room, code = classes(), member()
-    found = room.state(code) if room is not None and code else None
+    found = None
+    with share.store_trouble() as trouble:
+        found = room.state(code) if room is not None and code else None
+    if trouble:
+        return  # the store is away just now: the student stays where they are, and is told
     if found is None:
         _leave_class()
         st.toast(t("class.ended"), icon=":material/logout:")
@@ -599,12 +600,11 @@ def _host_action(action) -> None:
     room, code, t = classes(), member(), state.tr()
     if room is None or code is None:
         return
-    try:
-        action(room, code, st.session_state.get(keys.HOST))
-    except room_classes.NotHost:
-        st.toast(t("class.not_host"), icon=":material/key_off:")
-    except StoreError as exc:
-        share.store_notice(exc)
+    with share.store_trouble():
+        try:
+            action(room, code, st.session_state.get(keys.HOST))
+        except room_classes.NotHost:
+            st.toast(t("class.not_host"), icon=":material/key_off:")
 
 
 def vote_open_on(step: int):
@@ -679,7 +679,13 @@ def answers_locked() -> bool:
 def vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
     """A step's question ``qid`` in a class: the teacher opens, closes and reveals the
     vote; each student answers once; once closed, the room's answers as a chart (both
-    votes side by side after a second one); once revealed, the measured answer."""
+    votes side by side after a second one); once revealed, the measured answer. With the
+    store away mid-class, a notice (never an error box) and the panel as far as it got."""
+    with share.store_trouble():
+        _vote_panel(t, step, qid, show_figure)
+
+
+def _vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
     room, code = classes(), member()
     found = room.state(code) if room is not None else None
     if found is None:

@@ -8,6 +8,7 @@ short notice in the reader's language and leave that part at its default.
 
 from __future__ import annotations
 
+import contextlib
 import io
 from urllib.parse import urlsplit
 
@@ -34,6 +35,30 @@ def store_notice(exc: sharestore.StoreError) -> None:
     st.toast(state.tr()(f"share.store_{exc.reason}"), icon=":material/warning:")
 
 
+class Trouble:
+    """What ``store_trouble`` yields: true once the store failed inside its block."""
+
+    def __init__(self):
+        self.error: sharestore.StoreError | None = None
+
+    def __bool__(self) -> bool:
+        return self.error is not None
+
+
+@contextlib.contextmanager
+def store_trouble():
+    """A use of the store that may fail just now (locked, full, read-only, away): its
+    StoreError ends the block and is said to the reader in their language (one notice,
+    never Streamlit's error box); the code after the block runs, and the yielded
+    ``Trouble`` says whether it failed. The one place a StoreError becomes a notice."""
+    trouble = Trouble()
+    try:
+        yield trouble
+    except sharestore.StoreError as exc:
+        trouble.error = exc
+        store_notice(exc)
+
+
 def current_view(step_number: int) -> dict:
     """What a link restores: the text, language, step, presenter mode and settings."""
     values = {k: st.session_state.get(k) for k in setting_table.KEYS}
@@ -52,10 +77,10 @@ def apply_link(t: Translator):
     if not key or st.session_state.get(keys.SHARE_APPLIED) == key:
         return None
     st.session_state[keys.SHARE_APPLIED] = key
-    try:
+    view = None
+    with store_trouble() as trouble:
         view = store().get(key)
-    except sharestore.StoreError as exc:
-        store_notice(exc)
+    if trouble:
         return None
     if store().recreated:
         st.toast(t("share.recreated"), icon=":material/warning:")
@@ -156,10 +181,9 @@ def share_view(t: Translator, step_number: int) -> None:
     if sharestore.key_of(view) not in made and len(made) >= LINKS_PER_SESSION:
         st.toast(t("share.too_many", n=t.int(LINKS_PER_SESSION)), icon=":material/block:")
         return
-    try:
+    with store_trouble() as trouble:
         key = store().put(view)
-    except sharestore.StoreError as exc:
-        store_notice(exc)
+    if trouble:
         return
     made.add(key)
     page = page_of(step_number)
