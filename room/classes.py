@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 
 from . import codes
-from .store import Backend, StoreError
+from .backend import Backend, StoreError
 
 MAX_STUDENTS = 200  # ids are free to mint: the bound keeps a script from stuffing the ballot
 MAX_CLASSES = 500

@@ -28,7 +28,7 @@ from psycopg import errors as pgerrors
 
 from attn.settings import hide_password
 
-from .store import MAX_BYTES, MAX_VIEWS, VIEWS, VIEWS_VERSION, Backend, StoreError
+from .backend import MAX_BYTES, MAX_VIEWS, VIEWS, VIEWS_VERSION, Backend, StoreError
 
 WRITERS_LOCK = 0x41544C53  # "ATLS": the one advisory lock every write transaction takes
 CONNECT_SECONDS = 3.0  # how long a request waits for a connection before saying the store is away
