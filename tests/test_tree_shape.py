@@ -28,7 +28,8 @@ def imports_of(name: str) -> set[str]:
     for node in ast.walk(ast.parse(MODULES[name].read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
             if node.level:
-                found = [f"{pkg}.{node.module.split('.')[0]}"] if node.module else [f"{pkg}.{a.name}" for a in node.names]
+                here = [node.module.split(".")[0]] if node.module else [a.name for a in node.names]
+                found = [f"{pkg}.{m}" for m in here]
             else:
                 found = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
