@@ -1170,3 +1170,11 @@ def test_each_answer_says_where_it_comes_from():
     for lang in LANGS:  # every language has both sources, each different
         froms = {i18n.translate(lang, key, value="§") for key in widgets.ANSWER_FROM.values()}
         assert len(froms) == 2
+
+
+def test_our_css_holds_no_angle_bracket_the_sanitiser_would_drop_it_for():
+    """st.html sanitises with DOMPurify, which drops a whole <style> whose text holds "<"
+    and a letter (a comment naming <html lang> once took every rule of BASE_CSS away)."""
+    for css in (widgets.BASE_CSS, widgets.PRESENTER_CSS):
+        body = css.strip().removeprefix("<style>").removesuffix("</style>")
+        assert "<" not in body

@@ -315,7 +315,8 @@ BASE_CSS = """
 /* on a phone a step's title is smaller, so that a class's question fits the first screen */
 @media (max-width: 640px) { .stApp h1 { font-size: 1.9rem; } }
 /* Japanese has no spaces: titles, labels and buttons break between phrases (Chromium's
-   phrase segmenter), never inside a word ("パネ／ル"); needs <html lang="ja"> (page_language) */
+   phrase segmenter), never inside a word ("パネ／ル"); it needs the page's language set to
+   Japanese (page_language). No angle brackets in our CSS: the sanitiser drops a style that has one */
 :lang(ja) .stApp h1, :lang(ja) .stApp h2, :lang(ja) .stApp h3, :lang(ja) .stApp [data-testid="stSidebar"] *,
 :lang(ja) .stApp [data-testid="stMetricLabel"] *, :lang(ja) .stApp [data-testid="stWidgetLabel"] *,
 :lang(ja) .stApp button * { word-break: auto-phrase; }
