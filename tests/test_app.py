@@ -635,6 +635,24 @@ def test_presenter_mode_keeps_the_answer_until_revealed(make_app):
     assert revealed(at)
 
 
+def test_presenter_mode_enlarges_chart_text_and_draws_tables_it_can_enlarge(make_app, unmeasured):
+    """On a projector the charts' ticks and axis titles grow with the page's type, and a
+    table of numbers is a static table (its type set by our CSS), not an interactive grid
+    that draws its own small type; off the projector the grid stays."""
+    at = open_page(make_app, PAGES[6])
+    at.button(key="s7_run").click().run(timeout=300)
+    glossary = len(at.table)  # the sidebar's glossary is a static table in every mode
+    assert len(at.dataframe) == 1
+    at.session_state["presenter"] = True
+    at.run()
+    assert_clean(at)
+    assert len(at.table) == glossary + 1 and not at.dataframe
+    for chart in at.get("plotly_chart"):
+        layout = json.loads(chart.proto.spec)["layout"]
+        assert layout["xaxis"]["tickfont"]["size"] == 16 and layout["yaxis"]["title"]["font"]["size"] == 18
+        assert layout["font"]["size"] == 18
+
+
 @pytest.mark.parametrize("lang", LANGS)
 def test_presenter_mode_is_kept_in_the_url_and_folds_the_controls(make_app, lang):
     at = make_app("tiny", lang)
