@@ -319,7 +319,8 @@ BASE_CSS = """
    Japanese (page_language). No angle brackets in our CSS: the sanitiser drops a style that has one */
 :lang(ja) .stApp h1, :lang(ja) .stApp h2, :lang(ja) .stApp h3, :lang(ja) .stApp [data-testid="stSidebar"] *,
 :lang(ja) .stApp [data-testid="stMetricLabel"] *, :lang(ja) .stApp [data-testid="stWidgetLabel"] *,
-:lang(ja) .stApp button * { word-break: auto-phrase; overflow-wrap: anywhere; }  /* a phrase wider than its box still breaks */
+/* … and a phrase wider than its box still breaks (anywhere) */
+:lang(ja) .stApp button * { word-break: auto-phrase; overflow-wrap: anywhere; }
 </style>
 """
 
