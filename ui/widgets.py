@@ -316,10 +316,10 @@ BASE_CSS = """
 @media (max-width: 640px) { .stApp h1 { font-size: 1.9rem; } }
 /* Japanese has no spaces: titles, labels and buttons break between phrases (Chromium's
    phrase segmenter), never inside a word ("パネ／ル"); it needs the page's language set to
-   Japanese (page_language). No angle brackets in our CSS: the sanitiser drops a style that has one */
+   Japanese (page_language); a phrase wider than its box still breaks (anywhere). No angle
+   brackets in our CSS: the sanitiser drops a style that has one */
 :lang(ja) .stApp h1, :lang(ja) .stApp h2, :lang(ja) .stApp h3, :lang(ja) .stApp [data-testid="stSidebar"] *,
 :lang(ja) .stApp [data-testid="stMetricLabel"] *, :lang(ja) .stApp [data-testid="stWidgetLabel"] *,
-/* … and a phrase wider than its box still breaks (anywhere) */
 :lang(ja) .stApp button * { word-break: auto-phrase; overflow-wrap: anywhere; }
 </style>
 """
