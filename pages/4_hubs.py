@@ -87,7 +87,9 @@ sink, alone = grids["causal_sink"], grids["causal_none"]
 if sink["farthest"] is None or alone["farthest"] is None:
     st.markdown(t("step4.sink_text_never"))
 else:
-    st.markdown(t("step4.sink_text", far=t.int(sink["farthest"]), far0=t.int(alone["farthest"])))
+    same = sink["farthest"] == alone["farthest"]  # the first token as hub joins no pair sooner: said once, not twice
+    st.markdown(t("step4.sink_text_same" if same else "step4.sink_text", far=t.int(sink["farthest"]),
+                  far0=t.int(alone["farthest"])))
 c1, c2 = st.columns(2)
 with c1:
     widgets.chart("s4_hops_causal", (text, kind, hn, hw), lambda: figures.integer_grid(

@@ -298,6 +298,20 @@ def test_step4_a_causal_hub_in_the_middle_relays_on_the_page(make_app):
     assert span["layout"]["xaxis"]["ticktext"] == ["180", "190", "200", "210", "220"]
 
 
+@pytest.mark.parametrize("lang", LANGS)
+def test_step4_says_the_sink_joins_no_pair_sooner_once_not_twice(make_app, lang):
+    """Causal, window 4 over the 48 tokens drawn: each layer reaches 3 tokens back, so token
+    47 hears token 0 after ⌈47 / 3⌉ = 16 layers, and the first token as a hub cannot relay
+    (nothing comes before it): 16 as well. Equal numbers are said once ("exactly as far as with
+    no hub at all"), not as "16 — with no hub at all it is 16"."""
+    at = open_page(make_app, PAGES[3], lang)
+    assert_clean(at)
+    shown = [m.value for m in at.markdown]
+    same = i18n.translate(lang, "step4.sink_text_same", far=i18n.fmt_int(16, lang))
+    assert same in shown
+    assert not [m for m in shown if m == i18n.translate(lang, "step4.sink_text", far="16", far0="16")]
+
+
 def test_step4_counts_the_hubs_it_leaves_out_in_words_that_agree():
     """One hub past the drawn tokens is "o hub … fica", two are "os hubs … ficam" — the
     sentences written out here by hand, not built from the locale."""
