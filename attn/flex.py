@@ -185,14 +185,20 @@ def window_attention(q, k, v, *, window: int, causal=True, scale=None, with_lse:
         return call_window(q, k, v, window, causal, scale, with_lse)
 
 
-def try_window_attention(q, k, v, *, window: int, causal=True, scale=None, with_lse: bool = False):
-    """The same, or None at once when a compile (a warm-up) is in progress."""
+def _unless_compiling(call, *args):
+    """``call(*args)`` under the compile lock, or None at once when a compile (a warm-up)
+    holds it: a request never waits for a compile it did not ask for."""
     if not _busy.acquire(blocking=False):
         return None
     try:
-        return call_window(q, k, v, window, causal, scale, with_lse)
+        return call(*args)
     finally:
         _busy.release()
+
+
+def try_window_attention(q, k, v, *, window: int, causal=True, scale=None, with_lse: bool = False):
+    """The same, or None at once when a compile (a warm-up) is in progress."""
+    return _unless_compiling(call_window, q, k, v, window, causal, scale, with_lse)
 
 
 def sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, *, scale=None, with_lse: bool = False):
@@ -207,12 +213,7 @@ def sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, *, scale=None, with
 
 def try_sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, *, scale=None, with_lse: bool = False):
     """The same, or None at once when a compile (a warm-up) is in progress."""
-    if not _busy.acquire(blocking=False):
-        return None
-    try:
-        return call_sparse(q, k, v, mask_mod, visit, scale, with_lse)
-    finally:
-        _busy.release()
+    return _unless_compiling(call_sparse, q, k, v, mask_mod, visit, scale, with_lse)
 
 
 def visit_block_mask(n: int, visit: torch.Tensor, mask_mod, block: int):
