@@ -8,7 +8,7 @@ from contextlib import nullcontext
 
 import streamlit as st
 
-from ui import boot, classroom, handout, keys, share, state, widgets
+from ui import boot, classroom, handout, keys, share, state, style, widgets
 from ui.i18n import LANGS
 from ui.steps import PAGES
 
@@ -65,10 +65,10 @@ with st.sidebar:
             widgets.glossary_table(t)
         st.caption(t("sidebar.device", device=state.device_line()))
         st.caption(state.model_line(t))
-widgets.base_style()
-widgets.page_language(t.lang)
+style.base_style()
+style.page_language(t.lang)
 if presenting:
-    widgets.presenter_style()
+    style.presenter_style()
 
 
 

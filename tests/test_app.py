@@ -1207,6 +1207,8 @@ def test_each_answer_says_where_it_comes_from():
 def test_our_css_holds_no_angle_bracket_the_sanitiser_would_drop_it_for():
     """st.html sanitises with DOMPurify, which drops a whole <style> whose text holds "<"
     and a letter (a comment naming <html lang> once took every rule of BASE_CSS away)."""
-    for css in (widgets.BASE_CSS, widgets.PRESENTER_CSS):
+    from ui import style
+
+    for css in (style.BASE_CSS, style.PRESENTER_CSS):
         body = css.strip().removeprefix("<style>").removesuffix("</style>")
         assert "<" not in body
