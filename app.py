@@ -8,7 +8,7 @@ from contextlib import nullcontext
 
 import streamlit as st
 
-from ui import boot, classroom, handout, keys, share, state, style, widgets
+from ui import boot, classroom, handout, keys, share, state, style, votes, widgets
 from ui.i18n import LANGS
 from ui.steps import PAGES
 
@@ -49,10 +49,11 @@ with st.sidebar:
               help=t("sidebar.presenter_help"))
     state.write_url()  # the sidebar's page links drop the query: write language and mode back
     classroom.write_url()  # and a student's class and id
-    locked = classroom.answers_locked()  # a student while the class votes: no answers by another road
+    locked = votes.answers_locked()  # a student while the class votes: no answers by another road
     share_asked = share.share_button(t, locked)
     handout_slot = handout.offer(t, locked)
     classroom.sidebar(t, here.number)
+    votes.results_table(t)  # the teacher's summary of her class's votes (empty for anyone else)
     # on a projector the controls fold away; the language stays one click away
     with st.expander(t("sidebar.controls"), expanded=False) if presenting else nullcontext():
         # kept for the session: st.switch_page (Next, PageDown) reruns without widget states,

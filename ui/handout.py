@@ -24,7 +24,7 @@ from markdown_it import MarkdownIt
 from attn.costs import Shape
 
 from . import live as live_run
-from . import classroom, data, keys, setting_table, summary, swaps, widgets
+from . import data, keys, setting_table, summary, swaps, votes, widgets
 from .i18n import Translator
 from .steps import STEPS
 
@@ -218,7 +218,7 @@ def _build_and_offer(t: Translator) -> None:
         page = state.in_line("handout", lambda: build(t, a, text, kind, kept, device=state.device_line(),
                                                       model=state.model_line(t), live=(rows, sizes) if rows else None,
                                                       sweep=sweep, progress=progress,
-                                                      class_results=classroom.results(t)))
+                                                      class_results=votes.results(t)))
     finally:
         bar.empty()  # a failed build leaves no bar behind
     st.download_button(t("handout.download"), page.encode("utf-8"), file_name=f"attention-atlas-{t.lang}.html",

@@ -11,7 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from . import classroom, figures, keys, setting_table, state
+from . import classroom, figures, keys, setting_table, state, votes
 from .i18n import ROOT, Translator
 from .steps import N_STEPS, PAGES, page_of
 from .setting_table import AVERAGE
@@ -48,10 +48,10 @@ def step_header(t: Translator, step: int) -> None:
     if step <= N_STEPS:
         st.caption(t("common.step_of", step=step, total=N_STEPS))
     st.title(t(f"step{step}.title"))
-    voting = step <= N_STEPS and classroom.vote_open_on(step) is not None
+    voting = step <= N_STEPS and votes.vote_open_on(step) is not None
     if voting:
         for qid in page_of(step).questions:
-            classroom.vote_panel(t, step, qid, show_figure)
+            votes.vote_panel(t, step, qid, show_figure)
     prose(t, step, f"step{step}.lead")
     if voting:
         state.stop_page()
@@ -338,9 +338,9 @@ def predict(t: Translator, step: int, q: Question) -> None:
     every mode the answer waits until the reader picks an option or presses the reveal
     button (predicting first is the point: an answer standing under the question before
     anyone guesses teaches nothing). In a live class, the question is the class's vote
-    (ui.classroom.vote_panel)."""
+    (ui.votes.vote_panel)."""
     if classroom.member() is not None:
-        classroom.vote_panel(t, step, q.id, show_figure)
+        votes.vote_panel(t, step, q.id, show_figure)
         return
     with st.container(border=True):
         st.markdown(f"**{t('predict.heading')}** · {q.text}")

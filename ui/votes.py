@@ -1,0 +1,231 @@
+"""A class's votes, one job: opening, closing and revealing a question's vote (the
+teacher), one answer each (a student), the panel that draws them, the room's results
+and whether a student's answers are locked while a vote is open. Membership, the store
+handle and polling are ui.classroom's; the SQL is room.classes'."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from room import classes as room_classes
+from room.store import StoreError
+
+from . import classroom, data, figures, keys, setting_table, share, state, steps, summary
+from .i18n import LANGS, Translator
+
+def question_copy(step: int, qid: str, a, text: str, kind: str) -> dict:
+    """What a vote keeps of a step's question ``qid``, made when the teacher opens it: the
+    option values, the measured answer's option, and the question's words in every
+    language (each student reads it in their own), so that later changes to the page
+    or its settings leave the vote as it was asked."""
+    given = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
+    # step 7 needs no text
+    cfg = setting_table.settings_for(a, data.setting_context(text, kind), given) if a is not None else {}
+    out = {"text": {}, "labels": {}, "value_text": {}}
+    for lang in LANGS:
+        sm = summary.get(step, Translator(lang), a, text, kind, summary.inputs(step, cfg))
+        q = summary.question(sm, qid)
+        out["text"][lang], out["value_text"][lang] = q.text, q.value_text
+        out["labels"][lang] = [q.label(o) for o in q.options]
+        out["options"], out["answer"] = list(q.options), q.options.index(q.right)
+        out["source"] = q.source  # measured on the class's text, or worked out by the cost model
+    return out
+
+
+def _words(question: dict, part: str, lang: str):
+    return question[part].get(lang) or question[part].get("en")
+
+
+def open_first_vote(step: int, qid: str) -> None:
+    """on_click of "Open the vote": the step's question ``qid`` on the class's text and
+    settings, copied in every language (its arguments stay small: never the analysis)."""
+    text, kind = state.current_text(), state.model_kind()
+    a = state.get_analysis(text, kind) if step != 7 and text.strip() else None
+    if a is None and step != 7:
+        return
+    open_vote(step, qid, question_copy(step, qid, a, text, kind))
+
+
+def open_vote(step: int, qid: str, question: dict) -> None:
+    _host_action(lambda room, code, key: room.open_vote(code, key, step, qid, question))
+
+
+def close_vote(vote: int) -> None:
+    _host_action(lambda room, code, key: room.set_state(code, key, vote, "closed"))
+
+
+def reveal_vote(vote: int) -> None:
+    _host_action(lambda room, code, key: room.set_state(code, key, vote, "revealed"))
+
+
+def _host_action(action) -> None:
+    """on_click of a teacher's vote button: the change, or a notice saying why not."""
+    room, code, t = classroom.classes(), classroom.member(), state.tr()
+    if room is None or code is None:
+        return
+    with share.store_trouble():
+        try:
+            action(room, code, st.session_state.get(keys.HOST))
+        except room_classes.NotHost:
+            st.toast(t("class.not_host"), icon=":material/key_off:")
+
+
+def vote_open_on(step: int):
+    """The class's open vote on one of a step's questions (the page's answers then wait),
+    else None."""
+    code = classroom.member()
+    room = classroom.classes() if code is not None else None  # no class: the store is not touched
+    if room is None:
+        return None
+    try:
+        found = room.state(code)
+    except StoreError:
+        return None
+    return next((v for v in found.votes_on_step(step) if v.state == "open"), None) if found else None
+
+
+def results(t: Translator) -> list[tuple[str, str, str]]:
+    """The teacher's summary of every question her class has voted on, step by step:
+    the share right and how many answered in the first vote and in the second, each
+    once closed ("—" for none yet). Empty outside a class of hers."""
+    room, code = classroom.classes(), classroom.member()
+    if room is None or code is None or not classroom.is_teacher():
+        return []
+    try:
+        found = room.state(code)
+        if found is None:
+            return []
+        every = room.all_counts(code)  # one read for every vote's counts
+        rows = []
+        asked = {v.qid for v in found.votes}
+        for qid in (q for q in steps.QUESTIONS if q in asked):  # in the walk's order
+            step = steps.QUESTIONS[qid]
+            cells = []
+            for r in (1, 2):
+                vote = next((v for v in found.votes if v.qid == qid and v.round == r), None)
+                counts = every.get(vote.vote, []) if vote is not None and vote.state != "open" else []
+                answered = sum(counts)
+                cells.append(t("vote.result_cell", right=t.pct(counts[vote.question["answer"]] / answered, 0),
+                               n=t.int(answered)) if answered else "—")
+            label = t("vote.result_step", step=step)
+            ids = steps.page_of(step).questions
+            rows.append((label if len(ids) == 1 else f"{label} · {ids.index(qid) + 1}", *cells))
+        return rows
+    except StoreError:
+        return []
+
+
+def results_table(t: Translator) -> None:
+    """The summary (``results``) on the teacher's screen, when her class has voted."""
+    rows = results(t)
+    if rows:  # lines, not a table: the sidebar is narrow (a table's third column was cut off)
+        st.markdown(f"**{t('vote.results_heading')}**")
+        st.markdown("\n".join("- " + t("vote.result_line", step=step, first=first, second=second,
+                                        first_label=t("vote.col_first"), second_label=t("vote.col_second"))
+                               for step, first, second in rows))
+
+
+def answers_locked() -> bool:
+    """Whether this session is a student whose class has a vote open: the handout and
+    share links, which show every step's answer, wait for it to close."""
+    code = classroom.member()
+    if code is None or classroom.is_teacher():
+        return False
+    room = classroom.classes()
+    try:
+        found = room.state(code) if room is not None else None
+    except StoreError:
+        return False
+    return found is not None and any(v.state == "open" for v in found.votes)
+
+
+def vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
+    """A step's question ``qid`` in a class: the teacher opens, closes and reveals the
+    vote; each student answers once; once closed, the room's answers as a chart (both
+    votes side by side after a second one); once revealed, the measured answer. With the
+    store away mid-class, a notice (never an error box) and the panel as far as it got."""
+    with share.store_trouble():
+        _vote_panel(t, step, qid, show_figure)
+
+
+def _vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
+    room, code = classroom.classes(), classroom.member()
+    found = room.state(code) if room is not None else None
+    if found is None:
+        return
+    votes = [v for v in found.votes if v.qid == qid]
+    vote = votes[-1] if votes else None
+    teacher = classroom.is_teacher()
+    with st.container(border=True):
+        if vote is None:
+            st.markdown(f"**{t('predict.heading')}** · " + t("vote.not_open"))
+            if teacher:
+                st.button(t("vote.open"), key=f"vote_open_{keys.slug(qid)}", type="primary",
+                          icon=":material/how_to_vote:", on_click=open_first_vote, args=(step, qid))
+            return
+        question = vote.question
+        labels = _words(question, "labels", t.lang)
+        st.markdown(f"**{t('predict.heading')}** · {_words(question, 'text', t.lang)}")
+        if vote.round > 1:
+            st.caption(t("vote.second"))
+        if vote.state == "open":
+            _open_panel(t, room, code, vote, labels, teacher)
+            return
+        rounds = [(v, room.counts(code, v.vote)) for v in votes[-2:]]
+        st.markdown(f"**{t('vote.chart_title')}**")  # above the chart: a phone's chart toolbar covers its own title
+        show_figure(_results_chart(t, rounds, labels), f"vote_chart_{keys.slug(qid)}")
+        mine = None if teacher else room.my_answer(code, vote.vote, st.session_state.get(keys.STUDENT, ""))
+        if mine is not None:
+            st.caption(t("vote.yours", answer=labels[mine]))
+        if vote.state == "revealed":
+            right = question["answer"]
+            counts = rounds[-1][1]
+            share_right = counts[right] / sum(counts) if sum(counts) else 0.0
+            revealed = "vote.revealed_model" if question.get("source") == "model" else "vote.revealed"
+            st.markdown(t(revealed, value=_words(question, "value_text", t.lang), answer=labels[right],
+                          right=t.pct(share_right, 0)))
+        if teacher:
+            c1, c2 = st.columns(2)
+            if vote.state == "closed":
+                c1.button(t("vote.reveal"), key=f"vote_reveal_{vote.vote}", on_click=reveal_vote, args=(vote.vote,),
+                          icon=":material/visibility:", width="stretch")
+            if vote.round < 2:
+                c2.button(t("vote.again"), key=f"vote_again_{vote.vote}", on_click=open_vote,
+                          args=(step, qid, question), icon=":material/replay:", width="stretch")
+
+
+def _open_panel(t: Translator, room, code: str, vote, labels: list[str], teacher: bool) -> None:
+    if teacher:
+        answered = sum(room.counts(code, vote.vote))
+        st.markdown(t("vote.answered", k=t.int(answered), n=t.int(classroom.present_count(code))))
+        st.button(t("vote.close"), key=f"vote_close_{vote.vote}", on_click=close_vote, args=(vote.vote,),
+                  type="primary", icon=":material/lock:")
+        st.caption(t("vote.page_waits"))
+        return
+    student = st.session_state.get(keys.STUDENT, "")
+    mine = room.my_answer(code, vote.vote, student)
+    if mine is not None:
+        st.markdown(t("vote.sent", answer=labels[mine]))
+        st.caption(t("vote.page_waits"))
+        return
+    choice = st.radio(t("predict.pick"), list(range(len(labels))), index=None, key=f"vote_pick_{vote.vote}",
+                      format_func=labels.__getitem__)
+    if st.button(t("vote.send"), key=f"vote_send_{vote.vote}", type="primary", disabled=choice is None,
+                 icon=":material/send:", width="stretch"):
+        said = room.answer(code, vote.vote, student, choice)
+        if said != "taken":
+            st.toast(t(f"vote.refused_{said}"), icon=":material/block:")
+        st.rerun()
+    st.caption(t("vote.page_waits"))
+
+
+def _results_chart(t: Translator, rounds: list, labels: list[str]):
+    """The room's answers, one bar per option (the first and second votes side by side)."""
+    groups = [{"name": t("vote.round", r=v.round), "values": counts} for v, counts in rounds]
+    fig = figures.grouped_bars(groups, labels, title="", y_title=t("vote.chart_axis"),
+                               separators=t.separators, hover="%{x}: %{y}", height=320)
+    top = max([1] + [c for _, counts in rounds for c in counts])
+    # students are counted whole: a tick every 1, 2, 5… so no two ticks read the same
+    fig.update_yaxes(tickformat=",d", rangemode="tozero", dtick=next(d for d in (1, 2, 5, 10, 20, 50, 100)
+                                                                     if top / d <= 8))
+    return fig
