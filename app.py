@@ -8,21 +8,22 @@ from contextlib import nullcontext
 
 import streamlit as st
 
-from ui import boot, classroom, handout, keys, share, state, style, votes, widgets
+from ui import boot, handout, keys, page_run, reader, served_model, share, style, warmup, widgets
+from ui.classroom import membership, panel, teacher, votes
 from ui.i18n import LANGS
 from ui.steps import PAGES
 
 boot.through_app()
 st.set_page_config(page_title="Attention Atlas", page_icon=":material/explore:", layout="wide")
 
-state.init_language()
-state.check_environment()  # a server variable it cannot use: one sentence, not a traceback
-state.init_presenter()
-state.init_text()
-link_page = share.apply_link(state.tr())  # a shared link restores language, text, mode and settings
-link_page = classroom.attach(state.tr()) or link_page  # ?class=CODE: join a live class at its step
-lang, presenting, t = st.session_state[keys.LANG], state.presenter(), state.tr()
-classroom.notice_if_left(t)  # a following student who changed the text or a setting explores now
+reader.init_language()
+served_model.check_environment()  # a server variable it cannot use: one sentence, not a traceback
+reader.init_presenter()
+reader.init_text()
+link_page = share.apply_link(reader.tr())  # a shared link restores language, text, mode and settings
+link_page = membership.attach(reader.tr()) or link_page  # ?class=CODE: join a live class at its step
+lang, presenting, t = st.session_state[keys.LANG], reader.presenter(), reader.tr()
+membership.notice_if_left(t)  # a following student who changed the text or a setting explores now
 
 nav = st.navigation([
     st.Page(p.path, title=t(p.title_key), url_path=p.url_path, icon=p.icon, default=p.default) for p in PAGES
@@ -30,8 +31,8 @@ nav = st.navigation([
 here = next(p for p in PAGES if p.url_path == nav.url_path or (p.default and not nav.url_path))
 if link_page is not None and link_page != here:
     st.switch_page(link_page.path, query_params={"lang": lang, **({"present": "1"} if presenting else {}),
-                                                 **classroom.query()})
-state.show_notices()  # after any switch above: a switched run's notices are dropped with it
+                                                 **membership.query()})
+reader.show_notices()  # after any switch above: a switched run's notices are dropped with it
 
 with st.sidebar:
     st.markdown(f"### :material/explore: {t('app.name')}")
@@ -43,29 +44,29 @@ with st.sidebar:
         index=list(LANGS).index(lang),
         format_func=LANGS.get,
         key=keys.LANG_CHOICE,
-        on_change=state.on_language_change,
+        on_change=reader.on_language_change,
     )
-    st.toggle(t("sidebar.presenter"), value=presenting, key=keys.PRESENTER_CHOICE, on_change=state.on_presenter_change,
+    st.toggle(t("sidebar.presenter"), value=presenting, key=keys.PRESENTER_CHOICE, on_change=reader.on_presenter_change,
               help=t("sidebar.presenter_help"))
-    state.write_url()  # the sidebar's page links drop the query: write language and mode back
-    classroom.write_url()  # and a student's class and id
+    reader.write_url()  # the sidebar's page links drop the query: write language and mode back
+    membership.write_url()  # and a student's class and id
     locked = votes.answers_locked()  # a student while the class votes: no answers by another road
     share_asked = share.share_button(t, locked)
     handout_slot = handout.offer(t, locked)
-    classroom.sidebar(t, here.number)
+    panel.sidebar(t, here.number)
     votes.results_table(t)  # the teacher's summary of her class's votes (empty for anyone else)
     # on a projector the controls fold away; the language stays one click away
     with st.expander(t("sidebar.controls"), expanded=False) if presenting else nullcontext():
         # kept for the session: st.switch_page (Next, PageDown) reruns without widget states,
         # and a widget that is not kept loses its value on the way
         st.text_area(t("sidebar.text"), key=keys.TEXT, persist_state=widgets.KEEP, height=200,
-                     help=t("sidebar.text_help"), max_chars=state.MAX_CHARS)
-        st.caption(t("sidebar.text_cap", n=t.int(state.MAX_CHARS), tokens=t.int(state.token_budget())))
-        st.button(t("sidebar.restore"), on_click=state.restore_sample, width="stretch", key="restore_sample")
+                     help=t("sidebar.text_help"), max_chars=reader.MAX_CHARS, on_change=reader.text_changed)
+        st.caption(t("sidebar.text_cap", n=t.int(reader.MAX_CHARS), tokens=t.int(served_model.token_budget())))
+        st.button(t("sidebar.restore"), on_click=reader.restore_sample, width="stretch", key="restore_sample")
         with st.popover(t("closing.glossary"), icon=":material/menu_book:", width="stretch"):
             widgets.glossary_table(t)
-        st.caption(t("sidebar.device", device=state.device_line()))
-        st.caption(state.model_line(t))
+        st.caption(t("sidebar.device", device=served_model.device_line()))
+        st.caption(served_model.model_line(t))
 style.base_style()
 style.page_language(t.lang)
 if presenting:
@@ -79,16 +80,16 @@ def after_the_page() -> None:
         share.share_view(t, here.number)
     if handout_slot is not None:
         handout.build_into(handout_slot, t)
-    if classroom.is_teacher():  # the class follows the teacher's step and settings
-        classroom.teacher_sync(here.number)
+    if membership.is_teacher():  # the class follows the teacher's step and settings
+        teacher.teacher_sync(here.number)
 
 
-state.after_page(after_the_page)  # also when the page stops early (state.stop_page)
-state.run_started()
+page_run.after_page(after_the_page)  # also when the page stops early (page_run.stop_page)
+page_run.run_started()
 try:
     nav.run()
-    state.page_done()
+    page_run.page_done()
 finally:
-    state.run_ended()
+    page_run.run_ended()
 # after the first page: compile FlexAttention in the background once the server is idle
-state.start_flex_warmup()
+warmup.start_flex_warmup()

@@ -35,7 +35,7 @@ async def all_run(readers: list[Reader], page: str, texts: list[str] | None = No
 CLASS_CODE = i18n.translate("en", "class.code", code="§").split("§")  # the teacher's panel: "Class code: **…**"
 ANSWERED = i18n.translate("en", "vote.answered", k="§", n="§").split("§")  # "Answers so far: **k** · …"
 REVEALED = i18n.translate("en", "vote.revealed", value="§", answer="§", right="§").split("§")
-OVERHEAD_STEP = 2  # the step every reader opens at once, in a class and outside one
+OVERHEAD_STEP = 2  # the step a reader outside the class views, with nobody polling and while a class polls
 STEP_OF = {p.link: p.number for p in PAGES}
 
 
@@ -53,7 +53,8 @@ def between(markdown: list[str], marks: list[str], nth: int = 0) -> str | None:
 
 class Tracker:
     """Every run each class member's poll or clicks made, as it ended: where each student
-    is, and when the teacher's count of answers moved."""
+    is, when the teacher's count of answers moved, and which students' polls redrew their
+    whole page (``full``) while a vote took answers."""
 
     def __init__(self, n: int):
         self.target: str | None = None
@@ -62,12 +63,16 @@ class Tracker:
         self.views: list[float] = []  # the run that put a student on the new step: its page view
         self.counts: list[tuple[float, int]] = []  # (time, answers the teacher's page shows)
         self.polls = [0] * (n + 1)  # each member's polls (the teacher's last), whatever each then drew
+        self.watching = False  # while a vote takes answers: a student's poll that redraws the page is counted
+        self.redrawn = [0] * n  # full-page reruns each student's poll made while watching
         self.exceptions: list[str] = []
 
     def student(self, i: int):
         def seen(run) -> None:
             self.polls[i] += 1
             self.exceptions += run.exceptions
+            if self.watching and run.full:
+                self.redrawn[i] += 1
             if self.target is not None and run.page == self.target and i not in self.arrived:
                 self.arrived[i] = run.ended_at
                 self.views.append(run.seconds)
@@ -90,24 +95,42 @@ async def _until(check, timeout: float, every: float = 0.05) -> bool:
     return check()
 
 
-async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, text: str | None = None) -> dict:
-    """A live class of n students at the protocol level (see the module's doc). Returns
-    the figures, and what the test checks: every student followed each move, every
-    answer was counted, the share right the teacher is shown."""
+VIEWS = 12  # page views timed by a reader outside the class, with nobody polling and during the vote
+
+
+async def page_views(reader: Reader, page: str, k: int = VIEWS) -> tuple[list[float], int]:
+    """One reader views ``page`` k times in a row (a rerun each): its times, how many failed."""
+    times, failed = [], 0
+    for _ in range(k):
+        run = await reader.run(page)
+        if run.finished and not run.exceptions:
+            times.append(run.seconds)
+        else:
+            failed += 1
+    return times, failed
+
+
+async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, text: str | None = None,
+                         spread: float | None = None) -> dict:
+    """A live class of n students at the protocol level (see the module's doc): the
+    teacher moves ``moves`` steps with every student following; then she opens a vote
+    and the students answer, each at a moment of its own within ``spread`` seconds (a
+    room does not answer at once), all still following and polling. Returns the
+    figures, and what the tests check: every student followed each move, every answer
+    was counted, no answer redrew a following student's page, the share right the
+    teacher is shown. Meanwhile a reader outside the class views one page again and
+    again: the same views with nobody polling, before the class, are the reference."""
     out: dict = {"n": n, "failed": 0}
     text = text or sample_text("en")
-    # outside a class first: n readers with the class's text open step OVERHEAD_STEP at once (built: twice)
-    plain = [Reader(url, LANG_CYCLE[i % 3]) for i in range(n)]
-    for start in range(0, n, 5):
-        group = plain[start:start + 5]
-        await asyncio.gather(*(r.connect() for r in group))
-        await asyncio.gather(*(r.run("") for r in group))
-        await asyncio.gather(*(r.run("", text=text) for r in group))
+    spread = n * 0.1 if spread is None else spread
+    out["spread"] = spread
     link = PAGES[OVERHEAD_STEP - 1].link
-    await all_run(plain, link)
-    await all_run(plain, "")
-    out["plain"] = await all_run(plain, link)
-    await asyncio.gather(*(r.close() for r in plain))
+    outside = Reader(url, "en")  # the page views timed with nobody polling, then during the vote
+    await outside.connect()
+    await outside.run("")
+    await outside.run("", text=text)
+    await page_views(outside, link, 3)  # its charts built and cached once, before anything is timed
+    out["plain"] = await page_views(outside, link)
 
     teacher = Reader(url, "en")
     await teacher.connect()
@@ -157,10 +180,14 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
         sent: dict[int, float] = {}
         acked: dict[int, float] = {}
         chose: dict[int, str] = {}
+        # the vote reaches every phone (their pages redraw for it), then answers arrive
+        await _until(lambda: all(any(k.startswith("vote_send_") for k in r.ids) for r in students), wait)
+        settled = list(track.polls)
+        await _until(lambda: all(p > s for p, s in zip(track.polls, settled)), wait)
+        track.watching = True
 
         async def answer(i: int, r: Reader) -> None:
-            if not await _until(lambda: any(k.startswith("vote_send_") for k in r.ids), wait):
-                return
+            await asyncio.sleep(spread * ((i * 37) % max(n, 1)) / max(n, 1))  # each at a moment of its own
             send = next(k for k in r.ids if k.startswith("vote_send_"))
             pick = "vote_pick_" + send.removeprefix("vote_send_")
             options = r.options[pick]
@@ -170,9 +197,16 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
             if run.finished and not run.exceptions:
                 acked[i] = run.ended_at
 
-        await asyncio.gather(*(answer(i, r) for i, r in enumerate(students)))
+        async def views_meanwhile():
+            out["class"] = await page_views(outside, link)
+
+        await asyncio.gather(views_meanwhile(), *(answer(i, r) for i, r in enumerate(students)))
         await _until(lambda: track.counts and track.counts[-1][1] >= len(acked) and track.counts[-1][0] > max(
             acked.values(), default=0), wait)
+        settled = list(track.polls)  # every student polls once more after the last answer
+        await _until(lambda: all(p > s for p, s in zip(track.polls[:-1], settled[:-1])), wait)
+        track.watching = False
+        out["redrawn"] = sum(track.redrawn)  # full-page reruns of following students while answers came in
         order = sorted(acked, key=acked.get)
         lat = []
         for j, i in enumerate(order, start=1):
@@ -189,10 +223,6 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
         right_label = between(revealed.markdown, REVEALED, 1)
         out["chose"], out["right_label"] = chose, right_label
         out["right_shown"] = between(revealed.markdown, REVEALED, 2)
-
-        # what polling adds: the students explore on their own, then all open the same step at once
-        await asyncio.gather(*(r.run(None, click="class_explore") for r in students))
-        out["class"] = await all_run(students, link)
     finally:
         stop.set()
         for res in await asyncio.gather(*polls, return_exceptions=True):
@@ -200,6 +230,6 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
                 out.setdefault("poll_errors", []).append(repr(res))
     out["polls"], out["poll_seconds"] = sum(track.polls), time.perf_counter() - polling_since
     out["exceptions"] = track.exceptions
-    out["still_in_class"] = sum(1 for r in students if r.query.get("class") == code and r.query.get("me"))
-    await asyncio.gather(*(r.close() for r in students + [teacher]))
+    out["following"] = sum(1 for r in students if r.query.get("class") == code and r.query.get("me"))
+    await asyncio.gather(*(r.close() for r in students + [teacher, outside]))
     return out

@@ -45,6 +45,7 @@ class Run:
     options: dict[str, list[str]] = field(default_factory=dict)  # a keyed radio's options, as drawn
     alerts: list[str] = field(default_factory=list)  # info / warning / error bodies as drawn, even if removed later
     code: list[str] = field(default_factory=list)  # code blocks (a share link, a class's link)
+    toasts: list[str] = field(default_factory=list)  # notices (st.toast), as drawn
     text_area_id: str | None = None
     finished: bool = False
     page: str = ""  # the page (its URL path) the run ended on: another after a switch the server made
@@ -60,8 +61,11 @@ class Reader:
     """One browser tab's worth of protocol: a session, its widget states, its address,
     its fragments' timers, its runs (one at a time, as a browser's)."""
 
-    def __init__(self, base_url: str, lang: str = "en", query: dict | None = None):
+    def __init__(self, base_url: str, lang: str = "en", query: dict | None = None, address: str | None = None):
         self.base = base_url.rstrip("/")
+        # the client's address as a proxy on the loopback would forward it (X-Forwarded-For,
+        # which the server trusts from the loopback only): many "clients" from one process
+        self.address = address
         self.lang = lang
         self.query: dict[str, str] = {"lang": lang, **(query or {})}  # the address, as the server last wrote it
         self.jar = CookieJar()
@@ -79,9 +83,12 @@ class Reader:
 
     # --- connection ------------------------------------------------------------------
 
+    def _forwarded(self) -> dict:
+        return {"X-Forwarded-For": self.address} if self.address else {}
+
     def _fetch_cookies(self) -> None:
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
-        with opener.open(self.base + "/", timeout=60) as r:
+        with opener.open(urllib.request.Request(self.base + "/", headers=self._forwarded()), timeout=60) as r:
             r.read(0)
 
     def cookie_header(self) -> str:
@@ -94,7 +101,7 @@ class Reader:
         if fetch:
             await asyncio.get_running_loop().run_in_executor(None, self._fetch_cookies)
         host = urlparse(self.base).netloc
-        headers = {"Cookie": self.cookie_header()} if len(self.jar) else {}
+        headers = ({"Cookie": self.cookie_header()} if len(self.jar) else {}) | self._forwarded()
         protocols = ["streamlit"] + (["no-xsrf", self.session_id] if self.session_id else [])  # name, token, session
         self.ws = await websockets.connect(f"ws://{host}/_stcore/stream", subprotocols=protocols,
                                            additional_headers=headers, max_size=None, open_timeout=60,
@@ -231,6 +238,8 @@ class Reader:
             out.text_area_id = el.text_area.id
         elif kind == "code":
             out.code.append(el.code.code_text)
+        elif kind == "toast":
+            out.toasts.append(el.toast.body)
         wid = getattr(getattr(el, kind), "id", "") if kind else ""
         if isinstance(wid, str) and wid.startswith(ID_PREFIX):
             key = wid[len(ID_PREFIX):].split("-", 1)[-1]

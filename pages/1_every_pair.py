@@ -3,16 +3,12 @@
 import streamlit as st
 
 from attn import methods
-from ui import boot, data, figures, state, summary, widgets
+from ui import figures, measures, step_page, widgets
 
-boot.through_app()
-
-t, a = widgets.open_step(1)
-question = st.container()  # filled below, once the page's numbers are known
-
-text, kind = state.current_text(), state.model_kind()
+page = step_page.opened(1)
+t, a, text, kind = page.t, page.a, page.text, page.kind
 layer, head = widgets.layer_head_picker(t, a, "s1")
-sm = summary.get(1, t, a, text, kind, {"s1_layer": layer, "s1_head": head})
+sm = page.summary()
 n, window, v = a.n, sm.values["window"], sm.values
 own, full = methods.own(), methods.exact()
 cells_square = full.cells(n, methods.Params(causal=False))
@@ -40,13 +36,11 @@ widgets.downsample_note(t, v["factor"], n)
 st.caption(t("step1.grid_caption"))
 
 st.subheader(t("step1.row_heading"))
-first_token = widgets.first("s1_token", a)
-token = st.selectbox(t("step1.pick_token"), widgets.span("s1_token", a), index=first_token,
-                     format_func=widgets.token_labels(a), key="s1_token", persist_state=widgets.KEEP)
+token = widgets.setting(t, "s1_token", a, t("step1.pick_token"))
 
 
 def row_figure():
-    row = data.row(text, kind, layer, head, token)
+    row = measures.row(text, kind, layer, head, token)
     top = sorted(range(len(row)), key=lambda j: -row[j])[:3]
     return figures.row_bars(
         row, a.tokens[: token + 1], title=t("step1.row_title", i=token), x_title=t("common.key_axis"),
@@ -61,7 +55,4 @@ widgets.prose(t, 1, "step1.outro")
 if window is not None and 2 * n > window:  # the lesson names a full layer; this one slides a window
     st.caption(t("step1.outro_sliding", w=t.int(window), ratio=t.float(v["doubled"] / v["cells"])))
 
-with question:
-    widgets.ask(t, 1, sm)
-
-widgets.terms_footer(t, 1)
+page.close(sm)

@@ -2,24 +2,17 @@
 
 import streamlit as st
 
-from ui import boot, data, figures, state, summary, widgets
+from ui import figures, measures, step_page, widgets
 
-boot.through_app()
-
-t, a = widgets.open_step(2)
-question = st.container()  # filled below, once the page's numbers are known
-
+page = step_page.opened(2)
+t, a, text, kind = page.t, page.a, page.text, page.kind
 layer, head = widgets.layer_head_picker(t, a, "s2")
-options = widgets.span("s2_p", a)
-p = st.select_slider(t("step2.pick_p"), options=options, value=widgets.first("s2_p", a),
-                     format_func=widgets.labels(options, lambda x: t.pct(x, 0)), key="s2_p", persist_state=widgets.KEEP)
+p = widgets.setting(t, "s2_p", a, t("step2.pick_p"), names=lambda x: t.pct(x, 0))
 
 widgets.formula(t, r"k(p) = \min\Big\{k : \textstyle\sum_{\text{@top}\,k} a_{ij} \ge p\Big\} \qquad "
                 r"\text{@useful} \approx n \cdot \bar k", t("step2.formula_caption"))
 
-
-text, kind = state.current_text(), state.model_kind()
-sm = summary.get(2, t, a, text, kind, {"s2_layer": layer, "s2_head": head, "s2_p": p})
+sm = page.summary()
 res = sm.values["res"]
 s, all_k, prefixes = res["summary"], res["k_all"], res["prefixes"]
 n = a.n
@@ -64,7 +57,7 @@ if len(prefixes) >= 2:
             else "step2.prefix_caption_rose_dense")
     st.caption(t(said, n0=t.int(first["n"]),
                  s0=t.pct(first["share"]), n1=t.int(last["n"]), s1=t.pct(last["share"]), p=t.pct(p, 0)))
-    trend = data.share_trend(text, kind, p)
+    trend = measures.share_trend(text, kind, p)
     st.caption(t("step2.trend_caption", n0=t.int(trend["first"]), n1=t.int(trend["n"]),
                  fell=t.int(trend["layers_fell"]), layers=t.int(trend["layers"]),
                  fell_heads=t.int(trend["heads_fell"]), heads=t.int(trend["heads"])))
@@ -89,7 +82,4 @@ if res["window"] is not None and n > res["window"]:
     st.caption(t("step2.window_cap", w=t.int(res["window"])))
 widgets.prose(t, 2, "step2.outro")
 
-with question:
-    widgets.ask(t, 2, sm)
-
-widgets.terms_footer(t, 2)
+page.close(sm)

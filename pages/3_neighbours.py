@@ -2,18 +2,13 @@
 
 import streamlit as st
 
-from ui import boot, data, figures, state, summary, widgets
+from ui import figures, measures, step_page, widgets
 
-boot.through_app()
-
-t, a = widgets.open_step(3)
-question = st.container()  # filled below, once the page's numbers are known
-
-text, kind = state.current_text(), state.model_kind()
+page = step_page.opened(3)
+t, a, text, kind = page.t, page.a, page.text, page.kind
 layer, head = widgets.layer_head_picker(t, a, "s3")
 n = a.n
-w = st.slider(t("step3.pick_w"), *widgets.span("s3_w", a), widgets.first("s3_w", a), key="s3_w",
-              persist_state=widgets.KEEP)
+w = widgets.setting(t, "s3_w", a, t("step3.pick_w"))
 
 widgets.formula(t, r"\text{@visible}(i, j) \iff 0 \le i - j < w \qquad \text{@cells} \approx n \cdot w",
                 t("step3.formula_caption"))
@@ -22,11 +17,9 @@ top = st.container()  # the window's numbers and grid, filled once every setting
 st.subheader(t("step3.reach_heading"))
 st.markdown(t("step3.reach_lead"))
 rc1, rc2 = st.columns(2)
-rw = rc1.slider(t("step3.pick_reach_w"), *widgets.span("s3_rw", a), widgets.first("s3_rw", a), key="s3_rw",
-                persist_state=widgets.KEEP)
-rl = rc2.slider(t("step3.pick_layers"), *widgets.span("s3_rl", a), widgets.first("s3_rl", a), key="s3_rl",
-                persist_state=widgets.KEEP)
-sm = summary.get(3, t, a, text, kind, {"s3_layer": layer, "s3_head": head, "s3_w": w, "s3_rw": rw, "s3_rl": rl})
+rw = widgets.setting(t, "s3_rw", a, t("step3.pick_reach_w"), where=rc1)
+rl = widgets.setting(t, "s3_rl", a, t("step3.pick_layers"), where=rc2)
+sm = page.summary()
 kept, cells = sm.values["kept"], sm.values["cells"]
 shown = float(kept["per_head"][layer].mean() if head is None else kept["per_head"][layer][head])
 rn, frames, formula_size, measured = (sm.values[k] for k in ("rn", "frames", "formula_size", "measured"))
@@ -36,7 +29,7 @@ with top:
     c1.metric(t("step3.metric_kept_shown"), t.pct(shown), help=t("step3.metric_kept_shown_help"))
     c2.metric(t("step3.metric_kept_all"), t.pct(kept["mean"]))
     c3.metric(t("step3.metric_cells"), t.int(cells),
-              delta=t("step3.metric_cells_delta", share=t.pct(cells / data.cells(n))), **widgets.REFERENCE)
+              delta=t("step3.metric_cells_delta", share=t.pct(cells / measures.cells(n))), **widgets.REFERENCE)
     widgets.show_figure(sm.figure, key="s3_grid")
     widgets.downsample_note(t, sm.values["factor"], n)
     sliding = sum(1 for x in a.layer_types if x == "sliding")
@@ -56,7 +49,4 @@ widgets.chart("s3_reach", (rn, rw, rl), lambda: figures.reach_animation(
 ))
 widgets.prose(t, 3, "step3.outro")
 
-with question:
-    widgets.ask(t, 3, sm)
-
-widgets.terms_footer(t, 3)
+page.close(sm)

@@ -3,35 +3,27 @@ and in a causal model the first token is a sink."""
 
 import streamlit as st
 
-from ui import boot, data, figures, state, summary, swaps, widgets
+from ui import figures, measures, model_swaps, step_page, summary, widgets
 
-boot.through_app()
-
-t, a = widgets.open_step(4)
-question = st.container()  # filled below, once the page's numbers are known
-
-text, kind = state.current_text(), state.model_kind()
+page = step_page.opened(4)
+t, a, text, kind = page.t, page.a, page.text, page.kind
 n = a.n
-found = data.anchors(text, kind, 5)
-if n <= data.ANCHOR_DISTANCE:  # no row lies that far after another: there is nothing to score anchors by
-    st.caption(t("step4.anchors_none", n=t.int(n), d=t.int(data.ANCHOR_DISTANCE)))
+found = measures.anchors(text, kind, 5)
+if n <= measures.ANCHOR_DISTANCE:  # no row lies that far after another: there is nothing to score anchors by
+    st.caption(t("step4.anchors_none", n=t.int(n), d=t.int(measures.ANCHOR_DISTANCE)))
 else:
     st.caption(t("step4.anchors_found", found=t.list(t("step4.anchor_item", p=p, token=widgets.literal(a.tokens[p]),
                                                                       score=t.float(score, 3)) for p, score in found)))
-ctx = data.setting_context(text, kind)
-hubs = st.multiselect(t("step4.pick_hubs"), widgets.span("s4_hubs", a), default=widgets.first("s4_hubs", a, ctx),
-                      format_func=widgets.token_labels(a), key="s4_hubs", persist_state=widgets.KEEP)
-hubs = tuple(sorted(hubs))
-w = st.slider(t("step4.pick_w"), *widgets.span("s4_w", a), widgets.first("s4_w", a), key="s4_w",
-              persist_state=widgets.KEEP)
+hubs = tuple(sorted(widgets.setting(t, "s4_hubs", a, t("step4.pick_hubs"))))
+w = widgets.setting(t, "s4_w", a, t("step4.pick_w"))
 g = len(hubs)
 
 widgets.formula(t, r"\text{@cells} = O\big(n\,(w + g)\big) \ll n^2", t("step4.formula_caption"))
 
-sm = summary.get(4, t, a, text, kind, {"s4_hubs": hubs, "s4_w": w})
+sm = page.summary()
 cells_h, kept_w, kept_h = sm.values["cells_h"], sm.values["kept_w"], sm.values["kept_h"]
-cells_full = data.cells(n)
-kept_s = data.kept(text, kind, w, (0,))
+cells_full = measures.cells(n)
+kept_s = measures.kept(text, kind, w, (0,))
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(t("step4.metric_cells", g=g), t.int(cells_h),
           delta=t("step4.metric_cells_delta", share=t.pct(cells_h / cells_full)), **widgets.REFERENCE)
@@ -74,7 +66,7 @@ with h2:
 st.caption(t("step4.hops_caption", n=hn, w=hw))
 
 far_i, far_j = hn - 1, next((j for j in range(hn) if j not in hop_hubs), 0)
-path = data.route(hn, hw, hop_hubs, far_i, far_j)
+path = measures.route(hn, hw, hop_hubs, far_i, far_j)
 if path:
     st.markdown(t("step4.route_lead", i=far_i, j=far_j, hops=len(path) - 1))
     st.text(" → ".join(f"{p} · {a.tokens[p]}" for p in path))
@@ -101,7 +93,7 @@ with c2:
         # a span of hn tokens around the first such hub (the first hn tokens when it lies among them)
         start = max(0, min(relay[0] - hn // 2, n - hn))
         inside = tuple(h - start for h in hubs if start <= h < start + hn)
-        span = data.hop_grids(hn, hw, inside, inside)
+        span = measures.hop_grids(hn, hw, inside, inside)
         mine, alone_span = span["causal_hubs"], span["causal_none"]
         where = t.list(str(h + start) for h in inside)
         widgets.chart("s4_hops_causal_hubs", (text, kind, hn, hw, start, inside), lambda: figures.integer_grid(
@@ -116,14 +108,11 @@ with c2:
 if relay:
     st.markdown(t("step4.causal_hub_text", mine=summary.reach_phrase(t, mine),
                   alone=summary.reach_phrase(t, alone_span)))
-sink_share = data.sink_share(text, kind)
+sink_share = measures.sink_share(text, kind)
 st.metric(t("step4.metric_sink"), t.pct(sink_share), help=t("step4.metric_sink_help"))
 
 st.subheader(t("step4.model_heading"))
 st.markdown(t("step4.model_text"))
-swaps.hub_evidence(t, a, text)
+model_swaps.hub_evidence(t, a, text)
 
-with question:
-    widgets.ask(t, 4, sm)
-
-widgets.terms_footer(t, 4)
+page.close(sm)

@@ -3,21 +3,15 @@
 import streamlit as st
 
 from attn import costs, methods
-from ui import boot, state, summary, widgets
+from ui import step_page, widgets
 
-boot.through_app()
-
-t, a = widgets.open_step(5)
-question = st.container()  # filled below, once the page's numbers are known
-
-text, kind = state.current_text(), state.model_kind()
+page = step_page.opened(5)
+t, a, text, kind = page.t, page.a, page.text, page.kind
 layer, _ = widgets.layer_head_picker(t, a, "s5")
 c1, c2 = st.columns([2, 1])
-features = widgets.span("s5_feature", a)
-feature = c1.radio(t("step5.pick_feature"), features, index=features.index(widgets.first("s5_feature", a)),
-                   horizontal=True, format_func=widgets.labels(features, lambda f: t(f"features.{f}")),
-                   key="s5_feature", persist_state=widgets.KEEP)
-causal = c2.toggle(t("step5.causal"), value=widgets.first("s5_causal", a), key="s5_causal", persist_state=widgets.KEEP)
+feature = widgets.setting(t, "s5_feature", a, t("step5.pick_feature"), where=c1, horizontal=True,
+                          names=lambda f: t(f"features.{f}"))
+causal = widgets.setting(t, "s5_causal", a, t("step5.causal"), where=c2)
 
 widgets.formula(t, r"\underbrace{\big(\phi(Q)\,\phi(K)^\top\big)}_{n \times n}\,V \;=\; "
                 r"\phi(Q)\,\underbrace{\big(\phi(K)^\top V\big)}_{m \times d}",
@@ -25,7 +19,7 @@ widgets.formula(t, r"\underbrace{\big(\phi(Q)\,\phi(K)^\top\big)}_{n \times n}\,
 st.latex(methods.linear(feature).formula)
 st.caption(t(f"features.{feature}_note"))
 
-sm = summary.get(5, t, a, text, kind, {"s5_layer": layer, "s5_feature": feature, "s5_causal": causal})
+sm = page.summary()
 r = sm.values["r"]
 m1, m2, m3, m4 = st.columns(4)
 m1.metric(t("step5.metric_diff"), t.sci(r["rel_diff"]), help=t("step5.metric_diff_help"))
@@ -52,7 +46,4 @@ widgets.show_figure(sm.figure, key="s5_sizes")
 st.caption(t("step5.sizes_caption"))
 widgets.prose(t, 5, "step5.outro")
 
-with question:
-    widgets.ask(t, 5, sm)
-
-widgets.terms_footer(t, 5)
+page.close(sm)

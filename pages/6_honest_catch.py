@@ -3,29 +3,21 @@
 import streamlit as st
 
 from attn import methods
-from ui import boot, data, figures, state, summary, swaps, widgets
+from ui import figures, measures, model_swaps, step_page, widgets
 
-boot.through_app()
-
-t, a = widgets.open_step(6)
-question = st.container()  # filled below, once the page's numbers are known
-
-text, kind = state.current_text(), state.model_kind()
+page = step_page.opened(6)
+t, a, text, kind = page.t, page.a, page.text, page.kind
 n = a.n
 layer, head = widgets.layer_head_picker(t, a, "s6")
-found = data.anchors(text, kind, 3)
+found = measures.anchors(text, kind, 3)
 c1, c2 = st.columns(2)
-w = c1.slider(t("step6.pick_w"), *widgets.span("s6_w", a), widgets.first("s6_w", a), key="s6_w",
-              persist_state=widgets.KEEP)
-hubs = c2.multiselect(t("step6.pick_hubs"), widgets.span("s6_hubs", a),
-                      default=widgets.first("s6_hubs", a, data.setting_context(text, kind)),
-                      format_func=widgets.token_labels(a), key="s6_hubs", persist_state=widgets.KEEP)
-hubs = tuple(sorted(hubs))
+w = widgets.setting(t, "s6_w", a, t("step6.pick_w"), where=c1)
+hubs = tuple(sorted(widgets.setting(t, "s6_hubs", a, t("step6.pick_hubs"), where=c2)))
 
 widgets.formula(t, r"\text{@error} = \frac{\lVert o - o_{\text{@exact}} \rVert}{\lVert o_{\text{@exact}} \rVert}",
                 t("step6.formula_caption"))
 
-sm = summary.get(6, t, a, text, kind, {"s6_layer": layer, "s6_head": head, "s6_w": w, "s6_hubs": hubs})
+sm = page.summary()
 err, shown, order, names, values, best_linear = (
     sm.values[k] for k in ("err", "shown", "order", "names", "values", "best_linear"))
 mean = err["mean"]
@@ -57,7 +49,7 @@ own_window = a.own_window(layer)
 if own_window is not None and n > own_window:
     st.caption(t("step6.beyond_window", w=t.int(own_window)))
 
-sharpness = data.sharpness(text, kind, layer, w, hubs)
+sharpness = measures.sharpness(text, kind, layer, w, hubs)
 peak = sharpness["peak"]
 flat_names = names[:1] + [n_ for n_, k_ in zip(names, order) if k_ not in (own, own32)]
 flat_values = [peak[own]] + [peak[k_] for k_ in order if k_ not in (own, own32)]
@@ -91,11 +83,9 @@ st.caption(t("step6.favor_norms", q=t.float(norms["q"], 1), k=t.float(norms["k"]
              qs=t.float(norms["q_scaled"], 1), ks=t.float(norms["k_scaled"], 1)))
 
 st.subheader(t("step6.maps_heading"))
-features = widgets.span("s6_feature", a)
-feature = st.radio(t("step6.pick_feature"), features, index=features.index(widgets.first("s6_feature", a)),
-                   horizontal=True, format_func=widgets.labels(features, lambda f: t(f"features.{f}")),
-                   key="s6_feature", persist_state=widgets.KEEP)
-maps = data.implied_maps(text, kind, layer, head, w, hubs, feature)
+feature = widgets.setting(t, "s6_feature", a, t("step6.pick_feature"), horizontal=True,
+                          names=lambda f: t(f"features.{f}"))
+maps = measures.implied_maps(text, kind, layer, head, w, hubs, feature)
 m = maps[own].shape[0]
 cols = st.columns(2)
 g_small = len([h for h in hubs if h < m])
@@ -115,9 +105,6 @@ for i, (key, grid) in enumerate(maps.items()):
                       lambda key=key, grid=grid: map_figure(key, grid))
 st.caption(t("step6.maps_caption", m=m, layer=layer, h=head))
 
-with question:
-    widgets.ask(t, 6, sm)
-
-swaps.sweep_section(t, a, text)
-
-widgets.terms_footer(t, 6)
+page.ask(sm)
+model_swaps.sweep_section(t, a, text)
+page.end()

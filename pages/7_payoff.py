@@ -4,19 +4,16 @@ import streamlit as st
 
 from attn import bench, methods
 from attn.device import pick_device
-from ui import boot, live, state, summary, widgets
+from ui import served_model, step_page, summary, timing, widgets
 
-boot.through_app()
-
-t = state.tr()
-widgets.step_header(t, 7)
-question = st.container()  # filled below, once the page's numbers are known
+page = step_page.opened(7, needs_text=False)  # the cost model and this device: no text
+t = page.t
 
 device = pick_device()
 sizes = bench.live_sizes(device)
-key = live.key(device, sizes)
-rows, last = live.on_this_device()  # what a class's summaries built ahead used too
-sm = summary.get(7, t, None, "", "", {}, live_rows=rows, live_last=last)
+key = timing.key(device, sizes)
+rows, last = timing.on_this_device()  # what a class's summaries built ahead used too
+sm = page.summary(live_rows=rows, live_last=last)
 s, ns, costs = sm.values["shape"], sm.values["ns"], sm.values["costs"]
 widgets.formula(t, r"\frac{\text{@cost}(2n)}{\text{@cost}(n)} \;\to\; 4 \;\;(n^2) \qquad \text{@vs} \qquad 2 \;\;(n)",
                 t("step7.formula_caption", w=s.window, g=s.hubs, d=s.d, h=s.heads))
@@ -25,16 +22,17 @@ widgets.show_figure(sm.figure, key="s7_model")
 st.markdown(f"**{t('step7.ratio_heading', n=t.int(ns[-2]), n2=t.int(ns[-1]))}**")
 cols = st.columns(len(costs))
 for i, m in enumerate(costs):
-    cols[i].metric(t("step7.metric_model_ratio", m=live.method_name(t, m, s)), t.float(costs[m][-1] / costs[m][-2], 2),
+    cols[i].metric(t("step7.metric_model_ratio", m=timing.method_name(t, m, s)),
+                   t.float(costs[m][-1] / costs[m][-2], 2),
                    help=t("step7.metric_model_ratio_help", n=t.int(ns[-2]), n2=t.int(ns[-1])))
 
 st.subheader(t("step7.live_heading"))
-st.markdown(t("step7.live_lead", device=state.device_line()))  # the device line names its dtype
+st.markdown(t("step7.live_lead", device=served_model.device_line()))  # the device line names its dtype
 if rows is None:
     st.caption(t("step7.live_bound", sizes=t.numbers(t.int(n) for n in sizes)))
     if st.button(t("step7.run"), type="primary", key="s7_run"):
         try:
-            rows = live.run(t, key, s, device, sizes)
+            rows = timing.run(t, key, s, device, sizes)
         except Exception as exc:  # said, with what the engine reported; the page goes on
             widgets.error_box(t, "step7.failed")
             st.code(f"{type(exc).__name__}: {exc}", language=None)
@@ -42,7 +40,7 @@ if rows is None:
             sm = summary.get(7, t, None, "", "", {}, live_rows=rows, live_last=sizes[-1])
 if rows:
     fig_time, fig_mem = widgets.shared("s7_live", (key, tuple(r.seconds for r in rows)),
-                                       lambda: live.figures_of(t, rows, sizes, s))
+                                       lambda: timing.figures_of(t, rows, sizes, s))
     g1, g2 = st.columns(2)
     with g1:
         widgets.show_figure(fig_time, key="s7_time")
@@ -52,14 +50,14 @@ if rows:
     st.caption(t("step7.dtype_note"))
     ratios = bench.ratios(rows)
     last = sizes[-1]
-    plan = live.plan_methods()
+    plan = timing.plan_methods()
     cols = st.columns(len(plan))
     for i, (m, backend) in enumerate(plan):
         r = ratios.get((bench.row_key(m, backend), last))
-        cols[i].metric(t("step7.metric_live_ratio", m=live.method_name(t, m, s, backend), n=t.int(last // 2),
+        cols[i].metric(t("step7.metric_live_ratio", m=timing.method_name(t, m, s, backend), n=t.int(last // 2),
                          n2=t.int(last)),
                        "—" if r is None else t.float(r, 2))
-    widgets.data_table(live.table(t, rows, s))
+    widgets.data_table(timing.table(t, rows, s))
     full, window = (ratios.get((bench.row_key(m.name, "auto"), last)) for m in (methods.exact(), methods.window()))
     if full is None or window is None:
         st.caption(t("step7.live_caption"))
@@ -68,7 +66,4 @@ if rows:
                      window=t.float(window, 2)))
 widgets.prose(t, 7, "step7.outro")
 
-with question:
-    widgets.ask(t, 7, sm)
-
-widgets.terms_footer(t, 7)
+page.close(sm)

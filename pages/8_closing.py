@@ -3,29 +3,29 @@
 import streamlit as st
 
 from attn.swap import hub_pair
-from ui import boot, data, state, swaps, widgets
+from ui import analyses, boot, measures, model_swaps, reader, served_model, widgets
 from ui.steps import CLOSING
 
 boot.through_app()
 
 NEAR = 16  # the neighbourhood the summary speaks of: the 16 most recent tokens, each token itself included
 
-t = state.tr()
+t = reader.tr()
 widgets.step_nav(t, CLOSING.number)
 st.title(t("closing.title"))
-text, kind = state.current_text(), state.model_kind()
-a = state.analysis_or_message() if text.strip() else None
+text, kind = reader.current_text(), served_model.model_kind()
+a = analyses.analysis_or_message() if text.strip() else None
 if a is None:
     if not text.strip():  # a text too short has been told so already, by the analysis
         st.info(t("closing.empty"))
 else:
-    near = data.kept(text, kind, NEAR, ())["mean"]
-    both = data.kept(text, kind, NEAR, (0,))["mean"]
-    st.markdown(t("closing.lead_numbers", n=t.int(a.n), sink=t.pct(data.sink_share(text, kind)), w=NEAR,
+    near = measures.kept(text, kind, NEAR, ())["mean"]
+    both = measures.kept(text, kind, NEAR, (0,))["mean"]
+    st.markdown(t("closing.lead_numbers", n=t.int(a.n), sink=t.pct(measures.sink_share(text, kind)), w=NEAR,
                   near=t.pct(near), both=t.pct(both)))
     pair = hub_pair(4)
-    measured = swaps.measured(text, pair)
-    if swaps.complete(measured):
+    measured = model_swaps.measured(text, pair)
+    if model_swaps.complete(measured):
         alone, hub = measured
         st.markdown(t("closing.swap_measured", w=alone.swap.window, m=t.int(alone.n),
                       x0=t.float(alone.perplexity / alone.base_perplexity, 1),

@@ -6,22 +6,22 @@ import streamlit as st
 from attn import composition, methods
 from attn.device import pick_device
 from attn.swap import SWAP_MAX_TOKENS
-from ui import boot, data, figures, live, setting_table, state, swaps, widgets
+from ui import analyses, boot, figures, measures, model_swaps, page_run, reader, served_model, timing, widgets
 from ui import playground as pg
 from ui.steps import PLAYGROUND
 from ui.summary import layer_label
 
 boot.through_app()
 
-t = state.tr()
+t = reader.tr()
 widgets.step_nav(t, PLAYGROUND.number)
 st.title(t("playground.title"))
 st.markdown(t("playground.lead"))
-a = state.analysis_or_message()
+a = analyses.analysis_or_message()
 if a is None:
-    state.stop_page()
-text, kind, n = state.current_text(), state.model_kind(), a.n
-anchors = sorted(p for p, _ in data.anchors(text, kind, 5)[:pg.ANCHOR_HUBS])
+    page_run.stop_page()
+text, kind, n = reader.current_text(), served_model.model_kind(), a.n
+anchors = sorted(p for p, _ in measures.anchors(text, kind, 5)[:pg.ANCHOR_HUBS])
 
 cfg = pg.settings(a)  # before the widgets: each starts from its kept value or its default
 
@@ -33,53 +33,41 @@ for col, name in zip(st.columns(len(pg.PRESETS)), pg.PRESETS):
                args=(name, a.sliding_window), width="stretch",
                help=t(f"playground.preset_{name}_help", w=t.int(a.sliding_window)))
 
-on = st.pills(t("playground.parts"), widgets.span("pg_on", a), selection_mode="multi", key="pg_on",
-              persist_state=widgets.KEEP,
-              format_func=widgets.labels(composition.PARTS, lambda p: t(composition.PARTS[p].label_key)),
-              help=t("playground.parts_help"))
+on = widgets.setting(t, "pg_on", a, t("playground.parts"), help=t("playground.parts_help"),
+                     names=lambda p: t(composition.PARTS[p].label_key))
 cols = st.columns(len(composition.PARTS), border=True)
 for col, part in zip(cols, composition.PARTS.values()):
     col.markdown(f"**{t(part.label_key)}**")
     if part.name not in on:
         col.caption(t("playground.part_off"))
 with cols[0]:
-    st.number_input(t("playground.pick_w"), *widgets.span("pg_w", a), key="pg_w", persist_state=widgets.KEEP)
+    widgets.setting(t, "pg_w", a, t("playground.pick_w"))
 with cols[1]:
-    st.number_input(t("playground.pick_dilated"), *widgets.span("pg_dilated", a),
-        key="pg_dilated", persist_state=widgets.KEEP)
-    st.number_input(t("playground.pick_stride"), *widgets.span("pg_stride", a),
-        key="pg_stride", persist_state=widgets.KEEP)
+    widgets.setting(t, "pg_dilated", a, t("playground.pick_dilated"))
+    widgets.setting(t, "pg_stride", a, t("playground.pick_stride"))
 with cols[2]:
-    hub_mode = st.radio(t("playground.pick_hub_mode"), widgets.span("pg_hub_mode", a), key="pg_hub_mode",
-                        persist_state=widgets.KEEP, format_func=widgets.labels(pg.HUB_MODES, lambda m: t(
-                            f"playground.hub_mode_{m}", hubs=t.list(str(h) for h in anchors))))
+    hub_mode = widgets.setting(t, "pg_hub_mode", a, t("playground.pick_hub_mode"), names=lambda m: t(
+        f"playground.hub_mode_{m}", hubs=t.list(str(h) for h in anchors)))
     if hub_mode == "chosen":
-        st.multiselect(t("playground.pick_hubs"), widgets.span("pg_hubs", a), key="pg_hubs", persist_state=widgets.KEEP,
-                       format_func=widgets.token_labels(a))
+        widgets.setting(t, "pg_hubs", a, t("playground.pick_hubs"))
 with cols[3]:
-    st.number_input(t("playground.pick_random"), *widgets.span("pg_random", a),
-        key="pg_random", persist_state=widgets.KEEP)
-    st.selectbox(t("playground.pick_rblock"), widgets.span("pg_rblock", a), key="pg_rblock", persist_state=widgets.KEEP)
-    st.text_input(t("playground.pick_seed"), key="pg_seed", max_chars=setting_table.SEED_CHARS,
-                  persist_state=widgets.KEEP)
+    widgets.setting(t, "pg_random", a, t("playground.pick_random"))
+    widgets.setting(t, "pg_rblock", a, t("playground.pick_rblock"))
+    widgets.setting(t, "pg_seed", a, t("playground.pick_seed"))
 with cols[4]:
-    st.number_input(t("playground.pick_local"), *widgets.span("pg_local", a),
-        key="pg_local", persist_state=widgets.KEEP)
+    widgets.setting(t, "pg_local", a, t("playground.pick_local"))
 
 c1, c2, c3 = st.columns(3)
-causal = c1.toggle(t("playground.causal"), key="pg_causal", persist_state=widgets.KEEP,
-                   help=t("playground.causal_help"))
-scope = c2.radio(t("playground.scope"), widgets.span("pg_scope", a), key="pg_scope", horizontal=True,
-                 persist_state=widgets.KEEP,
-                 format_func=widgets.labels(pg.SCOPES, lambda s: t(f"playground.scope_{s}")))
-layer = c3.selectbox(t("common.layer"), widgets.span("pg_layer", a), key="pg_layer", persist_state=widgets.KEEP,
-                     format_func=widgets.layer_labels(t, a))
+causal = widgets.setting(t, "pg_causal", a, t("playground.causal"), where=c1, help=t("playground.causal_help"))
+scope = widgets.setting(t, "pg_scope", a, t("playground.scope"), where=c2, horizontal=True,
+                        names=lambda s: t(f"playground.scope_{s}"))
+layer = widgets.setting(t, "pg_layer", a, t("common.layer"), where=c3)
 
 cfg = {k: st.session_state[k] for k in pg.KEYS}  # as the widgets now hold them
 comp, problem = pg.composition(cfg, n, anchors)
 if problem is not None:
     st.error(pg.error_text(t, problem), icon=":material/tune:")
-    state.stop_page()
+    page_run.stop_page()
 key = pg.key_of(comp)
 if comp.window >= n:
     st.warning(t("playground.window_covers", w=t.int(comp.window), n=t.int(n)), icon=":material/open_in_full:")
@@ -125,7 +113,7 @@ widgets.downsample_note(t, figures.pool_factor(n), n)
 # --- what it can reach ------------------------------------------------------------------
 
 st.subheader(t("playground.reach_heading"))
-rl = st.slider(t("playground.pick_layers"), *widgets.span("pg_rl", a), key="pg_rl", persist_state=widgets.KEEP)
+rl = widgets.setting(t, "pg_rl", a, t("playground.pick_layers"))
 r = pg.reach(n, key, rl, causal)
 st.caption(t("playground.reach_caption", m=r["m"]))
 rows = []
@@ -170,9 +158,9 @@ widgets.chart("pg_kept", (kind, text, key, scope), lambda: figures.bars(
 
 st.markdown(f"**{t('playground.swap_heading')}**")
 st.caption(t("playground.swap_caption", n=t.int(SWAP_MAX_TOKENS), scope=t(f"playground.scope_{scope}")))
-res = swaps.run_or_show(t, text, pg.swap_settings(a, comp, scope), SWAP_MAX_TOKENS, t("playground.swap_button"),
+res = model_swaps.run_or_show(t, text, pg.swap_settings(a, comp, scope), SWAP_MAX_TOKENS, t("playground.swap_button"),
                         "pg_swap")
-if res and not swaps.failure(t, res):
+if res and not model_swaps.failure(t, res):
     control, mine = res
     s1, s2, s3, s4 = st.columns(4)
     s1.metric(t("swap.base_ppl"), t.float(control.base_perplexity, 2))
@@ -192,16 +180,16 @@ if pick_device().type != "cuda":
 else:
     ready = methods.composed().compiled(pick_device())
     st.caption(t("playground.fast_ready" if ready else "playground.fast_blocked"))
-timing = pg.timing(text, kind, key, layer)
-if timing is None and st.button(t("playground.timing_button"), key="pg_time"):
-    timing = pg.time_it(t, text, kind, key, layer)
-if timing is not None:
+timed = pg.timing(text, kind, key, layer)
+if timed is None and st.button(t("playground.timing_button"), key="pg_time"):
+    timed = pg.time_it(t, text, kind, key, layer)
+if timed is not None:
     f1, f2, f3 = st.columns(3)
-    mine, full = timing[methods.composed().name], timing[methods.exact().name]
-    f1.metric(t("playground.time_pattern", backend=live.kernel_name(t, timing["backend"])),
+    mine, full = timed[methods.composed().name], timed[methods.exact().name]
+    f1.metric(t("playground.time_pattern", backend=timing.kernel_name(t, timed["backend"])),
               t.float(mine * 1e3, 2) + " ms")
     f2.metric(t("playground.time_sdpa"), t.float(full * 1e3, 2) + " ms")
     f3.metric(t("playground.time_ratio"), t.float(mine / max(full, 1e-12), 2))
-    st.caption(t("playground.timing_caption", n=t.int(timing["n"]), layer=layer))
+    st.caption(t("playground.timing_caption", n=t.int(timed["n"]), layer=layer))
 
 st.caption(t("playground.share_hint"))

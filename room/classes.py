@@ -1,6 +1,10 @@
 """A live class, kept in the store beside the share links: the class's text and settings,
-the teacher's step, its students (anonymous ids) and its votes, with a version number
-that every change raises, so that a poll knows in one cheap read whether anything moved.
+the teacher's step, its students (anonymous ids) and its votes, with two version
+numbers read in one cheap query: ``version``, raised by what a student follows (the
+step, the text and settings, a vote opened, closed or revealed), and ``tally``, raised
+by what only the teacher's panel shows (an answer, a new student). A student's poll
+watches the first, so an answer never redraws a following student's page; the
+teacher's count watches the second.
 
 Every change is one transaction. What changes the class (moving it, opening, closing or
 revealing a vote, ending it) needs the host key, kept only by the teacher's session;
@@ -30,7 +34,7 @@ MAX_OPTIONS = 12
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS classes (
         code TEXT PRIMARY KEY, host TEXT NOT NULL, view TEXT NOT NULL, step INTEGER NOT NULL,
-        version INTEGER NOT NULL, created REAL NOT NULL, touched REAL NOT NULL)""",
+        version INTEGER NOT NULL, created REAL NOT NULL, touched REAL NOT NULL, tally INTEGER NOT NULL DEFAULT 0)""",
     """CREATE TABLE IF NOT EXISTS students (
         code TEXT NOT NULL, student TEXT NOT NULL, seen REAL NOT NULL, PRIMARY KEY (code, student))""",
     """CREATE TABLE IF NOT EXISTS votes (
@@ -40,7 +44,7 @@ SCHEMA = (
         code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
         at REAL NOT NULL, PRIMARY KEY (code, vote, student))""",
 )
-VERSION = 2  # the layout of these tables (room.store records it; ``upgrades`` moves an older one on)
+VERSION = 3  # the layout of these tables (room.store records it; ``upgrades`` moves an older one on)
 STATES = ("open", "closed", "revealed")
 
 
@@ -66,9 +70,10 @@ class Vote:
 class ClassState:
     code: str
     step: int
-    version: int
+    version: int  # what a student follows moved (the step, the view, a vote's state)
     view: dict  # the text and settings, as a share link keeps them
     votes: tuple[Vote, ...]
+    tally: int = 0  # what only the teacher's panel shows moved (an answer, a new student)
 
     def vote_on(self, qid: str) -> Vote | None:
         """The latest vote on a question (by its id), or None."""
@@ -95,9 +100,11 @@ def is_student(value) -> bool:
 def upgrades(first_questions: dict[int, str]) -> dict[int, list]:
     """The statements that move the classes' tables from each layout to the next, run
     once by room.store's ``create``. 2: a vote names its question; the votes of a store
-    written before take their step's first question (``first_questions``: step → id)."""
+    written before take their step's first question (``first_questions``: step → id).
+    3: a second version, ``tally``, for what only the teacher's panel shows."""
     return {2: ["ALTER TABLE votes ADD COLUMN qid TEXT NOT NULL DEFAULT ''",
-                *(("UPDATE votes SET qid = ? WHERE step = ?", (qid, step)) for step, qid in first_questions.items())]}
+                *(("UPDATE votes SET qid = ? WHERE step = ?", (qid, step)) for step, qid in first_questions.items())],
+            3: ["ALTER TABLE classes ADD COLUMN tally INTEGER NOT NULL DEFAULT 0"]}
 
 
 class Classes:
@@ -136,8 +143,15 @@ class Classes:
         if row is None or not isinstance(key, str) or not hmac.compare_digest(row[0], host_hash(key)):
             raise NotHost(code)
 
-    def _bump(self, db, code: str, now: float) -> None:
+    def _bump(self, db, code: str, now: float) -> int:
+        """What a student follows moved: the version their poll watches (returned, so
+        that the teacher's session knows the change it drew was its own)."""
         db.execute("UPDATE classes SET version = version + 1, touched = ? WHERE code = ?", (now, code))
+        return db.execute("SELECT version FROM classes WHERE code = ?", (code,)).fetchone()[0]
+
+    def _tally(self, db, code: str, now: float) -> None:
+        """What only the teacher's panel shows moved (an answer, a new student)."""
+        db.execute("UPDATE classes SET tally = tally + 1, touched = ? WHERE code = ?", (now, code))
 
     def is_host(self, code: str, key) -> bool:
         with self.store.reading() as db:
@@ -147,22 +161,32 @@ class Classes:
                 return False
             return True
 
-    def move(self, code: str, key, step: int, now: float | None = None) -> None:
-        """The teacher's step: every following student goes there."""
+    def lead(self, code: str, key, step: int, view: dict, now: float | None = None) -> int:
+        """The teacher's step, text and settings, in one change (a student's poll never
+        sees the step without its settings). Returns the version."""
+        now = time.time() if now is None else now
+        with self.store.transaction() as db:
+            self._host(db, code, key)
+            db.execute("UPDATE classes SET step = ?, view = ? WHERE code = ?",
+                       (int(step), json.dumps(view, ensure_ascii=False, sort_keys=True), code))
+            return self._bump(db, code, now)
+
+    def move(self, code: str, key, step: int, now: float | None = None) -> int:
+        """The teacher's step: every following student goes there. Returns the version."""
         now = time.time() if now is None else now
         with self.store.transaction() as db:
             self._host(db, code, key)
             db.execute("UPDATE classes SET step = ? WHERE code = ?", (int(step), code))
-            self._bump(db, code, now)
+            return self._bump(db, code, now)
 
-    def set_view(self, code: str, key, view: dict, now: float | None = None) -> None:
-        """The class's text and settings (the teacher changed them)."""
+    def set_view(self, code: str, key, view: dict, now: float | None = None) -> int:
+        """The class's text and settings (the teacher changed them). Returns the version."""
         now = time.time() if now is None else now
         with self.store.transaction() as db:
             self._host(db, code, key)
             db.execute("UPDATE classes SET view = ? WHERE code = ?",
                        (json.dumps(view, ensure_ascii=False, sort_keys=True), code))
-            self._bump(db, code, now)
+            return self._bump(db, code, now)
 
     def open_vote(self, code: str, key, step: int, qid: str, question: dict, now: float | None = None) -> int:
         """Open a vote on question ``qid`` of a step (``question``: its text, option labels
@@ -185,15 +209,16 @@ class Classes:
             self._bump(db, code, now)
         return last + 1
 
-    def set_state(self, code: str, key, vote: int, state: str, now: float | None = None) -> None:
-        """Close a vote (answers refused from now on) or reveal it (the measured answer)."""
+    def set_state(self, code: str, key, vote: int, state: str, now: float | None = None) -> int:
+        """Close a vote (answers refused from now on) or reveal it (the measured answer).
+        Returns the version."""
         if state not in ("closed", "revealed"):
             raise ValueError(f"a vote can be closed or revealed, not {state!r}")
         now = time.time() if now is None else now
         with self.store.transaction() as db:
             self._host(db, code, key)
             db.execute("UPDATE votes SET state = ? WHERE code = ? AND vote = ?", (state, code, int(vote)))
-            self._bump(db, code, now)
+            return self._bump(db, code, now)
 
     def end(self, code: str, key) -> None:
         """End the class: its text, students, votes and answers are deleted."""
@@ -218,7 +243,10 @@ class Classes:
             db.execute("INSERT INTO students (code, student, seen) VALUES (?, ?, ?) "
                        "ON CONFLICT(code, student) DO UPDATE SET seen = ?",
                        (code, student, now, now))
-            db.execute("UPDATE classes SET touched = ? WHERE code = ?", (now, code))
+            if known is None:
+                self._tally(db, code, now)
+            else:
+                db.execute("UPDATE classes SET touched = ? WHERE code = ?", (now, code))
         return True
 
     def answer(self, code: str, vote: int, student: str, choice: int, now: float | None = None) -> str:
@@ -242,26 +270,31 @@ class Classes:
                               (code, int(vote), student, choice, now)).rowcount
             if not done:
                 return "again"
-            self._bump(db, code, now)
+            self._tally(db, code, now)  # the teacher's count moved; nothing a student follows did
         return "taken"
 
     # --- reading ---------------------------------------------------------------------------
 
     def version(self, code: str) -> int | None:
-        """The class's version (None: no such class): the one read a poll makes."""
+        """The version a student's poll watches (None: no such class)."""
+        found = self.versions(code)
+        return None if found is None else found[0]
+
+    def versions(self, code: str) -> tuple[int, int] | None:
+        """``(version, tally)`` in one read (None: no such class): what a poll reads."""
         with self.store.reading() as db:
-            row = db.execute("SELECT version FROM classes WHERE code = ?", (code,)).fetchone()
-        return None if row is None else row[0]
+            row = db.execute("SELECT version, tally FROM classes WHERE code = ?", (code,)).fetchone()
+        return None if row is None else (row[0], row[1])
 
     def state(self, code: str) -> ClassState | None:
         with self.store.reading() as db:
-            row = db.execute("SELECT step, version, view FROM classes WHERE code = ?", (code,)).fetchone()
+            row = db.execute("SELECT step, version, view, tally FROM classes WHERE code = ?", (code,)).fetchone()
             if row is None:
                 return None
             votes = db.execute("SELECT vote, step, qid, round, state, question FROM votes WHERE code = ? "
                                "ORDER BY vote", (code,)).fetchall()
         return ClassState(code, row[0], row[1], json.loads(row[2]),
-                          tuple(Vote(v, s, qid, r, st, json.loads(q)) for v, s, qid, r, st, q in votes))
+                          tuple(Vote(v, s, qid, r, st, json.loads(q)) for v, s, qid, r, st, q in votes), row[3])
 
     def counts(self, code: str, vote: int) -> list[int]:
         """How many students chose each option of a vote."""

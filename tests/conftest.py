@@ -24,13 +24,13 @@ if "ATLAS_STORE_PATH" not in os.environ:
 def unmeasured():
     """Step 7's live benchmark and the model swaps unmeasured for this test, whatever ran
     before it (their results are kept for every reader of the process), and left so."""
-    from ui import live, swaps
+    from ui import model_swaps, timing
 
-    live._results().clear()
-    swaps._store().clear()
+    timing._results().clear()
+    model_swaps._store().clear()
     yield
-    live._results().clear()
-    swaps._store().clear()
+    timing._results().clear()
+    model_swaps._store().clear()
 
 
 @pytest.fixture(params=DEVICES)

@@ -8,7 +8,7 @@ import torch
 
 from ui import i18n
 from ui.i18n import LANGS as _LANGS
-from ui.widgets import ANSWER_FROM
+from ui.summary import ANSWER_FROM
 from ui.steps import PAGE_FILES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

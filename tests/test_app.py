@@ -13,8 +13,8 @@ from attn import model as atlas_model
 from attn import bench, patterns, stats
 from helpers import LANGS, PAGES, revealed
 from ui import i18n
-from ui import live as live_run
-from ui import keys, widgets
+from ui import timing as live_run
+from ui import keys
 from ui.samples import sample_text
 from ui.steps import STEPS as PAGE_STEPS
 
@@ -609,7 +609,7 @@ def test_step7_is_graded_by_the_cost_model_whatever_one_timing_read():
                 bench.Row("window", 4096, 0.010 * timed, None, 1.0, 1.0, "blocked")]
         q = summary.step7(t, None, "", "", {}, live_rows=rows, live_last=4096).questions[0]
         assert q.right == 2 and q.value_text == "2.00" and q.source == "model"
-        said = widgets.verdict(t, q, 2)  # the value, its note beside it, then the verdict on the guess
+        said = summary.verdict(t, q, 2)  # the value, its note beside it, then the verdict on the guess
         assert said.startswith(f"Worked out by the cost model: **2.00**. This device timed {t.float(timed, 2)} "
                                "from n = 2,048 to 4,096, once")
         assert said.endswith("Your guess was right.")
@@ -881,7 +881,7 @@ ODD_TEXTS = {
     "mixed": "日本語 Português English 中文 العربية עברית Ελληνικά Русский 한국어 " * 5,
     "past_the_cap": ("The quick brown fox. " * 5100)[:101_000],  # the text area's cap is 100,000
 }
-# empty, blank and one-character texts take one path on every step (widgets.open_step): a
+# empty, blank and one-character texts take one path on every step (ui.step_page.opened): a
 # step, the closing page and the playground show it; the other texts go to every page
 SHARED_PATH = ("empty", "whitespace", "one_char")
 ODD_CASES = [(page, name) for name in ODD_TEXTS
@@ -1060,13 +1060,13 @@ def test_anchor_tokens_holding_markdown_marks_are_shown_as_written(make_app, mon
     characters — never as emphasis, a link, code or a formula."""
     from markdown_it import MarkdownIt
 
-    from ui import data
+    from ui import measures
 
     text = "x*y_z[w`v$u*t_s[r`q$p and then some more plain words to read"
     tokens = tiny.analyze(text).tokens
     marks = [i for i, tok in enumerate(tokens) if tok in ("*", "_", "[", "`", "$")]
     assert len(marks) >= 5
-    monkeypatch.setattr(data, "anchors", lambda text, kind, k: [(p, 0.5) for p in marks[:k]])
+    monkeypatch.setattr(measures, "anchors", lambda text, kind, k: [(p, 0.5) for p in marks[:k]])
     at = open_page(make_app, PAGES[3], text=text)
     assert_clean(at)
     head = i18n.translate("en", "step4.anchors_found", found="§").split("§")[0]
@@ -1196,11 +1196,11 @@ def test_each_answer_says_where_it_comes_from():
 
     t = Translator("en")
     q7 = summary.step7(t, None, "", "", {}).questions[0]
-    said = widgets.verdict(t, q7, None)
+    said = summary.verdict(t, q7, None)
     assert q7.source == "model" and said.startswith("Worked out by the cost model: **")
     assert "Measured on your text" not in said
     for lang in LANGS:  # every language has both sources, each different
-        froms = {i18n.translate(lang, key, value="§") for key in widgets.ANSWER_FROM.values()}
+        froms = {i18n.translate(lang, key, value="§") for key in summary.ANSWER_FROM.values()}
         assert len(froms) == 2
 
 

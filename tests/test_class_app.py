@@ -6,7 +6,9 @@ decides is tested alone in tests/test_room.py)."""
 import pytest
 
 from room.store import Store
-from ui import classroom, handout, i18n, keys, share, state
+from ui import analyses, handout, i18n, keys, prebuild, share
+from ui.classroom import handle
+from ui.classroom import teacher as teacher_mod
 
 pytestmark = pytest.mark.apptest
 
@@ -18,11 +20,11 @@ def store(tmp_path, monkeypatch):
     """A store of the test's own (no other test's classes), as every session sees it."""
     mine = Store(tmp_path / "room.sqlite3")
     monkeypatch.setattr(share, "store", lambda: mine)
-    classroom._classes.clear()
-    classroom.class_version.clear()
+    handle._classes.clear()
+    handle.versions.clear()
     yield mine
-    classroom._classes.clear()
-    classroom.class_version.clear()
+    handle._classes.clear()
+    handle.versions.clear()
 
 
 def title(at) -> str:
@@ -31,7 +33,7 @@ def title(at) -> str:
 
 def tick(at):
     """One tick of a member's poll (the version cache is a second long: start afresh)."""
-    classroom.class_version.clear()
+    handle.versions.clear()
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -101,6 +103,23 @@ def test_a_following_student_who_changes_the_text_explores_on_their_own_and_is_t
     assert title(tick(student)) == i18n.translate("en", "step3.title")  # stays where they are
 
 
+def test_a_following_student_who_moves_a_slider_explores_and_what_the_page_sets_itself_never_counts(
+        make_app, teacher):
+    """Only the reader's own hand leaves the class: a student's page setting its own
+    values (the class's settings applied, defaults worked out on the class's text, a
+    language switched) keeps them following; moving a slider does not."""
+    student = student_of(make_app, teacher.session_state[keys.CLASS], "en")
+    for move in ("nav_next", "nav_next", "nav_prev", "nav_prev"):  # steps 4, 5 and back: new widgets each
+        teacher.button(key=move).click().run()
+        tick(student)
+    student.sidebar.selectbox(key="lang_choice").set_value("ja").run()
+    assert student.session_state[keys.FOLLOWING] and not student.toast
+    assert student.sidebar.text_area(key="text").value == TEXT  # the class's text stays, in any language
+    student.slider(key="s3_w").set_value(7).run()
+    assert i18n.translate("ja", "class.left") in [t.value for t in student.toast]
+    assert not student.session_state[keys.FOLLOWING]
+
+
 def test_the_class_follows_the_teachers_settings(make_app, teacher):
     student = student_of(make_app, teacher.session_state[keys.CLASS], "en")
     teacher.slider(key="s3_w").set_value(9).run()
@@ -129,7 +148,7 @@ def test_a_reload_keeps_the_student_and_their_place(make_app, teacher, store):
     me = student.session_state[keys.STUDENT]
     again = student_of(make_app, code, "en", me=me)  # the same address, a new session
     assert again.session_state[keys.STUDENT] == me
-    room = classroom._classes()
+    room = handle._classes()
     assert room.present(code, since=0) == 1  # one student, not two
 
 
@@ -141,7 +160,7 @@ def test_ending_the_class_lets_its_students_go(make_app, teacher):
     tick(student)
     assert keys.CLASS not in student.session_state
     assert i18n.translate("en", "class.ended") in [t.value for t in student.toast]
-    assert classroom._classes().state(code) is None
+    assert handle._classes().state(code) is None
 
 
 def test_a_student_cannot_move_the_class(make_app, teacher):
@@ -149,7 +168,7 @@ def test_a_student_cannot_move_the_class(make_app, teacher):
     student = student_of(make_app, code, "en")
     student.button(key="nav_next").click().run()  # the student's own screen moves…
     assert title(student) == i18n.translate("en", "step4.title")
-    assert classroom._classes().state(code).step == 3  # …the class does not
+    assert handle._classes().state(code).step == 3  # …the class does not
 
 
 def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teacher):
@@ -167,18 +186,18 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
     assert i18n.translate("pt", "vote.page_waits") in [c.value for c in student.caption]
     # no other road to the answers while the vote is open: the handout and share links wait
     assert student.sidebar.button(key="share").disabled and student.sidebar.button(key="handout_build").disabled
-    vote = classroom._classes().state(code).vote_on("s3.reach")
+    vote = handle._classes().state(code).vote_on("s3.reach")
     labels = vote.question["labels"]
     # the right option is the reach worked out by hand: L layers of a causal window of 3 (the teacher's
     # step-3 defaults, 3 and min(4, layers)) reach L·(3 − 1) + 1 tokens, at most the 64 the step draws
-    layers = min(4, state.get_analysis(TEXT, "tiny").n_layers)
+    layers = min(4, analyses.get_analysis(TEXT, "tiny").n_layers)
     assert set(labels) == {"en", "ja", "pt"}
     assert vote.question["options"][vote.question["answer"]] == min(layers * 2 + 1, 64)
     student.radio(key=f"vote_pick_{vote.vote}").set_value(0).run()
     student.button(key=f"vote_send_{vote.vote}").click().run()
     sent = i18n.translate("pt", "vote.sent", answer=labels["pt"][0])
     assert sent in [m.value for m in student.markdown]
-    assert classroom._classes().answer(code, vote.vote, student.session_state[keys.STUDENT], 1) == "again"
+    assert handle._classes().answer(code, vote.vote, student.session_state[keys.STUDENT], 1) == "again"
     tick(teacher)
     assert i18n.translate("en", "vote.answered", k="1", n="1") in [m.value for m in teacher.markdown]
     assert not teacher.metric  # the projector waits too
@@ -188,8 +207,8 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
     assert not student.sidebar.button(key="share").disabled
     chart = [c for c in student.get("plotly_chart") if "vote_chart" in (c.key or "")]
     assert chart
-    assert classroom._classes().answer(code, vote.vote, "a-late-student", 0) == "unknown"
-    assert classroom._classes().counts(code, vote.vote) == [1] + [0] * (len(labels["pt"]) - 1)
+    assert handle._classes().answer(code, vote.vote, "a-late-student", 0) == "unknown"
+    assert handle._classes().counts(code, vote.vote) == [1] + [0] * (len(labels["pt"]) - 1)
     teacher.button(key=f"vote_reveal_{vote.vote}").click().run()
     tick(student)
     right = vote.question["answer"]
@@ -197,13 +216,13 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
                           right=i18n.fmt_pct(1.0 if right == 0 else 0.0, "pt", 0))
     assert said in [m.value for m in student.markdown]
     teacher.button(key=f"vote_again_{vote.vote}").click().run()
-    second = classroom._classes().state(code).vote_on("s3.reach")
+    second = handle._classes().state(code).vote_on("s3.reach")
     assert second.round == 2 and second.state == "open" and second.vote != vote.vote
     tick(student)
     assert not student.metric
     student.radio(key=f"vote_pick_{second.vote}").set_value(right).run()
     student.button(key=f"vote_send_{second.vote}").click().run()
-    assert classroom._classes().counts(code, second.vote)[right] == 1
+    assert handle._classes().counts(code, second.vote)[right] == 1
 
 
 def test_the_teacher_takes_her_class_back_with_her_link_and_a_forged_key_gets_nothing(make_app, teacher):
@@ -219,7 +238,7 @@ def test_the_teacher_takes_her_class_back_with_her_link_and_a_forged_key_gets_no
     assert again.session_state[keys.HOST] == key and keys.STUDENT not in again.session_state
     assert title(again) == i18n.translate("ja", "step3.title")
     again.button(key="nav_next").click().run()
-    assert classroom._classes().state(code).step == 4  # hers to move again
+    assert handle._classes().state(code).step == 4  # hers to move again
     forged = make_app("tiny", "en")
     forged.query_params["class"] = code
     forged.query_params["host"] = key[:-2] + "xx"
@@ -250,7 +269,7 @@ def test_the_teacher_takes_her_class_back_by_typing_her_key_and_a_wrong_key_or_n
     assert elsewhere.session_state[keys.HOST] == key and elsewhere.session_state[keys.CLASS] == code
     assert key not in str(dict(elsewhere.query_params))
     elsewhere.button(key="nav_next").click().run()
-    assert classroom._classes().state(code).step == 4  # hers to move from here
+    assert handle._classes().state(code).step == 4  # hers to move from here
 
 
 def test_the_teacher_link_and_key_are_never_offered_in_presenter_mode(make_app, teacher):
@@ -267,7 +286,7 @@ def test_the_teachers_summary_counts_each_vote_and_the_handout_carries_it(make_a
     code = teacher.session_state[keys.CLASS]
     students = [student_of(make_app, code, lang) for lang in ("en", "ja", "pt")]
     teacher.button(key="vote_open_s3_reach").click().run()
-    vote = classroom._classes().state(code).vote_on("s3.reach")
+    vote = handle._classes().state(code).vote_on("s3.reach")
     right = vote.question["answer"]
     wrong = (right + 1) % len(vote.question["options"])
     for s, choice in zip(students, (right, wrong, wrong)):  # one right of three
@@ -276,7 +295,7 @@ def test_the_teachers_summary_counts_each_vote_and_the_handout_carries_it(make_a
         s.button(key=f"vote_send_{vote.vote}").click().run()
     teacher.button(key=f"vote_close_{vote.vote}").click().run()
     teacher.button(key=f"vote_again_{vote.vote}").click().run()
-    second = classroom._classes().state(code).vote_on("s3.reach")
+    second = handle._classes().state(code).vote_on("s3.reach")
     for s in students:  # after talking it over, all three right
         tick(s)
         s.radio(key=f"vote_pick_{second.vote}").set_value(right).run()
@@ -303,9 +322,9 @@ def test_the_teachers_summary_counts_each_vote_and_the_handout_carries_it(make_a
 
 
 def test_the_join_slide_places_only_a_join_code_in_its_html():
-    assert "7KQ 2M9" in classroom.code_html("7KQ2M9")
+    assert "7KQ 2M9" in teacher_mod.code_html("7KQ2M9")
     for bad in ("<script>alert(1)</script>", "7kq2m9", "7KQ 2M9", "7KQ2M9<b>", "", None, "IIIIII"):
-        assert classroom.code_html(bad) is None, bad
+        assert teacher_mod.code_html(bad) is None, bad
 
 
 def test_starting_a_class_builds_every_steps_summary_in_every_language_before_a_student_opens_it(make_app, teacher):
@@ -315,10 +334,10 @@ def test_starting_a_class_builds_every_steps_summary_in_every_language_before_a_
     from ui import summary
 
     code = teacher.session_state[keys.CLASS]
-    found = classroom._classes().state(code)
+    found = handle._classes().state(code)
     assert found.view["text"] == TEXT and found.view["settings"]["s3_w"] == 5  # the teacher's own view
-    thread = classroom.prebuild(found.view)  # the thread the start began (one per text and settings)
-    assert thread is not None and thread is classroom.prebuild(found.view)  # one, however often it is asked
+    thread = prebuild.prebuild(found.view)  # the thread the start began (one per text and settings)
+    assert thread is not None and thread is prebuild.prebuild(found.view)  # one, however often it is asked
     thread.join(timeout=300)
     assert not thread.is_alive()
     before = sum(summary.BUILT.values())

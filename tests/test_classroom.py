@@ -1,7 +1,8 @@
 """A class at once, at the protocol level (Streamlit's websocket, as a browser speaks
 it; tiny model): several readers on one server each see their own text, and the same
-through HAProxy with two replicas, each reader kept on its replica by a cookie.
-The fair queue and the byte-bounded cache are tested on their own."""
+through HAProxy with two replicas, each reader kept on its replica by a cookie; a live
+class as the bench runs it, small; a replica killed mid-class; an analysis's size and
+its memory given back. (The queue and the caches on their own: tests/test_work_queue.py.)"""
 
 import asyncio
 import contextlib
@@ -9,7 +10,6 @@ import gc
 import os
 import signal
 import sys
-import threading
 import weakref
 
 import pytest
@@ -22,7 +22,6 @@ from harness.readers import Reader
 from harness.serve import app_server
 from helpers import PAGES
 from ui import i18n
-from room.serving import ByteLRU, TicketQueue
 
 TOKENS = i18n.translate("en", "step1.metric_n")
 
@@ -132,66 +131,6 @@ def test_through_haproxy_readers_land_on_both_replicas_and_stay_on_theirs(tiny):
     assert again.finished and not again.exceptions
 
 
-def test_the_queue_serves_in_ticket_order_and_estimates_the_wait():
-    q = TicketQueue()
-    q._took["analysis"] = 0.05
-    order, seen = [], {}
-    first = q.take("analysis")
-    q.wait(first)  # the first ticket's turn at once
-    tickets = [q.take("analysis") for _ in range(4)]
-    assert [q.ahead(t) for t in tickets] == [1, 2, 3, 4]
-    assert q.estimate(tickets[3]) >= 3 * 0.05  # three waiting before it, plus what is left of the first
-
-    told = [threading.Event() for _ in tickets]  # set when a worker has been told it waits
-
-    def worker(t, i):
-        def on_wait(ahead, secs):
-            seen.setdefault(i, (ahead, secs))
-            told[i].set()
-
-        q.wait(t, on_wait)
-        order.append(i)
-        q.done(t)
-
-    threads = [threading.Thread(target=worker, args=(t, i)) for i, t in reversed(list(enumerate(tickets)))]
-    for th in threads:  # started last first: the order still follows the tickets
-        th.start()
-    assert all(e.wait(5) for e in told)  # every worker is waiting (no sleep: an Event each)
-    assert order == []  # nobody passes the first ticket
-    q.done(first)
-    for th in threads:
-        th.join(5)
-    assert not any(th.is_alive() for th in threads)
-    assert order == [0, 1, 2, 3]
-    assert seen[3][0] == 4 and seen[3][1] > 0
-    assert len(q) == 0
-
-
-def test_an_abandoned_ticket_lets_the_next_one_in():
-    q = TicketQueue()
-    a, b = q.take("sweep"), q.take("analysis")
-    c = q.take("handout")
-    q.done(b)  # the second reader left before its turn
-    assert q.ahead(a) == 0 and q.ahead(c) == 1
-    q.done(a)
-    assert q.ahead(c) == 0
-    q.done(c)
-    with pytest.raises(RuntimeError):  # work that fails still lets the next one in
-        q.run("analysis", lambda: (_ for _ in ()).throw(RuntimeError("work failed")))
-    assert len(q) == 0 and q.run("analysis", lambda: 42) == 42 and len(q) == 0
-
-
-def test_the_analysis_cache_is_bounded_in_bytes_least_recently_used_first():
-    cache = ByteLRU(100, len)
-    cache.put("a", "x" * 40)
-    cache.put("b", "x" * 40)
-    assert cache.get("a") is not None  # a is now the most recently used
-    cache.put("c", "x" * 40)  # 120 > 100: b goes
-    assert "b" not in cache and "a" in cache and "c" in cache and cache.nbytes == 80
-    cache.put("huge", "x" * 500)  # larger than the budget: kept alone
-    assert len(cache) == 1 and "huge" in cache
-
-
 def _deep_size(o, seen: set) -> int:
     """Bytes of a Python object and of what its lists and tuples hold (each object once)."""
     if id(o) in seen:
@@ -220,10 +159,10 @@ def test_a_dropped_analysis_is_freed_though_its_reader_stays(make_app, monkeypat
     it alive: not its reader's widgets (they keep labels, not the analysis), nor that
     reader's finished page run (a reference cycle, collected when the cache drops an
     entry). The collector's own runs are off here, so only the app's collection frees it."""
-    from ui import state
+    from ui import analyses
 
     monkeypatch.setenv("ATLAS_ANALYSIS_MB", "0.001")  # room for one analysis at a time
-    state._analyses.clear()
+    analyses._analyses.clear()
     readers, gone = [], []
     gc.collect()
     gc.disable()
@@ -236,117 +175,19 @@ def test_a_dropped_analysis_is_freed_though_its_reader_stays(make_app, monkeypat
                 at.switch_page(page).run()
             assert not at.exception, [e.value for e in at.exception]
             readers.append(at)  # every reader stays, with their widgets and their last run
-            gone.append(weakref.ref(state._analyses().get(("tiny", text))))
-            assert state._analyses().evicted >= i  # each new text drops the one before
+            gone.append(weakref.ref(analyses._analyses().get(("tiny", text))))
+            assert analyses._analyses().evicted >= i  # each new text drops the one before
         assert [ref() is None for ref in gone] == [True, True, False]
     finally:
         gc.enable()
-        state._analyses.clear()
-
-
-def _in_thread(target, *args):
-    th = threading.Thread(target=target, args=args, daemon=True)
-    th.start()
-    return th
-
-
-def test_the_same_work_asked_by_four_readers_runs_once_and_all_get_its_result():
-    """Four readers pressing step 7's Run at once: one benchmark, four results."""
-    q = TicketQueue()
-    release, started, ran, got = threading.Event(), threading.Event(), [], []
-
-    def bench():
-        ran.append(1)
-        started.set()
-        assert release.wait(10)
-        return "rows"
-
-    first = _in_thread(lambda: got.append(q.run("bench", bench, same=("cpu", (256, 512)))))
-    assert started.wait(5)
-    told = [threading.Event() for _ in range(3)]
-    others = [_in_thread(lambda e=e: got.append(q.run("bench", bench, lambda ahead, s, e=e: e.set(),
-                                                      same=("cpu", (256, 512))))) for e in told]
-    assert all(e.wait(5) for e in told)  # each is told it waits (for the one run)
-    assert len(q) == 1  # no ticket of their own
-    release.set()
-    for th in [first, *others]:
-        th.join(5)
-    assert not any(th.is_alive() for th in [first, *others])
-    assert ran == [1] and got == ["rows"] * 4 and len(q) == 0
-
-
-def test_when_the_shared_work_fails_the_one_waiting_runs_its_own():
-    q = TicketQueue()
-    go, started, got = threading.Event(), threading.Event(), []
-
-    def failing():
-        started.set()
-        assert go.wait(10)
-        raise RuntimeError("out of memory")
-
-    first = _in_thread(lambda: pytest.raises(RuntimeError, q.run, "sweep", failing, same="text-1"))
-    assert started.wait(5)
-    waiting = threading.Event()
-    second = _in_thread(lambda: got.append(q.run("sweep", lambda: "results", lambda a, s: waiting.set(),
-                                                 same="text-1")))
-    assert waiting.wait(5)
-    go.set()
-    first.join(5)
-    second.join(5)
-    assert got == ["results"] and len(q) == 0
-
-
-def test_a_new_text_goes_before_heavy_work_still_waiting_but_after_the_work_running():
-    q = TicketQueue()
-    order = []
-    running = q.take("sweep")
-    q.wait(running)  # its turn at once: it runs
-    bench = q.take("bench")
-    handout = q.take("handout")
-    text = q.take("analysis")  # a reader's own new text
-    later = q.take("analysis")
-    assert [q.ahead(t) for t in (text, later, bench, handout)] == [1, 2, 3, 4]
-    workers = [_in_thread(lambda t=t, name=name: (q.wait(t), order.append(name), q.done(t)))
-               for t, name in ((handout, "handout"), (bench, "bench"), (later, "later"), (text, "text"))]
-    q.done(running)
-    for th in workers:
-        th.join(5)
-    assert order == ["text", "later", "bench", "handout"]
-
-
-def test_the_wait_told_is_each_kinds_measured_rate_times_its_size(monkeypatch):
-    """A fake clock: a sweep of weight 2 took 20 s (10 s a unit), an analysis of weight
-    1 took 1 s. Behind a sweep of weight 3 running for 12 s and a waiting sweep of
-    weight 1, a new text waits only for what is left of the running sweep: 3·10 − 12 =
-    18 s, a second text 18 + 1 = 19 s; the waiting sweep 18 + 1 + 1 = 20 s (the two
-    texts went before it), and a handout after it 20 + 1·10 = 30 s."""
-    import room.serving as serving
-
-    now = [1000.0]
-    monkeypatch.setattr(serving.time, "monotonic", lambda: now[0])
-    q = TicketQueue()
-    for kind, weight, took in (("sweep", 2, 20.0), ("analysis", 1, 1.0)):
-        t = q.take(kind, weight=weight)
-        q.wait(t)
-        now[0] += took
-        q.done(t)
-    running = q.take("sweep", weight=3)
-    q.wait(running)
-    now[0] += 12
-    waiting = q.take("sweep", weight=1)
-    heavy = q.take("handout")
-    text = q.take("analysis", weight=1)
-    text2 = q.take("analysis", weight=1)
-    assert q.estimate(heavy) == pytest.approx(30.0)
-    assert q.estimate(text) == pytest.approx(18.0) and q.estimate(text2) == pytest.approx(19.0)
-    assert q.estimate(waiting) == pytest.approx(20.0)  # behind the running sweep and both texts
+        analyses._analyses.clear()
 
 
 def test_the_server_cuts_a_text_past_the_cap_whatever_the_browser_sends(server):
     """A reader's websocket sends 150,000 characters where the text area takes 100,000:
     the server analyses the first 100,000 only (the tiny model reads one token a
     character, after its first token: 100,001 tokens, not 150,001)."""
-    from ui.state import MAX_CHARS
+    from ui.reader import MAX_CHARS
 
     async def send_long(url):
         r = Reader(url, "en")
@@ -370,7 +211,8 @@ def test_the_benchs_class_scenario_at_five_students_follows_counts_and_reveals(s
     switches the server starts followed, the class and student in every address). Every
     student lands on each of the teacher's steps, every answer reaches her count, and the
     share right she is shown is the share of the students' own picks that match the
-    answer she reveals. Timings are the bench's; here only that all happened in time."""
+    answer she reveals; the answers redraw no following student's page. Timings are the
+    bench's; here only that all happened in time."""
     res = asyncio.run(class_scenario(server, 5, moves=2, wait=60))
     assert not res["exceptions"] and not res.get("poll_errors")
     assert res["join"][1] == 0 and len(set(res["ids"])) == 5 and all(res["ids"])  # five students, five ids
@@ -382,9 +224,10 @@ def test_the_benchs_class_scenario_at_five_students_follows_counts_and_reveals(s
     assert res["right_label"] == str(min(2 * min(4, tiny.n_layers) + 1, 64))
     right = sum(1 for label in res["chose"].values() if label == res["right_label"]) / 5
     assert res["right_shown"] == i18n.Translator("en").pct(right, 0)
-    assert res["still_in_class"] == 5  # the class and student id still in each address after every switch
+    assert res["following"] == 5  # the class and student id still in each address after every switch
     assert res["plain"][1] == 0 and res["class"][1] == 0
     assert res["polls"] > 5  # the students did poll
+    assert res["redrawn"] == 0  # the answers moved the teacher's count and redrew no student's page
 
 
 @pytest.mark.parametrize("machines", ["one machine, SQLite", "two machines, PostgreSQL"])
@@ -487,34 +330,3 @@ def test_a_replica_killed_mid_class_its_students_reconnect_to_the_other_still_in
         assert any(m.startswith(sent[0]) for m in run.markdown)  # their answer is still theirs
         assert not any(k.startswith("vote_send_") for k in run.ids)  # no second answer offered
     assert count == "4"  # the teacher counts every answer, from both replicas, before and after
-
-
-def test_a_shared_result_store_is_bounded_and_safe_across_threads():
-    """CountLRU: what every session of a process shares (sweeps, live runs, timings)
-    keeps at most its number of entries, the least recently used dropped, under a lock."""
-    import threading
-
-    from room.serving import CountLRU
-
-    store = CountLRU(3)
-    for k in "abc":
-        store[k] = k.upper()
-    assert store["a"] == "A"  # a is now the most recently used
-    store["d"] = "D"
-    assert "b" not in store and len(store) == 3 and store.get("b") is None
-    with pytest.raises(KeyError):
-        store["b"]
-
-    big = CountLRU(50)
-
-    def writer(i):
-        for j in range(500):
-            big[(i, j)] = j
-            big.get((i, j - 1))
-
-    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert len(big) == 50 and big.nbytes == 50

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from ui import classroom, data, keys, setting_table, summary
+from ui import keys, measures, prebuild, setting_table, summary
 from ui.i18n import LANGS, Translator
 from ui.samples import sample_text
 from ui.steps import PAGES, QUESTIONS, STEPS, first_questions, page_of
@@ -44,7 +44,7 @@ def test_question_ids_are_unique_stable_names_and_each_has_one_guess_row():
 @pytest.mark.parametrize("lang", LANGS)
 def test_every_steps_summary_builds_from_its_declaration_with_its_questions_named(tiny_analysis, lang):
     text, a = tiny_analysis
-    cfg = setting_table.settings_for(a, data.setting_context(text, "tiny"), {})
+    cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), {})
     t = Translator(lang)
     for step in STEPS:
         sm = summary.get(step.number, t, a, text, "tiny", summary.inputs(step.number, cfg))
@@ -56,7 +56,7 @@ def test_every_steps_summary_builds_from_its_declaration_with_its_questions_name
 
 def test_a_summary_asked_with_settings_other_than_its_declarations_is_refused(tiny_analysis):
     text, a = tiny_analysis
-    cfg = setting_table.settings_for(a, data.setting_context(text, "tiny"), {})
+    cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), {})
     t = Translator("en")
     given = summary.inputs(3, cfg)
     with pytest.raises(ValueError, match="built from"):
@@ -67,7 +67,7 @@ def test_a_summary_asked_with_settings_other_than_its_declarations_is_refused(ti
 
 def test_a_summary_that_asks_other_than_its_step_declares_is_refused(tiny_analysis, monkeypatch):
     text, a = tiny_analysis
-    cfg = setting_table.settings_for(a, data.setting_context(text, "tiny"), {})
+    cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), {})
     real = summary.STEP_SUMMARIES[2]
 
     def two_questions(*args, **kw):
@@ -83,31 +83,31 @@ def test_a_summary_that_asks_other_than_its_step_declares_is_refused(tiny_analys
 def test_a_failure_in_the_class_background_build_is_logged_with_its_traceback_and_counted(monkeypatch, caplog,
                                                                                             tiny_analysis):
     text, a = tiny_analysis
-    monkeypatch.setattr(classroom.state, "analysis_unseen", lambda text, kind: a)
+    monkeypatch.setattr(prebuild.analyses, "analysis_unseen", lambda text, kind: a)
 
     def broken(*args, **kw):
         raise KeyError("s3_new_setting")
 
     monkeypatch.setattr(summary, "build_all", broken)
-    before = classroom.PREBUILD_FAILED["KeyError"]
-    with caplog.at_level(logging.ERROR, logger=classroom.__name__):
-        classroom._build_summaries(("tiny", text, "{}"), text, "tiny", {})
-    assert classroom.PREBUILD_FAILED["KeyError"] == before + 1
-    logged = [r for r in caplog.records if r.name == classroom.__name__ and r.exc_info]
+    before = prebuild.PREBUILD_FAILED["KeyError"]
+    with caplog.at_level(logging.ERROR, logger=prebuild.__name__):
+        prebuild._build_summaries(("tiny", text, "{}"), text, "tiny", {})
+    assert prebuild.PREBUILD_FAILED["KeyError"] == before + 1
+    logged = [r for r in caplog.records if r.name == prebuild.__name__ and r.exc_info]
     assert logged and "s3_new_setting" in str(logged[-1].exc_info[1])
 
 
 @pytest.fixture(scope="module")
 def tiny_analysis():
-    from ui import state
+    from ui import served_model
 
     text = sample_text("en")
-    return text, state.get_model("tiny").analyze(text)
+    return text, served_model.get_model("tiny").analyze(text)
 
 
 def test_the_setting_table_is_plain_data_without_streamlit():
     """Its doc says so: the rows, their checks and their defaults import no Streamlit
-    (the text's anchors come in from ui.data.setting_context)."""
+    (the text's anchors come in from ui.measures.setting_context)."""
     import subprocess
     import sys
 

@@ -164,11 +164,11 @@ def test_with_postgresql_out_of_reach_the_steps_work_and_sharing_and_classes_say
     language, that the store is away — and the URL's password is shown nowhere."""
     from harness.serve import free_port
     from room import pgstore
-    from ui import classroom
+    from ui.classroom import handle
 
     monkeypatch.setenv("ATLAS_DATABASE_URL", f"postgresql://atlas:pw-never-shown@127.0.0.1:{free_port()}/atlas")
     share.store.clear()
-    classroom._classes.clear()
+    handle._classes.clear()
     try:
         at = make_app("tiny", "pt")
         at.run()
@@ -185,5 +185,5 @@ def test_with_postgresql_out_of_reach_the_steps_work_and_sharing_and_classes_say
         assert "pw-never-shown" not in shown
     finally:
         share.store.clear()
-        classroom._classes.clear()
+        handle._classes.clear()
         pgstore.close_all()

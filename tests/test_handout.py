@@ -10,7 +10,7 @@ import pytest
 from attn import bench, swap
 from attn.costs import Shape
 from helpers import LANGS, PAGES, revealed
-from ui import data, handout, live, setting_table, state, summary, widgets
+from ui import analyses, handout, measures, served_model, setting_table, summary, timing, widgets
 from ui.i18n import Translator, translate
 from ui.samples import sample_text
 
@@ -23,7 +23,7 @@ def answers(page: str, lang: str = "en") -> list[str]:
     """The value each step's reveal states, in order (measured on the text, worked out by
     the cost model, or timed on this device: each says which)."""
     heads = [html.escape(translate(lang, key, value="§").split("§")[0].replace("**", ""), quote=False)
-             for key in widgets.ANSWER_FROM.values()]
+             for key in summary.ANSWER_FROM.values()]
     found = sorted((m.end(), m.group(0)) for h in heads for m in re.finditer(re.escape(h), page))
     return [html.unescape(ANSWER.match(page[end:]).group(1)) for end, _ in found]
 
@@ -52,7 +52,7 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
     shown = walk(at)
     kept = {k: at.session_state[k] for k in setting_table.KEYS if k in at.session_state}
     text = text or sample_text("en")
-    a = state.get_analysis(text, "tiny")
+    a = analyses.get_analysis(text, "tiny")
     t = Translator("en")
     page = handout.build(t, a, text, "tiny", kept, device="cpu", model="tiny", live=None)  # step 7 not run
     assert answers(page) == shown
@@ -68,7 +68,7 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
     step3 = page.split("<h2>")[3]
     for label, value in (("step3.pick_w", "3"), ("step3.pick_reach_w", "5"), ("step3.pick_layers", "2")):
         assert f"<td>{html.escape(translate('en', label))}</td><td>{value}</td>" in step3
-    cfg = setting_table.settings_for(a, data.setting_context(text, "tiny"), kept)
+    cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), kept)
     guess = summary.step3(t, a, text, "tiny", cfg).questions[0]
     assert html.escape(translate("en", "handout.guess", guess=guess.label(kept["guess_s3_reach"]))) in step3
     assert translate("en", "handout.no_guess") in page.split("<h2>")[1]
@@ -80,17 +80,18 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
 def test_settings_that_do_not_fit_the_text_fall_back_to_the_pages_defaults(tiny_analysis):
     text, a = tiny_analysis
     bad = {"s3_w": 10_000, "s4_hubs": [0, a.n + 5], "s1_layer": 99, "s2_p": 0.42, "s5_feature": "nope", "s1_head": 7}
-    cfg = setting_table.settings_for(a, data.setting_context(text, "tiny"), bad)
-    defaults = setting_table.defaults(a, data.setting_context(text, "tiny"))
+    cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), bad)
+    defaults = setting_table.defaults(a, measures.setting_context(text, "tiny"))
     assert all(cfg[k] == defaults[k] for k in bad)
     good = {"s3_w": 2, "s4_hubs": [1], "s1_layer": 0, "s2_p": 0.5, "s5_feature": "relu", "s1_head": 0}
-    assert all(setting_table.settings_for(a, data.setting_context(text, "tiny"), good)[k] == v for k, v in good.items())
+    cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), good)
+    assert all(cfg[k] == v for k, v in good.items())
 
 
 @pytest.fixture(scope="module")
 def tiny_analysis():
     text = 'Angle <script>alert("x")</script> and <img src=x onerror="y()"> & "quotes" — then words.'
-    return text, state.get_analysis(text, "tiny")
+    return text, analyses.get_analysis(text, "tiny")
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -107,9 +108,9 @@ def test_the_readers_text_and_tokens_are_escaped_and_our_prose_is_rendered(tiny_
 def test_measured_runs_join_the_handout_only_when_measured(tiny_analysis):
     text, a = tiny_analysis
     t = Translator("pt")
-    rows = bench.run_plan([(m, n, b) for n in (128, 256) for m, b in live.plan_methods()], Shape(), "cpu",
+    rows = bench.run_plan([(m, n, b) for n in (128, 256) for m, b in timing.plan_methods()], Shape(), "cpu",
                           repeats=1, max_seconds=0.5)
-    model = state.get_model("tiny")
+    model = served_model.get_model("tiny")
     results = swap.sweep(model, text, swap.standard_sweep((0,), 0))
     assert all(not isinstance(r, Exception) for r in results)
     page = handout.build(t, a, text, "tiny", {}, device="cpu", model="tiny", live=(rows, [128, 256]),
@@ -179,7 +180,7 @@ def test_a_step_page_links_its_terms_to_their_meanings_at_its_end(make_app, lang
 
 def test_the_handout_drops_nul_and_other_control_characters_from_the_text():
     text = "Before\x00NUL, bell\x07, escape\x1b[31m, C1\x85 and DEL\x7f; a tab\tand a line\nstay. Enough words here."
-    a = state.get_analysis(text, "tiny")
+    a = analyses.get_analysis(text, "tiny")
     page = handout.build(Translator("en"), a, text, "tiny", {}, device="cpu", model="tiny")
     shown = page.split('<pre class="text">')[1].split("</pre>")[0]
     want = "BeforeNUL, bell, escape[31m, C1 and DEL; a tab\tand a line\nstay. Enough words here."

@@ -280,9 +280,9 @@ def open_playground(make_app, lang="en", text=None):
 
 def shown_composition(at, a) -> Composition:
     cfg = {k: at.session_state[k] for k in pg.KEYS}
-    from ui import data
+    from ui import measures
 
-    anchors = [p for p, _ in data.anchors(at.session_state["text"], "tiny", 5)[:pg.ANCHOR_HUBS]]
+    anchors = [p for p, _ in measures.anchors(at.session_state["text"], "tiny", 5)[:pg.ANCHOR_HUBS]]
     c, problem = pg.composition(cfg, a.n, anchors)
     assert problem is None
     return c

@@ -56,6 +56,30 @@ def test_every_change_raises_the_version_and_only_the_host_may_change(room):
     assert room.state(code).view["settings"] == {"s3_w": 16} and room.version(code) == 3
 
 
+def test_an_answer_or_a_new_student_raises_the_tally_never_the_version_a_student_follows(room):
+    """Two versions, read in one query: what a student follows (the step, the text and
+    settings, a vote's state) and what only the teacher's panel shows (answers, new
+    students). A student coming back (presence) raises neither."""
+    code, key = room.create(VIEW, step=1)
+    assert room.versions(code) == (1, 0)
+    room.join(code, "student-aaaa")
+    room.join(code, "student-bbbb")
+    assert room.versions(code) == (1, 2)  # two new students: the teacher's count moved, nothing else
+    room.join(code, "student-aaaa")  # still here
+    assert room.versions(code) == (1, 2)
+    vote = room.open_vote(code, key, 1, "s1.q", QUESTION)
+    assert room.versions(code) == (2, 2)  # a vote opened: every student's page shows it
+    assert room.answer(code, vote, "student-aaaa", 0) == "taken"
+    assert room.answer(code, vote, "student-bbbb", 2) == "taken"
+    assert room.answer(code, vote, "student-bbbb", 1) == "again"  # refused: nothing moves
+    assert room.versions(code) == (2, 4)
+    assert room.set_state(code, key, vote, "closed") == 3 == room.version(code)
+    assert room.lead(code, key, 2, {**VIEW, "settings": {"s3_w": 4}}) == 4
+    found = room.state(code)
+    assert (found.step, found.view["settings"], found.version, found.tally) == (2, {"s3_w": 4}, 4, 4)
+    assert room.versions("ZZZZZZ") is None
+
+
 def test_the_store_keeps_only_the_host_keys_hash(room, where):
     code, key = room.create(VIEW, step=1)
     with room.store.reading() as db:  # every value of every row of the class's tables
@@ -195,37 +219,54 @@ RELEASE_1 = (
         code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
         at REAL NOT NULL, PRIMARY KEY (code, vote, student))""",
 )
+# ... and as the release before this one wrote them (layout 2: a vote names its question;
+# one version a class, raised by every change and every answer)
+RELEASE_2 = (
+    """CREATE TABLE IF NOT EXISTS classes (
+        code TEXT PRIMARY KEY, host TEXT NOT NULL, view TEXT NOT NULL, step INTEGER NOT NULL,
+        version INTEGER NOT NULL, created REAL NOT NULL, touched REAL NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS students (
+        code TEXT NOT NULL, student TEXT NOT NULL, seen REAL NOT NULL, PRIMARY KEY (code, student))""",
+    """CREATE TABLE IF NOT EXISTS votes (
+        code TEXT NOT NULL, vote INTEGER NOT NULL, step INTEGER NOT NULL, round INTEGER NOT NULL,
+        state TEXT NOT NULL, question TEXT NOT NULL, qid TEXT NOT NULL, PRIMARY KEY (code, vote))""",
+    """CREATE TABLE IF NOT EXISTS answers (
+        code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
+        at REAL NOT NULL, PRIMARY KEY (code, vote, student))""",
+)
 OLD_KEY = "a-host-key-the-teachers-session-kept"
 
 
-def _write_release_1(where) -> str:
-    """A store as the release before left it mid-class: a share link, a class at step 3
-    with three students, step 3's question voted twice (closed, then revealed) and
-    step 1's open; returns the share link's key."""
+def _write_release(where, layout: int = 1) -> str:
+    """A store as an earlier release left it mid-class (``layout`` 1 or 2): a share link,
+    a class at step 3 with three students, step 3's question voted twice (closed, then
+    revealed) and step 1's open; returns the share link's key."""
     import json as json_lib
 
     store = store_at(where)
     link = store.put(VIEW)
     question = json_lib.dumps(QUESTION)
     with store.transaction() as db:
-        for statement in RELEASE_1:
+        for statement in (RELEASE_1, RELEASE_2)[layout - 1]:
             db.execute(statement)
-        db.execute("INSERT INTO atlas_schema VALUES ('classes', 1) ON CONFLICT(part) DO UPDATE SET version = 1")
+        db.execute("INSERT INTO atlas_schema VALUES ('classes', ?) ON CONFLICT(part) DO UPDATE SET version = ?",
+                   (layout, layout))
         db.execute("INSERT INTO classes VALUES (?, ?, ?, ?, ?, ?, ?)",
                    ("7KQ2M9", classes.host_hash(OLD_KEY), json_lib.dumps(VIEW), 3, 9, 100.0, 1e9 + 0.25))
         for s in ("ana-0001", "bea-0002", "caio-003"):
             db.execute("INSERT INTO students VALUES (?, ?, ?)", ("7KQ2M9", s, 1e9))
         for vote, step, rnd, state in ((1, 3, 1, "closed"), (2, 3, 2, "revealed"), (3, 1, 1, "open")):
-            db.execute("INSERT INTO votes VALUES (?, ?, ?, ?, ?, ?)", ("7KQ2M9", vote, step, rnd, state, question))
+            row = ("7KQ2M9", vote, step, rnd, state, question) + (() if layout == 1 else (FIRST[step],))
+            db.execute(f"INSERT INTO votes VALUES ({', '.join('?' * len(row))})", row)
         for vote, student, choice in ((1, "ana-0001", 0), (1, "bea-0002", 1), (2, "ana-0001", 1), (2, "bea-0002", 1),
                                       (2, "caio-003", 2), (3, "ana-0001", 2)):
             db.execute("INSERT INTO answers VALUES (?, ?, ?, ?, ?)", ("7KQ2M9", vote, student, choice, 1e9))
     return link
 
 
-def _check_release_1_kept(room: Classes, link: str) -> None:
+def _check_release_kept(room: Classes, link: str) -> None:
     found = room.state("7KQ2M9")
-    assert found.step == 3 and found.version == 9 and found.view == VIEW
+    assert found.step == 3 and found.version == 9 and found.view == VIEW and found.tally == 0
     assert [(v.vote, v.step, v.qid, v.round, v.state) for v in found.votes] == [
         (1, 3, "s3.q", 1, "closed"), (2, 3, "s3.q", 2, "revealed"), (3, 1, "s1.q", 1, "open")]
     assert all(v.question == QUESTION for v in found.votes)
@@ -237,21 +278,24 @@ def _check_release_1_kept(room: Classes, link: str) -> None:
         assert db.execute("SELECT touched FROM classes WHERE code = '7KQ2M9'").fetchone()[0] == 1e9 + 0.25
 
 
-def test_a_store_written_by_the_release_before_opens_with_nothing_lost(where):
-    """Layout 1 → 2 once, in one transaction, on both backends: every link, class,
-    vote (now named by its step's first question), round, state, answer and host key
-    as it was; the class goes on (an answer to its open vote, a third round on the
-    question voted twice); opening it again upgrades nothing."""
-    link = _write_release_1(where)
+@pytest.mark.parametrize("layout", [1, 2])
+def test_a_store_written_by_an_earlier_release_opens_with_nothing_lost(where, layout):
+    """Layout 1 or 2 → 3 once, in one transaction, on both backends: every link, class,
+    vote (named by its step's first question where layout 1 named none), round, state,
+    answer and host key as it was, the tally at 0; the class goes on (an answer to its
+    open vote raises the tally, a third round on the question voted twice); opening it
+    again upgrades nothing."""
+    link = _write_release(where, layout)
     room = Classes(store_at(where), FIRST)
-    assert room.store.version_of("classes") == classes.VERSION == 2
-    _check_release_1_kept(room, link)
+    assert room.store.version_of("classes") == classes.VERSION == 3
+    _check_release_kept(room, link)
     assert room.answer("7KQ2M9", 3, "bea-0002", 0) == "taken"
+    assert room.versions("7KQ2M9") == (9, 1)
     assert room.answer("7KQ2M9", 2, "bea-0002", 0) == "closed"
     assert room.open_vote("7KQ2M9", OLD_KEY, 3, "s3.q", QUESTION) == 4  # the open vote closes first
     assert room.state("7KQ2M9").vote_on("s3.q").round == 3 and room.state("7KQ2M9").votes[2].state == "closed"
     again = Classes(store_at(where), FIRST)  # a second start: nothing run twice
-    assert again.store.create("classes", classes.VERSION, classes.SCHEMA, classes.upgrades(FIRST)) == 2
+    assert again.store.create("classes", classes.VERSION, classes.SCHEMA, classes.upgrades(FIRST)) == 3
     assert [v.qid for v in again.state("7KQ2M9").votes] == ["s3.q", "s3.q", "s1.q", "s3.q"]
 
 
@@ -265,13 +309,13 @@ UPGRADING = textwrap.dedent("""
 
 
 def test_two_processes_opening_the_release_befores_store_at_once_upgrade_it_once(where):
-    link = _write_release_1(where)
+    link = _write_release(where, 2)
     procs = [subprocess.Popen([sys.executable, "-c", UPGRADING, where], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err[-800:] for _, err in outs]
-    assert [out.strip() for out, _ in outs] == ["2", "2"]
-    _check_release_1_kept(Classes(store_at(where), FIRST), link)
+    assert [out.strip() for out, _ in outs] == ["3", "3"]
+    _check_release_kept(Classes(store_at(where), FIRST), link)
 
 
 def test_a_store_of_a_newer_release_is_refused_and_left_as_it_is(where):
@@ -280,7 +324,7 @@ def test_a_store_of_a_newer_release_is_refused_and_left_as_it_is(where):
     store = store_at(where)
     Classes(store, FIRST)
     with store.transaction() as db:
-        db.execute("UPDATE atlas_schema SET version = 3 WHERE part = 'classes'")
+        db.execute("UPDATE atlas_schema SET version = 4 WHERE part = 'classes'")
     with pytest.raises(StoreError, match="newer release"):
         Classes(store_at(where), FIRST)
-    assert store.version_of("classes") == 3
+    assert store.version_of("classes") == 4

@@ -6,7 +6,7 @@ import pytest
 
 from attn import model as atlas_model
 from helpers import PAGES
-from ui import data, i18n, setting_table, swaps
+from ui import i18n, measures, model_swaps, setting_table
 from ui.samples import sample_text
 from ui.steps import PAGES as STEP_PAGES
 
@@ -30,6 +30,11 @@ def widget_of(at, key: str):
         if found:
             return found[0]
     return None
+
+
+DRAWN_AS = {"slider": "Slider", "number": "NumberInput", "selectbox": "Selectbox", "radio": "Radio",
+            "select_slider": "SelectSlider", "multiselect": "Multiselect", "toggle": "Toggle", "text": "TextInput",
+            "pills": "ButtonGroup"}  # a row's ``widget`` as AppTest names what Streamlit drew
 
 
 def opened(make_app, number: int, query: dict | None = None):
@@ -62,13 +67,13 @@ def other_value(row: setting_table.Setting, d: setting_table.Dims):
 
 
 def test_the_table_has_each_setting_once_and_each_page_draws_its_own(make_app, dims):
-    swaps._store().clear()  # step 6's sweep unmeasured, whatever ran before: its button is there
+    model_swaps._store().clear()  # step 6's sweep unmeasured, whatever ran before: its button is there
     assert len(setting_table.KEYS) == len(set(setting_table.KEYS))
     for number in sorted({r.page for r in setting_table.TABLE}):
         at = opened(make_app, number)
         if number == 6:
             at.button(key="s6_swap").click().run(timeout=300)  # the sweep's own settings come after its run
-            swaps._store().clear()  # the next test (and order) starts unmeasured
+            model_swaps._store().clear()  # the next test (and order) starts unmeasured
         for key in setting_table.keys(number):
             if key == "pg_hubs":  # drawn when the hubs are chosen by hand
                 at.radio(key="pg_hub_mode").set_value("chosen").run()
@@ -79,12 +84,12 @@ def test_every_widget_starts_at_its_rows_default_and_takes_exactly_its_range(mak
     """The widget's own bounds and options, read from what Streamlit drew, against the
     row (a second definition of a range anywhere would show here) — every row, those drawn
     only after a choice too (the hubs chosen by hand, the sweep's settings after its run)."""
-    swaps._store().clear()
+    model_swaps._store().clear()
     for number in sorted({r.page for r in setting_table.TABLE}):
         at = opened(make_app, number)
         if number == 6:
             at.button(key="s6_swap").click().run(timeout=300)  # the sweep's own settings come after its run
-            swaps._store().clear()
+            model_swaps._store().clear()
         for key in setting_table.keys(number):
             if key == "pg_hubs":  # drawn when the hubs are chosen by hand (its mode was checked before)
                 at.radio(key="pg_hub_mode").set_value("chosen").run()
@@ -93,13 +98,14 @@ def test_every_widget_starts_at_its_rows_default_and_takes_exactly_its_range(mak
             if row.kind == "guess":  # its options are the question's: it starts unanswered
                 assert w.value is None, key
                 continue
+            assert type(w).__name__ == DRAWN_AS[row.widget], (key, type(w).__name__)  # the row says what it is
             proto = w.proto
             if row.kind == "int":
                 lo, hi = row.bounds(dims)
                 assert (proto.min, proto.max) == (lo, hi), key
             elif row.kind in ("choice", "many") and hasattr(proto, "options"):
                 assert len(proto.options) == len(list(row.choices(dims))), key
-            first = row.default(dims, data.setting_context(TEXT, "tiny"))
+            first = row.default(dims, measures.setting_context(TEXT, "tiny"))
             value = w.value if not isinstance(w.value, tuple) else list(w.value)
             assert value == first or (isinstance(first, list) and sorted(value) == sorted(first)), key
 
@@ -154,7 +160,7 @@ def test_a_value_out_of_the_texts_range_is_refused_on_its_page_with_a_notice(mak
     assert all(setting_table.valid(k, v) for k, v in beyond.items())  # the link keeps them
     key = share.store().put({"text": SHORT, "lang": "en", "step": 1, "presenter": False, "settings": beyond})
     dropped = i18n.translate("en", "share.dropped")
-    ctx = data.setting_context(SHORT, "tiny")
+    ctx = measures.setting_context(SHORT, "tiny")
     for number in sorted({setting_table.row(k).page for k in beyond}):
         at = opened(make_app, number, {"s": key})
         assert dropped in [t.value for t in at.toast], number
@@ -186,3 +192,19 @@ def test_values_of_the_wrong_kind_in_a_link_never_fail_a_page(make_app):
     assert i18n.translate("en", "share.bad_values") in [t.value for t in at.toast]
     assert at.title[0].value == i18n.translate("en", "step1.title")  # `true` is no step: the first page
     assert "pg_local" not in at.session_state or at.session_state["pg_local"] != 1  # below its widget's minimum
+
+
+def test_every_setting_is_drawn_from_its_row_by_one_helper():
+    """No page names a setting's key to a widget, nor keeps it itself (persist_state):
+    ui.widgets.setting draws each from its row. (The guesses are the questions' radios,
+    ui.step_page's; the text area is app.py's.)"""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    sources = [*root.glob("pages/*.py"), *(p for p in root.glob("ui/**/*.py") if p.name != "widgets.py")]
+    for path in sources:
+        src = path.read_text(encoding="utf-8")
+        assert "persist_state" not in src or path.name == "step_page.py", path.name
+        for row in setting_table.TABLE:
+            if row.kind != "guess":
+                assert f'key="{row.key}"' not in src, (path.name, row.key)

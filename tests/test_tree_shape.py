@@ -1,7 +1,8 @@
 """The project's shape, read from its source with ``ast``: no import cycle anywhere
 (imports inside functions count: a lazy import that closes a loop is still a loop), and
 the layers run one way — attn ← room ← ui ← pages / app / harness: the engine knows no
-room, what serves the room draws nothing, and nothing imports a page."""
+room, what serves the room draws nothing, nothing imports a page, and the widgets every
+page shares import no feature (the live class): a step's page asks for the class's gate."""
 
 import ast
 import pathlib
@@ -11,7 +12,12 @@ LAYERS = ("attn", "room", "ui", "harness")  # each may import those before it, n
 
 
 def project_modules() -> dict[str, pathlib.Path]:
-    out = {f"{pkg}.{p.stem}": p for pkg in LAYERS for p in (ROOT / pkg).glob("*.py") if p.stem != "__init__"}
+    """Every module, sub-packages' too, by its dotted name (a package by its own name)."""
+    out = {}
+    for pkg in LAYERS:
+        for p in (ROOT / pkg).rglob("*.py"):
+            parts = p.relative_to(ROOT).with_suffix("").parts
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
     out |= {f"pages.{p.stem}": p for p in (ROOT / "pages").glob("*.py")}
     out["app"] = ROOT / "app.py"
     return out
@@ -23,13 +29,15 @@ MODULES = project_modules()
 def imports_of(name: str) -> set[str]:
     """The project modules ``name`` imports, wherever the import stands (top, function,
     block), as ``package.module``."""
-    pkg = name.split(".")[0]
+    path = MODULES[name]
+    package = name.split(".") if path.stem == "__init__" else name.split(".")[:-1]
     out = set()
-    for node in ast.walk(ast.parse(MODULES[name].read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
             if node.level:
-                here = [node.module.split(".")[0]] if node.module else [a.name for a in node.names]
-                found = [f"{pkg}.{m}" for m in here]
+                base = ".".join(package[:len(package) - node.level + 1])
+                where = f"{base}.{node.module}" if node.module else base
+                found = [where] + [f"{where}.{a.name}" for a in node.names]
             else:
                 found = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
@@ -48,9 +56,11 @@ def test_the_reader_of_imports_sees_every_kind_of_import():
     """The graph the other tests read, checked on imports written each way."""
     assert "room.backend" in GRAPH["room.pgstore"]  # from .backend import …
     assert "room.pgstore" in GRAPH["room.store"]  # from . import pgstore
-    assert "ui.live" in GRAPH["ui.summary"]  # inside a function
-    assert "attn.model" in GRAPH["ui.state"]  # from attn import model as …
+    assert "ui.timing" in GRAPH["ui.summary"]  # inside a function
+    assert "attn.model" in GRAPH["ui.served_model"]  # from attn import model as …
     assert "ui.steps" in GRAPH["app"]
+    assert "ui.classroom.handle" in GRAPH["ui.classroom.votes"]  # from .handle import … (a sub-package)
+    assert "ui.share" in GRAPH["ui.classroom.handle"]  # from .. import share
 
 
 def test_no_import_cycle_anywhere_in_the_project():
@@ -77,3 +87,10 @@ def test_the_layers_import_one_way_and_nothing_imports_a_page():
     assert not upward, upward
     assert not [(m, n) for m, deps in GRAPH.items() for n in deps if n.startswith("pages.") or n == "app"]
     assert not [m for m in GRAPH if m.startswith("room.") and "streamlit" in MODULES[m].read_text(encoding="utf-8")]
+
+
+def test_no_shared_widget_imports_the_live_class():
+    """The class is a feature: the app, a step's page (its gate and its questions) and the
+    handout (the teacher's results) ask for it; the modules every page shares do not."""
+    askers = {m for m, deps in GRAPH.items() for n in deps if n.startswith("ui.classroom")}
+    assert askers - {m for m in MODULES if m.startswith("ui.classroom")} == {"app", "ui.step_page", "ui.handout"}

@@ -23,8 +23,9 @@ from markdown_it import MarkdownIt
 
 from attn.costs import Shape
 
-from . import live as live_run
-from . import data, keys, setting_table, summary, swaps, votes, widgets
+from . import timing as live_run
+from . import keys, measures, model_swaps, setting_table, summary, widgets
+from .classroom import votes
 from .i18n import Translator
 from .steps import STEPS
 
@@ -86,7 +87,7 @@ def build(t: Translator, a, text: str, kind: str, kept: dict, *, device: str, mo
     measured rows and sizes ``(rows, sizes)``; ``sweep``: step 6's measured swap results
     ``(results, layer, metric)``; each None when not measured."""
     when = when or datetime.datetime.now(datetime.UTC)
-    cfg = setting_table.settings_for(a, data.setting_context(text, kind), kept)
+    cfg = setting_table.settings_for(a, measures.setting_context(text, kind), kept)
     text = printable(text)
     shown = text if len(text) <= TEXT_SHOWN else text[:TEXT_SHOWN] + " …"
     out = [
@@ -139,7 +140,7 @@ def _section(t: Translator, sm: summary.Summary, cfg: dict) -> str:
             guess = None  # a guess made on another text or setting: not this question's
         said = t("handout.guess", guess=q.label(guess)) if guess is not None else t("handout.no_guess")
         out += ('<div class="predict">' + _md(f"**{t('predict.heading')}** · {q.text}") + _md(said)
-                + _md(widgets.verdict(t, q, guess)) + "</div>")
+                + _md(summary.verdict(t, q, guess)) + "</div>")
     return out
 
 
@@ -155,7 +156,7 @@ def _measured(t: Translator, step: int, live, sweep) -> list[str]:
             return ['<p class="note">' + html.escape(t("handout.sweep_not_run")) + "</p>"]
         results, layer, metric = sweep
         return [f'<h3>{html.escape(t("swap.heading"))}</h3>',
-                *(_figure(f) for f in swaps.sweep_figures(t, results, metric, layer))]
+                *(_figure(f) for f in model_swaps.sweep_figures(t, results, metric, layer))]
     return []
 
 
@@ -187,38 +188,37 @@ def _build_and_offer(t: Translator) -> None:
     from attn import swap as atlas_swap
     from attn.device import pick_device
 
-    from . import state
+    from . import analyses, reader, served_model
 
-    text, kind = state.current_text(), state.model_kind()
+    text, kind = reader.current_text(), served_model.model_kind()
     if not text.strip():
         st.info(t("handout.need_text"))
         return
     bar = st.progress(0.0, text=t("handout.building"))
-    state.ensure_model()
-    a = state.get_analysis(text, kind)
+    served_model.ensure_model()
+    a = analyses.get_analysis(text, kind)
     if a.n < 3:
         bar.empty()
         st.info(t("common.too_short", n=a.n))
         return
     # every step's settings and guesses (each widget keeps its value for the session)
     kept = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
-    cfg = setting_table.settings_for(a, data.setting_context(text, kind), kept)
+    cfg = setting_table.settings_for(a, measures.setting_context(text, kind), kept)
     device = pick_device()
     sizes = bench.live_sizes(device)
     rows = live_run.results(live_run.key(device, sizes))
     layer, metric = cfg["s6_swap_layer"], cfg["s6_swap_metric"]
-    results = swaps.measured(text, atlas_swap.standard_sweep((0,), layer))
-    sweep = (results, layer, metric) if swaps.complete(results) else None
+    results = model_swaps.measured(text, atlas_swap.standard_sweep((0,), layer))
+    sweep = (results, layer, metric) if model_swaps.complete(results) else None
     total = len(STEPS) + 1
 
     def progress(fraction: float) -> None:
         bar.progress(fraction, text=t("handout.building_step", done=round(fraction * total), total=total))
 
     try:
-        page = state.in_line("handout", lambda: build(t, a, text, kind, kept, device=state.device_line(),
-                                                      model=state.model_line(t), live=(rows, sizes) if rows else None,
-                                                      sweep=sweep, progress=progress,
-                                                      class_results=votes.results(t)))
+        page = analyses.in_line("handout", lambda: build(
+            t, a, text, kind, kept, device=served_model.device_line(), model=served_model.model_line(t),
+            live=(rows, sizes) if rows else None, sweep=sweep, progress=progress, class_results=votes.results(t)))
     finally:
         bar.empty()  # a failed build leaves no bar behind
     st.download_button(t("handout.download"), page.encode("utf-8"), file_name=f"attention-atlas-{t.lang}.html",

@@ -12,17 +12,17 @@ TEXT = "text"  # the sidebar's text area: the reader's text
 SHARE_APPLIED = "_share_applied"  # the share key (?s=) this session has already applied
 FROM_LINK = "_from_link"  # the settings a share link set, so that dropping one is said
 LINKS_MADE = "_links_made"  # share links this session has made (bounded per session)
-AFTER_PAGE = "_after_page"  # what runs once the page has drawn its widgets (state.after_page)
+AFTER_PAGE = "_after_page"  # what runs once the page has drawn its widgets (page_run.after_page)
 CLASS = "_class"  # the code of the live class this session is in
 HOST = "_class_host"  # the class's host key: the teacher's session only, never an address
 STUDENT = "_class_student"  # a student's anonymous id (also in their address)
 FOLLOWING = "_class_following"  # a student whose screen follows the teacher
 SEEN = "_class_seen"  # the class version this session last drew
-CLASS_VIEW = "_class_view"  # the class's text and settings as last put in place here
 PRESENCE_AT = "_class_presence_at"  # when this student's presence was last written
 CLASS_ASKED = "_class_asked"  # the ?class= this session has already acted on
 NOTICES = "_notices"  # notices to show on the next run (a page switch drops this run's)
 LABELLED = "_labelled"  # per token-named setting: the text its widget's labels were made for
+CHANGED = "_changed"  # the settings (and "text") the reader changed by hand since the last run began
 
 
 def slug(qid: str) -> str:

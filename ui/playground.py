@@ -22,9 +22,9 @@ from attn.costs import Shape
 from attn.device import pick_device
 from attn.composition import Composition, CompositionError
 from attn.swap import SWAP_MAX_TOKENS
-from room.serving import CountLRU
+from room.bounded import CountLRU
 
-from . import data, setting_table, state, widgets
+from . import analyses, measures, setting_table, widgets
 from .i18n import Translator
 from .setting_table import DEFAULT_LAYER, HUB_MODES, MAX_SETTING, RANDOM_BLOCKS, SCOPES  # noqa: F401 (the page's)
 from .steps import PLAYGROUND
@@ -45,9 +45,7 @@ def settings(a) -> dict:
     its default (a value that does not fit is dropped, with a notice when it came with
     a link), written back so that every widget starts from it."""
     for key in KEYS:
-        widgets.fit(key, a)
-        if key not in st.session_state:
-            st.session_state[key] = setting_table.default(key, a, setting_table.Context())
+        widgets.place(key, a, setting_table.Context())
     return {k: st.session_state[k] for k in KEYS}
 
 
@@ -73,6 +71,7 @@ def apply_preset(name: str, model_window: int) -> None:
     arguments stay in the reader's session: small values, never the analysis.)"""
     for key, value in preset(name, model_window).items():
         st.session_state[key] = value
+        widgets.changed_by_reader(key)  # the reader's own choice, as a widget's change is
 
 
 def hub_positions(cfg: dict, anchors: list[int]) -> tuple[int, ...]:
@@ -202,7 +201,7 @@ def kept(text: str, kind: str, key: tuple, scope: str) -> dict:
     """Share of the model's real attention weight inside the pattern (made causal, as the
     model is), per layer and overall; layers outside the scope keep their own pattern,
     so all of their weight."""
-    a = state.get_analysis(text, kind)
+    a = analyses.get_analysis(text, kind)
     allowed = patterns.dense(algebra.composed_mask(a.n, _comp(key), True), a.n)
     inside = _scoped(a, scope)
     per_layer = np.ones(a.n_layers)
@@ -214,7 +213,7 @@ def kept(text: str, kind: str, key: tuple, scope: str) -> dict:
 @st.cache_data(max_entries=64, show_spinner=False)
 def error(text: str, kind: str, key: tuple, layer: int) -> dict:
     """Output error of the pattern on one layer's own q, k, v against exact softmax."""
-    a = state.get_analysis(text, kind)
+    a = analyses.get_analysis(text, kind)
     q, k, v = a.qkv(layer)
     return stats.pattern_error(q, k, v, scale=a.scale, own_window=a.own_window(layer), parts=_comp(key))
 
@@ -237,7 +236,7 @@ TIMINGS = 64  # finished timings kept per process
 
 def _timings() -> CountLRU:
     """Finished timings by text, composition and layer, shared by readers."""
-    return data.shared_results("timings", TIMINGS)
+    return measures.shared_results("timings", TIMINGS)
 
 
 def timing(text: str, kind: str, key: tuple, layer: int) -> dict | None:
@@ -247,7 +246,7 @@ def timing(text: str, kind: str, key: tuple, layer: int) -> dict | None:
 def time_it(t: Translator, text: str, kind: str, key: tuple, layer: int) -> dict:
     """The composed pattern against causal SDPA on the layer's own q, k, v (median of a
     few runs), through the queue."""
-    a = state.get_analysis(text, kind)
+    a = analyses.get_analysis(text, kind)
     q, k, v = a.qkv(layer)
     q, k, v = (x.contiguous() for x in (q, k, v))
     pattern, full = methods.composed(), methods.exact()
@@ -263,6 +262,6 @@ def time_it(t: Translator, text: str, kind: str, key: tuple, layer: int) -> dict
         }
 
     with st.spinner(t("playground.timing_running")):
-        res = state.in_line("bench", work)
+        res = analyses.in_line("bench", work)
     _timings()[(kind, text, key, layer)] = res
     return res

@@ -76,7 +76,10 @@ class Setting:
     * ``"guess"``: a question's answer or none (its options are the page's).
 
     ``default(d, ctx)`` is the widget's first value on a text; ``ctx`` gives what a
-    default may need besides the sizes (the text's anchors, for hubs)."""
+    default may need besides the sizes (the text's anchors, for hubs). ``widget`` is the
+    Streamlit widget its page draws (ui.widgets.setting draws it from this row), and
+    ``names`` what its options are named by when the row says so: the text's tokens
+    (``"token"``), the model's layers (``"layer"``) or heads (``"head"``)."""
 
     key: str
     page: int
@@ -85,7 +88,13 @@ class Setting:
     bounds: Callable[[Dims], tuple[int, int]] | None = None
     choices: Callable[[Dims], tuple] | None = None
     chars: int = 0
-    tokens: bool = False  # its options are positions, named by the text's tokens
+    widget: str = ""  # slider, select_slider, selectbox, radio, multiselect, pills, toggle, number, text
+    names: str = ""  # "token", "layer", "head": options named by the text or the model (else by the page)
+
+    @property
+    def tokens(self) -> bool:
+        """Its options are positions, named by the text's tokens."""
+        return self.names == "token"
 
     def valid(self, value, d: Dims = WIDEST) -> bool:
         """Whether the widget takes ``value`` on a text and model of sizes ``d``."""
@@ -151,56 +160,70 @@ def linear_features() -> tuple[str, ...]:
 
 
 def _layer(key: str, page: int) -> Setting:
-    return Setting(key, page, "choice", lambda d, c: _first_layer(d), choices=_layers)
+    return Setting(key, page, "choice", lambda d, c: _first_layer(d), choices=_layers, widget="selectbox",
+                   names="layer")
 
 
 def _head(key: str, page: int) -> Setting:
-    return Setting(key, page, "choice", lambda d, c: AVERAGE, choices=_heads_or_average)
+    return Setting(key, page, "choice", lambda d, c: AVERAGE, choices=_heads_or_average, widget="selectbox",
+                   names="head")
 
 
 def _window(key: str, page: int, first: int) -> Setting:
-    return Setting(key, page, "int", lambda d, c: min(first, d.n), bounds=lambda d: (1, w_hi(page, d.n)))
+    return Setting(key, page, "int", lambda d, c: min(first, d.n), bounds=lambda d: (1, w_hi(page, d.n)),
+                   widget="slider")
 
 
 def _count(key: str, lo: int, first: int) -> Setting:
-    return Setting(key, PLAYGROUND.number, "int", lambda d, c: first, bounds=lambda d: (lo, MAX_SETTING))
+    return Setting(key, PLAYGROUND.number, "int", lambda d, c: first, bounds=lambda d: (lo, MAX_SETTING),
+                   widget="number")
+
+
+def _hubs(key: str, page: int, first) -> Setting:
+    return Setting(key, page, "many", first, choices=_positions, widget="multiselect", names="token")
 
 
 _PG = PLAYGROUND.number
 
 TABLE: tuple[Setting, ...] = (
     _layer("s1_layer", 1), _head("s1_head", 1),
-    Setting("s1_token", 1, "choice", lambda d, c: d.n - 1, choices=_positions, tokens=True),
+    Setting("s1_token", 1, "choice", lambda d, c: d.n - 1, choices=_positions, widget="selectbox", names="token"),
     _layer("s2_layer", 2), _head("s2_head", 2),
-    Setting("s2_p", 2, "choice", lambda d, c: 0.9, choices=lambda d: P_OPTIONS),
+    Setting("s2_p", 2, "choice", lambda d, c: 0.9, choices=lambda d: P_OPTIONS, widget="select_slider"),
     _layer("s3_layer", 3), _head("s3_head", 3), _window("s3_w", 3, 16),
-    Setting("s3_rw", 3, "int", lambda d, c: REACH_W_DEFAULT, bounds=lambda d: REACH_W),
-    Setting("s3_rl", 3, "int", lambda d, c: min(4, d.n_layers), bounds=lambda d: (1, d.n_layers)),
-    Setting("s4_hubs", 4, "many", lambda d, c: c.anchors(5)[:3], choices=_positions, tokens=True),
+    Setting("s3_rw", 3, "int", lambda d, c: REACH_W_DEFAULT, bounds=lambda d: REACH_W, widget="slider"),
+    Setting("s3_rl", 3, "int", lambda d, c: min(4, d.n_layers), bounds=lambda d: (1, d.n_layers), widget="slider"),
+    _hubs("s4_hubs", 4, lambda d, c: c.anchors(5)[:3]),
     _window("s4_w", 4, 8),
     _layer("s5_layer", 5), _head("s5_head", 5),
-    Setting("s5_feature", 5, "choice", lambda d, c: next(iter(FEATURE_MAPS)), choices=lambda d: tuple(FEATURE_MAPS)),
-    Setting("s5_causal", 5, "bool", lambda d, c: True),
+    Setting("s5_feature", 5, "choice", lambda d, c: next(iter(FEATURE_MAPS)), choices=lambda d: tuple(FEATURE_MAPS),
+            widget="radio"),
+    Setting("s5_causal", 5, "bool", lambda d, c: True, widget="toggle"),
     _layer("s6_layer", 6),
-    Setting("s6_head", 6, "choice", lambda d, c: 0, choices=lambda d: tuple(range(d.n_heads))),
+    Setting("s6_head", 6, "choice", lambda d, c: 0, choices=lambda d: tuple(range(d.n_heads)), widget="selectbox",
+            names="head"),
     _window("s6_w", 6, 16),
-    Setting("s6_hubs", 6, "many", lambda d, c: c.anchors(3), choices=_positions, tokens=True),
-    Setting("s6_feature", 6, "choice", lambda d, c: linear_features()[0], choices=lambda d: linear_features()),
-    Setting("s6_swap_layer", 6, "choice", lambda d, c: 0, choices=_layers),
-    Setting("s6_swap_metric", 6, "choice", lambda d, c: SWEEP_METRICS[0], choices=lambda d: SWEEP_METRICS),
-    *(Setting(guess(qid), s.number, "guess", lambda d, c: None) for s in STEPS for qid in s.questions),
-    Setting("pg_on", _PG, "many", lambda d, c: ["window", "hubs"], choices=lambda d: tuple(composition.PARTS)),
+    _hubs("s6_hubs", 6, lambda d, c: c.anchors(3)),
+    Setting("s6_feature", 6, "choice", lambda d, c: linear_features()[0], choices=lambda d: linear_features(),
+            widget="radio"),
+    Setting("s6_swap_layer", 6, "choice", lambda d, c: 0, choices=_layers, widget="selectbox", names="layer"),
+    Setting("s6_swap_metric", 6, "choice", lambda d, c: SWEEP_METRICS[0], choices=lambda d: SWEEP_METRICS,
+            widget="radio"),
+    *(Setting(guess(qid), s.number, "guess", lambda d, c: None, widget="radio") for s in STEPS for qid in s.questions),
+    Setting("pg_on", _PG, "many", lambda d, c: ["window", "hubs"], choices=lambda d: tuple(composition.PARTS),
+            widget="pills"),
     _count("pg_w", 1, composition.PRESET_WINDOW), _count("pg_dilated", 1, 8), _count("pg_stride", 1, 4),
-    Setting("pg_hub_mode", _PG, "choice", lambda d, c: "anchors", choices=lambda d: HUB_MODES),
-    Setting("pg_hubs", _PG, "many", lambda d, c: [0], choices=_positions, tokens=True),
+    Setting("pg_hub_mode", _PG, "choice", lambda d, c: "anchors", choices=lambda d: HUB_MODES, widget="radio"),
+    _hubs("pg_hubs", _PG, lambda d, c: [0]),
     _count("pg_random", 1, 2),
-    Setting("pg_rblock", _PG, "choice", lambda d, c: 32, choices=lambda d: RANDOM_BLOCKS),
-    Setting("pg_seed", _PG, "text", lambda d, c: "0", chars=SEED_CHARS),
+    Setting("pg_rblock", _PG, "choice", lambda d, c: 32, choices=lambda d: RANDOM_BLOCKS, widget="selectbox"),
+    Setting("pg_seed", _PG, "text", lambda d, c: "0", chars=SEED_CHARS, widget="text"),
     _count("pg_local", 2, 64),
-    Setting("pg_causal", _PG, "bool", lambda d, c: True),
-    Setting("pg_scope", _PG, "choice", lambda d, c: "all", choices=lambda d: SCOPES),
-    Setting("pg_layer", _PG, "choice", lambda d, c: _first_layer(d), choices=_layers),
-    Setting("pg_rl", _PG, "int", lambda d, c: min(2, d.n_layers), bounds=lambda d: (1, d.n_layers)),
+    Setting("pg_causal", _PG, "bool", lambda d, c: True, widget="toggle"),
+    Setting("pg_scope", _PG, "choice", lambda d, c: "all", choices=lambda d: SCOPES, widget="radio"),
+    Setting("pg_layer", _PG, "choice", lambda d, c: _first_layer(d), choices=_layers, widget="selectbox",
+            names="layer"),
+    Setting("pg_rl", _PG, "int", lambda d, c: min(2, d.n_layers), bounds=lambda d: (1, d.n_layers), widget="slider"),
 )
 ROWS = {s.key: s for s in TABLE}
 KEYS = tuple(ROWS)
@@ -233,7 +256,7 @@ def default(key: str, a, ctx: Context) -> Any:
 
 def defaults(a, ctx: Context) -> dict:
     """Every setting as its page starts it on this text (``ctx``: its anchors, from
-    ui.data.setting_context)."""
+    ui.measures.setting_context)."""
     return {s.key: s.default(Dims.of(a), ctx) for s in TABLE}
 
 

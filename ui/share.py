@@ -17,7 +17,7 @@ import streamlit as st
 from attn import settings
 from room import store as sharestore
 
-from . import keys, setting_table, state
+from . import keys, reader, setting_table
 from .i18n import LANGS, Translator
 from .steps import page_of
 
@@ -32,7 +32,7 @@ def store() -> sharestore.Backend:
 
 def store_notice(exc: sharestore.StoreError) -> None:
     """Say, in the reader's language, why the store could not be used just now."""
-    st.toast(state.tr()(f"share.store_{exc.reason}"), icon=":material/warning:")
+    st.toast(reader.tr()(f"share.store_{exc.reason}"), icon=":material/warning:")
 
 
 class Trouble:
@@ -60,18 +60,21 @@ def store_trouble():
 
 
 def current_view(step_number: int) -> dict:
-    """What a link restores: the text, language, step, presenter mode and settings."""
-    values = {k: st.session_state.get(k) for k in setting_table.KEYS}
-    return {"text": state.current_text(), "lang": st.session_state.get(keys.LANG, "en"), "step": step_number,
-            "presenter": state.presenter(),
-            "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in values.items() if v is not None}}
+    """What a link (and a class) restores: the text, language, step, presenter mode and
+    settings — each setting only as a value its row takes (a value no widget would take
+    never travels)."""
+    values = {k: (list(v) if isinstance(v, tuple) else v) for k in setting_table.KEYS
+              if (v := st.session_state.get(k)) is not None}
+    return {"text": reader.current_text(), "lang": st.session_state.get(keys.LANG, "en"), "step": step_number,
+            "presenter": reader.presenter(),
+            "settings": {k: v for k, v in values.items() if setting_table.valid(k, v)}}
 
 
 def apply_link(t: Translator):
     """Once per link and session: restore the view of ``?s=``. Returns the page to open
     (or None), after saying what could not be restored. Every value is checked by its
     kind before it is used (a link may hold anything); each setting by its row of
-    ui.setting_table, and again by its page on the text (widgets.fit), which says so
+    ui.setting_table, and again by its page on the text (widgets.place), which says so
     when it drops one."""
     key = st.query_params.get("s")
     if not key or st.session_state.get(keys.SHARE_APPLIED) == key:
@@ -89,7 +92,7 @@ def apply_link(t: Translator):
         return None
     bad = False
     text = view.get("text")
-    if isinstance(text, str) and len(text) <= state.MAX_CHARS:
+    if isinstance(text, str) and len(text) <= reader.MAX_CHARS:
         st.session_state[keys.TEXT] = text
     else:
         bad = True

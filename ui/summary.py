@@ -21,7 +21,7 @@ import streamlit as st
 from attn import graph, methods
 from attn.costs import Shape
 
-from . import data, figures, setting_table
+from . import figures, measures, setting_table
 from .i18n import LANGS, Translator
 from .setting_table import AVERAGE
 from .steps import page_of
@@ -59,6 +59,20 @@ class Summary:
     questions: list[Question]  # in the order the step declares their ids (ui.steps), each with its id
     values: dict = field(default_factory=dict)  # the raw numbers, for the page's other metrics
     measured: list[go.Figure] = field(default_factory=list)  # runs started by a button, when they were run
+
+
+ANSWER_FROM = {"text": "predict.answer", "model": "predict.answer_model"}
+
+
+def verdict(t: Translator, q: Question, guess) -> str:
+    """The measured answer with its note (where it comes from) beside it, then whether
+    the guess (or None) was right."""
+    said = [t(ANSWER_FROM[q.source], value=q.value_text)]
+    if q.note:
+        said.append(q.note)
+    if guess is not None:
+        said.append(t("predict.right") if guess == q.right else t("predict.wrong", nearest=q.label(q.right)))
+    return t.sentences(said)
 
 
 def nearest_option(options: list, answer):
@@ -118,7 +132,7 @@ def step1(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     cells = own.cells(n, methods.Params(window=window))
     doubled = own.cells(2 * n, methods.Params(window=window))
     ratio = doubled / cells
-    grid = data.grid(text, kind, layer, head)
+    grid = measures.grid(text, kind, layer, head)
     fig, factor = _heatmap(t, grid, a.tokens, t("step1.grid_title", who=head_caption(t, a, layer, head)))
     q = Question(t("predict.q1"), [2, 4, 8], ratio, lambda x: t("predict.times", x=x),
                  t("predict.times", x=t.float(ratio, 2)))
@@ -130,9 +144,9 @@ def step1(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
 
 def step2(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     layer, head, p = cfg["s2_layer"], _head(cfg["s2_head"]), cfg["s2_p"]
-    res = data.useful(text, kind, layer, head, p)
+    res = measures.useful(text, kind, layer, head, p)
     s = res["summary"]
-    shown = data.top_share_view(text, kind, layer, head, p)
+    shown = measures.top_share_view(text, kind, layer, head, p)
     fig, factor = _heatmap(t, shown, a.tokens,
                            t("step2.grid_title", p=t.pct(p, 0), who=head_caption(t, a, layer, head)), reduce="max")
     half = max(3, round(s["cells"] / a.n / 2))  # about half of a row's cells
@@ -148,13 +162,13 @@ def step3(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     layer, head, w = cfg["s3_layer"], _head(cfg["s3_head"]), cfg["s3_w"]
     rw, rl = cfg["s3_rw"], cfg["s3_rl"]
     n = a.n
-    kept = data.kept(text, kind, w, ())
-    cells = data.cells(n, w, (), True)
-    fig, factor = _heatmap(t, data.grid(text, kind, layer, head), a.tokens,
+    kept = measures.kept(text, kind, w, ())
+    cells = measures.cells(n, w, (), True)
+    fig, factor = _heatmap(t, measures.grid(text, kind, layer, head), a.tokens,
                            t("step3.grid_title", w=t.int(w), who=head_caption(t, a, layer, head)))
     figures.add_band(fig, n, w, name=t("step3.band_name", w=t.int(w)))
     rn = min(n, 64)
-    frames = data.reach_frames(rn, rw, rl)
+    frames = measures.reach_frames(rn, rw, rl)
     formula_size = graph.reach_size(rw, rl)
     measured = int(frames[-1][rn - 1].sum())
     q = Question(t("predict.q3", L=rl, w=rw, i=t.int(rn - 1)), reach_options(rw, rl, rn), measured,
@@ -199,12 +213,12 @@ def distance(t: Translator, res: dict) -> str:
 def step4(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     hubs, w = tuple(sorted(cfg["s4_hubs"])), cfg["s4_w"]
     n = a.n
-    cells_h = data.cells(n, w, hubs, True)
-    kept_w, kept_h = data.kept(text, kind, w, ()), data.kept(text, kind, w, hubs)
+    cells_h = measures.cells(n, w, hubs, True)
+    kept_w, kept_h = measures.kept(text, kind, w, ()), measures.kept(text, kind, w, hubs)
     hn = min(n, HOP_TOKENS)
     hop_hubs = tuple(h for h in hubs if h < hn) or (0,)
     hw = min(w, HOP_WINDOW)
-    grids = data.hop_grids(hn, hw, hop_hubs)
+    grids = measures.hop_grids(hn, hw, hop_hubs)
     hop_style = dict(x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("step4.hover_hops"),
                      separators=t.separators, colorbar=t("step4.hops_unit"), missing_label=t("step4.never"))
     fig = figures.integer_grid(grids["hubs"]["grid"], a.tokens[:hn], title=t("step4.hops_hubs", w=hw, g=len(hop_hubs)),
@@ -224,7 +238,7 @@ def step4(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
 
 def step5(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     layer, feature, causal = cfg["s5_layer"], cfg["s5_feature"], cfg["s5_causal"]
-    r = data.linear_orders(text, kind, layer, feature, causal)
+    r = measures.linear_orders(text, kind, layer, feature, causal)
     ns = [2 ** e for e in range(8, 18)]
     series = [
         {"name": t("step5.series_grid"), "x": ns, "y": [n * (n + 1) // 2 if causal else n * n for n in ns],
@@ -252,7 +266,7 @@ def step5(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
 def step6(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     layer, head, w = cfg["s6_layer"], int(cfg["s6_head"]), cfg["s6_w"]
     hubs = tuple(sorted(cfg["s6_hubs"]))
-    err = data.errors(text, kind, layer, w, hubs)
+    err = measures.errors(text, kind, layer, w, hubs)
     mean = err["mean"]
     shown = methods.tagged(methods.ERRORS)
     order = [m.name for m in shown]
@@ -294,12 +308,12 @@ def step7(t: Translator, a, text: str, kind: str, cfg: dict, live_rows: list | N
     (at sizes up to ``live_last``)."""
     from attn import bench
 
-    from . import live
+    from . import timing
 
     s = Shape()
     ns = STEP7_SIZES
     costs = methods.operations(ns, s)
-    series = [{"name": live.method_name(t, m, s), "x": ns, "y": costs[m], "hover": t("step7.hover_flops")}
+    series = [{"name": timing.method_name(t, m, s), "x": ns, "y": costs[m], "hover": t("step7.hover_flops")}
               for m in costs]
     full, window = methods.exact().name, methods.window().name
     series.append({"name": t("step7.ref_n2"), "x": ns, "y": [costs[full][0] * (n / ns[0]) ** 2 for n in ns],
@@ -316,7 +330,7 @@ def step7(t: Translator, a, text: str, kind: str, cfg: dict, live_rows: list | N
     note = (t("predict.from_live", value=t.float(live_ratio, 2), n=t.int(live_last // 2), n2=t.int(live_last))
             if live_ratio is not None else t("predict.from_model"))
     q = Question(t("predict.q7"), [1, 2, 4], ratio, lambda x: t.int(x), t.float(ratio, 2), note, source="model")
-    key = [(t("step7.metric_model_ratio", m=live.method_name(t, m, s)), t.float(costs[m][-1] / costs[m][-2], 2))
+    key = [(t("step7.metric_model_ratio", m=timing.method_name(t, m, s)), t.float(costs[m][-1] / costs[m][-2], 2))
            for m in costs]
     params = [("w", t.int(s.window)), ("g", t.int(s.hubs)), ("d", t.int(s.d)), ("h", t.int(s.heads))]
     return Summary(7, params, key, fig, [q], dict(shape=s, ns=ns, costs=costs, live_ratio=live_ratio))
@@ -394,10 +408,10 @@ def build_all(a, text: str, kind: str, settings: dict, langs=LANGS, stop=lambda:
     """Every step's summary for this text and these settings (each page's defaults where
     a setting is not given or does not fit), in every language, into the cache the pages
     read — with no reader's session: the language is given. Step 7's is built on the
-    live rows its page would show (``live_rows``, ``live_last``: ui.live.on_this_device).
+    live rows its page would show (``live_rows``, ``live_last``: ui.timing.on_this_device).
     Returns how many were built here (0 when all were built already); ``stop()`` true
     ends it early."""
-    cfg = setting_table.settings_for(a, data.setting_context(text, kind), settings or {})
+    cfg = setting_table.settings_for(a, measures.setting_context(text, kind), settings or {})
     made = 0
     for step in STEP_SUMMARIES:
         for lang in langs:

@@ -11,11 +11,11 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from . import classroom, figures, keys, setting_table, state, votes
+from . import figures, keys, measures, reader, served_model, setting_table
 from .i18n import ROOT, Translator
-from .steps import N_STEPS, PAGES, page_of
+from .steps import N_STEPS, PAGES
 from .setting_table import AVERAGE
-from .summary import Question, layer_label
+from .summary import head_label, layer_label
 
 
 def step_nav(t: Translator, number: int) -> None:
@@ -26,7 +26,7 @@ def step_nav(t: Translator, number: int) -> None:
     prev = PAGES[i - 1] if i > 0 else None
     nxt = PAGES[i + 1] if i + 1 < len(PAGES) else None
     # presenter mode's larger type needs wider buttons ("Próximo" and its PageDown key were cut)
-    c1, c2, c3 = st.columns([3, 2, 3] if state.presenter() else [1, 2, 1], vertical_alignment="center")
+    c1, c2, c3 = st.columns([3, 2, 3] if reader.presenter() else [1, 2, 1], vertical_alignment="center")
     go = None
     if c1.button(t("nav.prev"), key="nav_prev", shortcut="PageUp", disabled=prev is None, width="stretch",
                  icon=":material/arrow_back:", help=t("nav.keys_help")):
@@ -38,23 +38,6 @@ def step_nav(t: Translator, number: int) -> None:
         go = nxt
     if go is not None:
         st.switch_page(go.path, query_params=dict(st.query_params))
-
-
-def step_header(t: Translator, step: int) -> None:
-    """A step's navigation, title and lead — in a live class whose vote on this step is
-    open, the question comes before the lead (on a phone it fits the first screen), and
-    the page stops there: its numbers would answer it until the teacher closes the vote."""
-    step_nav(t, step)
-    if step <= N_STEPS:
-        st.caption(t("common.step_of", step=step, total=N_STEPS))
-    st.title(t(f"step{step}.title"))
-    voting = step <= N_STEPS and votes.vote_open_on(step) is not None
-    if voting:
-        for qid in page_of(step).questions:
-            votes.vote_panel(t, step, qid, show_figure)
-    prose(t, step, f"step{step}.lead")
-    if voting:
-        state.stop_page()
 
 
 # --- glossary terms, linked where a page first uses them -------------------------------
@@ -130,18 +113,6 @@ def terms_footer(t: Translator, step: int) -> None:
     st.markdown("\n".join(f"- **{entries[i][t.lang]['term']}** — {entries[i][t.lang]['meaning']}" for i in used))
 
 
-def open_step(step: int):
-    """A step page's header, then the analysis of the reader's text: returns
-    ``(translator, analysis)``, or stops the page after saying why there is none."""
-    t = state.tr()
-    step_header(t, step)
-    a = state.analysis_or_message()
-    if a is None:
-        terms_footer(t, step)
-        state.stop_page()
-    return t, a
-
-
 # a metric's delta that is a reference beside the value (the full attention's cost, the
 # equal weights' error), not a change: no colour and no arrow
 REFERENCE = {"delta_color": "off", "delta_arrow": "off"}
@@ -149,14 +120,73 @@ REFERENCE = {"delta_color": "off", "delta_arrow": "off"}
 KEEP = "session"  # every setting's widget keeps its value across pages (persist_state)
 
 
-def fit(key: str, a) -> None:
-    """Before drawing a widget: drop a remembered value it could not take on this text
-    (its row of ui.setting_table, which the handout and share links read too), so the
-    widget starts from its default instead of failing."""
-    if key in st.session_state and not setting_table.fits(key, st.session_state[key], a):
-        state.forget_setting(key)
-    elif setting_table.row(key).tokens:
-        relabel(key, a)
+def setting(t: Translator, key: str, a, label: str, *, where=None, ctx: setting_table.Context | None = None,
+            names: Callable[[Any], str] | None = None, **extra):
+    """Draw the widget of setting ``key`` from its row of ui.setting_table — the kind of
+    widget, its range or options on this text, its value (``place``), kept across pages
+    (persist_state) — and return its value. ``names``: each option's label, where the row
+    does not name them itself (tokens, layers, heads); ``where``: a container (the
+    sidebar, a column); ``extra``: what only this page's widget says (help, horizontal).
+    A change the reader makes in it is recorded (``changed_by_reader``); a value the app
+    puts there is not."""
+    row = setting_table.row(key)
+    place(key, a, ctx)
+    where = where or st
+    kw = dict(key=key, persist_state=KEEP, on_change=changed_by_reader, args=(key,), **extra)
+    if row.kind == "bool":
+        return where.toggle(label, **kw)
+    if row.kind == "text":
+        return where.text_input(label, max_chars=row.chars, **kw)
+    options = span(key, a)
+    if row.kind == "int":
+        draw = where.number_input if row.widget == "number" else where.slider
+        return draw(label, *options, **kw)
+    kw["format_func"] = option_names(t, row, a, options, names)
+    if row.widget == "pills":
+        return where.pills(label, options, selection_mode="multi", **kw)
+    draw = {"select_slider": where.select_slider, "selectbox": where.selectbox, "radio": where.radio,
+            "multiselect": where.multiselect}[row.widget]
+    return draw(label, options, **kw) if row.widget != "select_slider" else draw(label, options=options, **kw)
+
+
+def option_names(t: Translator, row: setting_table.Setting, a, options, names) -> Callable[[Any], str]:
+    """A choice's ``format_func``: the page's ``names``, else what the row's options are
+    (tokens, layers, heads), else the options as written."""
+    if names is not None:
+        return labels(options, names)
+    if row.names == "token":
+        return token_labels(a)
+    if row.names == "layer":
+        return layer_labels(t, a)
+    if row.names == "head":
+        return labels(options, lambda h: head_label(t, None if h == AVERAGE else h))
+    return labels(options, str)
+
+
+def place(key: str, a, ctx: setting_table.Context | None = None) -> None:
+    """Before drawing key's widget: its value in session state, put there by the app —
+    the kept one when its widget takes it on this text, else its row's default (a value
+    that came with a link and is dropped is said, ``reader.forget_setting``). Through
+    session state, so the browser is sent it: a widget left to its own default keeps
+    whatever the browser last held, and a token picker's browser holds the last text's
+    names, which match nothing here and come back as a stale label on the next click."""
+    if key in st.session_state and setting_table.fits(key, st.session_state[key], a):
+        if setting_table.row(key).tokens:
+            relabel(key, a)
+        return
+    reader.forget_setting(key)
+    if ctx is None:
+        ctx = measures.setting_context(reader.current_text(), served_model.model_kind())
+    st.session_state[key] = setting_table.default(key, a, ctx)
+    if setting_table.row(key).tokens:
+        st.session_state.setdefault(keys.LABELLED, {})[key] = hash(tuple(a.tokens))
+
+
+def changed_by_reader(key: str) -> None:
+    """on_change of every setting's widget (and the text): the reader's own change, which
+    Streamlit reports only for a value the browser sent, never for one the app set. A
+    following student's own change takes them out of the class's lead (ui.classroom)."""
+    st.session_state.setdefault(keys.CHANGED, set()).add(key)
 
 
 def relabel(key: str, a) -> None:
@@ -182,13 +212,6 @@ def span(key: str, a):
     return row.bounds(d) if row.kind == "int" else list(row.choices(d))
 
 
-def first(key: str, a, ctx: setting_table.Context | None = None):
-    """key's widget's first value on this text (its row's default), after dropping a
-    remembered value that does not fit (``fit``)."""
-    fit(key, a)
-    return setting_table.default(key, a, ctx or setting_table.Context())
-
-
 def formula(t: Translator, latex: str, caption: str | None = None) -> None:
     """A formula; ``@word`` inside it becomes ``formula.word`` in the reader's language. The
     caption may name the formula's terms as inline formulas, ``$o_{\\text{@exact}}$``,
@@ -202,17 +225,12 @@ def layer_head_picker(t: Translator, a, key: str):
     """In the sidebar: which layer and head this page shows (``{key}_layer`` and
     ``{key}_head``, rows of ui.setting_table). Returns (layer, head); head is None for
     the average over heads."""
-    layers, heads = span(f"{key}_layer", a), span(f"{key}_head", a)
-    first_layer, first_head = first(f"{key}_layer", a), first(f"{key}_head", a)
-    folded = state.presenter()  # on a projector the pickers fold away with the other controls
+    folded = reader.presenter()  # on a projector the pickers fold away with the other controls
     with st.sidebar.expander(t("common.shown")) if folded else st.sidebar:
         if not folded:
             st.markdown(f"**{t('common.shown')}**")
-        layer = st.selectbox(t("common.layer"), layers, index=layers.index(first_layer),
-                             format_func=layer_labels(t, a), key=f"{key}_layer", persist_state=KEEP)
-        head = st.selectbox(t("common.head"), heads, index=heads.index(first_head), key=f"{key}_head",
-                            persist_state=KEEP, format_func=labels(
-            heads, lambda h: t("common.head_average") if h == AVERAGE else t("common.head_n", h=h)))
+        layer = setting(t, f"{key}_layer", a, t("common.layer"))
+        head = setting(t, f"{key}_head", a, t("common.head"))
     return layer, (None if head == AVERAGE else int(head))
 
 
@@ -260,7 +278,7 @@ def downsample_note(t: Translator, factor: int, n: int) -> None:
 def show_figure(fig, key: str | None = None) -> None:
     """A figure with the chart's own camera button (a print-friendly PNG named after the
     chart and language). Figures are shared between readers: presenter mode styles a copy."""
-    if state.presenter():  # readable from the back of a room: chart text scaled with the page's
+    if reader.presenter():  # readable from the back of a room: chart text scaled with the page's
         fig = go.Figure(fig)
         fig.update_layout(font={"size": 18}, title_font={"size": 24})
         fig.update_xaxes(tickfont={"size": 16}, title_font={"size": 18})  # the token axes set their own 10 px
@@ -292,7 +310,7 @@ def chart(key: str, deps: tuple, build) -> None:
 def data_table(rows) -> None:
     """A table of numbers: scrollable and sortable on a screen; in presenter mode a static
     table whose type grows with the page's (an interactive grid draws its own small type)."""
-    if state.presenter():
+    if reader.presenter():
         st.table(rows, hide_index=True)
     else:
         st.dataframe(rows, hide_index=True, width="stretch")
@@ -324,48 +342,3 @@ def glossary_table(t: Translator) -> None:
     """The glossary in the reader's language: a static table, so long meanings wrap (its
     texts are ours, never the reader's)."""
     st.table(_glossary_arrow(t.lang), hide_index=True)
-
-
-def ask(t: Translator, step: int, sm) -> None:
-    """Every question of a step's summary, in the order the step declares them."""
-    for q in sm.questions:
-        predict(t, step, q)
-
-
-def predict(t: Translator, step: int, q: Question) -> None:
-    """Predict, then reveal: a question whose answer the page measures (``q`` comes from
-    ui.summary, as the page's numbers do; its id names its guess and reveal keys). In
-    every mode the answer waits until the reader picks an option or presses the reveal
-    button (predicting first is the point: an answer standing under the question before
-    anyone guesses teaches nothing). In a live class, the question is the class's vote
-    (ui.votes.vote_panel)."""
-    if classroom.member() is not None:
-        votes.vote_panel(t, step, q.id, show_figure)
-        return
-    with st.container(border=True):
-        st.markdown(f"**{t('predict.heading')}** · {q.text}")
-        key = keys.guess(q.id)
-        if st.session_state.get(key) is not None and st.session_state[key] not in q.options:
-            state.forget_setting(key)  # a guess on other settings' options (or a link's): asked afresh
-        guess = st.radio(t("predict.pick"), q.options, index=None, horizontal=True,
-                         format_func=labels(q.options, q.label), key=key, persist_state=KEEP)
-        revealed = keys.revealed(q.id)
-        if guess is None and not st.session_state.get(revealed):
-            if not st.button(t("predict.reveal"), key=keys.reveal_button(q.id), icon=":material/visibility:"):
-                return
-            st.session_state[revealed] = True
-        st.markdown(verdict(t, q, guess))
-
-
-ANSWER_FROM = {"text": "predict.answer", "model": "predict.answer_model"}
-
-
-def verdict(t: Translator, q: Question, guess) -> str:
-    """The measured answer with its note (where it comes from) beside it, then whether
-    the guess (or None) was right."""
-    said = [t(ANSWER_FROM[q.source], value=q.value_text)]
-    if q.note:
-        said.append(q.note)
-    if guess is not None:
-        said.append(t("predict.right") if guess == q.right else t("predict.wrong", nearest=q.label(q.right)))
-    return t.sentences(said)

@@ -9,9 +9,9 @@ from attn import bench, methods
 from attn.costs import Shape
 from attn.device import pick_device
 
-from room.serving import CountLRU
+from room.bounded import CountLRU
 
-from . import data, figures, state
+from . import analyses, figures, measures
 from .i18n import Translator
 
 
@@ -47,7 +47,7 @@ RUNS = 16  # finished live runs kept per process
 
 def _results() -> CountLRU:
     """Finished live runs, keyed by device and settings, shared by readers."""
-    return data.shared_results("live", RUNS)
+    return measures.shared_results("live", RUNS)
 
 
 def key(device, sizes: list[int], s: Shape | None = None) -> tuple:
@@ -88,7 +88,7 @@ def run(t: Translator, key, s: Shape, device, sizes: list[int]) -> list:
         return rows
 
     try:
-        return state.in_line("bench", work, same=key)
+        return analyses.in_line("bench", work, same=key)
     finally:
         bar.empty()  # a failed run leaves no bar behind
 

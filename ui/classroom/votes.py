@@ -1,7 +1,8 @@
 """A class's votes, one job: opening, closing and revealing a question's vote (the
 teacher), one answer each (a student), the panel that draws them, the room's results
-and whether a student's answers are locked while a vote is open. Membership, the store
-handle and polling are ui.classroom's; the SQL is room.classes'."""
+and whether a student's answers are locked while a vote is open. The teacher's count of
+answers redraws in a fragment of its own, from the class's ``tally`` (an answer never
+redraws a following student's page). The SQL is room.classes'."""
 
 from __future__ import annotations
 
@@ -10,8 +11,12 @@ import streamlit as st
 from room import classes as room_classes
 from room.store import StoreError
 
-from . import classroom, data, figures, keys, setting_table, share, state, steps, summary
-from .i18n import LANGS, Translator
+from .. import analyses, figures, keys, measures, reader, served_model, setting_table, share, steps, summary
+from ..i18n import LANGS, Translator
+from .handle import classes, versions
+from .membership import is_teacher, member
+from .teacher import present_count
+
 
 def question_copy(step: int, qid: str, a, text: str, kind: str) -> dict:
     """What a vote keeps of a step's question ``qid``, made when the teacher opens it: the
@@ -20,7 +25,7 @@ def question_copy(step: int, qid: str, a, text: str, kind: str) -> dict:
     or its settings leave the vote as it was asked."""
     given = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
     # step 7 needs no text
-    cfg = setting_table.settings_for(a, data.setting_context(text, kind), given) if a is not None else {}
+    cfg = setting_table.settings_for(a, measures.setting_context(text, kind), given) if a is not None else {}
     out = {"text": {}, "labels": {}, "value_text": {}}
     for lang in LANGS:
         sm = summary.get(step, Translator(lang), a, text, kind, summary.inputs(step, cfg))
@@ -39,8 +44,8 @@ def _words(question: dict, part: str, lang: str):
 def open_first_vote(step: int, qid: str) -> None:
     """on_click of "Open the vote": the step's question ``qid`` on the class's text and
     settings, copied in every language (its arguments stay small: never the analysis)."""
-    text, kind = state.current_text(), state.model_kind()
-    a = state.get_analysis(text, kind) if step != 7 and text.strip() else None
+    text, kind = reader.current_text(), served_model.model_kind()
+    a = analyses.get_analysis(text, kind) if step != 7 and text.strip() else None
     if a is None and step != 7:
         return
     open_vote(step, qid, question_copy(step, qid, a, text, kind))
@@ -60,12 +65,15 @@ def reveal_vote(vote: int) -> None:
 
 def _host_action(action) -> None:
     """on_click of a teacher's vote button: the change, or a notice saying why not."""
-    room, code, t = classroom.classes(), classroom.member(), state.tr()
+    room, code, t = classes(), member(), reader.tr()
     if room is None or code is None:
         return
     with share.store_trouble():
         try:
             action(room, code, st.session_state.get(keys.HOST))
+            found = room.versions(code)  # her own change: her poll need not redraw it again
+            if found is not None:
+                st.session_state[keys.SEEN] = found[0]
         except room_classes.NotHost:
             st.toast(t("class.not_host"), icon=":material/key_off:")
 
@@ -73,8 +81,8 @@ def _host_action(action) -> None:
 def vote_open_on(step: int):
     """The class's open vote on one of a step's questions (the page's answers then wait),
     else None."""
-    code = classroom.member()
-    room = classroom.classes() if code is not None else None  # no class: the store is not touched
+    code = member()
+    room = classes() if code is not None else None  # no class: the store is not touched
     if room is None:
         return None
     try:
@@ -88,8 +96,8 @@ def results(t: Translator) -> list[tuple[str, str, str]]:
     """The teacher's summary of every question her class has voted on, step by step:
     the share right and how many answered in the first vote and in the second, each
     once closed ("—" for none yet). Empty outside a class of hers."""
-    room, code = classroom.classes(), classroom.member()
-    if room is None or code is None or not classroom.is_teacher():
+    room, code = classes(), member()
+    if room is None or code is None or not is_teacher():
         return []
     try:
         found = room.state(code)
@@ -128,10 +136,10 @@ def results_table(t: Translator) -> None:
 def answers_locked() -> bool:
     """Whether this session is a student whose class has a vote open: the handout and
     share links, which show every step's answer, wait for it to close."""
-    code = classroom.member()
-    if code is None or classroom.is_teacher():
+    code = member()
+    if code is None or is_teacher():
         return False
-    room = classroom.classes()
+    room = classes()
     try:
         found = room.state(code) if room is not None else None
     except StoreError:
@@ -149,13 +157,13 @@ def vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
 
 
 def _vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
-    room, code = classroom.classes(), classroom.member()
+    room, code = classes(), member()
     found = room.state(code) if room is not None else None
     if found is None:
         return
     votes = [v for v in found.votes if v.qid == qid]
     vote = votes[-1] if votes else None
-    teacher = classroom.is_teacher()
+    teacher = is_teacher()
     with st.container(border=True):
         if vote is None:
             st.markdown(f"**{t('predict.heading')}** · " + t("vote.not_open"))
@@ -196,8 +204,7 @@ def _vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
 
 def _open_panel(t: Translator, room, code: str, vote, labels: list[str], teacher: bool) -> None:
     if teacher:
-        answered = sum(room.counts(code, vote.vote))
-        st.markdown(t("vote.answered", k=t.int(answered), n=t.int(classroom.present_count(code))))
+        live_count(code, vote.vote)
         st.button(t("vote.close"), key=f"vote_close_{vote.vote}", on_click=close_vote, args=(vote.vote,),
                   type="primary", icon=":material/lock:")
         st.caption(t("vote.page_waits"))
@@ -217,6 +224,26 @@ def _open_panel(t: Translator, room, code: str, vote, labels: list[str], teacher
             st.toast(t(f"vote.refused_{said}"), icon=":material/block:")
         st.rerun()
     st.caption(t("vote.page_waits"))
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def tallied(code: str, tally: int) -> dict[int, list[int]]:
+    """Every vote's counts as they stood at the class's ``tally`` (read once per tally
+    and process, whoever asks)."""
+    return classes().all_counts(code)
+
+
+@st.fragment(run_every=1.0)
+def live_count(code: str, vote: int) -> None:
+    """The teacher's count of answers to the open vote, and the students present,
+    redrawn each second in its own fragment: an answer redraws this line, not her page."""
+    t = reader.tr()
+    with share.store_trouble():
+        found = versions(code)
+        if found is None:
+            return
+        answered = sum(tallied(code, found[1]).get(vote, []))
+        st.markdown(t("vote.answered", k=t.int(answered), n=t.int(present_count(code))))
 
 
 def _results_chart(t: Translator, rounds: list, labels: list[str]):

@@ -1,98 +1,19 @@
-"""Serving a class from one process: a cache bounded in bytes, and a fair queue for
-the one model. Pure Python (no Streamlit), shared by every session of a process.
-
-``ByteLRU`` keeps analyses (``Analysis.nbytes`` each) within a byte budget, dropping
-the least recently used first. ``TicketQueue`` serves heavy work (a new text's analysis,
-step 6's sweep, step 7's benchmark, a handout) one at a time: a reader's new text before
-heavy work still waiting, otherwise first come first served; each caller takes a
-numbered ticket and waits for its turn, seeing meanwhile how many are ahead of it and
-about how long they will take (from the measured durations of earlier work of each
+"""A fair queue for the one model of a process: ``TicketQueue`` serves heavy work (a new
+text's analysis, step 6's sweep, step 7's benchmark, a handout) one at a time: a reader's
+new text before heavy work still waiting, otherwise first come first served; each caller
+takes a numbered ticket and waits for its turn, seeing meanwhile how many are ahead of it
+and about how long they will take (from the measured durations of earlier work of each
 kind, per unit of its size). The same work asked twice is done once. A plain lock would
-not be fair: any waiter may win it.
-"""
+not be fair: any waiter may win it. Pure Python (no Streamlit), shared by every session
+of a process."""
 
 from __future__ import annotations
 
 import itertools
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-
-class ByteLRU:
-    """A thread-safe mapping bounded by the total of ``size(value)`` in bytes; the
-    least recently used entries go first. One entry larger than the budget is kept
-    alone (the reader asked for it), then dropped by the next one."""
-
-    def __init__(self, budget: int, size: Callable[[object], int]):
-        self.budget, self.size = int(budget), size
-        self._items: OrderedDict = OrderedDict()
-        self._sizes: dict = {}
-        self._lock = threading.Lock()
-        self.evicted = 0
-
-    def get(self, key, default=None):
-        with self._lock:
-            if key not in self._items:
-                return default
-            self._items.move_to_end(key)
-            return self._items[key]
-
-    def put(self, key, value) -> int:
-        """Keep ``value``; the number of entries dropped to make room."""
-        nbytes = int(self.size(value))
-        dropped = 0
-        with self._lock:
-            if key in self._items:
-                self._items.pop(key)
-                self._sizes.pop(key)
-            self._items[key] = value
-            self._sizes[key] = nbytes
-            while len(self._items) > 1 and self.nbytes > self.budget:
-                old, _ = self._items.popitem(last=False)
-                self._sizes.pop(old)
-                self.evicted += 1
-                dropped += 1
-        return dropped
-
-    def __contains__(self, key) -> bool:
-        with self._lock:
-            return key in self._items
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._sizes.clear()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(self._sizes.values())
-
-
-class CountLRU(ByteLRU):
-    """A thread-safe mapping of at most ``entries`` entries, the least recently used
-    dropped first: for results shared by every reader of a process (st.cache_resource
-    hands every session the same object, so it must bound itself and lock)."""
-
-    def __init__(self, entries: int):
-        super().__init__(entries, lambda _value: 1)
-
-    def __setitem__(self, key, value) -> None:
-        self.put(key, value)
-
-    def __getitem__(self, key):
-        found = self.get(key, _MISSING)
-        if found is _MISSING:
-            raise KeyError(key)
-        return found
-
-
-_MISSING = object()
 
 
 @dataclass(eq=False)

@@ -10,13 +10,13 @@ import streamlit as st
 import torch
 
 from attn import graph, methods, patterns, stats
-from room.serving import CountLRU
+from room.bounded import CountLRU
 
-from . import setting_table, state
+from . import analyses, setting_table
 
 
 def _analysis(text: str, kind: str):
-    return state.get_analysis(text, kind)
+    return analyses.get_analysis(text, kind)
 
 
 def _causal_view(g: torch.Tensor) -> np.ndarray:

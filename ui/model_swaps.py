@@ -11,14 +11,14 @@ import streamlit as st
 from attn import methods, swap
 from attn.swap import SWAP_MAX_TOKENS, WINDOWS
 
-from room.serving import CountLRU
+from room.bounded import CountLRU
 
-from . import data, figures, state, widgets
+from . import analyses, figures, measures, served_model, widgets
 from .i18n import Translator
 
 
 def _run_sweep(text: str, swaps: list[swap.Swap], budget: int, bar) -> list:
-    model = state.ensure_model()
+    model = served_model.ensure_model()
 
     def progress(i, _result):
         bar.progress((i + 1) / len(swaps), text=f"{i + 1} / {len(swaps)}")
@@ -29,7 +29,7 @@ def _run_sweep(text: str, swaps: list[swap.Swap], budget: int, bar) -> list:
         done = _store().get(k)  # measured meanwhile by a reader ahead in the line
         return done if done is not None else swap.sweep(model, text, swaps, max_tokens=budget, progress=progress)
 
-    return state.in_line("sweep", work, same=k)
+    return analyses.in_line("sweep", work, same=k)
 
 
 def complete(results) -> bool:
@@ -54,7 +54,7 @@ def failure(t: Translator, results) -> bool:
 def _key(text: str, swaps: list[swap.Swap], budget: int) -> str:
     import hashlib
 
-    raw = repr((state.model_kind(), budget, swaps)) + text
+    raw = repr((served_model.model_kind(), budget, swaps)) + text
     return "swap_" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
@@ -63,7 +63,7 @@ SWEEPS = 32  # finished sweeps kept per process
 
 def _store() -> CountLRU:
     """Finished sweeps by key (small: a few numbers per setting), shared by readers."""
-    return data.shared_results("sweeps", SWEEPS)
+    return measures.shared_results("sweeps", SWEEPS)
 
 
 def measured(text: str, swaps: list[swap.Swap], budget: int = SWAP_MAX_TOKENS) -> list | None:
@@ -123,9 +123,7 @@ def sweep_section(t: Translator, a, text: str) -> None:
     """Step 6's second half: the whole model with its attention swapped."""
     st.subheader(t("swap.heading"))
     widgets.prose(t, 6, "swap.lead")
-    layers = widgets.span("s6_swap_layer", a)
-    layer = st.selectbox(t("swap.pick_layer"), layers, index=layers.index(widgets.first("s6_swap_layer", a)),
-                         format_func=widgets.layer_labels(t, a), key="s6_swap_layer", persist_state=widgets.KEEP)
+    layer = widgets.setting(t, "s6_swap_layer", a, t("swap.pick_layer"))
     swaps = swap.standard_sweep((0,), layer)
     budget_caption(t, a.n, "swap.budget_sweep", runs=len(swaps))
     res = run_or_show(t, text, swaps, SWAP_MAX_TOKENS, t("swap.measure_sweep"), "s6_swap")
@@ -141,10 +139,8 @@ def sweep_section(t: Translator, a, text: str) -> None:
     c4.metric(t("swap.control_top1"), t.pct(control.top1_agreement, 0))
     st.caption(t("swap.control_caption", n=t.int(control.n)))
 
-    metrics = widgets.span("s6_swap_metric", a)
-    metric = st.radio(t("swap.pick_metric"), metrics, index=metrics.index(widgets.first("s6_swap_metric", a)),
-                      horizontal=True, format_func=widgets.labels(metrics, lambda m: t(f"swap.metric_{m}")),
-                      key="s6_swap_metric", persist_state=widgets.KEEP)
+    metric = widgets.setting(t, "s6_swap_metric", a, t("swap.pick_metric"), horizontal=True,
+                             names=lambda m: t(f"swap.metric_{m}"))
     by_window, by_map = widgets.shared("s6_swap", (_key(text, swaps, SWAP_MAX_TOKENS), metric, layer),
                                        lambda: sweep_figures(t, res, metric, layer))
     widgets.show_figure(by_window, key="s6_swap_window")

@@ -1,0 +1,194 @@
+"""The parts that serve a process's readers, on their own: the fair queue for the one
+model (room.tickets) and the bounded caches every session shares (room.bounded)."""
+
+import threading
+
+import pytest
+
+from room.bounded import ByteLRU, CountLRU
+from room.tickets import TicketQueue
+
+
+def test_the_queue_serves_in_ticket_order_and_estimates_the_wait():
+    q = TicketQueue()
+    q._took["analysis"] = 0.05
+    order, seen = [], {}
+    first = q.take("analysis")
+    q.wait(first)  # the first ticket's turn at once
+    tickets = [q.take("analysis") for _ in range(4)]
+    assert [q.ahead(t) for t in tickets] == [1, 2, 3, 4]
+    assert q.estimate(tickets[3]) >= 3 * 0.05  # three waiting before it, plus what is left of the first
+
+    told = [threading.Event() for _ in tickets]  # set when a worker has been told it waits
+
+    def worker(t, i):
+        def on_wait(ahead, secs):
+            seen.setdefault(i, (ahead, secs))
+            told[i].set()
+
+        q.wait(t, on_wait)
+        order.append(i)
+        q.done(t)
+
+    threads = [threading.Thread(target=worker, args=(t, i)) for i, t in reversed(list(enumerate(tickets)))]
+    for th in threads:  # started last first: the order still follows the tickets
+        th.start()
+    assert all(e.wait(5) for e in told)  # every worker is waiting (no sleep: an Event each)
+    assert order == []  # nobody passes the first ticket
+    q.done(first)
+    for th in threads:
+        th.join(5)
+    assert not any(th.is_alive() for th in threads)
+    assert order == [0, 1, 2, 3]
+    assert seen[3][0] == 4 and seen[3][1] > 0
+    assert len(q) == 0
+
+
+def test_an_abandoned_ticket_lets_the_next_one_in():
+    q = TicketQueue()
+    a, b = q.take("sweep"), q.take("analysis")
+    c = q.take("handout")
+    q.done(b)  # the second reader left before its turn
+    assert q.ahead(a) == 0 and q.ahead(c) == 1
+    q.done(a)
+    assert q.ahead(c) == 0
+    q.done(c)
+    with pytest.raises(RuntimeError):  # work that fails still lets the next one in
+        q.run("analysis", lambda: (_ for _ in ()).throw(RuntimeError("work failed")))
+    assert len(q) == 0 and q.run("analysis", lambda: 42) == 42 and len(q) == 0
+
+
+def test_the_analysis_cache_is_bounded_in_bytes_least_recently_used_first():
+    cache = ByteLRU(100, len)
+    cache.put("a", "x" * 40)
+    cache.put("b", "x" * 40)
+    assert cache.get("a") is not None  # a is now the most recently used
+    cache.put("c", "x" * 40)  # 120 > 100: b goes
+    assert "b" not in cache and "a" in cache and "c" in cache and cache.nbytes == 80
+    cache.put("huge", "x" * 500)  # larger than the budget: kept alone
+    assert len(cache) == 1 and "huge" in cache
+
+
+def _in_thread(target, *args):
+    th = threading.Thread(target=target, args=args, daemon=True)
+    th.start()
+    return th
+
+
+def test_the_same_work_asked_by_four_readers_runs_once_and_all_get_its_result():
+    """Four readers pressing step 7's Run at once: one benchmark, four results."""
+    q = TicketQueue()
+    release, started, ran, got = threading.Event(), threading.Event(), [], []
+
+    def bench():
+        ran.append(1)
+        started.set()
+        assert release.wait(10)
+        return "rows"
+
+    first = _in_thread(lambda: got.append(q.run("bench", bench, same=("cpu", (256, 512)))))
+    assert started.wait(5)
+    told = [threading.Event() for _ in range(3)]
+    others = [_in_thread(lambda e=e: got.append(q.run("bench", bench, lambda ahead, s, e=e: e.set(),
+                                                      same=("cpu", (256, 512))))) for e in told]
+    assert all(e.wait(5) for e in told)  # each is told it waits (for the one run)
+    assert len(q) == 1  # no ticket of their own
+    release.set()
+    for th in [first, *others]:
+        th.join(5)
+    assert not any(th.is_alive() for th in [first, *others])
+    assert ran == [1] and got == ["rows"] * 4 and len(q) == 0
+
+
+def test_when_the_shared_work_fails_the_one_waiting_runs_its_own():
+    q = TicketQueue()
+    go, started, got = threading.Event(), threading.Event(), []
+
+    def failing():
+        started.set()
+        assert go.wait(10)
+        raise RuntimeError("out of memory")
+
+    first = _in_thread(lambda: pytest.raises(RuntimeError, q.run, "sweep", failing, same="text-1"))
+    assert started.wait(5)
+    waiting = threading.Event()
+    second = _in_thread(lambda: got.append(q.run("sweep", lambda: "results", lambda a, s: waiting.set(),
+                                                 same="text-1")))
+    assert waiting.wait(5)
+    go.set()
+    first.join(5)
+    second.join(5)
+    assert got == ["results"] and len(q) == 0
+
+
+def test_a_new_text_goes_before_heavy_work_still_waiting_but_after_the_work_running():
+    q = TicketQueue()
+    order = []
+    running = q.take("sweep")
+    q.wait(running)  # its turn at once: it runs
+    bench = q.take("bench")
+    handout = q.take("handout")
+    text = q.take("analysis")  # a reader's own new text
+    later = q.take("analysis")
+    assert [q.ahead(t) for t in (text, later, bench, handout)] == [1, 2, 3, 4]
+    workers = [_in_thread(lambda t=t, name=name: (q.wait(t), order.append(name), q.done(t)))
+               for t, name in ((handout, "handout"), (bench, "bench"), (later, "later"), (text, "text"))]
+    q.done(running)
+    for th in workers:
+        th.join(5)
+    assert order == ["text", "later", "bench", "handout"]
+
+
+def test_the_wait_told_is_each_kinds_measured_rate_times_its_size(monkeypatch):
+    """A fake clock: a sweep of weight 2 took 20 s (10 s a unit), an analysis of weight
+    1 took 1 s. Behind a sweep of weight 3 running for 12 s and a waiting sweep of
+    weight 1, a new text waits only for what is left of the running sweep: 3·10 − 12 =
+    18 s, a second text 18 + 1 = 19 s; the waiting sweep 18 + 1 + 1 = 20 s (the two
+    texts went before it), and a handout after it 20 + 1·10 = 30 s."""
+    import room.tickets as tickets
+
+    now = [1000.0]
+    monkeypatch.setattr(tickets.time, "monotonic", lambda: now[0])
+    q = TicketQueue()
+    for kind, weight, took in (("sweep", 2, 20.0), ("analysis", 1, 1.0)):
+        t = q.take(kind, weight=weight)
+        q.wait(t)
+        now[0] += took
+        q.done(t)
+    running = q.take("sweep", weight=3)
+    q.wait(running)
+    now[0] += 12
+    waiting = q.take("sweep", weight=1)
+    heavy = q.take("handout")
+    text = q.take("analysis", weight=1)
+    text2 = q.take("analysis", weight=1)
+    assert q.estimate(heavy) == pytest.approx(30.0)
+    assert q.estimate(text) == pytest.approx(18.0) and q.estimate(text2) == pytest.approx(19.0)
+    assert q.estimate(waiting) == pytest.approx(20.0)  # behind the running sweep and both texts
+
+
+def test_a_shared_result_store_is_bounded_and_safe_across_threads():
+    """CountLRU: what every session of a process shares (sweeps, live runs, timings)
+    keeps at most its number of entries, the least recently used dropped, under a lock."""
+    store = CountLRU(3)
+    for k in "abc":
+        store[k] = k.upper()
+    assert store["a"] == "A"  # a is now the most recently used
+    store["d"] = "D"
+    assert "b" not in store and len(store) == 3 and store.get("b") is None
+    with pytest.raises(KeyError):
+        store["b"]
+
+    big = CountLRU(50)
+
+    def writer(i):
+        for j in range(500):
+            big[(i, j)] = j
+            big.get((i, j - 1))
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(big) == 50 and big.nbytes == 50

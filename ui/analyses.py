@@ -1,0 +1,121 @@
+"""The analyses of the reader's texts: one run of the model per text, kept read-only in
+a byte-bounded cache shared by every reader of the process, made through the process's
+one work queue (a reader sees their place in line); the analysis of the page, or why
+there is none."""
+
+from __future__ import annotations
+
+import gc
+
+import streamlit as st
+
+from attn import settings
+from room.bounded import ByteLRU
+from room.tickets import TicketQueue
+
+from .reader import current_text, tr
+from .served_model import ensure_model, get_model, model_kind, token_budget
+
+
+@st.cache_resource(show_spinner=False)
+def _analyses() -> ByteLRU:
+    """The analyses of this process, bounded in bytes (``ATLAS_ANALYSIS_MB``): one
+    text of 370 tokens holds ≈ 60 MB, one of 1,024 tokens ≈ 265 MB."""
+    return ByteLRU(settings.read().analysis_bytes, lambda a: a.nbytes)
+
+
+@st.cache_resource(show_spinner=False)
+def work_queue() -> TicketQueue:
+    """The process's one queue for heavy work (the model is one)."""
+    return TicketQueue()
+
+
+def in_line(kind: str, work, same=None, weight: float = 1.0):
+    """Heavy work through the process's queue (room.tickets.TicketQueue: the same work
+    is done once, ``same`` saying what it makes; ``weight`` its size); while others
+    come first, the reader sees their place in the line and about how long it is."""
+    t = tr()
+    slot = None
+
+    def on_wait(ahead: int, seconds: float) -> None:
+        nonlocal slot
+        if slot is None:
+            slot = st.empty()
+        slot.info(t("queue.waiting", ahead=t.int(ahead), seconds=t.int(max(1, round(seconds)))),
+                  icon=":material/hourglass_top:")
+
+    try:
+        return work_queue().run(kind, work, on_wait, same=same, weight=weight)
+    finally:
+        if slot is not None:
+            slot.empty()
+
+
+def release_dropped() -> None:
+    """Give back the memory of analyses the cache has just dropped. Readers' finished
+    page runs may still hold them: each page runs in a module namespace of its own, and
+    a function the page defines refers back to that namespace, so the namespace (and
+    the analysis in it) is a reference cycle that only a full collection frees. Left to
+    the collector's own schedule, thirty readers' own texts held every analysis they
+    had ever made (≈ 2 GB); collected here, at most the budget stays (docs/deploy.md).
+    The libraries and the model are frozen (``get_model``), so this scans only what
+    readers made since."""
+    gc.collect()
+
+
+def get_analysis(text: str, kind: str):
+    """One run of the model per text, kept read-only and shared by every page and
+    reader; a new text waits its turn for the model in the queue (before heavy work
+    still waiting; readers pasting the same text share one run)."""
+    found = _analyses().get((kind, text))
+    if found is not None:
+        return found
+    return in_line("analysis", _analysis_work(text, kind), same=(kind, text), weight=_analysis_weight(text))
+
+
+def analysis_unseen(text: str, kind: str):
+    """The same analysis, for work without a reader (a class's summaries built in the
+    background): through the same queue, with no place in line to show."""
+    found = _analyses().get((kind, text))
+    if found is not None:
+        return found
+    return work_queue().run("analysis", _analysis_work(text, kind), None, same=(kind, text),
+                            weight=_analysis_weight(text))
+
+
+def _analysis_weight(text: str) -> float:
+    # its size for the wait told: characters up to what the budget reads (≈ 5 a token)
+    return min(len(text), 5 * token_budget()) / 1000 + 0.2
+
+
+def _analysis_work(text: str, kind: str):
+    cache, key = _analyses(), (kind, text)
+
+    def work():
+        again = cache.get(key)  # analysed meanwhile by a reader ahead in the line
+        if again is not None:
+            return again
+        a = get_model(kind).analyze(text)
+        if cache.put(key, a):
+            release_dropped()
+        return a
+
+    return work
+
+
+def analysis_or_message():
+    """The analysis of the current text, or None after showing why there is none."""
+    t = tr()
+    text = current_text()
+    if not text.strip():
+        st.info(t("common.need_text"))
+        return None
+    ensure_model()
+    with st.spinner(t("common.analysing")):
+        a = get_analysis(text, model_kind())
+    if a.n < 3:
+        st.info(t("common.too_short", n=a.n))
+        return None
+    if a.truncated:
+        st.caption(t("common.truncated", used=t.int(a.n), total=t.int(a.total_tokens)))
+    return a

@@ -1,0 +1,187 @@
+"""A session's seat in a live class: joining (by the link, by the code typed in the
+sidebar), the teacher taking her class back, a student following or exploring on their
+own, leaving. The host key stays in the teacher's session: never in an address, a QR
+code or a link. A student's anonymous id is in their address (``?class=CODE&me=ID``),
+so a reload keeps them in the class as the same student."""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from room import classes as room_classes
+from room import codes
+
+from .. import keys, prebuild, reader, share
+from ..i18n import Translator
+from ..steps import page_of
+from .handle import classes
+
+QUERY_CLASS, QUERY_ME = "class", "me"  # what a student's address carries
+QUERY_HOST = "host"  # the teacher's resume link only (read once, removed from the address)
+
+
+def member() -> str | None:
+    """The code of the class this session is in (as teacher or student), or None."""
+    return st.session_state.get(keys.CLASS)
+
+
+def is_teacher() -> bool:
+    return member() is not None and st.session_state.get(keys.HOST) is not None
+
+
+def class_view(step: int) -> dict:
+    """What a class carries to its students: the text and the settings (the language
+    and presenter mode stay each reader's)."""
+    view = share.current_view(step)
+    return {"text": view["text"], "settings": view["settings"]}
+
+
+def _apply(view: dict) -> None:
+    """A class's text and settings in this session (as a share link's are)."""
+    text = view.get("text")
+    if isinstance(text, str) and len(text) <= reader.MAX_CHARS:
+        st.session_state[keys.TEXT] = text
+    share.apply_settings(view.get("settings"))
+
+
+def leave() -> None:
+    for k in (keys.CLASS, keys.HOST, keys.STUDENT, keys.FOLLOWING, keys.SEEN, keys.PRESENCE_AT):
+        st.session_state.pop(k, None)
+    for q in (QUERY_CLASS, QUERY_ME):
+        if q in st.query_params:
+            del st.query_params[q]
+
+
+def attach(t: Translator):
+    """Once per session and class: join the class named in the address (``?class=``),
+    as the student ``?me=`` names or a new one — or, with ``?host=`` (the teacher's own
+    link to resume), as its teacher; the key leaves the address at once. Returns the
+    page to open (the class's step) or None, after saying what went wrong."""
+    host = st.query_params.get(QUERY_HOST)
+    if host is not None:
+        del st.query_params[QUERY_HOST]  # never left in an address, whatever follows
+        code = codes.normalize(st.query_params.get(QUERY_CLASS))
+        if code is not None:
+            st.session_state[keys.CLASS_ASKED] = st.query_params.get(QUERY_CLASS)
+            return resume(t, code, host)
+    raw = st.query_params.get(QUERY_CLASS)
+    if raw is None or raw == st.session_state.get(keys.CLASS_ASKED):
+        return None
+    st.session_state[keys.CLASS_ASKED] = raw
+    code = codes.normalize(raw)
+    if code is None:
+        st.toast(t("class.bad_code"), icon=":material/error:")
+        return None
+    if member() == code:
+        return None
+    return join(t, code, st.query_params.get(QUERY_ME))
+
+
+def join(t: Translator, code: str, student: str | None = None):
+    """Join ``code`` as a student: the class's text and settings, its step. Returns the
+    page of the class's step, or None after a notice."""
+    room = classes()
+    if room is None:
+        return None
+    student = student if room_classes.is_student(student) else room_classes.new_student()
+    found = None
+    with share.store_trouble() as trouble:
+        try:
+            joined = room.join(code, student)
+        except room_classes.ClassFull:
+            st.toast(t("class.full"), icon=":material/group_off:")
+            return None
+        found = room.state(code) if joined else None
+    if trouble:
+        return None
+    if found is None:
+        st.toast(t("class.unknown"), icon=":material/link_off:")
+        return None
+    st.session_state.pop(keys.HOST, None)
+    st.query_params[QUERY_CLASS] = code
+    st.query_params[QUERY_ME] = student
+    return _seat(found, {keys.STUDENT: student, keys.FOLLOWING: True, keys.PRESENCE_AT: time.time()},
+                 t("class.joined", code=codes.spaced(code)), ":material/group:")
+
+
+def _seat(found: room_classes.ClassState, seat: dict, notice: str, icon: str):
+    """This session in class ``found`` (as ``seat`` says: a student or its teacher): the
+    class's text and settings in place, a notice for the class's page, and that page."""
+    st.session_state.update({keys.CLASS: found.code, keys.SEEN: found.version, **seat})
+    _apply(found.view)
+    prebuild.prebuild(found.view)
+    reader.notice_later(notice, icon)  # said on the class's page, after the switch there
+    return page_of(found.step)
+
+
+def resume(t: Translator, code: str, key: str):
+    """Take a class back as its teacher (after a reload, from another device, or when
+    her server went away): with its host key, checked by the store. Returns the page of
+    the class's step, or None after a notice."""
+    room = classes()
+    if room is None:
+        return None
+    found = None
+    with share.store_trouble() as trouble:
+        found = room.state(code) if room.is_host(code, key) else None
+    if trouble:
+        return None
+    if found is None:
+        st.toast(t("class.not_host"), icon=":material/key_off:")
+        return None
+    leave()  # also takes ?class= out of her address: a reload must not make her a student
+    return _seat(found, {keys.HOST: key}, t("class.resumed", code=codes.spaced(code)), ":material/co_present:")
+
+
+def query() -> dict:
+    """A student's class and id, for a page switch's address."""
+    code, me = member(), st.session_state.get(keys.STUDENT)
+    return {QUERY_CLASS: code, QUERY_ME: me} if code and me else {}
+
+
+def write_url() -> None:
+    """A student's class and id in the address on every run (page links drop them)."""
+    code, me = member(), st.session_state.get(keys.STUDENT)
+    if code and me:
+        if st.query_params.get(QUERY_CLASS) != code:
+            st.query_params[QUERY_CLASS] = code
+        if st.query_params.get(QUERY_ME) != me:
+            st.query_params[QUERY_ME] = me
+
+
+def notice_if_left(t: Translator) -> None:
+    """A following student who changed the text or a setting with their own hand (a
+    widget's change that the browser sent: ui.widgets.changed_by_reader) explores on
+    their own now. What the page sets itself — a default worked out on the text, a
+    value put back under new token names, the class's own settings — is no change.
+    Read once a run, whoever reads it: a change made outside a class is forgotten."""
+    changed = st.session_state.pop(keys.CHANGED, None)
+    if changed and member() and not is_teacher() and st.session_state.get(keys.FOLLOWING):
+        st.session_state[keys.FOLLOWING] = False
+        st.toast(t("class.left"), icon=":material/explore:")
+
+
+def explore() -> None:
+    """on_click of "Explore on my own": the screen stops following the teacher."""
+    st.session_state[keys.FOLLOWING] = False
+
+
+def back(t: Translator) -> None:
+    """A student returns to the class: its text, settings and step."""
+    room, code = classes(), member()
+    found = None
+    with share.store_trouble() as trouble:
+        found = room.state(code) if room is not None and code else None
+    if trouble:
+        return  # the store is away just now: the student stays where they are, and is told
+    if found is None:
+        leave()
+        st.toast(t("class.ended"), icon=":material/logout:")
+        return
+    st.session_state.update({keys.FOLLOWING: True, keys.SEEN: found.version})
+    _apply(found.view)
+    page = page_of(found.step)
+    if page is not None:
+        st.switch_page(page.path, query_params=dict(st.query_params))

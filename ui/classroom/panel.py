@@ -1,0 +1,78 @@
+"""The sidebar's class panel: start a class or join one; in a class, its code and the
+controls of one's role (the teacher's slide, link back and end; a student's follow or
+explore)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from room import codes
+
+from .. import keys, reader
+from ..i18n import Translator
+from .membership import back, explore, is_teacher, join, member, resume
+from .polling import poll
+from .teacher import end, join_slide, resume_url, start
+
+
+def sidebar(t: Translator, step: int) -> None:
+    """The sidebar's class panel: start or join; in a class, its code and its controls."""
+    code = member()
+    with st.expander(t("class.heading"), expanded=code is not None, icon=":material/groups:"):
+        if code is None:
+            st.button(t("class.start"), key="class_start", on_click=start, args=(step,), width="stretch",
+                      icon=":material/co_present:", help=t("class.start_help"))
+            typed = st.text_input(t("class.join_label"), key="class_code_typed", max_chars=16,
+                                  placeholder="7KQ 2M9")
+            if st.button(t("class.join_button"), key="class_join", width="stretch"):
+                found = codes.normalize(typed)
+                if found is None:
+                    st.error(t("class.bad_code"))
+                else:
+                    page = join(t, found)
+                    if page is not None:
+                        st.switch_page(page.path, query_params=dict(st.query_params))
+            if not reader.presenter():  # the key is typed where the room cannot see it
+                take_back(t)
+            return
+        st.markdown(t("class.code", code=codes.spaced(code)))
+        if is_teacher():
+            poll(step)  # the students present, counted live
+            if st.button(t("class.show_slide"), key="class_slide", width="stretch", icon=":material/qr_code_2:"):
+                join_slide(code, t)
+            if not reader.presenter():  # never on a projector: the link holds the host key
+                with st.popover(t("class.resume_heading"), icon=":material/key:", width="stretch"):
+                    st.caption(t("class.resume_help"))
+                    st.code(resume_url(code), language=None)
+                    st.markdown(t("class.key_label"))
+                    st.code(st.session_state.get(keys.HOST, ""), language=None)
+            st.button(t("class.end"), key="class_end", on_click=end, width="stretch", icon=":material/logout:")
+            return
+        poll(step)
+        if st.session_state.get(keys.FOLLOWING):
+            st.caption(t("class.following"))
+            st.button(t("class.explore"), key="class_explore", width="stretch", icon=":material/explore:",
+                      on_click=explore)
+        else:
+            st.caption(t("class.exploring"))
+            if st.button(t("class.back"), key="class_back", width="stretch", icon=":material/groups:"):
+                back(t)
+
+
+def take_back(t: Translator) -> None:
+    """A teacher takes her class back by typing its code and her teacher key (another
+    device, or a reload without her link): a password field, never in presenter mode."""
+    with st.popover(t("class.take_back_heading"), icon=":material/key:", width="stretch"):
+        st.caption(t("class.take_back_help"))
+        typed = st.text_input(t("class.join_label"), key="class_take_code", max_chars=16, placeholder="7KQ 2M9")
+        key = st.text_input(t("class.take_back_key"), key="class_take_key", type="password", max_chars=128)
+        if st.button(t("class.take_back_button"), key="class_take", width="stretch", icon=":material/co_present:"):
+            code = codes.normalize(typed)
+            if code is None:
+                st.error(t("class.bad_code"))
+            elif not key.strip():
+                st.error(t("class.take_back_no_key"))
+            else:
+                page = resume(t, code, key.strip())
+                if page is not None:
+                    st.switch_page(page.path, query_params=dict(st.query_params))

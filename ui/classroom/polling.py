@@ -1,0 +1,108 @@
+"""A class member's poll: a small fragment that ticks every second in the sidebar's
+class panel. What a tick does is decided by room.follow.decide, a pure function: a
+following student moves with the teacher and redraws when what they follow changed
+(the step, the text and settings, a vote's state: the class's ``version``); an answer
+or a new student (the ``tally``) never redraws a student's page. The teacher's count of
+answers redraws in a fragment of its own (ui.classroom.votes)."""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from room import classes as room_classes
+from room import follow
+from room.store import StoreError
+
+from .. import keys, prebuild, reader
+from ..steps import page_of
+from .handle import classes, versions
+from .membership import _apply, is_teacher, leave, member
+from .teacher import present_count
+
+
+def tick(step: int) -> None:
+    """One poll of a class member: move with the teacher, redraw on a change, leave an
+    ended class; a student's presence written at most every 15 s. While the store is
+    out of reach the page stays as it is (the next tick tries again; the class's
+    actions say so when they are used)."""
+    code = member()
+    if code is None:
+        return
+    try:
+        _tick(code, step)
+    except StoreError:
+        pass
+
+
+def _tick(code: str, step: int) -> None:
+    found = versions(code)
+    seat = follow.Seat(teacher=is_teacher(), following=bool(st.session_state.get(keys.FOLLOWING)), page=step,
+                       seen_version=st.session_state.get(keys.SEEN, 0))
+    version = None if found is None else found[0]
+    action, to = follow.decide(version, None, seat) if version is None else _decide(code, version, seat)
+    now = time.time()
+    if not seat.teacher and follow.presence_due(st.session_state.get(keys.PRESENCE_AT), now):
+        st.session_state[keys.PRESENCE_AT] = now
+        room = classes()
+        try:
+            if room is not None:
+                room.join(code, st.session_state.get(keys.STUDENT, ""), now)
+        except (StoreError, room_classes.ClassFull):
+            pass  # presence is a count on the teacher's screen: the next tick tries again
+    if action == follow.GONE:
+        leave()
+        if _alone():  # said after the rerun that takes the class away
+            reader.notice_later(reader.tr()("class.ended"), ":material/logout:")
+            st.rerun(scope="app")
+        st.toast(reader.tr()("class.ended"), icon=":material/logout:")
+        return
+    if action == follow.STAY:
+        return
+    st.session_state[keys.SEEN] = version
+    if seat.teacher:  # the class moved by another session of hers (her other device): her page redraws
+        _redraw()
+        return
+    found = classes().state(code)
+    if found is not None:
+        _apply(found.view)
+        prebuild.prebuild(found.view)
+    if action == follow.MOVE:
+        page = page_of(to)
+        if page is not None:
+            st.switch_page(page.path, query_params=dict(st.query_params))
+    _redraw()
+
+
+def _alone() -> bool:
+    """Whether this run is the poll fragment's own, not a full run of the page
+    (Streamlit's run context records the fragments a run is for)."""
+    ctx = get_script_run_ctx()
+    return ctx is not None and bool(ctx.fragment_ids_this_run)
+
+
+def _redraw() -> None:
+    """After a tick that changed what the page shows: a poll's own run reruns the app;
+    in a full run (the sidebar draws the poll before the page) the page that follows
+    draws it, and a rerun would drop the click that started this run."""
+    if _alone():
+        st.rerun(scope="app")
+
+
+def _decide(code: str, version: int, seat: follow.Seat):
+    if version == seat.seen_version or seat.teacher or not seat.following:
+        return follow.decide(version, None, seat)
+    found = classes().state(code)  # something moved: where is the class now
+    return follow.decide(version, found.step if found else None, seat)
+
+
+@st.fragment(run_every=1.0)
+def poll(step: int) -> None:
+    """A class member's tick each second, in the sidebar's class panel; the teacher's
+    shows the students present, counted live."""
+    tick(step)
+    code = member()
+    if code is not None and is_teacher():
+        st.caption(reader.tr()("class.present", n=reader.tr().int(present_count(code))))

@@ -1,0 +1,73 @@
+"""Every step's summary for a class's text and settings, in all three languages, built
+in the background on this process (beside ui.summary.build_all, which it calls): the
+first student to open a step in their language finds it built."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import Counter, OrderedDict
+
+import streamlit as st
+
+from . import analyses, served_model, summary, timing
+
+
+PREBUILDS = 16  # class views whose summaries this process keeps track of having built
+PREBUILD_AGAIN = 10.0  # seconds after a build ends before the same view is checked again
+
+
+@st.cache_resource(show_spinner=False)
+def _prebuilds() -> dict:
+    return {"lock": threading.Lock(), "views": OrderedDict()}  # view → (thread, when it ended or None)
+
+
+def prebuild(view: dict) -> threading.Thread | None:
+    """Every step's summary for a class's text and settings, in all three languages,
+    built in the background on this process: the first student to open a step in their
+    language finds it built. Called wherever a process meets a class's view (its start,
+    the teacher's changes, a student joining or following), so every replica serving the
+    class builds it; a view built a while ago is checked again (the summaries' cache is
+    bounded, and only what it dropped is built again). Returns the thread."""
+    text, settings = view.get("text"), view.get("settings") or {}
+    if not isinstance(text, str) or not text.strip() or not isinstance(settings, dict):
+        return None
+    kind = served_model.model_kind()
+    key = (kind, text, json.dumps(settings, sort_keys=True, default=str))
+    book = _prebuilds()
+    with book["lock"]:
+        found = book["views"].get(key)
+        if found is not None:
+            thread, ended = found
+            book["views"].move_to_end(key)
+            if ended is None or time.time() - ended < PREBUILD_AGAIN:
+                return thread
+        thread = threading.Thread(target=_build_summaries, args=(key, text, kind, dict(settings)), daemon=True,
+                                  name="atlas-class-summaries")
+        book["views"][key] = (thread, None)
+        while len(book["views"]) > PREBUILDS:
+            book["views"].popitem(last=False)
+    thread.start()
+    return thread
+
+
+PREBUILD_FAILED: Counter = Counter()  # background builds that raised, by the exception's class
+
+
+def _build_summaries(key: tuple, text: str, kind: str, settings: dict) -> None:
+    try:
+        a = analyses.analysis_unseen(text, kind)
+        if a.n >= 3:  # a shorter text has no steps to build (its pages say so)
+            rows, last = timing.on_this_device()  # step 7 as its page shows it, live rows included
+            summary.build_all(a, text, kind, settings, live_rows=rows, live_last=last)
+    except Exception as exc:  # reported, never swallowed: logged with its traceback and counted
+        PREBUILD_FAILED[type(exc).__name__] += 1  # (a reader who opens the step builds it then, and sees the error)
+        logging.getLogger(__name__).exception("building a class's summaries in the background")
+    finally:
+        book = _prebuilds()
+        with book["lock"]:
+            found = book["views"].get(key)
+            if found is not None and found[0] is threading.current_thread():
+                book["views"][key] = (found[0], time.time())

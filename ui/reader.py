@@ -1,0 +1,105 @@
+"""The reader's session: their language, their text, presenter mode, what the address
+keeps of them, the notices kept for the next run, and a kept setting forgotten."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from . import keys
+from .i18n import Translator, detect_language
+from .samples import sample_text
+
+MAX_CHARS = 100_000  # the text area's cap (a few hundred pages; the analysis reads its first tokens)
+
+
+def init_language() -> str:
+    """Once per session: from ``?lang=``, else the browser, else English."""
+    if keys.LANG not in st.session_state:
+        st.session_state[keys.LANG] = detect_language(st.query_params.get("lang"), st.context.locale)
+    return st.session_state[keys.LANG]
+
+
+def init_presenter() -> bool:
+    """Once per session: presenter mode from ``?present=1``."""
+    if keys.PRESENTER not in st.session_state:
+        st.session_state[keys.PRESENTER] = st.query_params.get("present") == "1"
+    return st.session_state[keys.PRESENTER]
+
+
+def on_presenter_change() -> None:
+    st.session_state[keys.PRESENTER] = bool(st.session_state[keys.PRESENTER_CHOICE])
+
+
+def write_url() -> None:
+    """Language and presenter mode in the address on every run (page links and
+    st.switch_page drop the query otherwise), so a reload or a shared link keeps them."""
+    lang = st.session_state.get(keys.LANG, "en")
+    if st.query_params.get("lang") != lang:
+        st.query_params["lang"] = lang
+    if st.session_state.get(keys.PRESENTER):
+        if st.query_params.get("present") != "1":
+            st.query_params["present"] = "1"
+    elif "present" in st.query_params:
+        del st.query_params["present"]
+    if "s" in st.query_params and st.session_state.get(keys.SHARE_APPLIED) == st.query_params.get("s"):
+        del st.query_params["s"]  # applied once: a reload keeps what the reader has done since
+
+
+def tr() -> Translator:
+    return Translator(st.session_state.get(keys.LANG, "en"))
+
+
+def on_language_change() -> None:
+    """Keep the URL in step; switch the sample text too while it is untouched (never in
+    a class: its students read the class's text, each in their own language)."""
+    new = st.session_state[keys.LANG_CHOICE]
+    old = st.session_state.get(keys.LANG, "en")
+    st.session_state[keys.LANG] = new
+    st.query_params["lang"] = new
+    if st.session_state.get(keys.TEXT) == sample_text(old) and keys.CLASS not in st.session_state:
+        st.session_state[keys.TEXT] = sample_text(new)
+
+
+def text_changed() -> None:
+    """on_change of the text area, and the sample's button: the reader's own change."""
+    st.session_state.setdefault(keys.CHANGED, set()).add(keys.TEXT)
+
+
+def restore_sample() -> None:
+    st.session_state[keys.TEXT] = sample_text(st.session_state.get(keys.LANG, "en"))
+    text_changed()
+
+
+def init_text() -> None:
+    if keys.TEXT not in st.session_state:
+        st.session_state[keys.TEXT] = sample_text(st.session_state.get(keys.LANG, "en"))
+
+
+def current_text() -> str:
+    return st.session_state.get(keys.TEXT, "")
+
+
+def presenter() -> bool:
+    """Presenter mode (for a projector): answers wait for their reveal."""
+    return bool(st.session_state.get(keys.PRESENTER, False))
+
+
+def notice_later(text: str, icon: str) -> None:
+    """A notice (toast) for the run after a page switch: those of a run that switches
+    page are dropped with it."""
+    st.session_state.setdefault(keys.NOTICES, []).append((text, icon))
+
+
+def show_notices() -> None:
+    """app.py, on every run: the notices kept for it."""
+    for text, icon in st.session_state.pop(keys.NOTICES, []):
+        st.toast(text, icon=icon)
+
+
+def forget_setting(key: str) -> None:
+    """A kept value that no longer fits its widget (a shorter text, another model)."""
+    if key in st.session_state.get(keys.FROM_LINK, set()):  # it came with a shared link: say so
+        st.session_state[keys.FROM_LINK].discard(key)
+        st.toast(tr()("share.dropped"), icon=":material/tune:")
+    if key in st.session_state:
+        del st.session_state[key]
