@@ -9,7 +9,7 @@ from contextlib import nullcontext
 import streamlit as st
 
 from ui import boot, handout, keys, page_run, reader, served_model, share, style, warmup, widgets
-from ui.classroom import membership, panel, teacher, votes
+from ui.classroom import handle, membership, panel, teacher, votes
 from ui.i18n import LANGS
 from ui.steps import PAGES
 
@@ -20,6 +20,8 @@ reader.init_language()
 served_model.check_environment()  # a server variable it cannot use: one sentence, not a traceback
 reader.init_presenter()
 reader.init_text()
+share.begin_run()  # a notice about the store is said once a run (a callback's before it too)
+handle.begin_run()  # the class (if any) is read once this run, when first asked
 link_page = share.apply_link(reader.tr())  # a shared link restores language, text, mode and settings
 link_page = membership.attach(reader.tr()) or link_page  # ?class=CODE: join a live class at its step
 lang, presenting, t = st.session_state[keys.LANG], reader.presenter(), reader.tr()
@@ -82,6 +84,7 @@ def after_the_page() -> None:
         handout.build_into(handout_slot, t)
     if membership.is_teacher():  # the class follows the teacher's step and settings
         teacher.teacher_sync(here.number)
+    share.begin_run()  # the next run's callbacks (a click before its page) say their own notices
 
 
 page_run.after_page(after_the_page)  # also when the page stops early (page_run.stop_page)

@@ -86,6 +86,15 @@ class Tracker:
             self.counts.append((run.ended_at, int(k.strip("*").replace(",", ""))))
 
 
+async def answer(r: Reader, send: str, choice):
+    """A student answers as a browser does: picks an option (a run: Send is enabled once
+    an option is picked), then presses Send (its option sent again with it). ``choice``:
+    the option's label, or its place."""
+    pick = "vote_pick_" + send.removeprefix("vote_send_")
+    await r.run(None, values={pick: choice})
+    return await r.run(None, values={pick: choice}, click=send)
+
+
 async def _until(check, timeout: float, every: float = 0.05) -> bool:
     end = time.perf_counter() + timeout
     while time.perf_counter() < end:
@@ -186,21 +195,21 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
         await _until(lambda: all(p > s for p, s in zip(track.polls, settled)), wait)
         track.watching = True
 
-        async def answer(i: int, r: Reader) -> None:
+        async def answers(i: int, r: Reader) -> None:
             await asyncio.sleep(spread * ((i * 37) % max(n, 1)) / max(n, 1))  # each at a moment of its own
             send = next(k for k in r.ids if k.startswith("vote_send_"))
             pick = "vote_pick_" + send.removeprefix("vote_send_")
             options = r.options[pick]
             chose[i] = options[(i * 7) % len(options)]
             sent[i] = time.perf_counter()
-            run = await r.run(None, values={pick: chose[i]}, click=send)
+            run = await answer(r, send, chose[i])
             if run.finished and not run.exceptions:
                 acked[i] = run.ended_at
 
         async def views_meanwhile():
             out["class"] = await page_views(outside, link)
 
-        await asyncio.gather(views_meanwhile(), *(answer(i, r) for i, r in enumerate(students)))
+        await asyncio.gather(views_meanwhile(), *(answers(i, r) for i, r in enumerate(students)))
         await _until(lambda: track.counts and track.counts[-1][1] >= len(acked) and track.counts[-1][0] > max(
             acked.values(), default=0), wait)
         settled = list(track.polls)  # every student polls once more after the last answer

@@ -1,8 +1,15 @@
 """What both stores share (room.store's SQLite file, room.pgstore's PostgreSQL): the
 views' SQL and bounds, a view's key, the StoreError a caller says, and ``Backend`` —
 ``transaction()``, ``reading()``, ``create()`` for a part's tables (upgraded once when
-an older layout is recorded), ``put`` / ``get`` a view. Neither backend imports the other;
-room.store chooses one. No Streamlit here.
+an older layout is recorded, and made again where the tables vanished), ``put`` /
+``get`` a view. Neither backend imports the other; room.store chooses one. No Streamlit
+here.
+
+Views are bounded in number and bytes; when full, the views nobody but their maker has
+opened go first (least recently used first), then the others: a link a class was started
+from, or that someone else opened, outlives the links nobody opened. A client (its
+address) makes a bounded number of links an hour and puts a bounded number of bytes in
+the store an hour (room.limits).
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ import hashlib
 import json
 import time
 
+from . import limits
+
 MAX_VIEWS = 2000
 MAX_BYTES = 64 * 2**20
 KEY_LENGTH = 12  # hex digits of a SHA-256: 48 bits, plenty for a class's links
@@ -18,8 +27,12 @@ KEY_LENGTH = 12  # hex digits of a SHA-256: 48 bits, plenty for a class's links
 # upgraded by its own statements; creating is idempotent, and serialised between processes)
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS atlas_schema (part TEXT PRIMARY KEY, version INTEGER NOT NULL)"
 VIEWS = ("""CREATE TABLE IF NOT EXISTS views (
-    key TEXT PRIMARY KEY, payload TEXT NOT NULL, bytes INTEGER NOT NULL, created REAL NOT NULL, used REAL NOT NULL)""",)
-VIEWS_VERSION = 1
+    key TEXT PRIMARY KEY, payload TEXT NOT NULL, bytes INTEGER NOT NULL, created REAL NOT NULL, used REAL NOT NULL,
+    maker TEXT NOT NULL DEFAULT '', kept INTEGER NOT NULL DEFAULT 0)""",)
+VIEWS_VERSION = 2  # 2: who made a view, and whether it is kept first (opened by another, or a class's)
+VIEWS_UPGRADES = {2: ["ALTER TABLE views ADD COLUMN maker TEXT NOT NULL DEFAULT ''",
+                      "ALTER TABLE views ADD COLUMN kept INTEGER NOT NULL DEFAULT 0"]}
+LIMITS_VERSION = 1
 
 
 def is_key(value) -> bool:
@@ -34,6 +47,14 @@ def _payload(view: dict) -> str:
 def key_of(view: dict) -> str:
     """The key a view is kept under: the same view, the same key."""
     return hashlib.sha256(_payload(view).encode("utf-8", "surrogatepass")).hexdigest()[:KEY_LENGTH]
+
+
+class Refused(Exception):
+    """A change refused by a limit of the client's (room.limits): ``what`` names it."""
+
+    def __init__(self, what: str):
+        super().__init__(what)
+        self.what = what
 
 
 class StoreError(Exception):
@@ -73,6 +94,7 @@ class Backend:
     max_bytes: int
     recreated: bool = False
     problem: str | None = None
+    parts: dict  # part → (version, statements, upgrades): what ``create`` made, to make again
 
     def transaction(self):  # a connection inside one write transaction (writers one at a time)
         raise NotImplementedError
@@ -80,7 +102,7 @@ class Backend:
     def reading(self):  # a connection for reads
         raise NotImplementedError
 
-    def _touch(self, db, key: str) -> None:  # record a view's use, waiting a moment at most
+    def _touch(self, db, key: str, kept: bool = False) -> None:  # record a view's use, waiting a moment at most
         raise NotImplementedError
 
     def _missing_table(self, exc: BaseException) -> bool:
@@ -98,6 +120,7 @@ class Backend:
           tables left as they are.
 
         Returns the version that was recorded before (None: a new store)."""
+        self.parts[part] = (version, statements, upgrades)
         with self.transaction() as db:
             db.execute(SCHEMA_TABLE)
             row = db.execute("SELECT version FROM atlas_schema WHERE part = ?", (part,)).fetchone()
@@ -123,10 +146,18 @@ class Backend:
             row = db.execute("SELECT version FROM atlas_schema WHERE part = ?", (part,)).fetchone()
         return None if row is None else row[0]
 
-    def put(self, view: dict) -> str:
+    def create_shared(self) -> None:
+        """The parts every store has from its start: the views and the limits."""
+        self.create("views", VIEWS_VERSION, VIEWS, VIEWS_UPGRADES)
+        self.create("limits", LIMITS_VERSION, limits.SCHEMA)
+
+    def put(self, view: dict, address: str | None = None, maker: str = "") -> str:
         """Keep a view (a JSON-able dict: text, language, step, settings); returns its key.
-        The same view always gets the same key. Raises StoreError when it cannot be
-        written (nothing half-written stays: one transaction)."""
+        The same view always gets the same key. ``address``: the client (room.limits.key;
+        None for a tool: not limited), whose links and bytes an hour are bounded
+        (``Refused("links")`` / ``Refused("bytes")`` past them); ``maker``: who made it (an
+        id of the maker's session), so that another's opening keeps it first. Raises
+        StoreError when it cannot be written (nothing half-written stays: one transaction)."""
         payload = _payload(view)
         key = key_of(view)
         size = len(payload.encode("utf-8", "surrogatepass"))
@@ -134,22 +165,41 @@ class Backend:
         with self.transaction() as db:
             for statement in VIEWS:  # a store that could not be made at start is made now
                 db.execute(statement)
-            db.execute("INSERT INTO views(key, payload, bytes, created, used) VALUES (?, ?, ?, ?, ?) "
-                       "ON CONFLICT(key) DO UPDATE SET used = excluded.used", (key, payload, size, now, now))
+            for statement in limits.SCHEMA:
+                db.execute(statement)
+            if db.execute("SELECT 1 FROM views WHERE key = ?", (key,)).fetchone() is None:
+                if not limits.take(db, limits.LINKS, address, now):
+                    raise Refused("links")
+                if not limits.take(db, limits.LINK_BYTES, address, now, cost=size):
+                    raise Refused("bytes")
+            db.execute("INSERT INTO views(key, payload, bytes, created, used, maker) VALUES (?, ?, ?, ?, ?, ?) "
+                       "ON CONFLICT(key) DO UPDATE SET used = excluded.used", (key, payload, size, now, now, maker))
             self._evict(db)
+            limits.forget_full(db, now)
         return key
 
     def _evict(self, db) -> None:
-        """Least recently used views go first, until both bounds hold: one statement, the
-        views kept being the most recently used whose running total fits both bounds."""
+        """Until both bounds hold, the views nobody but their maker opened go first, then
+        the others (those opened by another reader, or a class's), each least recently
+        used first: one statement, the views kept being the first in that order whose
+        running total fits both bounds."""
         db.execute("""DELETE FROM views WHERE key IN (
             SELECT key FROM (SELECT key,
-                ROW_NUMBER() OVER (ORDER BY used DESC, key) AS place,
-                SUM(bytes) OVER (ORDER BY used DESC, key ROWS UNBOUNDED PRECEDING) AS total FROM views) AS ranked
+                ROW_NUMBER() OVER (ORDER BY kept DESC, used DESC, key) AS place,
+                SUM(bytes) OVER (ORDER BY kept DESC, used DESC, key ROWS UNBOUNDED PRECEDING) AS total
+                FROM views) AS ranked
             WHERE place > ? OR total > ?)""", (self.max_views, self.max_bytes))
 
-    def get(self, key) -> dict | None:
-        """The view of a key, or None (not ours, never kept, or evicted). Reading never
+    def keep(self, key) -> None:
+        """Keep a view first (a class was started from it): it outlives the views nobody
+        opened."""
+        if is_key(key):
+            with self.transaction() as db:
+                db.execute("UPDATE views SET kept = 1 WHERE key = ?", (key,))
+
+    def get(self, key, reader: str = "") -> dict | None:
+        """The view of a key, or None (not ours, never kept, or evicted); opened by a
+        ``reader`` other than its maker, it is kept first from now on. Reading never
         depends on writing: when the view's last use cannot be recorded (a lock, a full
         disk, a read-only file), the view still comes back. Raises StoreError only when
         the store cannot be read."""
@@ -157,14 +207,14 @@ class Backend:
             return None
         with self.reading() as db:
             try:
-                row = db.execute("SELECT payload FROM views WHERE key = ?", (key,)).fetchone()
+                row = db.execute("SELECT payload, maker FROM views WHERE key = ?", (key,)).fetchone()
             except Exception as exc:
                 if self._missing_table(exc):
                     return None
                 raise
             if row is None:
                 return None
-            self._touch(db, key)
+            self._touch(db, key, kept=bool(reader) and reader != row[1])
         try:
             view = json.loads(row[0])
         except ValueError:

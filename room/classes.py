@@ -2,16 +2,31 @@
 the teacher's step, its students (anonymous ids) and its votes, with two version
 numbers read in one cheap query: ``version``, raised by what a student follows (the
 step, the text and settings, a vote opened, closed or revealed), and ``tally``, raised
-by what only the teacher's panel shows (an answer, a new student). A student's poll
-watches the first, so an answer never redraws a following student's page; the
+by what only the teacher's panel shows (an answer, a new student, the door). A student's
+poll watches the first, so an answer never redraws a following student's page; the
 teacher's count watches the second.
 
 Every change is one transaction. What changes the class (moving it, opening, closing or
-revealing a vote, ending it) needs the host key, kept only by the teacher's session;
-the store holds its SHA-256 and compares with ``hmac.compare_digest``. A student has one
-answer per vote, taken only while the vote is open. A class holds at most
-``MAX_STUDENTS`` students; one nobody has touched for ``IDLE_HOURS`` ends by itself,
-with its answers and its text. No Streamlit here; the SQL of classes is in this module.
+revealing a vote, the door, ending it) needs the host key, kept only by the teacher's
+session; the store holds its SHA-256 and compares with ``hmac.compare_digest``.
+
+What one script cannot do (each bound in docs/deploy.md, with what its refusal says):
+
+* **take every seat**: a seat is held by a student seen in the last ``SEAT_SECONDS``
+  (their poll writes presence every 15 s); ``MAX_STUDENTS`` seats a class. A student
+  who comes back (their address keeps their id) is the same student, while a seat is
+  free;
+* **mint students without end**: new students come at most ``limits.JOINS`` from one
+  client address (the store's counters: every replica sees them), and not at all once
+  the teacher closes the door;
+* **outvote the room**: a vote takes at most as many answers as seats were held when it
+  opened, plus the students who joined since (each one answer, each join rate-limited);
+* **start classes without end**: ``limits.STARTS`` from one address; a class no student
+  has joined ends after ``EMPTY_MINUTES`` untouched, one in use after ``IDLE_HOURS``;
+* **find a code by guessing**: a wrong code only reads (no write), and a full class
+  answers a newcomer as an unknown code does.
+
+No Streamlit here; the SQL of classes is in this module.
 """
 
 from __future__ import annotations
@@ -21,67 +36,43 @@ import hmac
 import json
 import secrets
 import time
-from dataclasses import dataclass
+from . import codes, limits
+from .backend import Backend, Refused, StoreError
+from .class_reads import ClassState, Pulse, Vote, counts_of, pulse_of, read_of, state_of  # noqa: F401 (also ours)
 
-from . import codes
-from .backend import Backend, StoreError
-
-MAX_STUDENTS = 200  # ids are free to mint: the bound keeps a script from stuffing the ballot
+MAX_STUDENTS = 200  # seats: students seen in the last SEAT_SECONDS
+SEAT_SECONDS = 180.0  # a student unseen for 3 minutes (12 missed presence writes) holds no seat
 MAX_CLASSES = 500
 IDLE_HOURS = 12
+EMPTY_MINUTES = 60  # a class that no student has joined ends after an hour untouched
 MAX_OPTIONS = 12
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS classes (
         code TEXT PRIMARY KEY, host TEXT NOT NULL, view TEXT NOT NULL, step INTEGER NOT NULL,
-        version INTEGER NOT NULL, created REAL NOT NULL, touched REAL NOT NULL, tally INTEGER NOT NULL DEFAULT 0)""",
+        version INTEGER NOT NULL, created REAL NOT NULL, touched REAL NOT NULL, tally INTEGER NOT NULL DEFAULT 0,
+        door INTEGER NOT NULL DEFAULT 1)""",
     """CREATE TABLE IF NOT EXISTS students (
-        code TEXT NOT NULL, student TEXT NOT NULL, seen REAL NOT NULL, PRIMARY KEY (code, student))""",
+        code TEXT NOT NULL, student TEXT NOT NULL, seen REAL NOT NULL, joined REAL NOT NULL DEFAULT 0,
+        PRIMARY KEY (code, student))""",
     """CREATE TABLE IF NOT EXISTS votes (
         code TEXT NOT NULL, vote INTEGER NOT NULL, step INTEGER NOT NULL, round INTEGER NOT NULL,
-        state TEXT NOT NULL, question TEXT NOT NULL, qid TEXT NOT NULL, PRIMARY KEY (code, vote))""",
+        state TEXT NOT NULL, question TEXT NOT NULL, qid TEXT NOT NULL, seats INTEGER NOT NULL DEFAULT 0,
+        opened REAL NOT NULL DEFAULT 0, PRIMARY KEY (code, vote))""",
     """CREATE TABLE IF NOT EXISTS answers (
         code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
         at REAL NOT NULL, PRIMARY KEY (code, vote, student))""",
 )
 VERSION = 3  # the layout of these tables (room.store records it; ``upgrades`` moves an older one on)
 STATES = ("open", "closed", "revealed")
+# what join() says: the student is in; no such class; no seat free for a newcomer; no seat free
+# for one of its students coming back; the door is closed; too many new students from this
+# client's address just now
+IN, UNKNOWN, FULL, NO_SEAT, DOOR, BUSY = "in", "unknown", "full", "no seat", "door", "busy"
 
 
 class NotHost(Exception):
     """A change asked for without the class's host key (forged, stale, or a student's)."""
-
-
-class ClassFull(Exception):
-    """The class holds MAX_STUDENTS students already."""
-
-
-@dataclass(frozen=True)
-class Vote:
-    vote: int  # 1, 2, … in the order opened
-    step: int
-    qid: str  # the question's stable id (a step may ask several: ui.steps declares them)
-    round: int  # 1: the first vote on this question; 2: after discussing
-    state: str  # open / closed / revealed
-    question: dict  # its own copy: text, options (labels), the measured answer's option
-
-
-@dataclass(frozen=True)
-class ClassState:
-    code: str
-    step: int
-    version: int  # what a student follows moved (the step, the view, a vote's state)
-    view: dict  # the text and settings, as a share link keeps them
-    votes: tuple[Vote, ...]
-    tally: int = 0  # what only the teacher's panel shows moved (an answer, a new student)
-
-    def vote_on(self, qid: str) -> Vote | None:
-        """The latest vote on a question (by its id), or None."""
-        found = [v for v in self.votes if v.qid == qid]
-        return found[-1] if found else None
-
-    def votes_on_step(self, step: int) -> list[Vote]:
-        return [v for v in self.votes if v.step == step]
 
 
 def host_hash(key: str) -> str:
@@ -101,10 +92,22 @@ def upgrades(first_questions: dict[int, str]) -> dict[int, list]:
     """The statements that move the classes' tables from each layout to the next, run
     once by room.store's ``create``. 2: a vote names its question; the votes of a store
     written before take their step's first question (``first_questions``: step → id).
-    3: a second version, ``tally``, for what only the teacher's panel shows."""
+    3: a second version, ``tally``, for what only the teacher's panel shows; the door; when
+    each student joined; the seats a vote opened with (a vote of layout 2 bounds its answers
+    by the students who ever joined)."""
     return {2: ["ALTER TABLE votes ADD COLUMN qid TEXT NOT NULL DEFAULT ''",
                 *(("UPDATE votes SET qid = ? WHERE step = ?", (qid, step)) for step, qid in first_questions.items())],
-            3: ["ALTER TABLE classes ADD COLUMN tally INTEGER NOT NULL DEFAULT 0"]}
+            3: ["ALTER TABLE classes ADD COLUMN tally INTEGER NOT NULL DEFAULT 0",
+                "ALTER TABLE classes ADD COLUMN door INTEGER NOT NULL DEFAULT 1",
+                "ALTER TABLE students ADD COLUMN joined REAL NOT NULL DEFAULT 0",
+                "ALTER TABLE votes ADD COLUMN seats INTEGER NOT NULL DEFAULT 0",
+                "ALTER TABLE votes ADD COLUMN opened REAL NOT NULL DEFAULT 0"]}
+
+
+def _seated(db, code: str, now: float) -> int:
+    """Seats held: students seen in the last SEAT_SECONDS."""
+    return db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND seen >= ?",
+                      (code, now - SEAT_SECONDS)).fetchone()[0]
 
 
 class Classes:
@@ -114,19 +117,24 @@ class Classes:
     def __init__(self, store: Backend, first_questions: dict[int, str]):
         self.store = store
         store.create("classes", VERSION, SCHEMA, upgrades(first_questions))
+        store.create("limits", 1, limits.SCHEMA)
 
     # --- the teacher -------------------------------------------------------------------
 
-    def create(self, view: dict, step: int, now: float | None = None) -> tuple[str, str]:
+    def create(self, view: dict, step: int, now: float | None = None, address: str | None = None) -> tuple[str, str]:
         """A new class for ``view`` (text and settings) at ``step``: its join code and
-        its host key (to keep in the teacher's session only)."""
+        its host key (to keep in the teacher's session only). ``Refused("starts")`` past
+        the classes one client ``address`` may start (room.limits.key; None: not
+        limited); ``Refused("classes")`` when the server holds MAX_CLASSES."""
         now = time.time() if now is None else now
         key = secrets.token_urlsafe(32)
         payload = json.dumps(view, ensure_ascii=False, sort_keys=True)
         with self.store.transaction() as db:
             self._expire(db, now)
             if db.execute("SELECT COUNT(*) FROM classes").fetchone()[0] >= MAX_CLASSES:
-                raise StoreError("full", "too many classes at once")
+                raise Refused("classes")
+            if not limits.take(db, limits.STARTS, address, now):
+                raise Refused("starts")
             for _ in range(20):
                 code = codes.new_code()
                 if db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone() is None:
@@ -150,7 +158,7 @@ class Classes:
         return db.execute("SELECT version FROM classes WHERE code = ?", (code,)).fetchone()[0]
 
     def _tally(self, db, code: str, now: float) -> None:
-        """What only the teacher's panel shows moved (an answer, a new student)."""
+        """What only the teacher's panel shows moved (an answer, a new student, the door)."""
         db.execute("UPDATE classes SET tally = tally + 1, touched = ? WHERE code = ?", (now, code))
 
     def is_host(self, code: str, key) -> bool:
@@ -188,10 +196,20 @@ class Classes:
                        (json.dumps(view, ensure_ascii=False, sort_keys=True), code))
             return self._bump(db, code, now)
 
+    def set_door(self, code: str, key, open_: bool, now: float | None = None) -> None:
+        """Open or close the door: closed, no new student joins (those in stay, and come
+        back after a reload)."""
+        now = time.time() if now is None else now
+        with self.store.transaction() as db:
+            self._host(db, code, key)
+            db.execute("UPDATE classes SET door = ? WHERE code = ?", (int(bool(open_)), code))
+            self._tally(db, code, now)
+
     def open_vote(self, code: str, key, step: int, qid: str, question: dict, now: float | None = None) -> int:
         """Open a vote on question ``qid`` of a step (``question``: its text, option labels
         and the measured answer's option, copied so that later changes leave it as asked).
-        A second vote on the same question is its round 2; the vote open before it closes."""
+        A second vote on the same question is its round 2; the vote open before it closes.
+        The seats held now bound the answers it takes (with the students who join later)."""
         if not isinstance(qid, str) or not qid:
             raise ValueError("a vote needs its question's id")
         now = time.time() if now is None else now
@@ -203,9 +221,10 @@ class Classes:
             db.execute("UPDATE votes SET state = 'closed' WHERE code = ? AND state = 'open'", (code,))
             last = db.execute("SELECT COALESCE(MAX(vote), 0) FROM votes WHERE code = ?", (code,)).fetchone()[0]
             rounds = db.execute("SELECT COUNT(*) FROM votes WHERE code = ? AND qid = ?", (code, qid)).fetchone()[0]
-            db.execute("INSERT INTO votes (code, vote, step, qid, round, state, question) "
-                       "VALUES (?, ?, ?, ?, ?, 'open', ?)",
-                       (code, last + 1, int(step), qid, rounds + 1, json.dumps(question, ensure_ascii=False)))
+            db.execute("INSERT INTO votes (code, vote, step, qid, round, state, question, seats, opened) "
+                       "VALUES (?, ?, ?, ?, ?, 'open', ?, ?, ?)",
+                       (code, last + 1, int(step), qid, rounds + 1, json.dumps(question, ensure_ascii=False),
+                        _seated(db, code, now), now))
             self._bump(db, code, now)
         return last + 1
 
@@ -228,35 +247,51 @@ class Classes:
 
     # --- students ----------------------------------------------------------------------
 
-    def join(self, code: str, student: str, now: float | None = None) -> bool:
-        """A student present (joining, or still there): False when there is no such
-        class; ClassFull when it holds MAX_STUDENTS others."""
+    def exists(self, code: str) -> bool:
+        """Whether a class of this code is running (one read, no write)."""
+        with self.store.reading() as db:
+            return db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone() is not None
+
+    def join(self, code: str, student: str, now: float | None = None, address: str | None = None) -> str:
+        """A student present (joining, coming back, or still there): ``IN``; else why not —
+        ``UNKNOWN`` (no such class: one read, no write), ``FULL`` (no seat free for a
+        newcomer), ``NO_SEAT`` (none for one of its students coming back), ``DOOR`` (the
+        teacher closed the door to new students), ``BUSY`` (too many new students from
+        this client ``address`` just now: room.limits.JOINS)."""
         now = time.time() if now is None else now
+        if not self.exists(code):
+            return UNKNOWN
         with self.store.transaction() as db:
-            if db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone() is None:
-                return False
-            known = db.execute("SELECT 1 FROM students WHERE code = ? AND student = ?", (code, student)).fetchone()
-            if known is None:
-                count = db.execute("SELECT COUNT(*) FROM students WHERE code = ?", (code,)).fetchone()[0]
-                if count >= MAX_STUDENTS:
-                    raise ClassFull(code)
-            db.execute("INSERT INTO students (code, student, seen) VALUES (?, ?, ?) "
-                       "ON CONFLICT(code, student) DO UPDATE SET seen = ?",
-                       (code, student, now, now))
-            if known is None:
-                self._tally(db, code, now)
-            else:
+            row = db.execute("SELECT door FROM classes WHERE code = ?", (code,)).fetchone()
+            if row is None:
+                return UNKNOWN
+            known = db.execute("SELECT seen FROM students WHERE code = ? AND student = ?", (code, student)).fetchone()
+            if known is not None:
+                if known[0] < now - SEAT_SECONDS and _seated(db, code, now) >= MAX_STUDENTS:
+                    return NO_SEAT  # back after their seat lapsed, and every seat is taken
+                db.execute("UPDATE students SET seen = ? WHERE code = ? AND student = ?", (now, code, student))
                 db.execute("UPDATE classes SET touched = ? WHERE code = ?", (now, code))
-        return True
+                return IN
+            if not row[0]:
+                return DOOR
+            if _seated(db, code, now) >= MAX_STUDENTS:
+                return FULL
+            if not limits.take(db, limits.JOINS, address, now):
+                return BUSY
+            db.execute("INSERT INTO students (code, student, seen, joined) VALUES (?, ?, ?, ?)",
+                       (code, student, now, now))
+            self._tally(db, code, now)
+        return IN
 
     def answer(self, code: str, vote: int, student: str, choice: int, now: float | None = None) -> str:
         """A student's answer: ``"taken"``, or why not — ``"closed"`` (the vote is not
-        open), ``"again"`` (this student answered this vote already), ``"unknown"`` (no
-        such class, vote, student or option). One transaction: two answers at once from
-        one student leave one."""
+        open), ``"again"`` (this student answered this vote already), ``"full"`` (the vote
+        took as many answers as seats were held when it opened, plus the students who
+        joined since), ``"unknown"`` (no such class, vote, student or option). One
+        transaction: two answers at once from one student leave one."""
         now = time.time() if now is None else now
         with self.store.transaction() as db:
-            row = db.execute("SELECT state, question FROM votes WHERE code = ? AND vote = ?",
+            row = db.execute("SELECT state, question, seats, opened FROM votes WHERE code = ? AND vote = ?",
                              (code, int(vote))).fetchone()
             joined = db.execute("SELECT 1 FROM students WHERE code = ? AND student = ?", (code, student)).fetchone()
             if row is None or joined is None:
@@ -265,6 +300,15 @@ class Classes:
                 return "closed"
             if not (isinstance(choice, int) and 0 <= choice < len(json.loads(row[1])["options"])):
                 return "unknown"
+            if db.execute("SELECT 1 FROM answers WHERE code = ? AND vote = ? AND student = ?",
+                          (code, int(vote), student)).fetchone() is not None:
+                return "again"
+            taken = db.execute("SELECT COUNT(*) FROM answers WHERE code = ? AND vote = ?",
+                               (code, int(vote))).fetchone()[0]
+            since = db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND joined >= ?",
+                               (code, row[3])).fetchone()[0]
+            if taken >= row[2] + since:
+                return "full"
             done = db.execute("INSERT INTO answers (code, vote, student, choice, at) VALUES (?, ?, ?, ?, ?) "
                               "ON CONFLICT DO NOTHING",
                               (code, int(vote), student, choice, now)).rowcount
@@ -287,39 +331,25 @@ class Classes:
         return None if row is None else (row[0], row[1])
 
     def state(self, code: str) -> ClassState | None:
+        """The class as its members follow it: step, view, versions, the door, its votes."""
         with self.store.reading() as db:
-            row = db.execute("SELECT step, version, view, tally FROM classes WHERE code = ?", (code,)).fetchone()
-            if row is None:
-                return None
-            votes = db.execute("SELECT vote, step, qid, round, state, question FROM votes WHERE code = ? "
-                               "ORDER BY vote", (code,)).fetchall()
-        return ClassState(code, row[0], row[1], json.loads(row[2]),
-                          tuple(Vote(v, s, qid, r, st, json.loads(q)) for v, s, qid, r, st, q in votes), row[3])
+            return state_of(db, code)
+
+    def read(self, code: str, student: str = "") -> ClassState | None:
+        """Everything a page run shows of the class, in one read (room.class_reads)."""
+        with self.store.reading() as db:
+            return read_of(db, code, student)
 
     def counts(self, code: str, vote: int) -> list[int]:
         """How many students chose each option of a vote."""
-        with self.store.reading() as db:
-            row = db.execute("SELECT question FROM votes WHERE code = ? AND vote = ?", (code, int(vote))).fetchone()
-            if row is None:
-                return []
-            out = [0] * len(json.loads(row[0])["options"])
-            for choice, count in db.execute("SELECT choice, COUNT(*) FROM answers WHERE code = ? AND vote = ? "
-                                            "GROUP BY choice", (code, int(vote))):
-                out[choice] = count
-        return out
+        return self.all_counts(code).get(int(vote), [])
 
     def all_counts(self, code: str) -> dict[int, list[int]]:
         """How many students chose each option, for every vote of the class, in one read
         (the teacher's summary and the handout: one query, not one a vote)."""
         with self.store.reading() as db:
-            votes = db.execute("SELECT vote, question FROM votes WHERE code = ?", (code,)).fetchall()
-            rows = db.execute("SELECT vote, choice, COUNT(*) FROM answers WHERE code = ? GROUP BY vote, choice",
-                              (code,)).fetchall()
-        out = {vote: [0] * len(json.loads(q)["options"]) for vote, q in votes}
-        for vote, choice, count in rows:
-            if vote in out and 0 <= choice < len(out[vote]):
-                out[vote][choice] = count
-        return out
+            found = state_of(db, code)
+            return {} if found is None else counts_of(db, code, found.votes)
 
     def my_answer(self, code: str, vote: int, student: str) -> int | None:
         with self.store.reading() as db:
@@ -333,17 +363,27 @@ class Classes:
             return db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND seen >= ?",
                               (code, since)).fetchone()[0]
 
+    def pulse(self, code: str, present_since: float, now: float | None = None) -> Pulse | None:
+        """The teacher's view of the room now, in one read (room.class_reads.pulse_of)."""
+        with self.store.reading() as db:
+            return pulse_of(db, code, present_since, time.time() if now is None else now)
+
     # --- bounds ----------------------------------------------------------------------------
 
     def expire(self, now: float | None = None) -> int:
-        """End every class nobody has touched for IDLE_HOURS; how many ended."""
+        """End every class nobody has touched for IDLE_HOURS, and every class no student
+        has joined that nobody has touched for EMPTY_MINUTES; how many ended."""
         with self.store.transaction() as db:
             return self._expire(db, time.time() if now is None else now)
 
     def _expire(self, db, now: float) -> int:
-        old = [c for (c,) in db.execute("SELECT code FROM classes WHERE touched < ?", (now - IDLE_HOURS * 3600,))]
+        old = [c for (c,) in db.execute(
+            "SELECT code FROM classes WHERE touched < ? OR (touched < ? AND NOT EXISTS "
+            "(SELECT 1 FROM students WHERE students.code = classes.code))",
+            (now - IDLE_HOURS * 3600, now - EMPTY_MINUTES * 60))]
         for code in old:
             self._delete(db, code)
+        limits.forget_full(db, now)
         return len(old)
 
     @staticmethod

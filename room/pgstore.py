@@ -28,10 +28,11 @@ from psycopg import errors as pgerrors
 
 from attn.settings import hide_password
 
-from .backend import MAX_BYTES, MAX_VIEWS, VIEWS, VIEWS_VERSION, Backend, StoreError
+from .backend import MAX_BYTES, MAX_VIEWS, Backend, StoreError
 
 WRITERS_LOCK = 0x41544C53  # "ATLS": the one advisory lock every write transaction takes
-CONNECT_SECONDS = 3.0  # how long a request waits for a connection before saying the store is away
+CONNECT_SECONDS = 2.0  # how long a request waits for a connection before saying the store is away
+DOWN_SECONDS = 5.0  # after that, how long every use is told so at once before the pool is tried again
 _log = logging.getLogger(__name__)
 _OPEN: weakref.WeakSet = weakref.WeakSet()  # the stores whose pools are open (close_all: a test's end)
 
@@ -78,7 +79,8 @@ class PgStore(Backend):
     def __init__(self, url: str, max_views: int = MAX_VIEWS, max_bytes: int = MAX_BYTES, timeout: float = 30.0,
                  max_connections: int = 8):
         self.url, self.max_views, self.max_bytes, self.timeout = url, max_views, max_bytes, timeout
-        self.recreated, self.problem = False, None
+        self.recreated, self.problem, self.parts = False, None, {}
+        self._down_until, self._down = 0.0, None  # after a failure to connect: say so at once for a moment
         try:
             self.pool = psycopg_pool.ConnectionPool(
                 url, min_size=1, max_size=max_connections, open=True, name="atlas-store",
@@ -89,7 +91,7 @@ class PgStore(Backend):
             raise StoreError(error.reason, str(error)) from None
         _OPEN.add(self)
         try:
-            self.create("views", VIEWS_VERSION, VIEWS)
+            self.create_shared()
         except StoreError as exc:  # the database is away: the app works without links, and says so
             self.problem = exc.reason
             _log.warning("the shared store (PostgreSQL) is not usable now: %s", exc)
@@ -100,11 +102,23 @@ class PgStore(Backend):
 
     @contextlib.contextmanager
     def _connection(self):
+        """A pooled connection. When none could be had, the reason is said at once to every
+        use for ``DOWN_SECONDS`` (a page asks several times; each would wait anew), then
+        the pool is tried again."""
+        if time.monotonic() < self._down_until:
+            raise StoreError(self._down.reason, str(self._down))
         try:
             with self.pool.connection(timeout=CONNECT_SECONDS) as conn:
                 yield conn
         except psycopg_pool.PoolTimeout as exc:
-            raise self._why(exc) from None
+            self._down = self._why(exc)
+            self._down_until = time.monotonic() + DOWN_SECONDS
+            raise self._down from None
+        except psycopg.OperationalError as exc:
+            if conn_broken(exc):
+                self._down = explain(exc, self.url)
+                self._down_until = time.monotonic() + DOWN_SECONDS
+            raise explain(exc, self.url) from None
         except psycopg.Error as exc:
             raise explain(exc, self.url) from None
 
@@ -131,13 +145,21 @@ class PgStore(Backend):
         with self._connection() as conn:
             yield _Connection(conn)
 
-    def _touch(self, db: _Connection, key: str) -> None:
+    def _touch(self, db: _Connection, key: str, kept: bool = False) -> None:
         with contextlib.suppress(psycopg.Error), db.conn.transaction():
             db.conn.execute("SET LOCAL lock_timeout = '100ms'")  # a moment, not the writers' wait
-            db.execute("UPDATE views SET used = ? WHERE key = ?", (time.time(), key))
+            db.execute("UPDATE views SET used = ?, kept = GREATEST(kept, ?) WHERE key = ?",
+                       (time.time(), int(kept), key))
 
     def _missing_table(self, exc: BaseException) -> bool:
         return isinstance(exc, pgerrors.UndefinedTable)
+
+
+def conn_broken(exc: BaseException) -> bool:
+    """An error that says the server went away mid-use (not one of a statement's)."""
+    text = str(exc).lower()
+    return any(s in text for s in ("server closed the connection", "connection refused", "terminating connection",
+                                   "consuming input failed", "the connection is lost", "connection is closed"))
 
 
 def close_all() -> None:

@@ -7,7 +7,8 @@ for a part's tables; ``put`` / ``get`` a view; the classes' own SQL in room.clas
 * ``Store``: an embedded SQLite file (standard library), the default: nothing to start,
   every process on one machine shares it (WAL journal, a busy timeout, every write one
   transaction). A file that is not a database, or fails SQLite's check, is set aside
-  and a fresh one made (the caller is told, so it can say it).
+  and a fresh one made (the caller is told, so it can say it); a file deleted while the
+  app runs is made again in place, with every part's tables, at the next use.
 * ``room.pgstore.PgStore``: PostgreSQL, when ``ATLAS_DATABASE_URL`` names one: every
   replica on every machine sees the same links and classes.
 
@@ -34,6 +35,7 @@ from .backend import (  # noqa: F401 (what callers of the store import from here
     VIEWS,
     VIEWS_VERSION,
     Backend,
+    Refused,
     StoreError,
     is_key,
     key_of,
@@ -76,9 +78,11 @@ class Store(Backend):
     timeout: float = 30.0  # seconds a write waits for another process's lock
     recreated: bool = False  # the file was not a database (or failed its check) and has been replaced
     problem: str | None = None  # a StoreError's reason met at start (the store is left as it is)
+    remade: int = 0  # times the file vanished while in use and was made again in place
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
+        self.parts = {}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = self._connect()
@@ -100,7 +104,7 @@ class Store(Backend):
 
     def _create_views(self) -> None:
         try:
-            self.create("views", VIEWS_VERSION, VIEWS)
+            self.create_shared()
         except StoreError as exc:
             self.problem = exc.reason
 
@@ -115,11 +119,26 @@ class Store(Backend):
         return db
 
     def _open(self) -> sqlite3.Connection:
-        """A connection, or a StoreError saying why there is none."""
+        """A connection, or a StoreError saying why there is none. A file that vanished
+        (deleted while the app runs) is made again first, with every part's tables: what
+        it held is gone, and the callers find their rows missing and say so."""
+        if self.parts and not self.path.exists():
+            self._remake()
         try:
             return self._connect()
         except (OSError, sqlite3.Error) as exc:
             raise StoreError.of(exc) from exc
+
+    def _remake(self) -> None:
+        parts, self.parts = dict(self.parts), {}
+        self.remade += 1
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._connect().close()  # the file, before anything asks for it again
+            for part, (version, statements, upgrades) in parts.items():
+                self.create(part, version, statements, upgrades)
+        except (OSError, sqlite3.Error, StoreError):
+            self.parts = parts  # the next use tries again
 
     def _recreate(self) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -165,10 +184,10 @@ class Store(Backend):
         finally:
             db.close()
 
-    def _touch(self, db, key: str) -> None:
+    def _touch(self, db, key: str, kept: bool = False) -> None:
         with contextlib.suppress(sqlite3.Error):
-            db.execute("PRAGMA busy_timeout=100")  # a moment, not the writers' 30 s
-            db.execute("UPDATE views SET used = ? WHERE key = ?", (time.time(), key))
+            db.execute("PRAGMA busy_timeout=100")  # a moment, not the writers' wait
+            db.execute("UPDATE views SET used = ?, kept = MAX(kept, ?) WHERE key = ?", (time.time(), int(kept), key))
 
     def _missing_table(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.OperationalError) and "no such table" in str(exc)

@@ -20,11 +20,11 @@ def store(tmp_path, monkeypatch):
     """A store of the test's own (no other test's classes), as every session sees it."""
     mine = Store(tmp_path / "room.sqlite3")
     monkeypatch.setattr(share, "store", lambda: mine)
-    handle._classes.clear()
-    handle.versions.clear()
+    for cached in (handle._classes, handle.versions, handle.guesses):
+        cached.clear()
     yield mine
-    handle._classes.clear()
-    handle.versions.clear()
+    for cached in (handle._classes, handle.versions, handle.guesses):
+        cached.clear()
 
 
 def title(at) -> str:
@@ -302,6 +302,14 @@ def test_the_teachers_summary_counts_each_vote_and_the_handout_carries_it(make_a
         s.button(key=f"vote_send_{second.vote}").click().run()
     teacher.button(key=f"vote_close_{second.vote}").click().run()
     t = i18n.Translator("en")
+    # closed, not revealed: how many answered, and nothing that tells the right option (three
+    # answers split 1 / 2 would give it away as a share right)
+    hidden = "- " + t("vote.result_line", step=t("vote.result_step", step=3),
+                      first=t("vote.result_cell_hidden", n="3"), second=t("vote.result_cell_hidden", n="3"),
+                      first_label=t("vote.col_first"), second_label=t("vote.col_second"))
+    assert hidden in [m.value for m in teacher.sidebar.markdown]
+    assert not [m.value for m in teacher.sidebar.markdown if "%" in m.value]
+    teacher.button(key=f"vote_reveal_{second.vote}").click().run()
     cells = [t("vote.result_step", step=3), t("vote.result_cell", right=t.pct(1 / 3, 0), n="3"),
              t("vote.result_cell", right=t.pct(1.0, 0), n="3")]
     line = "- " + t("vote.result_line", step=cells[0], first=cells[1], second=cells[2],
@@ -381,7 +389,8 @@ def test_with_the_store_away_mid_class_the_vote_panel_and_back_say_so_and_never_
     def away(*args, **kw):
         raise StoreError("unavailable", "the database cannot be reached")
 
-    for method in ("state", "counts", "my_answer", "present", "all_counts", "version", "join"):
+    for method in ("state", "read", "versions", "pulse", "counts", "my_answer", "present", "all_counts", "version",
+                   "join", "exists", "answer"):
         monkeypatch.setattr(Classes, method, away)
     for at in (student, teacher):
         at.run()

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from attn import model as atlas_model
-from harness.live_class import ANSWERED, CLASS_CODE, between, class_scenario
+from harness.live_class import ANSWERED, CLASS_CODE, answer, between, class_scenario
 from harness.proxy import haproxy_path, replicas_behind_proxy
 from harness.readers import Reader
 from harness.serve import app_server
@@ -293,7 +293,7 @@ def test_a_replica_killed_mid_class_its_students_reconnect_to_the_other_still_in
         for i in answered:
             s = students[i]
             send = next(k for k in s.ids if k.startswith("vote_send_"))
-            await s.run(None, values={"vote_pick_" + send.removeprefix("vote_send_"): 0}, click=send)
+            await answer(s, send, 0)
         os.kill(pids[int(doomed[1]) - 1], signal.SIGKILL)
         again = []
         for i, s in enumerate(students):
@@ -313,7 +313,7 @@ def test_a_replica_killed_mid_class_its_students_reconnect_to_the_other_still_in
         for i in rest:
             s = students[i]
             send = next(k for k in s.ids if k.startswith("vote_send_"))
-            await s.run(None, values={"vote_pick_" + send.removeprefix("vote_send_"): 1}, click=send)
+            await answer(s, send, 1)
         count = between((await teacher.run(None)).markdown, ANSWERED)
         for s in students + [teacher]:
             await s.close()

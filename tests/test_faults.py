@@ -23,7 +23,7 @@ def assert_clean(at):
 @pytest.mark.parametrize("reason", sharestore.StoreError.REASONS)
 @pytest.mark.parametrize("lang", ["ja", "pt"])
 def test_a_link_the_store_cannot_read_just_now_is_a_notice(make_app, monkeypatch, reason, lang):
-    def failing(self, key):
+    def failing(self, key, reader=""):
         raise sharestore.StoreError(reason, "as the store said it")
 
     monkeypatch.setattr(sharestore.Store, "get", failing)
@@ -37,7 +37,7 @@ def test_a_link_the_store_cannot_read_just_now_is_a_notice(make_app, monkeypatch
 
 @pytest.mark.parametrize("reason", sharestore.StoreError.REASONS)
 def test_a_link_that_cannot_be_kept_is_a_notice_and_no_dialog(make_app, monkeypatch, reason):
-    def failing(self, view):
+    def failing(self, view, address=None, maker=""):
         raise sharestore.StoreError(reason)
 
     monkeypatch.setattr(sharestore.Store, "put", failing)

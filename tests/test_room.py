@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from room import classes, codes, follow
-from room.classes import Classes, ClassFull, NotHost
+from room.classes import FULL, IN, NO_SEAT, UNKNOWN, Classes, NotHost
 from room.store import store_at
 
 VIEW = {"text": "A class's own text, long enough to read.", "lang": "en", "settings": {"s3_w": 8}}
@@ -96,7 +96,7 @@ def test_one_answer_per_student_per_vote_and_none_once_closed(room):
     code, key = room.create(VIEW, step=1)
     students = [classes.new_student() for _ in range(3)]
     for s in students:
-        assert room.join(code, s)
+        assert room.join(code, s) == IN
     vote = room.open_vote(code, key, 1, "s1.q", QUESTION)
     assert room.answer(code, vote, students[0], 1) == "taken"
     assert room.answer(code, vote, students[0], 2) == "again"  # no second answer, no change
@@ -127,15 +127,24 @@ def test_a_vote_keeps_its_own_copy_of_the_question(room):
     assert room.state(code).votes[0].vote == vote
 
 
-def test_a_class_holds_a_bounded_number_of_students(room, monkeypatch):
+def test_seats_follow_presence_and_a_student_comes_back_as_themselves_while_there_is_room(room, monkeypatch):
+    """A seat is held by a student seen in the last 3 minutes: one who left gives theirs
+    up, comes back as the same student while a seat is free, and is told the class is
+    full when none is."""
     monkeypatch.setattr(classes, "MAX_STUDENTS", 3)
-    code, _ = room.create(VIEW, step=1)
-    ids = [classes.new_student() for _ in range(3)]
-    assert all(room.join(code, s) for s in ids)
-    with pytest.raises(ClassFull):
-        room.join(code, classes.new_student())
-    assert room.join(code, ids[0])  # one already in may come back
-    assert not room.join("ZZZZZZ", ids[0])  # no such class
+    code, _ = room.create(VIEW, step=1, now=0.0)
+    ids = [f"student-{i:04d}" for i in range(3)]
+    assert [room.join(code, s, now=0.0) for s in ids] == [IN] * 3
+    assert room.join(code, "student-late", now=10.0) == FULL  # three seats held
+    assert room.join(code, ids[0], now=10.0) == IN  # one already in is still in
+    for s in ids[:2]:
+        room.join(code, s, now=170.0)  # two stay (their polls write presence)
+    assert room.join(code, "student-late", now=200.0) == IN  # ids[2], unseen for 200 s, gave up its seat
+    assert room.join(code, ids[2], now=201.0) == NO_SEAT  # back, and every seat taken
+    room.join(code, ids[0], now=340.0)
+    room.join(code, "student-late", now=340.0)
+    assert room.join(code, ids[2], now=400.0) == IN  # ids[1] left at 170: a seat for the one coming back
+    assert room.join("ZZZZZZ", ids[0]) == UNKNOWN  # no such class
 
 
 def test_presence_counts_students_seen_lately(room):

@@ -20,6 +20,11 @@ FOLLOWING = "_class_following"  # a student whose screen follows the teacher
 SEEN = "_class_seen"  # the class version this session last drew
 PRESENCE_AT = "_class_presence_at"  # when this student's presence was last written
 CLASS_ASKED = "_class_asked"  # the ?class= this session has already acted on
+CLASS_READ = "_class_read"  # the class as this page run read it (ui.classroom.handle.read: once a run)
+PENDING = "_class_pending"  # a student's answer the store could not keep yet: sent again by the poll
+UNREAD = "_class_unread"  # the page stopped because the class could not be read: the poll redraws it
+NOTICED = "_noticed"  # the store's troubles already said this run (once each)
+READER_ID = "_reader_id"  # this session's own id: who made a link (another's opening keeps it first)
 NOTICES = "_notices"  # notices to show on the next run (a page switch drops this run's)
 LABELLED = "_labelled"  # per token-named setting: the text its widget's labels were made for
 CHANGED = "_changed"  # the settings (and "text") the reader changed by hand since the last run began

@@ -3,7 +3,11 @@ keeps of them, the notices kept for the next run, and a kept setting forgotten."
 
 from __future__ import annotations
 
+import secrets
+
 import streamlit as st
+
+from room import limits
 
 from . import keys
 from .i18n import Translator, detect_language
@@ -94,6 +98,25 @@ def show_notices() -> None:
     """app.py, on every run: the notices kept for it."""
     for text, icon in st.session_state.pop(keys.NOTICES, []):
         st.toast(text, icon=icon)
+
+
+def address() -> str:
+    """The client, as the limits count it (room.limits.key): its address as the server
+    gives it (``st.context.ip_address``: the connection's own, or what a proxy trusted by
+    ``FORWARDED_ALLOW_IPS`` forwarded), or "local" for the server's own machine. Never a
+    header read here: a client could forge one."""
+    try:
+        found = st.context.ip_address
+    except Exception:  # outside a browser's session (a test's script run)
+        found = None
+    return limits.key(found)
+
+
+def reader_id() -> str:
+    """This session's own id, made once: whether the one who opens a link made it."""
+    if keys.READER_ID not in st.session_state:
+        st.session_state[keys.READER_ID] = secrets.token_urlsafe(12)
+    return st.session_state[keys.READER_ID]
 
 
 def forget_setting(key: str) -> None:

@@ -24,15 +24,29 @@ from .steps import page_of
 LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]", "0.0.0.0")
 
 
+STORE_WAIT = 3.0  # seconds a page run waits for the store's lock at most, before saying so
+
+
 @st.cache_resource(show_spinner=False)
 def store() -> sharestore.Backend:
-    """One store per process (SQLite or PostgreSQL: room.store.open_store)."""
-    return sharestore.open_store()
+    """One store per process (SQLite or PostgreSQL: room.store.open_store); a page run
+    waits STORE_WAIT for another process's lock at most, never the store's own 30 s."""
+    return sharestore.open_store(timeout=STORE_WAIT)
+
+
+def begin_run() -> None:
+    """app.py, at the start and at the end of every full run: a notice about the store is
+    said once a run (the callbacks that run before a page are part of its run)."""
+    st.session_state.pop(keys.NOTICED, None)
 
 
 def store_notice(exc: sharestore.StoreError) -> None:
-    """Say, in the reader's language, why the store could not be used just now."""
-    st.toast(reader.tr()(f"share.store_{exc.reason}"), icon=":material/warning:")
+    """Say, in the reader's language, why the store could not be used just now (once a
+    run: a page asks the store several times, and each would say the same)."""
+    said = st.session_state.setdefault(keys.NOTICED, set())
+    if exc.reason not in said:
+        said.add(exc.reason)
+        st.toast(reader.tr()(f"share.store_{exc.reason}"), icon=":material/warning:")
 
 
 class Trouble:
@@ -82,7 +96,7 @@ def apply_link(t: Translator):
     st.session_state[keys.SHARE_APPLIED] = key
     view = None
     with store_trouble() as trouble:
-        view = store().get(key)
+        view = store().get(key, reader=reader.reader_id())  # opened by another than its maker: kept first
     if trouble:
         return None
     if store().recreated:
@@ -130,6 +144,14 @@ def apply_settings(raw) -> bool:
     return ok
 
 
+def keep_applied() -> None:
+    """The link this session opened, if any, is kept first from now on (a class was
+    started from it). Inside the caller's ``store_trouble``."""
+    key = st.session_state.get(keys.SHARE_APPLIED)
+    if key:
+        store().keep(key)
+
+
 def base_url() -> str:
     """The address a class should open: ATLAS_PUBLIC_URL, else the reader's own."""
     public = settings.read().public_url
@@ -159,6 +181,12 @@ def _share_dialog(url: str, t: Translator) -> None:
     st.code(url, language=None)
     st.image(qr_png(url), caption=t("share.qr_caption"), width=260)
     st.caption(t("share.kept_note"))
+    held = None
+    with contextlib.suppress(sharestore.StoreError):
+        held = store().count()
+    if held is not None:  # how long links are kept here: while there is room, those opened by others first
+        st.caption(t("share.kept_for", views=t.int(store().max_views), mb=t.int(store().max_bytes // 2**20),
+                     held=t.int(held)))
     if is_local(url):
         st.warning(t("share.local_note"))
 
@@ -185,7 +213,11 @@ def share_view(t: Translator, step_number: int) -> None:
         st.toast(t("share.too_many", n=t.int(LINKS_PER_SESSION)), icon=":material/block:")
         return
     with store_trouble() as trouble:
-        key = store().put(view)
+        try:
+            key = store().put(view, address=reader.address(), maker=reader.reader_id())
+        except sharestore.Refused as exc:  # this network's links or bytes an hour (room.limits)
+            st.toast(t(f"share.limited_{exc.what}"), icon=":material/block:")
+            return
     if trouble:
         return
     made.add(key)

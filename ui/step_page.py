@@ -72,17 +72,23 @@ def opened(step: int, needs_text: bool = True) -> StepPage:
 def step_header(t: Translator, step: int) -> None:
     """A step's navigation, title and lead — in a live class whose vote on this step is
     open, the question comes before the lead (on a phone it fits the first screen), and
-    the page stops there: its numbers would answer it until the teacher closes the vote."""
+    the page stops there: its numbers would answer it until the teacher closes the vote.
+    While the class cannot be read at all, the page says so and stops before its numbers
+    too (it cannot know whether a vote is open): it fails closed, and the class's poll
+    redraws it once the class can be read."""
     widgets.step_nav(t, step)
     if step <= N_STEPS:
         st.caption(t("common.step_of", step=step, total=N_STEPS))
     st.title(t(f"step{step}.title"))
-    voting = step <= N_STEPS and votes.vote_open_on(step) is not None
-    if voting:
+    shown = votes.gate(t, step) if step <= N_STEPS else None
+    if shown == votes.OPEN:
         for qid in page_of(step).questions:
             votes.vote_panel(t, step, qid, widgets.show_figure)
+    elif shown == votes.UNREAD:
+        st.warning(t("class.unreadable"), icon=":material/cloud_off:")
+        votes.pending_note(t)
     widgets.prose(t, step, f"step{step}.lead")
-    if voting:
+    if shown is not None:
         page_run.stop_page()
 
 
@@ -98,7 +104,7 @@ def predict(t: Translator, step: int, q: Question) -> None:
     every mode the answer waits until the reader picks an option or presses the reveal
     button (predicting first is the point: an answer standing under the question before
     anyone guesses teaches nothing). In a live class, the question is the class's vote
-    (ui.votes.vote_panel)."""
+    (ui.classroom.votes.vote_panel)."""
     if membership.member() is not None:
         votes.vote_panel(t, step, q.id, widgets.show_figure)
         return

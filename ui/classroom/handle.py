@@ -1,13 +1,17 @@
-"""The classes of this process's store, and the versions a poll reads: read at most once
-a second per process whatever the number of members polling."""
+"""The classes of this process's store, the versions a poll reads (at most once a second
+per process whatever the number of members polling), and the class as a page run reads
+it: once, failing closed when the store cannot say."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import streamlit as st
 
 from room import classes as room_classes
+from room import limits
 
-from .. import share, steps
+from .. import keys, share, steps
 
 
 @st.cache_resource(show_spinner=False)
@@ -28,3 +32,52 @@ def versions(code: str) -> tuple[int, int] | None:
     """A class's ``(version, tally)`` (room.classes), read at most once a second per
     process whatever the number of members polling (None: the class has ended)."""
     return _classes().versions(code)
+
+
+@st.cache_resource(show_spinner=False)
+def guesses() -> limits.Guesses:
+    """Wrong join codes per client address, counted in this process (they cost no write)."""
+    return limits.Guesses()
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """The class could not be read just now (``reason``: the store's): a member's page
+    then shows no step's numbers, which could answer an open vote."""
+
+    reason: str
+
+
+def begin_run() -> None:
+    """app.py, at the start of every full run: the class is read afresh this run."""
+    st.session_state.pop(keys.CLASS_READ, None)
+
+
+def read(code: str, student: str = ""):
+    """The class ``code`` as this page run sees it, read once however often the run asks
+    (``begin_run`` forgets it): a ClassState with every vote's counts and the student's
+    own answers, None when it has ended, or Unreadable when the store cannot say (after
+    one notice in the reader's language)."""
+    kept = st.session_state.get(keys.CLASS_READ)
+    if kept is not None and kept[0] == (code, student):
+        return kept[1]
+    room = classes()
+    found = Unreadable("unavailable") if room is None else None
+    if room is not None:
+        with share.store_trouble() as trouble:
+            found = room.read(code, student)
+        if trouble:
+            found = Unreadable(trouble.error.reason)
+    st.session_state[keys.CLASS_READ] = ((code, student), found)
+    return found
+
+
+def forget() -> None:
+    """What this run read of the class is stale (it changed the class): read it again."""
+    st.session_state.pop(keys.CLASS_READ, None)
+    versions.clear()  # this process's members see the change at their next poll, not a second later
+
+
+def is_error(found) -> bool:
+    return isinstance(found, Unreadable)
+

@@ -16,7 +16,7 @@ from room import codes
 from .. import keys, prebuild, reader, share
 from ..i18n import Translator
 from ..steps import page_of
-from .handle import classes
+from .handle import Unreadable, classes, forget, guesses, read
 
 QUERY_CLASS, QUERY_ME = "class", "me"  # what a student's address carries
 QUERY_HOST = "host"  # the teacher's resume link only (read once, removed from the address)
@@ -29,6 +29,21 @@ def member() -> str | None:
 
 def is_teacher() -> bool:
     return member() is not None and st.session_state.get(keys.HOST) is not None
+
+
+def current():
+    """This session's class as this page run reads it (once a run: ui.classroom.handle.read):
+    a ClassState (with the student's own answers), None when it has ended, Unreadable when
+    the store cannot say; None outside a class."""
+    code = member()
+    return None if code is None else read(code, st.session_state.get(keys.STUDENT, ""))
+
+
+def gone(t: Translator) -> None:
+    """The class is no longer on the server (ended, expired, or its store lost): this
+    session leaves it and is told so once, in its language; its page works on."""
+    leave()
+    st.toast(t("class.ended"), icon=":material/logout:")
 
 
 def class_view(step: int) -> dict:
@@ -79,25 +94,38 @@ def attach(t: Translator):
     return join(t, code, st.query_params.get(QUERY_ME))
 
 
+REFUSED = {  # why a join was refused → what the reader is told (a newcomer to a full class hears
+    room_classes.UNKNOWN: ("class.unknown", ":material/link_off:"),  # what an unknown code says)
+    room_classes.FULL: ("class.unknown", ":material/link_off:"),
+    room_classes.NO_SEAT: ("class.full", ":material/group_off:"),
+    room_classes.DOOR: ("class.door_closed", ":material/door_front:"),
+    room_classes.BUSY: ("class.busy", ":material/hourglass_top:"),
+}
+
+
 def join(t: Translator, code: str, student: str | None = None):
     """Join ``code`` as a student: the class's text and settings, its step. Returns the
-    page of the class's step, or None after a notice."""
+    page of the class's step, or None after a notice. Wrong codes from one client are
+    limited (in this process: a wrong code costs the store no write)."""
     room = classes()
     if room is None:
         return None
+    address = reader.address()
+    if not guesses().allowed(address):
+        st.toast(t("class.slow_down"), icon=":material/hourglass_top:")
+        return None
     student = student if room_classes.is_student(student) else room_classes.new_student()
-    found = None
+    found, said = None, None
     with share.store_trouble() as trouble:
-        try:
-            joined = room.join(code, student)
-        except room_classes.ClassFull:
-            st.toast(t("class.full"), icon=":material/group_off:")
-            return None
-        found = room.state(code) if joined else None
+        said = room.join(code, student, address=address)
+        found = room.read(code, student) if said == room_classes.IN else None
     if trouble:
         return None
+    if said in (room_classes.UNKNOWN, room_classes.FULL):
+        guesses().missed(address)
     if found is None:
-        st.toast(t("class.unknown"), icon=":material/link_off:")
+        key, icon = REFUSED.get(said, REFUSED[room_classes.UNKNOWN])
+        st.toast(t(key), icon=icon)
         return None
     st.session_state.pop(keys.HOST, None)
     st.query_params[QUERY_CLASS] = code
@@ -110,6 +138,7 @@ def _seat(found: room_classes.ClassState, seat: dict, notice: str, icon: str):
     """This session in class ``found`` (as ``seat`` says: a student or its teacher): the
     class's text and settings in place, a notice for the class's page, and that page."""
     st.session_state.update({keys.CLASS: found.code, keys.SEEN: found.version, **seat})
+    forget()
     _apply(found.view)
     prebuild.prebuild(found.view)
     reader.notice_later(notice, icon)  # said on the class's page, after the switch there
@@ -123,12 +152,17 @@ def resume(t: Translator, code: str, key: str):
     room = classes()
     if room is None:
         return None
+    address = reader.address()
+    if not guesses().allowed(address):
+        st.toast(t("class.slow_down"), icon=":material/hourglass_top:")
+        return None
     found = None
     with share.store_trouble() as trouble:
-        found = room.state(code) if room.is_host(code, key) else None
+        found = room.read(code) if room.is_host(code, key) else None
     if trouble:
         return None
     if found is None:
+        guesses().missed(address)  # a wrong key is a guess too
         st.toast(t("class.not_host"), icon=":material/key_off:")
         return None
     leave()  # also takes ?class= out of her address: a reload must not make her a student
@@ -170,15 +204,11 @@ def explore() -> None:
 
 def back(t: Translator) -> None:
     """A student returns to the class: its text, settings and step."""
-    room, code = classes(), member()
-    found = None
-    with share.store_trouble() as trouble:
-        found = room.state(code) if room is not None and code else None
-    if trouble:
+    found = current()
+    if isinstance(found, Unreadable):
         return  # the store is away just now: the student stays where they are, and is told
     if found is None:
-        leave()
-        st.toast(t("class.ended"), icon=":material/logout:")
+        gone(t)
         return
     st.session_state.update({keys.FOLLOWING: True, keys.SEEN: found.version})
     _apply(found.view)

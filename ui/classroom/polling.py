@@ -3,7 +3,9 @@ class panel. What a tick does is decided by room.follow.decide, a pure function:
 following student moves with the teacher and redraws when what they follow changed
 (the step, the text and settings, a vote's state: the class's ``version``); an answer
 or a new student (the ``tally``) never redraws a student's page. The teacher's count of
-answers redraws in a fragment of its own (ui.classroom.votes)."""
+answers redraws in a fragment of its own (ui.classroom.votes). A tick also sends again a
+student's answer the store could not keep, and redraws a page that stopped because the
+class could not be read, once it can be."""
 
 from __future__ import annotations
 
@@ -12,15 +14,14 @@ import time
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from room import classes as room_classes
 from room import follow
 from room.store import StoreError
 
 from .. import keys, prebuild, reader
 from ..steps import page_of
-from .handle import classes, versions
+from .handle import classes, forget, versions
 from .membership import _apply, is_teacher, leave, member
-from .teacher import present_count
+from .teacher import pulse_panel
 
 
 def tick(step: int) -> None:
@@ -49,9 +50,13 @@ def _tick(code: str, step: int) -> None:
         room = classes()
         try:
             if room is not None:
-                room.join(code, st.session_state.get(keys.STUDENT, ""), now)
-        except (StoreError, room_classes.ClassFull):
+                room.join(code, st.session_state.get(keys.STUDENT, ""), now, address=reader.address())
+        except StoreError:
             pass  # presence is a count on the teacher's screen: the next tick tries again
+    if action != follow.GONE and (_send_pending(code) or st.session_state.pop(keys.UNREAD, False)):
+        forget()  # the answer is kept (or the class readable again): the page redraws with it
+        _redraw()
+        return
     if action == follow.GONE:
         leave()
         if _alone():  # said after the rerun that takes the class away
@@ -74,6 +79,19 @@ def _tick(code: str, step: int) -> None:
         if page is not None:
             st.switch_page(page.path, query_params=dict(st.query_params))
     _redraw()
+
+
+def _send_pending(code: str) -> bool:
+    """A student's answer the store could not keep, sent again: True once it is settled
+    (kept, or refused because the vote closed before it could be: said so)."""
+    pending = st.session_state.get(keys.PENDING)
+    if not pending or pending.get("code") != code:
+        return False
+    said = classes().answer(code, pending["vote"], st.session_state.get(keys.STUDENT, ""), pending["choice"])
+    st.session_state.pop(keys.PENDING, None)
+    if said in ("closed", "full"):
+        reader.notice_later(reader.tr()(f"vote.lost_{said}"), ":material/block:")
+    return True
 
 
 def _alone() -> bool:
@@ -105,4 +123,4 @@ def poll(step: int) -> None:
     tick(step)
     code = member()
     if code is not None and is_teacher():
-        st.caption(reader.tr()("class.present", n=reader.tr().int(present_count(code))))
+        pulse_panel(reader.tr(), code)

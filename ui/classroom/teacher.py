@@ -1,6 +1,6 @@
 """The teacher's side of a live class: starting one for her text and settings, her
-step and settings followed on every run, ending it; the join slide (the code large,
-the QR code of the link) and the students present."""
+step and settings followed on every run, the door, ending it; the join slide (the code
+large, the QR code of the link) and what she sees of the room now (the pulse)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import streamlit as st
 
 from room import classes as room_classes
 from room import codes, follow
-from room.store import StoreError
+from room.store import Refused, StoreError
 
 from .. import keys, prebuild, reader, share
 from ..i18n import Translator
-from .handle import classes
-from .membership import QUERY_CLASS, QUERY_HOST, class_view, leave, member
+from .handle import Unreadable, classes, forget
+from .membership import QUERY_CLASS, QUERY_HOST, class_view, current, gone, leave, member
 
 # the join code as the back of a room reads it (our fixed CSS; the code is checked to be
 # six characters of the code alphabet before it is placed here)
@@ -23,54 +23,87 @@ CODE_HTML = ('<div style="font-size:6rem;font-weight:700;letter-spacing:0.12em;l
              'font-family:ui-monospace,monospace;color:#1B2430">{code}</div>')
 
 
+REFUSED_START = {"starts": "class.start_limited", "classes": "class.too_many_classes"}
+
+
 def start(step: int) -> None:
-    """on_click of "Start a class": a class for this text and these settings."""
+    """on_click of "Start a class": a class for this text and these settings (refused, and
+    said what for, past the classes one client may start or the server may hold)."""
     room = classes()
     if room is None:
         return
     view = class_view(step)
     with share.store_trouble() as trouble:
-        code, key = room.create(view, step)
+        try:
+            code, key = room.create(view, step, address=reader.address())
+        except Refused as exc:
+            st.toast(reader.tr()(REFUSED_START[exc.what]), icon=":material/block:")
+            return
+        share.keep_applied()  # the link she opened to start it (if any) outlives the links nobody opened
     if trouble:
         return
     prebuild.prebuild(view)
     leave()
     st.session_state.update({keys.CLASS: code, keys.HOST: key, keys.SEEN: 1})
+    forget()
 
 
 def end() -> None:
-    """on_click of "End the class": its text, students and answers are deleted."""
+    """on_click of "End the class": its text, students and answers are deleted. With the
+    store away it is not half done: the class stays hers, and she is told to try again."""
     room, code = classes(), member()
-    if room is not None and code is not None:
+    if room is None or code is None:
+        return
+    with share.store_trouble() as trouble:
         try:
             room.end(code, st.session_state.get(keys.HOST))
-        except (room_classes.NotHost, StoreError):
-            pass  # ended already, or the store is away: the teacher's session leaves it either way
+        except room_classes.NotHost:
+            pass  # ended already (or expired): her session leaves it too
+    if trouble:
+        return
     leave()
+    forget()
     st.toast(reader.tr()("class.ended"), icon=":material/logout:")
 
 
-def teacher_sync(step: int) -> None:
-    """On every teacher's run: the class's step and settings follow hers (each change
-    raises the class's version, which the students' polls see)."""
+def set_door(open_: bool) -> None:
+    """on_click of the door's button: new students may join, or not (those in stay)."""
     room, code = classes(), member()
     if room is None or code is None:
         return
     with share.store_trouble():
         try:
-            found = room.state(code)
-            if found is None:  # ended (or expired) elsewhere
-                leave()
-                st.toast(reader.tr()("class.ended"), icon=":material/logout:")
-                return
-            view = class_view(step)
-            if found.step != step or view != found.view:  # one change: a student never sees one half
-                st.session_state[keys.SEEN] = room.lead(code, st.session_state.get(keys.HOST), step, view)
-                if view != found.view:
-                    prebuild.prebuild(view)
+            room.set_door(code, st.session_state.get(keys.HOST), open_)
+        except room_classes.NotHost:
+            st.toast(reader.tr()("class.not_host"), icon=":material/key_off:")
+    forget()
+
+
+def teacher_sync(step: int) -> None:
+    """On every teacher's run: the class's step and settings follow hers, as one change
+    (which raises the version the students' polls watch). With the store away, nothing
+    half done: the next run tries again."""
+    code = member()
+    found = current()
+    if code is None or isinstance(found, Unreadable):
+        return  # said once already, by the run's read
+    t = reader.tr()
+    if found is None:  # ended (or expired) elsewhere, or its store lost it
+        gone(t)
+        return
+    view = class_view(step)
+    if found.step == step and view == found.view:
+        return
+    room = classes()
+    with share.store_trouble():
+        try:
+            st.session_state[keys.SEEN] = room.lead(code, st.session_state.get(keys.HOST), step, view)
+            forget()
+            if view != found.view:
+                prebuild.prebuild(view)
         except room_classes.NotHost:
             leave()
-            st.toast(reader.tr()("class.not_host"), icon=":material/key_off:")
+            st.toast(t("class.not_host"), icon=":material/key_off:")
 
 
 def resume_url(code: str) -> str:
@@ -109,12 +142,31 @@ def join_slide(code: str, t: Translator) -> None:
 def slide_count(code: str) -> None:
     """The join slide's count of the students present, updating while it is shown."""
     t = reader.tr()
-    st.markdown(f"### {t('class.present', n=t.int(present_count(code)))}")
+    now = pulse(code)
+    st.markdown(f"### {t('class.present', n=t.int(now.present if now else 0))}")
 
 
-def present_count(code: str) -> int:
+def pulse(code: str) -> room_classes.Pulse | None:
+    """The room now, for the teacher's panel (None: not readable just now, or ended):
+    students present (seen in the last three presence writes), new in the last minute,
+    the open vote's answers and how many came from students seen in the last minute."""
     room = classes()
     try:
-        return room.present(code, time.time() - 3 * follow.PRESENCE_EVERY) if room else 0
+        return room.pulse(code, time.time() - 3 * follow.PRESENCE_EVERY) if room else None
     except StoreError:
-        return 0
+        return None
+
+
+def pulse_panel(t: Translator, code: str) -> None:
+    """In the teacher's poll: who is here, who came in the last minute, and the door."""
+    now = pulse(code)
+    if now is None:
+        return
+    st.caption(t("class.pulse", n=t.int(now.present), joined=t.int(now.joined_recently)))
+    if now.door:
+        st.button(t("class.close_door"), key="class_door_close", on_click=set_door, args=(False,), width="stretch",
+                  icon=":material/door_front:", help=t("class.close_door_help"))
+    else:
+        st.caption(t("class.door_closed_note"))
+        st.button(t("class.open_door"), key="class_door_open", on_click=set_door, args=(True,), width="stretch",
+                  icon=":material/door_open:")

@@ -9,13 +9,12 @@ from __future__ import annotations
 import streamlit as st
 
 from room import classes as room_classes
-from room.store import StoreError
 
 from .. import analyses, figures, keys, measures, reader, served_model, setting_table, share, steps, summary
 from ..i18n import LANGS, Translator
-from .handle import classes, versions
-from .membership import is_teacher, member
-from .teacher import present_count
+from .handle import Unreadable, classes, forget
+from .membership import current, gone, is_teacher, member
+from .teacher import pulse
 
 
 def question_copy(step: int, qid: str, a, text: str, kind: str) -> dict:
@@ -76,51 +75,59 @@ def _host_action(action) -> None:
                 st.session_state[keys.SEEN] = found[0]
         except room_classes.NotHost:
             st.toast(t("class.not_host"), icon=":material/key_off:")
+    forget()
 
 
-def vote_open_on(step: int):
-    """The class's open vote on one of a step's questions (the page's answers then wait),
-    else None."""
-    code = member()
-    room = classes() if code is not None else None  # no class: the store is not touched
-    if room is None:
+OPEN, UNREAD = "open", "unread"  # what a member's step page may show: the question alone; a notice alone
+
+
+def gate(t: Translator, step: int) -> str | None:
+    """What a class member's page of ``step`` may show, from the class as this run read
+    it: ``OPEN`` — a vote on one of the step's questions is open (the question alone);
+    ``UNREAD`` — the class cannot be read just now (a notice alone: the step's numbers
+    could answer a vote it cannot see); None — the whole page (outside a class too; a
+    class that is gone is said once, and its member's page works on)."""
+    if member() is None:
         return None
-    try:
-        found = room.state(code)
-    except StoreError:
+    found = current()
+    if isinstance(found, Unreadable):
+        st.session_state[keys.UNREAD] = True  # the poll redraws the page once the class can be read
+        return UNREAD
+    if found is None:
+        gone(t)
         return None
-    return next((v for v in found.votes_on_step(step) if v.state == "open"), None) if found else None
+    return OPEN if any(v.state == "open" for v in found.votes_on_step(step)) else None
 
 
 def results(t: Translator) -> list[tuple[str, str, str]]:
-    """The teacher's summary of every question her class has voted on, step by step:
-    the share right and how many answered in the first vote and in the second, each
-    once closed ("—" for none yet). Empty outside a class of hers."""
-    room, code = classes(), member()
-    if room is None or code is None or not is_teacher():
+    """The teacher's summary of every question her class has voted on, step by step: in
+    the first vote and in the second, how many answered once closed, and the share right
+    once the question's answer was revealed — never before (a share right would give the
+    right option away), "—" for none yet. Empty outside a class of hers, or when the class cannot be read."""
+    found = current() if is_teacher() else None
+    if not isinstance(found, room_classes.ClassState):
         return []
-    try:
-        found = room.state(code)
-        if found is None:
-            return []
-        every = room.all_counts(code)  # one read for every vote's counts
-        rows = []
-        asked = {v.qid for v in found.votes}
-        for qid in (q for q in steps.QUESTIONS if q in asked):  # in the walk's order
-            step = steps.QUESTIONS[qid]
-            cells = []
-            for r in (1, 2):
-                vote = next((v for v in found.votes if v.qid == qid and v.round == r), None)
-                counts = every.get(vote.vote, []) if vote is not None and vote.state != "open" else []
-                answered = sum(counts)
+    rows = []
+    asked = {v.qid for v in found.votes}
+    for qid in (q for q in steps.QUESTIONS if q in asked):  # in the walk's order
+        step = steps.QUESTIONS[qid]
+        revealed = any(v.qid == qid and v.state == "revealed" for v in found.votes)  # its answer is known
+        cells = []
+        for r in (1, 2):
+            vote = next((v for v in found.votes if v.qid == qid and v.round == r), None)
+            counts = found.counts.get(vote.vote, []) if vote is not None and vote.state != "open" else []
+            answered = sum(counts)
+            if not answered:
+                cells.append("—")
+            elif revealed:
                 cells.append(t("vote.result_cell", right=t.pct(counts[vote.question["answer"]] / answered, 0),
-                               n=t.int(answered)) if answered else "—")
-            label = t("vote.result_step", step=step)
-            ids = steps.page_of(step).questions
-            rows.append((label if len(ids) == 1 else f"{label} · {ids.index(qid) + 1}", *cells))
-        return rows
-    except StoreError:
-        return []
+                               n=t.int(answered)))
+            else:
+                cells.append(t("vote.result_cell_hidden", n=t.int(answered)))
+        label = t("vote.result_step", step=step)
+        ids = steps.page_of(step).questions
+        rows.append((label if len(ids) == 1 else f"{label} · {ids.index(qid) + 1}", *cells))
+    return rows
 
 
 def results_table(t: Translator) -> None:
@@ -134,17 +141,13 @@ def results_table(t: Translator) -> None:
 
 
 def answers_locked() -> bool:
-    """Whether this session is a student whose class has a vote open: the handout and
-    share links, which show every step's answer, wait for it to close."""
-    code = member()
-    if code is None or is_teacher():
+    """Whether this session is a student whose class has a vote open — or whose class
+    cannot be read just now (fail closed): the handout and share links, which show every
+    step's answer, wait."""
+    if member() is None or is_teacher():
         return False
-    room = classes()
-    try:
-        found = room.state(code) if room is not None else None
-    except StoreError:
-        return False
-    return found is not None and any(v.state == "open" for v in found.votes)
+    found = current()
+    return isinstance(found, Unreadable) or (found is not None and any(v.state == "open" for v in found.votes))
 
 
 def vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
@@ -157,9 +160,8 @@ def vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
 
 
 def _vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
-    room, code = classes(), member()
-    found = room.state(code) if room is not None else None
-    if found is None:
+    room, found = classes(), current()
+    if room is None or not isinstance(found, room_classes.ClassState):
         return
     votes = [v for v in found.votes if v.qid == qid]
     vote = votes[-1] if votes else None
@@ -177,12 +179,12 @@ def _vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
         if vote.round > 1:
             st.caption(t("vote.second"))
         if vote.state == "open":
-            _open_panel(t, room, code, vote, labels, teacher)
+            _open_panel(t, room, found, vote, labels, teacher)
             return
-        rounds = [(v, room.counts(code, v.vote)) for v in votes[-2:]]
+        rounds = [(v, found.counts.get(v.vote, [0] * len(labels))) for v in votes[-2:]]
         st.markdown(f"**{t('vote.chart_title')}**")  # above the chart: a phone's chart toolbar covers its own title
         show_figure(_results_chart(t, rounds, labels), f"vote_chart_{keys.slug(qid)}")
-        mine = None if teacher else room.my_answer(code, vote.vote, st.session_state.get(keys.STUDENT, ""))
+        mine = None if teacher else found.mine.get(vote.vote)
         if mine is not None:
             st.caption(t("vote.yours", answer=labels[mine]))
         if vote.state == "revealed":
@@ -202,48 +204,68 @@ def _vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
                           args=(step, qid, question), icon=":material/replay:", width="stretch")
 
 
-def _open_panel(t: Translator, room, code: str, vote, labels: list[str], teacher: bool) -> None:
+def _open_panel(t: Translator, room, found, vote, labels: list[str], teacher: bool) -> None:
+    code = found.code
     if teacher:
         live_count(code, vote.vote)
         st.button(t("vote.close"), key=f"vote_close_{vote.vote}", on_click=close_vote, args=(vote.vote,),
                   type="primary", icon=":material/lock:")
         st.caption(t("vote.page_waits"))
         return
-    student = st.session_state.get(keys.STUDENT, "")
-    mine = room.my_answer(code, vote.vote, student)
+    mine = found.mine.get(vote.vote)
     if mine is not None:
         st.markdown(t("vote.sent", answer=labels[mine]))
         st.caption(t("vote.page_waits"))
         return
+    pending = st.session_state.get(keys.PENDING)
+    waiting = pending is not None and (pending.get("code"), pending.get("vote")) == (code, vote.vote)
     choice = st.radio(t("predict.pick"), list(range(len(labels))), index=None, key=f"vote_pick_{vote.vote}",
-                      format_func=labels.__getitem__)
-    if st.button(t("vote.send"), key=f"vote_send_{vote.vote}", type="primary", disabled=choice is None,
-                 icon=":material/send:", width="stretch"):
-        said = room.answer(code, vote.vote, student, choice)
-        if said != "taken":
-            st.toast(t(f"vote.refused_{said}"), icon=":material/block:")
-        st.rerun()
+                      format_func=labels.__getitem__, disabled=waiting)
+    if waiting:  # the choice stays selected; the poll sends it when the store can keep it
+        st.warning(t("vote.pending", answer=labels[pending["choice"]]), icon=":material/schedule_send:")
+    else:
+        st.button(t("vote.send"), key=f"vote_send_{vote.vote}", type="primary", disabled=choice is None,
+                  icon=":material/send:", width="stretch", on_click=send_answer, args=(code, vote.vote))
     st.caption(t("vote.page_waits"))
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
-def tallied(code: str, tally: int) -> dict[int, list[int]]:
-    """Every vote's counts as they stood at the class's ``tally`` (read once per tally
-    and process, whoever asks)."""
-    return classes().all_counts(code)
+def send_answer(code: str, vote: int) -> None:
+    """on_click of Send (a callback: it runs before the page, so a press is never lost to a
+    page that could not read the class): the answer, or why not; when the store cannot keep
+    it just now, it stays chosen and the poll sends it again until the vote closes."""
+    choice = st.session_state.get(f"vote_pick_{vote}")
+    room = classes()
+    if room is None or choice is None:
+        if choice is not None:
+            st.session_state[keys.PENDING] = {"code": code, "vote": vote, "choice": choice}
+        return
+    said = None
+    with share.store_trouble() as trouble:
+        said = room.answer(code, vote, st.session_state.get(keys.STUDENT, ""), choice)
+    if trouble:  # not lost: kept here and sent again by the poll
+        st.session_state[keys.PENDING] = {"code": code, "vote": vote, "choice": choice}
+    elif said != "taken":
+        st.toast(reader.tr()(f"vote.refused_{said}"), icon=":material/block:")
+    forget()
+
+
+def pending_note(t: Translator) -> None:
+    """A student's answer still waiting for the store, said where the page stops."""
+    pending = st.session_state.get(keys.PENDING)
+    if pending:
+        st.warning(t("vote.pending_alone"), icon=":material/schedule_send:")
 
 
 @st.fragment(run_every=1.0)
 def live_count(code: str, vote: int) -> None:
-    """The teacher's count of answers to the open vote, and the students present,
-    redrawn each second in its own fragment: an answer redraws this line, not her page."""
+    """The teacher's count of answers to the open vote — how many came from students seen
+    in the last minute, and the students present — redrawn each second in its own
+    fragment: an answer redraws this line, not her page nor any student's."""
     t = reader.tr()
-    with share.store_trouble():
-        found = versions(code)
-        if found is None:
-            return
-        answered = sum(tallied(code, found[1]).get(vote, []))
-        st.markdown(t("vote.answered", k=t.int(answered), n=t.int(present_count(code))))
+    now = pulse(code)
+    if now is not None:
+        st.markdown(t("vote.answered", k=t.int(now.answered), n=t.int(now.present)))
+        st.caption(t("vote.answered_recently", k=t.int(now.answered_recently)))
 
 
 def _results_chart(t: Translator, rounds: list, labels: list[str]):

@@ -1,0 +1,108 @@
+"""A class as its pages read it, from a connection the caller holds: its state as members
+follow it (``ClassState``: step, view, versions, door, votes), every vote's counts, and
+what the teacher's panel shows of the room now (``Pulse``). room.classes holds the writes
+and the rules; no Streamlit here."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+RECENT_SECONDS = 60.0  # the teacher's "in the last minute"
+
+
+@dataclass(frozen=True)
+class Vote:
+    vote: int  # 1, 2, … in the order opened
+    step: int
+    qid: str  # the question's stable id (a step may ask several: ui.steps declares them)
+    round: int  # 1: the first vote on this question; 2: after discussing
+    state: str  # open / closed / revealed
+    question: dict  # its own copy: text, options (labels), the measured answer's option
+
+
+@dataclass(frozen=True)
+class ClassState:
+    code: str
+    step: int
+    version: int  # what a student follows moved (the step, the view, a vote's state)
+    view: dict  # the text and settings, as a share link keeps them
+    votes: tuple[Vote, ...]
+    tally: int = 0  # what only the teacher's panel shows moved (an answer, a new student, the door)
+    door: bool = True  # new students may join
+    counts: dict = field(default_factory=dict)  # vote → how many chose each option (``read`` fills it)
+    mine: dict = field(default_factory=dict)  # vote → the reading student's own answer (``read``)
+
+    def vote_on(self, qid: str) -> Vote | None:
+        """The latest vote on a question (by its id), or None."""
+        found = [v for v in self.votes if v.qid == qid]
+        return found[-1] if found else None
+
+    def votes_on_step(self, step: int) -> list[Vote]:
+        return [v for v in self.votes if v.step == step]
+
+
+@dataclass(frozen=True)
+class Pulse:
+    """What the teacher's panel shows of the room now."""
+
+    present: int  # students seen in the last PRESENCE window
+    joined_recently: int  # new students in the last RECENT_SECONDS
+    answered: int  # answers to the open vote (0: none open)
+    answered_recently: int  # of those, from students seen in the last RECENT_SECONDS
+    door: bool
+
+
+def state_of(db, code: str) -> ClassState | None:
+    """The class as its members follow it (no counts, no one's answers), or None."""
+    row = db.execute("SELECT step, version, view, tally, door FROM classes WHERE code = ?", (code,)).fetchone()
+    if row is None:
+        return None
+    votes = db.execute("SELECT vote, step, qid, round, state, question FROM votes WHERE code = ? "
+                       "ORDER BY vote", (code,)).fetchall()
+    return ClassState(code, row[0], row[1], json.loads(row[2]),
+                      tuple(Vote(v, s, qid, r, st, json.loads(q)) for v, s, qid, r, st, q in votes), row[3],
+                      bool(row[4]))
+
+
+def counts_of(db, code: str, votes) -> dict[int, list[int]]:
+    """How many students chose each option, for each of ``votes``, in one query."""
+    out = {v.vote: [0] * len(v.question["options"]) for v in votes}
+    for vote, choice, count in db.execute("SELECT vote, choice, COUNT(*) FROM answers WHERE code = ? "
+                                          "GROUP BY vote, choice", (code,)).fetchall():
+        if vote in out and 0 <= choice < len(out[vote]):
+            out[vote][choice] = count
+    return out
+
+
+def read_of(db, code: str, student: str = "") -> ClassState | None:
+    """Everything a page run shows of the class: its state, every vote's counts and the
+    reading student's own answers."""
+    found = state_of(db, code)
+    if found is None:
+        return None
+    mine = dict(db.execute("SELECT vote, choice FROM answers WHERE code = ? AND student = ?",
+                           (code, student)).fetchall()) if student else {}
+    return ClassState(found.code, found.step, found.version, found.view, found.votes, found.tally, found.door,
+                      counts_of(db, code, found.votes), mine)
+
+
+def pulse_of(db, code: str, present_since: float, now: float) -> Pulse | None:
+    """The room now for the teacher's panel (None: no such class): the students present
+    (seen since ``present_since``), how many joined in the last minute, the answers to the
+    open vote and how many came from students seen in the last minute, and the door."""
+    recent = now - RECENT_SECONDS
+    row = db.execute("SELECT door FROM classes WHERE code = ?", (code,)).fetchone()
+    if row is None:
+        return None
+    present = db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND seen >= ?",
+                         (code, present_since)).fetchone()[0]
+    joined = db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND joined >= ?", (code, recent)).fetchone()[0]
+    vote = db.execute("SELECT vote FROM votes WHERE code = ? AND state = 'open'", (code,)).fetchone()
+    answered = fresh = 0
+    if vote is not None:
+        answered, fresh = db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(CASE WHEN s.seen >= ? THEN 1 ELSE 0 END), 0) FROM answers a "
+            "JOIN students s ON s.code = a.code AND s.student = a.student WHERE a.code = ? AND a.vote = ?",
+            (recent, code, vote[0])).fetchone()
+    return Pulse(present, joined, int(answered), int(fresh), bool(row[0]))

@@ -1,0 +1,114 @@
+"""A class under attack, through the app at the protocol level (tiny model): many
+"clients" from one test process, each address sent as a proxy on the loopback forwards it
+(X-Forwarded-For, which the server trusts from the loopback only). The rules themselves
+are tested at the store: tests/test_room_bounds.py."""
+
+import asyncio
+import os
+
+import pytest
+
+from harness.live_class import CLASS_CODE, between
+from harness.proxy import haproxy_path, proxy
+from harness.readers import Reader
+from harness.serve import app_server
+from room import limits
+from ui import i18n
+
+SCRIPT, HOME, SCHOOL = "203.0.113.9", "192.0.2.44", "198.51.100.20"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A tiny-model server with a store of its own (its limits' buckets are this module's)."""
+    store = tmp_path_factory.mktemp("attacks") / "room.sqlite3"
+    with app_server("tiny", extra_env={"ATLAS_STORE_PATH": str(store)}) as url:
+        yield url
+
+
+async def start_class(url: str, address: str | None) -> tuple[Reader, str | None, list[str]]:
+    """A teacher presses Start a class: her reader, the class's code (None: refused) and
+    the notices she was shown."""
+    teacher = Reader(url, "en", address=address)
+    await teacher.connect()
+    await teacher.run("")
+    run = await teacher.run(None, click="class_start")
+    code = (between(run.markdown, CLASS_CODE) or "").replace(" ", "") or None
+    return teacher, code, run.toasts
+
+
+async def join(url: str, code: str, address: str, lang: str = "en") -> tuple[Reader, bool, list[str]]:
+    r = Reader(url, lang, query={"class": code}, address=address)
+    await r.connect()
+    run = await r.run("")
+    return r, bool(r.query.get("me")), run.toasts
+
+
+def test_scripted_joins_from_one_address_get_a_classs_worth_in_and_lock_out_no_real_student(server):
+    """65 new sessions from one address open the class's link at once: 60 get in (a class
+    behind one school NAT), the others are told too many came from their network; a
+    student from another address gets in; the teacher sees who joined in the last minute."""
+    async def scenario():
+        teacher, code, _ = await start_class(server, HOME)
+        readers, joined, told = [], 0, []
+        for _ in range(0, 65, 5):
+            got = await asyncio.gather(*(join(server, code, SCRIPT) for _ in range(5)))
+            readers += [r for r, _, _ in got]
+            joined += sum(1 for _, ok, _ in got if ok)
+            told += [toasts for _, ok, toasts in got if not ok]
+        real, ok, _ = await join(server, code, SCHOOL, "pt")
+        panel = await teacher.run(None)
+        await asyncio.gather(*(r.close() for r in readers + [real, teacher]))
+        return joined, told, ok, panel
+
+    joined, told, real_ok, panel = asyncio.run(scenario())
+    assert joined == limits.JOINS.burst == 60
+    assert told == [[i18n.translate("en", "class.busy")]] * 5
+    assert real_ok
+    pulse = i18n.translate("en", "class.pulse", n="61", joined="61")
+    assert any(pulse in m for m in panel.markdown), [m for m in panel.markdown if "61" in m]
+
+
+def test_a_loop_of_starts_from_one_address_is_refused_for_what_it_is_and_another_teacher_starts(server):
+    async def scenario():
+        said = []
+        readers = []
+        for _ in range(limits.STARTS.burst + 2):
+            r, code, toasts = await start_class(server, SCRIPT)
+            readers.append(r)
+            said.append(code is not None or toasts)
+        other, code, _ = await start_class(server, SCHOOL)
+        await asyncio.gather(*(r.close() for r in readers + [other]))
+        return said, code
+
+    said, code = asyncio.run(scenario())
+    assert said[:6] == [True] * 6
+    assert said[6:] == [[i18n.translate("en", "class.start_limited")]] * 2  # not "the disk is full"
+    assert code is not None
+
+
+def test_behind_haproxy_a_forged_address_is_dropped_and_the_clients_own_counts(tmp_path):
+    """HAProxy sends the client's own address (here the loopback's: no address, one
+    bucket) and drops the X-Forwarded-For a client sent: seven starts each claiming
+    another address are one client's seven, the seventh refused. Straight to the
+    replica (which trusts the loopback, as it would its proxy), seven such claims are
+    seven clients."""
+    if haproxy_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("no haproxy in CI: scripts/test.sh installs Debian's haproxy")
+        pytest.skip("no haproxy here")
+    with app_server("tiny", extra_env={"ATLAS_STORE_PATH": str(tmp_path / "room.sqlite3")}) as direct:
+        with proxy([direct.removeprefix("http://")]) as proxied:
+            async def starts(url):
+                readers, codes = [], []
+                for i in range(7):
+                    r, code, _ = await start_class(url, f"10.9.0.{i + 1}")
+                    readers.append(r)
+                    codes.append(code)
+                await asyncio.gather(*(r.close() for r in readers))
+                return codes
+
+            through = asyncio.run(starts(proxied))
+            straight = asyncio.run(starts(direct))
+    assert [c is not None for c in through] == [True] * 6 + [False]
+    assert all(c is not None for c in straight)
