@@ -87,14 +87,20 @@ def useful_summary(weights: torch.Tensor, p: float, window: int | None = None) -
 def useful_share_by_prefix(weights: torch.Tensor, p: float, lengths: list[int], window: int | None = None) -> list:
     """k̄, useful share and the no-preference reference on growing prefixes of the text.
     In a causal model the attention of a prefix is the top-left block of the whole
-    text's grid (no row sees later tokens), so each prefix is read off the one run."""
+    text's grid (no row sees later tokens), so each prefix is read off the one run — and
+    a row's k(p) is the same in every prefix that holds it (its weights past the diagonal
+    are zero), so k is counted once, on the whole grid, and averaged over each prefix's
+    rows (as ``useful_summary`` averages: each head's own k̄, then their mean)."""
+    n = weights.shape[-1]
+    k_rows = k_for_share(weights, p).double()  # (..., n): one sort of every row, whatever the prefixes
     out = []
     for m in lengths:
-        if 1 <= m <= weights.shape[-1]:
-            s = useful_summary(weights[..., :m, :m], p, window)
+        if 1 <= m <= n:
+            k = float(k_rows[..., :m].mean())
+            cells = int(row_cells(m, window).sum())
             u = uniform_k(m, p, window).double()
-            out.append({"n": m, "k": s["k"], "share": s["share"], "cells": s["cells"],
-                        "uniform_k": float(u.mean()), "uniform_share": float(u.sum()) / s["cells"]})
+            out.append({"n": m, "k": k, "share": m * k / cells, "cells": cells,
+                        "uniform_k": float(u.mean()), "uniform_share": float(u.sum()) / cells})
     return out
 
 

@@ -1,0 +1,144 @@
+"""The numbers the room keeps of a text (attn.room), each against an independent
+computation on the tiny model: rows sorted and summed one by one in plain Python or
+NumPy, attention written out from q, k, v with explicit masks — never the engine's own
+functions — and the room's verdicts counted by hand."""
+
+import math
+
+import numpy as np
+import pytest
+
+from attn import model as atlas_model
+from attn import room
+
+TEXT = "Every student's text is one point of the class's experiment, here measured twice. " * 6
+
+
+@pytest.fixture(scope="module")
+def measured():
+    a = atlas_model.tiny(device="cpu").analyze(TEXT, max_tokens=room.ROOM_TOKENS)
+    return a, room.text_numbers(a)
+
+
+def close(x, y, rel=1e-3):
+    return abs(x - y) <= rel * max(abs(y), 1e-12) + 1e-9
+
+
+def k_of_row(row: np.ndarray, p: float) -> int:
+    """The fewest cells, largest first, whose weights reach p of the row."""
+    total, acc = float(row.sum()), 0.0
+    for k, w in enumerate(sorted(row.tolist(), reverse=True), start=1):
+        acc += w
+        if acc >= p * total - 1e-6:
+            return k
+    return len(row)
+
+
+def row_cells(i: int, window) -> int:
+    return i + 1 if window is None else min(i + 1, window)
+
+
+def test_the_useful_share_on_every_prefix_of_every_layer_against_rows_sorted_one_by_one(measured):
+    a, nums = measured
+    weights = a.attentions.float().numpy()
+    for layer in range(a.n_layers):
+        window = a.own_window(layer)
+        for m, k_bar, share, uniform in nums["useful"][layer]:
+            ks = [np.mean([k_of_row(weights[layer, h, i, : i + 1], room.ROOM_P) for i in range(m)])
+                  for h in range(a.n_heads)]
+            cells = sum(row_cells(i, window) for i in range(m))
+            assert close(k_bar, float(np.mean(ks))), (layer, m)
+            assert close(share, m * float(np.mean(ks)) / cells), (layer, m)
+            even = sum(max(1, math.ceil(room.ROOM_P * row_cells(i, window) - 1e-9)) for i in range(m))
+            assert close(uniform, even / cells), (layer, m)
+        assert [r[0] for r in nums["useful"][layer]][-1] == a.n
+
+
+def kept(weights: np.ndarray, allowed) -> float:
+    """Mean over layers, heads and rows of the weight on the allowed cells."""
+    n = weights.shape[-1]
+    mask = np.array([[allowed(i, j) for j in range(n)] for i in range(n)], dtype=np.float64)
+    return float((weights * mask).sum(-1).mean())
+
+
+def test_what_a_window_keeps_with_and_without_hubs_and_the_sink_against_written_out_masks(measured):
+    a, nums = measured
+    weights = a.attentions.double().numpy()
+    for w in room.ROOM_WINDOWS:
+        assert close(nums["kept"][str(w)]["mean"], kept(weights, lambda i, j, w=w: j <= i and i - j < w))
+        for layer in (0, a.n_layers - 1):
+            assert close(nums["kept"][str(w)]["layers"][layer],
+                         kept(weights[layer:layer + 1], lambda i, j, w=w: j <= i and i - j < w))
+    hubs = set(nums["hubs"])
+    assert 0 in hubs and len(hubs) <= 1 + room.ANCHOR_HUBS
+    hw = nums["hub_window"]
+    assert close(nums["kept_window"], kept(weights, lambda i, j: j <= i and i - j < hw))
+    assert close(nums["kept_window_hubs"],
+                 kept(weights, lambda i, j: j <= i and (i - j < hw or i in hubs or j in hubs)))
+    for layer in range(a.n_layers):
+        assert close(nums["sink"][layer], float(weights[layer, :, 1:, 0].mean()))
+    assert close(nums["sink_mean"], float(weights[:, :, 1:, 0].mean()))
+
+
+def attend(q, k, v, scale, allowed) -> np.ndarray:
+    """Softmax attention written out, row by row, over the allowed keys."""
+    n = q.shape[0]
+    out = np.zeros_like(v)
+    for i in range(n):
+        js = [j for j in range(n) if allowed(i, j)]
+        s = np.array([q[i] @ k[j] for j in js]) * scale
+        p = np.exp(s - s.max())
+        p /= p.sum()
+        out[i] = p @ v[js]
+    return out
+
+
+def test_each_shortcuts_error_against_attention_written_out(measured):
+    a, nums = measured
+    layer = nums["error_layer"]
+    assert layer == min(room.ERROR_LAYER, a.n_layers - 1)
+    q, k, v = (x[0].double().numpy() for x in a.qkv(layer))
+    own, w, hubs = a.own_window(layer), nums["error_window"], set(nums["hubs"])
+
+    def in_own(i, j):
+        return j <= i and (own is None or i - j < own)
+
+    def rel(out, exact):
+        return float(np.linalg.norm(out - exact) / np.linalg.norm(exact))
+
+    got = {"window": [], "window_hubs": [], "uniform": []}
+    for h in range(a.n_heads):
+        exact = attend(q[h], k[h], v[h], a.scale, in_own)
+        got["window"].append(rel(attend(q[h], k[h], v[h], a.scale, lambda i, j: j <= i and i - j < w), exact))
+        got["window_hubs"].append(rel(attend(q[h], k[h], v[h], a.scale,
+                                             lambda i, j: j <= i and (i - j < w or i in hubs or j in hubs)), exact))
+        n = q.shape[1]
+        even = np.array([[1.0 if in_own(i, j) else 0.0 for j in range(n)] for i in range(n)])
+        got["uniform"].append(rel((even / even.sum(-1, keepdims=True)) @ v[h], exact))
+    for name, errs in got.items():
+        assert close(nums["errors"][name], float(np.mean(errs)), rel=2e-3), name
+    assert nums["errors"]["own"] < 1e-4  # the fused kernel: the same answer up to rounding
+
+
+def test_the_rooms_verdicts_counted_by_hand():
+    """Three texts made up: the useful share falls in two layers of three in the first,
+    in one of three in the second; the third is too short to have two prefixes."""
+    def text(shares, sink, n, kept, errors):
+        return {"n": n, "layers": len(shares), "sink_mean": sink, "errors": errors,
+                "useful": [[[16, 2.0, a, 0.9], [n, 2.0, b, 0.9]] if b is not None else [[n, 2.0, a, 0.9]]
+                           for a, b in shares],
+                "kept": {str(w): {"mean": kept[i], "layers": []} for i, w in enumerate(room.ROOM_WINDOWS)}}
+
+    texts = [("en", text([(0.5, 0.2), (0.4, 0.3), (0.2, 0.3)], 0.3, 100, [0.1, 0.4, 0.6, 0.9], {"window": 0.5})),
+             ("pt", text([(0.5, 0.6), (0.4, 0.1), (0.2, 0.3)], 0.01, 100, [0.1, 0.2, 0.3, 0.4], {"window": 0.3})),
+             ("ja", text([(0.5, None)] * 3, 0.25, 10, [0.2, 0.6, 0.7, 0.8], {"window": 0.1}))]
+    v = room.verdicts(texts)
+    assert v["shrinks"] == {"held": 1, "of": 2, "langs": {"en": [1, 1], "pt": [0, 1]}}
+    assert v["window"][256] == {"median": 0.8, "most": 2, "of": 3}
+    assert v["window"][4] == {"median": 0.1, "most": 0, "of": 3}
+    even_100 = sum(1 / (i + 1) for i in range(1, 100)) / 99  # ≈ 0.0524
+    assert room.uniform_sink(100) == pytest.approx(even_100)
+    even_10 = (1 / 2 + 1 / 3 + 1 / 4 + 1 / 5 + 1 / 6 + 1 / 7 + 1 / 8 + 1 / 9 + 1 / 10) / 9  # ≈ 0.2143
+    assert room.uniform_sink(10) == pytest.approx(even_10)
+    assert v["sink"] == {"median": 0.25, "above": 2, "of": 3}  # 0.3 > 0.052 and 0.25 > 0.214; 0.01 < 0.052
+    assert v["errors"] == {"window": 0.3}
