@@ -11,6 +11,10 @@
   their QR code (else the address the reader's browser used);
 * ``ATLAS_FLEX_WARMUP=0``: no FlexAttention compile in the background (the tests set
   it, so that no call switches kernels by timing; the app compiles once idle);
+* ``ATLAS_ROOM_WORKER=0``: this process takes no text of a class's room to measure (the
+  test process sets it and measures them itself; the servers the tests start do not);
+* ``ATLAS_JOIN_BURST``: students that may join a class at once from one client address
+  (default 120: a lecture behind one school NAT); then one more every 10 s;
 * ``ATLAS_LIVE_MAX_N``: the live benchmark's largest length (4,096 on the CPU, 16,384 on
   CUDA; the tests run it smaller);
 * ``ATLAS_STORE_PATH``: the SQLite file of share links and classes (else
@@ -116,6 +120,8 @@ class Settings:
     store_path: Path | None = None  # the SQLite store's file
     database_url: str | None = None  # PostgreSQL instead of the SQLite file
     torch_threads: int | None = None  # None: torch's own choice (every core)
+    room_worker: bool = True  # measure the texts sent to classes' rooms in the background
+    join_burst: int = 120  # students joining at once from one client address (room.limits.joins)
 
 
 OFF = ("0", "off", "no", "false")  # what turns a switch off
@@ -139,7 +145,21 @@ def read() -> Settings:
                     store_path=Path(env["ATLAS_STORE_PATH"]).expanduser() if env.get("ATLAS_STORE_PATH")
                     else cache / "shared-views.sqlite3",
                     database_url=_database_url(env.get("ATLAS_DATABASE_URL")),
-                    torch_threads=_threads(env.get("ATLAS_TORCH_THREADS")))
+                    torch_threads=_threads(env.get("ATLAS_TORCH_THREADS")),
+                    room_worker=(env.get("ATLAS_ROOM_WORKER") or "1").strip().lower() not in OFF,
+                    join_burst=_join_burst(env.get("ATLAS_JOIN_BURST")))
+
+
+def _join_burst(raw: str | None) -> int:
+    if raw is None or not raw.strip():
+        return 120
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingError("ATLAS_JOIN_BURST", "a whole number of students, at least 1") from None
+    if value < 1:
+        raise SettingError("ATLAS_JOIN_BURST", "a whole number of students, at least 1")
+    return value
 
 
 def _database_url(raw: str | None) -> str | None:

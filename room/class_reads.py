@@ -32,6 +32,7 @@ class ClassState:
     door: bool = True  # new students may join
     counts: dict = field(default_factory=dict)  # vote → how many chose each option (``read`` fills it)
     mine: dict = field(default_factory=dict)  # vote → the reading student's own answer (``read``)
+    room: bool = False  # the room's texts shown on the steps (the teacher's choice)
 
     def vote_on(self, qid: str) -> Vote | None:
         """The latest vote on a question (by its id), or None."""
@@ -55,14 +56,15 @@ class Pulse:
 
 def state_of(db, code: str) -> ClassState | None:
     """The class as its members follow it (no counts, no one's answers), or None."""
-    row = db.execute("SELECT step, version, view, tally, door FROM classes WHERE code = ?", (code,)).fetchone()
+    row = db.execute("SELECT step, version, view, tally, door, room FROM classes WHERE code = ?",
+                     (code,)).fetchone()
     if row is None:
         return None
     votes = db.execute("SELECT vote, step, qid, round, state, question FROM votes WHERE code = ? "
                        "ORDER BY vote", (code,)).fetchall()
     return ClassState(code, row[0], row[1], json.loads(row[2]),
                       tuple(Vote(v, s, qid, r, st, json.loads(q)) for v, s, qid, r, st, q in votes), row[3],
-                      bool(row[4]))
+                      bool(row[4]), room=bool(row[5]))
 
 
 def counts_of(db, code: str, votes) -> dict[int, list[int]]:
@@ -84,7 +86,7 @@ def read_of(db, code: str, student: str = "") -> ClassState | None:
     mine = dict(db.execute("SELECT vote, choice FROM answers WHERE code = ? AND student = ?",
                            (code, student)).fetchall()) if student else {}
     return ClassState(found.code, found.step, found.version, found.view, found.votes, found.tally, found.door,
-                      counts_of(db, code, found.votes), mine)
+                      counts_of(db, code, found.votes), mine, found.room)
 
 
 def pulse_of(db, code: str, present_since: float, now: float) -> Pulse | None:

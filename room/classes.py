@@ -16,7 +16,7 @@ What one script cannot do (each bound in docs/deploy.md, with what its refusal s
   (their poll writes presence every 15 s); ``MAX_STUDENTS`` seats a class. A student
   who comes back (their address keeps their id) is the same student, while a seat is
   free;
-* **mint students without end**: new students come at most ``limits.JOINS`` from one
+* **mint students without end**: new students come at most ``limits.joins()`` from one
   client address (the store's counters: every replica sees them), and not at all once
   the teacher closes the door;
 * **outvote the room**: a vote takes at most as many answers as seats were held when it
@@ -36,7 +36,7 @@ import hmac
 import json
 import secrets
 import time
-from . import codes, limits
+from . import codes, limits, texts
 from .backend import Backend, Refused, StoreError
 from .class_reads import ClassState, Pulse, Vote, counts_of, pulse_of, read_of, state_of  # noqa: F401 (also ours)
 
@@ -51,7 +51,7 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS classes (
         code TEXT PRIMARY KEY, host TEXT NOT NULL, view TEXT NOT NULL, step INTEGER NOT NULL,
         version INTEGER NOT NULL, created REAL NOT NULL, touched REAL NOT NULL, tally INTEGER NOT NULL DEFAULT 0,
-        door INTEGER NOT NULL DEFAULT 1)""",
+        door INTEGER NOT NULL DEFAULT 1, room INTEGER NOT NULL DEFAULT 0, room_version INTEGER NOT NULL DEFAULT 0)""",
     """CREATE TABLE IF NOT EXISTS students (
         code TEXT NOT NULL, student TEXT NOT NULL, seen REAL NOT NULL, joined REAL NOT NULL DEFAULT 0,
         PRIMARY KEY (code, student))""",
@@ -94,11 +94,14 @@ def upgrades(first_questions: dict[int, str]) -> dict[int, list]:
     written before take their step's first question (``first_questions``: step → id).
     3: a second version, ``tally``, for what only the teacher's panel shows; the door; when
     each student joined; the seats a vote opened with (a vote of layout 2 bounds its answers
-    by the students who ever joined)."""
+    by the students who ever joined); whether the room's texts are shown, and a third
+    version, ``room_version``, that the room's charts poll (room.texts)."""
     return {2: ["ALTER TABLE votes ADD COLUMN qid TEXT NOT NULL DEFAULT ''",
                 *(("UPDATE votes SET qid = ? WHERE step = ?", (qid, step)) for step, qid in first_questions.items())],
             3: ["ALTER TABLE classes ADD COLUMN tally INTEGER NOT NULL DEFAULT 0",
                 "ALTER TABLE classes ADD COLUMN door INTEGER NOT NULL DEFAULT 1",
+                "ALTER TABLE classes ADD COLUMN room INTEGER NOT NULL DEFAULT 0",
+                "ALTER TABLE classes ADD COLUMN room_version INTEGER NOT NULL DEFAULT 0",
                 "ALTER TABLE students ADD COLUMN joined REAL NOT NULL DEFAULT 0",
                 "ALTER TABLE votes ADD COLUMN seats INTEGER NOT NULL DEFAULT 0",
                 "ALTER TABLE votes ADD COLUMN opened REAL NOT NULL DEFAULT 0"]}
@@ -118,6 +121,7 @@ class Classes:
         self.store = store
         store.create("classes", VERSION, SCHEMA, upgrades(first_questions))
         store.create("limits", 1, limits.SCHEMA)
+        store.create("room", texts.VERSION, texts.SCHEMA)
 
     # --- the teacher -------------------------------------------------------------------
 
@@ -196,6 +200,14 @@ class Classes:
                        (json.dumps(view, ensure_ascii=False, sort_keys=True), code))
             return self._bump(db, code, now)
 
+    def show_room(self, code: str, key, shown: bool, now: float | None = None) -> int:
+        """Show the room's texts on the steps, or not (every member's page: the version)."""
+        now = time.time() if now is None else now
+        with self.store.transaction() as db:
+            self._host(db, code, key)
+            db.execute("UPDATE classes SET room = ? WHERE code = ?", (int(bool(shown)), code))
+            return self._bump(db, code, now)
+
     def set_door(self, code: str, key, open_: bool, now: float | None = None) -> None:
         """Open or close the door: closed, no new student joins (those in stay, and come
         back after a reload)."""
@@ -257,7 +269,7 @@ class Classes:
         ``UNKNOWN`` (no such class: one read, no write), ``FULL`` (no seat free for a
         newcomer), ``NO_SEAT`` (none for one of its students coming back), ``DOOR`` (the
         teacher closed the door to new students), ``BUSY`` (too many new students from
-        this client ``address`` just now: room.limits.JOINS)."""
+        this client ``address`` just now: room.limits.joins())."""
         now = time.time() if now is None else now
         if not self.exists(code):
             return UNKNOWN
@@ -276,7 +288,7 @@ class Classes:
                 return DOOR
             if _seated(db, code, now) >= MAX_STUDENTS:
                 return FULL
-            if not limits.take(db, limits.JOINS, address, now):
+            if not limits.take(db, limits.joins(), address, now):
                 return BUSY
             db.execute("INSERT INTO students (code, student, seen, joined) VALUES (?, ?, ?, ?)",
                        (code, student, now, now))
@@ -324,11 +336,12 @@ class Classes:
         found = self.versions(code)
         return None if found is None else found[0]
 
-    def versions(self, code: str) -> tuple[int, int] | None:
-        """``(version, tally)`` in one read (None: no such class): what a poll reads."""
+    def versions(self, code: str) -> tuple[int, int, int] | None:
+        """``(version, tally, room_version)`` in one read (None: no such class): what a
+        poll reads."""
         with self.store.reading() as db:
-            row = db.execute("SELECT version, tally FROM classes WHERE code = ?", (code,)).fetchone()
-        return None if row is None else (row[0], row[1])
+            row = db.execute("SELECT version, tally, room_version FROM classes WHERE code = ?", (code,)).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
 
     def state(self, code: str) -> ClassState | None:
         """The class as its members follow it: step, view, versions, the door, its votes."""
@@ -350,6 +363,12 @@ class Classes:
         with self.store.reading() as db:
             found = state_of(db, code)
             return {} if found is None else counts_of(db, code, found.votes)
+
+    def answers_of(self, code: str) -> list[tuple[int, str, int]]:
+        """Every answer of the class: (vote, student, choice) — for the teacher's export."""
+        with self.store.reading() as db:
+            return [tuple(r) for r in db.execute("SELECT vote, student, choice FROM answers WHERE code = ? "
+                                                 "ORDER BY vote, student", (code,)).fetchall()]
 
     def my_answer(self, code: str, vote: int, student: str) -> int | None:
         with self.store.reading() as db:
@@ -388,5 +407,5 @@ class Classes:
 
     @staticmethod
     def _delete(db, code: str) -> None:
-        for table in ("answers", "votes", "students", "classes"):
+        for table in ("room_texts", "answers", "votes", "students", "classes"):
             db.execute(f"DELETE FROM {table} WHERE code = ?", (code,))

@@ -21,6 +21,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from attn import settings
+
 SCHEMA = ("""CREATE TABLE IF NOT EXISTS limits (
     what TEXT NOT NULL, address TEXT NOT NULL, tokens REAL NOT NULL, at REAL NOT NULL,
     PRIMARY KEY (what, address))""",)
@@ -41,9 +43,16 @@ class Limit:
 
 # the bounds, with their reasons (docs/deploy.md lists each and what its refusal says)
 STARTS = Limit("start", burst=6, every=300.0)  # a teacher restarting a few times; a loop stops at 6, then 12 an hour
-JOINS = Limit("join", burst=60, every=20.0)  # a class of 60 behind one school NAT at once; a script then 3 a minute
 LINKS = Limit("link", burst=100, every=36.0)  # links a client makes: 100 at once, then 100 an hour
 LINK_BYTES = Limit("link_bytes", burst=16 * 2**20, every=3600.0 / (16 * 2**20))  # 16 MB at once, 16 MB an hour
+JOIN_EVERY = 10.0  # after its burst, one more student from one address every 10 s: 6 a minute
+
+
+def joins() -> Limit:
+    """New students from one address: ``ATLAS_JOIN_BURST`` (120) at once — a lecture hall
+    behind one school NAT gets in — then one every JOIN_EVERY seconds: a script minting ids
+    gets its burst, then 6 a minute (and the teacher sees it, and can close the door)."""
+    return Limit("join", burst=settings.read().join_burst, every=JOIN_EVERY)
 
 
 def key(address: str | None) -> str:
@@ -72,7 +81,7 @@ def forget_full(db, now: float | None = None) -> None:
     """Drop the buckets that have refilled (a full bucket is no row): the table holds only
     clients seen lately."""
     now = time.time() if now is None else now
-    for limit in (STARTS, JOINS, LINKS, LINK_BYTES):
+    for limit in (STARTS, joins(), LINKS, LINK_BYTES):
         db.execute("DELETE FROM limits WHERE what = ? AND at < ?", (limit.what, now - limit.burst * limit.every))
 
 

@@ -1,6 +1,8 @@
 """A fair queue for the one model of a process: ``TicketQueue`` serves heavy work (a new
-text's analysis, step 6's sweep, step 7's benchmark, a handout) one at a time: a reader's
-new text before heavy work still waiting, otherwise first come first served; each caller
+text's analysis, a room's text, step 6's sweep, step 7's benchmark, a handout) one at a
+time, in three tiers: a reader's new text first, then a text sent to a class's room,
+then heavy work, each before the tiers after it that are still waiting, otherwise first
+come first served; each caller
 takes a numbered ticket and waits for its turn, seeing meanwhile how many are ahead of it
 and about how long they will take (from the measured durations of earlier work of each
 kind, per unit of its size). The same work asked twice is done once. A plain lock would
@@ -29,21 +31,25 @@ class Ticket:
     error: BaseException | None = None
 
     @property
-    def light(self) -> bool:
-        return self.kind in TicketQueue.LIGHT
+    def tier(self) -> int:
+        """0: a reader waits for it; 1: a room's text (no reader waits on a page, but a
+        class does); 2: heavy work a reader asked for with a button."""
+        return TicketQueue.TIERS.get(self.kind, 2)
+
 
 
 class TicketQueue:
     """One piece of heavy work at a time. Light work (a reader's own new text: about a
-    second) goes before heavy work that is still waiting (a sweep, a benchmark, a
-    handout: tens of seconds), never before the work already running; within each,
-    first come, first served. A request for work that is already waiting or running
-    (``same``: the same benchmark, the same text) takes no ticket of its own: it waits
-    for that ticket and gets its result."""
+    second) goes before a room's texts and heavy work still waiting, a room's text before
+    heavy work still waiting (a sweep, a benchmark, a handout: tens of seconds), never
+    before the work already running; within each tier, first come, first served. A
+    request for work that is already waiting or running (``same``: the same benchmark,
+    the same text) takes no ticket of its own: it waits for that ticket and gets its
+    result."""
 
-    LIGHT = ("analysis",)
+    TIERS = {"analysis": 0, "room": 1}  # every other kind: 2
     # a first guess at each kind's duration (seconds per unit of weight) until one has been measured
-    GUESS = {"analysis": 2.0, "sweep": 90.0, "bench": 40.0, "handout": 5.0}
+    GUESS = {"analysis": 2.0, "room": 1.0, "sweep": 90.0, "bench": 40.0, "handout": 5.0}
 
     def __init__(self):
         self._cond = threading.Condition()
@@ -52,12 +58,12 @@ class TicketQueue:
         self._took: dict[str, float] = {}  # kind → smoothed measured seconds per unit of weight
 
     def take(self, kind: str, same=None, weight: float = 1.0) -> Ticket:
-        """A ticket for new work, placed after the light tickets when light, else last."""
+        """A ticket for new work, placed before every ticket of a later tier that has not
+        started, else last."""
         with self._cond:
             ticket = Ticket(next(self._numbers), kind, same, max(float(weight), 1e-9))
-            place = len(self._waiting)
-            if ticket.light:  # before every heavy ticket that has not started
-                place = next((i for i, t in enumerate(self._waiting) if not t.light and t.started is None), place)
+            place = next((i for i, t in enumerate(self._waiting) if t.tier > ticket.tier and t.started is None),
+                         len(self._waiting))
             self._waiting.insert(place, ticket)
             return ticket
 

@@ -58,10 +58,10 @@ def test_full_buckets_are_forgotten(where):
     store = store_at(where)
     with store.transaction() as db:
         limits.take(db, limits.STARTS, "10.0.0.1", 0.0)
-        limits.take(db, limits.JOINS, "10.0.0.2", 0.0)
+        limits.take(db, limits.joins(), "10.0.0.2", 0.0)
         limits.forget_full(db, limits.STARTS.burst * limits.STARTS.every - 1)
         rows = db.execute("SELECT what FROM limits ORDER BY what").fetchall()
-    assert [r[0] for r in rows] == ["start"]  # the joins' bucket had refilled (60 × 20 s < 6 × 300 s)
+    assert [r[0] for r in rows] == ["start"]  # the joins' bucket had refilled (120 × 10 s < 6 × 300 s)
 
 
 def test_wrong_codes_are_limited_per_client_in_this_process():

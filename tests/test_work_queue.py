@@ -121,22 +121,25 @@ def test_when_the_shared_work_fails_the_one_waiting_runs_its_own():
     assert got == ["results"] and len(q) == 0
 
 
-def test_a_new_text_goes_before_heavy_work_still_waiting_but_after_the_work_running():
+def test_a_new_text_then_a_rooms_text_go_before_heavy_work_still_waiting_but_after_the_work_running():
     q = TicketQueue()
     order = []
     running = q.take("sweep")
     q.wait(running)  # its turn at once: it runs
     bench = q.take("bench")
+    room = q.take("room")  # a text sent to a class's room: after the readers' texts, before heavy work
     handout = q.take("handout")
     text = q.take("analysis")  # a reader's own new text
     later = q.take("analysis")
-    assert [q.ahead(t) for t in (text, later, bench, handout)] == [1, 2, 3, 4]
+    room2 = q.take("room")
+    assert [q.ahead(t) for t in (text, later, room, room2, bench, handout)] == [1, 2, 3, 4, 5, 6]
     workers = [_in_thread(lambda t=t, name=name: (q.wait(t), order.append(name), q.done(t)))
-               for t, name in ((handout, "handout"), (bench, "bench"), (later, "later"), (text, "text"))]
+               for t, name in ((handout, "handout"), (bench, "bench"), (room2, "room2"), (room, "room"),
+                               (later, "later"), (text, "text"))]
     q.done(running)
     for th in workers:
         th.join(5)
-    assert order == ["text", "later", "bench", "handout"]
+    assert order == ["text", "later", "room", "room2", "bench", "handout"]
 
 
 def test_the_wait_told_is_each_kinds_measured_rate_times_its_size(monkeypatch):
