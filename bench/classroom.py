@@ -24,6 +24,10 @@ analysed), then:
           count including it; the full-page reruns of following students the answers
           caused), closes and reveals it; meanwhile a reader outside the class views
           one step again and again, against the same views with nobody polling
+  room    the room: a teacher shows it on step 1, N students each send a text of their
+          own (≈ 300 tokens) at once; the time from each send to the teacher's chart
+          showing it, until all N are there, a student's page view with the room shown
+          against the same with it hidden, the store's bytes per text
 
 Prints p50 / p95 / max per step and scenario, the ratio of p95 to the floor's, the
 server's peak resident memory (polled from outside) and this process's own CPU time
@@ -168,6 +172,23 @@ async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], flo
         print(summary_row("own texts", times, failed, None) + f"  (the whole class: {whole:.1f} s)")
         await asyncio.gather(*(r.close() for r in readers))
     await asyncio.gather(*(r.close() for r in teacher))
+    if "room" in scenarios:
+        from harness.room_class import room_scenario
+        from attn.settings import read
+
+        t0 = time.perf_counter()
+        texts = [own_text(i)[:1400] for i in range(n)]  # ≈ 300 tokens each
+        res = await room_scenario(url, n, texts, str(read().store_path))
+        print(f"\nthe room: {n} students each send a text of ≈ 300 tokens at once (the whole scenario "
+              f"{time.perf_counter() - t0:.0f} s)")
+        print(summary_row("send → on the teacher's chart", *res["point"], None) + "   (goal p95 ≤ 30 s)")
+        print(f"  all {n} on the chart: {res['all']:.1f} s after the first send (goal ≤ 60 s); measured "
+              f"{res['measured']} of {n}; the store holds {res['bytes_per_text'] / 1024:.1f} KB a text (goal ≤ 16 KB)")
+        print(summary_row("step 1 viewed, room shown", *res["with"], None))
+        print(summary_row("step 1 viewed, room hidden", *res["without"], None))
+        if res["with"][0] and res["without"][0]:
+            print(f"  the room: p95 {percentile(res['with'][0], 95) / percentile(res['without'][0], 95):.2f}× the "
+                  f"same view without it (goal ≤ 1.5×)")
     if "class" in scenarios:
         t0 = time.perf_counter()
         res = await class_scenario(url, n)

@@ -46,6 +46,7 @@ class Run:
     alerts: list[str] = field(default_factory=list)  # info / warning / error bodies as drawn, even if removed later
     code: list[str] = field(default_factory=list)  # code blocks (a share link, a class's link)
     toasts: list[str] = field(default_factory=list)  # notices (st.toast), as drawn
+    charts: dict[str, str] = field(default_factory=dict)  # a keyed chart's Plotly spec (JSON), by its key
     text_area_id: str | None = None
     finished: bool = False
     page: str = ""  # the page (its URL path) the run ended on: another after a switch the server made
@@ -143,6 +144,9 @@ class Reader:
             rerun.widget_states.widgets.add(id=wid, string_value=value)
         for key, value in values.items():
             wid = self._id(key)
+            if isinstance(value, bool):
+                rerun.widget_states.widgets.add(id=wid, bool_value=value)
+                continue
             if isinstance(value, int) and key in self.options:
                 value = self.options[key][value]
             if isinstance(value, int):
@@ -240,6 +244,8 @@ class Reader:
             out.code.append(el.code.code_text)
         elif kind == "toast":
             out.toasts.append(el.toast.body)
+        elif kind == "plotly_chart" and ID_PREFIX in el.plotly_chart.id:
+            out.charts[el.plotly_chart.id.split("-", 2)[-1]] = el.plotly_chart.spec
         wid = getattr(getattr(el, kind), "id", "") if kind else ""
         if isinstance(wid, str) and wid.startswith(ID_PREFIX):
             key = wid[len(ID_PREFIX):].split("-", 1)[-1]

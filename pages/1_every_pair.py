@@ -55,4 +55,5 @@ widgets.prose(t, 1, "step1.outro")
 if window is not None and 2 * n > window:  # the lesson names a full layer; this one slides a window
     st.caption(t("step1.outro_sliding", w=t.int(window), ratio=t.float(v["doubled"] / v["cells"])))
 
+page.room(layer=layer)
 page.close(sm)

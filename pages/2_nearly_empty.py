@@ -82,4 +82,5 @@ if res["window"] is not None and n > res["window"]:
     st.caption(t("step2.window_cap", w=t.int(res["window"])))
 widgets.prose(t, 2, "step2.outro")
 
+page.room(layer=layer)
 page.close(sm)

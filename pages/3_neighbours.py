@@ -49,4 +49,5 @@ widgets.chart("s3_reach", (rn, rw, rl), lambda: figures.reach_animation(
 ))
 widgets.prose(t, 3, "step3.outro")
 
+page.room(window=w)
 page.close(sm)

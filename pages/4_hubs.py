@@ -115,4 +115,5 @@ st.subheader(t("step4.model_heading"))
 st.markdown(t("step4.model_text"))
 model_swaps.hub_evidence(t, a, text)
 
+page.room(window=w)
 page.close(sm)

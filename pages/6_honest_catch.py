@@ -105,6 +105,7 @@ for i, (key, grid) in enumerate(maps.items()):
                       lambda key=key, grid=grid: map_figure(key, grid))
 st.caption(t("step6.maps_caption", m=m, layer=layer, h=head))
 
+page.room(layer=layer, window=w)
 page.ask(sm)
 model_swaps.sweep_section(t, a, text)
 page.end()

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attn.swap import hub_pair
-from ui import analyses, boot, measures, model_swaps, reader, served_model, widgets
+from ui import analyses, boot, measures, model_swaps, reader, served_model, step_page, widgets
 from ui.steps import CLOSING
 
 boot.through_app()
@@ -33,6 +33,7 @@ else:
     else:
         st.markdown(t("closing.swap_unmeasured"))
 st.markdown(t("closing.body"))
+step_page.room_verdict(t)  # in a class whose teacher shows the room: its verdict on each claim
 st.subheader(t("closing.glossary"))
 widgets.glossary_table(t)
 st.caption(t("closing.credits"))

@@ -45,7 +45,7 @@ def url():
 
 @pytest.fixture(scope="module")
 def tiny_url():
-    with app_server("tiny", timeout=300) as u:
+    with app_server("tiny", timeout=300, extra_env={"ATLAS_ROOM_WORKER": "1"}) as u:  # it measures the room's texts
         yield u
 
 
@@ -558,6 +558,65 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
                 const g = document.querySelector('.st-key-vote_chart_{slug} .js-plotly-plot');
                 return g.data.map(t => t.y.reduce((a, b) => a + b, 0)); }}""")
             assert bars == [3]  # one vote, the three answers counted
+    finally:
+        desk.close()
+        for ctx in phones.values():
+            ctx.close()
+
+
+ROOM_TEXTS = {"ja": "山あいの小さな町では、朝いちばんの列車が来る前に、駅長さんがホームの雪をかきます。" * 2,
+              "pt": "Na feira de sábado, as bancas de frutas abrem antes do sol e o cheiro de café enche a rua. " * 2}
+
+
+def test_the_room_on_phones_each_student_sees_their_own_point_and_nobody_elses_words(browser, tiny_url):
+    """Two students on phones send texts of their own to the room from the class panel;
+    the teacher shows the room; each phone's step 1 draws every text's point with the
+    student's own ringed, never another student's words; no sideways scrolling, and axe
+    passes at a phone's size."""
+    desk = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
+    phones = {lang: browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US", is_mobile=True,
+                                        has_touch=True) for lang in ROOM_TEXTS}
+    try:
+        teacher = desk.new_page()
+        teacher.goto(tiny_url + "/?lang=en")
+        wait_title(teacher, i18n.translate("en", "step1.title"))
+        teacher.locator('[data-testid="stSidebar"] summary', has_text=i18n.translate("en", "class.heading")).click()
+        teacher.get_by_role("button", name=i18n.translate("en", "class.start")).click()
+        said = teacher.locator('[data-testid="stSidebar"] strong').filter(has_text=re.compile(r"^\w{3} \w{3}$"))
+        said.first.wait_for(timeout=60_000)
+        code = said.first.inner_text().replace(" ", "")
+        students = {}
+        for lang, ctx in phones.items():
+            pg = ctx.new_page()
+            pg.goto(f"{tiny_url}/?lang={lang}&class={code}")
+            wait_title(pg, i18n.translate(lang, "step1.title"))
+            pg.locator('[data-testid="stExpandSidebarButton"], [data-testid="stSidebarCollapsedControl"] button'
+                       ).first.click()
+            pg.get_by_role("button", name=i18n.translate(lang, "room.student_heading"), exact=True).click()
+            pg.locator(".st-key-room_text textarea").fill(ROOM_TEXTS[lang])
+            pg.get_by_role("button", name=i18n.translate(lang, "room.send"), exact=True).click()
+            pg.get_by_text(i18n.translate(lang, "room.sent")).wait_for(timeout=15_000)
+            pg.keyboard.press("Escape")
+            students[lang] = pg
+        teacher.get_by_role("button", name=i18n.translate("en", "room.teacher_heading"), exact=True).click()
+        teacher.locator(".st-key-room_shown").click()
+        teacher.keyboard.press("Escape")
+        for lang, pg in students.items():
+            pg.locator(".st-key-room_chart_1 .js-plotly-plot").wait_for(timeout=60_000)
+            pg.wait_for_function("""() => { const g = document.querySelector('.st-key-room_chart_1 .js-plotly-plot');
+                return g && g.data.filter(t => t.mode === 'markers' && !(t.marker.line && t.marker.line.color))
+                    .reduce((a, t) => a + t.x.length, 0) >= 2 * 2; }""", timeout=60_000)  # 2 texts × 2 kinds of layer
+            wait_idle(pg)
+            ringed = pg.evaluate("""() => document.querySelector('.st-key-room_chart_1 .js-plotly-plot').data
+                .filter(t => t.marker && t.marker.line && t.marker.line.color === '#000000').length""")
+            assert ringed == 1, lang  # their own point, and no one else's
+            other = next(text for other_lang, text in ROOM_TEXTS.items() if other_lang != lang)
+            body = pg.evaluate("() => document.body.innerText + JSON.stringify([...document.querySelectorAll("
+                               "'.js-plotly-plot')].map(g => g.data))")
+            assert other[:12] not in body, lang  # never another student's words
+            assert pg.evaluate("() => document.documentElement.scrollWidth") <= 391
+            assert not axe_violations(pg)
+            pg.screenshot(path=os.path.join(ARTIFACTS, f"room-phone-{lang}-1.png"), full_page=True)
     finally:
         desk.close()
         for ctx in phones.values():

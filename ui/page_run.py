@@ -47,6 +47,13 @@ def run_ended() -> None:
         _runs["last"] = time.monotonic()
 
 
+def touch() -> None:
+    """A fragment's run (a class member's poll, the room's charts): the server is not
+    idle, though no page ran (app.py counts only whole runs)."""
+    with _runs_lock:
+        _runs["last"] = time.monotonic()
+
+
 def idle_for() -> float:
     """Seconds since the last page run ended (0 while one runs)."""
     with _runs_lock:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from . import analyses, boot, keys, page_run, reader, served_model, summary, widgets
-from .classroom import membership, votes
+from .classroom import membership, room_charts, votes
 from .i18n import Translator
 from .steps import N_STEPS, page_of
 from .summary import Question, verdict
@@ -46,10 +46,21 @@ class StepPage:
         """The glossary terms the step's prose linked, with their meanings."""
         widgets.terms_footer(self.t, self.number)
 
+    def room(self, **settings) -> None:
+        """In a class whose teacher shows the room: every text of the class on this step's
+        claim (``settings``: the page's layer or window, which the room follows)."""
+        room_charts.section(self.t, self.number, **settings)
+
     def close(self, sm: summary.Summary) -> None:
         """``ask``, then ``end``: a step with nothing after its numbers."""
         self.ask(sm)
         self.end()
+
+
+def room_verdict(t: Translator) -> None:
+    """The closing page's part of the room: the class's verdict on each claim, from every
+    text it sent (when its teacher shows the room)."""
+    room_charts.closing(t)
 
 
 def opened(step: int, needs_text: bool = True) -> StepPage:

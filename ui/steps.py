@@ -21,6 +21,9 @@ class Step:
     # never changes (a vote in the store names it; a second vote on it is its round 2)
     questions: tuple[str, ...] = ()
     summary_from: tuple[str, ...] = ()  # the settings (ui.setting_table rows) its summary is built from
+    # what the room shows on it of every text of a class (ui.classroom.room_charts; "": nothing per
+    # text to show, as step 5's algebra and step 7's timing): a chart of attn.room's numbers
+    room: str = ""
 
     @property
     def title_key(self) -> str:
@@ -44,18 +47,20 @@ class Step:
 
 PAGES = [
     Step(1, "pages/1_every_pair.py", "every-pair", ":material/grid_on:", questions=("s1.doubling",),
-         summary_from=("s1_layer", "s1_head")),
+         summary_from=("s1_layer", "s1_head"), room="cells"),
     Step(2, "pages/2_nearly_empty.py", "nearly-empty", ":material/grain:", questions=("s2.cells",),
-         summary_from=("s2_layer", "s2_head", "s2_p")),
+         summary_from=("s2_layer", "s2_head", "s2_p"), room="useful"),
     Step(3, "pages/3_neighbours.py", "neighbours", ":material/swap_horiz:", questions=("s3.reach",),
-         summary_from=("s3_layer", "s3_head", "s3_w", "s3_rw", "s3_rl")),
-    Step(4, "pages/4_hubs.py", "hubs", ":material/hub:", questions=("s4.hops",), summary_from=("s4_hubs", "s4_w")),
+         summary_from=("s3_layer", "s3_head", "s3_w", "s3_rw", "s3_rl"), room="window"),
+    Step(4, "pages/4_hubs.py", "hubs", ":material/hub:", questions=("s4.hops",), summary_from=("s4_hubs", "s4_w"),
+         room="sink"),
     Step(5, "pages/5_linear.py", "linear", ":material/linear_scale:", questions=("s5.order",),
          summary_from=("s5_layer", "s5_feature", "s5_causal")),
     Step(6, "pages/6_honest_catch.py", "honest-catch", ":material/balance:", questions=("s6.closest",),
-         summary_from=("s6_layer", "s6_head", "s6_w", "s6_hubs")),
+         summary_from=("s6_layer", "s6_head", "s6_w", "s6_hubs"), room="errors"),
     Step(7, "pages/7_payoff.py", "payoff", ":material/speed:", questions=("s7.ratio",)),
-    Step(8, "pages/8_closing.py", "closing", ":material/school:", is_step=False, heading="closing.title"),
+    Step(8, "pages/8_closing.py", "closing", ":material/school:", is_step=False, heading="closing.title",
+         room="verdict"),
     Step(9, "pages/9_playground.py", "playground", ":material/science:", is_step=False, heading="playground.title"),
 ]
 STEPS = [p for p in PAGES if p.is_step]

@@ -10,6 +10,7 @@ from room import codes
 
 from .. import keys, reader
 from ..i18n import Translator
+from . import room
 from .membership import back, explore, is_teacher, join, member, resume
 from .polling import poll
 from .teacher import end, join_slide, resume_url, start
@@ -46,9 +47,11 @@ def sidebar(t: Translator, step: int) -> None:
                     st.code(resume_url(code), language=None)
                     st.markdown(t("class.key_label"))
                     st.code(st.session_state.get(keys.HOST, ""), language=None)
+            room.panel(t)
             st.button(t("class.end"), key="class_end", on_click=end, width="stretch", icon=":material/logout:")
             return
         poll(step)
+        room.panel(t)
         if st.session_state.get(keys.FOLLOWING):
             st.caption(t("class.following"))
             st.button(t("class.explore"), key="class_explore", width="stretch", icon=":material/explore:",

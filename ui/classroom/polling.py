@@ -17,7 +17,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from room import follow
 from room.store import StoreError
 
-from .. import keys, prebuild, reader
+from .. import keys, page_run, prebuild, reader
 from ..steps import page_of
 from .handle import classes, forget, versions
 from .membership import _apply, is_teacher, leave, member
@@ -120,6 +120,7 @@ def _decide(code: str, version: int, seat: follow.Seat):
 def poll(step: int) -> None:
     """A class member's tick each second, in the sidebar's class panel; the teacher's
     shows the students present, counted live."""
+    page_run.touch()  # a class polling keeps the server busy: no background compile meanwhile
     tick(step)
     code = member()
     if code is not None and is_teacher():

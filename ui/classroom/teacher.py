@@ -14,6 +14,7 @@ from room.store import Refused, StoreError
 
 from .. import keys, prebuild, reader, share
 from ..i18n import Translator
+from . import room
 from .handle import Unreadable, classes, forget
 from .membership import QUERY_CLASS, QUERY_HOST, class_view, current, gone, leave, member
 
@@ -163,6 +164,9 @@ def pulse_panel(t: Translator, code: str) -> None:
     if now is None:
         return
     st.caption(t("class.pulse", n=t.int(now.present), joined=t.int(now.joined_recently)))
+    in_room = room.room_now(code)
+    if in_room:
+        room.counts(t, in_room[1])  # the texts sent to the room, counted live
     if now.door:
         st.button(t("class.close_door"), key="class_door_close", on_click=set_door, args=(False,), width="stretch",
                   icon=":material/door_front:", help=t("class.close_door_help"))

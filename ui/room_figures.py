@@ -1,0 +1,121 @@
+"""Plotly builders for the room (every text of a class at once): numbers, languages and
+labels in, a figure out; no Streamlit, no tensor math. A text is never named on a chart:
+a point says its language and its numbers. One trace a language (a class's 200 texts are
+a few traces, not hundreds), and the viewer's own point, when given, ringed in black by
+``ring``, added to a copy of the shared figure."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from .figures import OKABE_ITO, _layout, safe
+
+RING = {"color": "rgba(0,0,0,0)", "size": 18, "line": {"color": "#000000", "width": 3}}
+
+
+def _colour(langs: list[str], lang: str) -> str:
+    return OKABE_ITO[langs.index(lang) % len(OKABE_ITO)] if lang in langs else "#777777"
+
+
+def _by_language(items: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for item in items:
+        out.setdefault(item["lang"], []).append(item)
+    return out
+
+
+def ring(fig: go.Figure, x: float, y: float, name: str) -> go.Figure:
+    """A copy of a shared figure with one point ringed: the viewer's own text."""
+    mine = go.Figure(fig)
+    mine.add_trace(go.Scatter(x=[x], y=[y], mode="markers", marker=RING, name=safe(name), hoverinfo="skip"))
+    return mine
+
+
+def prefix_lines(texts: list[dict], *, title, x_title, y_title, separators, lang_names, hover, reference_name,
+                 height=460):
+    """Step 2's experiment: each text's useful share on its growing prefixes (``texts``:
+    ``{"lang", "x", "y", "ref"}``, ``ref`` the equal-weights reference on the same
+    prefixes): one line a text, coloured by its language, its reference dotted grey."""
+    fig = go.Figure()
+    langs = list(lang_names)
+
+    def joined(rows, key):
+        out = []
+        for r in rows:
+            out += list(r[key]) + [None]  # a gap between two texts' lines
+        return out
+
+    if texts:
+        fig.add_trace(go.Scatter(x=joined(texts, "x"), y=joined(texts, "ref"), mode="lines", name=safe(reference_name),
+                                 line={"color": "#999999", "dash": "dot", "width": 1}, hoverinfo="skip"))
+    for lang, rows in _by_language(texts).items():
+        fig.add_trace(go.Scatter(x=joined(rows, "x"), y=joined(rows, "y"), mode="lines+markers",
+                                 name=safe(lang_names.get(lang, lang)),
+                                 line={"color": _colour(langs, lang), "width": 1.5},
+                                 marker={"size": 5}, connectgaps=False,
+                                 hovertemplate=hover + "<extra>" + safe(lang_names.get(lang, lang)) + "</extra>"))
+    fig.update_xaxes(title=safe(x_title), type="log", exponentformat="power")
+    fig.update_yaxes(title=safe(y_title), type="log", tickformat=".0%", dtick="D2")
+    fig.update_layout(legend={"orientation": "h", "y": -0.22})
+    return _layout(fig, title, separators, height)
+
+
+def points_on_curves(points: list[dict], curves: list[dict], *, title, x_title, y_title, separators, lang_names,
+                     hover, height=460):
+    """Every text's value against its n (``points``: ``{"lang", "x", "y", "symbol"}``) on
+    the curves its kinds of layer draw (``curves``: ``{"name", "x", "y", "dash"}``)."""
+    fig = go.Figure()
+    for c in curves:
+        fig.add_trace(go.Scatter(x=c["x"], y=c["y"], mode="lines", name=safe(c["name"]),
+                                 line={"color": "#555555", "dash": c.get("dash", "solid"), "width": 1.5},
+                                 hoverinfo="skip"))
+    langs = list(lang_names)
+    for lang, rows in _by_language(points).items():
+        fig.add_trace(go.Scatter(x=[p["x"] for p in rows], y=[p["y"] for p in rows], mode="markers",
+                                 name=safe(lang_names.get(lang, lang)),
+                                 marker={"size": 10, "color": _colour(langs, lang),
+                                         "symbol": [p.get("symbol", "circle") for p in rows]},
+                                 hovertemplate=hover + "<extra>" + safe(lang_names.get(lang, lang)) + "</extra>"))
+    fig.update_xaxes(title=safe(x_title), type="log", exponentformat="power")
+    fig.update_yaxes(title=safe(y_title), type="log", exponentformat="power")
+    fig.update_layout(legend={"orientation": "h", "y": -0.22})
+    return _layout(fig, title, separators, height)
+
+
+def spread(j: int) -> float:
+    """A dot's offset within its group (the golden ratio: no two dots of a group on one x)."""
+    return ((j * 0.618033988749895) % 1.0 - 0.5) * 0.5
+
+
+def strips(groups: list[str], points: list[dict], *, title, y_title, separators, lang_names, hover, log_y=False,
+           y_format=None, height=440, tick_angle=0):
+    """Every text's value in each group (``points``: ``{"group", "lang", "y"}``, in each
+    group the order the texts came), dots spread across the group's width and coloured by
+    language, the group's median a short black bar. Returns the figure and each point's
+    x (for ``ring``)."""
+    fig = go.Figure()
+    langs = list(lang_names)
+    xs = []
+    for g_i, group in enumerate(groups):
+        values = sorted(p["y"] for p in points if p["group"] == group)
+        if values:
+            m = len(values) // 2
+            median = values[m] if len(values) % 2 else (values[m - 1] + values[m]) / 2
+            fig.add_trace(go.Scatter(x=[g_i - 0.3, g_i + 0.3], y=[median, median], mode="lines",
+                                     line={"color": "#000000", "width": 3}, showlegend=False, hoverinfo="skip"))
+    seen: dict[str, int] = {}
+    for p in points:
+        j = seen[p["group"]] = seen.get(p["group"], -1) + 1
+        xs.append(groups.index(p["group"]) + spread(j))
+    for lang in dict.fromkeys(p["lang"] for p in points):
+        at = [i for i, p in enumerate(points) if p["lang"] == lang]
+        fig.add_trace(go.Scatter(x=[xs[i] for i in at], y=[points[i]["y"] for i in at], mode="markers",
+                                 name=safe(lang_names.get(lang, lang)),
+                                 marker={"size": 9, "color": _colour(langs, lang)},
+                                 hovertemplate=hover + "<extra>" + safe(lang_names.get(lang, lang)) + "</extra>"))
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(groups))), ticktext=[safe(g) for g in groups],
+                     range=[-0.6, len(groups) - 0.4], tickangle=tick_angle, automargin=True)
+    fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear", tickformat=y_format,
+                     exponentformat="power", rangemode="tozero" if not log_y else None)
+    fig.update_layout(legend={"orientation": "h", "y": -0.22})
+    return _layout(fig, title, separators, height), xs
