@@ -118,7 +118,8 @@ def verdicts(texts: list[tuple[str, dict]]) -> dict:
       in more than half of the layers, of those long enough to have two prefixes, in all
       and per language;
     * ``window``: each window's median share kept, and in how many texts it keeps more
-      than half of the weight;
+      than half of the weight, over the texts longer than the window (``shorter``: those
+      it keeps whole, left out);
     * ``sink``: the median share of the first token, and in how many texts it takes more
       than an even spread would give it (``uniform_sink``);
     * ``errors``: each method's median error."""
@@ -134,9 +135,10 @@ def verdicts(texts: list[tuple[str, dict]]) -> dict:
         got[0] += held
         got[1] += 1
     window = {}
-    for w in ROOM_WINDOWS:
-        kept = [nums["kept"][str(w)]["mean"] for _, nums in texts]
-        window[w] = {"median": median(kept), "most": sum(1 for x in kept if x > 0.5), "of": len(kept)}
+    for w in ROOM_WINDOWS:  # a text no longer than the window keeps all of it: it proves nothing
+        kept = [nums["kept"][str(w)]["mean"] for _, nums in texts if nums["n"] > w]
+        window[w] = {"median": median(kept), "most": sum(1 for x in kept if x > 0.5), "of": len(kept),
+                     "shorter": len(texts) - len(kept)}
     sinks = [(nums["sink_mean"], uniform_sink(nums["n"])) for _, nums in texts if nums["n"] > 1]
     sink = {"median": median([s for s, _ in sinks]), "above": sum(1 for s, u in sinks if s > u), "of": len(sinks)}
     names = sorted({name for _, nums in texts for name in nums["errors"]})

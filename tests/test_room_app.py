@@ -14,7 +14,7 @@ import pytest
 
 from attn import room as room_numbers
 from room.store import Store
-from ui import keys, room_work, share
+from ui import i18n, keys, room_work, share
 from ui.classroom import handle
 from ui.classroom import room as room_panel
 
@@ -152,14 +152,28 @@ def test_every_step_that_measures_a_claim_draws_the_room_and_the_closing_page_gi
     measure_all()
     teacher.sidebar.toggle(key="room_shown").set_value(True).run()
     s = students["pt"]
-    drawn = {}
+    drawn, said = {}, {}
     for move in ["nav_prev"] + ["nav_next"] * 7:  # step 1, then 2 … 7 and the closing page
         teacher.button(key=move).click().run()
         tick(s)
         drawn[s.title[0].value] = [c.key for c in s.get("plotly_chart") if (c.key or "").startswith("room_chart_")]
+        said[s.title[0].value] = [c.value for c in s.caption]
     assert [k for keys_ in drawn.values() for k in keys_] == [f"room_chart_{n}" for n in (1, 2, 3, 4, 6)]
     tables = [t for t in s.get("dataframe")] + [t for t in s.get("table")]
     assert tables  # the closing page's verdict on each claim
+    # both texts are shorter than 256 tokens: a window that long keeps them whole, and the
+    # room says so rather than count them as a window keeping "most of the weight"
+    sizes = [t.numbers["n"] for t in room_work.rooms().texts(code)]
+    assert max(sizes) <= 256
+    verdict = [row for t in tables for row in t.value.astype(str).values.tolist()]
+    assert [i18n.translate("pt", "room.claim_window", w="256"),
+            i18n.translate("pt", "room.verdict_window_none", w="256")] in verdict
+    step3 = said[i18n.translate("pt", "step3.title")]
+    shown = [w for w in room_numbers.ROOM_WINDOWS  # the window step 3's room chart says it shows
+             if i18n.translate("pt", "room.window_measured", ws="4, 16, 64 e 256", w=str(w)) in step3]
+    assert len(shown) == 1, step3
+    short = sum(n <= shown[0] for n in sizes)
+    assert (i18n.translate("pt", "room.window_shorter", n=short, w=str(shown[0])) in step3) == (short > 0)
 
 
 def test_the_exports_hold_what_the_room_measured_and_how_the_votes_went(klass):

@@ -121,24 +121,27 @@ def test_each_shortcuts_error_against_attention_written_out(measured):
 
 
 def test_the_rooms_verdicts_counted_by_hand():
-    """Three texts made up: the useful share falls in two layers of three in the first,
-    in one of three in the second; the third is too short to have two prefixes."""
+    """Three texts made up (300, 100 and 10 tokens): the useful share falls in two layers
+    of three in the first, in one of three in the second; the third is too short to have
+    two prefixes."""
     def text(shares, sink, n, kept, errors):
         return {"n": n, "layers": len(shares), "sink_mean": sink, "errors": errors,
                 "useful": [[[16, 2.0, a, 0.9], [n, 2.0, b, 0.9]] if b is not None else [[n, 2.0, a, 0.9]]
                            for a, b in shares],
                 "kept": {str(w): {"mean": kept[i], "layers": []} for i, w in enumerate(room.ROOM_WINDOWS)}}
 
-    texts = [("en", text([(0.5, 0.2), (0.4, 0.3), (0.2, 0.3)], 0.3, 100, [0.1, 0.4, 0.6, 0.9], {"window": 0.5})),
+    texts = [("en", text([(0.5, 0.2), (0.4, 0.3), (0.2, 0.3)], 0.3, 300, [0.1, 0.4, 0.6, 0.9], {"window": 0.5})),
              ("pt", text([(0.5, 0.6), (0.4, 0.1), (0.2, 0.3)], 0.01, 100, [0.1, 0.2, 0.3, 0.4], {"window": 0.3})),
              ("ja", text([(0.5, None)] * 3, 0.25, 10, [0.2, 0.6, 0.7, 0.8], {"window": 0.1}))]
     v = room.verdicts(texts)
     assert v["shrinks"] == {"held": 1, "of": 2, "langs": {"en": [1, 1], "pt": [0, 1]}}
-    assert v["window"][256] == {"median": 0.8, "most": 2, "of": 3}
-    assert v["window"][4] == {"median": 0.1, "most": 0, "of": 3}
+    # a window counts only the texts longer than it: 256 → the first alone, 64 → the first two
+    assert v["window"][256] == {"median": 0.9, "most": 1, "of": 1, "shorter": 2}
+    assert v["window"][64] == {"median": pytest.approx(0.45), "most": 1, "of": 2, "shorter": 1}  # (0.6 + 0.3) / 2
+    assert v["window"][4] == {"median": 0.1, "most": 0, "of": 3, "shorter": 0}
     even_100 = sum(1 / (i + 1) for i in range(1, 100)) / 99  # ≈ 0.0524
     assert room.uniform_sink(100) == pytest.approx(even_100)
     even_10 = (1 / 2 + 1 / 3 + 1 / 4 + 1 / 5 + 1 / 6 + 1 / 7 + 1 / 8 + 1 / 9 + 1 / 10) / 9  # ≈ 0.2143
     assert room.uniform_sink(10) == pytest.approx(even_10)
-    assert v["sink"] == {"median": 0.25, "above": 2, "of": 3}  # 0.3 > 0.052 and 0.25 > 0.214; 0.01 < 0.052
+    assert v["sink"] == {"median": 0.25, "above": 2, "of": 3}  # 0.3 > 0.018 (n = 300) and 0.25 > 0.214; 0.01 < 0.052
     assert v["errors"] == {"window": 0.3}

@@ -156,6 +156,9 @@ def window(t: Translator, done: list, cfg: dict):
     said = [t("room.window_measured", ws=t.list(t.int(v) for v in room_numbers.ROOM_WINDOWS), w=t.int(w))]
     if cfg.get("window") not in (None, w):
         said.append(t("room.window_nearest", asked=t.int(cfg["window"]), w=t.int(w)))
+    shorter = sum(1 for x in done if x.numbers["n"] <= w)
+    if shorter:
+        said.append(t("room.window_shorter", n=shorter, w=t.int(w)))
     return fig, where, said
 
 
@@ -235,7 +238,8 @@ def verdict_table() -> None:
     big = max(room_numbers.ROOM_WINDOWS)
     w = v["window"][big]
     rows.append((t("room.claim_window", w=t.int(big)),
-                 t("room.verdict_window", median=t.pct(w["median"]), most=t.int(w["most"]), n=t.int(w["of"]))))
+                 t("room.verdict_window", median=t.pct(w["median"]), most=t.int(w["most"]), n=w["of"], w=t.int(big))
+                 if w["of"] else t("room.verdict_window_none", w=t.int(big))))
     k = v["sink"]
     rows.append((t("room.claim_sink"), t("room.verdict_sink", median=t.pct(k["median"]), above=t.int(k["above"]),
                                          n=t.int(k["of"]))))
