@@ -1,3 +1,4 @@
+import json
 import warnings
 
 import numpy as np
@@ -74,6 +75,15 @@ def test_a_shared_figure_sends_what_the_figure_would_and_makes_its_dict_once():
     copy.update_layout(font={"size": 18})
     assert type(copy) is go.Figure and copy.to_dict()["layout"]["font"]["size"] == 18
     assert one.to_dict()["layout"]["font"].get("size") != 18
+    # a room chart's ringed point: the shared figure's dict and one trace more, the shared
+    # one untouched; presenter mode's copy of it (from its dict) holds every trace
+    ring = go.Scatter(x=[3], y=[4], mode="markers", name="yours")
+    mine = figures.with_trace(one, ring)
+    sent = json.loads(plotly.io.to_json(mine, validate=False))
+    assert sent["data"][:-1] == json.loads(plotly.io.to_json(plain, validate=False))["data"]
+    assert sent["data"][-1]["x"] == [3] and sent["data"][-1]["name"] == "yours"
+    assert len(one.to_dict()["data"]) == len(plain.data) and sent["layout"] == json.loads(plotly.io.to_json(one))["layout"]
+    assert len(go.Figure(mine.to_dict()).data) == len(plain.data) + 1
 
 
 def test_a_bar_charts_reference_line_is_named_in_the_legend_and_its_axis_written_like_its_bars():

@@ -62,6 +62,17 @@ class SharedFigure(go.Figure):
         return self._as_dict
 
 
+def with_trace(fig: SharedFigure, trace: go.Scatter) -> SharedFigure:
+    """A shared figure and one trace more, made from its dict: the figure's own traces are
+    neither copied nor validated again (≈ 0.1 ms, where ``go.Figure(fig)`` and a new
+    ``to_dict`` take ≈ 18 ms on a room chart). Like every SharedFigure it is read-only, and
+    it holds its traces only as a dict: ``go.Figure(fig.to_dict())`` gives one to change."""
+    base = fig.to_dict()
+    out = SharedFigure()
+    out._as_dict = {**base, "data": [*base["data"], trace.to_plotly_json()]}
+    return out
+
+
 def shared(built):
     """``built`` with each of its figures (it, or those in a list, tuple or dict) made
     a ``SharedFigure``; anything else as it is."""

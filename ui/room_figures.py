@@ -2,13 +2,13 @@
 labels in, a figure out; no Streamlit, no tensor math. A text is never named on a chart:
 a point says its language and its numbers. One trace a language (a class's 200 texts are
 a few traces, not hundreds), and the viewer's own point, when given, ringed in black by
-``ring``, added to a copy of the shared figure."""
+``ring``, added to the shared figure's dict."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .figures import OKABE_ITO, _layout, safe
+from .figures import OKABE_ITO, SharedFigure, _layout, safe, with_trace
 
 RING = {"color": "rgba(0,0,0,0)", "size": 18, "line": {"color": "#000000", "width": 3}}
 
@@ -24,11 +24,10 @@ def _by_language(items: list[dict]) -> dict[str, list[dict]]:
     return out
 
 
-def ring(fig: go.Figure, x: float, y: float, name: str) -> go.Figure:
-    """A copy of a shared figure with one point ringed: the viewer's own text."""
-    mine = go.Figure(fig)
-    mine.add_trace(go.Scatter(x=[x], y=[y], mode="markers", marker=RING, name=safe(name), hoverinfo="skip"))
-    return mine
+def ring(fig: SharedFigure, x: float, y: float, name: str) -> SharedFigure:
+    """A shared figure with one point more, ringed: the viewer's own text (made for each
+    student at each room version, so from the figure's dict, not a copy of the figure)."""
+    return with_trace(fig, go.Scatter(x=[x], y=[y], mode="markers", marker=RING, name=safe(name), hoverinfo="skip"))
 
 
 def prefix_lines(texts: list[dict], *, title, x_title, y_title, separators, lang_names, hover, reference_name,

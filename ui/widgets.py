@@ -279,7 +279,7 @@ def show_figure(fig, key: str | None = None) -> None:
     """A figure with the chart's own camera button (a print-friendly PNG named after the
     chart and language). Figures are shared between readers: presenter mode styles a copy."""
     if reader.presenter():  # readable from the back of a room: chart text scaled with the page's
-        fig = go.Figure(fig)
+        fig = go.Figure(fig.to_dict() if isinstance(fig, figures.SharedFigure) else fig)  # a room chart: a dict only
         fig.update_layout(font={"size": 18}, title_font={"size": 24})
         fig.update_xaxes(tickfont={"size": 16}, title_font={"size": 18})  # the token axes set their own 10 px
         fig.update_yaxes(tickfont={"size": 16}, title_font={"size": 18})
