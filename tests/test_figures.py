@@ -82,7 +82,8 @@ def test_a_shared_figure_sends_what_the_figure_would_and_makes_its_dict_once():
     sent = json.loads(plotly.io.to_json(mine, validate=False))
     assert sent["data"][:-1] == json.loads(plotly.io.to_json(plain, validate=False))["data"]
     assert sent["data"][-1]["x"] == [3] and sent["data"][-1]["name"] == "yours"
-    assert len(one.to_dict()["data"]) == len(plain.data) and sent["layout"] == json.loads(plotly.io.to_json(one))["layout"]
+    assert len(one.to_dict()["data"]) == len(plain.data)
+    assert sent["layout"] == json.loads(plotly.io.to_json(one))["layout"]
     assert len(go.Figure(mine.to_dict()).data) == len(plain.data) + 1
 
 
