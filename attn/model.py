@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from . import settings  # first: puts the Hugging Face libraries offline
 
+import inspect
 import itertools
 import threading
 import time
@@ -30,9 +31,8 @@ import torch.nn.functional as F
 from transformers import (AttentionInterface, AutoModelForCausalLM, AutoTokenizer, Gemma3ForCausalLM,
                           Gemma3TextConfig)
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
-from transformers.models.gemma3.modeling_gemma3 import eager_attention_forward
 
-from . import convert, methods, patterns
+from . import arch as arch_, convert, methods, patterns
 from .device import pick_device
 from .tokens import ByteTokenizer, HFTokenizer, Tokenizer, labels_from_offsets, words_from_offsets
 
@@ -67,15 +67,18 @@ class Analysis:
     offsets: list[tuple[int, int]]
     attentions: torch.Tensor  # (layers, heads, n, n) float16, rows sum to 1
     layer_types: list[str]  # "sliding" / "full"
-    sliding_window: int
+    sliding_window: int  # the sliding layers' window (0 when none slides)
     truncated: int  # tokens dropped beyond the budget
     total_tokens: int
-    scale: float  # the factor q·kᵀ is multiplied by
+    scale: float  # the factor q·kᵀ is multiplied by (the first layer's: see ``scales``)
     unknown: int  # tokens the tokenizer could not place
     seconds: float
     q: torch.Tensor = field(repr=False)  # (layers, 1, heads, n, d) float32
     k: torch.Tensor = field(repr=False)  # (layers, 1, kv_heads, n, d): one shared key/value head
     v: torch.Tensor = field(repr=False)
+    causal: bool = True  # False: an encoder, each token attends both ways
+    scales: tuple[float, ...] = ()  # each layer's factor (GPT-2 can divide it by the layer's number)
+    softcaps: tuple[float | None, ...] = ()  # each layer's logit soft cap (Gemma 2), or None
 
     @property
     def n(self) -> int:
@@ -103,7 +106,7 @@ class Analysis:
             raise ValueError(f"layer must be in 0..{self.n_layers - 1}, got {layer}")
         q, k, v = self.q[layer], self.k[layer], self.v[layer]
         h = q.shape[1]
-        return q, k.expand(-1, h, -1, -1), v.expand(-1, h, -1, -1)
+        return q, arch_.repeat_kv(k, h), arch_.repeat_kv(v, h)
 
     def grid(self, layer: int, head: int | None = None) -> torch.Tensor:
         """float32 (n, n): one head's weights, or the mean over heads (head=None)."""
@@ -114,9 +117,18 @@ class Analysis:
         """The layer's own sliding window, or None in a full layer."""
         return self.sliding_window if self.layer_types[layer] == "sliding" else None
 
+    def layer_scale(self, layer: int) -> float:
+        return self.scales[layer] if self.scales else self.scale
+
     def model_mask(self, layer: int) -> torch.Tensor:
         """bool (n, n): the pairs the model's own layer attends to (causal, plus its
-        sliding window in sliding layers) — the registry's ``own`` pattern."""
+        sliding window in sliding layers: the registry's ``own`` pattern; both ways on an
+        encoder)."""
+        if not self.causal:
+            w = self.own_window(layer)
+            i = torch.arange(self.n)
+            gap = (i.unsqueeze(1) - i.unsqueeze(0)).abs()
+            return torch.ones(self.n, self.n, dtype=torch.bool) if w is None else gap < w
         return patterns.dense(methods.own().mask(self.n, methods.Params(window=self.own_window(layer))),
                               self.n)
 
@@ -156,13 +168,21 @@ class LoadedModel:
         self.lock = threading.RLock()
         cfg = model.config
         self.config = cfg
-        self.n_layers = cfg.num_hidden_layers
-        self.n_heads = cfg.num_attention_heads
-        self.head_dim = cfg.head_dim
-        self.sliding_window = int(cfg.sliding_window)
-        self.layer_types = ["sliding" if t == "sliding_attention" else "full" for t in cfg.layer_types]
-        self.scale = float(cfg.query_pre_attn_scalar) ** -0.5
+        forward = inspect.signature(model.base_model.forward).parameters
+        self._forward_kwargs = {"use_cache": False} if "use_cache" in forward else {}
+        # the attention as the model runs it, read from one probe (attn.arch), never assumed
+        self.arch, self._layer_of = arch_.read(model, self._forward_kwargs)
+        self.n_layers = self.arch.n_layers
+        self.n_heads = self.arch.n_heads
+        self.kv_heads = self.arch.kv_heads
+        self.head_dim = self.arch.head_dim
+        self.causal = self.arch.causal
+        self.sliding_window = self.arch.sliding_window
+        self.layer_types = self.arch.layer_types
+        self.scale = self.arch.scales[0]
         self.max_tokens = token_budget(self.device)
+        if self.arch.max_positions:
+            self.max_tokens = min(self.max_tokens, self.arch.max_positions)
         self._own_impl = cfg._attn_implementation
         self._plan: Capture | Replace | None = None
         self._base_cache: OrderedDict = OrderedDict()
@@ -179,23 +199,25 @@ class LoadedModel:
         query (b, heads, n, d); key, value (b, kv_heads, n, d); returns
         ((b, n, heads, d), weights or None)."""
         plan = self._plan
-        layer = module.layer_idx
-        scale = module.scaling if scaling is None else scaling
+        layer = self._layer_of[id(module)]
+        scale = self.arch.scales[layer] if scaling is None else scaling
+        softcap = kwargs.get("softcap")
         heads = query.shape[1]
         if plan is None:
             raise RuntimeError("attention called outside a plan")
         if isinstance(plan, Capture):
-            out, weights = eager_attention_forward(module, query, key, value, attention_mask, scaling=scale)
+            out, weights = arch_.attend(query, key, value, attention_mask, scale, softcap)
             rec = plan.record  # each layer into its slice of the analysis' tensors, made up front
             rec["q"][layer].copy_(query.detach())
             rec["k"][layer].copy_(key.detach())
             rec["v"][layer].copy_(value.detach())
             rec["w"][layer].copy_(weights.detach()[0])
             return out, None
-        k = key.expand(-1, heads, -1, -1) if key.shape[1] != heads else key  # (b, heads, n, d)
-        v = value.expand(-1, heads, -1, -1) if value.shape[1] != heads else value
+        k, v = arch_.repeat_kv(key, heads), arch_.repeat_kv(value, heads)  # (b, heads, n, d)
         if layer in plan.layers and plan.method != methods.own().name:
             out = methods.get(plan.method).run(query, k, v, replace(plan.params, scale=scale))
+        elif softcap is not None:  # the fused kernel has no soft cap: the plain path
+            return arch_.attend(query, key, value, attention_mask, scale, softcap)[0], None
         else:
             # the own method and layers not swapped: the model's own pattern (its mask), through
             # the fused SDPA kernel
@@ -209,7 +231,10 @@ class LoadedModel:
 
     def run_plan(self, plan: Capture | Replace, fn):
         """``fn()`` with the attention following ``plan``, under the lock; the model's
-        own attention is restored afterwards, also when ``fn`` raises."""
+        own attention is restored afterwards, also when ``fn`` raises. The registry's
+        replacements are causal: a bidirectional model cannot be swapped (ValueError)."""
+        if isinstance(plan, Replace) and not self.causal:
+            raise ValueError("the replacement methods are causal; this model attends both ways")
         with self.lock:
             self._plan = plan
             self.model.set_attn_implementation(self._impl)
@@ -244,14 +269,14 @@ class LoadedModel:
         n = len(ids)
         # the analysis' tensors, made once and filled layer by layer: stacking per-layer
         # copies at the end held every number twice (≈ 250 MB more at 1,024 tokens)
-        cfg, cpu = self.model.config, torch.device("cpu")
-        kv = cfg.num_key_value_heads
+        cpu = torch.device("cpu")
+        kv = self.kv_heads
         rec = {"q": torch.empty(self.n_layers, 1, self.n_heads, n, self.head_dim, device=cpu),
                "k": torch.empty(self.n_layers, 1, kv, n, self.head_dim, device=cpu),
                "v": torch.empty(self.n_layers, 1, kv, n, self.head_dim, device=cpu),
                "w": torch.empty(self.n_layers, self.n_heads, n, n, dtype=torch.float16, device=cpu)}
         input_ids = torch.tensor([ids], device=self.device)
-        self.run_plan(Capture(rec), lambda: self.model.model(input_ids=input_ids, use_cache=False))
+        self.run_plan(Capture(rec), lambda: self.model.base_model(input_ids=input_ids, **self._forward_kwargs))
         return Analysis(
             text=text,
             ids=ids,
@@ -269,6 +294,9 @@ class LoadedModel:
             q=rec["q"],  # (layers, 1, heads, n, d) float32
             k=rec["k"],  # (layers, 1, kv_heads, n, d)
             v=rec["v"],
+            causal=self.causal,
+            scales=self.arch.scales,
+            softcaps=self.arch.softcaps,
         )
 
     # -- running the model ------------------------------------------------------------
@@ -296,11 +324,13 @@ class LoadedModel:
     def hidden(self, ids: torch.Tensor) -> torch.Tensor:
         """Last hidden states ``(1, n, hidden)`` of token ids ``(1, n)``, with whatever
         attention is active (call inside :meth:`run_plan` to change it)."""
-        return self.model.model(input_ids=ids, use_cache=False).last_hidden_state
+        return self.model.base_model(input_ids=ids, **self._forward_kwargs).last_hidden_state
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Next-token logits (float32) from hidden states, with the model's soft cap."""
-        logits = self.model.lm_head(hidden)
+        if not self.causal:
+            raise ValueError("next-token logits need a causal model (an encoder predicts masked tokens)")
+        logits = self.model.get_output_embeddings()(hidden)
         cap = getattr(self.config, "final_logit_softcapping", None)
         if cap is not None:
             logits = torch.tanh(logits / cap) * cap

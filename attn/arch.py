@@ -1,0 +1,189 @@
+"""What a model's attention is, read from the model itself: layers, heads, key/value
+heads, head size, each layer's scale, soft cap and sliding window, causal or
+bidirectional.
+
+Nothing here is assumed of a family. :func:`probe` runs the model once on two tokens
+with an attention function that only records how each layer calls it (transformers'
+``AttentionInterface``: query, key and value as the layer made them, its ``scaling``,
+its ``softcap``, its ``sliding_window`` where the layer passes one, the module's
+``is_causal``); :func:`windows_of` reads the windows a layer does not pass from the
+config, as transformers' masks do (``layer_types``, else ``sliding_window`` on every
+layer, else none). The mask rule is transformers': a query at i sees the key at j when
+``i − w < j`` (and ``j ≤ i`` when causal; ``|i − j| < w`` both ways when not).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import torch
+from transformers import AttentionInterface
+from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+_NOT_PASSED = object()
+_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """One model's attention, layer by layer (tuples have one entry per layer)."""
+
+    family: str  # the config's model_type: "gemma3_text", "llama", "gpt2", "bert", …
+    n_layers: int
+    n_heads: int
+    kv_heads: int  # key/value heads (grouped-query attention when fewer than n_heads)
+    head_dim: int
+    causal: bool
+    windows: tuple[int | None, ...]  # each layer's sliding window (None: the whole text)
+    scales: tuple[float, ...]  # the factor each layer multiplies q·kᵀ by
+    softcaps: tuple[float | None, ...]  # tanh soft-capping of the logits (Gemma 2), or None
+    max_positions: int | None  # the longest input the model's positions allow
+    parameters: int
+
+    @property
+    def groups(self) -> int:
+        """Query heads per key/value head."""
+        return self.n_heads // self.kv_heads
+
+    @property
+    def sliding_window(self) -> int:
+        """The window of the sliding layers (0 when no layer slides)."""
+        return next((w for w in self.windows if w is not None), 0)
+
+    @property
+    def layer_types(self) -> list[str]:
+        return ["sliding" if w is not None else "full" for w in self.windows]
+
+
+@dataclass
+class Call:
+    """How one attention layer called the attention function."""
+
+    module: torch.nn.Module
+    heads: int
+    kv_heads: int
+    head_dim: int
+    scale: float
+    softcap: float | None
+    window: object  # the layer's sliding_window argument, or _NOT_PASSED
+    causal: bool | None
+
+
+def probe(model, forward_kwargs: dict | None = None) -> list[Call]:
+    """Each attention layer's call, in the order the model makes them, from one forward
+    pass on two tokens. Raises ValueError when no layer calls through transformers'
+    attention interface (its attention cannot be read)."""
+    calls: list[Call] = []
+
+    def record(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+        scale = scaling if scaling is not None else getattr(module, "scaling", query.shape[-1] ** -0.5)
+        calls.append(Call(module=module, heads=query.shape[1], kv_heads=key.shape[1], head_dim=query.shape[-1],
+                          scale=float(scale), softcap=kwargs.get("softcap"),
+                          window=kwargs.get("sliding_window", _NOT_PASSED),
+                          causal=getattr(module, "is_causal", None)))
+        heads = query.shape[1]
+        k = repeat_kv(key, heads)
+        v = repeat_kv(value, heads)
+        out = torch.nn.functional.scaled_dot_product_attention(query, k, v)
+        return out.transpose(1, 2).contiguous(), None
+
+    name = f"atlas_probe_{next(_counter)}"
+    AttentionInterface.register(name, record)
+    AttentionMaskInterface.register(name, eager_mask)
+    own = model.config._attn_implementation
+    model.set_attn_implementation(name)
+    try:
+        with torch.no_grad():
+            device = next(model.parameters()).device
+            model.base_model(input_ids=torch.zeros(1, 2, dtype=torch.long, device=device), **(forward_kwargs or {}))
+    finally:
+        model.set_attn_implementation(own)
+    if not calls:
+        raise ValueError("its attention layers do not call transformers' attention interface")
+    return calls
+
+
+def repeat_kv(x: torch.Tensor, heads: int) -> torch.Tensor:
+    """Key or value heads ``(b, kv, n, d)`` repeated to ``heads`` query heads, each key
+    head serving ``heads // kv`` consecutive query heads (grouped-query attention);
+    one shared head is a view, not a copy."""
+    kv = x.shape[1]
+    if kv == heads:
+        return x
+    if kv == 1:
+        return x.expand(-1, heads, -1, -1)
+    return x.repeat_interleave(heads // kv, dim=1)
+
+
+def windows_of(config, n_layers: int) -> tuple[int | None, ...]:
+    """Each layer's sliding window as the config gives it: ``layer_types`` where it has
+    them (Gemma 2 / 3; Qwen 2 / 3 derive them from ``use_sliding_window`` and
+    ``max_window_layers``), else ``sliding_window`` on every layer (Mistral, Phi-3),
+    else none."""
+    window = getattr(config, "sliding_window", None)
+    types = getattr(config, "layer_types", None)
+    if types is not None and len(types) == n_layers:
+        return tuple(int(window) if t == "sliding_attention" and window else None for t in types)
+    return tuple(int(window) if window else None for _ in range(n_layers))
+
+
+def read(model, forward_kwargs: dict | None = None) -> tuple[Architecture, dict[int, int]]:
+    """The model's Architecture, and each attention module's layer index (by the
+    module's id: DistilBERT's layers do not know their own)."""
+    calls = probe(model, forward_kwargs)
+    cfg = model.config
+    n = len(calls)
+    first = calls[0]
+    if any((c.heads, c.kv_heads, c.head_dim) != (first.heads, first.kv_heads, first.head_dim) for c in calls):
+        raise ValueError("its layers do not all have the same heads and head size")
+    configured = windows_of(cfg, n)
+    windows = tuple(configured[i] if c.window is _NOT_PASSED else (int(c.window) if c.window else None)
+                    for i, c in enumerate(calls))
+    causal_flags = {c.causal for c in calls}
+    if None in causal_flags or len(causal_flags) != 1:
+        causal = bool(getattr(cfg, "is_decoder", False)) or "ForCausalLM" in type(model).__name__
+    else:
+        causal = causal_flags.pop()
+    max_pos = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
+    arch = Architecture(
+        family=str(getattr(cfg, "model_type", type(model).__name__)),
+        n_layers=n, n_heads=first.heads, kv_heads=first.kv_heads, head_dim=first.head_dim, causal=bool(causal),
+        windows=windows, scales=tuple(c.scale for c in calls),
+        softcaps=tuple(float(c.softcap) if c.softcap is not None else None for c in calls),
+        max_positions=int(max_pos) if max_pos else None,
+        parameters=sum(p.numel() for p in model.parameters()),
+    )
+    return arch, {id(c.module): i for i, c in enumerate(calls)}
+
+
+def mask(arch: Architecture, layer: int, n: int) -> torch.Tensor:
+    """bool (n, n): the pairs the model's own layer attends to."""
+    i = torch.arange(n).unsqueeze(1)
+    j = torch.arange(n).unsqueeze(0)
+    w = arch.windows[layer]
+    if arch.causal:
+        keep = j <= i
+        if w is not None:
+            keep &= j > i - w
+        return keep
+    return torch.ones(n, n, dtype=torch.bool) if w is None else (i - j).abs() < w
+
+
+def attend(query, key, value, attention_mask, scale: float, softcap: float | None = None):
+    """The plain dense attention every family's eager path computes: softmax(q·kᵀ·scale,
+    soft-capped, plus the model's additive mask) · v in float32 softmax. Returns
+    ``(out (b, n, heads, d), weights (b, heads, n, n))``."""
+    heads = query.shape[1]
+    k, v = repeat_kv(key, heads), repeat_kv(value, heads)
+    scores = torch.matmul(query, k.transpose(2, 3)) * scale
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    if attention_mask is not None:
+        if attention_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attention_mask[:, :, :, : k.shape[-2]], float("-inf"))
+        else:
+            scores = scores + attention_mask[:, :, :, : k.shape[-2]]
+    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    out = torch.matmul(weights, v)
+    return out.transpose(1, 2).contiguous(), weights

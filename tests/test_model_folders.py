@@ -1,0 +1,215 @@
+"""Any local model folder (attn.folders, attn.arch): tiny random-weight folders of each
+family, built here from configs (harness.model_folders), loaded as ATLAS_MODEL would.
+
+The references are independent of the code under test: the structure from each
+family's config by the rules its modeling file follows (written out per family below),
+the weights recomputed from the captured q and k with a mask built by two loops, and
+the whole model's output against transformers' own eager attention."""
+
+import json
+
+import pytest
+import torch
+
+from attn import folders, model
+from harness import model_folders as mf
+
+TEXT = "Uma janela guarda as palavras vizinhas. 窓は近くの語を残します。 A window keeps the nearby words."
+
+# what each family's config says, worked out by hand from harness.model_folders' configs
+# (3 layers, 4 query heads of size 8, WINDOW = 6)
+W = mf.WINDOW
+EXPECTED = {
+    "llama": dict(kv=2, causal=True, windows=(None, None, None)),
+    "qwen2": dict(kv=2, causal=True, windows=(None, W, W)),  # max_window_layers = 1: layers 1, 2 slide
+    "qwen3": dict(kv=2, causal=True, windows=(None, None, W)),  # max_window_layers = 2
+    "mistral": dict(kv=2, causal=True, windows=(W, W, W)),  # sliding_window on every layer
+    "gemma2": dict(kv=1, causal=True, windows=(W, None, W)),  # sliding, full, sliding, …
+    "gemma3_text": dict(kv=1, causal=True, windows=(W, W, None)),  # the layer_types given
+    "phi3": dict(kv=2, causal=True, windows=(W, W, W)),
+    "gpt2": dict(kv=4, causal=True, windows=(None, None, None)),
+    "bert": dict(kv=4, causal=False, windows=(None, None, None)),
+    "roberta": dict(kv=4, causal=False, windows=(None, None, None)),
+    "xlm-roberta": dict(kv=4, causal=False, windows=(None, None, None)),
+    "distilbert": dict(kv=4, causal=False, windows=(None, None, None)),
+}
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("folders")
+    cache = {}
+
+    def get(family):
+        if family not in cache:
+            cache[family] = folders.load_folder(mf.build(family, root / family), device="cpu")
+        return cache[family]
+
+    return get
+
+
+def hand_mask(n: int, causal: bool, window) -> torch.Tensor:
+    keep = torch.zeros(n, n, dtype=torch.bool)
+    for i in range(n):
+        for j in range(n):
+            seen = j <= i if causal else True
+            if window is not None:
+                seen = seen and abs(i - j) < window
+            keep[i, j] = seen
+    return keep
+
+
+def test_every_family_is_listed_with_its_expected_structure():
+    assert set(EXPECTED) == set(mf.FAMILIES)
+
+
+@pytest.mark.parametrize("family", mf.FAMILIES)
+def test_the_structure_is_read_from_the_model(loaded, family):
+    m = loaded(family)
+    want = EXPECTED[family]
+    a = m.arch
+    assert (a.n_layers, a.n_heads, a.kv_heads, a.head_dim) == (3, 4, want["kv"], 8)
+    assert a.causal is want["causal"] and m.causal is want["causal"]
+    assert a.windows == want["windows"]
+    if family == "gpt2":  # scale_attn_by_inverse_layer_idx: 1/√d divided by the layer's number
+        assert a.scales == pytest.approx(tuple(8 ** -0.5 / (layer + 1) for layer in range(3)))
+    elif family.startswith("gemma"):  # query_pre_attn_scalar = 8
+        assert a.scales == pytest.approx((8 ** -0.5,) * 3)
+    else:
+        assert a.scales == pytest.approx((8 ** -0.5,) * 3)
+    assert a.softcaps == ((mf.SOFTCAP,) * 3 if family == "gemma2" else (None,) * 3)
+    assert a.max_positions in (128, 130)
+    assert m.max_tokens <= a.max_positions
+    assert a.parameters == sum(p.numel() for p in m.model.parameters())
+
+
+@pytest.mark.parametrize("family", mf.FAMILIES)
+def test_captured_weights_are_the_softmax_of_the_captured_queries_and_keys(loaded, family):
+    m = loaded(family)
+    an = m.analyze(TEXT)
+    n = an.n
+    assert n > 2 * W  # long enough for the windows to matter
+    for layer in range(an.n_layers):
+        q, k, _ = an.qkv(layer)  # keys repeated to the query heads
+        scores = (q[0] @ k[0].transpose(-1, -2)) * m.arch.scales[layer]
+        cap = m.arch.softcaps[layer]
+        if cap is not None:
+            scores = torch.tanh(scores / cap) * cap
+        keep = hand_mask(n, EXPECTED[family]["causal"], EXPECTED[family]["windows"][layer])
+        want = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+        got = an.attentions[layer].float()
+        assert torch.allclose(got, want, atol=2e-3), (family, layer, (got - want).abs().max())
+        assert torch.equal(an.model_mask(layer), keep)
+        assert torch.all(got[:, ~keep] == 0)
+        assert torch.allclose(got.sum(-1), torch.ones(an.n_heads, n), atol=3e-3)
+
+
+def test_gemma2s_soft_cap_bites_on_these_weights(loaded):
+    """Without the cap the recomputed weights differ: the test above could tell."""
+    m = loaded("gemma2")
+    an = m.analyze(TEXT)
+    q, k, _ = an.qkv(1)
+    scores = (q[0] @ k[0].transpose(-1, -2)) * m.arch.scales[1]
+    keep = hand_mask(an.n, True, None)
+    uncapped = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+    assert (uncapped - an.attentions[1].float()).abs().max() > 0.1
+
+
+@pytest.mark.parametrize("family", mf.FAMILIES)
+def test_the_model_runs_as_its_own_eager_attention_does(loaded, family):
+    """The hidden states with the captured path equal transformers' own eager ones."""
+    m = loaded(family)
+    ids, _ = m.encode(TEXT)
+    x = torch.tensor([ids])
+    with torch.no_grad():
+        own = m.model.base_model(input_ids=x, **m._forward_kwargs).last_hidden_state
+    n, L = len(ids), m.n_layers
+    rec = {"q": torch.empty(L, 1, m.n_heads, n, m.head_dim), "k": torch.empty(L, 1, m.kv_heads, n, m.head_dim),
+           "v": torch.empty(L, 1, m.kv_heads, n, m.head_dim), "w": torch.empty(L, m.n_heads, n, n,
+                                                                             dtype=torch.float16)}
+    ours = m.run_plan(model.Capture(rec), lambda: m.hidden(x))
+    assert torch.allclose(ours, own, atol=1e-5), (ours - own).abs().max()
+
+
+@pytest.mark.parametrize("family", mf.DECODERS)
+def test_a_decoders_own_pattern_through_the_fused_path_changes_nothing(loaded, family):
+    m = loaded(family)
+    ids, _ = m.encode(TEXT)
+    x = torch.tensor([ids])
+    base = m.base_hidden(ids)
+    control = m.run_plan(model.Replace("own", frozenset(range(m.n_layers))), lambda: m.hidden(x))
+    assert torch.allclose(control, base, atol=1e-5)
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2", "gemma2"])
+def test_next_token_logits_are_the_models_own(loaded, family):
+    m = loaded(family)
+    ids, _ = m.encode(TEXT)
+    x = torch.tensor([ids])
+    with torch.no_grad():
+        want = m.model(input_ids=x).logits.float()
+    assert torch.allclose(m.logits(m.base_hidden(ids)), want, atol=1e-4)
+
+
+@pytest.mark.parametrize("family", mf.ENCODERS)
+def test_an_encoder_refuses_the_causal_replacements_and_next_token_logits(loaded, family):
+    m = loaded(family)
+    ids, _ = m.encode(TEXT)
+    with pytest.raises(ValueError, match="both ways"):
+        m.run_plan(model.Replace("window", frozenset({0})), lambda: None)
+    with pytest.raises(ValueError, match="causal"):
+        m.logits(m.base_hidden(ids))
+
+
+def test_the_first_token_is_what_the_tokenizer_makes_it(loaded):
+    """GPT-2's tokenizer adds no start token: its first token is a piece of the text;
+    Llama's adds <s>, BERT's [CLS] and [SEP] around the text."""
+    assert loaded("gpt2").analyze(TEXT).tokens[0] != "<s>"
+    assert loaded("llama").analyze(TEXT).tokens[0] == "<s>"
+    bert = loaded("bert").analyze(TEXT)
+    assert (bert.tokens[0], bert.tokens[-1]) == ("[CLS]", "[SEP]")
+
+
+def test_a_folder_that_cannot_serve_says_why(tmp_path):
+    with pytest.raises(folders.ModelFolderError) as e:
+        folders.load_folder(tmp_path / "nowhere")
+    assert e.value.reason == "missing" and "nowhere" in str(e.value)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(folders.ModelFolderError) as e:
+        folders.load_folder(tmp_path / "empty")
+    assert e.value.reason == "no_config" and "config.json" in str(e.value)
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / "config.json").write_text('{"model_type": "no-such-family"}')
+    with pytest.raises(folders.ModelFolderError) as e:
+        folders.load_folder(odd)
+    assert e.value.reason == "unknown"
+    t5 = tmp_path / "t5"
+    t5.mkdir()
+    (t5 / "config.json").write_text('{"model_type": "t5", "architectures": ["T5ForConditionalGeneration"]}')
+    with pytest.raises(folders.ModelFolderError) as e:
+        folders.load_folder(t5)
+    assert e.value.reason == "no_head"
+    bare = tmp_path / "bare"
+    mf.build("llama", bare)
+    for f in bare.glob("*.safetensors"):
+        f.unlink()
+    with pytest.raises(folders.ModelFolderError) as e:
+        folders.load_folder(bare)
+    assert e.value.reason == "no_weights"
+
+
+def test_weights_too_big_are_refused_before_loading_with_the_figures(tmp_path):
+    folder = mf.build("llama", tmp_path / "llama")
+    vocab = json.loads((folder / "config.json").read_text())["vocab_size"]
+    # by hand: embeddings and the untied head, per layer q, k, v, o (two key/value heads of
+    # 8), the MLP's three matrices and two norms, the final norm
+    d, kv_width, ff, layers = 32, 2 * 8, 64, 3
+    per_layer = 2 * d * d + 2 * d * kv_width + 3 * d * ff + 2 * d
+    want = 2 * vocab * d + layers * per_layer + d
+    assert folders.weight_parameters(folder) == want
+    with pytest.raises(folders.ModelFolderError) as e:
+        folders.load_folder(folder, memory=want * 4 - 1)
+    assert e.value.reason == "too_big" and "GiB" in str(e.value)
+    assert e.value.figures == {"parameters": want, "need": want * 4, "have": want * 4 - 1}
+    assert folders.load_folder(folder, device="cpu", memory=want * 4).arch.parameters == want
