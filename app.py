@@ -18,6 +18,7 @@ st.set_page_config(page_title="Attention Atlas", page_icon=":material/explore:",
 
 reader.init_language()
 served_model.check_environment()  # a server variable it cannot use: one sentence, not a traceback
+served_model.resolve_folder()  # ATLAS_MODEL=<folder>: loaded once, or the packaged model with a sentence
 reader.init_presenter()
 reader.init_text()
 share.begin_run()  # a notice about the store is said once a run (a callback's before it too)
@@ -40,6 +41,7 @@ with st.sidebar:
     st.markdown(f"### :material/explore: {t('app.name')}")
     if not presenting:
         st.caption(t("app.tagline"))
+    served_model.folder_notice(t)  # the configured model folder cannot serve: why, and what runs
     st.selectbox(
         t("sidebar.language"),
         list(LANGS),

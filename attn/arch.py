@@ -55,6 +55,24 @@ class Architecture:
     def layer_types(self) -> list[str]:
         return ["sliding" if w is not None else "full" for w in self.windows]
 
+    def analysis_bytes(self, n: int) -> int:
+        """What an analysis of n tokens keeps: every head's weights as float16, plus the
+        queries, keys and values as float32."""
+        return (self.n_layers * self.n_heads * n * n * 2
+                + self.n_layers * (self.n_heads + 2 * self.kv_heads) * n * self.head_dim * 4)
+
+    def token_budget(self, ceiling: int, room: int) -> int:
+        """The most tokens an analysis reads: at most ``ceiling`` (the device's), at most
+        the model's positions, and no more than keep within ``room`` bytes (at least 16)."""
+        top = min(ceiling, self.max_positions or ceiling)
+        if self.analysis_bytes(top) <= room:
+            return top
+        lo, hi = 16, top  # the largest n whose analysis fits: analysis_bytes grows with n
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if self.analysis_bytes(mid) <= room else (lo, mid - 1)
+        return lo
+
 
 @dataclass
 class Call:

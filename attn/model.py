@@ -48,9 +48,32 @@ _BASE_CACHE = 8  # unmodified hidden states kept (by token ids), for swaps on th
 _counter = itertools.count()
 
 
+# Gemma-3-270m's attention (layers, heads, key/value heads, head size): the device budgets
+# above were measured on it, so any model's analysis may hold what Gemma's holds at its
+# device's budget (264 MB on the CPU, 830 MB on CUDA) and no more
+_REFERENCE = (18, 4, 1, 256)
+
+
 def token_budget(device) -> int:
     """Tokens an analysis reads at most: ATLAS_MAX_TOKENS, else the device's budget."""
     return settings.read().max_tokens or MAX_TOKENS.get(torch.device(device).type, 1024)
+
+
+def reference_bytes(device) -> int:
+    """What an analysis of the packaged model holds at the device's budget."""
+    L, H, kv, d = _REFERENCE
+    n = MAX_TOKENS.get(torch.device(device).type, 1024)
+    return L * H * n * n * 2 + L * (H + 2 * kv) * n * d * 4
+
+
+def model_token_budget(arch: arch_.Architecture, device) -> int:
+    """Tokens an analysis of this model reads at most: ATLAS_MAX_TOKENS where set, else
+    the device's budget shrunk until the analysis holds no more than the packaged
+    model's would; never past the model's positions."""
+    explicit = settings.read().max_tokens
+    if explicit:
+        return min(explicit, arch.max_positions or explicit)
+    return arch.token_budget(token_budget(device), reference_bytes(device))
 
 
 # --- results -----------------------------------------------------------------
@@ -79,6 +102,7 @@ class Analysis:
     causal: bool = True  # False: an encoder, each token attends both ways
     scales: tuple[float, ...] = ()  # each layer's factor (GPT-2 can divide it by the layer's number)
     softcaps: tuple[float | None, ...] = ()  # each layer's logit soft cap (Gemma 2), or None
+    first_is_special: bool = True  # False: the tokenizer adds no start token (GPT-2), the first token is text
 
     @property
     def n(self) -> int:
@@ -180,9 +204,7 @@ class LoadedModel:
         self.sliding_window = self.arch.sliding_window
         self.layer_types = self.arch.layer_types
         self.scale = self.arch.scales[0]
-        self.max_tokens = token_budget(self.device)
-        if self.arch.max_positions:
-            self.max_tokens = min(self.max_tokens, self.arch.max_positions)
+        self.max_tokens = model_token_budget(self.arch, self.device)
         self._own_impl = cfg._attn_implementation
         self._plan: Capture | Replace | None = None
         self._base_cache: OrderedDict = OrderedDict()
@@ -297,6 +319,7 @@ class LoadedModel:
             causal=self.causal,
             scales=self.arch.scales,
             softcaps=self.arch.softcaps,
+            first_is_special=bool(special) and special[0] is not None,
         )
 
     # -- running the model ------------------------------------------------------------

@@ -68,8 +68,8 @@ def text_numbers(a) -> dict:
     sink = [_r(weights[layer, :, 1:, 0].mean()) if n > 1 else 0.0 for layer in range(layers)]
     layer = min(ERROR_LAYER, layers - 1)
     q, k, v = a.qkv(layer)
-    errors = stats.output_errors(q, k, v, scale=a.scale, own_window=a.own_window(layer), window=ERROR_WINDOW,
-                                 hubs=hubs)["mean"]
+    errors = stats.output_errors(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer),
+                                 window=ERROR_WINDOW, hubs=hubs)["mean"]
     return {
         "n": n, "layers": layers, "layer_types": list(a.layer_types), "window": a.sliding_window, "p": ROOM_P,
         "useful": useful, "kept": kept, "sink": sink,

@@ -2,7 +2,8 @@
 
 * ``ATLAS_CACHE_DIR``: where the converted model lives (else
   ``$XDG_CACHE_HOME/attention-atlas``, else ``~/.cache/attention-atlas``);
-* ``ATLAS_MODEL=tiny``: the tiny random-weight model instead of Gemma-3-270m;
+* ``ATLAS_MODEL``: ``tiny`` for the tiny random-weight model, or the folder of a Hugging
+  Face model (a decoder or an encoder; attn.folders) instead of Gemma-3-270m;
 * ``ATLAS_DEVICE``: force a device (``cpu``, ``cuda``);
 * ``ATLAS_MAX_TOKENS``: tokens analysed at most (else the device's budget);
 * ``ATLAS_ANALYSIS_MB``: memory the analyses of texts may hold together (default 500
@@ -110,7 +111,7 @@ def _analysis_bytes(raw: str | None) -> int:
 @dataclass(frozen=True)
 class Settings:
     cache_dir: Path
-    model_kind: str  # "gemma" or "tiny"
+    model_kind: str  # "gemma", "tiny", or a model folder's absolute path (ATLAS_MODEL=<folder>)
     device: str | None  # None: CUDA when present, else CPU
     max_tokens: int | None  # None: the device's budget
     public_url: str | None  # e.g. http://192.0.2.10:8501 (None: the browser's own address)
@@ -135,7 +136,7 @@ def read() -> Settings:
         cache = Path(env["ATLAS_CACHE_DIR"]).expanduser()
     else:
         cache = Path(env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "attention-atlas"
-    kind = "tiny" if env.get("ATLAS_MODEL", "").lower() == "tiny" else "gemma"
+    kind = model_kind_of(env.get("ATLAS_MODEL", ""))
     return Settings(cache_dir=cache, model_kind=kind, device=env.get("ATLAS_DEVICE") or None,
                     max_tokens=_max_tokens(env.get("ATLAS_MAX_TOKENS")),
                     public_url=(env.get("ATLAS_PUBLIC_URL") or "").rstrip("/") or None,
@@ -150,15 +151,26 @@ def read() -> Settings:
                     join_burst=_join_burst(env.get("ATLAS_JOIN_BURST")))
 
 
+def model_kind_of(raw: str) -> str:
+    """``ATLAS_MODEL``'s model: ``"gemma"`` (unset, empty or ``gemma``), ``"tiny"``, or
+    the folder's absolute path (whether it serves is the app's to find out and say)."""
+    raw = raw.strip()
+    if raw.lower() in ("", "gemma"):
+        return "gemma"
+    if raw.lower() == "tiny":
+        return "tiny"
+    return str(Path(raw).expanduser().resolve())
+
+
 def _join_burst(raw: str | None) -> int:
     if raw is None or not raw.strip():
         return 120
     try:
         value = int(raw)
     except ValueError:
-        raise SettingError("ATLAS_JOIN_BURST", "a whole number of students, at least 1") from None
+        raise SettingError("ATLAS_JOIN_BURST", raw, "a whole number of students, at least 1") from None
     if value < 1:
-        raise SettingError("ATLAS_JOIN_BURST", "a whole number of students, at least 1")
+        raise SettingError("ATLAS_JOIN_BURST", raw, "a whole number of students, at least 1")
     return value
 
 

@@ -87,6 +87,7 @@ def _ids(model: LoadedModel, text: str, max_tokens: int) -> tuple[list[int], int
     budget = int(max_tokens)
     if budget < 2:
         raise ValueError(f"max_tokens must be >= 2, got {max_tokens}")
+    budget = min(budget, model.arch.max_positions or budget)  # never past the model's positions (GPT-2's)
     ids, _ = model.encode(text)
     if len(ids) < 2:
         raise TextTooShort("the text is too short: at least two tokens are needed (one to predict from)")

@@ -27,7 +27,9 @@ c4.metric(t("step1.metric_doubled", n2=t.int(2 * n)), t.int(v["doubled"]),
 model_cells = a.n_heads * sum(own.cells(n, methods.Params(window=a.own_window(i))) for i in range(a.n_layers))
 all_full = a.n_heads * a.n_layers * full.cells(n)
 sliding = sum(1 for x in a.layer_types if x == "sliding")
-st.caption(t("step1.model_cells_less" if model_cells < all_full else "step1.model_cells_same",
+cells_key = ("step1.model_cells_less" if model_cells < all_full else
+             "step1.model_cells_same" if sliding else "step1.model_cells_full")  # a model with no sliding layer
+st.caption(t(cells_key,
              cells=t.int(model_cells), all_full=t.int(all_full), layers=t.int(a.n_layers), sliding=t.int(sliding),
              full=t.int(a.n_layers - sliding), w=t.int(a.sliding_window), heads=t.int(a.n_heads)))
 

@@ -110,6 +110,8 @@ if relay:
                   alone=summary.reach_phrase(t, alone_span)))
 sink_share = measures.sink_share(text, kind)
 st.metric(t("step4.metric_sink"), t.pct(sink_share), help=t("step4.metric_sink_help"))
+if not a.first_is_special:  # GPT-2's tokenizer adds no start token: the sink is a piece of the text
+    st.caption(t("step4.first_is_text"))
 
 st.subheader(t("step4.model_heading"))
 st.markdown(t("step4.model_text"))

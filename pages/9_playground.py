@@ -5,7 +5,6 @@ import streamlit as st
 
 from attn import composition, methods
 from attn.device import pick_device
-from attn.swap import SWAP_MAX_TOKENS
 from ui import analyses, boot, figures, measures, model_swaps, page_run, reader, served_model, timing, widgets
 from ui import playground as pg
 from ui.steps import PLAYGROUND
@@ -157,8 +156,9 @@ widgets.chart("pg_kept", (kind, text, key, scope), lambda: figures.bars(
     colours=[figures.OKABE_ITO[0] if i in kept["scoped"] else "#BBBBBB" for i in range(a.n_layers)]))
 
 st.markdown(f"**{t('playground.swap_heading')}**")
-st.caption(t("playground.swap_caption", n=t.int(SWAP_MAX_TOKENS), scope=t(f"playground.scope_{scope}")))
-res = model_swaps.run_or_show(t, text, pg.swap_settings(a, comp, scope), SWAP_MAX_TOKENS, t("playground.swap_button"),
+swap_n = model_swaps.swap_budget()
+st.caption(t("playground.swap_caption", n=t.int(swap_n), scope=t(f"playground.scope_{scope}")))
+res = model_swaps.run_or_show(t, text, pg.swap_settings(a, comp, scope), swap_n, t("playground.swap_button"),
                         "pg_swap")
 if res and not model_swaps.failure(t, res):
     control, mine = res

@@ -6,12 +6,13 @@ family's config by the rules its modeling file follows (written out per family b
 the weights recomputed from the captured q and k with a mask built by two loops, and
 the whole model's output against transformers' own eager attention."""
 
+import dataclasses
 import json
 
 import pytest
 import torch
 
-from attn import folders, model
+from attn import folders, model, swap
 from harness import model_folders as mf
 
 TEXT = "Uma janela guarda as palavras vizinhas. 窓は近くの語を残します。 A window keeps the nearby words."
@@ -164,10 +165,31 @@ def test_an_encoder_refuses_the_causal_replacements_and_next_token_logits(loaded
 def test_the_first_token_is_what_the_tokenizer_makes_it(loaded):
     """GPT-2's tokenizer adds no start token: its first token is a piece of the text;
     Llama's adds <s>, BERT's [CLS] and [SEP] around the text."""
-    assert loaded("gpt2").analyze(TEXT).tokens[0] != "<s>"
-    assert loaded("llama").analyze(TEXT).tokens[0] == "<s>"
+    gpt2, llama = loaded("gpt2").analyze(TEXT), loaded("llama").analyze(TEXT)
+    assert gpt2.tokens[0] != "<s>" and not gpt2.first_is_special
+    assert TEXT.startswith(TEXT[gpt2.offsets[0][0]:gpt2.offsets[0][1]]) and gpt2.offsets[0][1] > 0
+    assert llama.tokens[0] == "<s>" and llama.first_is_special
     bert = loaded("bert").analyze(TEXT)
     assert (bert.tokens[0], bert.tokens[-1]) == ("[CLS]", "[SEP]")
+
+
+def test_budgets_follow_the_models_positions_and_size(loaded):
+    """The analysis and a swap never read past the model's positions (128 here, as GPT-2's
+    1,024); a model whose analysis is bigger than the packaged one's reads fewer tokens."""
+    m = loaded("gpt2")
+    long_text = TEXT * 20
+    assert len(m.encode(long_text)[0]) > 128
+    assert m.analyze(long_text).n == 128
+    res = swap.measure(m, long_text, swap.Swap("own"), max_tokens=256)
+    assert res.n == 128 and res.perplexity == pytest.approx(res.base_perplexity, rel=1e-6)
+    # what an analysis holds, by hand: layers·heads·n²·2 + layers·(heads + 2·kv)·n·d·4 bytes
+    a = m.arch
+    assert a.analysis_bytes(100) == 3 * 4 * 100 * 100 * 2 + 3 * (4 + 2 * 4) * 100 * 8 * 4
+    big = dataclasses.replace(a, n_layers=32, n_heads=32, kv_heads=8, head_dim=128, max_positions=None)
+    room = model.reference_bytes("cpu")  # Gemma-3-270m's analysis at 1,024 tokens
+    n = big.token_budget(1024, room)
+    assert big.analysis_bytes(n) <= room < big.analysis_bytes(n + 1)
+    assert a.token_budget(1024, room) == 128  # the tiny model: its positions, not memory
 
 
 def test_a_folder_that_cannot_serve_says_why(tmp_path):

@@ -133,14 +133,15 @@ def linear_orders(text: str, kind: str, layer: int, feature: str, causal: bool) 
     """Both multiplication orders of one φ on the model's own q, k, v of a layer."""
     a = _analysis(text, kind)
     q, k, v = a.qkv(layer)
-    return stats.linear_orders(q, k, v, scale=a.scale, feature=feature, causal=causal)
+    return stats.linear_orders(q, k, v, scale=a.layer_scale(layer), feature=feature, causal=causal)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def errors(text: str, kind: str, layer: int, window: int, hubs: tuple) -> dict:
     a = _analysis(text, kind)
     q, k, v = a.qkv(layer)
-    return stats.output_errors(q, k, v, scale=a.scale, own_window=a.own_window(layer), window=window, hubs=hubs)
+    return stats.output_errors(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), window=window,
+                               hubs=hubs)
 
 
 MAP_TOKENS = 64  # the implied maps: small multiples, their tokens named on category axes
@@ -158,7 +159,7 @@ def implied_maps(text: str, kind: str, layer: int, head: int, window: int, hubs:
     out = {}
     for method in methods.tagged(methods.MAPS, lambda x: x.family != "linear" or x.feature == feature):
         params = methods.Params(window=a.own_window(layer) if method.family == "own" else window, hubs=small_hubs)
-        w = stats.implied_weights(q, k, scale=a.scale, method=method.name, params=params)[0]
+        w = stats.implied_weights(q, k, scale=a.layer_scale(layer), method=method.name, params=params)[0]
         if method.family == "window":  # cells the method skips: drawn empty
             w = torch.where(patterns.dense(method.mask(m, params), m), w, torch.nan)
         out[method.name] = _causal_view(w)
@@ -170,8 +171,9 @@ def sharpness(text: str, kind: str, layer: int, window: int, hubs: tuple) -> dic
     """Mean largest weight per row of each method, and the layer's median ‖q‖, ‖k‖."""
     a = _analysis(text, kind)
     q, k, _ = a.qkv(layer)
-    return {"peak": stats.peak_weights(q, k, scale=a.scale, own_window=a.own_window(layer), window=window, hubs=hubs),
-            "norms": stats.median_norms(q, k, a.scale)}
+    scale = a.layer_scale(layer)
+    return {"peak": stats.peak_weights(q, k, scale=scale, own_window=a.own_window(layer), window=window, hubs=hubs),
+            "norms": stats.median_norms(q, k, scale)}
 
 
 @st.cache_resource(show_spinner=False)

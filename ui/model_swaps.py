@@ -66,9 +66,9 @@ def _store() -> CountLRU:
     return measures.shared_results("sweeps", SWEEPS)
 
 
-def measured(text: str, swaps: list[swap.Swap], budget: int = SWAP_MAX_TOKENS) -> list | None:
+def measured(text: str, swaps: list[swap.Swap], budget: int | None = None) -> list | None:
     """The results of a sweep already run on this text (by any reader), or None."""
-    return _store().get(_key(text, swaps, budget))
+    return _store().get(_key(text, swaps, swap_budget() if budget is None else budget))
 
 
 def run_or_show(t: Translator, text: str, swaps: list[swap.Swap], budget: int, button_label: str, key: str):
@@ -90,11 +90,17 @@ def run_or_show(t: Translator, text: str, swaps: list[swap.Swap], budget: int, b
     return results
 
 
+def swap_budget() -> int:
+    """Tokens a swap reads: SWAP_MAX_TOKENS, or fewer where the model reads fewer."""
+    return min(SWAP_MAX_TOKENS, served_model.ensure_model().max_tokens)
+
+
 def budget_caption(t: Translator, n: int, key: str, **kw) -> None:
-    """What a swap runs on: the first SWAP_MAX_TOKENS tokens of a longer text, or the
+    """What a swap runs on: the first swap_budget() tokens of a longer text, or the
     whole text (``n`` tokens) when it is no longer (never "the first 256" of 114)."""
-    if n > SWAP_MAX_TOKENS:
-        st.caption(t(key, n=t.int(SWAP_MAX_TOKENS), **kw))
+    budget = swap_budget()
+    if n > budget:
+        st.caption(t(key, n=t.int(budget), **kw))
     else:
         st.caption(t(f"{key}_all", n=n, **kw))
 
@@ -102,7 +108,7 @@ def budget_caption(t: Translator, n: int, key: str, **kw) -> None:
 def hub_evidence(t: Translator, a, text: str) -> None:
     """Step 4's borrowed number: one hub at a 4-token window, in every layer."""
     budget_caption(t, a.n, "swap.budget")
-    res = run_or_show(t, text, swap.hub_pair(4), SWAP_MAX_TOKENS, t("swap.measure_hub"), "s4_swap")
+    res = run_or_show(t, text, swap.hub_pair(4), swap_budget(), t("swap.measure_hub"), "s4_swap")
     if not res:
         return
     if failure(t, res):
@@ -126,7 +132,7 @@ def sweep_section(t: Translator, a, text: str) -> None:
     layer = widgets.setting(t, "s6_swap_layer", a, t("swap.pick_layer"))
     swaps = swap.standard_sweep((0,), layer)
     budget_caption(t, a.n, "swap.budget_sweep", runs=len(swaps))
-    res = run_or_show(t, text, swaps, SWAP_MAX_TOKENS, t("swap.measure_sweep"), "s6_swap")
+    res = run_or_show(t, text, swaps, swap_budget(), t("swap.measure_sweep"), "s6_swap")
     if not res:
         return
     if failure(t, res):
@@ -141,7 +147,7 @@ def sweep_section(t: Translator, a, text: str) -> None:
 
     metric = widgets.setting(t, "s6_swap_metric", a, t("swap.pick_metric"), horizontal=True,
                              names=lambda m: t(f"swap.metric_{m}"))
-    by_window, by_map = widgets.shared("s6_swap", (_key(text, swaps, SWAP_MAX_TOKENS), metric, layer),
+    by_window, by_map = widgets.shared("s6_swap", (_key(text, swaps, swap_budget()), metric, layer),
                                        lambda: sweep_figures(t, res, metric, layer))
     widgets.show_figure(by_window, key="s6_swap_window")
     widgets.show_figure(by_map, key="s6_swap_linear")

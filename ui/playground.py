@@ -21,10 +21,9 @@ from attn import bench, graph, methods, patterns, stats
 from attn.costs import Shape
 from attn.device import pick_device
 from attn.composition import Composition, CompositionError
-from attn.swap import SWAP_MAX_TOKENS
 from room.bounded import CountLRU
 
-from . import analyses, measures, setting_table, widgets
+from . import analyses, measures, model_swaps, setting_table, widgets
 from .i18n import Translator
 from .setting_table import DEFAULT_LAYER, HUB_MODES, MAX_SETTING, RANDOM_BLOCKS, SCOPES  # noqa: F401 (the page's)
 from .steps import PLAYGROUND
@@ -215,15 +214,15 @@ def error(text: str, kind: str, key: tuple, layer: int) -> dict:
     """Output error of the pattern on one layer's own q, k, v against exact softmax."""
     a = analyses.get_analysis(text, kind)
     q, k, v = a.qkv(layer)
-    return stats.pattern_error(q, k, v, scale=a.scale, own_window=a.own_window(layer), parts=_comp(key))
+    return stats.pattern_error(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), parts=_comp(key))
 
 
 def swap_settings(a, c: Composition, scope: str) -> list:
-    """The swap's two runs on the first SWAP_MAX_TOKENS tokens: the control (the
+    """The swap's two runs on the first tokens a swap reads: the control (the
     model's own attention in the same layers) and the pattern, made causal."""
     from attn.swap import Swap
 
-    m = min(a.n, SWAP_MAX_TOKENS)
+    m = min(a.n, model_swaps.swap_budget())
     return [Swap(methods.own().name, scope, series="control"),
             Swap(methods.composed().name, scope, parts=algebra.composition_on_prefix(m, c), series="pattern")]
 
@@ -250,13 +249,14 @@ def time_it(t: Translator, text: str, kind: str, key: tuple, layer: int) -> dict
     q, k, v = a.qkv(layer)
     q, k, v = (x.contiguous() for x in (q, k, v))
     pattern, full = methods.composed(), methods.exact()
-    params = methods.Params(parts=_comp(key), causal=True, scale=a.scale)
+    scale = a.layer_scale(layer)
+    params = methods.Params(parts=_comp(key), causal=True, scale=scale)
     device = pick_device()
 
     def work():
         return {  # seconds by method name, the kernel that ran the composition, and n
             pattern.name: bench.median_time(lambda: pattern.run(q, k, v, params), device, repeats=5, max_seconds=3.0),
-            full.name: bench.median_time(lambda: full.run(q, k, v, methods.Params(scale=a.scale)), device,
+            full.name: bench.median_time(lambda: full.run(q, k, v, methods.Params(scale=scale)), device,
                                          repeats=5, max_seconds=3.0),
             "backend": pattern.backend(q, v, params), "n": a.n,
         }

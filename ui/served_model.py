@@ -1,16 +1,20 @@
 """The model this process serves: loaded once for every reader (converted first when
-needed, with a progress bar), the token budget on this device, and the lines that name
-the model and the device in the reader's language."""
+needed, with a progress bar; or read from the folder ``ATLAS_MODEL`` names, falling back
+to the packaged model with one sentence when that folder cannot serve), the token budget
+on this device, and the lines that name the model and the device in the reader's
+language."""
 
 from __future__ import annotations
 
 import gc
+import logging
 import threading
+from pathlib import Path
 
 import streamlit as st
 import torch
 
-from attn import convert, settings
+from attn import convert, folders, settings
 from attn import model as atlas_model
 from attn.device import device_info, pick_device
 
@@ -19,21 +23,38 @@ from .page_run import stop_page
 from .reader import tr
 
 _convert_lock = threading.Lock()
+_log = logging.getLogger(__name__)
+# folders that could not serve, by path: the process runs the packaged model instead
+_refused: dict[str, folders.ModelFolderError] = {}
+_budgets: dict[str, int] = {}  # each loaded model's token budget
+
+
+def is_folder(kind: str) -> bool:
+    """A model read from a folder (``ATLAS_MODEL=<folder>``), not a packaged one."""
+    return kind not in ("gemma", "tiny")
 
 
 def model_kind() -> str:
-    return settings.read().model_kind
+    """The model this process serves: the one configured, or the packaged Gemma where
+    the configured folder could not serve. Every cache is keyed by it."""
+    kind = settings.read().model_kind
+    return "gemma" if kind in _refused else kind
+
+
+def refused() -> folders.ModelFolderError | None:
+    """Why the configured folder does not serve (None: it does, or none is configured)."""
+    return _refused.get(settings.read().model_kind)
 
 
 # --- language and text -----------------------------------------------------------
 
 
 def token_budget() -> int:
-    """Tokens the analysis reads at most (the model's budget on this device)."""
-    return atlas_model.token_budget(pick_device())
+    """Tokens the analysis reads at most (the model's budget on this device, once known)."""
+    return _budgets.get(model_kind()) or atlas_model.token_budget(pick_device())
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, max_entries=2)
 def get_model(kind: str):
     """One model per process, shared by every reader (it switches its attention only
     under its own lock and restores it). Once loaded, everything alive so far (the
@@ -43,7 +64,21 @@ def get_model(kind: str):
     threads = settings.read().torch_threads
     if threads:  # a replica's share of the machine's cores (scripts/serve.sh), not every core
         torch.set_num_threads(threads)
-    model = atlas_model.tiny() if kind == "tiny" else atlas_model.load()
+    if kind == "tiny":
+        model = atlas_model.tiny()
+    elif kind == "gemma":
+        model = atlas_model.load()
+    else:
+        try:
+            model = folders.load_folder(kind)
+        except folders.ModelFolderError:
+            raise
+        except Exception as exc:  # anything else the folder's files make transformers or torch raise
+            raise folders.ModelFolderError(kind, "broken", f"{type(exc).__name__}: {exc}") from exc
+        if not model.causal:  # the engine reads encoders; the steps' numbers are worked out for decoders
+            raise folders.ModelFolderError(kind, "encoder", "an encoder (attention both ways): the steps follow "
+                                                            "decoders only so far")
+    _budgets[kind] = model.max_tokens
     gc.collect()
     gc.freeze()
     return model
@@ -64,12 +99,42 @@ def _converting(step) -> None:
             bar.empty()
 
 
+def resolve_folder() -> None:
+    """Load the configured folder's model once (with a wait shown), before the page reads
+    which model serves; a folder that cannot serve is remembered, said once in the log,
+    and the packaged model serves instead (:func:`folder_notice` says why on every page)."""
+    kind = settings.read().model_kind
+    if not is_folder(kind) or kind in _refused:
+        return
+    try:
+        with st.spinner(tr()("model.loading_folder", folder=Path(kind).name)):
+            get_model(kind)
+    except folders.ModelFolderError as exc:
+        _refused[kind] = exc
+        _log.warning("ATLAS_MODEL folder refused, serving the packaged model: %s", exc)
+
+
+def folder_notice(t: Translator) -> None:
+    """One sentence naming the configured folder, why it cannot serve, and that the
+    packaged model serves instead (nothing when it serves)."""
+    exc = refused()
+    if exc is None:
+        return
+    f = exc.figures
+    why = t(f"model.why_{exc.reason}", parameters=t.int(f.get("parameters", 0)),
+            need=t.float(f.get("need", 0) / 2**30), have=t.float(f.get("have", 0) / 2**30))
+    st.warning(t("model.folder_refused", folder=exc.folder, why=why, model=atlas_model.MODEL_LABEL),
+               icon=":material/warning:")
+
+
 def ensure_model():
     """The model, converting it first (once, with a progress bar) when needed. A copy
     that fails to load is checked in full and converted again once (a damaged file
     whose size still looks right); a copy that cannot be rebuilt stops the page with
     one sentence saying which folder to delete."""
     kind = model_kind()
+    if is_folder(kind):
+        return get_model(kind)
     try:
         if kind == "gemma" and not convert.is_converted():
             _converting(lambda progress: convert.is_converted() or convert.convert(progress))
@@ -94,9 +159,22 @@ def check_environment() -> None:
         st.stop()
 
 
+@st.cache_resource(show_spinner=False)
+def _described(folder: str) -> dict:
+    return folders.describe(folder)
+
+
 def model_line(t: Translator) -> str:
-    """The model, its quantisation and licence, in the reader's language."""
-    name = atlas_model.MODEL_LABEL if model_kind() == "gemma" else t("sidebar.tiny_model")
+    """The model, its quantisation and licence, in the reader's language; a folder's
+    model by its family, its size and the folder's licence file."""
+    kind = model_kind()
+    if is_folder(kind):
+        d = _described(kind)
+        licence = (t("sidebar.folder_licence", file=d["licence"]) if d["licence"]
+                   else t("sidebar.folder_no_licence"))
+        return t("sidebar.about_folder", family=d["family"], folder=Path(kind).name,
+                 millions=t.float(d["parameters"] / 1e6), licence=licence)
+    name = atlas_model.MODEL_LABEL if kind == "gemma" else t("sidebar.tiny_model")
     return t("sidebar.about", model=name, quant=atlas_model.QUANT_LABEL, licence=t("sidebar.licence"))
 
 

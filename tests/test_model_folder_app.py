@@ -1,0 +1,131 @@
+"""The app on a model from a folder (ATLAS_MODEL=<folder>): tiny random-weight folders of
+each decoder family (harness.model_folders), every page opened through app.py in AppTest.
+
+The expected numbers come from the folder's own config and tokenizer, counted here by
+loops, never from the app's code; a folder that cannot serve gives its sentence and the
+packaged model runs instead."""
+
+import pytest
+from transformers import AutoConfig, AutoTokenizer
+
+from harness import model_folders as mf
+from ui.i18n import Translator
+from ui.steps import PAGES
+
+pytestmark = pytest.mark.usefixtures("fresh_caches")
+
+
+@pytest.fixture(scope="module")
+def folder_of(tmp_path_factory):
+    root = tmp_path_factory.mktemp("model-folders")
+    made = {}
+
+    def get(family):
+        if family not in made:
+            made[family] = mf.build(family, root / family)
+        return made[family]
+
+    return get
+
+
+def window_of_layer(config, layer: int):
+    """The layer's sliding window as the family's modeling file reads its config
+    (written out here per family, as in tests/test_model_folders.py)."""
+    kind = config.model_type
+    if kind in ("gemma2", "gemma3_text"):
+        return config.sliding_window if config.layer_types[layer] == "sliding_attention" else None
+    if kind in ("qwen2", "qwen3"):
+        return config.sliding_window if layer >= config.max_window_layers else None
+    if kind in ("mistral", "phi3"):
+        return config.sliding_window
+    return None
+
+
+def causal_cells(n: int, window) -> int:
+    """Pairs (i, j) with j ≤ i (and i − j < window), counted one by one."""
+    return sum(1 for i in range(n) for j in range(i + 1) if window is None or i - j < window)
+
+
+def caption_values(at) -> list[str]:
+    return [c.value for c in at.caption]
+
+
+@pytest.mark.parametrize("family", mf.DECODERS)
+def test_every_page_opens_on_each_decoder_family(make_app, folder_of, family):
+    folder = folder_of(family)
+    t = Translator("en")
+    at = make_app(str(folder))
+    at.run()
+    for page in PAGES:
+        if not page.default:
+            at.switch_page(page.path).run()
+        assert not at.exception, (family, page.path, at.exception[0].message if at.exception else "")
+        assert not at.warning or all("cannot be used" not in w.value for w in at.warning), (family, page.path)
+        if page.number and page.number <= 7:  # the step's own page ran, not the first one again
+            assert t("common.step_of", step=page.number, total=7) in caption_values(at), (family, page.path)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "gemma2", "qwen2", "llama"])
+def test_step_one_counts_follow_the_folders_model(make_app, folder_of, family):
+    folder = folder_of(family)
+    config = AutoConfig.from_pretrained(str(folder))
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    at = make_app(str(folder))
+    at.run()
+    assert not at.exception
+    text = at.session_state["text"]
+    positions = getattr(config, "max_position_embeddings", None) or config.n_positions
+    n = min(len(tok(text)["input_ids"]), positions, 1024)
+    layer = at.selectbox(key="s1_layer").value
+    window = window_of_layer(config, layer)
+    t = Translator("en")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics[t("step1.metric_n")] == t.int(n)
+    assert metrics[t("step1.metric_square")] == t.int(n * n)
+    assert metrics[t("step1.metric_causal")] == t.int(causal_cells(n, window))
+    assert metrics[t("step1.metric_doubled", n2=t.int(2 * n))] == t.int(causal_cells(2 * n, window))
+    # the whole model: every head of every layer, each layer with its own window
+    heads = config.num_attention_heads if hasattr(config, "num_attention_heads") else config.n_head
+    layers = config.num_hidden_layers if hasattr(config, "num_hidden_layers") else config.n_layer
+    whole = heads * sum(causal_cells(n, window_of_layer(config, i)) for i in range(layers))
+    assert any(t.int(whole) in c for c in caption_values(at)), caption_values(at)
+    # the sidebar: how many tokens are read, and which model from which folder
+    sidebar = [c.value for c in at.sidebar.caption]
+    assert any(f"the first {t.int(n)} tokens" in c for c in sidebar), sidebar
+    line = next(c for c in sidebar if c.startswith("Model:"))
+    assert config.model_type in line and f"`{folder.name}`" in line, line
+
+
+def test_the_sink_sentence_follows_the_models_first_token(make_app, folder_of):
+    t = Translator("en")
+    said = {}
+    for family in ("gpt2", "llama"):  # GPT-2's tokenizer adds no start token; this llama's adds <s>
+        at = make_app(str(folder_of(family)))
+        at.run()
+        at.switch_page("pages/4_hubs.py").run()
+        assert not at.exception
+        said[family] = t("step4.first_is_text") in caption_values(at)
+    assert said == {"gpt2": True, "llama": False}
+
+
+@pytest.mark.parametrize("lang", ["en", "ja", "pt"])
+def test_a_folder_that_cannot_serve_says_why_and_the_packaged_model_runs(make_app, tmp_path, lang):
+    missing = tmp_path / "no-model-here"
+    at = make_app(str(missing), lang=lang)
+    at.run()
+    assert not at.exception
+    t = Translator(lang)
+    want = t("model.folder_refused", folder=str(missing.resolve()), why=t("model.why_missing"), model="Gemma-3-270m")
+    assert [w.value for w in at.sidebar.warning] == [want]
+    line = next(c.value for c in at.sidebar.caption if "Gemma-3-270m" in c.value)
+    assert t("sidebar.licence") in line  # the packaged model's own line
+
+
+def test_an_encoder_folder_is_refused_with_its_reason(make_app, folder_of):
+    folder = folder_of("bert")
+    at = make_app(str(folder))
+    at.run()
+    assert not at.exception
+    t = Translator("en")
+    want = t("model.folder_refused", folder=str(folder.resolve()), why=t("model.why_encoder"), model="Gemma-3-270m")
+    assert [w.value for w in at.sidebar.warning] == [want]
