@@ -18,13 +18,13 @@ st.set_page_config(page_title="Attention Atlas", page_icon=":material/explore:",
 
 reader.init_language()
 served_model.check_environment()  # a server variable it cannot use: one sentence, not a traceback
-served_model.resolve_folder()  # ATLAS_MODEL=<folder>: loaded once, or the packaged model with a sentence
 reader.init_presenter()
 reader.init_text()
 share.begin_run()  # a notice about the store is said once a run (a callback's before it too)
 handle.begin_run()  # the class (if any) is read once this run, when first asked
 link_page = share.apply_link(reader.tr())  # a shared link restores language, text, mode and settings
 link_page = membership.attach(reader.tr()) or link_page  # ?class=CODE: join a live class at its step
+served_model.resolve_folder()  # a folder's model loaded once, or another model and a sentence saying why
 lang, presenting, t = st.session_state[keys.LANG], reader.presenter(), reader.tr()
 membership.notice_if_left(t)  # a following student who changed the text or a setting explores now
 
@@ -61,6 +61,7 @@ with st.sidebar:
     votes.results_table(t)  # the teacher's summary of her class's votes (empty for anyone else)
     # on a projector the controls fold away; the language stays one click away
     with st.expander(t("sidebar.controls"), expanded=False) if presenting else nullcontext():
+        served_model.model_choice(t)  # ATLAS_MODELS: the reader picks the model their pages run
         # kept for the session: st.switch_page (Next, PageDown) reruns without widget states,
         # and a widget that is not kept loses its value on the way
         st.text_area(t("sidebar.text"), key=keys.TEXT, persist_state=widgets.KEEP, height=200,

@@ -4,6 +4,8 @@
   ``$XDG_CACHE_HOME/attention-atlas``, else ``~/.cache/attention-atlas``);
 * ``ATLAS_MODEL``: ``tiny`` for the tiny random-weight model, or the folder of a Hugging
   Face model (a decoder or an encoder; attn.folders) instead of Gemma-3-270m;
+* ``ATLAS_MODELS``: more models to offer in the sidebar, comma-separated (``tiny``,
+  ``gemma`` or folders), besides ``ATLAS_MODEL``'s; at most two are held in memory;
 * ``ATLAS_DEVICE``: force a device (``cpu``, ``cuda``);
 * ``ATLAS_MAX_TOKENS``: tokens analysed at most (else the device's budget);
 * ``ATLAS_ANALYSIS_MB``: memory the analyses of texts may hold together (default 500
@@ -123,6 +125,7 @@ class Settings:
     torch_threads: int | None = None  # None: torch's own choice (every core)
     room_worker: bool = True  # measure the texts sent to classes' rooms in the background
     join_burst: int = 120  # students joining at once from one client address (room.limits.joins)
+    models: tuple[str, ...] = ()  # the models the sidebar offers, ATLAS_MODEL's first (ATLAS_MODELS)
 
 
 OFF = ("0", "off", "no", "false")  # what turns a switch off
@@ -148,7 +151,17 @@ def read() -> Settings:
                     database_url=_database_url(env.get("ATLAS_DATABASE_URL")),
                     torch_threads=_threads(env.get("ATLAS_TORCH_THREADS")),
                     room_worker=(env.get("ATLAS_ROOM_WORKER") or "1").strip().lower() not in OFF,
-                    join_burst=_join_burst(env.get("ATLAS_JOIN_BURST")))
+                    join_burst=_join_burst(env.get("ATLAS_JOIN_BURST")),
+                    models=_models(kind, env.get("ATLAS_MODELS", "")))
+
+
+def _models(first: str, raw: str) -> tuple[str, ...]:
+    """ATLAS_MODEL's model, then ATLAS_MODELS' (comma-separated), each once."""
+    out = [first]
+    for part in raw.split(","):
+        if part.strip() and (kind := model_kind_of(part)) not in out:
+            out.append(kind)
+    return tuple(out)
 
 
 def model_kind_of(raw: str) -> str:

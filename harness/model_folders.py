@@ -8,6 +8,7 @@ are what ``ATLAS_MODEL=<folder>`` reads, for tests.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import torch
@@ -60,9 +61,10 @@ def _encoder_tokenizer(cls: str, sep: str) -> PreTrainedTokenizerFast:
 
 
 def config_of(family: str, vocab: int, layers: int = 3):
-    """A small config of the family: 4 query heads of size 8, 2 key/value heads where the
-    family groups them, a window of WINDOW where it slides."""
-    small = dict(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=layers,
+    """A small config of the family: 4 query heads of size 32 (the shape FlexAttention's
+    warm-up compiles for: another head size would make later calls recompile), 2 key/value
+    heads where the family groups them, a window of WINDOW where it slides."""
+    small = dict(vocab_size=vocab, hidden_size=128, intermediate_size=64, num_hidden_layers=layers,
                  num_attention_heads=4, max_position_embeddings=128, pad_token_id=0)
     if family == "llama":
         return LlamaConfig(**small, num_key_value_heads=2, bos_token_id=1, eos_token_id=2)
@@ -70,31 +72,41 @@ def config_of(family: str, vocab: int, layers: int = 3):
         return Qwen2Config(**small, num_key_value_heads=2, use_sliding_window=True, sliding_window=WINDOW,
                            max_window_layers=1)
     if family == "qwen3":
-        return Qwen3Config(**small, num_key_value_heads=2, head_dim=8, use_sliding_window=True,
+        return Qwen3Config(**small, num_key_value_heads=2, head_dim=32, use_sliding_window=True,
                            sliding_window=WINDOW, max_window_layers=2)
     if family == "mistral":
         return MistralConfig(**small, num_key_value_heads=2, sliding_window=WINDOW, bos_token_id=1, eos_token_id=2)
     if family == "gemma2":
-        return Gemma2Config(**small, num_key_value_heads=1, head_dim=8, query_pre_attn_scalar=8,
+        return Gemma2Config(**small, num_key_value_heads=1, head_dim=32, query_pre_attn_scalar=32,
                             sliding_window=WINDOW, attn_logit_softcapping=SOFTCAP, bos_token_id=1, eos_token_id=2,
                             initializer_range=0.5)
     if family == "gemma3_text":
-        return Gemma3TextConfig(**small, num_key_value_heads=1, head_dim=8, query_pre_attn_scalar=8,
+        return Gemma3TextConfig(**small, num_key_value_heads=1, head_dim=32, query_pre_attn_scalar=32,
                                 sliding_window=WINDOW, layer_types=["sliding_attention"] * (layers - 1)
                                 + ["full_attention"], bos_token_id=1, eos_token_id=2)
     if family == "phi3":
         return Phi3Config(**small, num_key_value_heads=2, sliding_window=WINDOW, bos_token_id=1, eos_token_id=2)
     if family == "gpt2":  # each layer's scale divided by its number
-        return GPT2Config(vocab_size=vocab, n_embd=32, n_layer=layers, n_head=4, n_positions=128,
+        return GPT2Config(vocab_size=vocab, n_embd=128, n_layer=layers, n_head=4, n_positions=128,
                           scale_attn_by_inverse_layer_idx=True, bos_token_id=2, eos_token_id=2)
     if family in ("bert", "roberta", "xlm-roberta"):
         cls = {"bert": BertConfig, "roberta": RobertaConfig, "xlm-roberta": XLMRobertaConfig}[family]
         extra = {} if family == "bert" else {"bos_token_id": 2, "eos_token_id": 3}
         return cls(**{**small, "max_position_embeddings": 130}, **extra)
     if family == "distilbert":
-        return DistilBertConfig(vocab_size=vocab, dim=32, hidden_dim=64, n_layers=layers, n_heads=4,
+        return DistilBertConfig(vocab_size=vocab, dim=128, hidden_dim=64, n_layers=layers, n_heads=4,
                                 max_position_embeddings=128, pad_token_id=0)
     raise ValueError(f"no tiny config for {family!r}")
+
+
+def import_families() -> None:
+    """Import every family's modeling module now. Each registers its output classes as
+    pytree nodes, and dynamo guards the number of those: a family first imported after
+    FlexAttention compiled would make the next call of every compiled kernel compile
+    again (the test process imports them all before any compile: tests/conftest.py)."""
+    for family in FAMILIES:
+        name = {"gemma3_text": "gemma3"}.get(family, family).replace("-", "_")
+        importlib.import_module(f"transformers.models.{name}.modeling_{name}")
 
 
 def build(family: str, folder, seed: int = 0, layers: int = 3) -> Path:

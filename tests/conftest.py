@@ -5,6 +5,7 @@ import tempfile
 
 import pytest
 
+from harness import model_folders
 from helpers import APP, DEVICES
 
 # No FlexAttention compile in the background of the test process (or of the servers the
@@ -21,6 +22,11 @@ os.environ["ATLAS_LIVE_MAX_N"] = "1024"
 # file (the servers the tests start inherit it; a test that wants its own sets another)
 if "ATLAS_STORE_PATH" not in os.environ:
     os.environ["ATLAS_STORE_PATH"] = os.path.join(tempfile.mkdtemp(prefix="atlas-tests-"), "room.sqlite3")
+
+
+# every model family the tests build a folder of, imported before anything compiles (each
+# registers pytree nodes, whose count dynamo guards: harness.model_folders.import_families)
+model_folders.import_families()
 
 
 @pytest.fixture

@@ -129,3 +129,66 @@ def test_an_encoder_folder_is_refused_with_its_reason(make_app, folder_of):
     t = Translator("en")
     want = t("model.folder_refused", folder=str(folder.resolve()), why=t("model.why_encoder"), model="Gemma-3-270m")
     assert [w.value for w in at.sidebar.warning] == [want]
+
+
+def model_line(at) -> str:
+    return next(c.value for c in at.sidebar.caption if c.value.startswith("Model:"))
+
+
+@pytest.fixture
+def two_models(monkeypatch, folder_of):
+    """The server offers the tiny model (ATLAS_MODEL, the default) and a Llama folder."""
+    folder = folder_of("llama")
+    monkeypatch.setenv("ATLAS_MODELS", f"tiny, {folder}")
+    return str(folder.resolve())
+
+
+def test_the_sidebar_offers_the_configured_models_and_each_reader_runs_their_own(make_app, two_models):
+    t = Translator("en")
+    tok = AutoTokenizer.from_pretrained(two_models)
+    at = make_app("tiny")
+    at.run()
+    choice = at.sidebar.selectbox(key="model_choice")
+    assert choice.options == [t("sidebar.tiny_model"), t("sidebar.folder_model", family="llama", folder="llama")]
+    assert choice.value == "tiny" and t("sidebar.tiny_model") in model_line(at)
+    choice.set_value(two_models).run()
+    assert not at.exception
+    assert "llama" in model_line(at) and at.session_state["model"] == two_models
+    n = min(len(tok(at.session_state["text"])["input_ids"]), 128)
+    assert {m.label: m.value for m in at.metric}[t("step1.metric_n")] == t.int(n)
+    at.switch_page("pages/2_nearly_empty.py").run()  # the pick outlives a page switch
+    assert not at.exception and "llama" in model_line(at)
+    other = make_app("tiny")  # another reader of the same server keeps the default
+    other.run()
+    assert t("sidebar.tiny_model") in model_line(other)
+
+
+def test_a_share_link_carries_its_model(make_app, two_models):
+    at = make_app("tiny")
+    at.run()
+    at.sidebar.selectbox(key="model_choice").set_value(two_models).run()
+    at.sidebar.button(key="share").click().run()
+    key = at.code[0].value.split("?s=")[1]
+    fresh = make_app("tiny")
+    fresh.query_params["s"] = key
+    fresh.run()
+    assert not fresh.exception
+    assert "llama" in model_line(fresh) and fresh.sidebar.selectbox(key="model_choice").value == two_models
+
+
+def test_a_student_follows_on_the_teachers_model_and_leaves_by_picking_another(make_app, two_models):
+    from ui import keys
+
+    teacher = make_app("tiny")
+    teacher.run()
+    teacher.sidebar.selectbox(key="model_choice").set_value(two_models).run()
+    teacher.sidebar.button(key="class_start").click().run()
+    assert not teacher.exception
+    student = make_app("tiny", lang="pt")
+    student.query_params["class"] = teacher.session_state[keys.CLASS]
+    student.run()
+    assert not student.exception
+    assert student.session_state["model"] == two_models and student.session_state[keys.FOLLOWING]
+    student.sidebar.selectbox(key="model_choice").set_value("tiny").run()
+    assert not student.session_state[keys.FOLLOWING]  # the student's own pick: exploring now
+    assert Translator("pt")("class.left") in [x.value for x in student.toast]

@@ -18,7 +18,7 @@ from harness import model_folders as mf
 TEXT = "Uma janela guarda as palavras vizinhas. 窓は近くの語を残します。 A window keeps the nearby words."
 
 # what each family's config says, worked out by hand from harness.model_folders' configs
-# (3 layers, 4 query heads of size 8, WINDOW = 6)
+# (3 layers, 4 query heads of size 32, WINDOW = 6)
 W = mf.WINDOW
 EXPECTED = {
     "llama": dict(kv=2, causal=True, windows=(None, None, None)),
@@ -69,15 +69,15 @@ def test_the_structure_is_read_from_the_model(loaded, family):
     m = loaded(family)
     want = EXPECTED[family]
     a = m.arch
-    assert (a.n_layers, a.n_heads, a.kv_heads, a.head_dim) == (3, 4, want["kv"], 8)
+    assert (a.n_layers, a.n_heads, a.kv_heads, a.head_dim) == (3, 4, want["kv"], 32)
     assert a.causal is want["causal"] and m.causal is want["causal"]
     assert a.windows == want["windows"]
     if family == "gpt2":  # scale_attn_by_inverse_layer_idx: 1/√d divided by the layer's number
-        assert a.scales == pytest.approx(tuple(8 ** -0.5 / (layer + 1) for layer in range(3)))
-    elif family.startswith("gemma"):  # query_pre_attn_scalar = 8
-        assert a.scales == pytest.approx((8 ** -0.5,) * 3)
+        assert a.scales == pytest.approx(tuple(32 ** -0.5 / (layer + 1) for layer in range(3)))
+    elif family.startswith("gemma"):  # query_pre_attn_scalar = 32
+        assert a.scales == pytest.approx((32 ** -0.5,) * 3)
     else:
-        assert a.scales == pytest.approx((8 ** -0.5,) * 3)
+        assert a.scales == pytest.approx((32 ** -0.5,) * 3)
     assert a.softcaps == ((mf.SOFTCAP,) * 3 if family == "gemma2" else (None,) * 3)
     assert a.max_positions in (128, 130)
     assert m.max_tokens <= a.max_positions
@@ -184,7 +184,7 @@ def test_budgets_follow_the_models_positions_and_size(loaded):
     assert res.n == 128 and res.perplexity == pytest.approx(res.base_perplexity, rel=1e-6)
     # what an analysis holds, by hand: layers·heads·n²·2 + layers·(heads + 2·kv)·n·d·4 bytes
     a = m.arch
-    assert a.analysis_bytes(100) == 3 * 4 * 100 * 100 * 2 + 3 * (4 + 2 * 4) * 100 * 8 * 4
+    assert a.analysis_bytes(100) == 3 * 4 * 100 * 100 * 2 + 3 * (4 + 2 * 4) * 100 * 32 * 4
     big = dataclasses.replace(a, n_layers=32, n_heads=32, kv_heads=8, head_dim=128, max_positions=None)
     room = model.reference_bytes("cpu")  # Gemma-3-270m's analysis at 1,024 tokens
     n = big.token_budget(1024, room)
@@ -225,8 +225,8 @@ def test_weights_too_big_are_refused_before_loading_with_the_figures(tmp_path):
     folder = mf.build("llama", tmp_path / "llama")
     vocab = json.loads((folder / "config.json").read_text())["vocab_size"]
     # by hand: embeddings and the untied head, per layer q, k, v, o (two key/value heads of
-    # 8), the MLP's three matrices and two norms, the final norm
-    d, kv_width, ff, layers = 32, 2 * 8, 64, 3
+    # 32), the MLP's three matrices and two norms, the final norm
+    d, kv_width, ff, layers = 128, 2 * 32, 64, 3
     per_layer = 2 * d * d + 2 * d * kv_width + 3 * d * ff + 2 * d
     want = 2 * vocab * d + layers * per_layer + d
     assert folders.weight_parameters(folder) == want

@@ -9,6 +9,8 @@ LANG_CHOICE = "lang_choice"  # the sidebar's language selectbox
 PRESENTER = "presenter"  # presenter mode (not a widget)
 PRESENTER_CHOICE = "presenter_choice"  # the sidebar's presenter toggle
 TEXT = "text"  # the sidebar's text area: the reader's text
+MODEL = "model"  # the model this reader's pages run (ATLAS_MODELS: one of those offered; not a widget)
+MODEL_CHOICE = "model_choice"  # the sidebar's model selectbox
 SHARE_APPLIED = "_share_applied"  # the share key (?s=) this session has already applied
 FROM_LINK = "_from_link"  # the settings a share link set, so that dropping one is said
 LINKS_MADE = "_links_made"  # share links this session has made (bounded per session)

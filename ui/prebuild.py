@@ -34,7 +34,8 @@ def prebuild(view: dict) -> threading.Thread | None:
     text, settings = view.get("text"), view.get("settings") or {}
     if not isinstance(text, str) or not text.strip() or not isinstance(settings, dict):
         return None
-    kind = served_model.model_kind()
+    model = view.get("model")  # the class's model, where this process offers it
+    kind = model if isinstance(model, str) and model in served_model.offered() else served_model.model_kind()
     key = (kind, text, json.dumps(settings, sort_keys=True, default=str))
     book = _prebuilds()
     with book["lock"]:

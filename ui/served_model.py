@@ -13,11 +13,13 @@ from pathlib import Path
 
 import streamlit as st
 import torch
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attn import convert, folders, settings
 from attn import model as atlas_model
 from attn.device import device_info, pick_device
 
+from . import keys
 from .i18n import Translator
 from .page_run import stop_page
 from .reader import tr
@@ -34,16 +36,47 @@ def is_folder(kind: str) -> bool:
     return kind not in ("gemma", "tiny")
 
 
+def offered() -> list[str]:
+    """The models a reader may pick (ATLAS_MODEL's first, then ATLAS_MODELS'), less the
+    folders that could not serve; the packaged Gemma first where ATLAS_MODEL's could not."""
+    configured = settings.read().models
+    out = [k for k in configured if k not in _refused]
+    if configured[0] in _refused and "gemma" not in out:
+        out.insert(0, "gemma")
+    return out
+
+
+def default_kind() -> str:
+    """The model a reader runs until they pick another (and every background task)."""
+    return offered()[0]
+
+
 def model_kind() -> str:
-    """The model this process serves: the one configured, or the packaged Gemma where
-    the configured folder could not serve. Every cache is keyed by it."""
-    kind = settings.read().model_kind
-    return "gemma" if kind in _refused else kind
+    """The model this reader's pages run: their pick among :func:`offered`, else the
+    default. Every cache is keyed by it (a folder by its absolute path). Outside a page
+    run (a background thread) the default."""
+    chosen = st.session_state.get(keys.MODEL) if get_script_run_ctx(suppress_warning=True) else None
+    return chosen if chosen is not None and chosen in offered() else default_kind()
 
 
-def refused() -> folders.ModelFolderError | None:
-    """Why the configured folder does not serve (None: it does, or none is configured)."""
-    return _refused.get(settings.read().model_kind)
+def choose(kind) -> bool:
+    """Put a model picked elsewhere (a share link, a class) in this session; False when
+    this server does not offer it (the reader's own model stays)."""
+    if not isinstance(kind, str) or kind not in offered():
+        return False
+    st.session_state[keys.MODEL] = st.session_state[keys.MODEL_CHOICE] = kind
+    return True
+
+
+def on_model_change() -> None:
+    """on_change of the sidebar's model selectbox: the reader's own change."""
+    st.session_state[keys.MODEL] = st.session_state[keys.MODEL_CHOICE]
+    st.session_state.setdefault(keys.CHANGED, set()).add(keys.MODEL)
+
+
+def refusals() -> list[folders.ModelFolderError]:
+    """Why configured folders do not serve (empty: every one does)."""
+    return [_refused[k] for k in settings.read().models if k in _refused]
 
 
 # --- language and text -----------------------------------------------------------
@@ -100,31 +133,47 @@ def _converting(step) -> None:
 
 
 def resolve_folder() -> None:
-    """Load the configured folder's model once (with a wait shown), before the page reads
-    which model serves; a folder that cannot serve is remembered, said once in the log,
-    and the packaged model serves instead (:func:`folder_notice` says why on every page)."""
-    kind = settings.read().model_kind
-    if not is_folder(kind) or kind in _refused:
-        return
-    try:
-        with st.spinner(tr()("model.loading_folder", folder=Path(kind).name)):
-            get_model(kind)
-    except folders.ModelFolderError as exc:
-        _refused[kind] = exc
-        _log.warning("ATLAS_MODEL folder refused, serving the packaged model: %s", exc)
+    """Load this reader's folder model (with a wait shown) before the page reads which
+    model serves; a folder that cannot serve is remembered, said once in the log, and
+    the default serves instead (:func:`folder_notice` says why on every page)."""
+    while is_folder(kind := model_kind()):
+        try:
+            with st.spinner(tr()("model.loading_folder", folder=Path(kind).name)):
+                get_model(kind)
+            return
+        except folders.ModelFolderError as exc:
+            _refused[kind] = exc  # model_kind() no longer offers it: the next one is tried
+            _log.warning("model folder refused, serving another model: %s", exc)
+
+
+def model_name(t: Translator, kind: str) -> str:
+    """A model's short name, for the sidebar's choice."""
+    if kind == "gemma":
+        return atlas_model.MODEL_LABEL
+    if kind == "tiny":
+        return t("sidebar.tiny_model")
+    return t("sidebar.folder_model", family=_described(kind)["family"], folder=Path(kind).name)
 
 
 def folder_notice(t: Translator) -> None:
-    """One sentence naming the configured folder, why it cannot serve, and that the
-    packaged model serves instead (nothing when it serves)."""
-    exc = refused()
-    if exc is None:
+    """One sentence per configured folder that cannot serve: the folder, why, and the
+    model that runs instead (nothing when every one serves)."""
+    for exc in refusals():
+        f = exc.figures
+        why = t(f"model.why_{exc.reason}", parameters=t.int(f.get("parameters", 0)),
+                need=t.float(f.get("need", 0) / 2**30), have=t.float(f.get("have", 0) / 2**30))
+        st.warning(t("model.folder_refused", folder=exc.folder, why=why, model=model_name(t, default_kind())),
+                   icon=":material/warning:")
+
+
+def model_choice(t: Translator) -> None:
+    """The sidebar's choice of model, where the server offers more than one."""
+    kinds = offered()
+    if len(kinds) < 2:
         return
-    f = exc.figures
-    why = t(f"model.why_{exc.reason}", parameters=t.int(f.get("parameters", 0)),
-            need=t.float(f.get("need", 0) / 2**30), have=t.float(f.get("have", 0) / 2**30))
-    st.warning(t("model.folder_refused", folder=exc.folder, why=why, model=atlas_model.MODEL_LABEL),
-               icon=":material/warning:")
+    st.session_state[keys.MODEL_CHOICE] = model_kind()  # a share link or a class may have set it
+    st.selectbox(t("sidebar.model"), kinds, key=keys.MODEL_CHOICE, format_func=lambda k: model_name(t, k),
+                 on_change=on_model_change, help=t("sidebar.model_help"))
 
 
 def ensure_model():
@@ -134,7 +183,11 @@ def ensure_model():
     one sentence saying which folder to delete."""
     kind = model_kind()
     if is_folder(kind):
-        return get_model(kind)
+        try:
+            return get_model(kind)
+        except folders.ModelFolderError as exc:  # not yet tried this run (resolve_folder tries first)
+            _refused[kind] = exc
+            st.rerun()  # the page again, on the model that serves instead, with the sentence
     try:
         if kind == "gemma" and not convert.is_converted():
             _converting(lambda progress: convert.is_converted() or convert.convert(progress))

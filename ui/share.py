@@ -17,7 +17,7 @@ import streamlit as st
 from attn import settings
 from room import store as sharestore
 
-from . import keys, reader, setting_table
+from . import keys, reader, served_model, setting_table
 from .i18n import LANGS, Translator
 from .steps import page_of
 
@@ -74,13 +74,13 @@ def store_trouble():
 
 
 def current_view(step_number: int) -> dict:
-    """What a link (and a class) restores: the text, language, step, presenter mode and
+    """What a link (and a class) restores: the model, text, language, step, presenter mode and
     settings — each setting only as a value its row takes (a value no widget would take
     never travels)."""
     values = {k: (list(v) if isinstance(v, tuple) else v) for k in setting_table.KEYS
               if (v := st.session_state.get(k)) is not None}
     return {"text": reader.current_text(), "lang": st.session_state.get(keys.LANG, "en"), "step": step_number,
-            "presenter": reader.presenter(),
+            "presenter": reader.presenter(), "model": served_model.model_kind(),
             "settings": {k: v for k, v in values.items() if setting_table.valid(k, v)}}
 
 
@@ -115,6 +115,8 @@ def apply_link(t: Translator):
         st.session_state[keys.LANG] = lang
         st.session_state[keys.LANG_CHOICE] = lang
     else:
+        bad = True
+    if "model" in view and not served_model.choose(view["model"]):  # a model this server no longer offers
         bad = True
     st.session_state[keys.PRESENTER] = view.get("presenter") is True
     st.session_state[keys.PRESENTER_CHOICE] = st.session_state[keys.PRESENTER]

@@ -13,7 +13,7 @@ import streamlit as st
 from room import classes as room_classes
 from room import codes
 
-from .. import keys, prebuild, reader, share
+from .. import keys, prebuild, reader, served_model, share
 from ..i18n import Translator
 from ..steps import page_of
 from .handle import Unreadable, classes, forget, guesses, read
@@ -47,14 +47,15 @@ def gone(t: Translator) -> None:
 
 
 def class_view(step: int) -> dict:
-    """What a class carries to its students: the text and the settings (the language
-    and presenter mode stay each reader's)."""
+    """What a class carries to its students: the model, the text and the settings (the
+    language and presenter mode stay each reader's)."""
     view = share.current_view(step)
-    return {"text": view["text"], "settings": view["settings"]}
+    return {"model": view["model"], "text": view["text"], "settings": view["settings"]}
 
 
 def _apply(view: dict) -> None:
-    """A class's text and settings in this session (as a share link's are)."""
+    """A class's model, text and settings in this session (as a share link's are)."""
+    served_model.choose(view.get("model"))  # the teacher's model, where this server offers it
     text = view.get("text")
     if isinstance(text, str) and len(text) <= reader.MAX_CHARS:
         st.session_state[keys.TEXT] = text
