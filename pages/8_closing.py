@@ -36,4 +36,4 @@ st.markdown(t("closing.body"))
 step_page.room_verdict(t)  # in a class whose teacher shows the room: its verdict on each claim
 st.subheader(t("closing.glossary"))
 widgets.glossary_table(t)
-st.caption(t("closing.credits"))
+st.caption(served_model.credits(t))

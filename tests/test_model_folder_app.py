@@ -192,3 +192,17 @@ def test_a_student_follows_on_the_teachers_model_and_leaves_by_picking_another(m
     student.sidebar.selectbox(key="model_choice").set_value("tiny").run()
     assert not student.session_state[keys.FOLLOWING]  # the student's own pick: exploring now
     assert Translator("pt")("class.left") in [x.value for x in student.toast]
+
+
+def test_the_credits_and_the_models_own_preset_follow_the_model(make_app, folder_of):
+    t = Translator("en")
+    for family, slides in (("gpt2", False), ("gemma2", True)):
+        at = make_app(str(folder_of(family)))
+        at.run()
+        at.switch_page("pages/9_playground.py").run()
+        assert not at.exception
+        button = at.button(key="pg_preset_model")
+        assert button.disabled is not slides, family
+        at.switch_page("pages/8_closing.py").run()
+        credit = t("closing.credits_other", model=t("sidebar.folder_model", family=family, folder=family))
+        assert credit in caption_values(at) and t("closing.credits") not in caption_values(at)

@@ -24,7 +24,7 @@ from markdown_it import MarkdownIt
 from attn.costs import Shape
 
 from . import timing as live_run
-from . import keys, measures, model_swaps, setting_table, summary, widgets
+from . import keys, measures, model_swaps, served_model, setting_table, summary, widgets
 from .classroom import votes
 from .i18n import Translator
 from .steps import STEPS
@@ -118,7 +118,7 @@ def build(t: Translator, a, text: str, kind: str, kept: dict, *, device: str, mo
                              for row in class_results) + "</table>")
     out.append(f'<h2>{html.escape(t("closing.glossary"))}</h2>')
     out.append(_rows([(g[t.lang]["term"], g[t.lang]["meaning"]) for g in widgets.glossary()]))
-    out.append('<p class="note">' + html.escape(t("closing.credits")) + "</p>")
+    out.append('<p class="note">' + html.escape(served_model.credits(t)) + "</p>")
     if progress:
         progress(1.0)
     return ("<!DOCTYPE html>\n"

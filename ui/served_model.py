@@ -217,6 +217,14 @@ def _described(folder: str) -> dict:
     return folders.describe(folder)
 
 
+def credits(t: Translator) -> str:
+    """The closing page's (and the handout's) credit line for the model this reader ran."""
+    kind = model_kind()
+    if kind == "gemma":
+        return t("closing.credits")
+    return t("closing.credits_other", model=model_name(t, kind))
+
+
 def model_line(t: Translator) -> str:
     """The model, its quantisation and licence, in the reader's language; a folder's
     model by its family, its size and the folder's licence file."""
