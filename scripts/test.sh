@@ -39,4 +39,8 @@ fi
 
 echo "ruff check …"
 .venv/bin/ruff check .
-exec .venv/bin/python -m pytest "$@"
+# the packaged model converted once, before two test processes could both start on it
+.venv/bin/python -m attn.convert
+# two test processes, each test file in one of them (a file's servers and fixtures stay
+# together): the browser tests' waits overlap the engine's work. ATLAS_TEST_WORKERS=0: one.
+exec .venv/bin/python -m pytest -n "${ATLAS_TEST_WORKERS:-2}" --dist loadfile "$@"

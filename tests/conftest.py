@@ -24,6 +24,13 @@ if "ATLAS_STORE_PATH" not in os.environ:
     os.environ["ATLAS_STORE_PATH"] = os.path.join(tempfile.mkdtemp(prefix="atlas-tests-"), "room.sqlite3")
 
 
+# two test processes (scripts/test.sh runs pytest-xdist) on a machine's cores: one torch
+# thread each, so that neither makes the other's threads wait for a core
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    import torch
+
+    torch.set_num_threads(1)
+
 # every model family the tests build a folder of, imported before anything compiles (each
 # registers pytree nodes, whose count dynamo guards: harness.model_folders.import_families)
 model_folders.import_families()
