@@ -253,10 +253,11 @@ class LoadedModel:
 
     def run_plan(self, plan: Capture | Replace, fn):
         """``fn()`` with the attention following ``plan``, under the lock; the model's
-        own attention is restored afterwards, also when ``fn`` raises. The registry's
-        replacements are causal: a bidirectional model cannot be swapped (ValueError)."""
-        if isinstance(plan, Replace) and not self.causal:
-            raise ValueError("the replacement methods are causal; this model attends both ways")
+        own attention is restored afterwards, also when ``fn`` raises. A replacement reads
+        as the model does: causal on a decoder, both ways on an encoder (ValueError else)."""
+        if isinstance(plan, Replace) and plan.params.causal != self.causal:
+            raise ValueError("a replacement must read as the model does: this model attends "
+                             + ("only back" if self.causal else "both ways"))
         with self.lock:
             self._plan = plan
             self.model.set_attn_implementation(self._impl)
@@ -348,6 +349,19 @@ class LoadedModel:
         """Last hidden states ``(1, n, hidden)`` of token ids ``(1, n)``, with whatever
         attention is active (call inside :meth:`run_plan` to change it)."""
         return self.model.base_model(input_ids=ids, **self._forward_kwargs).last_hidden_state
+
+    @property
+    def mask_token_id(self) -> int | None:
+        """The token an encoder's masked-word head is asked to fill (None: no such token)."""
+        return getattr(getattr(self.tokenizer, "tok", None), "mask_token_id", None)
+
+    def masked_logits(self, batch: torch.Tensor) -> torch.Tensor:
+        """An encoder's masked-word logits ``(b, n, vocab)`` for token ids ``(b, n)``,
+        under the plan running now (call it inside :meth:`run_plan`) or the model's own."""
+        if self.causal:
+            raise ValueError("masked-word logits need an encoder; this model predicts the next token")
+        with torch.no_grad():
+            return self.model(input_ids=batch).logits.float()  # an encoder keeps no cache
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Next-token logits (float32) from hidden states, with the model's soft cap."""

@@ -3,6 +3,11 @@ method of the registry (:mod:`attn.methods`, tag ``swap``) and measure what it
 loses on the text, against the unmodified model, over the n − 1 predicted
 positions: perplexity, mean KL(unmodified ‖ swapped) and top-1 agreement.
 
+On an encoder (attention both ways) nothing is "next": each of a seeded sample of at
+most :data:`MASKED_POSITIONS` positions is masked in its own copy of the text, and the
+model's masked-word head predicts it (pseudo-perplexity), with every replacement
+reading both ways as the model does; all the copies go through one batched forward.
+
 ``own`` keeps each swapped layer's own pattern (causal; window 512 in sliding
 layers) through the fused SDPA kernel: the control, which must reproduce the model.
 ``window`` / ``window_hubs`` replace the pattern of the swapped layers, whatever it
@@ -13,6 +18,7 @@ Layers not swapped keep their own attention.
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +31,8 @@ from .model import LoadedModel, Replace
 SWAP_MAX_TOKENS = 256
 _LOGIT_CHUNK = 32  # positions whose next-token distributions are held at once
 WINDOWS = (4, 16, 64)  # the standard sweep's windows
+MASKED_POSITIONS = 32  # an encoder's positions masked and predicted, each in its own copy
+MASK_SEED = 0  # the same positions for every swap of a text
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,7 @@ class SwapResult:
     top1_agreement: float
     kl: float
     seconds: float
+    predicted: tuple[int, ...] = ()  # an encoder's masked positions (a decoder predicts positions 1 … n − 1)
 
 
 def standard_sweep(hubs: tuple[int, ...], single_layer: int) -> list[Swap]:
@@ -113,7 +122,60 @@ def measure(model: LoadedModel, text: str, swap: Swap, *, max_tokens: int = SWAP
     """The model with ``swap`` applied, against the unmodified model, on ``text``."""
     _, layers = _check(model, swap)
     ids, total = _ids(model, text, max_tokens)
+    if not model.causal:
+        masked = _masked(model, ids)
+        return _measure_masked(model, ids, total, masked, _masked_logprobs(model, masked, None), swap, layers)
     return _measure(model, ids, total, model.base_hidden(ids), swap, layers)
+
+
+def masked_positions(model: LoadedModel, ids: list[int]) -> list[int]:
+    """An encoder's positions to mask: a seeded sample of at most MASKED_POSITIONS of the
+    text's own tokens (never a special one such as [CLS] or [SEP]), in order."""
+    own = [i for i, t in enumerate(ids) if model.tokenizer.special_label(t) is None]
+    return sorted(random.Random(MASK_SEED).sample(own, min(MASKED_POSITIONS, len(own))))
+
+
+def _masked(model: LoadedModel, ids: list[int]) -> dict:
+    """One copy of the text per masked position, that position replaced by the mask token."""
+    if model.mask_token_id is None:
+        raise ValueError("this encoder's tokenizer has no mask token to predict")
+    positions = masked_positions(model, ids)
+    if not positions:
+        raise TextTooShort("the text has no token of its own to mask")
+    batch = torch.tensor([ids] * len(positions), device=model.device)
+    rows = torch.arange(len(positions), device=model.device)
+    where = torch.tensor(positions, device=model.device)
+    batch[rows, where] = model.mask_token_id
+    return {"batch": batch, "rows": rows, "where": where, "positions": tuple(positions),
+            "targets": torch.tensor([ids[p] for p in positions], device=model.device)}
+
+
+def _masked_logprobs(model: LoadedModel, masked: dict, plan: Replace | None) -> torch.Tensor:
+    """Log-probabilities ``(positions, vocab)`` of each masked word, unmodified or under ``plan``."""
+    def run():
+        return model.masked_logits(masked["batch"])[masked["rows"], masked["where"]]
+
+    logits = run() if plan is None else model.run_plan(plan, run)
+    return torch.log_softmax(logits, dim=-1)
+
+
+def _measure_masked(model: LoadedModel, ids, total, masked: dict, base: torch.Tensor, swap: Swap,
+                    layers: list[int]) -> SwapResult:
+    t0 = time.perf_counter()
+    n = len(ids)
+    hubs = patterns.check_hubs(n, swap.hubs) if methods.get(swap.method).with_hubs else ()
+    if swap.parts is not None:
+        composition.check_composition(n, swap.parts)
+    params = methods.Params(window=swap.window, hubs=hubs, parts=swap.parts, causal=False)
+    ls = _masked_logprobs(model, masked, Replace(swap.method, frozenset(layers), params))
+    t = masked["targets"][:, None]
+    p = len(masked["positions"])
+    nll, base_nll = float(-ls.gather(1, t).sum()) / p, float(-base.gather(1, t).sum()) / p
+    return SwapResult(swap=swap, layers=tuple(layers), n=n, truncated=total - n,
+                      perplexity=math.exp(nll), base_perplexity=math.exp(base_nll),
+                      top1_agreement=float((base.argmax(-1) == ls.argmax(-1)).float().mean()),
+                      kl=float((base.exp() * (base - ls)).sum()) / p, seconds=time.perf_counter() - t0,
+                      predicted=masked["positions"])
 
 
 def sweep(model: LoadedModel, text: str, swaps: list[Swap], *, max_tokens: int = SWAP_MAX_TOKENS,
@@ -122,12 +184,14 @@ def sweep(model: LoadedModel, text: str, swaps: list[Swap], *, max_tokens: int =
     predictions computed once. Each entry is a SwapResult, or the ValueError that
     swap raised."""
     ids, total = _ids(model, text, max_tokens)
-    base = _base_logprobs(model, ids)
+    masked = None if model.causal else _masked(model, ids)
+    base = _base_logprobs(model, ids) if model.causal else _masked_logprobs(model, masked, None)
     out = []
     for i, s in enumerate(swaps):
         try:
             _, layers = _check(model, s)
-            r = _measure(model, ids, total, base, s, layers)
+            r = (_measure(model, ids, total, base, s, layers) if model.causal
+                 else _measure_masked(model, ids, total, masked, base, s, layers))
         except ValueError as exc:
             r = exc
         out.append(r)

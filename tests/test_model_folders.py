@@ -12,7 +12,7 @@ import json
 import pytest
 import torch
 
-from attn import folders, model, swap
+from attn import folders, methods, model, swap
 from harness import model_folders as mf
 
 TEXT = "Uma janela guarda as palavras vizinhas. 窓は近くの語を残します。 A window keeps the nearby words."
@@ -160,6 +160,38 @@ def test_an_encoder_refuses_the_causal_replacements_and_next_token_logits(loaded
         m.run_plan(model.Replace("window", frozenset({0})), lambda: None)
     with pytest.raises(ValueError, match="causal"):
         m.logits(m.base_hidden(ids))
+
+
+@pytest.mark.parametrize("family", mf.ENCODERS)
+def test_an_encoders_swaps_are_measured_on_masked_words_as_the_model_predicts_them(loaded, family):
+    """Pseudo-perplexity: a seeded sample of the text's own positions, each masked in its
+    copy; the unmodified model's figure recomputed here one copy at a time through
+    transformers' own masked-LM model, and the replacements read both ways."""
+    from transformers import AutoModelForMaskedLM
+
+    m = loaded(family)
+    text = TEXT * 2
+    ids, _ = m.encode(text)
+    control, wide, narrow = swap.sweep(m, text, [swap.Swap("own"), swap.Swap("window", window=len(ids)),
+                                                 swap.Swap("window", window=2)])
+    own_positions = [i for i, t in enumerate(ids) if m.tokenizer.special_label(t) is None]
+    assert len(control.predicted) == min(swap.MASKED_POSITIONS, len(own_positions)) == 32
+    assert set(control.predicted) <= set(own_positions) and list(control.predicted) == sorted(set(control.predicted))
+    ref = AutoModelForMaskedLM.from_pretrained(m.model.config._name_or_path, attn_implementation="eager").eval()
+    nll = []
+    with torch.no_grad():
+        for pos in control.predicted:
+            x = torch.tensor([ids])
+            x[0, pos] = m.mask_token_id
+            nll.append(-torch.log_softmax(ref(input_ids=x).logits[0, pos].float(), -1)[ids[pos]])
+    want = float(torch.exp(torch.stack(nll).mean()))
+    assert control.base_perplexity == pytest.approx(want, rel=1e-4)
+    assert control.perplexity == pytest.approx(want, rel=1e-4) and control.top1_agreement == 1.0
+    assert abs(control.kl) < 1e-6
+    assert wide.perplexity == pytest.approx(want, rel=1e-4)  # a window as wide as the text: every pair
+    assert narrow.kl > 1e-7 and narrow.perplexity != pytest.approx(want, rel=1e-6)
+    with pytest.raises(ValueError, match="both ways"):  # a causal replacement would not read as it does
+        m.run_plan(model.Replace("window", frozenset({0}), methods.Params(window=2, causal=True)), lambda: None)
 
 
 def test_the_first_token_is_what_the_tokenizer_makes_it(loaded):
