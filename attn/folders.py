@@ -103,6 +103,21 @@ def describe(folder) -> dict:
             "licence": lic.name if lic else None}
 
 
+def import_family(folder) -> None:
+    """Import the modeling module of the folder's family, without loading its weights.
+    Importing one registers its output classes as pytree nodes, whose number every
+    compiled FlexAttention kernel guards: done before the warm-up compiles (the app does
+    it for every offered folder on its first run), a model loaded later recompiles nothing.
+    A folder that cannot be read is left to :func:`load_folder` to refuse."""
+    try:
+        config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+        for mapping in (AutoModelForCausalLM._model_mapping, AutoModelForMaskedLM._model_mapping):
+            if type(config) in mapping:
+                mapping[type(config)]  # the lazy mapping imports the family's module here
+    except (ValueError, KeyError, OSError):
+        pass
+
+
 def load_folder(folder, device=None, memory: int | None = None) -> LoadedModel:
     """The model in ``folder``, on the picked device (float32), read through its own
     tokenizer. ``memory``: the bytes it may take (default: a share of what is free)."""

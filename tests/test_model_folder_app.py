@@ -206,3 +206,24 @@ def test_the_credits_and_the_models_own_preset_follow_the_model(make_app, folder
         at.switch_page("pages/8_closing.py").run()
         credit = t("closing.credits_other", model=t("sidebar.folder_model", family=family, folder=family))
         assert credit in caption_values(at) and t("closing.credits") not in caption_values(at)
+
+
+def test_at_most_two_models_are_held_and_the_least_recently_used_goes(monkeypatch, folder_of):
+    from attn import folders
+    from ui import served_model
+
+    loads = []
+    real = folders.load_folder
+
+    def counted(folder, *a, **kw):
+        loads.append(folder)
+        return real(folder, *a, **kw)
+
+    monkeypatch.setattr(folders, "load_folder", counted)
+    a, b, c = (str(folder_of(f).resolve()) for f in ("llama", "gpt2", "qwen2"))
+    for kind in (a, b, a, c):  # c lets go of b, used least recently; a stays
+        served_model.get_model(kind)
+    assert loads == [a, b, c]
+    served_model.get_model(a)  # still held
+    served_model.get_model(b)  # loaded again
+    assert loads == [a, b, c, b]

@@ -8,6 +8,10 @@ the whole model's output against transformers' own eager attention."""
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -222,6 +226,23 @@ def test_budgets_follow_the_models_positions_and_size(loaded):
     n = big.token_budget(1024, room)
     assert big.analysis_bytes(n) <= room < big.analysis_bytes(n + 1)
     assert a.token_budget(1024, room) == 128  # the tiny model: its positions, not memory
+
+
+@pytest.mark.parametrize("family", ["gpt2", "bert"])
+def test_a_family_imported_ahead_registers_what_loading_it_would(tmp_path, family):
+    """In a fresh process (this one imported every family at its start): after
+    import_family, loading the model registers no pytree node, so a FlexAttention kernel
+    compiled in between compiles nothing again (dynamo guards their number)."""
+    folder = mf.build(family, tmp_path / family)
+    script = ("import sys, torch.utils._pytree as pt\n"
+              "from attn import folders\n"
+              "n0 = len(pt.SUPPORTED_NODES); folders.import_family(sys.argv[1]); n1 = len(pt.SUPPORTED_NODES)\n"
+              "folders.load_folder(sys.argv[1], device='cpu'); print(n0, n1, len(pt.SUPPORTED_NODES))\n")
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", script, str(folder)], cwd=root, capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PYTHONPATH": str(root)})
+    n0, n1, n2 = map(int, out.stdout.split()[-3:])
+    assert n1 > n0 and n2 == n1, out.stderr[-2000:]
 
 
 def test_a_folder_that_cannot_serve_says_why(tmp_path):

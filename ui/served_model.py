@@ -29,6 +29,7 @@ _log = logging.getLogger(__name__)
 # folders that could not serve, by path: the process runs the packaged model instead
 _refused: dict[str, folders.ModelFolderError] = {}
 _budgets: dict[str, int] = {}  # each loaded model's token budget
+_imported: set[str] = set()  # folders whose model family was imported (folders.import_family)
 
 
 def is_folder(kind: str) -> bool:
@@ -136,6 +137,10 @@ def resolve_folder() -> None:
     """Load this reader's folder model (with a wait shown) before the page reads which
     model serves; a folder that cannot serve is remembered, said once in the log, and
     the default serves instead (:func:`folder_notice` says why on every page)."""
+    if not _imported:  # every offered folder's family, before FlexAttention's warm-up compiles
+        _imported.update(k for k in settings.read().models if is_folder(k))
+        for k in _imported:
+            folders.import_family(k)
     while is_folder(kind := model_kind()):
         try:
             with st.spinner(tr()("model.loading_folder", folder=Path(kind).name)):
