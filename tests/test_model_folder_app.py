@@ -227,3 +227,19 @@ def test_at_most_two_models_are_held_and_the_least_recently_used_goes(monkeypatc
     served_model.get_model(a)  # still held
     served_model.get_model(b)  # loaded again
     assert loads == [a, b, c, b]
+
+
+def test_an_offered_folder_that_cannot_serve_is_said_once_picked_and_the_default_runs(make_app, monkeypatch,
+                                                                                      tmp_path):
+    missing = str((tmp_path / "gone").resolve())
+    monkeypatch.setenv("ATLAS_MODELS", f"tiny,{missing}")
+    t = Translator("en")
+    at = make_app("tiny")
+    at.run()
+    choice = at.sidebar.selectbox(key="model_choice")
+    assert choice.options == [t("sidebar.tiny_model"), "gone"]  # unread yet: named by its folder
+    choice.set_value(missing).run()
+    assert not at.exception
+    want = t("model.folder_refused", folder=missing, why=t("model.why_missing"), model=t("sidebar.tiny_model"))
+    assert [w.value for w in at.sidebar.warning] == [want]
+    assert t("sidebar.tiny_model") in model_line(at)

@@ -245,33 +245,31 @@ def test_a_family_imported_ahead_registers_what_loading_it_would(tmp_path, famil
     assert n1 > n0 and n2 == n1, out.stderr[-2000:]
 
 
+def refusal(folder) -> folders.ModelFolderError:
+    with pytest.raises(folders.ModelFolderError) as e:
+        folders.load_folder(folder)
+    return e.value
+
+
+def with_config(folder, config: str):
+    folder.mkdir()
+    (folder / "config.json").write_text(config)
+    return folder
+
+
 def test_a_folder_that_cannot_serve_says_why(tmp_path):
-    with pytest.raises(folders.ModelFolderError) as e:
-        folders.load_folder(tmp_path / "nowhere")
-    assert e.value.reason == "missing" and "nowhere" in str(e.value)
+    e = refusal(tmp_path / "nowhere")
+    assert e.reason == "missing" and "nowhere" in str(e)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(folders.ModelFolderError) as e:
-        folders.load_folder(tmp_path / "empty")
-    assert e.value.reason == "no_config" and "config.json" in str(e.value)
-    odd = tmp_path / "odd"
-    odd.mkdir()
-    (odd / "config.json").write_text('{"model_type": "no-such-family"}')
-    with pytest.raises(folders.ModelFolderError) as e:
-        folders.load_folder(odd)
-    assert e.value.reason == "unknown"
-    t5 = tmp_path / "t5"
-    t5.mkdir()
-    (t5 / "config.json").write_text('{"model_type": "t5", "architectures": ["T5ForConditionalGeneration"]}')
-    with pytest.raises(folders.ModelFolderError) as e:
-        folders.load_folder(t5)
-    assert e.value.reason == "no_head"
-    bare = tmp_path / "bare"
-    mf.build("llama", bare)
+    e = refusal(tmp_path / "empty")
+    assert e.reason == "no_config" and "config.json" in str(e)
+    assert refusal(with_config(tmp_path / "odd", '{"model_type": "no-such-family"}')).reason == "unknown"
+    t5 = '{"model_type": "t5", "architectures": ["T5ForConditionalGeneration"]}'
+    assert refusal(with_config(tmp_path / "t5", t5)).reason == "no_head"
+    bare = mf.build("llama", tmp_path / "bare")
     for f in bare.glob("*.safetensors"):
         f.unlink()
-    with pytest.raises(folders.ModelFolderError) as e:
-        folders.load_folder(bare)
-    assert e.value.reason == "no_weights"
+    assert refusal(bare).reason == "no_weights"
 
 
 def test_weights_too_big_are_refused_before_loading_with_the_figures(tmp_path):

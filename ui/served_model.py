@@ -105,9 +105,9 @@ def get_model(kind: str):
     else:
         try:
             model = folders.load_folder(kind)
-        except folders.ModelFolderError:
-            raise
         except Exception as exc:  # anything else the folder's files make transformers or torch raise
+            if isinstance(exc, folders.ModelFolderError):
+                raise
             raise folders.ModelFolderError(kind, "broken", f"{type(exc).__name__}: {exc}") from exc
         if not model.causal:  # the engine reads encoders; the steps' numbers are worked out for decoders
             raise folders.ModelFolderError(kind, "encoder", "an encoder (attention both ways): the steps follow "
@@ -157,7 +157,11 @@ def model_name(t: Translator, kind: str) -> str:
         return atlas_model.MODEL_LABEL
     if kind == "tiny":
         return t("sidebar.tiny_model")
-    return t("sidebar.folder_model", family=_described(kind)["family"], folder=Path(kind).name)
+    try:
+        family = _described(kind)["family"]
+    except (OSError, ValueError):  # offered, not yet tried, and unreadable: its sentence comes once picked
+        return Path(kind).name
+    return t("sidebar.folder_model", family=family, folder=Path(kind).name)
 
 
 def folder_notice(t: Translator) -> None:
