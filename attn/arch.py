@@ -8,8 +8,9 @@ with an attention function that only records how each layer calls it (transforme
 its ``softcap``, its ``sliding_window`` where the layer passes one, the module's
 ``is_causal``); :func:`windows_of` reads the windows a layer does not pass from the
 config, as transformers' masks do (``layer_types``, else ``sliding_window`` on every
-layer, else none). The mask rule is transformers': a query at i sees the key at j when
-``i − w < j`` (and ``j ≤ i`` when causal; ``|i − j| < w`` both ways when not).
+layer, else none). Which pairs a layer attends to is the registry's ``own`` pattern with
+that window, causal or not (``Analysis.model_mask``, attn.patterns): ``|i − j| < w``, and
+``j ≤ i`` when causal, as transformers' masks have it.
 """
 
 from __future__ import annotations
@@ -173,19 +174,6 @@ def read(model, forward_kwargs: dict | None = None) -> tuple[Architecture, dict[
         parameters=sum(p.numel() for p in model.parameters()),
     )
     return arch, {id(c.module): i for i, c in enumerate(calls)}
-
-
-def mask(arch: Architecture, layer: int, n: int) -> torch.Tensor:
-    """bool (n, n): the pairs the model's own layer attends to."""
-    i = torch.arange(n).unsqueeze(1)
-    j = torch.arange(n).unsqueeze(0)
-    w = arch.windows[layer]
-    if arch.causal:
-        keep = j <= i
-        if w is not None:
-            keep &= j > i - w
-        return keep
-    return torch.ones(n, n, dtype=torch.bool) if w is None else (i - j).abs() < w
 
 
 def attend(query, key, value, attention_mask, scale: float, softcap: float | None = None):

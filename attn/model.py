@@ -148,13 +148,8 @@ class Analysis:
         """bool (n, n): the pairs the model's own layer attends to (causal, plus its
         sliding window in sliding layers: the registry's ``own`` pattern; both ways on an
         encoder)."""
-        if not self.causal:
-            w = self.own_window(layer)
-            i = torch.arange(self.n)
-            gap = (i.unsqueeze(1) - i.unsqueeze(0)).abs()
-            return torch.ones(self.n, self.n, dtype=torch.bool) if w is None else gap < w
-        return patterns.dense(methods.own().mask(self.n, methods.Params(window=self.own_window(layer))),
-                              self.n)
+        params = methods.Params(window=self.own_window(layer), causal=self.causal)
+        return patterns.dense(methods.own().mask(self.n, params), self.n)
 
 
 @dataclass(frozen=True)
