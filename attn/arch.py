@@ -22,6 +22,8 @@ import torch
 from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
+from .stats import prefix_lengths
+
 _NOT_PASSED = object()
 _counter = itertools.count()
 
@@ -58,8 +60,10 @@ class Architecture:
 
     def analysis_bytes(self, n: int) -> int:
         """What an analysis of n tokens keeps: every head's weights as float16, plus the
-        queries, keys and values as float32."""
-        return (self.n_layers * self.n_heads * n * n * 2
+        queries, keys and values as float32; an encoder's weights on the text's prefixes
+        too (Analysis.prefix: about a third more weights)."""
+        grids = n * n + (0 if self.causal else sum(m * m for m in prefix_lengths(n)[:-1]))
+        return (self.n_layers * self.n_heads * grids * 2
                 + self.n_layers * (self.n_heads + 2 * self.kv_heads) * n * self.head_dim * 4)
 
     def token_budget(self, ceiling: int, room: int) -> int:
@@ -165,6 +169,10 @@ def read(model, forward_kwargs: dict | None = None) -> tuple[Architecture, dict[
     else:
         causal = causal_flags.pop()
     max_pos = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
+    # RoBERTa's family numbers positions from its padding index + 1: that many fewer are left
+    pad = getattr(getattr(model.base_model, "embeddings", None), "padding_idx", None)
+    if max_pos and isinstance(pad, int):
+        max_pos = int(max_pos) - (pad + 1)
     arch = Architecture(
         family=str(getattr(cfg, "model_type", type(model).__name__)),
         n_layers=n, n_heads=first.heads, kv_heads=first.kv_heads, head_dim=first.head_dim, causal=bool(causal),

@@ -32,7 +32,7 @@ from transformers import (AttentionInterface, AutoModelForCausalLM, AutoTokenize
                           Gemma3TextConfig)
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
-from . import arch as arch_, convert, methods, patterns
+from . import arch as arch_, convert, methods, patterns, stats
 from .device import pick_device
 from .tokens import ByteTokenizer, HFTokenizer, Tokenizer, labels_from_offsets, words_from_offsets
 
@@ -103,6 +103,10 @@ class Analysis:
     scales: tuple[float, ...] = ()  # each layer's factor (GPT-2 can divide it by the layer's number)
     softcaps: tuple[float | None, ...] = ()  # each layer's logit soft cap (Gemma 2), or None
     first_is_special: bool = True  # False: the tokenizer adds no start token (GPT-2), the first token is text
+    # an encoder's runs on the text's first m tokens (stats.prefix_lengths, the whole text
+    # left out), m → (layers, heads, m, m) float16: see ``prefix``
+    prefix_attentions: dict = field(default_factory=dict, repr=False)
+    specials: tuple[int, ...] = ()  # positions of the tokenizer's own tokens (<bos>, [CLS], [SEP]; not [UNK])
 
     @property
     def n(self) -> int:
@@ -116,7 +120,8 @@ class Analysis:
     def nbytes(self) -> int:
         """Memory the analysis holds: its tensors, plus its token lists and text (a rough
         100 bytes per token and 1 per character)."""
-        tensors = sum(x.element_size() * x.numel() for x in (self.attentions, self.q, self.k, self.v))
+        held = (self.attentions, self.q, self.k, self.v, *self.prefix_attentions.values())
+        tensors = sum(x.element_size() * x.numel() for x in held)
         return tensors + 100 * self.n + len(self.text)
 
     @property
@@ -136,6 +141,22 @@ class Analysis:
         """float32 (n, n): one head's weights, or the mean over heads (head=None)."""
         w = self.attentions[layer]
         return w.float().mean(dim=0) if head is None else w[head].float()
+
+    def prefix(self, m: int) -> torch.Tensor:
+        """(layers, heads, m, m): the model's attention on the text's first m tokens as
+        though the text stopped there. In a causal model that is the top-left block of the
+        whole run (no row sees later tokens); an encoder's rows see the tokens after them,
+        so its prefixes were run on their own (``analyze``: the first m − 1 tokens and the
+        text's closing special token, where it has one)."""
+        if m == self.n:
+            return self.attentions
+        if self.causal:
+            if not 1 <= m <= self.n:
+                raise ValueError(f"a prefix of 1..{self.n} tokens, got {m}")
+            return self.attentions[..., :m, :m]
+        if m not in self.prefix_attentions:
+            raise ValueError(f"no run on the first {m} tokens (runs on {sorted(self.prefix_attentions)})")
+        return self.prefix_attentions[m]
 
     def own_window(self, layer: int) -> int | None:
         """The layer's own sliding window, or None in a full layer."""
@@ -225,9 +246,9 @@ class LoadedModel:
         if isinstance(plan, Capture):
             out, weights = arch_.attend(query, key, value, attention_mask, scale, softcap)
             rec = plan.record  # each layer into its slice of the analysis' tensors, made up front
-            rec["q"][layer].copy_(query.detach())
-            rec["k"][layer].copy_(key.detach())
-            rec["v"][layer].copy_(value.detach())
+            for name, x in (("q", query), ("k", key), ("v", value)):
+                if rec[name] is not None:
+                    rec[name][layer].copy_(x.detach())
             rec["w"][layer].copy_(weights.detach()[0])
             return out, None
         k, v = arch_.repeat_kv(key, heads), arch_.repeat_kv(value, heads)  # (b, heads, n, d)
@@ -274,27 +295,30 @@ class LoadedModel:
     # -- analysis -----------------------------------------------------------------
 
     def analyze(self, text: str, max_tokens: int | None = None) -> Analysis:
-        """Run the model on ``text`` (at most ``max_tokens`` tokens, default
-        :data:`MAX_TOKENS` for the device) and record its attention."""
+        """Run the model on ``text`` (at most ``max_tokens`` tokens, default the model's
+        budget for the device; never past its positions) and record its attention; on an
+        encoder, its runs on the text's beginnings too (Analysis.prefix)."""
         budget = self.max_tokens if max_tokens is None else int(max_tokens)
         if budget < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        budget = min(budget, self.arch.max_positions or budget)  # never past the model's positions
         t0 = time.perf_counter()
         ids, offsets = self.encode(text)
         total = len(ids)
-        ids, offsets = ids[:budget], offsets[:budget]
+        closing = self._closing(ids)
+        if total > budget and closing is not None and budget >= 2:
+            # an encoder cut short still ends as it was trained to read: on its [SEP]
+            ids, offsets = ids[:budget - 1] + ids[-1:], offsets[:budget - 1] + offsets[-1:]
+        else:
+            ids, offsets = ids[:budget], offsets[:budget]
         special = [self.tokenizer.special_label(i) for i in ids]
         n = len(ids)
-        # the analysis' tensors, made once and filled layer by layer: stacking per-layer
-        # copies at the end held every number twice (≈ 250 MB more at 1,024 tokens)
-        cpu = torch.device("cpu")
-        kv = self.kv_heads
-        rec = {"q": torch.empty(self.n_layers, 1, self.n_heads, n, self.head_dim, device=cpu),
-               "k": torch.empty(self.n_layers, 1, kv, n, self.head_dim, device=cpu),
-               "v": torch.empty(self.n_layers, 1, kv, n, self.head_dim, device=cpu),
-               "w": torch.empty(self.n_layers, self.n_heads, n, n, dtype=torch.float16, device=cpu)}
-        input_ids = torch.tensor([ids], device=self.device)
-        self.run_plan(Capture(rec), lambda: self.model.base_model(input_ids=input_ids, **self._forward_kwargs))
+        rec = self._capture(ids)
+        prefixes = {}
+        if not self.causal:  # an encoder's prefixes are runs of their own (Analysis.prefix)
+            for m in stats.prefix_lengths(n)[:-1]:
+                head = ids[:m - 1] + ids[-1:] if closing is not None else ids[:m]
+                prefixes[m] = self._capture(head, keep=("w",))["w"]
         return Analysis(
             text=text,
             ids=ids,
@@ -316,7 +340,34 @@ class LoadedModel:
             scales=self.arch.scales,
             softcaps=self.arch.softcaps,
             first_is_special=bool(special) and special[0] is not None,
+            prefix_attentions=prefixes,
+            specials=tuple(i for i, (label, token) in enumerate(zip(special, ids))  # an unknown word is text
+                           if label is not None and token != self.tokenizer.unk_token_id),
         )
+
+    def _closing(self, ids: list[int]) -> int | None:
+        """An encoder's closing special token ([SEP], </s>) when the encoding ends on one;
+        None on a decoder."""
+        if self.causal or len(ids) < 2 or self.tokenizer.special_label(ids[-1]) is None:
+            return None
+        return ids[-1]
+
+    def _capture(self, ids: list[int], keep=("q", "k", "v", "w")) -> dict:
+        """One run of the model on ``ids`` with its attention recorded: ``q`` (layers, 1,
+        heads, n, d), ``k``, ``v`` (layers, 1, kv heads, n, d) float32 and ``w`` (layers,
+        heads, n, n) float16, on the CPU — those named in ``keep``."""
+        n = len(ids)
+        # the analysis' tensors, made once and filled layer by layer: stacking per-layer
+        # copies at the end held every number twice (≈ 250 MB more at 1,024 tokens)
+        cpu = torch.device("cpu")
+        kv = self.kv_heads
+        shapes = {"q": (self.n_layers, 1, self.n_heads, n, self.head_dim),
+                  "k": (self.n_layers, 1, kv, n, self.head_dim), "v": (self.n_layers, 1, kv, n, self.head_dim)}
+        rec = {name: torch.empty(shape, device=cpu) if name in keep else None for name, shape in shapes.items()}
+        rec["w"] = torch.empty(self.n_layers, self.n_heads, n, n, dtype=torch.float16, device=cpu)
+        input_ids = torch.tensor([ids], device=self.device)
+        self.run_plan(Capture(rec), lambda: self.model.base_model(input_ids=input_ids, **self._forward_kwargs))
+        return rec
 
     # -- running the model ------------------------------------------------------------
 

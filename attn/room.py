@@ -6,7 +6,8 @@ a claim can show it for every text of the class at once.
 * step 1: n, the tokens analysed (the cells of each kind of layer follow from it);
 * step 2: on growing prefixes (stats.prefix_lengths), for every layer, k̄ at p = ROOM_P
   (each head's own k, averaged) and the useful share n·k̄ / cells, with the equal-weights
-  reference: whether "k/n shrinks as the text grows" holds on this text, layer by layer;
+  reference: whether "k/n shrinks as the text grows" holds on this text, layer by layer (an
+  encoder's prefixes are runs of their own: Analysis.prefix);
 * step 3: the share of every row's weight a window of each of ROOM_WINDOWS keeps, for
   every layer and overall;
 * step 4: the first token's share of each row's weight, per layer; what a window of
@@ -44,7 +45,7 @@ def _r(x: float) -> float:
 
 def hubs_of(a) -> tuple[int, ...]:
     """The room's hubs on a text: the first token and the text's own strongest anchors."""
-    found = [p for p, _ in stats.anchors(a.attentions, top=ANCHOR_HUBS)]
+    found = [p for p, _ in stats.anchors(a.attentions, top=ANCHOR_HUBS, causal=a.causal)]
     return tuple(sorted({0, *found}))
 
 
@@ -55,23 +56,25 @@ def text_numbers(a) -> dict:
     prefixes = stats.prefix_lengths(n)
     useful = []
     for layer in range(layers):
-        rows = stats.useful_share_by_prefix(a.attentions[layer].float(), ROOM_P, prefixes, windows[layer])
+        rows = stats.useful_share_by_prefix(a.attentions[layer].float(), ROOM_P, prefixes, windows[layer], a.causal,
+                                            prefix=lambda m, layer=layer: a.prefix(m)[layer].float())
         useful.append([[r["n"], _r(r["k"]), _r(r["share"]), _r(r["uniform_share"])] for r in rows])
     weights = a.attentions.float()
     kept = {}
     for w in ROOM_WINDOWS:
-        res = stats.share_kept_by_pattern(weights, w, (), True)
+        res = stats.share_kept_by_pattern(weights, w, (), a.causal)
         kept[str(w)] = {"mean": _r(res["mean"]), "layers": [_r(x) for x in res["per_layer"].tolist()]}
     hubs = hubs_of(a)
-    alone = stats.share_kept_by_pattern(weights, HUB_WINDOW, (), True)["mean"]
-    with_hubs = stats.share_kept_by_pattern(weights, HUB_WINDOW, hubs, True)["mean"]
+    alone = stats.share_kept_by_pattern(weights, HUB_WINDOW, (), a.causal)["mean"]
+    with_hubs = stats.share_kept_by_pattern(weights, HUB_WINDOW, hubs, a.causal)["mean"]
     sink = [_r(weights[layer, :, 1:, 0].mean()) if n > 1 else 0.0 for layer in range(layers)]
     layer = min(ERROR_LAYER, layers - 1)
     q, k, v = a.qkv(layer)
     errors = stats.output_errors(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer),
-                                 window=ERROR_WINDOW, hubs=hubs)["mean"]
+                                 window=ERROR_WINDOW, hubs=hubs, causal=a.causal)["mean"]
     return {
-        "n": n, "layers": layers, "layer_types": list(a.layer_types), "window": a.sliding_window, "p": ROOM_P,
+        "n": n, "causal": a.causal, "layers": layers, "layer_types": list(a.layer_types), "window": a.sliding_window,
+        "p": ROOM_P,
         "useful": useful, "kept": kept, "sink": sink,
         "sink_mean": _r(stats.sink_share(a.attentions)), "hub_window": HUB_WINDOW, "hubs": list(hubs),
         "kept_window": _r(alone), "kept_window_hubs": _r(with_hubs), "error_layer": layer,
@@ -96,10 +99,13 @@ def layers_fell(numbers: dict) -> tuple[int, int] | None:
     return sum(fell), len(fell)
 
 
-def uniform_sink(n: int) -> float:
+def uniform_sink(n: int, causal: bool = True) -> float:
     """The first token's share if every row spread its weight evenly over the tokens it
-    sees: the mean of 1/(i+1) over the rows after the first (what a sink must beat)."""
-    return sum(1.0 / (i + 1) for i in range(1, n)) / (n - 1) if n > 1 else 0.0
+    sees: the mean of 1/(i+1) over the rows after the first (what a sink must beat); in
+    an encoder every row sees all n tokens, so 1/n."""
+    if n <= 1:
+        return 0.0
+    return sum(1.0 / (i + 1) for i in range(1, n)) / (n - 1) if causal else 1.0 / n
 
 
 def median(values: list[float]) -> float | None:
@@ -139,7 +145,8 @@ def verdicts(texts: list[tuple[str, dict]]) -> dict:
         kept = [nums["kept"][str(w)]["mean"] for _, nums in texts if nums["n"] > w]
         window[w] = {"median": median(kept), "most": sum(1 for x in kept if x > 0.5), "of": len(kept),
                      "shorter": len(texts) - len(kept)}
-    sinks = [(nums["sink_mean"], uniform_sink(nums["n"])) for _, nums in texts if nums["n"] > 1]
+    sinks = [(nums["sink_mean"], uniform_sink(nums["n"], nums.get("causal", True))) for _, nums in texts
+             if nums["n"] > 1]
     sink = {"median": median([s for s, _ in sinks]), "above": sum(1 for s, u in sinks if s > u), "of": len(sinks)}
     names = sorted({name for _, nums in texts for name in nums["errors"]})
     errors = {name: median([nums["errors"][name] for _, nums in texts if name in nums["errors"]]) for name in names}

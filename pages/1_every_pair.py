@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from attn import methods
+from attn import methods, stats
 from ui import figures, measures, step_page, widgets
 
 page = step_page.opened(1)
@@ -12,23 +12,33 @@ sm = page.summary()
 n, window, v = a.n, sm.values["window"], sm.values
 own, full = methods.own(), methods.exact()
 cells_square = full.cells(n, methods.Params(causal=False))
+both = not a.causal  # an encoder: every token looks both ways, the whole square
 
-widgets.formula(t, r"\text{@cells} = n^2 \qquad \text{@causal: } \frac{n(n+1)}{2}", t("step1.formula_caption"))
+if both:
+    widgets.formula(t, r"\text{@cells} = n^2", t("step1.formula_caption_both"))
+else:
+    widgets.formula(t, r"\text{@cells} = n^2 \qquad \text{@causal: } \frac{n(n+1)}{2}", t("step1.formula_caption"))
 
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(t("step1.metric_n"), t.int(n))
 c2.metric(t("step1.metric_square"), t.int(cells_square))
-help_causal = (t("step1.metric_causal_help") if window is None
-               else t("step1.metric_causal_help_sliding", w=t.int(window), w1=t.int(window - 1)))
+if both:
+    help_causal = (t("step1.metric_both_help") if window is None
+                   else t("step1.metric_both_help_sliding", w=t.int(window), w1=t.int(window - 1)))
+else:
+    help_causal = (t("step1.metric_causal_help") if window is None
+                   else t("step1.metric_causal_help_sliding", w=t.int(window), w1=t.int(window - 1)))
 c3.metric(t("step1.metric_causal"), t.int(v["cells"]), help=help_causal)
 c4.metric(t("step1.metric_doubled", n2=t.int(2 * n)), t.int(v["doubled"]),
           delta=t("step1.metric_doubled_delta", ratio=t.float(v["doubled"] / v["cells"])), **widgets.REFERENCE)
 # every head of every layer computes its own grid: the model's count is per head × heads
-model_cells = a.n_heads * sum(own.cells(n, methods.Params(window=a.own_window(i))) for i in range(a.n_layers))
-all_full = a.n_heads * a.n_layers * full.cells(n)
+model_cells = a.n_heads * sum(own.cells(n, methods.Params(window=a.own_window(i), causal=a.causal))
+                              for i in range(a.n_layers))
+all_full = a.n_heads * a.n_layers * full.cells(n, methods.Params(causal=a.causal))
 sliding = sum(1 for x in a.layer_types if x == "sliding")
 cells_key = ("step1.model_cells_less" if model_cells < all_full else
-             "step1.model_cells_same" if sliding else "step1.model_cells_full")  # a model with no sliding layer
+             "step1.model_cells_same" if sliding else
+             "step1.model_cells_full_both" if both else "step1.model_cells_full")  # a model with no sliding layer
 st.caption(t(cells_key,
              cells=t.int(model_cells), all_full=t.int(all_full), layers=t.int(a.n_layers), sliding=t.int(sliding),
              full=t.int(a.n_layers - sliding), w=t.int(a.sliding_window), heads=t.int(a.n_heads)))
@@ -45,13 +55,13 @@ def row_figure():
     row = measures.row(text, kind, layer, head, token)
     top = sorted(range(len(row)), key=lambda j: -row[j])[:3]
     return figures.row_bars(
-        row, a.tokens[: token + 1], title=t("step1.row_title", i=token), x_title=t("common.key_axis"),
+        row, a.tokens[: len(row)], title=t("step1.row_title", i=token), x_title=t("common.key_axis"),
         y_title=t("common.weight"), hover=t("common.hover_bar"), separators=t.separators, highlight=top,
     )
 
 
 widgets.chart("s1_row", (text, kind, layer, head, token), row_figure)
-row_cells = token + 1 if window is None else min(token + 1, window)
+row_cells = int(stats.row_cells(n, window, a.causal)[token])
 st.caption(t("step1.row_caption" if row_cells > 3 else "step1.row_caption_few", k=t.int(row_cells)))
 widgets.prose(t, 1, "step1.outro")
 if window is not None and 2 * n > window:  # the lesson names a full layer; this one slides a window

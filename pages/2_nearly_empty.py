@@ -55,8 +55,11 @@ if len(prefixes) >= 2:
     fell = last["share"] < first["share"]
     said = ("step2.prefix_caption" if fell else "step2.prefix_caption_rose" if last["share"] < 0.5  # still mostly empty
             else "step2.prefix_caption_rose_dense")
-    st.caption(t(said, n0=t.int(first["n"]),
-                 s0=t.pct(first["share"]), n1=t.int(last["n"]), s1=t.pct(last["share"]), p=t.pct(p, 0)))
+    # how each point was measured: a causal model's beginnings are read off the one run, an
+    # encoder's (whose tokens look ahead too) are runs of their own
+    how = "step2.prefix_how" if a.causal else "step2.prefix_how_encoder"
+    st.caption(t.sentences([t(said, n0=t.int(first["n"]), s0=t.pct(first["share"]), n1=t.int(last["n"]),
+                              s1=t.pct(last["share"]), p=t.pct(p, 0)), t(how)]))
     trend = measures.share_trend(text, kind, p)
     st.caption(t("step2.trend_caption", n0=t.int(trend["first"]), n1=t.int(trend["n"]),
                  fell=t.int(trend["layers_fell"]), layers=t.int(trend["layers"]),

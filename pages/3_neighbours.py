@@ -10,8 +10,12 @@ layer, head = widgets.layer_head_picker(t, a, "s3")
 n = a.n
 w = widgets.setting(t, "s3_w", a, t("step3.pick_w"))
 
-widgets.formula(t, r"\text{@visible}(i, j) \iff 0 \le i - j < w \qquad \text{@cells} \approx n \cdot w",
-                t("step3.formula_caption"))
+if a.causal:
+    widgets.formula(t, r"\text{@visible}(i, j) \iff 0 \le i - j < w \qquad \text{@cells} \approx n \cdot w",
+                    t("step3.formula_caption"))
+else:  # an encoder's window reaches both ways
+    widgets.formula(t, r"\text{@visible}(i, j) \iff |i - j| < w \qquad \text{@cells} \approx n \cdot (2w - 1)",
+                    t("step3.formula_caption_both"))
 top = st.container()  # the window's numbers and grid, filled once every setting below is read
 
 st.subheader(t("step3.reach_heading"))
@@ -29,13 +33,15 @@ with top:
     c1.metric(t("step3.metric_kept_shown"), t.pct(shown), help=t("step3.metric_kept_shown_help"))
     c2.metric(t("step3.metric_kept_all"), t.pct(kept["mean"]))
     c3.metric(t("step3.metric_cells"), t.int(cells),
-              delta=t("step3.metric_cells_delta", share=t.pct(cells / measures.cells(n))), **widgets.REFERENCE)
+              delta=t("step3.metric_cells_delta", share=t.pct(cells / measures.cells(n, causal=a.causal))),
+              **widgets.REFERENCE)
     widgets.show_figure(sm.figure, key="s3_grid")
     widgets.downsample_note(t, sm.values["factor"], n)
     sliding = sum(1 for x in a.layer_types if x == "sliding")
     # on a text no longer than the window, a sliding layer still sees every earlier token
-    st.info(t("step3.model_note" if n > a.sliding_window else "step3.model_note_short", sliding=sliding,
-              layers=a.n_layers, w=t.int(a.sliding_window), n=t.int(n)))
+    note = ("step3.model_note_none" if not sliding else  # a model that slides no window
+            "step3.model_note" if n > a.sliding_window else "step3.model_note_short")
+    st.info(t(note, sliding=sliding, layers=a.n_layers, w=t.int(a.sliding_window), n=t.int(n)))
 
 widgets.formula(t, r"\text{@reach}(L) = L\,(w-1) + 1 = " + f"{rl}\\,({rw}-1)+1 = {formula_size}")
 m1, m2 = st.columns(2)
@@ -47,6 +53,8 @@ widgets.chart("s3_reach", (rn, rw, rl), lambda: figures.reach_animation(
     separators=t.separators, layer_word=t("step3.layers_word"), play=t("common.play"), pause=t("common.pause"),
     hover=t("step3.hover_reach"),
 ))
+if not a.causal:
+    st.caption(t("step3.reach_both"))
 widgets.prose(t, 3, "step3.outro")
 
 page.room(window=w)

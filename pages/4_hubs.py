@@ -1,5 +1,6 @@
 """Step 4 — hubs: a few global tokens join every pair in two hops (bidirectional),
-and in a causal model the first token is a sink."""
+and in a causal model the first token is a sink; an encoder's own hubs are its
+special tokens ([CLS], [SEP])."""
 
 import streamlit as st
 
@@ -10,10 +11,12 @@ t, a, text, kind = page.t, page.a, page.text, page.kind
 n = a.n
 found = measures.anchors(text, kind, 5)
 if n <= measures.ANCHOR_DISTANCE:  # no row lies that far after another: there is nothing to score anchors by
-    st.caption(t("step4.anchors_none", n=t.int(n), d=t.int(measures.ANCHOR_DISTANCE)))
+    st.caption(t("step4.anchors_none" if a.causal else "step4.anchors_none_both", n=t.int(n),
+                 d=t.int(measures.ANCHOR_DISTANCE)))
 else:
-    st.caption(t("step4.anchors_found", found=t.list(t("step4.anchor_item", p=p, token=widgets.literal(a.tokens[p]),
-                                                                      score=t.float(score, 3)) for p, score in found)))
+    items = t.list(t("step4.anchor_item", p=p, token=widgets.literal(a.tokens[p]), score=t.float(score, 3))
+                   for p, score in found)
+    st.caption(t("step4.anchors_found" if a.causal else "step4.anchors_found_both", found=items))
 hubs = tuple(sorted(widgets.setting(t, "s4_hubs", a, t("step4.pick_hubs"))))
 w = widgets.setting(t, "s4_w", a, t("step4.pick_w"))
 g = len(hubs)
@@ -22,7 +25,7 @@ widgets.formula(t, r"\text{@cells} = O\big(n\,(w + g)\big) \ll n^2", t("step4.fo
 
 sm = page.summary()
 cells_h, kept_w, kept_h = sm.values["cells_h"], sm.values["kept_w"], sm.values["kept_h"]
-cells_full = measures.cells(n)
+cells_full = measures.cells(n, causal=a.causal)
 kept_s = measures.kept(text, kind, w, (0,))
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(t("step4.metric_cells", g=g), t.int(cells_h),
@@ -64,6 +67,8 @@ with h2:
     widgets.show_figure(sm.figure, key="s4_hops_hubs")
     farthest_metric(grids["hubs"])
 st.caption(t("step4.hops_caption", n=hn, w=hw))
+if not a.causal:  # the grids above are how this very model reads: both ways
+    st.caption(t("step4.hops_real"))
 
 far_i, far_j = hn - 1, next((j for j in range(hn) if j not in hop_hubs), 0)
 path = measures.route(hn, hw, hop_hubs, far_i, far_j)
@@ -74,40 +79,64 @@ if path:
         hn, path, hop_hubs, a.tokens[:hn], title=t("step4.route_title"), separators=t.separators,
         token_word=t("common.token"), hub_word=t("common.hub")))
 
-st.subheader(t("step4.sink_heading"))
-sink, alone = grids["causal_sink"], grids["causal_none"]
-if sink["farthest"] is None or alone["farthest"] is None:
-    st.markdown(t("step4.sink_text_never"))
-else:
-    same = sink["farthest"] == alone["farthest"]  # the first token as hub joins no pair sooner: said once, not twice
-    st.markdown(t("step4.sink_text_same" if same else "step4.sink_text", far=t.int(sink["farthest"]),
-                  far0=t.int(alone["farthest"])))
-c1, c2 = st.columns(2)
-with c1:
-    widgets.chart("s4_hops_causal", (text, kind, hn, hw), lambda: figures.integer_grid(
-        sink["grid"], a.tokens[:hn], title=t("step4.hops_causal", w=hw), **common))
-    farthest_metric(sink)
-with c2:
-    relay = [h for h in hubs if h > 0]  # the first token cannot relay: a hub further in can
-    if relay:
-        # a span of hn tokens around the first such hub (the first hn tokens when it lies among them)
-        start = max(0, min(relay[0] - hn // 2, n - hn))
-        inside = tuple(h - start for h in hubs if start <= h < start + hn)
-        span = measures.hop_grids(hn, hw, inside, inside)
-        mine, alone_span = span["causal_hubs"], span["causal_none"]
-        where = t.list(str(h + start) for h in inside)
-        widgets.chart("s4_hops_causal_hubs", (text, kind, hn, hw, start, inside), lambda: figures.integer_grid(
-            mine["grid"], a.tokens[start:start + hn],
-            title=t("step4.hops_causal_hubs", w=hw, g=len(inside), where=where), start=start,
-            **common))
-        farthest_metric(mine)
-        if start:
-            st.caption(t("step4.span_caption", a=start, b=start + hn - 1, h=relay[0], w=hw))
+
+def causal_hubs() -> None:
+    """A causal model's hubs: the first token is a sink, a hub further in relays."""
+    st.subheader(t("step4.sink_heading"))
+    sink, alone = grids["causal_sink"], grids["causal_none"]
+    if sink["farthest"] is None or alone["farthest"] is None:
+        st.markdown(t("step4.sink_text_never"))
     else:
-        st.info(t("step4.no_hub_drawn", n=hn))
-if relay:
-    st.markdown(t("step4.causal_hub_text", mine=summary.reach_phrase(t, mine),
-                  alone=summary.reach_phrase(t, alone_span)))
+        # the first token as hub joins no pair sooner: said once, not twice
+        same = sink["farthest"] == alone["farthest"]
+        st.markdown(t("step4.sink_text_same" if same else "step4.sink_text", far=t.int(sink["farthest"]),
+                      far0=t.int(alone["farthest"])))
+    c1, c2 = st.columns(2)
+    with c1:
+        widgets.chart("s4_hops_causal", (text, kind, hn, hw), lambda: figures.integer_grid(
+            sink["grid"], a.tokens[:hn], title=t("step4.hops_causal", w=hw), **common))
+        farthest_metric(sink)
+    with c2:
+        relay = [h for h in hubs if h > 0]  # the first token cannot relay: a hub further in can
+        if relay:
+            # a span of hn tokens around the first such hub (the first hn tokens when it lies among them)
+            start = max(0, min(relay[0] - hn // 2, n - hn))
+            inside = tuple(h - start for h in hubs if start <= h < start + hn)
+            span = measures.hop_grids(hn, hw, inside, inside)
+            mine, alone_span = span["causal_hubs"], span["causal_none"]
+            where = t.list(str(h + start) for h in inside)
+            widgets.chart("s4_hops_causal_hubs", (text, kind, hn, hw, start, inside), lambda: figures.integer_grid(
+                mine["grid"], a.tokens[start:start + hn],
+                title=t("step4.hops_causal_hubs", w=hw, g=len(inside), where=where), start=start,
+                **common))
+            farthest_metric(mine)
+            if start:
+                st.caption(t("step4.span_caption", a=start, b=start + hn - 1, h=relay[0], w=hw))
+        else:
+            st.info(t("step4.no_hub_drawn", n=hn))
+    if relay:
+        st.markdown(t("step4.causal_hub_text", mine=summary.reach_phrase(t, mine),
+                      alone=summary.reach_phrase(t, alone_span)))
+
+
+def encoder_hubs() -> None:
+    """An encoder's own hubs: the tokenizer's special tokens, which many heads lean on."""
+    st.subheader(t("step4.encoder_heading"))
+    got = measures.special_share(text, kind)
+    if not got["columns"]:
+        st.markdown(t("step4.encoder_no_specials"))
+        return
+    tokens = t.list(f"{p} · {widgets.literal(a.tokens[p])}" for p in got["columns"])
+    st.markdown(t("step4.encoder_text", tokens=tokens, g=len(got["columns"]), share=t.pct(got["mean"]),
+                  even=t.pct(got["even"])))
+    top = max(range(len(got["per_layer"])), key=lambda layer: got["per_layer"][layer])
+    st.caption(t("step4.encoder_layer", layer=top, share=t.pct(got["per_layer"][top])))
+
+
+if a.causal:
+    causal_hubs()
+else:
+    encoder_hubs()
 sink_share = measures.sink_share(text, kind)
 st.metric(t("step4.metric_sink"), t.pct(sink_share), help=t("step4.metric_sink_help"))
 if not a.first_is_special:  # GPT-2's tokenizer adds no start token: the sink is a piece of the text

@@ -30,7 +30,7 @@ st.markdown(f"**{t('playground.presets')}**")
 for col, name in zip(st.columns(len(pg.PRESETS)), pg.PRESETS):
     none = name == "model" and not a.sliding_window  # a model that slides no window has no such preset
     col.button(t(f"playground.preset_{name}"), key=f"pg_preset_{name}", on_click=pg.apply_preset,
-               args=(name, a.sliding_window), width="stretch", disabled=none,
+               args=(name, a.sliding_window, a.causal), width="stretch", disabled=none,
                help=t("playground.preset_model_none" if none else f"playground.preset_{name}_help",
                       w=t.int(a.sliding_window)))
 
@@ -59,7 +59,8 @@ with cols[4]:
     widgets.setting(t, "pg_local", a, t("playground.pick_local"))
 
 c1, c2, c3 = st.columns(3)
-causal = widgets.setting(t, "pg_causal", a, t("playground.causal"), where=c1, help=t("playground.causal_help"))
+causal = widgets.setting(t, "pg_causal", a, t("playground.causal"), where=c1,
+                         help=t("playground.causal_help" if a.causal else "playground.causal_help_both"))
 scope = widgets.setting(t, "pg_scope", a, t("playground.scope"), where=c2, horizontal=True,
                         names=lambda s: t(f"playground.scope_{s}"))
 layer = widgets.setting(t, "pg_layer", a, t("common.layer"), where=c3)
@@ -164,6 +165,7 @@ res = model_swaps.run_or_show(t, text, pg.swap_settings(a, comp, scope), swap_n,
                         "pg_swap")
 if res and not model_swaps.failure(t, res):
     control, mine = res
+    model_swaps.masked_note(t, a, control)
     s1, s2, s3, s4 = st.columns(4)
     s1.metric(t("swap.base_ppl"), t.float(control.base_perplexity, 2))
     s2.metric(t("swap.control_ppl"), t.float(control.perplexity, 2))
@@ -190,7 +192,7 @@ if timed is not None:
     mine, full = timed[methods.composed().name], timed[methods.exact().name]
     f1.metric(t("playground.time_pattern", backend=timing.kernel_name(t, timed["backend"])),
               t.float(mine * 1e3, 2) + " ms")
-    f2.metric(t("playground.time_sdpa"), t.float(full * 1e3, 2) + " ms")
+    f2.metric(t("playground.time_sdpa" if a.causal else "playground.time_sdpa_both"), t.float(full * 1e3, 2) + " ms")
     f3.metric(t("playground.time_ratio"), t.float(mine / max(full, 1e-12), 2))
     st.caption(t("playground.timing_caption", n=t.int(timed["n"]), layer=layer))
 

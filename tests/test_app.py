@@ -1171,7 +1171,8 @@ def test_step2_says_whether_the_share_fell_or_rose_and_on_how_many_layers_and_he
            else "step2.prefix_caption_rose_dense")
     said = i18n.translate("en", key, n0="16", s0=i18n.fmt_pct(s0, "en"), n1=i18n.fmt_int(a.n, "en"),
                           s1=i18n.fmt_pct(s1, "en"), p=i18n.fmt_pct(p, "en", 0))
-    assert said in captions
+    # then how the points were measured: a causal model's beginnings, read off the one run
+    assert f"{said} {i18n.translate('en', 'step2.prefix_how')}" in captions
     # the k̄ chart's caption says what its two ends measured (its title claims no trend)
     k0 = sum(_k_brute(att[layer, h, :first, :first], p, a.own_window(layer))[0] for h in range(a.n_heads)) / a.n_heads
     k1 = sum(_k_brute(att[layer, h], p, a.own_window(layer))[0] for h in range(a.n_heads)) / a.n_heads

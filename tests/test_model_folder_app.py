@@ -6,7 +6,8 @@ loops, never from the app's code; a folder that cannot serve gives its sentence 
 packaged model runs instead."""
 
 import pytest
-from transformers import AutoConfig, AutoTokenizer
+import torch
+from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
 
 from harness import model_folders as mf
 from ui.i18n import Translator
@@ -50,8 +51,8 @@ def caption_values(at) -> list[str]:
     return [c.value for c in at.caption]
 
 
-@pytest.mark.parametrize("family", mf.DECODERS)
-def test_every_page_opens_on_each_decoder_family(make_app, folder_of, family):
+@pytest.mark.parametrize("family", mf.FAMILIES)
+def test_every_page_opens_on_each_family(make_app, folder_of, family):
     folder = folder_of(family)
     t = Translator("en")
     at = make_app(str(folder))
@@ -119,16 +120,6 @@ def test_a_folder_that_cannot_serve_says_why_and_the_packaged_model_runs(make_ap
     assert [w.value for w in at.sidebar.warning] == [want]
     line = next(c.value for c in at.sidebar.caption if "Gemma-3-270m" in c.value)
     assert t("sidebar.licence") in line  # the packaged model's own line
-
-
-def test_an_encoder_folder_is_refused_with_its_reason(make_app, folder_of):
-    folder = folder_of("bert")
-    at = make_app(str(folder))
-    at.run()
-    assert not at.exception
-    t = Translator("en")
-    want = t("model.folder_refused", folder=str(folder.resolve()), why=t("model.why_encoder"), model="Gemma-3-270m")
-    assert [w.value for w in at.sidebar.warning] == [want]
 
 
 def model_line(at) -> str:
@@ -243,3 +234,127 @@ def test_an_offered_folder_that_cannot_serve_is_said_once_picked_and_the_default
     want = t("model.folder_refused", folder=missing, why=t("model.why_missing"), model=t("sidebar.tiny_model"))
     assert [w.value for w in at.sidebar.warning] == [want]
     assert t("sidebar.tiny_model") in model_line(at)
+
+
+# --- an encoder: every step reads both ways ------------------------------------------------
+
+
+def encoder_run(folder, text: str):
+    """The ids the app reads and transformers' own eager attention on them (independent of
+    the app's capture): the text's first tokens up to the model's positions, closed on its
+    [SEP] when cut, and the weights (layers, heads, n, n); also a run on any ids."""
+    config = AutoConfig.from_pretrained(str(folder))
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    net = AutoModelForMaskedLM.from_pretrained(str(folder), attn_implementation="eager").eval()
+    ids = tok(text)["input_ids"]
+    top = config.max_position_embeddings
+    if len(ids) > top:
+        ids = ids[:top - 1] + ids[-1:]
+
+    def weights(these):
+        with torch.no_grad():
+            out = net.base_model(input_ids=torch.tensor([these]), output_attentions=True)
+        return torch.stack([w[0] for w in out.attentions]).double()
+
+    return ids, weights(ids), weights, tok
+
+
+def k_by_loops(row) -> int:
+    """Cells, largest first, until they hold 0.9 of the row (its own sum)."""
+    total, need = 0.0, 0.9 * float(sum(row))
+    for k, x in enumerate(sorted((float(v) for v in row), reverse=True), start=1):
+        total += x
+        if total >= need - 1e-6:
+            return k
+    return len(row)
+
+
+def hops_by_bfs(n: int, w: int, hubs) -> list[list[int]]:
+    """Fewest layers from j to i: one layer joins i and j when |i − j| < w or either is a
+    hub (both ways); breadth-first search from every j."""
+    def near(i, j):
+        return abs(i - j) < w or i in hubs or j in hubs
+
+    out = [[-1] * n for _ in range(n)]
+    for j in range(n):
+        out[j][j], frontier = 0, [j]
+        while frontier:
+            nxt = []
+            for a in frontier:
+                for b in range(n):
+                    if out[j][b] < 0 and near(a, b):
+                        out[j][b] = out[j][a] + 1
+                        nxt.append(b)
+            frontier = nxt
+    return out
+
+
+def test_the_steps_follow_an_encoder(make_app, folder_of):
+    folder = folder_of("bert")
+    config = AutoConfig.from_pretrained(str(folder))
+    t = Translator("en")
+    at = make_app(str(folder))
+    at.run()
+    assert not at.exception
+    ids, attn, run, _ = encoder_run(folder, at.session_state["text"])
+    n, layers, heads = len(ids), config.num_hidden_layers, config.num_attention_heads
+    assert n == 130  # the sample text is longer than these positions: cut, closed on [SEP]
+
+    # step 1: every pair both ways, the whole square in every layer
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics[t("step1.metric_causal")] == t.int(n * n) == metrics[t("step1.metric_square")]
+    assert metrics[t("step1.metric_doubled", n2=t.int(2 * n))] == t.int(4 * n * n)
+    said = caption_values(at)
+    assert t("step1.formula_caption_both") in said and not any(t("step1.formula_caption") == c for c in said)
+    assert any(c.startswith(t("step1.model_cells_full_both", cells=t.int(heads * layers * n * n), heads=heads,
+                                layers=layers, sliding=0, full=layers, w=0, all_full=0)[:60]) for c in said)
+    assert t.int(heads * layers * n * n) in " ".join(said)
+
+    # step 2: each beginning is a run of its own; its share of useful cells, counted here
+    at.switch_page("pages/2_nearly_empty.py").run()
+    assert not at.exception
+    layer = at.selectbox(key="s2_layer").value
+    first = run(ids[:15] + ids[-1:])[layer]  # the first 16 tokens, closed on [SEP]
+    k_first = sum(k_by_loops(first[h, i]) for h in range(heads) for i in range(16)) / (heads * 16)
+    k_all = sum(k_by_loops(attn[layer, h, i]) for h in range(heads) for i in range(n)) / (heads * n)
+    said = " ".join(caption_values(at))
+    assert t("step2.prefix_how_encoder") in said and t("step2.prefix_how") not in said
+    assert f"first 16 tokens, {t.pct(16 * k_first / 256)} of the cells" in said, said
+    assert t.pct(n * k_all / (n * n)) in said
+
+    # step 3: the window both ways; its cells and the weight it keeps, by loops and by hand
+    at.switch_page("pages/3_neighbours.py").run()
+    assert not at.exception
+    w = at.slider(key="s3_w").value
+    band = torch.tensor([[abs(i - j) < w for j in range(n)] for i in range(n)])
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics[t("step3.metric_cells")] == t.int(int(band.sum()))
+    assert metrics[t("step3.metric_kept_all")] == t.pct(float((attn * band).sum(-1).mean()))
+    said = caption_values(at)
+    assert t("step3.formula_caption_both") in said and t("step3.reach_both") in said
+    assert any(t("step3.model_note_none", layers=layers, n=t.int(n), sliding=0, w=0) == i.value for i in at.info)
+
+    # step 4: with hubs, any two tokens at most two layers apart (breadth-first search here)
+    at.switch_page("pages/4_hubs.py").run()
+    assert not at.exception
+    hubs = sorted(at.multiselect(key="s4_hubs").value)
+    hw, hn = min(at.slider(key="s4_w").value, 4), min(n, 48)
+    hop_hubs = [h for h in hubs if h < hn] or [0]
+    far_alone = max(max(row) for row in hops_by_bfs(hn, hw, []))
+    far_hubs = max(max(row) for row in hops_by_bfs(hn, hw, hop_hubs))
+    assert far_hubs <= 2 < far_alone
+    values = [m.value for m in at.metric if m.label == t("step4.metric_max_hops")]
+    assert values == [t.int(far_alone), t.int(far_hubs)]  # no causal grid on an encoder
+    headings = [h.value for h in at.subheader]
+    assert t("step4.encoder_heading") in headings and t("step4.sink_heading") not in headings
+    assert t("step4.hops_real") in caption_values(at)
+    # the ends' share: [CLS] at 0 and [SEP] at n − 1, each row's weight on them, every layer and head
+    specials = float((attn[..., 0] + attn[..., n - 1]).mean())
+    text = " ".join(m.value for m in at.markdown)
+    assert t("step4.encoder_text", g=2, tokens=t.list(["0 · [CLS]", f"{n - 1} · [SEP]"]), share=t.pct(specials),
+             even=t.pct(2 / n)) in text.replace("\\", ""), text
+    # the model with a window of 4: masked words guessed from both sides, said on screen
+    at.button(key="s4_swap").click().run()
+    assert not at.exception
+    own = sum(1 for i in ids if i not in AutoTokenizer.from_pretrained(str(folder)).all_special_ids)
+    assert t("swap.masked_note", m=t.int(min(32, own))) in caption_values(at)

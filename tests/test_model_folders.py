@@ -83,7 +83,9 @@ def test_the_structure_is_read_from_the_model(loaded, family):
     else:
         assert a.scales == pytest.approx((32 ** -0.5,) * 3)
     assert a.softcaps == ((mf.SOFTCAP,) * 3 if family == "gemma2" else (None,) * 3)
-    assert a.max_positions in (128, 130)
+    # positions, as each family's embeddings number them: RoBERTa's from its padding index + 1
+    # (pad 0 here: 130 − 1; the real roberta-base: 514 − 2 = 512), BERT's 130, the others 128
+    assert a.max_positions == {"roberta": 129, "xlm-roberta": 129, "bert": 130}.get(family, 128)
     assert m.max_tokens <= a.max_positions
     assert a.parameters == sum(p.numel() for p in m.model.parameters())
 
@@ -107,6 +109,48 @@ def test_captured_weights_are_the_softmax_of_the_captured_queries_and_keys(loade
         assert torch.equal(an.model_mask(layer), keep)
         assert torch.all(got[:, ~keep] == 0)
         assert torch.allclose(got.sum(-1), torch.ones(an.n_heads, n), atol=3e-3)
+
+
+@pytest.mark.parametrize("family", mf.ENCODERS)
+def test_an_encoders_prefixes_are_its_own_runs_on_those_tokens(loaded, family):
+    """An encoder's tokens look ahead, so the weights on a beginning of the text are a run
+    of their own: the first m − 1 tokens and the closing [SEP] / </s>, as transformers'
+    own eager attention gives them (output_attentions) — not the whole run's corner."""
+    m = loaded(family)
+    an = m.analyze(TEXT * 2)
+    ids = an.ids
+    assert m.tokenizer.special_label(ids[-1]) is not None  # the text ends on its closing token
+    lengths = [16, 32, 64]
+    assert sorted(an.prefix_attentions) == [x for x in lengths if x < an.n]
+    for length in sorted(an.prefix_attentions):
+        head = torch.tensor([ids[:length - 1] + ids[-1:]])
+        with torch.no_grad():
+            out = m.model.base_model(input_ids=head, output_attentions=True)
+        want = torch.stack([w[0] for w in out.attentions])  # (layers, heads, m, m)
+        got = an.prefix(length).float()
+        assert got.shape == want.shape
+        assert torch.allclose(got, want, atol=5e-4), (family, length, (got - want).abs().max())  # float16
+        corner = an.attentions[..., :length, :length].float()
+        corner = corner / corner.sum(-1, keepdim=True)
+        assert (corner - want).abs().max() > 4 * 5e-4  # the whole run's corner is another thing
+    # what the analysis holds counts the prefixes' weights: layers·heads·Σm²·2 bytes more
+    extra = an.n_layers * an.n_heads * sum(x * x for x in an.prefix_attentions) * 2
+    assert an.nbytes - extra == sum(x.element_size() * x.numel() for x in (an.attentions, an.q, an.k, an.v)) \
+        + 100 * an.n + len(an.text)
+    assert m.arch.analysis_bytes(an.n) == sum(x.element_size() * x.numel() for x in (an.attentions, an.q, an.k, an.v)) \
+        + extra
+    # a text cut at the budget still closes on its [SEP]
+    cut = m.analyze(TEXT * 2, max_tokens=20)
+    assert cut.n == 20 and cut.ids[:19] == ids[:19] and cut.ids[19] == ids[-1] and cut.truncated == len(ids) - 20
+
+
+def test_a_decoders_prefixes_are_the_corner_of_its_one_run(loaded):
+    m = loaded("llama")
+    an = m.analyze(TEXT)
+    assert an.prefix_attentions == {}
+    assert torch.equal(an.prefix(16), an.attentions[..., :16, :16])
+    with pytest.raises(ValueError):
+        an.prefix(an.n + 1)
 
 
 def test_gemma2s_soft_cap_bites_on_these_weights(loaded):

@@ -145,3 +145,36 @@ def test_the_rooms_verdicts_counted_by_hand():
     assert room.uniform_sink(10) == pytest.approx(even_10)
     assert v["sink"] == {"median": 0.25, "above": 2, "of": 3}  # 0.3 > 0.018 (n = 300) and 0.25 > 0.214; 0.01 < 0.052
     assert v["errors"] == {"window": 0.3}
+
+
+def test_an_encoders_room_numbers_read_both_ways_and_each_prefix_is_its_own_run(tmp_path):
+    """On an encoder (a tiny BERT folder) each prefix's k is counted on transformers' own
+    eager attention over those first tokens closed on [SEP], the window keeps both sides
+    and the first token's even share is 1/n."""
+    import torch
+    from transformers import AutoModelForMaskedLM
+
+    from attn import folders
+    from harness import model_folders as mf
+
+    folder = mf.build("bert", tmp_path / "bert")
+    m = folders.load_folder(folder, device="cpu")
+    a = m.analyze(TEXT, max_tokens=room.ROOM_TOKENS)
+    nums = room.text_numbers(a)
+    assert nums["causal"] is False and a.n > 32
+    net = AutoModelForMaskedLM.from_pretrained(str(folder), attn_implementation="eager").eval()
+    for layer in range(a.n_layers):
+        for length, k_bar, share, uniform in nums["useful"][layer][:2]:  # the first two beginnings: runs of their own
+            with torch.no_grad():
+                out = net.base_model(input_ids=torch.tensor([a.ids[:length - 1] + a.ids[-1:]]),
+                                     output_attentions=True)
+            w = out.attentions[layer][0].double().numpy()
+            ks = [np.mean([k_of_row(w[h, i], room.ROOM_P) for i in range(length)]) for h in range(a.n_heads)]
+            assert close(k_bar, float(np.mean(ks))), (layer, length)
+            assert close(share, length * float(np.mean(ks)) / length ** 2), (layer, length)
+            assert close(uniform, math.ceil(room.ROOM_P * length - 1e-9) / length), (layer, length)
+    weights = a.attentions.double().numpy()
+    assert close(nums["kept"]["4"]["mean"], kept(weights, lambda i, j: abs(i - j) < 4))
+    assert room.uniform_sink(a.n, causal=False) == pytest.approx(1 / a.n)
+    verdict = room.verdicts([("en", nums)])["sink"]
+    assert verdict["above"] == (1 if nums["sink_mean"] > 1 / a.n else 0)

@@ -152,3 +152,94 @@ def test_median_norms_in_the_units_a_feature_map_sees():
     k = torch.full((1, 1, 5, 4), 1.0)  # ‖k‖ = 2
     r = stats.median_norms(q, k, 0.25)
     assert (r["q"], r["k"], r["q_scaled"], r["k_scaled"]) == pytest.approx((6, 2, 3, 1))
+
+
+# --- an encoder: every row reads both ways -------------------------------------------
+
+
+def test_row_cells_both_ways_count_each_rows_band_by_loops():
+    for n, window in ((1, None), (7, None), (7, 1), (7, 3), (12, 5), (5, 9)):
+        want = [sum(1 for j in range(n) if window is None or abs(i - j) < window) for i in range(n)]
+        assert stats.row_cells(n, window, causal=False).tolist() == want, (n, window)
+        causal = [sum(1 for j in range(i + 1) if window is None or i - j < window) for i in range(n)]
+        assert stats.row_cells(n, window).tolist() == causal, (n, window)
+
+
+def test_useful_summary_both_ways_divides_by_the_whole_square():
+    n = 32
+    w = torch.zeros(n, n)
+    w[:, 0] = 0.5  # [CLS]
+    w[:, n - 1] += 0.25  # [SEP]
+    w[torch.arange(n), torch.arange(n)] += 0.25
+    s = stats.useful_summary(w, 0.9, causal=False)
+    # rows 0 and n − 1: two cells (0.75 + 0.25); the others three
+    k = (2 * 2 + 3 * (n - 2)) / n
+    assert s["k"] == pytest.approx(k) and s["cells"] == n * n
+    assert s["share"] == pytest.approx(n * k / (n * n))
+    with pytest.raises(ValueError):  # an encoder's prefixes cannot be read off the whole run
+        stats.useful_share_by_prefix(w, 0.9, [8, n], causal=False)
+
+
+def test_an_encoders_prefixes_are_counted_on_their_own_runs():
+    """Each prefix's k is counted on the weights given for that prefix (a run of its
+    own), never on the whole run's top-left block."""
+    n = 32
+    whole = torch.full((n, n), 1.0 / n)  # no preference on the whole text
+    own = {8: torch.eye(8), 16: torch.eye(16)}  # each prefix's own run: one cell a row
+    rows = stats.useful_share_by_prefix(whole, 0.9, [8, 16, n], causal=False, prefix=lambda m: own[m])
+    assert [(r["n"], r["k"], r["cells"]) for r in rows[:2]] == [(8, 1.0, 64), (16, 1.0, 256)]
+    assert rows[2]["k"] == pytest.approx(29.0)  # ⌈0.9·32⌉ cells of 1/32 each
+    assert rows[0]["share"] == pytest.approx(8 / 64)
+    assert rows[0]["uniform_k"] == pytest.approx(8.0)  # ⌈0.9·8⌉ of a row of 8 equal cells
+    trend = stats.share_trend(whole[None, None], 0.9, 8, [None], causal=False, first_attentions=own[8][None, None])
+    assert trend["head_first"][0][0] == pytest.approx(8 / 64)
+    assert trend["head_all"][0][0] == pytest.approx(29 * n / (n * n))
+    assert trend["heads_fell"] == 0  # the share rose: 12.5 % → 90.6 %
+
+
+def test_share_to_sums_the_special_columns_of_every_row():
+    torch.manual_seed(3)
+    w = torch.softmax(torch.randn(2, 3, 10, 10), dim=-1)
+    got = stats.share_to(w, (0, 9), causal=False)
+    by_loops = sum(float(w[l_, h, i, 0] + w[l_, h, i, 9]) for l_ in range(2) for h in range(3) for i in range(10))
+    assert got["mean"] == pytest.approx(by_loops / 60, rel=1e-6)
+    assert got["per_layer"][1] == pytest.approx(float((w[1, :, :, 0] + w[1, :, :, 9]).mean()), rel=1e-6)
+    assert got["even"] == pytest.approx(2 / 10)
+    # causal: column 9 is seen by row 9 only; column 0 by every row i (1 / (i + 1) each)
+    even = sum((1 / (i + 1)) + (1 / 10 if i == 9 else 0) for i in range(10)) / 10
+    assert stats.share_to(w, (0, 9))["even"] == pytest.approx(even)
+    assert stats.share_to(w, ())["mean"] == 0.0
+
+
+def test_anchors_both_ways_count_the_rows_on_either_side():
+    n = 40
+    w = torch.zeros(n, n)
+    for i in range(n):
+        w[i, i] = 0.4
+        w[i, n - 1] += 0.4  # a [SEP] at the end: causally only its own row sees it
+        w[i, 20] += 0.2
+    assert stats.anchors(w, top=1, causal=False)[0] == (n - 1, pytest.approx(0.4))
+    assert all(p != n - 1 for p, _ in stats.anchors(w, top=3))  # causal: no row lies 8 after it
+
+
+def test_output_errors_both_ways_against_a_hand_made_bidirectional_softmax():
+    torch.manual_seed(5)
+    q, k, v = (torch.randn(1, 2, 30, 16) for _ in range(3))
+    err = stats.output_errors(q, k, v, scale=0.25, own_window=None, window=30, hubs=(), causal=False,
+                              features_list=())
+    assert err["mean"]["own"] <= 1e-5 and err["mean"]["window"] <= 1e-5  # w = n both ways: every pair
+    narrow = stats.output_errors(q, k, v, scale=0.25, own_window=None, window=4, hubs=(0,), causal=False,
+                                 features_list=())
+    # the window with hubs by hand: |i − j| < 4, row 0 and column 0 whole, softmax in float64
+    keep = torch.tensor([[abs(i - j) < 4 or i == 0 or j == 0 for j in range(30)] for i in range(30)])
+    scores = q.double() @ k.double().transpose(-1, -2) * 0.25
+    exact = torch.softmax(scores, dim=-1) @ v.double()
+    hubbed = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1) @ v.double()
+    want = [float(torch.linalg.norm(hubbed[0, h] - exact[0, h]) / torch.linalg.norm(exact[0, h])) for h in range(2)]
+    assert narrow["per_head"]["window_hubs"] == pytest.approx(want, rel=1e-4)
+    uniform = v.double().mean(dim=2, keepdim=True).expand_as(exact)  # every row: the mean of all 30 values
+    floor = [float(torch.linalg.norm(uniform[0, h] - exact[0, h]) / torch.linalg.norm(exact[0, h])) for h in range(2)]
+    assert narrow["per_head"]["uniform"] == pytest.approx(floor, rel=1e-9)
+    peak = stats.peak_weights(q, k, scale=0.25, own_window=None, window=4, hubs=(0,), causal=False, features_list=())
+    assert peak["own"] == pytest.approx(float(torch.softmax(scores, dim=-1).amax(-1).mean()), rel=1e-5)
+    assert peak["uniform"] == pytest.approx(1 / 30)

@@ -233,13 +233,21 @@ def attention_heatmap(grid, labels, *, title, x_title, y_title, hover, separator
 
 
 def add_band(fig, n: int, window: int, colour: str = "#D55E00", name: str = "", causal: bool = True):
-    """Outline the causal window 0 ≤ i − j < w on a heat map (two diagonal lines).
+    """Outline the causal window 0 ≤ i − j < w on a heat map (two diagonal lines), or
+    with ``causal`` False the window both ways, |i − j| < w.
 
     Cell (i, j) is drawn centred on (x = j, y = i), one unit wide. Each line runs through
     the outer corners of the band's edge cells (y = x − 1 beside the diagonal, y = x + w
-    on the far side), so every cell inside the window is whole inside the outline."""
-    fig.add_trace(go.Scatter(x=[0.5, n - 0.5], y=[-0.5, n - 1.5], mode="lines", line={"color": colour, "width": 2},
-                             name=safe(name), hoverinfo="skip", showlegend=bool(name)))
+    on the far side, y = x − w on the far side of an encoder's band), so every cell
+    inside the window is whole inside the outline."""
+    if causal:
+        fig.add_trace(go.Scatter(x=[0.5, n - 0.5], y=[-0.5, n - 1.5], mode="lines",
+                                 line={"color": colour, "width": 2}, name=safe(name), hoverinfo="skip",
+                                 showlegend=bool(name)))
+    elif window < n:
+        fig.add_trace(go.Scatter(x=[window - 0.5, n - 0.5], y=[-0.5, n - window - 0.5], mode="lines",
+                                 line={"color": colour, "width": 2, "dash": "dash"}, name=safe(name),
+                                 hoverinfo="skip", showlegend=bool(name)))
     if window < n:
         fig.add_trace(go.Scatter(x=[-0.5, n - window - 0.5], y=[window - 0.5, n - 0.5], mode="lines",
                                  line={"color": colour, "width": 2, "dash": "dash"}, hoverinfo="skip",

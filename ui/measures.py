@@ -19,24 +19,28 @@ def _analysis(text: str, kind: str):
     return analyses.get_analysis(text, kind)
 
 
-def _causal_view(g: torch.Tensor) -> np.ndarray:
+def _causal_view(g: torch.Tensor, causal: bool = True) -> np.ndarray:
     """For drawing: the cells a causal model never computes (above the diagonal) left
-    empty rather than drawn as zero weight."""
+    empty rather than drawn as zero weight; an encoder's grid (``causal`` False) whole."""
     out = g.clone()
-    out[torch.ones_like(out, dtype=torch.bool).triu(1)] = torch.nan
+    if causal:
+        out[torch.ones_like(out, dtype=torch.bool).triu(1)] = torch.nan
     return out.numpy()
 
 
 # few: a summary (kept for every reader) draws each grid once; 4 MB each at 1,024 tokens
 @st.cache_data(max_entries=8, show_spinner=False)
 def grid(text: str, kind: str, layer: int, head) -> np.ndarray:
-    return _causal_view(_analysis(text, kind).grid(layer, head))
+    a = _analysis(text, kind)
+    return _causal_view(a.grid(layer, head), a.causal)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def row(text: str, kind: str, layer: int, head, token: int) -> np.ndarray:
-    """One token's row of the grid: its weight on itself and every earlier token."""
-    return _analysis(text, kind).grid(layer, head)[token, : token + 1].numpy()
+    """One token's row of the grid: its weight on itself and every earlier token (on an
+    encoder, on every token)."""
+    a = _analysis(text, kind)
+    return a.grid(layer, head)[token, : token + 1 if a.causal else a.n].numpy()
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -46,14 +50,16 @@ def useful(text: str, kind: str, layer: int, head, p: float) -> dict:
     a = _analysis(text, kind)
     window = a.own_window(layer)
     weights = a.attentions[layer] if head is None else a.attentions[layer, head]  # (H, n, n) or (n, n)
-    s = stats.useful_summary(weights, p, window)
+    s = stats.useful_summary(weights, p, window, a.causal)
     # the drawn mask holds exactly k cells per row of the grid drawn (the averaged one for head=None)
     drawn = s["k_rows"] if head is not None else stats.k_for_share(a.grid(layer, None), p)
     return {
         "summary": {k: v for k, v in s.items() if k != "k_rows"},
         "mask_cells": int(drawn.sum()),
         "k_all": share_trend(text, kind, p)["k_mean"],  # k(p) of every head once per text and p, shared
-        "prefixes": stats.useful_share_by_prefix(weights, p, stats.prefix_lengths(a.n), window),
+        "prefixes": stats.useful_share_by_prefix(
+            weights, p, stats.prefix_lengths(a.n), window, a.causal,
+            prefix=lambda m: a.prefix(m)[layer] if head is None else a.prefix(m)[layer, head]),
         "window": window,
     }
 
@@ -64,14 +70,16 @@ def share_trend(text: str, kind: str, p: float) -> dict:
     draws to the whole text (stats.share_trend)."""
     a = _analysis(text, kind)
     first = stats.prefix_lengths(a.n)[0]
-    return stats.share_trend(a.attentions, p, first, [a.own_window(layer) for layer in range(a.n_layers)])
+    windows = [a.own_window(layer) for layer in range(a.n_layers)]
+    return stats.share_trend(a.attentions, p, first, windows, a.causal,
+                             first_attentions=None if a.causal else a.prefix(first))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def kept(text: str, kind: str, window: int, hubs: tuple) -> dict:
     """Share of the real weight a window (+ hubs) keeps, per layer and head."""
     a = _analysis(text, kind)
-    res = stats.share_kept_by_pattern(a.attentions, window, hubs, True)
+    res = stats.share_kept_by_pattern(a.attentions, window, hubs, a.causal)
     return {"per_head": res["per_head"].numpy(), "per_layer": res["per_layer"].numpy(), "mean": res["mean"]}
 
 
@@ -80,12 +88,13 @@ ANCHOR_DISTANCE = stats.ANCHOR_DISTANCE  # an anchor is scored by rows at least 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def anchors(text: str, kind: str, top: int = 5) -> list[tuple[int, float]]:
-    return stats.anchors(_analysis(text, kind).attentions, top=top)
+    a = _analysis(text, kind)
+    return stats.anchors(a.attentions, top=top, causal=a.causal)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def reach_frames(n: int, window: int, layers: int) -> list[np.ndarray]:
-    return [graph.reach_after_layers(n, window, L, causal=True).numpy() for L in range(layers + 1)]
+def reach_frames(n: int, window: int, layers: int, causal: bool = True) -> list[np.ndarray]:
+    return [graph.reach_after_layers(n, window, L, causal=causal).numpy() for L in range(layers + 1)]
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -120,12 +129,21 @@ def sink_share(text: str, kind: str) -> float:
     return stats.sink_share(_analysis(text, kind).attentions)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def special_share(text: str, kind: str) -> dict:
+    """The weight the tokenizer's own tokens ([CLS], [SEP], <bos>) receive: their columns'
+    share of each row, averaged over every row, layer and head (stats.share_to), per
+    layer too, beside what an even spread over each row's cells would give them."""
+    a = _analysis(text, kind)
+    return stats.share_to(a.attentions, a.specials, a.causal)
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
 def top_share_view(text: str, kind: str, layer: int, head, p: float) -> np.ndarray:
     """The grid with only the cells that make up share p of each row (others NaN)."""
     a = _analysis(text, kind)
     g = a.grid(layer, head)
-    return _causal_view(torch.where(stats.top_share_mask(g, p), g, torch.nan))
+    return _causal_view(torch.where(stats.top_share_mask(g, p), g, torch.nan), a.causal)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -141,7 +159,7 @@ def errors(text: str, kind: str, layer: int, window: int, hubs: tuple) -> dict:
     a = _analysis(text, kind)
     q, k, v = a.qkv(layer)
     return stats.output_errors(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), window=window,
-                               hubs=hubs)
+                               hubs=hubs, causal=a.causal)
 
 
 MAP_TOKENS = 64  # the implied maps: small multiples, their tokens named on category axes
@@ -158,11 +176,12 @@ def implied_maps(text: str, kind: str, layer: int, head: int, window: int, hubs:
     small_hubs = tuple(h for h in hubs if h < m)
     out = {}
     for method in methods.tagged(methods.MAPS, lambda x: x.family != "linear" or x.feature == feature):
-        params = methods.Params(window=a.own_window(layer) if method.family == "own" else window, hubs=small_hubs)
+        params = methods.Params(window=a.own_window(layer) if method.family == "own" else window, hubs=small_hubs,
+                                causal=a.causal)
         w = stats.implied_weights(q, k, scale=a.layer_scale(layer), method=method.name, params=params)[0]
         if method.family == "window":  # cells the method skips: drawn empty
             w = torch.where(patterns.dense(method.mask(m, params), m), w, torch.nan)
-        out[method.name] = _causal_view(w)
+        out[method.name] = _causal_view(w, a.causal)
     return out
 
 
@@ -172,7 +191,8 @@ def sharpness(text: str, kind: str, layer: int, window: int, hubs: tuple) -> dic
     a = _analysis(text, kind)
     q, k, _ = a.qkv(layer)
     scale = a.layer_scale(layer)
-    return {"peak": stats.peak_weights(q, k, scale=scale, own_window=a.own_window(layer), window=window, hubs=hubs),
+    return {"peak": stats.peak_weights(q, k, scale=scale, own_window=a.own_window(layer), window=window, hubs=hubs,
+                                       causal=a.causal),
             "norms": stats.median_norms(q, k, scale)}
 
 

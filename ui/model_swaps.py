@@ -105,6 +105,12 @@ def budget_caption(t: Translator, n: int, key: str, **kw) -> None:
         st.caption(t(f"{key}_all", n=n, **kw))
 
 
+def masked_note(t: Translator, a, result) -> None:
+    """On an encoder, what its "perplexity" is: masked words guessed from both sides."""
+    if not a.causal:
+        st.caption(t("swap.masked_note", m=t.int(len(result.predicted))))
+
+
 def hub_evidence(t: Translator, a, text: str) -> None:
     """Step 4's borrowed number: one hub at a 4-token window, in every layer."""
     budget_caption(t, a.n, "swap.budget")
@@ -114,6 +120,7 @@ def hub_evidence(t: Translator, a, text: str) -> None:
     if failure(t, res):
         return
     alone, hub = res
+    masked_note(t, a, alone)
     base = alone.base_perplexity
     c1, c2, c3 = st.columns(3)
     c1.metric(t("swap.base_ppl"), t.float(base, 1))
@@ -138,6 +145,7 @@ def sweep_section(t: Translator, a, text: str) -> None:
     if failure(t, res):
         return
     control = res[0]
+    masked_note(t, a, control)
     c1, c2, c3, c4 = st.columns(4)
     c1.metric(t("swap.base_ppl"), t.float(control.base_perplexity, 2))
     c2.metric(t("swap.control_ppl"), t.float(control.perplexity, 2))

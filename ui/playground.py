@@ -48,14 +48,15 @@ def settings(a) -> dict:
     return {k: st.session_state[k] for k in KEYS}
 
 
-def preset(name: str, model_window: int) -> dict:
+def preset(name: str, model_window: int, causal: bool = True) -> dict:
     """The settings a preset (``attn.composition.preset``) puts in place; the layer and the
-    parts' other settings stay as they are."""
+    parts' other settings stay as they are. The model's own preset reads as the model
+    does (``causal``: False on an encoder)."""
     c = algebra.preset(name, (0,), model_window)  # the hubs themselves are set below
     out = {"pg_on": [p.name for p in algebra.PARTS.values() if p.on(c)],
            "pg_w": c.window, "pg_scope": "sliding" if name == "model" else "all"}
     if name == "model":
-        out["pg_causal"] = True
+        out["pg_causal"] = causal
     if name in ("longformer", "bigbird"):
         out["pg_hub_mode"] = "anchors"  # global tokens: the model's own anchors
     if name == "sink":
@@ -65,10 +66,10 @@ def preset(name: str, model_window: int) -> dict:
     return out
 
 
-def apply_preset(name: str, model_window: int) -> None:
+def apply_preset(name: str, model_window: int, causal: bool = True) -> None:
     """on_click of a preset's button: its settings replace the widgets' values. (Its
     arguments stay in the reader's session: small values, never the analysis.)"""
-    for key, value in preset(name, model_window).items():
+    for key, value in preset(name, model_window, causal).items():
         st.session_state[key] = value
         widgets.changed_by_reader(key)  # the reader's own choice, as a widget's change is
 
@@ -197,11 +198,11 @@ def _scoped(a, scope: str) -> list[int]:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def kept(text: str, kind: str, key: tuple, scope: str) -> dict:
-    """Share of the model's real attention weight inside the pattern (made causal, as the
-    model is), per layer and overall; layers outside the scope keep their own pattern,
-    so all of their weight."""
+    """Share of the model's real attention weight inside the pattern (read as the model
+    reads: causal, or both ways on an encoder), per layer and overall; layers outside the
+    scope keep their own pattern, so all of their weight."""
     a = analyses.get_analysis(text, kind)
-    allowed = patterns.dense(algebra.composed_mask(a.n, _comp(key), True), a.n)
+    allowed = patterns.dense(algebra.composed_mask(a.n, _comp(key), a.causal), a.n)
     inside = _scoped(a, scope)
     per_layer = np.ones(a.n_layers)
     if inside:
@@ -214,7 +215,8 @@ def error(text: str, kind: str, key: tuple, layer: int) -> dict:
     """Output error of the pattern on one layer's own q, k, v against exact softmax."""
     a = analyses.get_analysis(text, kind)
     q, k, v = a.qkv(layer)
-    return stats.pattern_error(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), parts=_comp(key))
+    return stats.pattern_error(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), parts=_comp(key),
+                               causal=a.causal)
 
 
 def swap_settings(a, c: Composition, scope: str) -> list:
@@ -250,14 +252,14 @@ def time_it(t: Translator, text: str, kind: str, key: tuple, layer: int) -> dict
     q, k, v = (x.contiguous() for x in (q, k, v))
     pattern, full = methods.composed(), methods.exact()
     scale = a.layer_scale(layer)
-    params = methods.Params(parts=_comp(key), causal=True, scale=scale)
+    params = methods.Params(parts=_comp(key), causal=a.causal, scale=scale)
+    full_params = methods.Params(scale=scale, causal=a.causal)
     device = pick_device()
 
     def work():
         return {  # seconds by method name, the kernel that ran the composition, and n
             pattern.name: bench.median_time(lambda: pattern.run(q, k, v, params), device, repeats=5, max_seconds=3.0),
-            full.name: bench.median_time(lambda: full.run(q, k, v, methods.Params(scale=scale)), device,
-                                         repeats=5, max_seconds=3.0),
+            full.name: bench.median_time(lambda: full.run(q, k, v, full_params), device, repeats=5, max_seconds=3.0),
             "backend": pattern.backend(q, v, params), "n": a.n,
         }
 

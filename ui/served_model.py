@@ -109,9 +109,6 @@ def get_model(kind: str):
             if isinstance(exc, folders.ModelFolderError):
                 raise
             raise folders.ModelFolderError(kind, "broken", f"{type(exc).__name__}: {exc}") from exc
-        if not model.causal:  # the engine reads encoders; the steps' numbers are worked out for decoders
-            raise folders.ModelFolderError(kind, "encoder", "an encoder (attention both ways): the steps follow "
-                                                            "decoders only so far")
     _budgets[kind] = model.max_tokens
     gc.collect()
     gc.freeze()

@@ -50,10 +50,11 @@ class Dims:
     n: int
     n_layers: int
     n_heads: int
+    causal: bool = True  # False: an encoder, whose own attention reads both ways
 
     @classmethod
     def of(cls, a) -> Dims:
-        return cls(a.n, a.n_layers, a.n_heads)
+        return cls(a.n, a.n_layers, a.n_heads, getattr(a, "causal", True))
 
 
 # the widest any text and model could make a range: what a share link is checked with
@@ -198,7 +199,7 @@ TABLE: tuple[Setting, ...] = (
     _layer("s5_layer", 5), _head("s5_head", 5),
     Setting("s5_feature", 5, "choice", lambda d, c: next(iter(FEATURE_MAPS)), choices=lambda d: tuple(FEATURE_MAPS),
             widget="radio"),
-    Setting("s5_causal", 5, "bool", lambda d, c: True, widget="toggle"),
+    Setting("s5_causal", 5, "bool", lambda d, c: d.causal, widget="toggle"),
     _layer("s6_layer", 6),
     Setting("s6_head", 6, "choice", lambda d, c: 0, choices=lambda d: tuple(range(d.n_heads)), widget="selectbox",
             names="head"),
@@ -219,7 +220,7 @@ TABLE: tuple[Setting, ...] = (
     Setting("pg_rblock", _PG, "choice", lambda d, c: 32, choices=lambda d: RANDOM_BLOCKS, widget="selectbox"),
     Setting("pg_seed", _PG, "text", lambda d, c: "0", chars=SEED_CHARS, widget="text"),
     _count("pg_local", 2, 64),
-    Setting("pg_causal", _PG, "bool", lambda d, c: True, widget="toggle"),
+    Setting("pg_causal", _PG, "bool", lambda d, c: d.causal, widget="toggle"),
     Setting("pg_scope", _PG, "choice", lambda d, c: "all", choices=lambda d: SCOPES, widget="radio"),
     Setting("pg_layer", _PG, "choice", lambda d, c: _first_layer(d), choices=_layers, widget="selectbox",
             names="layer"),

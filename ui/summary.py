@@ -127,10 +127,10 @@ def _heatmap(t: Translator, grid, tokens, title: str, **kw):
 def step1(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     layer, head = cfg["s1_layer"], _head(cfg["s1_head"])
     n = a.n
-    own = methods.own()  # the layer's own pattern: causal, plus its window in a sliding layer
+    own = methods.own()  # the layer's own pattern: causal (both ways on an encoder), its window if it slides
     window = a.own_window(layer)
-    cells = own.cells(n, methods.Params(window=window))
-    doubled = own.cells(2 * n, methods.Params(window=window))
+    cells = own.cells(n, methods.Params(window=window, causal=a.causal))
+    doubled = own.cells(2 * n, methods.Params(window=window, causal=a.causal))
     ratio = doubled / cells
     grid = measures.grid(text, kind, layer, head)
     fig, factor = _heatmap(t, grid, a.tokens, t("step1.grid_title", who=head_caption(t, a, layer, head)))
@@ -163,12 +163,12 @@ def step3(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     rw, rl = cfg["s3_rw"], cfg["s3_rl"]
     n = a.n
     kept = measures.kept(text, kind, w, ())
-    cells = measures.cells(n, w, (), True)
+    cells = measures.cells(n, w, (), a.causal)
     fig, factor = _heatmap(t, measures.grid(text, kind, layer, head), a.tokens,
                            t("step3.grid_title", w=t.int(w), who=head_caption(t, a, layer, head)))
-    figures.add_band(fig, n, w, name=t("step3.band_name", w=t.int(w)))
+    figures.add_band(fig, n, w, name=t("step3.band_name", w=t.int(w)), causal=a.causal)
     rn = min(n, 64)
-    frames = measures.reach_frames(rn, rw, rl)
+    frames = measures.reach_frames(rn, rw, rl, a.causal)
     formula_size = graph.reach_size(rw, rl)
     measured = int(frames[-1][rn - 1].sum())
     q = Question(t("predict.q3", L=rl, w=rw, i=t.int(rn - 1)), reach_options(rw, rl, rn), measured,
@@ -213,7 +213,7 @@ def distance(t: Translator, res: dict) -> str:
 def step4(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     hubs, w = tuple(sorted(cfg["s4_hubs"])), cfg["s4_w"]
     n = a.n
-    cells_h = measures.cells(n, w, hubs, True)
+    cells_h = measures.cells(n, w, hubs, a.causal)
     kept_w, kept_h = measures.kept(text, kind, w, ()), measures.kept(text, kind, w, hubs)
     hn = min(n, HOP_TOKENS)
     hop_hubs = tuple(h for h in hubs if h < hn) or (0,)
