@@ -33,8 +33,7 @@ LICENCE_FILES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "LICENCE", "license.txt
 
 class ModelFolderError(ValueError):
     """A folder that cannot serve as the model: ``reason`` is one of missing, no_config,
-    unknown, no_head, no_weights, too_big, tokenizer, unreadable, broken (and encoder, where
-    the app serves decoders only: ui.served_model)."""
+    unknown, no_head, no_weights, too_big, tokenizer, unreadable, broken."""
 
     def __init__(self, folder, reason: str, detail: str, **figures):
         self.folder, self.reason, self.figures = str(folder), reason, figures
