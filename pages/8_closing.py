@@ -21,8 +21,10 @@ if a is None:
 else:
     near = measures.kept(text, kind, NEAR, ())["mean"]
     both = measures.kept(text, kind, NEAR, (0,))["mean"]
-    st.markdown(t("closing.lead_numbers", n=t.int(a.n), sink=t.pct(measures.sink_share(text, kind)), w=NEAR,
-                  near=t.pct(near), both=t.pct(both)))
+    # an encoder's window reaches both ways: its neighbours lie on either side
+    lead = "closing.lead_numbers" if a.causal else "closing.lead_numbers_both"
+    st.markdown(t(lead, n=t.int(a.n), sink=t.pct(measures.sink_share(text, kind)), w=NEAR, near=t.pct(near),
+                  both=t.pct(both)))
     pair = hub_pair(4)
     measured = model_swaps.measured(text, pair)
     if model_swaps.complete(measured):

@@ -358,3 +358,14 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     assert not at.exception
     own = sum(1 for i in ids if i not in AutoTokenizer.from_pretrained(str(folder)).all_special_ids)
     assert t("swap.masked_note", m=t.int(min(32, own))) in caption_values(at)
+
+    # what to take home: the neighbours on either side, and with the first token, by hand
+    at.switch_page("pages/8_closing.py").run()
+    assert not at.exception
+    near = torch.tensor([[abs(i - j) < 16 for j in range(n)] for i in range(n)])
+    first = torch.arange(n) == 0
+    near_first = near | first[None, :] | first[:, None]  # a hub is seen by every token and sees every token
+    text = " ".join(m.value for m in at.markdown)
+    assert t("closing.lead_numbers_both", n=t.int(n), sink=t.pct(float(attn[..., 1:, 0].mean())), w=16,
+             near=t.pct(float((attn * near).sum(-1).mean())),
+             both=t.pct(float((attn * near_first).sum(-1).mean()))) in text, text
