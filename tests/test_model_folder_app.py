@@ -66,6 +66,23 @@ def test_every_page_opens_on_each_family(make_app, folder_of, family):
             assert t("common.step_of", step=page.number, total=7) in caption_values(at), (family, page.path)
 
 
+@pytest.mark.parametrize("lang", ["ja", "pt"])
+@pytest.mark.parametrize("family", ["bert", "gpt2"])
+def test_every_page_opens_in_every_language_on_an_encoder_and_a_decoder(make_app, folder_of, family, lang):
+    at = make_app(str(folder_of(family)), lang=lang)
+    at.run()
+    t = Translator(lang)
+    for page in PAGES:
+        if not page.default:
+            at.switch_page(page.path).run()
+        assert not at.exception, (family, lang, page.path, at.exception[0].message if at.exception else "")
+        if page.number and page.number <= 7:
+            assert t("common.step_of", step=page.number, total=7) in caption_values(at), (family, lang, page.path)
+    at.switch_page("pages/1_every_pair.py").run()
+    said = caption_values(at)
+    assert (t("step1.formula_caption_both") in said) == (family == "bert"), (family, lang)
+
+
 @pytest.mark.parametrize("family", ["gpt2", "gemma2", "qwen2", "llama"])
 def test_step_one_counts_follow_the_folders_model(make_app, folder_of, family):
     folder = folder_of(family)
