@@ -376,6 +376,11 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     own = sum(1 for i in ids if i not in AutoTokenizer.from_pretrained(str(folder)).all_special_ids)
     assert t("swap.masked_note", m=t.int(min(32, own))) in caption_values(at)
 
+    # step 6's sweep: each run reads one copy of the text per hidden word, and says so
+    at.switch_page("pages/6_honest_catch.py").run()
+    assert not at.exception
+    assert t("swap.budget_sweep_masked_all", runs=21, n=n, m=t.int(min(32, own))) in caption_values(at)
+
     # what to take home: the neighbours on either side, and with the first token, by hand
     at.switch_page("pages/8_closing.py").run()
     assert not at.exception

@@ -138,7 +138,11 @@ def sweep_section(t: Translator, a, text: str) -> None:
     widgets.prose(t, 6, "swap.lead")
     layer = widgets.setting(t, "s6_swap_layer", a, t("swap.pick_layer"))
     swaps = swap.standard_sweep((0,), layer)
-    budget_caption(t, a.n, "swap.budget_sweep", runs=len(swaps))
+    if a.causal:
+        budget_caption(t, a.n, "swap.budget_sweep", runs=len(swaps))
+    else:  # each run reads one copy of the text per masked word: longer, and said so
+        masked = swap.masked_positions(served_model.ensure_model(), a.ids[:swap_budget()])
+        budget_caption(t, a.n, "swap.budget_sweep_masked", runs=len(swaps), m=len(masked))
     res = run_or_show(t, text, swaps, swap_budget(), t("swap.measure_sweep"), "s6_swap")
     if not res:
         return
