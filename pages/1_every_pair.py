@@ -63,7 +63,7 @@ def row_figure():
 widgets.chart("s1_row", (text, kind, layer, head, token), row_figure)
 row_cells = int(stats.row_cells(n, window, a.causal)[token])
 st.caption(t("step1.row_caption" if row_cells > 3 else "step1.row_caption_few", k=t.int(row_cells)))
-widgets.prose(t, 1, "step1.outro")
+widgets.prose(t, 1, "step1.outro" if a.causal else "step1.outro_both")
 if window is not None and 2 * n > window:  # the lesson names a full layer; this one slides a window
     st.caption(t("step1.outro_sliding", w=t.int(window), ratio=t.float(v["doubled"] / v["cells"])))
 

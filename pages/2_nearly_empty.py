@@ -32,7 +32,9 @@ if head is None:
 
 st.subheader(t("step2.prefix_heading"))
 xs = [r["n"] for r in prefixes]
-ticks = (xs, [t.int(x) for x in xs])
+# a tick is left unlabelled where the whole text lies just past a doubling (128 and 130 would
+# print on top of each other and read as one number)
+ticks = (xs, [t.int(x) if i == len(xs) - 1 or xs[-1] / x > 1.25 else "" for i, x in enumerate(xs)])
 settings = (text, kind, layer, head, p)
 
 
@@ -61,8 +63,9 @@ if len(prefixes) >= 2:
     st.caption(t.sentences([t(said, n0=t.int(first["n"]), s0=t.pct(first["share"]), n1=t.int(last["n"]),
                               s1=t.pct(last["share"]), p=t.pct(p, 0)), t(how)]))
     trend = measures.share_trend(text, kind, p)
-    st.caption(t("step2.trend_caption", n0=t.int(trend["first"]), n1=t.int(trend["n"]),
-                 fell=t.int(trend["layers_fell"]), layers=t.int(trend["layers"]),
+    every = trend["heads_fell"] == trend["heads"] and trend["layers_fell"] == trend["layers"]  # nothing else left
+    st.caption(t("step2.trend_caption_all" if every else "step2.trend_caption", n0=t.int(trend["first"]),
+                 n1=t.int(trend["n"]), fell=t.int(trend["layers_fell"]), layers=t.int(trend["layers"]),
                  fell_heads=t.int(trend["heads_fell"]), heads=t.int(trend["heads"])))
 
 

@@ -45,7 +45,7 @@ with top:
 
 widgets.formula(t, r"\text{@reach}(L) = L\,(w-1) + 1 = " + f"{rl}\\,({rw}-1)+1 = {formula_size}")
 m1, m2 = st.columns(2)
-m1.metric(t("step3.metric_reach_formula"), t.int(formula_size))
+m1.metric(t("step3.metric_reach_formula" if a.causal else "step3.metric_reach_formula_both"), t.int(formula_size))
 m2.metric(t("step3.metric_reach_measured", i=rn - 1), t.int(measured),
           help=t("step3.metric_reach_measured_help"))
 widgets.chart("s3_reach", (rn, rw, rl), lambda: figures.reach_animation(

@@ -32,12 +32,14 @@ widgets.show_figure(sm.figure, key="s6_errors")
 st.caption(t("step6.heads_note"))  # the errors average the layer's heads; the picked head draws the maps
 linear = [m for m in shown if m.family == "linear"]
 better = [m for m in linear if mean[m.name] < mean["uniform"]]
+both = "" if a.causal else "_both"  # on an encoder, equal weights over every token, both ways
+uniform_said = t(f"step6.uniform_said{both}")
 if better:
-    st.caption(t("step6.errors_caption_some", better=len(better), total=len(linear), rest=len(linear) - len(better),
-                 best=t(f"features.{best_linear.feature}"),
-                 gap=t.float(100 * (mean["uniform"] - mean[best_linear.name]), 1)))
+    st.caption(t.sentences([uniform_said, t(
+        "step6.errors_caption_some", better=len(better), total=len(linear), rest=len(linear) - len(better),
+        best=t(f"features.{best_linear.feature}"), gap=t.float(100 * (mean["uniform"] - mean[best_linear.name]), 1))]))
 else:
-    st.caption(t("step6.errors_caption_none"))
+    st.caption(t.sentences([uniform_said, t("step6.errors_caption_none")]))
 if own32 in mean:
     st.caption(t("step6.errors_dtype_gpu", dtype=err["dtype"], e32=t.sci(mean[own32])))
 else:
@@ -56,7 +58,7 @@ flat_values = [peak[own]] + [peak[k_] for k_ in order if k_ not in (own, own32)]
 widgets.chart("s6_flat", (text, kind, layer, w, hubs), lambda: figures.bars(
     [t("methods.own")] + flat_names[1:], flat_values, title=t("step6.flat_title", layer=layer),
     y_title=t("step6.flat_axis"), separators=t.separators, log_y=True, hover=t("step6.hover_peak"),
-    reference=peak["uniform"], reference_name=t("step6.uniform_line"), text=[t.pct(v, 1) for v in flat_values],
+    reference=peak["uniform"], reference_name=t(f"step6.uniform_line{both}"), text=[t.pct(v, 1) for v in flat_values],
     tick_text=lambda d: t.pct(d, 0 if d >= 0.01 else 1)))
 
 

@@ -136,7 +136,7 @@ widgets.chart("pg_hops", (kind, text, key, rl, causal), lambda: figures.integer_
 # --- what it keeps ----------------------------------------------------------------------
 
 st.subheader(t("playground.keep_heading"))
-st.markdown(t("playground.keep_lead"))
+st.markdown(t("playground.keep_lead" if a.causal else "playground.keep_lead_both"))
 kept = pg.kept(text, kind, key, scope)
 in_scope = layer in kept["scoped"]  # a layer outside the scope keeps its own attention: nothing to measure
 err = pg.error(text, kind, key, layer) if in_scope else None
@@ -160,7 +160,8 @@ widgets.chart("pg_kept", (kind, text, key, scope), lambda: figures.bars(
 
 st.markdown(f"**{t('playground.swap_heading')}**")
 swap_n = model_swaps.swap_budget()
-st.caption(t("playground.swap_caption", n=t.int(swap_n), scope=t(f"playground.scope_{scope}")))
+st.caption(t("playground.swap_caption" if a.causal else "playground.swap_caption_both", n=t.int(swap_n),
+             scope=t(f"playground.scope_{scope}")))
 res = model_swaps.run_or_show(t, text, pg.swap_settings(a, comp, scope), swap_n, t("playground.swap_button"),
                         "pg_swap")
 if res and not model_swaps.failure(t, res):

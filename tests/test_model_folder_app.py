@@ -326,6 +326,7 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     assert any(c.startswith(t("step1.model_cells_full_both", cells=t.int(heads * layers * n * n), heads=heads,
                                 layers=layers, sliding=0, full=layers, w=0, all_full=0)[:60]) for c in said)
     assert t.int(heads * layers * n * n) in " ".join(said)
+    assert t("step1.outro_both") in " ".join(m.value for m in at.markdown)  # a million cells at 1,000 tokens
 
     # step 2: each beginning is a run of its own; its share of useful cells, counted here
     at.switch_page("pages/2_nearly_empty.py").run()
@@ -338,6 +339,7 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     assert t("step2.prefix_how_encoder") in said and t("step2.prefix_how") not in said
     assert f"first 16 tokens, {t.pct(16 * k_first / 256)} of the cells" in said, said
     assert t.pct(n * k_all / (n * n)) in said
+    assert t("step1.outro_both") not in said  # (step 1's prose, checked there below)
 
     # step 3: the window both ways; its cells and the weight it keeps, by loops and by hand
     at.switch_page("pages/3_neighbours.py").run()
@@ -380,6 +382,14 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     at.switch_page("pages/6_honest_catch.py").run()
     assert not at.exception
     assert t("swap.budget_sweep_masked_all", runs=21, n=n, m=t.int(min(32, own))) in caption_values(at)
+    assert any(c.startswith(t("step6.uniform_said_both")) for c in caption_values(at))  # equal weights, both ways
+    assert t("swap.lead_masked") in " ".join(m.value for m in at.markdown)
+
+    # the playground: the pattern read both ways by default, and kept as the model reads
+    at.switch_page("pages/9_playground.py").run()
+    assert not at.exception
+    assert at.toggle(key="pg_causal").value is False
+    assert t("playground.keep_lead_both") in [m.value for m in at.markdown]
 
     # what to take home: the neighbours on either side, and with the first token, by hand
     at.switch_page("pages/8_closing.py").run()

@@ -135,7 +135,7 @@ def hub_evidence(t: Translator, a, text: str) -> None:
 def sweep_section(t: Translator, a, text: str) -> None:
     """Step 6's second half: the whole model with its attention swapped."""
     st.subheader(t("swap.heading"))
-    widgets.prose(t, 6, "swap.lead")
+    widgets.prose(t, 6, "swap.lead" if a.causal else "swap.lead_masked")
     layer = widgets.setting(t, "s6_swap_layer", a, t("swap.pick_layer"))
     swaps = swap.standard_sweep((0,), layer)
     if a.causal:

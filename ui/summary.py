@@ -282,9 +282,10 @@ def step6(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     def label(v):  # a bar and the axis say an error alike: a percentage, or a power of ten when tiny
         return t.pct(v, 0 if v >= 0.01 else 1) if v >= 1e-3 else t.sci(v)
 
+    uniform_name = t("step6.uniform_line" if a.causal else "step6.uniform_line_both")  # both ways on an encoder
     fig = figures.bars(names, values, title=t("step6.errors_title", layer=layer), y_title=t("step6.error_axis"),
                        separators=t.separators, log_y=True, hover=t("step6.hover_error"),
-                       reference=mean["uniform"], reference_name=t("step6.uniform_line"),
+                       reference=mean["uniform"], reference_name=uniform_name,
                        text=[t.pct(v, 1) if v >= 1e-3 else t.sci(v) for v in values], tick_text=label)
     label_of = dict(zip(order, names))
     shortcuts = [name for name in order if name not in (own, own32)]
