@@ -348,7 +348,9 @@ class LoadedModel:
     def _closing(self, ids: list[int]) -> int | None:
         """An encoder's closing special token ([SEP], </s>) when the encoding ends on one;
         None on a decoder."""
-        if self.causal or len(ids) < 2 or self.tokenizer.special_label(ids[-1]) is None:
+        last = ids[-1] if ids else None
+        if self.causal or len(ids) < 2 or self.tokenizer.special_label(last) is None \
+                or last == self.tokenizer.unk_token_id:  # a text that ends on an unknown word ends on text
             return None
         return ids[-1]
 

@@ -139,6 +139,9 @@ def test_an_encoders_prefixes_are_its_own_runs_on_those_tokens(loaded, family):
         + 100 * an.n + len(an.text)
     assert m.arch.analysis_bytes(an.n) == sum(x.element_size() * x.numel() for x in (an.attentions, an.q, an.k, an.v)) \
         + extra
+    # the closing token is the tokenizer's own end, never an unknown word the text ends on
+    unk = m.tokenizer.unk_token_id
+    assert m._closing(ids) == ids[-1] and m._closing(ids[:3] + [unk]) is None
     # a text cut at the budget still closes on its [SEP]
     cut = m.analyze(TEXT * 2, max_tokens=20)
     assert cut.n == 20 and cut.ids[:19] == ids[:19] and cut.ids[19] == ids[-1] and cut.truncated == len(ids) - 20
