@@ -1162,7 +1162,8 @@ def test_step2_says_whether_the_share_fell_or_rose_and_on_how_many_layers_and_he
                       if sum(shares[layer, h][1] for h in range(a.n_heads)) < sum(shares[layer, h][0]
                                                                                     for h in range(a.n_heads)))
     every = heads_fell == a.n_layers * a.n_heads and layers_fell == a.n_layers  # then no "elsewhere it grows"
-    trend = i18n.translate("en", "step2.trend_caption_all" if every else "step2.trend_caption", n0="16", n1=i18n.fmt_int(a.n, "en"), fell=str(layers_fell),
+    trend = i18n.translate("en", "step2.trend_caption_all" if every else "step2.trend_caption", n0="16",
+                           n1=i18n.fmt_int(a.n, "en"), fell=str(layers_fell),
                            layers=str(a.n_layers), fell_heads=str(heads_fell), heads=str(a.n_layers * a.n_heads))
     captions = [c.value for c in at.caption]
     assert trend in captions
