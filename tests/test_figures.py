@@ -51,6 +51,31 @@ def test_the_window_band_outline_leaves_every_cell_of_the_window_whole():
             assert whole == inside, (i, j)
 
 
+def test_an_encoders_band_outline_leaves_every_cell_of_its_window_whole_on_both_sides():
+    import plotly.graph_objects as go
+
+    n, w = 12, 3
+    fig = figures.add_band(go.Figure(), n, w, causal=False)
+    offsets = sorted(tr.y[0] - tr.x[0] for tr in fig.data)  # each line: y = x + c
+    assert len(offsets) == 2
+    upper, lower = offsets
+    for i in range(n):
+        for j in range(n):
+            corners = [(j + dx) - (i + dy) for dx in (-0.5, 0.5) for dy in (-0.5, 0.5)]
+            whole = all(upper <= -c <= lower for c in corners)
+            assert whole == (abs(i - j) < w), (i, j)
+
+
+def test_a_log_axis_within_one_decade_still_has_ticks():
+    def y_dtick(ys):
+        fig = figures.lines([{"name": "a", "x": [1, 2, 3], "y": ys}], title="t", x_title="x", y_title="y",
+                            separators=".,", log_y=True)
+        return fig.layout.yaxis.dtick
+
+    assert y_dtick([0.90, 0.93, 0.95]) == "D1"  # 90 %–95 %: every digit's tick (one a decade: none)
+    assert y_dtick([0.05, 0.2, 0.9]) == 1  # two decades: one tick each
+
+
 def test_a_shared_figure_sends_what_the_figure_would_and_makes_its_dict_once():
     import plotly.graph_objects as go
     import plotly.io

@@ -287,8 +287,12 @@ def lines(series: list[dict], *, title, x_title, y_title, separators, log_x=Fals
                      exponentformat="power")
     if x_ticks:  # (values, texts): numbers written in the reader's language
         fig.update_xaxes(tickmode="array", tickvals=list(x_ticks[0]), ticktext=[safe(s) for s in x_ticks[1]])
+    # a log axis: a tick a decade, or every digit's where the lines stay within one decade
+    # (90 % to 95 % had no tick at all)
+    ys = [y for s in series for y in s["y"] if y is not None and y > 0]
+    narrow = bool(ys) and math.floor(math.log10(min(ys))) == math.floor(math.log10(max(ys)))
     fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear", tickformat=y_format,
-                     exponentformat="power", dtick=1 if log_y else None)
+                     exponentformat="power", dtick=("D1" if narrow else 1) if log_y else None)
     fig.update_layout(legend={"orientation": "h", "y": -0.22})
     return _layout(fig, title, separators, height)
 
