@@ -42,6 +42,22 @@ class ClassState:
     def votes_on_step(self, step: int) -> list[Vote]:
         return [v for v in self.votes if v.step == step]
 
+    def unrevealed(self, step: int | None = None) -> list[Vote]:
+        """The votes whose answer the class must not see yet (on ``step``, or on any step):
+        the latest vote on each question while it is open, or closed before its answer was
+        revealed — from *Open* to *Reveal*, through the discussion and a second vote. A
+        question revealed once stays revealed (a second vote opened after the reveal holds
+        the page only while it is open)."""
+        latest: dict[str, Vote] = {}
+        revealed = set()
+        for v in self.votes:
+            if step is None or v.step == step:
+                latest[v.qid] = v
+                if v.state == "revealed":
+                    revealed.add(v.qid)
+        return [v for qid, v in latest.items()
+                if v.state == "open" or (v.state == "closed" and qid not in revealed)]
+
 
 @dataclass(frozen=True)
 class Pulse:

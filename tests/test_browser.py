@@ -542,6 +542,14 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
             answered = i18n.translate("en", "vote.answered", k="3", n="§").split("§")[0].replace("**", "")
             teacher.get_by_text(answered).wait_for(timeout=10_000)  # her count, live
             teacher.get_by_role("button", name=i18n.translate("en", "vote.close")).click()
+            for lang, pg in students.items():  # closed, for the discussion: the answers' chart and nothing else
+                pg.locator(f".st-key-vote_chart_{slug} .js-plotly-plot").wait_for(timeout=15_000)
+                pg.get_by_text(i18n.translate(lang, "vote.page_waits")).wait_for(timeout=15_000)
+                assert pg.locator('[data-testid="stMetricValue"]').count() == 0, (page.url_path, lang)
+                assert pg.locator(".js-plotly-plot").count() == 1, (page.url_path, lang)
+                if checked and page.number == 4:
+                    pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-closed.png"), full_page=True)
+            assert teacher.locator('[data-testid="stMetricValue"]').count() == 0  # the projector holds too
             teacher.get_by_role("button", name=i18n.translate("en", "vote.reveal")).click()
             for lang, pg in students.items():
                 pg.locator(f".st-key-vote_chart_{slug} .js-plotly-plot").wait_for(timeout=15_000)

@@ -171,18 +171,35 @@ def test_a_student_cannot_move_the_class(make_app, teacher):
     assert handle._classes().state(code).step == 3  # …the class does not
 
 
+def held(at) -> None:
+    """A member's page held for a vote whose answer is not revealed: no metric, no chart but
+    the class's answers, no table, and the question's panel saying why the page waits."""
+    assert not at.metric and not at.get("arrow_data_frame") and not at.get("dataframe")
+    charts = [c.key or "" for c in at.get("plotly_chart")]
+    assert all("vote_chart" in k for k in charts), charts
+
+
 def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teacher):
-    """The room's loop on one step: the teacher opens the vote; while it is open a
-    student's page holds the question and nothing that answers it; one answer each;
-    closed, the room's answers as a chart; revealed, the measured answer and the share
-    of the room that chose it; a second vote after discussing."""
+    """The room's loop on one step: the teacher opens the vote; from then until she reveals
+    the answer — open, closed for the discussion, a second vote — a student's page and the
+    projector hold the question, the class's answers and nothing of the step's numbers, and
+    a student's share link and handout wait; one answer each; closed, the room's answers as a
+    chart; revealed, the measured answer, the share of the room that chose it, and the
+    page's numbers back; a second vote after the reveal holds the page only while open."""
     code = teacher.session_state[keys.CLASS]
     student = student_of(make_app, code, "pt")
+    projector = make_app("tiny", "en")  # the teacher's second screen, in presenter mode
+    projector.query_params["present"] = "1"
+    projector.query_params["class"] = code
+    projector.query_params["host"] = teacher.session_state[keys.HOST]
+    projector.run()
+    assert projector.session_state[keys.HOST] == teacher.session_state[keys.HOST]
     assert i18n.translate("pt", "vote.not_open") in " ".join(m.value for m in student.markdown)
+    assert student.metric and tick(projector).metric  # no vote yet: the whole page
     teacher.button(key="vote_open_s3_reach").click().run()
     assert not teacher.exception, [e.value for e in teacher.exception]
     tick(student)
-    assert not student.metric and not student.get("plotly_chart")  # the page's numbers wait
+    held(student)  # the page's numbers wait
     assert i18n.translate("pt", "vote.page_waits") in [c.value for c in student.caption]
     # no other road to the answers while the vote is open: the handout and share links wait
     assert student.sidebar.button(key="share").disabled and student.sidebar.button(key="handout_build").disabled
@@ -200,29 +217,46 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
     assert handle._classes().answer(code, vote.vote, student.session_state[keys.STUDENT], 1) == "again"
     tick(teacher)
     assert i18n.translate("en", "vote.answered", k="1", n="1") in [m.value for m in teacher.markdown]
-    assert not teacher.metric  # the projector waits too
+    held(teacher)  # the teacher's screen holds too: it may be on the projector
+    held(tick(projector))
     teacher.button(key=f"vote_close_{vote.vote}").click().run()
-    tick(student)
-    assert student.metric  # closed: the page's numbers are back
-    assert not student.sidebar.button(key="share").disabled
-    chart = [c for c in student.get("plotly_chart") if "vote_chart" in (c.key or "")]
-    assert chart
+    # closed, for the discussion: the class's answers as a chart, and still none of the step's numbers
+    for at, lang in ((tick(student), "pt"), (tick(projector), "en"), (tick(teacher), "en")):
+        held(at)
+        chart = [c for c in at.get("plotly_chart") if "vote_chart" in (c.key or "")]
+        assert chart, lang
+    assert i18n.translate("pt", "vote.page_waits") in [c.value for c in student.caption]
+    assert i18n.translate("en", "vote.held_teacher") in [c.value for c in teacher.caption]
+    assert i18n.translate("en", "vote.page_waits") in [c.value for c in projector.caption]  # what the class reads
+    assert student.sidebar.button(key="share").disabled and student.sidebar.button(key="handout_build").disabled
     assert handle._classes().answer(code, vote.vote, "a-late-student", 0) == "unknown"
     assert handle._classes().counts(code, vote.vote) == [1] + [0] * (len(labels["pt"]) - 1)
-    teacher.button(key=f"vote_reveal_{vote.vote}").click().run()
-    tick(student)
-    right = vote.question["answer"]
-    said = i18n.translate("pt", "vote.revealed", value=vote.question["value_text"]["pt"], answer=labels["pt"][right],
-                          right=i18n.fmt_pct(1.0 if right == 0 else 0.0, "pt", 0))
-    assert said in [m.value for m in student.markdown]
+    # a second vote before the reveal: held while open, and closed again
     teacher.button(key=f"vote_again_{vote.vote}").click().run()
     second = handle._classes().state(code).vote_on("s3.reach")
     assert second.round == 2 and second.state == "open" and second.vote != vote.vote
-    tick(student)
-    assert not student.metric
+    held(tick(student))
+    right = vote.question["answer"]
     student.radio(key=f"vote_pick_{second.vote}").set_value(right).run()
     student.button(key=f"vote_send_{second.vote}").click().run()
     assert handle._classes().counts(code, second.vote)[right] == 1
+    teacher.button(key=f"vote_close_{second.vote}").click().run()
+    for at in (tick(student), tick(projector)):
+        held(at)
+    assert student.sidebar.button(key="share").disabled and student.sidebar.button(key="handout_build").disabled
+    # moving on without revealing keeps the step held: a student who goes back to it sees no numbers
+    teacher.button(key="nav_next").click().run()
+    assert tick(student).metric  # step 4: no vote on it, the whole page
+    assert student.sidebar.button(key="share").disabled  # step 3's answer is still unrevealed
+    teacher.button(key="nav_prev").click().run()
+    held(tick(student))
+    teacher.button(key=f"vote_reveal_{second.vote}").click().run()
+    for at in (tick(student), tick(projector), teacher):
+        assert at.metric  # revealed: the page's numbers are back
+    said = i18n.translate("pt", "vote.revealed", value=vote.question["value_text"]["pt"], answer=labels["pt"][right],
+                          right=i18n.fmt_pct(1.0, "pt", 0))
+    assert said in [m.value for m in student.markdown]
+    assert not student.sidebar.button(key="share").disabled and not student.sidebar.button(key="handout_build").disabled
 
 
 def test_the_teacher_takes_her_class_back_with_her_link_and_a_forged_key_gets_nothing(make_app, teacher):

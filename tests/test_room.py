@@ -117,6 +117,32 @@ def test_one_answer_per_student_per_vote_and_none_once_closed(room):
         room.set_state(code, "a student's guess", second, "revealed")
 
 
+def test_a_vote_holds_its_steps_page_from_open_to_reveal_and_a_revealed_question_stays_revealed(room):
+    """What a member's page of a step may not show: the latest vote on each of its questions
+    while it is open, or closed and not yet revealed (the discussion, a second vote); once a
+    question is revealed, a second vote on it holds the page only while it is open."""
+    code, key = room.create(VIEW, step=1)
+    held = lambda step=None: [(v.qid, v.round, v.state) for v in room.state(code).unrevealed(step)]  # noqa: E731
+    assert held() == [] and held(1) == []
+    first = room.open_vote(code, key, 1, "s1.q", QUESTION)
+    assert held(1) == [("s1.q", 1, "open")] and held() == held(1) and held(2) == []
+    room.set_state(code, key, first, "closed")
+    assert held(1) == [("s1.q", 1, "closed")]  # closed for the discussion: still held
+    again = room.open_vote(code, key, 1, "s1.q", QUESTION)
+    assert held(1) == [("s1.q", 2, "open")]
+    room.set_state(code, key, again, "closed")
+    assert held(1) == [("s1.q", 2, "closed")]
+    other = room.open_vote(code, key, 2, "s2.q", QUESTION)  # the teacher moved on without revealing
+    assert held(1) == [("s1.q", 2, "closed")] and held(2) == [("s2.q", 1, "open")] and len(held()) == 2
+    room.set_state(code, key, again, "revealed")
+    assert held(1) == [] and held() == [("s2.q", 1, "open")]
+    room.set_state(code, key, other, "revealed")
+    late = room.open_vote(code, key, 2, "s2.q", QUESTION)  # a second vote after the reveal
+    assert held(2) == [("s2.q", 2, "open")]
+    room.set_state(code, key, late, "closed")
+    assert held() == []  # its answer is known already
+
+
 def test_a_vote_keeps_its_own_copy_of_the_question(room):
     code, key = room.create(VIEW, step=2)
     asked = copy.deepcopy(QUESTION)

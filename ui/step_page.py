@@ -81,9 +81,10 @@ def opened(step: int, needs_text: bool = True) -> StepPage:
 
 
 def step_header(t: Translator, step: int) -> None:
-    """A step's navigation, title and lead — in a live class whose vote on this step is
-    open, the question comes before the lead (on a phone it fits the first screen), and
-    the page stops there: its numbers would answer it until the teacher closes the vote.
+    """A step's navigation, title and lead — in a live class with a vote on this step whose
+    answer is not revealed yet (open, or closed for the discussion), the question and the
+    class's answers come before the lead (on a phone they fit the first screen), and the
+    page stops there: its numbers would answer it until the teacher reveals the answer.
     While the class cannot be read at all, the page says so and stops before its numbers
     too (it cannot know whether a vote is open): it fails closed, and the class's poll
     redraws it once the class can be read."""
@@ -92,7 +93,7 @@ def step_header(t: Translator, step: int) -> None:
         st.caption(t("common.step_of", step=step, total=N_STEPS))
     st.title(t(f"step{step}.title"))
     shown = votes.gate(t, step) if step <= N_STEPS else None
-    if shown == votes.OPEN:
+    if shown == votes.HELD:
         for qid in page_of(step).questions:
             votes.vote_panel(t, step, qid, widgets.show_figure)
     elif shown == votes.UNREAD:

@@ -78,15 +78,19 @@ def _host_action(action) -> None:
     forget()
 
 
-OPEN, UNREAD = "open", "unread"  # what a member's step page may show: the question alone; a notice alone
+HELD, UNREAD = "held", "unread"  # what a member's step page may show: the question alone; a notice alone
 
 
 def gate(t: Translator, step: int) -> str | None:
     """What a class member's page of ``step`` may show, from the class as this run read
-    it: ``OPEN`` — a vote on one of the step's questions is open (the question alone);
-    ``UNREAD`` — the class cannot be read just now (a notice alone: the step's numbers
-    could answer a vote it cannot see); None — the whole page (outside a class too; a
-    class that is gone is said once, and its member's page works on)."""
+    it: ``HELD`` — a vote on one of the step's questions has not had its answer revealed
+    (open, or closed for the discussion and a second vote: the question, the class's
+    answers and nothing of the step's own numbers, on every member's screen, the
+    teacher's and the projector's too); ``UNREAD`` — the class cannot be read just now (a
+    notice alone: the step's numbers could answer a vote it cannot see); None — the whole
+    page (outside a class too; a class that is gone is said once, and its member's page
+    works on). A vote left closed when the teacher moves on holds its step until she
+    reveals it."""
     if member() is None:
         return None
     found = current()
@@ -96,7 +100,7 @@ def gate(t: Translator, step: int) -> str | None:
     if found is None:
         gone(t)
         return None
-    return OPEN if any(v.state == "open" for v in found.votes_on_step(step)) else None
+    return HELD if found.unrevealed(step) else None
 
 
 def results(t: Translator) -> list[tuple[str, str, str]]:
@@ -141,13 +145,13 @@ def results_table(t: Translator) -> None:
 
 
 def answers_locked() -> bool:
-    """Whether this session is a student whose class has a vote open — or whose class
-    cannot be read just now (fail closed): the handout and share links, which show every
-    step's answer, wait."""
+    """Whether this session is a student whose class has a vote whose answer is not
+    revealed yet (open, or closed before the reveal) — or whose class cannot be read just
+    now (fail closed): the handout and share links, which show every step's answer, wait."""
     if member() is None or is_teacher():
         return False
     found = current()
-    return isinstance(found, Unreadable) or (found is not None and any(v.state == "open" for v in found.votes))
+    return isinstance(found, Unreadable) or (found is not None and bool(found.unrevealed()))
 
 
 def vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
@@ -187,6 +191,8 @@ def _vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
         mine = None if teacher else found.mine.get(vote.vote)
         if mine is not None:
             st.caption(t("vote.yours", answer=labels[mine]))
+        if any(v.vote == vote.vote for v in found.unrevealed()):  # closed, its answer not yet revealed
+            st.caption(held_note(t) if teacher else t("vote.page_waits"))
         if vote.state == "revealed":
             right = question["answer"]
             counts = rounds[-1][1]
@@ -204,13 +210,20 @@ def _vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
                           args=(step, qid, question), icon=":material/replay:", width="stretch")
 
 
+def held_note(t: Translator) -> str:
+    """What the teacher reads under a vote whose answer is not revealed yet: every screen,
+    hers too, holds the step's numbers until she reveals — on a projector (presenter mode),
+    what the class reads instead."""
+    return t("vote.page_waits") if reader.presenter() else t("vote.held_teacher")
+
+
 def _open_panel(t: Translator, room, found, vote, labels: list[str], teacher: bool) -> None:
     code = found.code
     if teacher:
         live_count(code, vote.vote)
         st.button(t("vote.close"), key=f"vote_close_{vote.vote}", on_click=close_vote, args=(vote.vote,),
                   type="primary", icon=":material/lock:")
-        st.caption(t("vote.page_waits"))
+        st.caption(held_note(t))
         return
     mine = found.mine.get(vote.vote)
     if mine is not None:
