@@ -18,6 +18,13 @@
   test process sets it and measures them itself; the servers the tests start do not);
 * ``ATLAS_JOIN_BURST``: students that may join a class at once from one client address
   (default 120: a lecture behind one school NAT); then one more every 10 s;
+* ``ATLAS_IPV6_PREFIX``: the IPv6 prefix one client is counted by in every per-client
+  bound (default 64: a home connection holds a /64 and may use any address in it);
+* ``ATLAS_IPV6_SITE_PREFIX``: a wider IPv6 prefix (default 48; 0: none) whose clients
+  together get ``room.limits.SITE_FACTOR`` times one client's bound, so that a site's
+  65,536 /64s cannot multiply it;
+* ``ATLAS_START_KEY``: a passphrase that *Start a class* asks for (unset: anyone may
+  start a class, as on a classroom's own server);
 * ``ATLAS_LIVE_MAX_N``: the live benchmark's largest length (4,096 on the CPU, 16,384 on
   CUDA; the tests run it smaller);
 * ``ATLAS_STORE_PATH``: the SQLite file of share links and classes (else
@@ -126,6 +133,9 @@ class Settings:
     room_worker: bool = True  # measure the texts sent to classes' rooms in the background
     join_burst: int = 120  # students joining at once from one client address (room.limits.joins)
     models: tuple[str, ...] = ()  # the models the sidebar offers, ATLAS_MODEL's first (ATLAS_MODELS)
+    ipv6_prefix: int = 64  # one client's IPv6 prefix in every per-client bound (room.limits.key)
+    ipv6_site_prefix: int = 48  # the wider prefix whose clients share SITE_FACTOR bounds (0: none)
+    start_key: str | None = None  # the passphrase Start a class asks for (None: anyone may start)
 
 
 OFF = ("0", "off", "no", "false")  # what turns a switch off
@@ -152,7 +162,29 @@ def read() -> Settings:
                     torch_threads=_threads(env.get("ATLAS_TORCH_THREADS")),
                     room_worker=(env.get("ATLAS_ROOM_WORKER") or "1").strip().lower() not in OFF,
                     join_burst=_join_burst(env.get("ATLAS_JOIN_BURST")),
-                    models=_models(kind, env.get("ATLAS_MODELS", "")))
+                    models=_models(kind, env.get("ATLAS_MODELS", "")),
+                    **_prefixes(env.get("ATLAS_IPV6_PREFIX"), env.get("ATLAS_IPV6_SITE_PREFIX")),
+                    start_key=env.get("ATLAS_START_KEY") or None)
+
+
+def _prefixes(raw: str | None, raw_site: str | None) -> dict:
+    """``ATLAS_IPV6_PREFIX`` (1–128, default 64) and ``ATLAS_IPV6_SITE_PREFIX`` (0, or
+    1 up to the first, default 48 — or the first, when that is shorter)."""
+    def whole(raw, name, low, high, default, expected):
+        if raw is None or not raw.strip():
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            value = -1
+        if not low <= value <= high:
+            raise SettingError(name, raw, expected)
+        return value
+
+    prefix = whole(raw, "ATLAS_IPV6_PREFIX", 1, 128, 64, "a prefix length from 1 to 128, e.g. 64")
+    site = whole(raw_site, "ATLAS_IPV6_SITE_PREFIX", 0, prefix, min(48, prefix),
+                 f"0 (no wider bucket) or a prefix length from 1 to ATLAS_IPV6_PREFIX ({prefix}), e.g. 48")
+    return {"ipv6_prefix": prefix, "ipv6_site_prefix": site}
 
 
 def _models(first: str, raw: str) -> tuple[str, ...]:

@@ -21,8 +21,13 @@ What one script cannot do (each bound in docs/deploy.md, with what its refusal s
   the teacher closes the door;
 * **outvote the room**: a vote takes at most as many answers as seats were held when it
   opened, plus the students who joined since (each one answer, each join rate-limited);
-* **start classes without end**: ``limits.STARTS`` from one address; a class no student
-  has joined ends after ``EMPTY_MINUTES`` untouched, one in use after ``IDLE_HOURS``;
+* **start classes without end**: ``limits.STARTS`` from one client (an address, an IPv6
+  /64: room.limits.key); a class no student has joined ends after ``EMPTY_MINUTES``
+  untouched, one in use after ``IDLE_HOURS``;
+* **take every class slot**: when the server holds ``MAX_CLASSES``, a start ends the
+  longest-untouched class that no student has ever joined (its teacher is told it ended
+  unused), and is refused only when every class has students; a public server may ask
+  for a passphrase to start one (``ATLAS_START_KEY``), each try a start of the client's;
 * **find a code by guessing**: a wrong code only reads (no write), and a full class
   answers a newcomer as an unknown code does.
 
@@ -36,6 +41,8 @@ import hmac
 import json
 import secrets
 import time
+from attn import settings
+
 from . import codes, limits, texts
 from .backend import Backend, Refused, StoreError
 from .class_reads import ClassState, Pulse, Vote, counts_of, pulse_of, read_of, state_of  # noqa: F401 (also ours)
@@ -62,8 +69,12 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS answers (
         code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
         at REAL NOT NULL, PRIMARY KEY (code, vote, student))""",
+    # why a class ended when its teacher could not know (made room for another: "unused"),
+    # kept IDLE_HOURS so that she is told if she comes back
+    """CREATE TABLE IF NOT EXISTS ended_classes (
+        code TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL)""",
 )
-VERSION = 3  # the layout of these tables (room.store records it; ``upgrades`` moves an older one on)
+VERSION = 4  # the layout of these tables (room.store records it; ``upgrades`` moves an older one on)
 STATES = ("open", "closed", "revealed")
 # what join() says: the student is in; no such class; no seat free for a newcomer; no seat free
 # for one of its students coming back; the door is closed; too many new students from this
@@ -95,7 +106,8 @@ def upgrades(first_questions: dict[int, str]) -> dict[int, list]:
     3: a second version, ``tally``, for what only the teacher's panel shows; the door; when
     each student joined; the seats a vote opened with (a vote of layout 2 bounds its answers
     by the students who ever joined); whether the room's texts are shown, and a third
-    version, ``room_version``, that the room's charts poll (room.texts)."""
+    version, ``room_version``, that the room's charts poll (room.texts). 4: why a class
+    ended, kept for its teacher (``ended_classes``: made by ``SCHEMA``)."""
     return {2: ["ALTER TABLE votes ADD COLUMN qid TEXT NOT NULL DEFAULT ''",
                 *(("UPDATE votes SET qid = ? WHERE step = ?", (qid, step)) for step, qid in first_questions.items())],
             3: ["ALTER TABLE classes ADD COLUMN tally INTEGER NOT NULL DEFAULT 0",
@@ -104,7 +116,8 @@ def upgrades(first_questions: dict[int, str]) -> dict[int, list]:
                 "ALTER TABLE classes ADD COLUMN room_version INTEGER NOT NULL DEFAULT 0",
                 "ALTER TABLE students ADD COLUMN joined REAL NOT NULL DEFAULT 0",
                 "ALTER TABLE votes ADD COLUMN seats INTEGER NOT NULL DEFAULT 0",
-                "ALTER TABLE votes ADD COLUMN opened REAL NOT NULL DEFAULT 0"]}
+                "ALTER TABLE votes ADD COLUMN opened REAL NOT NULL DEFAULT 0"],
+            4: []}
 
 
 def _seated(db, code: str, now: float) -> int:
@@ -125,30 +138,60 @@ class Classes:
 
     # --- the teacher -------------------------------------------------------------------
 
-    def create(self, view: dict, step: int, now: float | None = None, address: str | None = None) -> tuple[str, str]:
+    def create(self, view: dict, step: int, now: float | None = None, address: str | None = None,
+               passphrase: str | None = None) -> tuple[str, str]:
         """A new class for ``view`` (text and settings) at ``step``: its join code and
-        its host key (to keep in the teacher's session only). ``Refused("starts")`` past
-        the classes one client ``address`` may start (room.limits.key; None: not
-        limited); ``Refused("classes")`` when the server holds MAX_CLASSES."""
+        its host key (to keep in the teacher's session only). Refused, and nothing made:
+        ``Refused("starts")`` past the classes one client ``address`` may start
+        (room.limits.key; None: not limited); ``Refused("start_key")`` when the server asks
+        for a passphrase (``ATLAS_START_KEY``) and ``passphrase`` is not it — the try still
+        counts as a start; ``Refused("classes")`` when the server holds MAX_CLASSES and
+        every one has students. When it holds MAX_CLASSES and some class has never had a
+        student, the longest untouched of those ends to make room (``ended_reason``:
+        "unused")."""
         now = time.time() if now is None else now
         key = secrets.token_urlsafe(32)
         payload = json.dumps(view, ensure_ascii=False, sort_keys=True)
+        wanted = settings.read().start_key
+        wrong_key = False
         with self.store.transaction() as db:
             self._expire(db, now)
-            if db.execute("SELECT COUNT(*) FROM classes").fetchone()[0] >= MAX_CLASSES:
-                raise Refused("classes")
             if not limits.take(db, limits.STARTS, address, now):
                 raise Refused("starts")
-            for _ in range(20):
-                code = codes.new_code()
-                if db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone() is None:
-                    break
-            else:  # 20 collisions in a billion codes: the store is not what it seems
-                raise StoreError("unavailable", "no free join code")
-            db.execute("INSERT INTO classes (code, host, view, step, version, created, touched) "
-                       "VALUES (?, ?, ?, ?, 1, ?, ?)",
-                       (code, host_hash(key), payload, int(step), now, now))
+            if wanted is not None and not (isinstance(passphrase, str) and hmac.compare_digest(
+                    passphrase.strip().encode("utf-8"), wanted.encode("utf-8"))):
+                wrong_key = True  # the start taken stays taken: a guess costs what a start does
+            elif db.execute("SELECT COUNT(*) FROM classes").fetchone()[0] >= MAX_CLASSES:
+                unused = db.execute("SELECT code FROM classes WHERE NOT EXISTS (SELECT 1 FROM students "
+                                    "WHERE students.code = classes.code) ORDER BY touched, code LIMIT 1").fetchone()
+                if unused is None:
+                    raise Refused("classes")
+                self._delete(db, unused[0])
+                db.execute("INSERT INTO ended_classes (code, reason, at) VALUES (?, 'unused', ?) "
+                           "ON CONFLICT (code) DO UPDATE SET reason = excluded.reason, at = excluded.at",
+                           (unused[0], now))
+            if not wrong_key:
+                for _ in range(20):
+                    code = codes.new_code()
+                    if db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone() is None:
+                        break
+                else:  # 20 collisions in a billion codes: the store is not what it seems
+                    raise StoreError("unavailable", "no free join code")
+                db.execute("DELETE FROM ended_classes WHERE code = ?", (code,))
+                db.execute("INSERT INTO classes (code, host, view, step, version, created, touched) "
+                           "VALUES (?, ?, ?, ?, 1, ?, ?)",
+                           (code, host_hash(key), payload, int(step), now, now))
+        if wrong_key:
+            raise Refused("start_key")
         return code, key
+
+    def ended_reason(self, code: str) -> str | None:
+        """Why a class ended, when its teacher could not know: "unused" (no student had
+        joined it and the server needed its place), or None (ended by her, expired, or
+        running)."""
+        with self.store.reading() as db:
+            row = db.execute("SELECT reason FROM ended_classes WHERE code = ?", (code,)).fetchone()
+        return None if row is None else row[0]
 
     def _host(self, db, code: str, key) -> None:
         row = db.execute("SELECT host FROM classes WHERE code = ?", (code,)).fetchone()
@@ -402,6 +445,7 @@ class Classes:
             (now - IDLE_HOURS * 3600, now - EMPTY_MINUTES * 60))]
         for code in old:
             self._delete(db, code)
+        db.execute("DELETE FROM ended_classes WHERE at < ?", (now - IDLE_HOURS * 3600,))
         limits.forget_full(db, now)
         return len(old)
 

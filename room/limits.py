@@ -1,7 +1,12 @@
-"""Limits a client cannot sidestep by opening new sessions or by reaching another replica:
-each a token bucket kept in the shared store, keyed by what is limited and the client's
-address as the server gives it (Streamlit's ``st.context.ip_address``: the connection's
-address, or the one a trusted proxy forwarded; never a header the app reads itself).
+"""Limits a client cannot sidestep by opening new sessions, by reaching another replica or
+by taking another address of its own: each a token bucket kept in the shared store, keyed
+by what is limited and the client's ``key`` — its address as the server gives it
+(Streamlit's ``st.context.ip_address``: the connection's address, or the one a trusted
+proxy forwarded; never a header the app reads itself), an IPv4 address as it is, an IPv6
+address by its prefix (``ATLAS_IPV6_PREFIX``, a /64: what one home connection holds), an
+IPv4-mapped IPv6 address as the IPv4 address it maps. An IPv6 client's use also takes from
+its site's bucket (``ATLAS_IPV6_SITE_PREFIX``, a /48), which holds ``SITE_FACTOR`` times
+the bound: a site's 65,536 /64s share four clients' worth, not 65,536.
 
 A bucket holds ``burst`` tokens and gains one every ``every`` seconds; each use takes
 ``cost`` (one, or a link's bytes). Every replica reads and writes the same row inside
@@ -16,6 +21,7 @@ hundreds of years per live class (docs/deploy.md). No Streamlit here."""
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 import time
 from collections import OrderedDict
@@ -55,25 +61,72 @@ def joins() -> Limit:
     return Limit("join", burst=settings.read().join_burst, every=JOIN_EVERY)
 
 
+SITE_FACTOR = 4  # a site's (an IPv6 /48's) bucket holds four clients' bounds
+
+
 def key(address: str | None) -> str:
-    """The bucket's key for a client's address (None: the server's own machine)."""
-    return address if isinstance(address, str) and address else LOCAL
+    """The bucket's key for a client's address (None: the server's own machine): an IPv4
+    address as it is; an IPv6 address as its network of ``ATLAS_IPV6_PREFIX`` bits
+    (``2001:db8:1:2::/64``); an IPv4-mapped IPv6 address (``::ffff:192.0.2.1``) as the IPv4
+    address; anything that is no address, as it is."""
+    if not isinstance(address, str) or not address:
+        return LOCAL
+    try:
+        found = ipaddress.ip_address(address.strip().strip("[]"))
+    except ValueError:
+        return address
+    if isinstance(found, ipaddress.IPv6Address):
+        if found.ipv4_mapped is not None:
+            return str(found.ipv4_mapped)
+        found = ipaddress.IPv6Address(int(found))  # without a zone (fe80::1%eth0)
+        return str(ipaddress.IPv6Network((found, settings.read().ipv6_prefix), strict=False))
+    return str(found)
+
+
+def site(client: str) -> str | None:
+    """The wider bucket an IPv6 client's ``key`` also takes from — its network of
+    ``ATLAS_IPV6_SITE_PREFIX`` bits — or None (an IPv4 client, no wider prefix set, or a
+    prefix no wider than the client's own)."""
+    if "/" not in client:
+        return None
+    try:
+        net = ipaddress.IPv6Network(client)
+    except ValueError:
+        return None
+    wide = settings.read().ipv6_site_prefix
+    if not wide or wide >= net.prefixlen:
+        return None
+    return str(net.supernet(new_prefix=wide))
+
+
+def _site_limit(limit: Limit) -> Limit:
+    return Limit(limit.what, limit.burst * SITE_FACTOR, limit.every / SITE_FACTOR)
+
+
+def _tokens(db, limit: Limit, who: str, now: float) -> float:
+    row = db.execute("SELECT tokens, at FROM limits WHERE what = ? AND address = ?", (limit.what, who)).fetchone()
+    return limit.burst if row is None else min(limit.burst, row[0] + max(0.0, now - row[1]) / limit.every)
 
 
 def take(db, limit: Limit, client: str | None, now: float | None = None, cost: float = 1.0) -> bool:
     """Inside a write transaction: take ``cost`` from the bucket of ``client`` (its
-    ``key``); False (and nothing taken) when it holds less. No client: not limited."""
+    ``key``; an address is keyed here too) and, for an IPv6 client, from its site's;
+    False (and nothing taken) when either holds less. No client: not limited."""
     if client is None:
         return True
     now = time.time() if now is None else now
-    who = client
-    row = db.execute("SELECT tokens, at FROM limits WHERE what = ? AND address = ?", (limit.what, who)).fetchone()
-    tokens = limit.burst if row is None else min(limit.burst, row[0] + max(0.0, now - row[1]) / limit.every)
-    if tokens < cost:
+    who = key(client)
+    buckets = [(limit, who)]
+    wide = site(who)
+    if wide is not None:
+        buckets.append((_site_limit(limit), wide))
+    left = [(lim, name, _tokens(db, lim, name, now)) for lim, name in buckets]
+    if any(tokens < cost for _, _, tokens in left):
         return False
-    db.execute("INSERT INTO limits (what, address, tokens, at) VALUES (?, ?, ?, ?) "
-               "ON CONFLICT (what, address) DO UPDATE SET tokens = excluded.tokens, at = excluded.at",
-               (limit.what, who, tokens - cost, now))
+    for lim, name, tokens in left:
+        db.execute("INSERT INTO limits (what, address, tokens, at) VALUES (?, ?, ?, ?) "
+                   "ON CONFLICT (what, address) DO UPDATE SET tokens = excluded.tokens, at = excluded.at",
+                   (lim.what, name, tokens - cost, now))
     return True
 
 
@@ -96,25 +149,31 @@ class Guesses:
         self._buckets: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
-    def _tokens(self, who: str, now: float) -> float:
+    def _tokens(self, who: str, now: float, factor: int = 1) -> float:
         found = self._buckets.get(who)
+        burst = float(self.limit.burst * factor)
         if found is None:
-            return float(self.limit.burst)
+            return burst
         tokens, at = found
-        return min(float(self.limit.burst), tokens + max(0.0, now - at) / self.limit.every)
+        return min(burst, tokens + max(0.0, now - at) * factor / self.limit.every)
+
+    def _buckets_of(self, address: str | None) -> list[tuple[str, int]]:
+        who = key(address)
+        wide = site(who)
+        return [(who, 1)] + ([] if wide is None else [(wide, SITE_FACTOR)])
 
     def allowed(self, address: str | None, now: float | None = None) -> bool:
         """Whether the client may try a code now (a wrong try is then ``missed``)."""
         now = time.monotonic() if now is None else now
         with self._lock:
-            return self._tokens(key(address), now) >= 1.0
+            return all(self._tokens(who, now, factor) >= 1.0 for who, factor in self._buckets_of(address))
 
     def missed(self, address: str | None, now: float | None = None) -> None:
-        """A wrong code tried: one token taken."""
+        """A wrong code tried: one token taken (from the site's bucket too)."""
         now = time.monotonic() if now is None else now
-        who = key(address)
         with self._lock:
-            self._buckets[who] = (max(0.0, self._tokens(who, now) - 1.0), now)
-            self._buckets.move_to_end(who)
+            for who, factor in self._buckets_of(address):
+                self._buckets[who] = (max(0.0, self._tokens(who, now, factor) - 1.0), now)
+                self._buckets.move_to_end(who)
             while len(self._buckets) > self.clients:
                 self._buckets.popitem(last=False)

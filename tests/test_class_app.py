@@ -433,3 +433,50 @@ def test_with_the_store_away_mid_class_the_vote_panel_and_back_say_so_and_never_
     assert not student.exception, [e.value for e in student.exception]
     assert i18n.translate("ja", "share.store_unavailable") in [t.value for t in student.toast]
     assert student.session_state[keys.CLASS] == code  # not thrown out of the class for a moment's trouble
+
+
+def test_a_full_server_ends_an_unused_class_for_a_new_one_tells_its_teacher_and_refuses_only_when_all_are_used(
+        make_app, teacher, monkeypatch):
+    """The server holds one class (MAX_CLASSES = 1): the teacher's, which no student joined.
+    Another teacher starts hers: the first class ends to make room, and its teacher is told
+    it ended unused, in her language; once a student is in the new class, a third start is
+    refused in words."""
+    from room import classes as room_classes
+
+    monkeypatch.setattr(room_classes, "MAX_CLASSES", 1)
+    first = teacher.session_state[keys.CLASS]
+    other = make_app("tiny", "ja")
+    other.run()
+    other.sidebar.button(key="class_start").click().run()
+    assert not other.exception, [e.value for e in other.exception]
+    second = other.session_state[keys.CLASS]
+    assert second != first and handle._classes().state(first) is None
+    tick(teacher)
+    said = i18n.translate("en", "class.ended_unused", code=f"{first[:3]} {first[3:]}")
+    assert said in [t.value for t in teacher.toast] and keys.CLASS not in teacher.session_state
+    student_of(make_app, second, "pt")
+    third = make_app("tiny", "pt")
+    third.run()
+    third.sidebar.button(key="class_start").click().run()
+    assert i18n.translate("pt", "class.too_many_classes") in [t.value for t in third.toast]
+    assert keys.CLASS not in third.session_state and handle._classes().state(second) is not None
+
+
+def test_a_server_with_a_start_passphrase_asks_for_it(make_app, store, monkeypatch):
+    monkeypatch.setenv("ATLAS_START_KEY", "blue heron")
+    at = make_app("tiny", "pt")
+    at.run()
+    field = at.sidebar.text_input(key="class_start_key")
+    assert field.proto.type == field.proto.PASSWORD and field.label == i18n.translate("pt", "class.start_key_label")
+    field.input("red heron")
+    at.sidebar.button(key="class_start").click().run()
+    assert i18n.translate("pt", "class.start_key_wrong") in [t.value for t in at.toast]
+    assert keys.CLASS not in at.session_state
+    at.sidebar.text_input(key="class_start_key").input("blue heron")
+    at.sidebar.button(key="class_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state[keys.CLASS] and at.session_state[keys.HOST]
+    monkeypatch.delenv("ATLAS_START_KEY")
+    plain = make_app("tiny", "en")
+    plain.run()
+    assert not [w for w in plain.sidebar.text_input if w.key == "class_start_key"]  # unset: anyone may start

@@ -89,6 +89,35 @@ def test_a_loop_of_starts_from_one_address_is_refused_for_what_it_is_and_another
     assert code is not None
 
 
+def test_a_home_connections_ipv6_64_is_one_client_however_many_of_its_addresses_it_uses(server):
+    """30 *Start a class* from 30 addresses of one /64 start six, then are refused in words;
+    BURST + 10 joins from as many addresses of another /64 get BURST in (the rest told too
+    many came from their network); a student from an IPv4-mapped address joins as the IPv4
+    client it is."""
+    async def scenario():
+        starts, readers = [], []
+        for i in range(30):
+            r, code, toasts = await start_class(server, f"2001:db8:aa:1::{i + 1:x}")
+            readers.append(r)
+            starts.append(code is not None or toasts)
+        teacher, code, _ = await start_class(server, "2001:db8:bb:1::1")
+        joined, told = 0, []
+        for k in range(0, BURST + 10, 5):
+            got = await asyncio.gather(*(join(server, code, f"2001:db8:cc:9:{k + j:x}::1") for j in range(5)))
+            readers += [r for r, _, _ in got]
+            joined += sum(1 for _, ok, _ in got if ok)
+            told += [toasts for _, ok, toasts in got if not ok]
+        mapped, ok, _ = await join(server, code, "::ffff:198.51.100.77")
+        await asyncio.gather(*(r.close() for r in readers + [teacher, mapped]))
+        return starts, joined, told, ok
+
+    starts, joined, told, mapped_ok = asyncio.run(scenario())
+    assert starts[:6] == [True] * 6
+    assert starts[6:] == [[i18n.translate("en", "class.start_limited")]] * 24
+    assert joined == BURST and told == [[i18n.translate("en", "class.busy")]] * 10
+    assert mapped_ok
+
+
 def test_behind_haproxy_a_forged_address_is_dropped_and_the_clients_own_counts(tmp_path):
     """HAProxy sends the client's own address (here the loopback's: no address, one
     bucket) and drops the X-Forwarded-For a client sent: seven starts each claiming

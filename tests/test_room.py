@@ -269,11 +269,28 @@ RELEASE_2 = (
         code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
         at REAL NOT NULL, PRIMARY KEY (code, vote, student))""",
 )
+# ... and as the release of layout 3 wrote them (two more versions, the door, the room, seats)
+RELEASE_3 = (
+    """CREATE TABLE IF NOT EXISTS classes (
+        code TEXT PRIMARY KEY, host TEXT NOT NULL, view TEXT NOT NULL, step INTEGER NOT NULL,
+        version INTEGER NOT NULL, created REAL NOT NULL, touched REAL NOT NULL, tally INTEGER NOT NULL DEFAULT 0,
+        door INTEGER NOT NULL DEFAULT 1, room INTEGER NOT NULL DEFAULT 0, room_version INTEGER NOT NULL DEFAULT 0)""",
+    """CREATE TABLE IF NOT EXISTS students (
+        code TEXT NOT NULL, student TEXT NOT NULL, seen REAL NOT NULL, joined REAL NOT NULL DEFAULT 0,
+        PRIMARY KEY (code, student))""",
+    """CREATE TABLE IF NOT EXISTS votes (
+        code TEXT NOT NULL, vote INTEGER NOT NULL, step INTEGER NOT NULL, round INTEGER NOT NULL,
+        state TEXT NOT NULL, question TEXT NOT NULL, qid TEXT NOT NULL, seats INTEGER NOT NULL DEFAULT 0,
+        opened REAL NOT NULL DEFAULT 0, PRIMARY KEY (code, vote))""",
+    """CREATE TABLE IF NOT EXISTS answers (
+        code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
+        at REAL NOT NULL, PRIMARY KEY (code, vote, student))""",
+)
 OLD_KEY = "a-host-key-the-teachers-session-kept"
 
 
 def _write_release(where, layout: int = 1) -> str:
-    """A store as an earlier release left it mid-class (``layout`` 1 or 2): a share link,
+    """A store as an earlier release left it mid-class (``layout`` 1, 2 or 3): a share link,
     a class at step 3 with three students, step 3's question voted twice (closed, then
     revealed) and step 1's open; returns the share link's key."""
     import json as json_lib
@@ -282,17 +299,19 @@ def _write_release(where, layout: int = 1) -> str:
     link = store.put(VIEW)
     question = json_lib.dumps(QUESTION)
     with store.transaction() as db:
-        for statement in (RELEASE_1, RELEASE_2)[layout - 1]:
+        for statement in (RELEASE_1, RELEASE_2, RELEASE_3)[layout - 1]:
             db.execute(statement)
         db.execute("INSERT INTO atlas_schema VALUES ('classes', ?) ON CONFLICT(part) DO UPDATE SET version = ?",
                    (layout, layout))
-        db.execute("INSERT INTO classes VALUES (?, ?, ?, ?, ?, ?, ?)",
+        db.execute("INSERT INTO classes (code, host, view, step, version, created, touched) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?)",
                    ("7KQ2M9", classes.host_hash(OLD_KEY), json_lib.dumps(VIEW), 3, 9, 100.0, 1e9 + 0.25))
         for s in ("ana-0001", "bea-0002", "caio-003"):
-            db.execute("INSERT INTO students VALUES (?, ?, ?)", ("7KQ2M9", s, 1e9))
+            db.execute("INSERT INTO students (code, student, seen) VALUES (?, ?, ?)", ("7KQ2M9", s, 1e9))
         for vote, step, rnd, state in ((1, 3, 1, "closed"), (2, 3, 2, "revealed"), (3, 1, 1, "open")):
             row = ("7KQ2M9", vote, step, rnd, state, question) + (() if layout == 1 else (FIRST[step],))
-            db.execute(f"INSERT INTO votes VALUES ({', '.join('?' * len(row))})", row)
+            columns = "code, vote, step, round, state, question" + ("" if layout == 1 else ", qid")
+            db.execute(f"INSERT INTO votes ({columns}) VALUES ({', '.join('?' * len(row))})", row)
         for vote, student, choice in ((1, "ana-0001", 0), (1, "bea-0002", 1), (2, "ana-0001", 1), (2, "bea-0002", 1),
                                       (2, "caio-003", 2), (3, "ana-0001", 2)):
             db.execute("INSERT INTO answers VALUES (?, ?, ?, ?, ?)", ("7KQ2M9", vote, student, choice, 1e9))
@@ -313,16 +332,16 @@ def _check_release_kept(room: Classes, link: str) -> None:
         assert db.execute("SELECT touched FROM classes WHERE code = '7KQ2M9'").fetchone()[0] == 1e9 + 0.25
 
 
-@pytest.mark.parametrize("layout", [1, 2])
+@pytest.mark.parametrize("layout", [1, 2, 3])
 def test_a_store_written_by_an_earlier_release_opens_with_nothing_lost(where, layout):
-    """Layout 1 or 2 → 3 once, in one transaction, on both backends: every link, class,
+    """Layout 1, 2 or 3 → today's once, in one transaction, on both backends: every link, class,
     vote (named by its step's first question where layout 1 named none), round, state,
     answer and host key as it was, the tally at 0; the class goes on (an answer to its
     open vote raises the tally, a third round on the question voted twice); opening it
     again upgrades nothing."""
     link = _write_release(where, layout)
     room = Classes(store_at(where), FIRST)
-    assert room.store.version_of("classes") == classes.VERSION == 3
+    assert room.store.version_of("classes") == classes.VERSION
     _check_release_kept(room, link)
     assert room.answer("7KQ2M9", 3, "bea-0002", 0) == "taken"
     assert room.versions("7KQ2M9") == (9, 1, 0)
@@ -330,7 +349,7 @@ def test_a_store_written_by_an_earlier_release_opens_with_nothing_lost(where, la
     assert room.open_vote("7KQ2M9", OLD_KEY, 3, "s3.q", QUESTION) == 4  # the open vote closes first
     assert room.state("7KQ2M9").vote_on("s3.q").round == 3 and room.state("7KQ2M9").votes[2].state == "closed"
     again = Classes(store_at(where), FIRST)  # a second start: nothing run twice
-    assert again.store.create("classes", classes.VERSION, classes.SCHEMA, classes.upgrades(FIRST)) == 3
+    assert again.store.create("classes", classes.VERSION, classes.SCHEMA, classes.upgrades(FIRST)) == classes.VERSION
     assert [v.qid for v in again.state("7KQ2M9").votes] == ["s3.q", "s3.q", "s1.q", "s3.q"]
 
 
@@ -349,7 +368,7 @@ def test_two_processes_opening_the_release_befores_store_at_once_upgrade_it_once
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err[-800:] for _, err in outs]
-    assert [out.strip() for out, _ in outs] == ["3", "3"]
+    assert [out.strip() for out, _ in outs] == [str(classes.VERSION)] * 2
     _check_release_kept(Classes(store_at(where), FIRST), link)
 
 
@@ -359,7 +378,7 @@ def test_a_store_of_a_newer_release_is_refused_and_left_as_it_is(where):
     store = store_at(where)
     Classes(store, FIRST)
     with store.transaction() as db:
-        db.execute("UPDATE atlas_schema SET version = 4 WHERE part = 'classes'")
+        db.execute("UPDATE atlas_schema SET version = ? WHERE part = 'classes'", (classes.VERSION + 1,))
     with pytest.raises(StoreError, match="newer release"):
         Classes(store_at(where), FIRST)
-    assert store.version_of("classes") == 4
+    assert store.version_of("classes") == classes.VERSION + 1

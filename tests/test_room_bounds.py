@@ -103,8 +103,8 @@ def test_the_teacher_sees_who_joined_and_answered_in_the_last_minute(room):
 
 def test_starting_classes_in_a_loop_from_one_address_leaves_room_for_another_teacher(room, monkeypatch):
     """A loop of starts from one address gets six, then is refused for what it is (not a
-    full disk); a teacher elsewhere starts hers; with the server's classes all taken the
-    refusal says so; a class nobody joined ends after an hour untouched, one in use lasts."""
+    full disk); a teacher elsewhere starts hers; a class nobody joined ends after an hour
+    untouched, one in use lasts."""
     made = []
     for i in range(20):
         try:
@@ -114,14 +114,136 @@ def test_starting_classes_in_a_loop_from_one_address_leaves_room_for_another_tea
     assert len(made) == limits.STARTS.burst == 6
     mine, key = room.create(VIEW, step=1, now=30.0, address=HOME)
     room.join(mine, "pupil-0001", now=31.0)
-    monkeypatch.setattr(classes, "MAX_CLASSES", 7)
-    with pytest.raises(Refused) as refused:
-        room.create(VIEW, step=1, now=40.0, address=SCHOOL)
-    assert refused.value.what == "classes"
     hour = classes.EMPTY_MINUTES * 60
     assert room.expire(now=30.0 + hour + 1) == 6  # the script's empty classes end; hers, with a student, stays
     assert room.state(mine) is not None and all(room.state(c) is None for c, _ in made)
     assert room.create(VIEW, step=1, now=30.0 + hour + 2, address=SCHOOL)
+
+
+def test_a_full_server_makes_room_by_ending_the_longest_untouched_class_nobody_joined(room, monkeypatch):
+    """MAX_CLASSES classes started from many addresses, none joined but one: a teacher from
+    a fresh address starts hers, and the class ended for it is the longest untouched of
+    those no student joined (its teacher will be told it ended unused); with every class
+    joined, a start is refused for what it is."""
+    monkeypatch.setattr(classes, "MAX_CLASSES", 5)
+    made = [room.create(VIEW, step=1, now=10.0 + i, address=f"203.0.113.{i + 1}")[0] for i in range(5)]
+    assert room.join(made[0], "pupil-0001", now=20.0) == IN  # the oldest has a student: it stays
+    mine, _ = room.create(VIEW, step=1, now=30.0, address=HOME)
+    assert room.state(made[1]) is None and room.ended_reason(made[1]) == "unused"  # the oldest empty one
+    assert all(room.state(c) is not None for c in (made[0], *made[2:], mine))
+    assert room.ended_reason(made[2]) is None and room.ended_reason(mine) is None
+    for i, code in enumerate([*made[2:], mine]):
+        assert room.join(code, f"pupil-{i + 2:04d}", now=40.0) == IN
+    with pytest.raises(Refused) as refused:  # every class has students now
+        room.create(VIEW, step=1, now=50.0, address=SCHOOL)
+    assert refused.value.what == "classes"
+    assert all(room.state(c) is not None for c in (made[0], *made[2:], mine))
+
+
+@pytest.mark.parametrize("address, same", [
+    ("2001:db8:5:7::1", "2001:db8:5:7:ffff:ffff:ffff:fffe"),  # two addresses of one /64
+    ("203.0.113.9", "::ffff:203.0.113.9"),  # an IPv4 address and the IPv4-mapped IPv6 address of it
+])
+def test_a_client_is_its_ipv4_address_or_its_ipv6_64_in_every_bound(room, address, same):
+    """Starts and joins from many addresses of one /64 (or an IPv4 address written as an
+    IPv4-mapped IPv6 address) are held to one address's bound; the next /64 is a client of
+    its own."""
+    import ipaddress
+
+    if ":" in same and "." not in same:
+        net = ipaddress.IPv6Network("2001:db8:5:7::/64")
+        many = [str(net[k * 7919 + 1]) for k in range(30)]  # 30 addresses of the one /64
+    else:
+        many = [address, same] * 15
+    started = []
+    for i, a in enumerate(many):
+        try:
+            started.append(room.create(VIEW, step=1, now=float(i) * 0.01, address=a)[0])
+        except Refused as exc:
+            assert exc.what == "starts"
+    assert len(started) == limits.STARTS.burst
+    if ":" in same and "." not in same:
+        assert room.create(VIEW, step=1, now=1.0, address="2001:db8:5:8::1")  # the next /64
+    code = started[0]
+    burst = limits.joins().burst
+    said = [room.join(code, f"minted-{i:05d}", now=2.0 + i * 0.001, address=many[i % len(many)])
+            for i in range(burst + 40)]
+    assert said.count(IN) == burst and said.count(BUSY) == 40
+
+
+def test_a_sites_48_shares_four_clients_worth_however_many_64s_it_uses(room):
+    """One /48 (65,536 /64s): starts from 40 of its /64s stop at four clients' bound; a /64
+    of another /48 starts; an IPv4 client has no site."""
+    starts = 0
+    for k in range(40):
+        try:
+            room.create(VIEW, step=1, now=k * 0.01, address=f"2001:db8:77:{k:x}::1")
+            starts += 1
+        except Refused as exc:
+            assert exc.what == "starts"
+    assert starts == limits.STARTS.burst * limits.SITE_FACTOR == 24
+    assert room.create(VIEW, step=1, now=1.0, address="2001:db8:78::1")
+    assert limits.site(limits.key("203.0.113.9")) is None
+    assert limits.site(limits.key("2001:db8:77:1::1")) == "2001:db8:77::/48"
+
+
+def test_the_prefixes_are_settings(monkeypatch):
+    from attn import settings
+
+    monkeypatch.setenv("ATLAS_IPV6_PREFIX", "56")
+    monkeypatch.setenv("ATLAS_IPV6_SITE_PREFIX", "0")
+    assert limits.key("2001:db8:1:2ff::9") == "2001:db8:1:200::/56" and limits.site("2001:db8:1:200::/56") is None
+    monkeypatch.setenv("ATLAS_IPV6_SITE_PREFIX", "60")  # wider than the client's own prefix cannot be
+    with pytest.raises(settings.SettingError, match="ATLAS_IPV6_SITE_PREFIX"):
+        settings.read()
+    monkeypatch.setenv("ATLAS_IPV6_PREFIX", "200")
+    with pytest.raises(settings.SettingError, match="ATLAS_IPV6_PREFIX"):
+        settings.read()
+    monkeypatch.delenv("ATLAS_IPV6_PREFIX")
+    monkeypatch.delenv("ATLAS_IPV6_SITE_PREFIX")
+    assert limits.key("fe80::1%eth0") == "fe80::/64" and limits.key("[2001:db8::1]") == "2001:db8::/64"
+    assert limits.key("not an address") == "not an address" and limits.key(None) == limits.LOCAL
+
+
+def test_wrong_codes_and_links_count_a_64_as_one_client(where):
+    """A guesser on one /64 gets one address's wrong codes, its /48 four clients' worth; links
+    and their bytes from one /64 are one client's."""
+    guesses = limits.Guesses(burst=3, every=1000.0)
+    for k in range(3):
+        assert guesses.allowed(f"2001:db8:9:1::{k + 1:x}", now=0.0)
+        guesses.missed(f"2001:db8:9:1::{k + 1:x}", now=0.0)
+    assert not guesses.allowed("2001:db8:9:1::ff", now=0.0)
+    tried = 0
+    for k in range(2, 40):
+        if guesses.allowed(f"2001:db8:9:{k:x}::1", now=0.0):
+            guesses.missed(f"2001:db8:9:{k:x}::1", now=0.0)
+            tried += 1
+    assert tried == 3 * limits.SITE_FACTOR - 3  # the site's bucket, less the first /64's three
+    store = store_at(where)
+    made = 0
+    for i in range(limits.LINKS.burst + 10):
+        try:
+            store.put({"text": f"link {i}"}, address=f"2001:db8:9:1::{i + 1:x}")
+            made += 1
+        except Refused as exc:
+            assert exc.what == "links"
+    assert made == limits.LINKS.burst
+
+
+def test_a_passphrase_guards_starting_and_each_wrong_try_costs_a_start(room, monkeypatch):
+    monkeypatch.setenv("ATLAS_START_KEY", "blue heron")
+    said = []
+    for _ in range(limits.STARTS.burst + 1):
+        try:
+            room.create(VIEW, step=1, now=0.0, address=SCRIPT, passphrase="guess")
+        except Refused as exc:
+            said.append(exc.what)
+    assert said == ["start_key"] * limits.STARTS.burst + ["starts"]
+    with pytest.raises(Refused):  # no key at all
+        room.create(VIEW, step=1, now=0.0, address=HOME)
+    assert room.create(VIEW, step=1, now=0.0, address=HOME, passphrase=" blue heron ")
+    with room.store.reading() as db:
+        assert db.execute("SELECT COUNT(*) FROM classes").fetchone()[0] == 1
 
 
 def test_a_wrong_code_only_reads_even_while_another_process_writes(where):

@@ -42,8 +42,23 @@ def current():
 def gone(t: Translator) -> None:
     """The class is no longer on the server (ended, expired, or its store lost): this
     session leaves it and is told so once, in its language; its page works on."""
+    said, icon = farewell(t)
+    st.toast(said, icon=icon)
+
+
+def farewell(t: Translator) -> tuple[str, str]:
+    """This session leaves its class, which is no longer on the server: what to tell it
+    (and the notice's icon) — a teacher whose class the server ended unused (no student
+    had joined it, and a start needed its place) is told that; anyone else that it ended."""
+    code = member()
+    why = None
+    if is_teacher() and (room := classes()) is not None:
+        with share.store_trouble():
+            why = room.ended_reason(code)
     leave()
-    st.toast(t("class.ended"), icon=":material/logout:")
+    if why == "unused":
+        return t("class.ended_unused", code=codes.spaced(code)), ":material/event_busy:"
+    return t("class.ended"), ":material/logout:"
 
 
 def class_view(step: int) -> dict:

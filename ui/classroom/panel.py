@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from attn import settings
 from room import codes
 
 from .. import keys, reader
@@ -13,7 +14,7 @@ from ..i18n import Translator
 from . import room
 from .membership import back, explore, is_teacher, join, member, resume
 from .polling import poll
-from .teacher import end, join_slide, resume_url, start
+from .teacher import START_KEY, end, join_slide, resume_url, start
 
 
 def sidebar(t: Translator, step: int) -> None:
@@ -21,6 +22,8 @@ def sidebar(t: Translator, step: int) -> None:
     code = member()
     with st.expander(t("class.heading"), expanded=code is not None, icon=":material/groups:"):
         if code is None:
+            if settings.read().start_key is not None:  # a public server: starting needs its passphrase
+                st.text_input(t("class.start_key_label"), key=START_KEY, type="password", max_chars=200)
             st.button(t("class.start"), key="class_start", on_click=start, args=(step,), width="stretch",
                       icon=":material/co_present:", help=t("class.start_help"))
             typed = st.text_input(t("class.join_label"), key="class_code_typed", max_chars=16,

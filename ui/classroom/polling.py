@@ -20,7 +20,7 @@ from room.store import StoreError
 from .. import keys, page_run, prebuild, reader
 from ..steps import page_of
 from .handle import classes, forget, versions
-from .membership import _apply, is_teacher, leave, member
+from .membership import _apply, farewell, is_teacher, member
 from .teacher import pulse_panel
 
 
@@ -58,11 +58,11 @@ def _tick(code: str, step: int) -> None:
         _redraw()
         return
     if action == follow.GONE:
-        leave()
+        said, icon = farewell(reader.tr())
         if _alone():  # said after the rerun that takes the class away
-            reader.notice_later(reader.tr()("class.ended"), ":material/logout:")
+            reader.notice_later(said, icon)
             st.rerun(scope="app")
-        st.toast(reader.tr()("class.ended"), icon=":material/logout:")
+        st.toast(said, icon=icon)
         return
     if action == follow.STAY:
         return

@@ -24,7 +24,9 @@ CODE_HTML = ('<div style="font-size:6rem;font-weight:700;letter-spacing:0.12em;l
              'font-family:ui-monospace,monospace;color:#1B2430">{code}</div>')
 
 
-REFUSED_START = {"starts": "class.start_limited", "classes": "class.too_many_classes"}
+REFUSED_START = {"starts": "class.start_limited", "classes": "class.too_many_classes",
+                 "start_key": "class.start_key_wrong"}
+START_KEY = "class_start_key"  # the passphrase's field, when the server asks for one (ATLAS_START_KEY)
 
 
 def start(step: int) -> None:
@@ -36,7 +38,8 @@ def start(step: int) -> None:
     view = class_view(step)
     with share.store_trouble() as trouble:
         try:
-            code, key = room.create(view, step, address=reader.address())
+            code, key = room.create(view, step, address=reader.address(),
+                                    passphrase=st.session_state.get(START_KEY))
         except Refused as exc:
             st.toast(reader.tr()(REFUSED_START[exc.what]), icon=":material/block:")
             return
