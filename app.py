@@ -8,7 +8,7 @@ from contextlib import nullcontext
 
 import streamlit as st
 
-from ui import boot, handout, keys, page_run, reader, served_model, share, style, warmup, widgets
+from ui import boot, handout, keys, page_run, session, served_model, share, style, warmup, widgets
 from ui.classroom import handle, membership, panel, teacher, votes
 from ui.i18n import LANGS
 from ui.steps import PAGES
@@ -16,16 +16,16 @@ from ui.steps import PAGES
 boot.through_app()
 st.set_page_config(page_title="Attention Atlas", page_icon=":material/explore:", layout="wide")
 
-reader.init_language()
+session.init_language()
 served_model.check_environment()  # a server variable it cannot use: one sentence, not a traceback
-reader.init_presenter()
-reader.init_text()
+session.init_presenter()
+session.init_text()
 share.begin_run()  # a notice about the store is said once a run (a callback's before it too)
 handle.begin_run()  # the class (if any) is read once this run, when first asked
-link_page = share.apply_link(reader.tr())  # a shared link restores language, text, mode and settings
-link_page = membership.attach(reader.tr()) or link_page  # ?class=CODE: join a live class at its step
+link_page = share.apply_link(session.tr())  # a shared link restores language, text, mode and settings
+link_page = membership.attach(session.tr()) or link_page  # ?class=CODE: join a live class at its step
 served_model.resolve_folder()  # a folder's model loaded once, or another model and a sentence saying why
-lang, presenting, t = st.session_state[keys.LANG], reader.presenter(), reader.tr()
+lang, presenting, t = st.session_state[keys.LANG], session.presenter(), session.tr()
 membership.notice_if_left(t)  # a following student who changed the text or a setting explores now
 
 nav = st.navigation([
@@ -35,7 +35,7 @@ here = next(p for p in PAGES if p.url_path == nav.url_path or (p.default and not
 if link_page is not None and link_page != here:
     st.switch_page(link_page.path, query_params={"lang": lang, **({"present": "1"} if presenting else {}),
                                                  **membership.query()})
-reader.show_notices()  # after any switch above: a switched run's notices are dropped with it
+session.show_notices()  # after any switch above: a switched run's notices are dropped with it
 
 with st.sidebar:
     st.markdown(f"### :material/explore: {t('app.name')}")
@@ -48,11 +48,11 @@ with st.sidebar:
         index=list(LANGS).index(lang),
         format_func=LANGS.get,
         key=keys.LANG_CHOICE,
-        on_change=reader.on_language_change,
+        on_change=session.on_language_change,
     )
-    st.toggle(t("sidebar.presenter"), value=presenting, key=keys.PRESENTER_CHOICE, on_change=reader.on_presenter_change,
-              help=t("sidebar.presenter_help"))
-    reader.write_url()  # the sidebar's page links drop the query: write language and mode back
+    st.toggle(t("sidebar.presenter"), value=presenting, key=keys.PRESENTER_CHOICE,
+              on_change=session.on_presenter_change, help=t("sidebar.presenter_help"))
+    session.write_url()  # the sidebar's page links drop the query: write language and mode back
     membership.write_url()  # and a student's class and id
     locked = votes.answers_locked()  # a student while the class votes: no answers by another road
     share_asked = share.share_button(t, locked)
@@ -65,9 +65,9 @@ with st.sidebar:
         # kept for the session: st.switch_page (Next, PageDown) reruns without widget states,
         # and a widget that is not kept loses its value on the way
         st.text_area(t("sidebar.text"), key=keys.TEXT, persist_state=widgets.KEEP, height=200,
-                     help=t("sidebar.text_help"), max_chars=reader.MAX_CHARS, on_change=reader.text_changed)
-        st.caption(t("sidebar.text_cap", n=t.int(reader.MAX_CHARS), tokens=t.int(served_model.token_budget())))
-        st.button(t("sidebar.restore"), on_click=reader.restore_sample, width="stretch", key="restore_sample")
+                     help=t("sidebar.text_help"), max_chars=session.MAX_CHARS, on_change=session.text_changed)
+        st.caption(t("sidebar.text_cap", n=t.int(session.MAX_CHARS), tokens=t.int(served_model.token_budget())))
+        st.button(t("sidebar.restore"), on_click=session.restore_sample, width="stretch", key="restore_sample")
         with st.popover(t("closing.glossary"), icon=":material/menu_book:", width="stretch"):
             widgets.glossary_table(t)
         st.caption(t("sidebar.device", device=served_model.device_line()))

@@ -21,7 +21,7 @@
 * ``ATLAS_IPV6_PREFIX``: the IPv6 prefix one client is counted by in every per-client
   bound (default 64: a home connection holds a /64 and may use any address in it);
 * ``ATLAS_IPV6_SITE_PREFIX``: a wider IPv6 prefix (default 48; 0: none) whose clients
-  together get ``room.limits.SITE_FACTOR`` times one client's bound, so that a site's
+  together get ``server.limits.SITE_FACTOR`` times one client's bound, so that a site's
   65,536 /64s cannot multiply it;
 * ``ATLAS_START_KEY``: a passphrase that *Start a class* asks for (unset: anyone may
   start a class, as on a classroom's own server);
@@ -120,7 +120,7 @@ def _analysis_bytes(raw: str | None) -> int:
 @dataclass(frozen=True)
 class Settings:
     cache_dir: Path
-    model_kind: str  # "gemma", "tiny", or a model folder's absolute path (ATLAS_MODEL=<folder>)
+    model_id: str  # "gemma", "tiny", or a model folder's absolute path (ATLAS_MODEL=<folder>)
     device: str | None  # None: CUDA when present, else CPU
     max_tokens: int | None  # None: the device's budget
     public_url: str | None  # e.g. http://192.0.2.10:8501 (None: the browser's own address)
@@ -131,9 +131,9 @@ class Settings:
     database_url: str | None = None  # PostgreSQL instead of the SQLite file
     torch_threads: int | None = None  # None: torch's own choice (every core)
     room_worker: bool = True  # measure the texts sent to classes' rooms in the background
-    join_burst: int = 120  # students joining at once from one client address (room.limits.joins)
+    join_burst: int = 120  # students joining at once from one client address (server.limits.joins)
     models: tuple[str, ...] = ()  # the models the sidebar offers, ATLAS_MODEL's first (ATLAS_MODELS)
-    ipv6_prefix: int = 64  # one client's IPv6 prefix in every per-client bound (room.limits.key)
+    ipv6_prefix: int = 64  # one client's IPv6 prefix in every per-client bound (server.limits.key)
     ipv6_site_prefix: int = 48  # the wider prefix whose clients share SITE_FACTOR bounds (0: none)
     start_key: str | None = None  # the passphrase Start a class asks for (None: anyone may start)
 
@@ -149,8 +149,8 @@ def read() -> Settings:
         cache = Path(env["ATLAS_CACHE_DIR"]).expanduser()
     else:
         cache = Path(env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "attention-atlas"
-    kind = model_kind_of(env.get("ATLAS_MODEL", ""))
-    return Settings(cache_dir=cache, model_kind=kind, device=env.get("ATLAS_DEVICE") or None,
+    first = model_id_of(env.get("ATLAS_MODEL", ""))
+    return Settings(cache_dir=cache, model_id=first, device=env.get("ATLAS_DEVICE") or None,
                     max_tokens=_max_tokens(env.get("ATLAS_MAX_TOKENS")),
                     public_url=(env.get("ATLAS_PUBLIC_URL") or "").rstrip("/") or None,
                     analysis_bytes=_analysis_bytes(env.get("ATLAS_ANALYSIS_MB")),
@@ -162,7 +162,7 @@ def read() -> Settings:
                     torch_threads=_threads(env.get("ATLAS_TORCH_THREADS")),
                     room_worker=(env.get("ATLAS_ROOM_WORKER") or "1").strip().lower() not in OFF,
                     join_burst=_join_burst(env.get("ATLAS_JOIN_BURST")),
-                    models=_models(kind, env.get("ATLAS_MODELS", "")),
+                    models=_models(first, env.get("ATLAS_MODELS", "")),
                     **_prefixes(env.get("ATLAS_IPV6_PREFIX"), env.get("ATLAS_IPV6_SITE_PREFIX")),
                     start_key=env.get("ATLAS_START_KEY") or None)
 
@@ -191,12 +191,12 @@ def _models(first: str, raw: str) -> tuple[str, ...]:
     """ATLAS_MODEL's model, then ATLAS_MODELS' (comma-separated), each once."""
     out = [first]
     for part in raw.split(","):
-        if part.strip() and (kind := model_kind_of(part)) not in out:
-            out.append(kind)
+        if part.strip() and (model := model_id_of(part)) not in out:
+            out.append(model)
     return tuple(out)
 
 
-def model_kind_of(raw: str) -> str:
+def model_id_of(raw: str) -> str:
     """``ATLAS_MODEL``'s model: ``"gemma"`` (unset, empty or ``gemma``), ``"tiny"``, or
     the folder's absolute path (whether it serves is the app's to find out and say)."""
     raw = raw.strip()

@@ -10,8 +10,8 @@ import asyncio
 import json
 import time
 
-from room.store import store_at
-from room.texts import Room
+from server.store import store_at
+from server.texts import Room
 
 from .live_class import CLASS_CODE, LANG_CYCLE, _until, between
 from .readers import Reader

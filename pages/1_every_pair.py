@@ -6,7 +6,7 @@ from attn import methods, stats
 from ui import figures, measures, step_page, widgets
 
 page = step_page.opened(1)
-t, a, text, kind = page.t, page.a, page.text, page.kind
+t, a, text, model_id = page.t, page.a, page.text, page.model_id
 layer, head = widgets.layer_head_picker(t, a, "s1")
 sm = page.summary()
 n, window, v = a.n, sm.values["window"], sm.values
@@ -52,7 +52,7 @@ token = widgets.setting(t, "s1_token", a, t("step1.pick_token"))
 
 
 def row_figure():
-    row = measures.row(text, kind, layer, head, token)
+    row = measures.row(text, model_id, layer, head, token)
     top = sorted(range(len(row)), key=lambda j: -row[j])[:3]
     return figures.row_bars(
         row, a.tokens[: len(row)], title=t("step1.row_title", i=token), x_title=t("common.key_axis"),
@@ -60,7 +60,7 @@ def row_figure():
     )
 
 
-widgets.chart("s1_row", (text, kind, layer, head, token), row_figure)
+widgets.chart("s1_row", (text, model_id, layer, head, token), row_figure)
 row_cells = int(stats.row_cells(n, window, a.causal)[token])
 st.caption(t("step1.row_caption" if row_cells > 3 else "step1.row_caption_few", k=t.int(row_cells)))
 widgets.prose(t, 1, "step1.outro" if a.causal else "step1.outro_both")

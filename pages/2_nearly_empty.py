@@ -5,7 +5,7 @@ import streamlit as st
 from ui import figures, measures, step_page, widgets
 
 page = step_page.opened(2)
-t, a, text, kind = page.t, page.a, page.text, page.kind
+t, a, text, model_id = page.t, page.a, page.text, page.model_id
 layer, head = widgets.layer_head_picker(t, a, "s2")
 p = widgets.setting(t, "s2_p", a, t("step2.pick_p"), names=lambda x: t.pct(x, 0))
 
@@ -35,7 +35,7 @@ xs = [r["n"] for r in prefixes]
 # a tick is left unlabelled where the whole text lies just past a doubling (128 and 130 would
 # print on top of each other and read as one number)
 ticks = (xs, [t.int(x) if i == len(xs) - 1 or xs[-1] / x > 1.25 else "" for i, x in enumerate(xs)])
-settings = (text, kind, layer, head, p)
+settings = (text, model_id, layer, head, p)
 
 
 def prefix_figure():
@@ -62,7 +62,7 @@ if len(prefixes) >= 2:
     how = "step2.prefix_how" if a.causal else "step2.prefix_how_encoder"
     st.caption(t.sentences([t(said, n0=t.int(first["n"]), s0=t.pct(first["share"]), n1=t.int(last["n"]),
                               s1=t.pct(last["share"]), p=t.pct(p, 0)), t(how)]))
-    trend = measures.share_trend(text, kind, p)
+    trend = measures.share_trend(text, model_id, p)
     every = trend["heads_fell"] == trend["heads"] and trend["layers_fell"] == trend["layers"]  # nothing else left
     st.caption(t("step2.trend_caption_all" if every else "step2.trend_caption", n0=t.int(trend["first"]),
                  n1=t.int(trend["n"]), fell=t.int(trend["layers_fell"]), layers=t.int(trend["layers"]),

@@ -5,7 +5,7 @@ import streamlit as st
 from ui import figures, measures, step_page, widgets
 
 page = step_page.opened(3)
-t, a, text, kind = page.t, page.a, page.text, page.kind
+t, a, text, model_id = page.t, page.a, page.text, page.model_id
 layer, head = widgets.layer_head_picker(t, a, "s3")
 n = a.n
 w = widgets.setting(t, "s3_w", a, t("step3.pick_w"))

@@ -7,9 +7,9 @@ import streamlit as st
 from ui import figures, measures, model_swaps, step_page, summary, widgets
 
 page = step_page.opened(4)
-t, a, text, kind = page.t, page.a, page.text, page.kind
+t, a, text, model_id = page.t, page.a, page.text, page.model_id
 n = a.n
-found = measures.anchors(text, kind, 5)
+found = measures.anchors(text, model_id, 5)
 if n <= measures.ANCHOR_DISTANCE:  # no row lies that far after another: there is nothing to score anchors by
     st.caption(t("step4.anchors_none" if a.causal else "step4.anchors_none_both", n=t.int(n),
                  d=t.int(measures.ANCHOR_DISTANCE)))
@@ -26,7 +26,7 @@ widgets.formula(t, r"\text{@cells} = O\big(n\,(w + g)\big) \ll n^2", t("step4.fo
 sm = page.summary()
 cells_h, kept_w, kept_h = sm.values["cells_h"], sm.values["kept_w"], sm.values["kept_h"]
 cells_full = measures.cells(n, causal=a.causal)
-kept_s = measures.kept(text, kind, w, (0,))
+kept_s = measures.kept(text, model_id, w, (0,))
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(t("step4.metric_cells", g=g), t.int(cells_h),
           delta=t("step4.metric_cells_delta", share=t.pct(cells_h / cells_full)), **widgets.REFERENCE)
@@ -60,7 +60,7 @@ def farthest_metric(res: dict) -> None:
 h1, h2 = st.columns(2)
 common = sm.values["hop_style"]
 with h1:
-    widgets.chart("s4_hops_none", (text, kind, hn, hw), lambda: figures.integer_grid(
+    widgets.chart("s4_hops_none", (text, model_id, hn, hw), lambda: figures.integer_grid(
         grids["none"]["grid"], a.tokens[:hn], title=t("step4.hops_none", w=hw), **common))
     farthest_metric(grids["none"])
 with h2:
@@ -75,7 +75,7 @@ path = measures.route(hn, hw, hop_hubs, far_i, far_j)
 if path:
     st.markdown(t("step4.route_lead", i=far_i, j=far_j, hops=len(path) - 1))
     st.text(" → ".join(f"{p} · {a.tokens[p]}" for p in path))
-    widgets.chart("s4_route", (text, kind, hn, hw, hop_hubs, far_i, far_j), lambda: figures.route_diagram(
+    widgets.chart("s4_route", (text, model_id, hn, hw, hop_hubs, far_i, far_j), lambda: figures.route_diagram(
         hn, path, hop_hubs, a.tokens[:hn], title=t("step4.route_title"), separators=t.separators,
         token_word=t("common.token"), hub_word=t("common.hub")))
 
@@ -93,7 +93,7 @@ def causal_hubs() -> None:
                       far0=t.int(alone["farthest"])))
     c1, c2 = st.columns(2)
     with c1:
-        widgets.chart("s4_hops_causal", (text, kind, hn, hw), lambda: figures.integer_grid(
+        widgets.chart("s4_hops_causal", (text, model_id, hn, hw), lambda: figures.integer_grid(
             sink["grid"], a.tokens[:hn], title=t("step4.hops_causal", w=hw), **common))
         farthest_metric(sink)
     with c2:
@@ -105,7 +105,7 @@ def causal_hubs() -> None:
             span = measures.hop_grids(hn, hw, inside, inside)
             mine, alone_span = span["causal_hubs"], span["causal_none"]
             where = t.list(str(h + start) for h in inside)
-            widgets.chart("s4_hops_causal_hubs", (text, kind, hn, hw, start, inside), lambda: figures.integer_grid(
+            widgets.chart("s4_hops_causal_hubs", (text, model_id, hn, hw, start, inside), lambda: figures.integer_grid(
                 mine["grid"], a.tokens[start:start + hn],
                 title=t("step4.hops_causal_hubs", w=hw, g=len(inside), where=where), start=start,
                 **common))
@@ -122,7 +122,7 @@ def causal_hubs() -> None:
 def encoder_hubs() -> None:
     """An encoder's own hubs: the tokenizer's special tokens, which many heads lean on."""
     st.subheader(t("step4.encoder_heading"))
-    got = measures.special_share(text, kind)
+    got = measures.special_share(text, model_id)
     if not got["columns"]:
         st.markdown(t("step4.encoder_no_specials"))
         return
@@ -137,7 +137,7 @@ if a.causal:
     causal_hubs()
 else:
     encoder_hubs()
-sink_share = measures.sink_share(text, kind)
+sink_share = measures.sink_share(text, model_id)
 st.metric(t("step4.metric_sink"), t.pct(sink_share), help=t("step4.metric_sink_help"))
 if not a.first_is_special:  # GPT-2's tokenizer adds no start token: the sink is a piece of the text
     st.caption(t("step4.first_is_text"))

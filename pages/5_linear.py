@@ -6,7 +6,7 @@ from attn import costs, methods
 from ui import step_page, widgets
 
 page = step_page.opened(5)
-t, a, text, kind = page.t, page.a, page.text, page.kind
+t, a, text, model_id = page.t, page.a, page.text, page.model_id
 layer, _ = widgets.layer_head_picker(t, a, "s5")
 c1, c2 = st.columns([2, 1])
 feature = widgets.setting(t, "s5_feature", a, t("step5.pick_feature"), where=c1, horizontal=True,

@@ -6,10 +6,10 @@ from attn import methods
 from ui import figures, measures, model_swaps, step_page, widgets
 
 page = step_page.opened(6)
-t, a, text, kind = page.t, page.a, page.text, page.kind
+t, a, text, model_id = page.t, page.a, page.text, page.model_id
 n = a.n
 layer, head = widgets.layer_head_picker(t, a, "s6")
-found = measures.anchors(text, kind, 3)
+found = measures.anchors(text, model_id, 3)
 c1, c2 = st.columns(2)
 w = widgets.setting(t, "s6_w", a, t("step6.pick_w"), where=c1)
 hubs = tuple(sorted(widgets.setting(t, "s6_hubs", a, t("step6.pick_hubs"), where=c2)))
@@ -51,11 +51,11 @@ own_window = a.own_window(layer)
 if own_window is not None and n > own_window:
     st.caption(t("step6.beyond_window", w=t.int(own_window)))
 
-sharpness = measures.sharpness(text, kind, layer, w, hubs)
+sharpness = measures.sharpness(text, model_id, layer, w, hubs)
 peak = sharpness["peak"]
 flat_names = names[:1] + [n_ for n_, k_ in zip(names, order) if k_ not in (own, own32)]
 flat_values = [peak[own]] + [peak[k_] for k_ in order if k_ not in (own, own32)]
-widgets.chart("s6_flat", (text, kind, layer, w, hubs), lambda: figures.bars(
+widgets.chart("s6_flat", (text, model_id, layer, w, hubs), lambda: figures.bars(
     [t("methods.own")] + flat_names[1:], flat_values, title=t("step6.flat_title", layer=layer),
     y_title=t("step6.flat_axis"), separators=t.separators, log_y=True, hover=t("step6.hover_peak"),
     reference=peak["uniform"], reference_name=t(f"step6.uniform_line{both}"), text=[t.pct(v, 1) for v in flat_values],
@@ -87,7 +87,7 @@ st.caption(t("step6.favor_norms", q=t.float(norms["q"], 1), k=t.float(norms["k"]
 st.subheader(t("step6.maps_heading"))
 feature = widgets.setting(t, "s6_feature", a, t("step6.pick_feature"), horizontal=True,
                           names=lambda f: t(f"features.{f}"))
-maps = measures.implied_maps(text, kind, layer, head, w, hubs, feature)
+maps = measures.implied_maps(text, model_id, layer, head, w, hubs, feature)
 m = maps[own].shape[0]
 cols = st.columns(2)
 g_small = len([h for h in hubs if h < m])
@@ -103,7 +103,7 @@ def map_figure(key: str, grid):
 
 for i, (key, grid) in enumerate(maps.items()):
     with cols[i % 2]:
-        widgets.chart(f"s6_map_{key}", (text, kind, layer, head, w, hubs, feature),
+        widgets.chart(f"s6_map_{key}", (text, model_id, layer, head, w, hubs, feature),
                       lambda key=key, grid=grid: map_figure(key, grid))
 st.caption(t("step6.maps_caption", m=m, layer=layer, h=head))
 

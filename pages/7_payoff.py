@@ -4,15 +4,15 @@ import streamlit as st
 
 from attn import bench, methods
 from attn.device import pick_device
-from ui import served_model, step_page, summary, timing, widgets
+from ui import served_model, step_page, summary, live_bench, widgets
 
 page = step_page.opened(7, needs_text=False)  # the cost model and this device: no text
 t = page.t
 
 device = pick_device()
 sizes = bench.live_sizes(device)
-key = timing.key(device, sizes)
-rows, last = timing.on_this_device()  # what a class's summaries built ahead used too
+key = live_bench.key(device, sizes)
+rows, last = live_bench.on_this_device()  # what a class's summaries built ahead used too
 sm = page.summary(live_rows=rows, live_last=last)
 s, ns, costs = sm.values["shape"], sm.values["ns"], sm.values["costs"]
 widgets.formula(t, r"\frac{\text{@cost}(2n)}{\text{@cost}(n)} \;\to\; 4 \;\;(n^2) \qquad \text{@vs} \qquad 2 \;\;(n)",
@@ -22,7 +22,7 @@ widgets.show_figure(sm.figure, key="s7_model")
 st.markdown(f"**{t('step7.ratio_heading', n=t.int(ns[-2]), n2=t.int(ns[-1]))}**")
 cols = st.columns(len(costs))
 for i, m in enumerate(costs):
-    cols[i].metric(t("step7.metric_model_ratio", m=timing.method_name(t, m, s)),
+    cols[i].metric(t("step7.metric_model_ratio", m=live_bench.method_name(t, m, s)),
                    t.float(costs[m][-1] / costs[m][-2], 2),
                    help=t("step7.metric_model_ratio_help", n=t.int(ns[-2]), n2=t.int(ns[-1])))
 
@@ -32,15 +32,15 @@ if rows is None:
     st.caption(t("step7.live_bound", sizes=t.numbers(t.int(n) for n in sizes)))
     if st.button(t("step7.run"), type="primary", key="s7_run"):
         try:
-            rows = timing.run(t, key, s, device, sizes)
+            rows = live_bench.run(t, key, s, device, sizes)
         except Exception as exc:  # said, with what the engine reported; the page goes on
             widgets.error_box(t, "step7.failed")
             st.code(f"{type(exc).__name__}: {exc}", language=None)
         else:
             sm = summary.get(7, t, None, "", "", {}, live_rows=rows, live_last=sizes[-1])
 if rows:
-    fig_time, fig_mem = widgets.shared("s7_live", (key, tuple(r.seconds for r in rows)),
-                                       lambda: timing.figures_of(t, rows, sizes, s))
+    fig_time, fig_mem = widgets.figure_once("s7_live", (key, tuple(r.seconds for r in rows)),
+                                       lambda: live_bench.figures_of(t, rows, sizes, s))
     g1, g2 = st.columns(2)
     with g1:
         widgets.show_figure(fig_time, key="s7_time")
@@ -50,14 +50,14 @@ if rows:
     st.caption(t("step7.dtype_note"))
     ratios = bench.ratios(rows)
     last = sizes[-1]
-    plan = timing.plan_methods()
+    plan = live_bench.plan_methods()
     cols = st.columns(len(plan))
     for i, (m, backend) in enumerate(plan):
         r = ratios.get((bench.row_key(m, backend), last))
-        cols[i].metric(t("step7.metric_live_ratio", m=timing.method_name(t, m, s, backend), n=t.int(last // 2),
+        cols[i].metric(t("step7.metric_live_ratio", m=live_bench.method_name(t, m, s, backend), n=t.int(last // 2),
                          n2=t.int(last)),
                        "—" if r is None else t.float(r, 2))
-    widgets.data_table(timing.table(t, rows, s))
+    widgets.data_table(live_bench.table(t, rows, s))
     full, window = (ratios.get((bench.row_key(m.name, "auto"), last)) for m in (methods.exact(), methods.window()))
     if full is None or window is None:
         st.caption(t("step7.live_caption"))

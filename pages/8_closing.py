@@ -3,27 +3,27 @@
 import streamlit as st
 
 from attn.swap import hub_pair
-from ui import analyses, boot, measures, model_swaps, reader, served_model, step_page, widgets
+from ui import analyses, boot, measures, model_swaps, session, served_model, step_page, widgets
 from ui.steps import CLOSING
 
 boot.through_app()
 
 NEAR = 16  # the neighbourhood the summary speaks of: the 16 most recent tokens, each token itself included
 
-t = reader.tr()
+t = session.tr()
 widgets.step_nav(t, CLOSING.number)
 st.title(t("closing.title"))
-text, kind = reader.current_text(), served_model.model_kind()
+text, model_id = session.current_text(), served_model.model_id()
 a = analyses.analysis_or_message() if text.strip() else None
 if a is None:
     if not text.strip():  # a text too short has been told so already, by the analysis
         st.info(t("closing.empty"))
 else:
-    near = measures.kept(text, kind, NEAR, ())["mean"]
-    both = measures.kept(text, kind, NEAR, (0,))["mean"]
+    near = measures.kept(text, model_id, NEAR, ())["mean"]
+    both = measures.kept(text, model_id, NEAR, (0,))["mean"]
     # an encoder's window reaches both ways: its neighbours lie on either side
     lead = "closing.lead_numbers" if a.causal else "closing.lead_numbers_both"
-    st.markdown(t(lead, n=t.int(a.n), sink=t.pct(measures.sink_share(text, kind)), w=NEAR, near=t.pct(near),
+    st.markdown(t(lead, n=t.int(a.n), sink=t.pct(measures.sink_share(text, model_id)), w=NEAR, near=t.pct(near),
                   both=t.pct(both)))
     pair = hub_pair(4)
     measured = model_swaps.measured(text, pair)

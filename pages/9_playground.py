@@ -5,22 +5,22 @@ import streamlit as st
 
 from attn import composition, methods
 from attn.device import pick_device
-from ui import analyses, boot, figures, measures, model_swaps, page_run, reader, served_model, timing, widgets
+from ui import analyses, boot, figures, measures, model_swaps, page_run, session, served_model, live_bench, widgets
 from ui import playground as pg
 from ui.steps import PLAYGROUND
 from ui.summary import layer_label
 
 boot.through_app()
 
-t = reader.tr()
+t = session.tr()
 widgets.step_nav(t, PLAYGROUND.number)
 st.title(t("playground.title"))
 st.markdown(t("playground.lead"))
 a = analyses.analysis_or_message()
 if a is None:
     page_run.stop_page()
-text, kind, n = reader.current_text(), served_model.model_kind(), a.n
-anchors = sorted(p for p, _ in measures.anchors(text, kind, 5)[:pg.ANCHOR_HUBS])
+text, model_id, n = session.current_text(), served_model.model_id(), a.n
+anchors = sorted(p for p, _ in measures.anchors(text, model_id, 5)[:pg.ANCHOR_HUBS])
 
 cfg = pg.settings(a)  # before the widgets: each starts from its kept value or its default
 
@@ -109,7 +109,7 @@ def grid_figure():
     return fig
 
 
-widgets.chart("pg_grid", (kind, text, key, causal), grid_figure)
+widgets.chart("pg_grid", (model_id, text, key, causal), grid_figure)
 widgets.downsample_note(t, figures.pool_factor(n), n)
 
 # --- what it can reach ------------------------------------------------------------------
@@ -127,7 +127,7 @@ for name in ("causal", "bidirectional"):
                  t("playground.col_reach", L=rl, i=r["m"] - 1): t.int(g["reach_last"])})
 widgets.data_table(rows)
 shown = r[r["shown"]]
-widgets.chart("pg_hops", (kind, text, key, rl, causal), lambda: figures.integer_grid(
+widgets.chart("pg_hops", (model_id, text, key, rl, causal), lambda: figures.integer_grid(
     shown["grid"], a.tokens[:r["m"]], title=t("playground.hops_title", m=r["m"],
                                                direction=t(f"playground.{r['shown']}_word")),
     x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("step4.hover_hops"),
@@ -137,9 +137,9 @@ widgets.chart("pg_hops", (kind, text, key, rl, causal), lambda: figures.integer_
 
 st.subheader(t("playground.keep_heading"))
 st.markdown(t("playground.keep_lead" if a.causal else "playground.keep_lead_both"))
-kept = pg.kept(text, kind, key, scope)
+kept = pg.kept(text, model_id, key, scope)
 in_scope = layer in kept["scoped"]  # a layer outside the scope keeps its own attention: nothing to measure
-err = pg.error(text, kind, key, layer) if in_scope else None
+err = pg.error(text, model_id, key, layer) if in_scope else None
 k1, k2, k3 = st.columns(3)
 k1.metric(t("playground.metric_kept_all"), t.pct(kept["mean"]))
 k2.metric(t("playground.metric_kept_layer", layer=layer), t.pct(float(kept["per_layer"][layer])))
@@ -152,7 +152,7 @@ own = a.own_window(layer)
 if err is not None and own is not None and comp.window > own and n > own:
     # the pattern keeps every weight the layer computes, and reads further back than the layer ever does
     st.caption(t("playground.wider_than_layer", w=t.int(comp.window), own=t.int(own), layer=layer))
-widgets.chart("pg_kept", (kind, text, key, scope), lambda: figures.bars(
+widgets.chart("pg_kept", (model_id, text, key, scope), lambda: figures.bars(
     [str(i) for i in range(a.n_layers)], [float(x) for x in kept["per_layer"]],
     title=t("playground.kept_title"), y_title=t("playground.kept_axis"), separators=t.separators,
     hover=t("playground.hover_kept"), text=[t.pct(float(x), 0) for x in kept["per_layer"]],
@@ -185,13 +185,13 @@ if pick_device().type != "cuda":
 else:
     ready = methods.composed().compiled(pick_device())
     st.caption(t("playground.fast_ready" if ready else "playground.fast_blocked"))
-timed = pg.timing(text, kind, key, layer)
+timed = pg.timing(text, model_id, key, layer)
 if timed is None and st.button(t("playground.timing_button"), key="pg_time"):
-    timed = pg.time_it(t, text, kind, key, layer)
+    timed = pg.time_it(t, text, model_id, key, layer)
 if timed is not None:
     f1, f2, f3 = st.columns(3)
     mine, full = timed[methods.composed().name], timed[methods.exact().name]
-    f1.metric(t("playground.time_pattern", backend=timing.kernel_name(t, timed["backend"])),
+    f1.metric(t("playground.time_pattern", backend=live_bench.kernel_name(t, timed["backend"])),
               t.float(mine * 1e3, 2) + " ms")
     f2.metric(t("playground.time_sdpa" if a.causal else "playground.time_sdpa_both"), t.float(full * 1e3, 2) + " ms")
     f3.metric(t("playground.time_ratio"), t.float(mine / max(full, 1e-12), 2))

@@ -40,12 +40,12 @@ model_folders.import_families()
 def unmeasured():
     """Step 7's live benchmark and the model swaps unmeasured for this test, whatever ran
     before it (their results are kept for every reader of the process), and left so."""
-    from ui import model_swaps, timing
+    from ui import live_bench, model_swaps
 
-    timing._results().clear()
+    live_bench._results().clear()
     model_swaps._store().clear()
     yield
-    timing._results().clear()
+    live_bench._results().clear()
     model_swaps._store().clear()
 
 
@@ -99,11 +99,11 @@ def pg_server():
 @pytest.fixture(params=["sqlite", "postgres"])
 def where(request, tmp_path):
     """Where a store lives, for each backend: an SQLite file, or a fresh PostgreSQL
-    database (room.store.store_at opens either, in this process or another)."""
+    database (server.store.store_at opens either, in this process or another)."""
     if request.param == "sqlite":
         yield str(tmp_path / "room.sqlite3")
         return
-    from room import pgstore
+    from server import pgstore
 
     yield request.getfixturevalue("pg_server").new_database()
     pgstore.close_all()

@@ -13,7 +13,7 @@ from attn import model as atlas_model
 from attn import bench, patterns, stats
 from helpers import LANGS, PAGES, revealed
 from ui import i18n
-from ui import timing as live_run
+from ui import live_bench
 from ui import keys
 from ui.samples import sample_text
 from ui.steps import STEPS as PAGE_STEPS
@@ -483,13 +483,13 @@ def test_every_kernel_the_engine_names_is_named_in_every_language(lang):
     q = torch.zeros(1, 1, 300, 8)
     engine = {"reference"} | {m.backend(q, q, methods.Params(window=16), b) for m in methods.tagged(methods.BENCH)
                               for b in ("auto", "blocked", "flex")}
-    assert engine == set(live_run.KERNEL_KEYS)  # every name, and no name the engine never gives
+    assert engine == set(live_bench.KERNEL_KEYS)  # every name, and no name the engine never gives
     t = i18n.Translator(lang)
     for name in engine:
-        assert live_run.kernel_name(t, name) == i18n.translate(lang, f"kernels.{live_run.KERNEL_KEYS[name]}")
+        assert live_bench.kernel_name(t, name) == i18n.translate(lang, f"kernels.{live_bench.KERNEL_KEYS[name]}")
     if lang != "en":  # words, not the engine's identifiers
-        assert live_run.kernel_name(t, "blocked") != "blocked"
-        assert live_run.kernel_name(t, "chunked scan") != "chunked scan"
+        assert live_bench.kernel_name(t, "blocked") != "blocked"
+        assert live_bench.kernel_name(t, "chunked scan") != "chunked scan"
 
 
 @pytest.mark.parametrize("lang", LANGS)

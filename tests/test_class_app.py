@@ -5,7 +5,7 @@ decides is tested alone in tests/test_room.py)."""
 
 import pytest
 
-from room.store import Store
+from server.store import Store
 from ui import analyses, handout, i18n, keys, prebuild, share
 from ui.classroom import handle
 from ui.classroom import teacher as teacher_mod
@@ -411,8 +411,8 @@ def test_with_the_store_away_mid_class_the_vote_panel_and_back_say_so_and_never_
     student's *Back to the class* each run to their end with a notice in the reader's
     language — no StoreError reaches the page (the panel, its open-vote half and *Back*
     read the store without a catch before)."""
-    from room.classes import Classes
-    from room.store import StoreError
+    from server.classes import Classes
+    from server.store import StoreError
 
     code = teacher.session_state[keys.CLASS]
     student = student_of(make_app, code, "ja")
@@ -441,9 +441,9 @@ def test_a_full_server_ends_an_unused_class_for_a_new_one_tells_its_teacher_and_
     Another teacher starts hers: the first class ends to make room, and its teacher is told
     it ended unused, in her language; once a student is in the new class, a third start is
     refused in words."""
-    from room import classes as room_classes
+    from server import classes as live_classes
 
-    monkeypatch.setattr(room_classes, "MAX_CLASSES", 1)
+    monkeypatch.setattr(live_classes, "MAX_CLASSES", 1)
     first = teacher.session_state[keys.CLASS]
     other = make_app("tiny", "ja")
     other.run()

@@ -12,7 +12,7 @@ from harness.live_class import CLASS_CODE, between
 from harness.proxy import haproxy_path, proxy
 from harness.readers import Reader
 from harness.serve import app_server
-from room import limits
+from server import limits
 from ui import i18n
 
 SCRIPT, HOME, SCHOOL = "203.0.113.9", "192.0.2.44", "198.51.100.20"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from room import store as sharestore
-from room.store import Store
+from server import store as sharestore
+from server.store import Store
 from ui import i18n, keys, share
 from ui.classroom import handle
 
@@ -208,7 +208,7 @@ def test_a_deleted_store_is_made_again_and_its_classes_members_are_told_once(kla
 
 def test_wrong_codes_typed_again_and_again_are_slowed_and_a_full_class_answers_as_no_class(
         make_app, klass, monkeypatch):
-    from room import classes as room_classes
+    from server import classes as live_classes
 
     teacher, student, code, vote = klass
     guesser = make_app("tiny", "pt")
@@ -220,7 +220,7 @@ def test_wrong_codes_typed_again_and_again_are_slowed_and_a_full_class_answers_a
     said = toasts(guesser)
     assert said[-1] == i18n.translate("pt", "class.slow_down")
     handle.guesses.clear()  # the same machine's sessions (no address) share a count: the newcomer's afresh
-    monkeypatch.setattr(room_classes, "MAX_STUDENTS", 1)  # the student in Japanese holds the one seat
+    monkeypatch.setattr(live_classes, "MAX_STUDENTS", 1)  # the student in Japanese holds the one seat
     newcomer = make_app("tiny", "en")
     newcomer.query_params["class"] = code
     clean(newcomer.run())
@@ -236,7 +236,7 @@ def test_with_postgresql_stopped_mid_vote_pages_fail_closed_fast_and_the_answer_
     poll sends it."""
     import time
 
-    from room import pgstore
+    from server import pgstore
 
     pg = sharestore.store_at(pg_server.new_database(), timeout=WAIT)
     monkeypatch.setattr(share, "store", lambda: pg)

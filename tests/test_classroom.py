@@ -187,7 +187,7 @@ def test_the_server_cuts_a_text_past_the_cap_whatever_the_browser_sends(server):
     """A reader's websocket sends 150,000 characters where the text area takes 100,000:
     the server analyses the first 100,000 only (the tiny model reads one token a
     character, after its first token: 100,001 tokens, not 150,001)."""
-    from ui.reader import MAX_CHARS
+    from ui.session import MAX_CHARS
 
     async def send_long(url):
         r = Reader(url, "en")

@@ -6,7 +6,7 @@ its own. Tiny model, through AppTest."""
 import pytest
 
 from helpers import PAGES
-from room import store as sharestore
+from server import store as sharestore
 from ui import i18n, keys, share
 
 pytestmark = pytest.mark.apptest
@@ -163,7 +163,7 @@ def test_with_postgresql_out_of_reach_the_steps_work_and_sharing_and_classes_say
     need no database); sharing and starting a class each say, in the reader's
     language, that the store is away — and the URL's password is shown nowhere."""
     from harness.serve import free_port
-    from room import pgstore
+    from server import pgstore
     from ui.classroom import handle
 
     monkeypatch.setenv("ATLAS_DATABASE_URL", f"postgresql://atlas:pw-never-shown@127.0.0.1:{free_port()}/atlas")

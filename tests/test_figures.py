@@ -86,10 +86,10 @@ def test_a_shared_figure_sends_what_the_figure_would_and_makes_its_dict_once():
         return figures.attention_heatmap(z, [f"t{i}" for i in range(40)], title="w", x_title="key",
                                          y_title="query", hover="%{z}", separators=".,")[0]
 
-    many = figures.shared({"a": build(), "b": (build(), "not a figure")})
+    many = figures.frozen({"a": build(), "b": (build(), "not a figure")})
     one = many["a"]
-    assert isinstance(one, figures.SharedFigure) and isinstance(many["b"][0], figures.SharedFigure)
-    assert many["b"][1] == "not a figure" and figures.shared(one) is one
+    assert isinstance(one, figures.FrozenFigure) and isinstance(many["b"][0], figures.FrozenFigure)
+    assert many["b"][1] == "not a figure" and figures.frozen(one) is one
     # what Streamlit sends (to_dict, then JSON) is the plain figure's, made once
     plain = build()
     assert type(plain) is go.Figure and plain.layout.template.layout.plot_bgcolor == "white"  # plotly_white

@@ -10,7 +10,7 @@ import pytest
 from attn import bench, swap
 from attn.costs import Shape
 from helpers import LANGS, PAGES, revealed
-from ui import analyses, handout, measures, served_model, setting_table, summary, timing, widgets
+from ui import analyses, handout, measures, served_model, setting_table, summary, live_bench, widgets
 from ui.i18n import Translator, translate
 from ui.samples import sample_text
 
@@ -108,7 +108,7 @@ def test_the_readers_text_and_tokens_are_escaped_and_our_prose_is_rendered(tiny_
 def test_measured_runs_join_the_handout_only_when_measured(tiny_analysis):
     text, a = tiny_analysis
     t = Translator("pt")
-    rows = bench.run_plan([(m, n, b) for n in (128, 256) for m, b in timing.plan_methods()], Shape(), "cpu",
+    rows = bench.run_plan([(m, n, b) for n in (128, 256) for m, b in live_bench.plan_methods()], Shape(), "cpu",
                           repeats=1, max_seconds=0.5)
     model = served_model.get_model("tiny")
     results = swap.sweep(model, text, swap.standard_sweep((0,), 0))

@@ -1,12 +1,12 @@
-"""The limits every replica sees (room.limits): token buckets kept in the shared store,
+"""The limits every replica sees (server.limits): token buckets kept in the shared store,
 per client address, on both backends; and the wrong-code counter of one process."""
 
 import subprocess
 import sys
 import textwrap
 
-from room import limits
-from room.store import store_at
+from server import limits
+from server.store import store_at
 
 BURST3 = limits.Limit("test", burst=3, every=10.0)  # three at once, then one every 10 s
 
@@ -30,8 +30,8 @@ def test_a_bucket_gives_its_burst_then_one_use_every_so_often_per_address(where)
 
 TAKING = textwrap.dedent("""
     import sys
-    from room import limits
-    from room.store import store_at
+    from server import limits
+    from server.store import store_at
     store = store_at(sys.argv[1])
     limit = limits.Limit("test", burst=25, every=3600.0)
     got = 0

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from room import classes, codes, follow
-from room.classes import FULL, IN, NO_SEAT, UNKNOWN, Classes, NotHost
-from room.store import store_at
+from server import classes, codes, follow
+from server.classes import FULL, IN, NO_SEAT, UNKNOWN, Classes, NotHost
+from server.store import store_at
 
 VIEW = {"text": "A class's own text, long enough to read.", "lang": "en", "settings": {"s3_w": 8}}
 FIRST = {1: "s1.q", 2: "s2.q", 3: "s3.q"}  # each step's first question (a store of the release before)
@@ -201,8 +201,8 @@ def test_ending_a_class_deletes_it_and_needs_the_host_key(room):
 
 ANSWERING = textwrap.dedent("""
     import sys
-    from room.classes import Classes
-    from room.store import store_at
+    from server.classes import Classes
+    from server.store import store_at
     room = Classes(store_at(sys.argv[1]), {1: "s1.q"})
     code, vote = sys.argv[2], int(sys.argv[3])
     said = [room.answer(code, vote, s, 0) for s in sys.argv[4:]]
@@ -355,8 +355,8 @@ def test_a_store_written_by_an_earlier_release_opens_with_nothing_lost(where, la
 
 UPGRADING = textwrap.dedent("""
     import sys
-    from room.classes import Classes
-    from room.store import store_at
+    from server.classes import Classes
+    from server.store import store_at
     room = Classes(store_at(sys.argv[1]), {1: "s1.q", 2: "s2.q", 3: "s3.q"})
     print(room.store.version_of("classes"))
 """)
@@ -373,7 +373,7 @@ def test_two_processes_opening_the_release_befores_store_at_once_upgrade_it_once
 
 
 def test_a_store_of_a_newer_release_is_refused_and_left_as_it_is(where):
-    from room.store import StoreError
+    from server.store import StoreError
 
     store = store_at(where)
     Classes(store, FIRST)

@@ -12,8 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from attn import room as room_numbers
-from room.store import Store
+from attn import room_numbers
+from server.store import Store
 from ui import i18n, keys, room_work, share
 from ui.classroom import handle
 from ui.classroom import room as room_panel
@@ -177,7 +177,7 @@ def test_every_step_that_measures_a_claim_draws_the_room_and_the_closing_page_gi
 
 
 def test_the_exports_hold_what_the_room_measured_and_how_the_votes_went(klass):
-    from room import exports
+    from server import exports
 
     teacher, students, code = klass
     for lang, s in students.items():

@@ -1,4 +1,4 @@
-"""What one script cannot do to a class, at the store (room.classes, both backends): mint
+"""What one script cannot do to a class, at the store (server.classes, both backends): mint
 students without end, lock the room, outvote it, start classes without end, find a code
 by guessing it; and what the teacher sees of it. The same through the app, with client
 addresses as a proxy forwards them: tests/test_class_attacks.py."""
@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from room import classes, limits
-from room.backend import Refused
-from room.classes import BUSY, DOOR, FULL, IN, UNKNOWN, Classes
-from room.store import store_at
+from server import classes, limits
+from server.backend import Refused
+from server.classes import BUSY, DOOR, FULL, IN, UNKNOWN, Classes
+from server.store import store_at
 
 VIEW = {"text": "A class's own text, long enough to read.", "lang": "en", "settings": {}}
 QUESTION = {"text": "Which?", "options": ["a", "b", "c"], "answer": 1}

@@ -1,4 +1,4 @@
-"""The numbers the room keeps of a text (attn.room), each against an independent
+"""The numbers the room keeps of a text (attn.room_numbers), each against an independent
 computation on the tiny model: rows sorted and summed one by one in plain Python or
 NumPy, attention written out from q, k, v with explicit masks — never the engine's own
 functions — and the room's verdicts counted by hand."""
@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 
 from attn import model as atlas_model
-from attn import room
+from attn import room_numbers
 
 TEXT = "Every student's text is one point of the class's experiment, here measured twice. " * 6
 
 
 @pytest.fixture(scope="module")
 def measured():
-    a = atlas_model.tiny(device="cpu").analyze(TEXT, max_tokens=room.ROOM_TOKENS)
-    return a, room.text_numbers(a)
+    a = atlas_model.tiny(device="cpu").analyze(TEXT, max_tokens=room_numbers.ROOM_TOKENS)
+    return a, room_numbers.text_numbers(a)
 
 
 def close(x, y, rel=1e-3):
@@ -44,12 +44,12 @@ def test_the_useful_share_on_every_prefix_of_every_layer_against_rows_sorted_one
     for layer in range(a.n_layers):
         window = a.own_window(layer)
         for m, k_bar, share, uniform in nums["useful"][layer]:
-            ks = [np.mean([k_of_row(weights[layer, h, i, : i + 1], room.ROOM_P) for i in range(m)])
+            ks = [np.mean([k_of_row(weights[layer, h, i, : i + 1], room_numbers.ROOM_P) for i in range(m)])
                   for h in range(a.n_heads)]
             cells = sum(row_cells(i, window) for i in range(m))
             assert close(k_bar, float(np.mean(ks))), (layer, m)
             assert close(share, m * float(np.mean(ks)) / cells), (layer, m)
-            even = sum(max(1, math.ceil(room.ROOM_P * row_cells(i, window) - 1e-9)) for i in range(m))
+            even = sum(max(1, math.ceil(room_numbers.ROOM_P * row_cells(i, window) - 1e-9)) for i in range(m))
             assert close(uniform, even / cells), (layer, m)
         assert [r[0] for r in nums["useful"][layer]][-1] == a.n
 
@@ -64,13 +64,13 @@ def kept(weights: np.ndarray, allowed) -> float:
 def test_what_a_window_keeps_with_and_without_hubs_and_the_sink_against_written_out_masks(measured):
     a, nums = measured
     weights = a.attentions.double().numpy()
-    for w in room.ROOM_WINDOWS:
+    for w in room_numbers.ROOM_WINDOWS:
         assert close(nums["kept"][str(w)]["mean"], kept(weights, lambda i, j, w=w: j <= i and i - j < w))
         for layer in (0, a.n_layers - 1):
             assert close(nums["kept"][str(w)]["layers"][layer],
                          kept(weights[layer:layer + 1], lambda i, j, w=w: j <= i and i - j < w))
     hubs = set(nums["hubs"])
-    assert 0 in hubs and len(hubs) <= 1 + room.ANCHOR_HUBS
+    assert 0 in hubs and len(hubs) <= 1 + room_numbers.ANCHOR_HUBS
     hw = nums["hub_window"]
     assert close(nums["kept_window"], kept(weights, lambda i, j: j <= i and i - j < hw))
     assert close(nums["kept_window_hubs"],
@@ -96,7 +96,7 @@ def attend(q, k, v, scale, allowed) -> np.ndarray:
 def test_each_shortcuts_error_against_attention_written_out(measured):
     a, nums = measured
     layer = nums["error_layer"]
-    assert layer == min(room.ERROR_LAYER, a.n_layers - 1)
+    assert layer == min(room_numbers.ERROR_LAYER, a.n_layers - 1)
     q, k, v = (x[0].double().numpy() for x in a.qkv(layer))
     own, w, hubs = a.own_window(layer), nums["error_window"], set(nums["hubs"])
 
@@ -128,21 +128,21 @@ def test_the_rooms_verdicts_counted_by_hand():
         return {"n": n, "layers": len(shares), "sink_mean": sink, "errors": errors,
                 "useful": [[[16, 2.0, a, 0.9], [n, 2.0, b, 0.9]] if b is not None else [[n, 2.0, a, 0.9]]
                            for a, b in shares],
-                "kept": {str(w): {"mean": kept[i], "layers": []} for i, w in enumerate(room.ROOM_WINDOWS)}}
+                "kept": {str(w): {"mean": kept[i], "layers": []} for i, w in enumerate(room_numbers.ROOM_WINDOWS)}}
 
     texts = [("en", text([(0.5, 0.2), (0.4, 0.3), (0.2, 0.3)], 0.3, 300, [0.1, 0.4, 0.6, 0.9], {"window": 0.5})),
              ("pt", text([(0.5, 0.6), (0.4, 0.1), (0.2, 0.3)], 0.01, 100, [0.1, 0.2, 0.3, 0.4], {"window": 0.3})),
              ("ja", text([(0.5, None)] * 3, 0.25, 10, [0.2, 0.6, 0.7, 0.8], {"window": 0.1}))]
-    v = room.verdicts(texts)
+    v = room_numbers.verdicts(texts)
     assert v["shrinks"] == {"held": 1, "of": 2, "langs": {"en": [1, 1], "pt": [0, 1]}}
     # a window counts only the texts longer than it: 256 → the first alone, 64 → the first two
     assert v["window"][256] == {"median": 0.9, "most": 1, "of": 1, "shorter": 2}
     assert v["window"][64] == {"median": pytest.approx(0.45), "most": 1, "of": 2, "shorter": 1}  # (0.6 + 0.3) / 2
     assert v["window"][4] == {"median": 0.1, "most": 0, "of": 3, "shorter": 0}
     even_100 = sum(1 / (i + 1) for i in range(1, 100)) / 99  # ≈ 0.0524
-    assert room.uniform_sink(100) == pytest.approx(even_100)
+    assert room_numbers.uniform_sink(100) == pytest.approx(even_100)
     even_10 = (1 / 2 + 1 / 3 + 1 / 4 + 1 / 5 + 1 / 6 + 1 / 7 + 1 / 8 + 1 / 9 + 1 / 10) / 9  # ≈ 0.2143
-    assert room.uniform_sink(10) == pytest.approx(even_10)
+    assert room_numbers.uniform_sink(10) == pytest.approx(even_10)
     assert v["sink"] == {"median": 0.25, "above": 2, "of": 3}  # 0.3 > 0.018 (n = 300) and 0.25 > 0.214; 0.01 < 0.052
     assert v["errors"] == {"window": 0.3}
 
@@ -159,8 +159,8 @@ def test_an_encoders_room_numbers_read_both_ways_and_each_prefix_is_its_own_run(
 
     folder = mf.build("bert", tmp_path / "bert")
     m = folders.load_folder(folder, device="cpu")
-    a = m.analyze(TEXT, max_tokens=room.ROOM_TOKENS)
-    nums = room.text_numbers(a)
+    a = m.analyze(TEXT, max_tokens=room_numbers.ROOM_TOKENS)
+    nums = room_numbers.text_numbers(a)
     assert nums["causal"] is False and a.n > 32
     net = AutoModelForMaskedLM.from_pretrained(str(folder), attn_implementation="eager").eval()
     for layer in range(a.n_layers):
@@ -169,12 +169,12 @@ def test_an_encoders_room_numbers_read_both_ways_and_each_prefix_is_its_own_run(
                 out = net.base_model(input_ids=torch.tensor([a.ids[:length - 1] + a.ids[-1:]]),
                                      output_attentions=True)
             w = out.attentions[layer][0].double().numpy()
-            ks = [np.mean([k_of_row(w[h, i], room.ROOM_P) for i in range(length)]) for h in range(a.n_heads)]
+            ks = [np.mean([k_of_row(w[h, i], room_numbers.ROOM_P) for i in range(length)]) for h in range(a.n_heads)]
             assert close(k_bar, float(np.mean(ks))), (layer, length)
             assert close(share, length * float(np.mean(ks)) / length ** 2), (layer, length)
-            assert close(uniform, math.ceil(room.ROOM_P * length - 1e-9) / length), (layer, length)
+            assert close(uniform, math.ceil(room_numbers.ROOM_P * length - 1e-9) / length), (layer, length)
     weights = a.attentions.double().numpy()
     assert close(nums["kept"]["4"]["mean"], kept(weights, lambda i, j: abs(i - j) < 4))
-    assert room.uniform_sink(a.n, causal=False) == pytest.approx(1 / a.n)
-    verdict = room.verdicts([("en", nums)])["sink"]
+    assert room_numbers.uniform_sink(a.n, causal=False) == pytest.approx(1 / a.n)
+    verdict = room_numbers.verdicts([("en", nums)])["sink"]
     assert verdict["above"] == (1 if nums["sink_mean"] > 1 / a.n else 0)

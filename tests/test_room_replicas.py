@@ -13,8 +13,8 @@ import pytest
 from harness.live_class import CLASS_CODE, between
 from harness.proxy import haproxy_path, replicas_behind_proxy
 from harness.readers import Reader
-from room.store import store_at
-from room.texts import Room
+from server.store import store_at
+from server.texts import Room
 
 TEXTS = ["The first student's own text, about rivers and bridges in an old city.",
          "O texto da segunda aluna, sobre o mar e os barcos que voltam ao porto.",

@@ -1,4 +1,4 @@
-"""The room's texts in the store (room.texts, both backends): one a student, replaced or
+"""The room's texts in the store (server.texts, both backends): one a student, replaced or
 withdrawn; bounded; taken by one replica at a time and taken over when its lease runs
 out; their words dropped once measured; a version of their own, so that a text never
 moves what a student follows; gone with the class."""
@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from room.classes import Classes
-from room.store import store_at
-from room.texts import LEASE_SECONDS, MAX_CHARS, Room
+from server.classes import Classes
+from server.store import store_at
+from server.texts import LEASE_SECONDS, MAX_CHARS, Room
 
 VIEW = {"text": "The class's text.", "lang": "en", "settings": {}}
 NUMBERS = {"n": 12, "layers": 1, "useful": [[[12, 2.0, 0.3, 0.5]]]}
@@ -42,7 +42,7 @@ def test_one_text_a_student_replaced_or_withdrawn_and_bounded(rooms, monkeypatch
     assert room.send("ZZZZZZ", "pupil-0002", "Hello.", "en") == "unknown"
     assert room.send(code, "teacher:abc", "The teacher's own.", "xx") == "taken"  # a language we do not name: other
     assert {t.owner: t.lang for t in room.texts(code)}["teacher:abc"] == "other"
-    import room.texts as texts_module
+    import server.texts as texts_module
 
     monkeypatch.setattr(texts_module, "MAX_TEXTS", 2)
     assert room.send(code, "pupil-0002", "One too many.", "en") == "full"
@@ -54,7 +54,7 @@ def test_one_text_a_student_replaced_or_withdrawn_and_bounded(rooms, monkeypatch
 def test_sends_from_one_address_are_limited_so_a_script_cannot_keep_the_replicas_busy(rooms):
     """Every send (a replacement too) is a text to measure: 60 at once from one address
     (a class behind one NAT), then one every 10 s."""
-    from room.texts import SENDS
+    from server.texts import SENDS
 
     klass, room, code, key = rooms
     said = [room.send(code, "pupil-0001", f"Replacement number {i}.", "en", now=10.0 + i * 0.01,
@@ -100,7 +100,7 @@ def test_a_replica_that_dies_mid_analysis_has_its_text_taken_over(rooms):
 
 
 def test_a_preview_is_a_texts_first_words_in_any_script():
-    from room.texts import preview
+    from server.texts import preview
 
     assert preview("One two three.") == "One two three."
     assert preview("a b c d e f g h i j") == "a b c d e f g h …"  # eight words
@@ -130,7 +130,7 @@ def test_a_measured_text_keeps_a_few_kilobytes(rooms, tiny_numbers):
 @pytest.fixture(scope="module")
 def tiny_numbers():
     from attn import model as atlas_model
-    from attn import room as room_numbers
+    from attn import room_numbers
 
     a = atlas_model.tiny(device="cpu").analyze("Words " * 400, max_tokens=room_numbers.ROOM_TOKENS)
     return room_numbers.text_numbers(a)

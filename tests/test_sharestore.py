@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from room.store import Store, StoreError, is_key, store_at
+from server.store import Store, StoreError, is_key, store_at
 
 
 def test_a_view_comes_back_by_its_key_and_the_same_view_gets_the_same_key(where):
@@ -37,7 +37,7 @@ def test_least_recently_used_views_are_evicted_at_the_bounds(where):
 
 WRITER = textwrap.dedent("""
     import sys
-    from room.store import store_at
+    from server.store import store_at
     s = store_at(sys.argv[1])
     for i in range(150):
         s.put({"text": f"{sys.argv[2]} {i}"})
@@ -201,7 +201,7 @@ def test_postgres_out_of_reach_is_a_notice_and_the_store_comes_back_by_itself(pg
     """The server stops mid-use: reading and writing raise StoreError("unavailable") (the
     app says so and goes on); started again, the pool reconnects by itself and every
     view written before the outage is there."""
-    from room.pgstore import PgStore
+    from server.pgstore import PgStore
 
     s = PgStore(pg_server.new_database())
     keys = [s.put({"text": f"before the outage {i}"}) for i in range(3)]
@@ -226,7 +226,7 @@ def test_postgres_out_of_reach_is_a_notice_and_the_store_comes_back_by_itself(pg
 
 def test_postgres_unreachable_at_start_leaves_the_app_a_store_that_says_so(pg_server):
     from harness.serve import free_port
-    from room.pgstore import PgStore
+    from server.pgstore import PgStore
 
     s = PgStore(f"postgresql://atlas@127.0.0.1:{free_port()}/atlas")  # nothing listens there
     assert s.problem == "unavailable"
@@ -238,7 +238,7 @@ def test_postgres_unreachable_at_start_leaves_the_app_a_store_that_says_so(pg_se
 def test_a_missing_database_or_a_refused_password_is_one_sentence_without_the_password(pg_server):
     import psycopg
 
-    from room.pgstore import PgStore, explain
+    from server.pgstore import PgStore, explain
 
     missing = pg_server.url("no_such_database").replace("atlas@", "atlas:hunter2secret@")
     s = PgStore(missing)
@@ -261,7 +261,7 @@ def test_postgres_writers_wait_their_turn_and_a_lock_held_too_long_is_said(pg_se
     is written once the lock is free; reads never wait for it."""
     import psycopg
 
-    from room.pgstore import WRITERS_LOCK, PgStore
+    from server.pgstore import WRITERS_LOCK, PgStore
 
     url = pg_server.new_database()
     s = PgStore(url, timeout=0.3)

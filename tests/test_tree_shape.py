@@ -1,6 +1,6 @@
 """The project's shape, read from its source with ``ast``: no import cycle anywhere
 (imports inside functions count: a lazy import that closes a loop is still a loop), and
-the layers run one way — attn ← room ← ui ← pages / app / harness: the engine knows no
+the layers run one way — attn ← server ← ui ← pages / app / harness: the engine knows no
 room, what serves the room draws nothing, nothing imports a page, and the widgets every
 page shares import no feature (the live class): a step's page asks for the class's gate."""
 
@@ -8,7 +8,7 @@ import ast
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-LAYERS = ("attn", "room", "ui", "harness")  # each may import those before it, never after
+LAYERS = ("attn", "server", "ui", "harness")  # each may import those before it, never after
 
 
 def project_modules() -> dict[str, pathlib.Path]:
@@ -54,9 +54,9 @@ GRAPH = {m: imports_of(m) for m in MODULES}
 
 def test_the_reader_of_imports_sees_every_kind_of_import():
     """The graph the other tests read, checked on imports written each way."""
-    assert "room.backend" in GRAPH["room.pgstore"]  # from .backend import …
-    assert "room.pgstore" in GRAPH["room.store"]  # from . import pgstore
-    assert "ui.timing" in GRAPH["ui.summary"]  # inside a function
+    assert "server.backend" in GRAPH["server.pgstore"]  # from .backend import …
+    assert "server.pgstore" in GRAPH["server.store"]  # from . import pgstore
+    assert "ui.live_bench" in GRAPH["ui.summary"]  # inside a function
     assert "attn.model" in GRAPH["ui.served_model"]  # from attn import model as …
     assert "ui.steps" in GRAPH["app"]
     assert "ui.classroom.handle" in GRAPH["ui.classroom.votes"]  # from .handle import … (a sub-package)
@@ -86,7 +86,7 @@ def test_the_layers_import_one_way_and_nothing_imports_a_page():
               if m.split(".")[0] in rank and rank[n.split(".")[0]] > rank[m.split(".")[0]]]
     assert not upward, upward
     assert not [(m, n) for m, deps in GRAPH.items() for n in deps if n.startswith("pages.") or n == "app"]
-    assert not [m for m in GRAPH if m.startswith("room.") and "streamlit" in MODULES[m].read_text(encoding="utf-8")]
+    assert not [m for m in GRAPH if m.startswith("server.") and "streamlit" in MODULES[m].read_text(encoding="utf-8")]
 
 
 def test_no_shared_widget_imports_the_live_class():

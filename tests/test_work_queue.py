@@ -1,12 +1,12 @@
 """The parts that serve a process's readers, on their own: the fair queue for the one
-model (room.tickets) and the bounded caches every session shares (room.bounded)."""
+model (server.work_queue) and the bounded caches every session shares (server.lru)."""
 
 import threading
 
 import pytest
 
-from room.bounded import ByteLRU, CountLRU
-from room.tickets import TicketQueue
+from server.lru import ByteLRU, CountLRU
+from server.work_queue import TicketQueue
 
 
 def test_the_queue_serves_in_ticket_order_and_estimates_the_wait():
@@ -148,10 +148,10 @@ def test_the_wait_told_is_each_kinds_measured_rate_times_its_size(monkeypatch):
     weight 1, a new text waits only for what is left of the running sweep: 3·10 − 12 =
     18 s, a second text 18 + 1 = 19 s; the waiting sweep 18 + 1 + 1 = 20 s (the two
     texts went before it), and a handout after it 20 + 1·10 = 30 s."""
-    import room.tickets as tickets
+    import server.work_queue as work_queue
 
     now = [1000.0]
-    monkeypatch.setattr(tickets.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(work_queue.time, "monotonic", lambda: now[0])
     q = TicketQueue()
     for kind, weight, took in (("sweep", 2, 20.0), ("analysis", 1, 1.0)):
         t = q.take(kind, weight=weight)

@@ -10,11 +10,11 @@ import gc
 import streamlit as st
 
 from attn import settings
-from room.bounded import ByteLRU
-from room.tickets import TicketQueue
+from server.lru import ByteLRU
+from server.work_queue import TicketQueue
 
-from .reader import current_text, tr
-from .served_model import ensure_model, get_model, model_kind, token_budget
+from .session import current_text, tr
+from .served_model import ensure_model, get_model, model_id, token_budget
 
 
 @st.cache_resource(show_spinner=False)
@@ -30,8 +30,8 @@ def work_queue() -> TicketQueue:
     return TicketQueue()
 
 
-def in_line(kind: str, work, same=None, weight: float = 1.0):
-    """Heavy work through the process's queue (room.tickets.TicketQueue: the same work
+def in_line(job: str, work, same=None, weight: float = 1.0):
+    """Heavy work through the process's queue (server.work_queue.TicketQueue: the same work
     is done once, ``same`` saying what it makes; ``weight`` its size); while others
     come first, the reader sees their place in the line and about how long it is."""
     t = tr()
@@ -45,7 +45,7 @@ def in_line(kind: str, work, same=None, weight: float = 1.0):
                   icon=":material/hourglass_top:")
 
     try:
-        return work_queue().run(kind, work, on_wait, same=same, weight=weight)
+        return work_queue().run(job, work, on_wait, same=same, weight=weight)
     finally:
         if slot is not None:
             slot.empty()
@@ -63,23 +63,23 @@ def release_dropped() -> None:
     gc.collect()
 
 
-def get_analysis(text: str, kind: str):
+def get_analysis(text: str, model_id: str):
     """One run of the model per text, kept read-only and shared by every page and
     reader; a new text waits its turn for the model in the queue (before heavy work
     still waiting; readers pasting the same text share one run)."""
-    found = _analyses().get((kind, text))
+    found = _analyses().get((model_id, text))
     if found is not None:
         return found
-    return in_line("analysis", _analysis_work(text, kind), same=(kind, text), weight=_analysis_weight(text))
+    return in_line("analysis", _analysis_work(text, model_id), same=(model_id, text), weight=_analysis_weight(text))
 
 
-def analysis_unseen(text: str, kind: str):
+def analysis_unseen(text: str, model_id: str):
     """The same analysis, for work without a reader (a class's summaries built in the
     background): through the same queue, with no place in line to show."""
-    found = _analyses().get((kind, text))
+    found = _analyses().get((model_id, text))
     if found is not None:
         return found
-    return work_queue().run("analysis", _analysis_work(text, kind), None, same=(kind, text),
+    return work_queue().run("analysis", _analysis_work(text, model_id), None, same=(model_id, text),
                             weight=_analysis_weight(text))
 
 
@@ -88,14 +88,14 @@ def _analysis_weight(text: str) -> float:
     return min(len(text), 5 * token_budget()) / 1000 + 0.2
 
 
-def _analysis_work(text: str, kind: str):
-    cache, key = _analyses(), (kind, text)
+def _analysis_work(text: str, model_id: str):
+    cache, key = _analyses(), (model_id, text)
 
     def work():
         again = cache.get(key)  # analysed meanwhile by a reader ahead in the line
         if again is not None:
             return again
-        a = get_model(kind).analyze(text)
+        a = get_model(model_id).analyze(text)
         if cache.put(key, a):
             release_dropped()
         return a
@@ -112,7 +112,7 @@ def analysis_or_message():
         return None
     ensure_model()
     with st.spinner(t("common.analysing")):
-        a = get_analysis(text, model_kind())
+        a = get_analysis(text, model_id())
     if a.n < 3:
         st.info(t("common.too_short", n=a.n))
         return None

@@ -41,7 +41,7 @@ PATTERN = [[0.0, "#F2F2F2"], [1.0, "#0072B2"]]  # a pattern's cells: skipped (li
 FONT = "system-ui, -apple-system, 'Segoe UI', 'Noto Sans', 'Noto Sans CJK JP', 'IPAGothic', sans-serif"
 
 
-class SharedFigure(go.Figure):
+class FrozenFigure(go.Figure):
     """A figure built once and shown to every reader. Streamlit turns the figure it is
     given into a dict for each reader (``to_dict``: a deep copy, every array walked to
     encode it): a third of a warm page view on the steps with several charts. This one
@@ -51,7 +51,7 @@ class SharedFigure(go.Figure):
     _as_dict: dict | None = None
 
     @classmethod
-    def of(cls, fig: go.Figure) -> SharedFigure:
+    def of(cls, fig: go.Figure) -> FrozenFigure:
         """``fig`` itself, now shared: its dict made here, the figure not copied."""
         as_dict = fig.to_dict()
         fig.__class__ = cls
@@ -62,27 +62,27 @@ class SharedFigure(go.Figure):
         return self._as_dict
 
 
-def with_trace(fig: SharedFigure, trace: go.Scatter) -> SharedFigure:
+def with_trace(fig: FrozenFigure, trace: go.Scatter) -> FrozenFigure:
     """A shared figure and one trace more, made from its dict: the figure's own traces are
     neither copied nor validated again (≈ 0.1 ms, where ``go.Figure(fig)`` and a new
-    ``to_dict`` take ≈ 18 ms on a room chart). Like every SharedFigure it is read-only, and
+    ``to_dict`` take ≈ 18 ms on a room chart). Like every FrozenFigure it is read-only, and
     it holds its traces only as a dict: ``go.Figure(fig.to_dict())`` gives one to change."""
     base = fig.to_dict()
-    out = SharedFigure()
+    out = FrozenFigure()
     out._as_dict = {**base, "data": [*base["data"], trace.to_plotly_json()]}
     return out
 
 
-def shared(built):
+def frozen(built):
     """``built`` with each of its figures (it, or those in a list, tuple or dict) made
-    a ``SharedFigure``; anything else as it is."""
-    if isinstance(built, SharedFigure) or not isinstance(built, (go.Figure, list, tuple, dict)):
+    a ``FrozenFigure``; anything else as it is."""
+    if isinstance(built, FrozenFigure) or not isinstance(built, (go.Figure, list, tuple, dict)):
         return built
     if isinstance(built, go.Figure):
-        return SharedFigure.of(built)
+        return FrozenFigure.of(built)
     if isinstance(built, dict):
-        return {k: shared(v) for k, v in built.items()}
-    return type(built)(shared(x) for x in built)
+        return {k: frozen(v) for k, v in built.items()}
+    return type(built)(frozen(x) for x in built)
 
 
 def safe(label: str) -> str:

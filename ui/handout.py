@@ -23,7 +23,7 @@ from markdown_it import MarkdownIt
 
 from attn.costs import Shape
 
-from . import timing as live_run
+from . import live_bench
 from . import keys, measures, model_swaps, served_model, setting_table, summary, widgets
 from .classroom import votes
 from .i18n import Translator
@@ -77,7 +77,7 @@ def _figure(fig) -> str:
     return f'<div class="figure">{div}</div>'
 
 
-def build(t: Translator, a, text: str, kind: str, kept: dict, *, device: str, model: str,
+def build(t: Translator, a, text: str, model_id: str, kept: dict, *, device: str, model: str,
           when: datetime.datetime | None = None, live: tuple | None = None, sweep: tuple | None = None,
           progress: Callable[[float], None] | None = None, class_results: list | None = None) -> str:
     """The handout as one HTML document.
@@ -87,7 +87,7 @@ def build(t: Translator, a, text: str, kind: str, kept: dict, *, device: str, mo
     measured rows and sizes ``(rows, sizes)``; ``sweep``: step 6's measured swap results
     ``(results, layer, metric)``; each None when not measured."""
     when = when or datetime.datetime.now(datetime.UTC)
-    cfg = setting_table.settings_for(a, measures.setting_context(text, kind), kept)
+    cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), kept)
     text = printable(text)
     shown = text if len(text) <= TEXT_SHOWN else text[:TEXT_SHOWN] + " …"
     out = [
@@ -100,7 +100,7 @@ def build(t: Translator, a, text: str, kind: str, kept: dict, *, device: str, mo
     ]
     for i, step in enumerate(STEPS):
         extra = {"live_rows": live[0], "live_last": live[1][-1]} if step.number == 7 and live else {}
-        sm = summary.build(step.number, t, a, text, kind, cfg, **extra)
+        sm = summary.build(step.number, t, a, text, model_id, cfg, **extra)
         out.append(f'<h2>{html.escape(t("common.step_of", step=step.number, total=len(STEPS)))} · '
                    f'{html.escape(t(step.heading_key))}</h2>')
         out.append(_md(t(f"step{step.number}.lead")))
@@ -150,7 +150,7 @@ def _measured(t: Translator, step: int, live, sweep) -> list[str]:
             return ['<p class="note">' + html.escape(t("handout.live_not_run")) + "</p>"]
         rows, sizes = live
         return [f'<h3>{html.escape(t("step7.live_heading"))}</h3>',
-                *(_figure(f) for f in live_run.figures_of(t, rows, sizes, Shape()))]
+                *(_figure(f) for f in live_bench.figures_of(t, rows, sizes, Shape()))]
     if step == 6:
         if not sweep:
             return ['<p class="note">' + html.escape(t("handout.sweep_not_run")) + "</p>"]
@@ -188,25 +188,25 @@ def _build_and_offer(t: Translator) -> None:
     from attn import swap as atlas_swap
     from attn.device import pick_device
 
-    from . import analyses, reader, served_model
+    from . import analyses, served_model, session
 
-    text, kind = reader.current_text(), served_model.model_kind()
+    text, model_id = session.current_text(), served_model.model_id()
     if not text.strip():
         st.info(t("handout.need_text"))
         return
     bar = st.progress(0.0, text=t("handout.building"))
     served_model.ensure_model()
-    a = analyses.get_analysis(text, kind)
+    a = analyses.get_analysis(text, model_id)
     if a.n < 3:
         bar.empty()
         st.info(t("common.too_short", n=a.n))
         return
     # every step's settings and guesses (each widget keeps its value for the session)
     kept = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
-    cfg = setting_table.settings_for(a, measures.setting_context(text, kind), kept)
+    cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), kept)
     device = pick_device()
     sizes = bench.live_sizes(device)
-    rows = live_run.results(live_run.key(device, sizes))
+    rows = live_bench.results(live_bench.key(device, sizes))
     layer, metric = cfg["s6_swap_layer"], cfg["s6_swap_metric"]
     results = model_swaps.measured(text, atlas_swap.standard_sweep((0,), layer))
     sweep = (results, layer, metric) if model_swaps.complete(results) else None
@@ -217,7 +217,7 @@ def _build_and_offer(t: Translator) -> None:
 
     try:
         page = analyses.in_line("handout", lambda: build(
-            t, a, text, kind, kept, device=served_model.device_line(), model=served_model.model_line(t),
+            t, a, text, model_id, kept, device=served_model.device_line(), model=served_model.model_line(t),
             live=(rows, sizes) if rows else None, sweep=sweep, progress=progress, class_results=votes.results(t)))
     finally:
         bar.empty()  # a failed build leaves no bar behind

@@ -1,6 +1,6 @@
 """What the pages show, computed once per text and setting and cached
 (``st.cache_data``: small results only — the big tensors stay in the analysis,
-cached once as a resource). Each function takes the text and the model kind, so
+cached once as a resource). Each function takes the text and the model model_id, so
 that the cache key names everything the result depends on."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import streamlit as st
 import torch
 
 from attn import graph, methods, patterns, stats
-from room.bounded import CountLRU
+from server.lru import CountLRU
 
 from . import analyses, setting_table
 
 
-def _analysis(text: str, kind: str):
-    return analyses.get_analysis(text, kind)
+def _analysis(text: str, model_id: str):
+    return analyses.get_analysis(text, model_id)
 
 
 def _causal_view(g: torch.Tensor, causal: bool = True) -> np.ndarray:
@@ -30,24 +30,24 @@ def _causal_view(g: torch.Tensor, causal: bool = True) -> np.ndarray:
 
 # few: a summary (kept for every reader) draws each grid once; 4 MB each at 1,024 tokens
 @st.cache_data(max_entries=8, show_spinner=False)
-def grid(text: str, kind: str, layer: int, head) -> np.ndarray:
-    a = _analysis(text, kind)
+def grid(text: str, model_id: str, layer: int, head) -> np.ndarray:
+    a = _analysis(text, model_id)
     return _causal_view(a.grid(layer, head), a.causal)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def row(text: str, kind: str, layer: int, head, token: int) -> np.ndarray:
+def row(text: str, model_id: str, layer: int, head, token: int) -> np.ndarray:
     """One token's row of the grid: its weight on itself and every earlier token (on an
     encoder, on every token)."""
-    a = _analysis(text, kind)
+    a = _analysis(text, model_id)
     return a.grid(layer, head)[token, : token + 1 if a.causal else a.n].numpy()
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def useful(text: str, kind: str, layer: int, head, p: float) -> dict:
+def useful(text: str, model_id: str, layer: int, head, p: float) -> dict:
     """k̄, useful cells and their share of the cells the layer computes, for one head or
     (head=None) the heads of the layer, each head's own k averaged; on prefixes too."""
-    a = _analysis(text, kind)
+    a = _analysis(text, model_id)
     window = a.own_window(layer)
     weights = a.attentions[layer] if head is None else a.attentions[layer, head]  # (H, n, n) or (n, n)
     s = stats.useful_summary(weights, p, window, a.causal)
@@ -56,7 +56,7 @@ def useful(text: str, kind: str, layer: int, head, p: float) -> dict:
     return {
         "summary": {k: v for k, v in s.items() if k != "k_rows"},
         "mask_cells": int(drawn.sum()),
-        "k_all": share_trend(text, kind, p)["k_mean"],  # k(p) of every head once per text and p, shared
+        "k_all": share_trend(text, model_id, p)["k_mean"],  # k(p) of every head once per text and p, shared
         "prefixes": stats.useful_share_by_prefix(
             weights, p, stats.prefix_lengths(a.n), window, a.causal,
             prefix=lambda m: a.prefix(m)[layer] if head is None else a.prefix(m)[layer, head]),
@@ -65,10 +65,10 @@ def useful(text: str, kind: str, layer: int, head, p: float) -> dict:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def share_trend(text: str, kind: str, p: float) -> dict:
+def share_trend(text: str, model_id: str, p: float) -> dict:
     """In how many layers (and heads) the useful share falls from the first prefix step 2
     draws to the whole text (stats.share_trend)."""
-    a = _analysis(text, kind)
+    a = _analysis(text, model_id)
     first = stats.prefix_lengths(a.n)[0]
     windows = [a.own_window(layer) for layer in range(a.n_layers)]
     return stats.share_trend(a.attentions, p, first, windows, a.causal,
@@ -76,9 +76,9 @@ def share_trend(text: str, kind: str, p: float) -> dict:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def kept(text: str, kind: str, window: int, hubs: tuple) -> dict:
+def kept(text: str, model_id: str, window: int, hubs: tuple) -> dict:
     """Share of the real weight a window (+ hubs) keeps, per layer and head."""
-    a = _analysis(text, kind)
+    a = _analysis(text, model_id)
     res = stats.share_kept_by_pattern(a.attentions, window, hubs, a.causal)
     return {"per_head": res["per_head"].numpy(), "per_layer": res["per_layer"].numpy(), "mean": res["mean"]}
 
@@ -87,8 +87,8 @@ ANCHOR_DISTANCE = stats.ANCHOR_DISTANCE  # an anchor is scored by rows at least 
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def anchors(text: str, kind: str, top: int = 5) -> list[tuple[int, float]]:
-    a = _analysis(text, kind)
+def anchors(text: str, model_id: str, top: int = 5) -> list[tuple[int, float]]:
+    a = _analysis(text, model_id)
     return stats.anchors(a.attentions, top=top, causal=a.causal)
 
 
@@ -124,39 +124,39 @@ def cells(n: int, window=None, hubs=(), causal=True) -> int:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def sink_share(text: str, kind: str) -> float:
+def sink_share(text: str, model_id: str) -> float:
     """Mean weight every row after the first gives to the first token (all layers, heads)."""
-    return stats.sink_share(_analysis(text, kind).attentions)
+    return stats.sink_share(_analysis(text, model_id).attentions)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def special_share(text: str, kind: str) -> dict:
+def special_share(text: str, model_id: str) -> dict:
     """The weight the tokenizer's own tokens ([CLS], [SEP], <bos>) receive: their columns'
     share of each row, averaged over every row, layer and head (stats.share_to), per
     layer too, beside what an even spread over each row's cells would give them."""
-    a = _analysis(text, kind)
+    a = _analysis(text, model_id)
     return stats.share_to(a.attentions, a.specials, a.causal)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def top_share_view(text: str, kind: str, layer: int, head, p: float) -> np.ndarray:
+def top_share_view(text: str, model_id: str, layer: int, head, p: float) -> np.ndarray:
     """The grid with only the cells that make up share p of each row (others NaN)."""
-    a = _analysis(text, kind)
+    a = _analysis(text, model_id)
     g = a.grid(layer, head)
     return _causal_view(torch.where(stats.top_share_mask(g, p), g, torch.nan), a.causal)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def linear_orders(text: str, kind: str, layer: int, feature: str, causal: bool) -> dict:
+def linear_orders(text: str, model_id: str, layer: int, feature: str, causal: bool) -> dict:
     """Both multiplication orders of one φ on the model's own q, k, v of a layer."""
-    a = _analysis(text, kind)
+    a = _analysis(text, model_id)
     q, k, v = a.qkv(layer)
     return stats.linear_orders(q, k, v, scale=a.layer_scale(layer), feature=feature, causal=causal)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def errors(text: str, kind: str, layer: int, window: int, hubs: tuple) -> dict:
-    a = _analysis(text, kind)
+def errors(text: str, model_id: str, layer: int, window: int, hubs: tuple) -> dict:
+    a = _analysis(text, model_id)
     q, k, v = a.qkv(layer)
     return stats.output_errors(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), window=window,
                                hubs=hubs, causal=a.causal)
@@ -166,10 +166,10 @@ MAP_TOKENS = 64  # the implied maps: small multiples, their tokens named on cate
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def implied_maps(text: str, kind: str, layer: int, head: int, window: int, hubs: tuple, feature: str) -> dict:
+def implied_maps(text: str, model_id: str, layer: int, head: int, window: int, hubs: tuple, feature: str) -> dict:
     """The attention each method tagged ``maps`` implies on the first MAP_TOKENS
     tokens of one head (of the linear methods, the chosen φ only), keyed by method."""
-    a = _analysis(text, kind)
+    a = _analysis(text, model_id)
     m = min(a.n, MAP_TOKENS)
     q, k, _ = a.qkv(layer)
     q, k = q[:, head:head + 1, :m], k[:, head:head + 1, :m]
@@ -186,9 +186,9 @@ def implied_maps(text: str, kind: str, layer: int, head: int, window: int, hubs:
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def sharpness(text: str, kind: str, layer: int, window: int, hubs: tuple) -> dict:
+def sharpness(text: str, model_id: str, layer: int, window: int, hubs: tuple) -> dict:
     """Mean largest weight per row of each method, and the layer's median ‖q‖, ‖k‖."""
-    a = _analysis(text, kind)
+    a = _analysis(text, model_id)
     q, k, _ = a.qkv(layer)
     scale = a.layer_scale(layer)
     return {"peak": stats.peak_weights(q, k, scale=scale, own_window=a.own_window(layer), window=window, hubs=hubs,
@@ -197,7 +197,7 @@ def sharpness(text: str, kind: str, layer: int, window: int, hubs: tuple) -> dic
 
 
 @st.cache_resource(show_spinner=False)
-def shared_results(kind: str, entries: int) -> CountLRU:
+def finished_results(model_id: str, entries: int) -> CountLRU:
     """Finished results of one kind (step 7's live runs, the swaps' sweeps, the
     playground's timings), at most ``entries`` of them, shared by every reader of the
     process: one bounded, locked store a kind (st.cache_resource hands every session the
@@ -205,10 +205,10 @@ def shared_results(kind: str, entries: int) -> CountLRU:
     return CountLRU(entries)
 
 
-def setting_context(text: str, kind: str) -> setting_table.Context:
+def setting_context(text: str, model_id: str) -> setting_table.Context:
     """What the settings' defaults need of a text besides its sizes: its anchors, found
     once and only when a default asks for them."""
     def strongest(k: int) -> list[int]:
-        return [p for p, _ in anchors(text, kind, k)]
+        return [p for p, _ in anchors(text, model_id, k)]
 
     return setting_table.Context(strongest)

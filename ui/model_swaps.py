@@ -11,7 +11,7 @@ import streamlit as st
 from attn import methods, swap
 from attn.swap import SWAP_MAX_TOKENS, WINDOWS
 
-from room.bounded import CountLRU
+from server.lru import CountLRU
 
 from . import analyses, figures, measures, served_model, widgets
 from .i18n import Translator
@@ -54,7 +54,7 @@ def failure(t: Translator, results) -> bool:
 def _key(text: str, swaps: list[swap.Swap], budget: int) -> str:
     import hashlib
 
-    raw = repr((served_model.model_kind(), budget, swaps)) + text
+    raw = repr((served_model.model_id(), budget, swaps)) + text
     return "swap_" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
@@ -63,7 +63,7 @@ SWEEPS = 32  # finished sweeps kept per process
 
 def _store() -> CountLRU:
     """Finished sweeps by key (small: a few numbers per setting), shared by readers."""
-    return measures.shared_results("sweeps", SWEEPS)
+    return measures.finished_results("sweeps", SWEEPS)
 
 
 def measured(text: str, swaps: list[swap.Swap], budget: int | None = None) -> list | None:
@@ -159,7 +159,7 @@ def sweep_section(t: Translator, a, text: str) -> None:
 
     metric = widgets.setting(t, "s6_swap_metric", a, t("swap.pick_metric"), horizontal=True,
                              names=lambda m: t(f"swap.metric_{m}"))
-    by_window, by_map = widgets.shared("s6_swap", (_key(text, swaps, swap_budget()), metric, layer),
+    by_window, by_map = widgets.figure_once("s6_swap", (_key(text, swaps, swap_budget()), metric, layer),
                                        lambda: sweep_figures(t, res, metric, layer))
     widgets.show_figure(by_window, key="s6_swap_window")
     widgets.show_figure(by_map, key="s6_swap_linear")

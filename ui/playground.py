@@ -21,7 +21,7 @@ from attn import bench, graph, methods, patterns, stats
 from attn.costs import Shape
 from attn.device import pick_device
 from attn.composition import Composition, CompositionError
-from room.bounded import CountLRU
+from server.lru import CountLRU
 
 from . import analyses, measures, model_swaps, setting_table, widgets
 from .i18n import Translator
@@ -197,11 +197,11 @@ def _scoped(a, scope: str) -> list[int]:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def kept(text: str, kind: str, key: tuple, scope: str) -> dict:
+def kept(text: str, model_id: str, key: tuple, scope: str) -> dict:
     """Share of the model's real attention weight inside the pattern (read as the model
     reads: causal, or both ways on an encoder), per layer and overall; layers outside the
     scope keep their own pattern, so all of their weight."""
-    a = analyses.get_analysis(text, kind)
+    a = analyses.get_analysis(text, model_id)
     allowed = patterns.dense(algebra.composed_mask(a.n, _comp(key), a.causal), a.n)
     inside = _scoped(a, scope)
     per_layer = np.ones(a.n_layers)
@@ -211,9 +211,9 @@ def kept(text: str, kind: str, key: tuple, scope: str) -> dict:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def error(text: str, kind: str, key: tuple, layer: int) -> dict:
+def error(text: str, model_id: str, key: tuple, layer: int) -> dict:
     """Output error of the pattern on one layer's own q, k, v against exact softmax."""
-    a = analyses.get_analysis(text, kind)
+    a = analyses.get_analysis(text, model_id)
     q, k, v = a.qkv(layer)
     return stats.pattern_error(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), parts=_comp(key),
                                causal=a.causal)
@@ -237,17 +237,17 @@ TIMINGS = 64  # finished timings kept per process
 
 def _timings() -> CountLRU:
     """Finished timings by text, composition and layer, shared by readers."""
-    return measures.shared_results("timings", TIMINGS)
+    return measures.finished_results("timings", TIMINGS)
 
 
-def timing(text: str, kind: str, key: tuple, layer: int) -> dict | None:
-    return _timings().get((kind, text, key, layer))
+def timing(text: str, model_id: str, key: tuple, layer: int) -> dict | None:
+    return _timings().get((model_id, text, key, layer))
 
 
-def time_it(t: Translator, text: str, kind: str, key: tuple, layer: int) -> dict:
+def time_it(t: Translator, text: str, model_id: str, key: tuple, layer: int) -> dict:
     """The composed pattern against causal SDPA on the layer's own q, k, v (median of a
     few runs), through the queue."""
-    a = analyses.get_analysis(text, kind)
+    a = analyses.get_analysis(text, model_id)
     q, k, v = a.qkv(layer)
     q, k, v = (x.contiguous() for x in (q, k, v))
     pattern, full = methods.composed(), methods.exact()
@@ -265,5 +265,5 @@ def time_it(t: Translator, text: str, kind: str, key: tuple, layer: int) -> dict
 
     with st.spinner(t("playground.timing_running")):
         res = analyses.in_line("bench", work)
-    _timings()[(kind, text, key, layer)] = res
+    _timings()[(model_id, text, key, layer)] = res
     return res

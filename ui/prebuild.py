@@ -12,7 +12,7 @@ from collections import Counter, OrderedDict
 
 import streamlit as st
 
-from . import analyses, served_model, summary, timing
+from . import analyses, served_model, summary, live_bench
 
 
 PREBUILDS = 16  # class views whose summaries this process keeps track of having built
@@ -35,8 +35,8 @@ def prebuild(view: dict) -> threading.Thread | None:
     if not isinstance(text, str) or not text.strip() or not isinstance(settings, dict):
         return None
     model = view.get("model")  # the class's model, where this process offers it
-    kind = model if isinstance(model, str) and model in served_model.offered() else served_model.model_kind()
-    key = (kind, text, json.dumps(settings, sort_keys=True, default=str))
+    model_id = model if isinstance(model, str) and model in served_model.offered() else served_model.model_id()
+    key = (model_id, text, json.dumps(settings, sort_keys=True, default=str))
     book = _prebuilds()
     with book["lock"]:
         found = book["views"].get(key)
@@ -45,7 +45,7 @@ def prebuild(view: dict) -> threading.Thread | None:
             book["views"].move_to_end(key)
             if ended is None or time.time() - ended < PREBUILD_AGAIN:
                 return thread
-        thread = threading.Thread(target=_build_summaries, args=(key, text, kind, dict(settings)), daemon=True,
+        thread = threading.Thread(target=_build_summaries, args=(key, text, model_id, dict(settings)), daemon=True,
                                   name="atlas-class-summaries")
         book["views"][key] = (thread, None)
         while len(book["views"]) > PREBUILDS:
@@ -57,12 +57,12 @@ def prebuild(view: dict) -> threading.Thread | None:
 PREBUILD_FAILED: Counter = Counter()  # background builds that raised, by the exception's class
 
 
-def _build_summaries(key: tuple, text: str, kind: str, settings: dict) -> None:
+def _build_summaries(key: tuple, text: str, model_id: str, settings: dict) -> None:
     try:
-        a = analyses.analysis_unseen(text, kind)
+        a = analyses.analysis_unseen(text, model_id)
         if a.n >= 3:  # a shorter text has no steps to build (its pages say so)
-            rows, last = timing.on_this_device()  # step 7 as its page shows it, live rows included
-            summary.build_all(a, text, kind, settings, live_rows=rows, live_last=last)
+            rows, last = live_bench.on_this_device()  # step 7 as its page shows it, live rows included
+            summary.build_all(a, text, model_id, settings, live_rows=rows, live_last=last)
     except Exception as exc:  # reported, never swallowed: logged with its traceback and counted
         PREBUILD_FAILED[type(exc).__name__] += 1  # (a reader who opens the step builds it then, and sees the error)
         logging.getLogger(__name__).exception("building a class's summaries in the background")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .figures import OKABE_ITO, SharedFigure, _layout, safe, with_trace
+from .figures import OKABE_ITO, FrozenFigure, _layout, safe, with_trace
 
 RING = {"color": "rgba(0,0,0,0)", "size": 18, "line": {"color": "#000000", "width": 3}}
 
@@ -24,7 +24,7 @@ def _by_language(items: list[dict]) -> dict[str, list[dict]]:
     return out
 
 
-def ring(fig: SharedFigure, x: float, y: float, name: str) -> SharedFigure:
+def ring(fig: FrozenFigure, x: float, y: float, name: str) -> FrozenFigure:
     """A shared figure with one point more, ringed: the viewer's own text (made for each
     student at each room version, so from the figure's dict, not a copy of the figure)."""
     return with_trace(fig, go.Scatter(x=[x], y=[y], mode="markers", marker=RING, name=safe(name), hoverinfo="skip"))

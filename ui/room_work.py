@@ -1,8 +1,8 @@
 """The room's work on this process: one background thread that takes the texts a class's
-students sent (a lease in the store, room.texts.Room.claim: every replica takes its
+students sent (a lease in the store, server.texts.Room.claim: every replica takes its
 share, and takes over a text whose replica died), runs the model on each once through
 the process's work queue (a room's tier: after the readers' own texts, before heavy
-work), keeps its numbers (attn.room) and drops the analysis (it never enters the
+work), keeps its numbers (attn.room_numbers) and drops the analysis (it never enters the
 readers' analysis cache). Started the first time this process serves a class."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections import Counter
 
 import streamlit as st
 
-from attn import room as room_numbers
+from attn import room_numbers
 from attn import settings
-from room.store import StoreError
-from room.texts import Room
+from server.store import StoreError
+from server.texts import Room
 
 from . import analyses, served_model, share
 
@@ -32,10 +32,10 @@ def rooms() -> Room:
     return Room(share.store())
 
 
-def measure(claim, kind: str) -> dict:
+def measure(claim, model_id: str) -> dict:
     """The numbers of one claimed text: one run of the model on its first ROOM_TOKENS
     tokens, through the process's queue, the analysis dropped after."""
-    model = served_model.get_model(kind)
+    model = served_model.get_model(model_id)
 
     def work():
         return room_numbers.text_numbers(model.analyze(claim.text, max_tokens=room_numbers.ROOM_TOKENS))
@@ -44,13 +44,13 @@ def measure(claim, kind: str) -> dict:
     return analyses.work_queue().run("room", work, None, weight=weight)
 
 
-def work_once(room: Room, worker: str, kind: str) -> bool:
+def work_once(room: Room, worker: str, model_id: str) -> bool:
     """Take one waiting text, measure it, keep its numbers: True when one was taken."""
     claim = room.claim(worker)
     if claim is None:
         return False
     try:
-        numbers = measure(claim, kind)
+        numbers = measure(claim, model_id)
     except Exception as exc:  # said: the text shows as failed in the room, and the log has why
         FAILED[type(exc).__name__] += 1
         logging.getLogger(__name__).exception("measuring a text sent to a class's room")
@@ -68,14 +68,14 @@ def start() -> threading.Thread | None:
 @st.cache_resource(show_spinner=False)
 def _start() -> threading.Thread:
     """The process's one room worker (a daemon thread), started once."""
-    kind = served_model.model_kind()
+    model_id = served_model.model_id()
     worker = f"{secrets.token_hex(4)}-{threading.get_native_id()}"
 
     def loop():
         while True:
             try:
                 room = rooms()
-                if not (room.pending() and work_once(room, worker, kind)):
+                if not (room.pending() and work_once(room, worker, model_id)):
                     time.sleep(IDLE_WAIT)
             except StoreError:
                 time.sleep(5 * IDLE_WAIT)  # the store is away: look again later

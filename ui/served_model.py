@@ -22,7 +22,7 @@ from attn.device import device_info, pick_device
 from . import keys
 from .i18n import Translator
 from .page_run import stop_page
-from .reader import tr
+from .session import tr
 
 _convert_lock = threading.Lock()
 _log = logging.getLogger(__name__)
@@ -32,9 +32,9 @@ _budgets: dict[str, int] = {}  # each loaded model's token budget
 _imported: set[str] = set()  # folders whose model family was imported (folders.import_family)
 
 
-def is_folder(kind: str) -> bool:
+def is_folder(model_id: str) -> bool:
     """A model read from a folder (``ATLAS_MODEL=<folder>``), not a packaged one."""
-    return kind not in ("gemma", "tiny")
+    return model_id not in ("gemma", "tiny")
 
 
 def offered() -> list[str]:
@@ -47,25 +47,25 @@ def offered() -> list[str]:
     return out
 
 
-def default_kind() -> str:
+def default_model() -> str:
     """The model a reader runs until they pick another (and every background task)."""
     return offered()[0]
 
 
-def model_kind() -> str:
+def model_id() -> str:
     """The model this reader's pages run: their pick among :func:`offered`, else the
     default. Every cache is keyed by it (a folder by its absolute path). Outside a page
     run (a background thread) the default."""
     chosen = st.session_state.get(keys.MODEL) if get_script_run_ctx(suppress_warning=True) else None
-    return chosen if chosen is not None and chosen in offered() else default_kind()
+    return chosen if chosen is not None and chosen in offered() else default_model()
 
 
-def choose(kind) -> bool:
+def choose(model_id) -> bool:
     """Put a model picked elsewhere (a share link, a class) in this session; False when
     this server does not offer it (the reader's own model stays)."""
-    if not isinstance(kind, str) or kind not in offered():
+    if not isinstance(model_id, str) or model_id not in offered():
         return False
-    st.session_state[keys.MODEL] = st.session_state[keys.MODEL_CHOICE] = kind
+    st.session_state[keys.MODEL] = st.session_state[keys.MODEL_CHOICE] = model_id
     return True
 
 
@@ -85,11 +85,11 @@ def refusals() -> list[folders.ModelFolderError]:
 
 def token_budget() -> int:
     """Tokens the analysis reads at most (the model's budget on this device, once known)."""
-    return _budgets.get(model_kind()) or atlas_model.token_budget(pick_device())
+    return _budgets.get(model_id()) or atlas_model.token_budget(pick_device())
 
 
 @st.cache_resource(show_spinner=False, max_entries=2)
-def get_model(kind: str):
+def get_model(model_id: str):
     """One model per process, shared by every reader (it switches its attention only
     under its own lock and restores it). Once loaded, everything alive so far (the
     libraries, the model) is moved out of the garbage collector's sight (gc.freeze):
@@ -98,18 +98,18 @@ def get_model(kind: str):
     threads = settings.read().torch_threads
     if threads:  # a replica's share of the machine's cores (scripts/serve.sh), not every core
         torch.set_num_threads(threads)
-    if kind == "tiny":
+    if model_id == "tiny":
         model = atlas_model.tiny()
-    elif kind == "gemma":
+    elif model_id == "gemma":
         model = atlas_model.load()
     else:
         try:
-            model = folders.load_folder(kind)
+            model = folders.load_folder(model_id)
         except Exception as exc:  # anything else the folder's files make transformers or torch raise
             if isinstance(exc, folders.ModelFolderError):
                 raise
-            raise folders.ModelFolderError(kind, "broken", f"{type(exc).__name__}: {exc}") from exc
-    _budgets[kind] = model.max_tokens
+            raise folders.ModelFolderError(model_id, "broken", f"{type(exc).__name__}: {exc}") from exc
+    _budgets[model_id] = model.max_tokens
     gc.collect()
     gc.freeze()
     return model
@@ -138,27 +138,27 @@ def resolve_folder() -> None:
         _imported.update(k for k in settings.read().models if is_folder(k))
         for k in _imported:
             folders.import_family(k)
-    while is_folder(kind := model_kind()):
+    while is_folder(chosen := model_id()):
         try:
-            with st.spinner(tr()("model.loading_folder", folder=Path(kind).name)):
-                get_model(kind)
+            with st.spinner(tr()("model.loading_folder", folder=Path(chosen).name)):
+                get_model(chosen)
             return
         except folders.ModelFolderError as exc:
-            _refused[kind] = exc  # model_kind() no longer offers it: the next one is tried
+            _refused[chosen] = exc  # model_id() no longer offers it: the next one is tried
             _log.warning("model folder refused, serving another model: %s", exc)
 
 
-def model_name(t: Translator, kind: str) -> str:
+def model_name(t: Translator, model_id: str) -> str:
     """A model's short name, for the sidebar's choice."""
-    if kind == "gemma":
+    if model_id == "gemma":
         return atlas_model.MODEL_LABEL
-    if kind == "tiny":
+    if model_id == "tiny":
         return t("sidebar.tiny_model")
     try:
-        family = _described(kind)["family"]
+        family = _described(model_id)["family"]
     except (OSError, ValueError):  # offered, not yet tried, and unreadable: its sentence comes once picked
-        return Path(kind).name
-    return t("sidebar.folder_model", family=family, folder=Path(kind).name)
+        return Path(model_id).name
+    return t("sidebar.folder_model", family=family, folder=Path(model_id).name)
 
 
 def folder_notice(t: Translator) -> None:
@@ -168,7 +168,7 @@ def folder_notice(t: Translator) -> None:
         f = exc.figures
         why = t(f"model.why_{exc.reason}", parameters=t.int(f.get("parameters", 0)),
                 need=t.float(f.get("need", 0) / 2**30), have=t.float(f.get("have", 0) / 2**30))
-        st.warning(t("model.folder_refused", folder=exc.folder, why=why, model=model_name(t, default_kind())),
+        st.warning(t("model.folder_refused", folder=exc.folder, why=why, model=model_name(t, default_model())),
                    icon=":material/warning:")
 
 
@@ -177,7 +177,7 @@ def model_choice(t: Translator) -> None:
     kinds = offered()
     if len(kinds) < 2:
         return
-    st.session_state[keys.MODEL_CHOICE] = model_kind()  # a share link or a class may have set it
+    st.session_state[keys.MODEL_CHOICE] = model_id()  # a share link or a class may have set it
     st.selectbox(t("sidebar.model"), kinds, key=keys.MODEL_CHOICE, format_func=lambda k: model_name(t, k),
                  on_change=on_model_change, help=t("sidebar.model_help"))
 
@@ -187,23 +187,23 @@ def ensure_model():
     that fails to load is checked in full and converted again once (a damaged file
     whose size still looks right); a copy that cannot be rebuilt stops the page with
     one sentence saying which folder to delete."""
-    kind = model_kind()
-    if is_folder(kind):
+    chosen = model_id()
+    if is_folder(chosen):
         try:
-            return get_model(kind)
+            return get_model(chosen)
         except folders.ModelFolderError as exc:  # not yet tried this run (resolve_folder tries first)
-            _refused[kind] = exc
+            _refused[chosen] = exc
             st.rerun()  # the page again, on the model that serves instead, with the sentence
     try:
-        if kind == "gemma" and not convert.is_converted():
+        if chosen == "gemma" and not convert.is_converted():
             _converting(lambda progress: convert.is_converted() or convert.convert(progress))
         try:
-            return get_model(kind)
+            return get_model(chosen)
         except Exception:
-            if kind != "gemma":
+            if chosen != "gemma":
                 raise
             _converting(convert.repair)  # converts again when the copy is damaged
-            return get_model(kind)  # a failure now is not the copy's
+            return get_model(chosen)  # a failure now is not the copy's
     except convert.CacheDamaged as exc:
         st.error(tr()("model.damaged", path=str(exc.path)), icon=":material/error:")
         stop_page()
@@ -225,23 +225,23 @@ def _described(folder: str) -> dict:
 
 def credits(t: Translator) -> str:
     """The closing page's (and the handout's) credit line for the model this reader ran."""
-    kind = model_kind()
-    if kind == "gemma":
+    chosen = model_id()
+    if chosen == "gemma":
         return t("closing.credits")
-    return t("closing.credits_other", model=model_name(t, kind))
+    return t("closing.credits_other", model=model_name(t, chosen))
 
 
 def model_line(t: Translator) -> str:
     """The model, its quantisation and licence, in the reader's language; a folder's
     model by its family, its size and the folder's licence file."""
-    kind = model_kind()
-    if is_folder(kind):
-        d = _described(kind)
+    chosen = model_id()
+    if is_folder(chosen):
+        d = _described(chosen)
         licence = (t("sidebar.folder_licence", file=d["licence"]) if d["licence"]
                    else t("sidebar.folder_no_licence"))
-        return t("sidebar.about_folder", family=d["family"], folder=Path(kind).name,
+        return t("sidebar.about_folder", family=d["family"], folder=Path(chosen).name,
                  millions=t.float(d["parameters"] / 1e6), licence=licence)
-    name = atlas_model.MODEL_LABEL if kind == "gemma" else t("sidebar.tiny_model")
+    name = atlas_model.MODEL_LABEL if chosen == "gemma" else t("sidebar.tiny_model")
     return t("sidebar.about", model=name, quant=atlas_model.QUANT_LABEL, licence=t("sidebar.licence"))
 
 

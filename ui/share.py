@@ -1,5 +1,5 @@
 """One link for the room: ``?s=<key>`` restores language, step, presenter mode, every
-step's settings and the text, from the server-side store (:mod:`room.store`).
+step's settings and the text, from the server-side store (:mod:`server.store`).
 
 A link is checked before anything of it is used: an unknown or evicted key, a language
 or step that does not exist, a setting of the wrong kind or out of range each give a
@@ -15,9 +15,9 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from attn import settings
-from room import store as sharestore
+from server import store as sharestore
 
-from . import keys, reader, served_model, setting_table
+from . import keys, session, served_model, setting_table
 from .i18n import LANGS, Translator
 from .steps import page_of
 
@@ -29,7 +29,7 @@ STORE_WAIT = 3.0  # seconds a page run waits for the store's lock at most, befor
 
 @st.cache_resource(show_spinner=False)
 def store() -> sharestore.Backend:
-    """One store per process (SQLite or PostgreSQL: room.store.open_store); a page run
+    """One store per process (SQLite or PostgreSQL: server.store.open_store); a page run
     waits STORE_WAIT for another process's lock at most, never the store's own 30 s."""
     return sharestore.open_store(timeout=STORE_WAIT)
 
@@ -46,7 +46,7 @@ def store_notice(exc: sharestore.StoreError) -> None:
     said = st.session_state.setdefault(keys.NOTICED, set())
     if exc.reason not in said:
         said.add(exc.reason)
-        st.toast(reader.tr()(f"share.store_{exc.reason}"), icon=":material/warning:")
+        st.toast(session.tr()(f"share.store_{exc.reason}"), icon=":material/warning:")
 
 
 class Trouble:
@@ -79,8 +79,8 @@ def current_view(step_number: int) -> dict:
     never travels)."""
     values = {k: (list(v) if isinstance(v, tuple) else v) for k in setting_table.KEYS
               if (v := st.session_state.get(k)) is not None}
-    return {"text": reader.current_text(), "lang": st.session_state.get(keys.LANG, "en"), "step": step_number,
-            "presenter": reader.presenter(), "model": served_model.model_kind(),
+    return {"text": session.current_text(), "lang": st.session_state.get(keys.LANG, "en"), "step": step_number,
+            "presenter": session.presenter(), "model": served_model.model_id(),
             "settings": {k: v for k, v in values.items() if setting_table.valid(k, v)}}
 
 
@@ -96,7 +96,7 @@ def apply_link(t: Translator):
     st.session_state[keys.SHARE_APPLIED] = key
     view = None
     with store_trouble() as trouble:
-        view = store().get(key, reader=reader.reader_id())  # opened by another than its maker: kept first
+        view = store().get(key, reader=session.reader_id())  # opened by another than its maker: kept first
     if trouble:
         return None
     if store().recreated:
@@ -106,7 +106,7 @@ def apply_link(t: Translator):
         return None
     bad = False
     text = view.get("text")
-    if isinstance(text, str) and len(text) <= reader.MAX_CHARS:
+    if isinstance(text, str) and len(text) <= session.MAX_CHARS:
         st.session_state[keys.TEXT] = text
     else:
         bad = True
@@ -216,8 +216,8 @@ def share_view(t: Translator, step_number: int) -> None:
         return
     with store_trouble() as trouble:
         try:
-            key = store().put(view, address=reader.address(), maker=reader.reader_id())
-        except sharestore.Refused as exc:  # this network's links or bytes an hour (room.limits)
+            key = store().put(view, address=session.address(), maker=session.reader_id())
+        except sharestore.Refused as exc:  # this network's links or bytes an hour (server.limits)
             st.toast(t(f"share.limited_{exc.what}"), icon=":material/block:")
             return
     if trouble:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from . import analyses, boot, keys, page_run, reader, served_model, summary, widgets
+from . import analyses, boot, keys, page_run, session, served_model, summary, widgets
 from .classroom import membership, room_charts, votes
 from .i18n import Translator
 from .steps import N_STEPS, page_of
@@ -28,13 +28,13 @@ class StepPage:
     t: Translator
     a: object
     text: str
-    kind: str
+    model_id: str
     questions: st.delta_generator.DeltaGenerator
 
     def summary(self, **extra) -> summary.Summary:
         """The step's summary, built from the settings its declaration names (ui.steps:
         ``summary_from``), as its widgets now hold them."""
-        return summary.get(self.number, self.t, self.a, self.text, self.kind,
+        return summary.get(self.number, self.t, self.a, self.text, self.model_id,
                            summary.inputs(self.number, st.session_state), **extra)
 
     def ask(self, sm: summary.Summary) -> None:
@@ -68,16 +68,16 @@ def opened(step: int, needs_text: bool = True) -> StepPage:
     header (with the class's gate), then the analysis of the reader's text — or the page
     stops after saying why there is none."""
     boot.through_app()
-    t = reader.tr()
+    t = session.tr()
     step_header(t, step)
-    text, kind, a = "", "", None
+    text, model_id, a = "", "", None
     if needs_text:
-        text, kind = reader.current_text(), served_model.model_kind()
+        text, model_id = session.current_text(), served_model.model_id()
         a = analyses.analysis_or_message()
         if a is None:
             widgets.terms_footer(t, step)
             page_run.stop_page()
-    return StepPage(step, t, a, text, kind, st.container())
+    return StepPage(step, t, a, text, model_id, st.container())
 
 
 def step_header(t: Translator, step: int) -> None:
@@ -124,7 +124,7 @@ def predict(t: Translator, step: int, q: Question) -> None:
         st.markdown(f"**{t('predict.heading')}** · {q.text}")
         key = keys.guess(q.id)
         if st.session_state.get(key) is not None and st.session_state[key] not in q.options:
-            reader.forget_setting(key)  # a guess on other settings' options (or a link's): asked afresh
+            session.forget_setting(key)  # a guess on other settings' options (or a link's): asked afresh
         guess = st.radio(t("predict.pick"), q.options, index=None, horizontal=True,
                          format_func=widgets.labels(q.options, q.label), key=key, persist_state=widgets.KEEP)
         revealed = keys.revealed(q.id)

@@ -22,7 +22,7 @@ class Step:
     questions: tuple[str, ...] = ()
     summary_from: tuple[str, ...] = ()  # the settings (ui.setting_table rows) its summary is built from
     # what the room shows on it of every text of a class (ui.classroom.room_charts; "": nothing per
-    # text to show, as step 5's algebra and step 7's timing): a chart of attn.room's numbers
+    # text to show, as step 5's algebra and step 7's timing): a chart of attn.room_numbers's numbers
     room: str = ""
 
     @property

@@ -124,7 +124,7 @@ def _heatmap(t: Translator, grid, tokens, title: str, **kw):
 # --- the seven steps ---------------------------------------------------------------------
 
 
-def step1(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
+def step1(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     layer, head = cfg["s1_layer"], _head(cfg["s1_head"])
     n = a.n
     own = methods.own()  # the layer's own pattern: causal (both ways on an encoder), its window if it slides
@@ -132,7 +132,7 @@ def step1(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     cells = own.cells(n, methods.Params(window=window, causal=a.causal))
     doubled = own.cells(2 * n, methods.Params(window=window, causal=a.causal))
     ratio = doubled / cells
-    grid = measures.grid(text, kind, layer, head)
+    grid = measures.grid(text, model_id, layer, head)
     fig, factor = _heatmap(t, grid, a.tokens, t("step1.grid_title", who=head_caption(t, a, layer, head)))
     q = Question(t("predict.q1"), [2, 4, 8], ratio, lambda x: t("predict.times", x=x),
                  t("predict.times", x=t.float(ratio, 2)))
@@ -142,11 +142,11 @@ def step1(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
                    dict(layer=layer, head=head, window=window, cells=cells, doubled=doubled, factor=factor))
 
 
-def step2(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
+def step2(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     layer, head, p = cfg["s2_layer"], _head(cfg["s2_head"]), cfg["s2_p"]
-    res = measures.useful(text, kind, layer, head, p)
+    res = measures.useful(text, model_id, layer, head, p)
     s = res["summary"]
-    shown = measures.top_share_view(text, kind, layer, head, p)
+    shown = measures.top_share_view(text, model_id, layer, head, p)
     fig, factor = _heatmap(t, shown, a.tokens,
                            t("step2.grid_title", p=t.pct(p, 0), who=head_caption(t, a, layer, head)), reduce="max")
     half = max(3, round(s["cells"] / a.n / 2))  # about half of a row's cells
@@ -158,13 +158,13 @@ def step2(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     return Summary(2, params, key, fig, [q], dict(layer=layer, head=head, p=p, res=res, factor=factor))
 
 
-def step3(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
+def step3(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     layer, head, w = cfg["s3_layer"], _head(cfg["s3_head"]), cfg["s3_w"]
     rw, rl = cfg["s3_rw"], cfg["s3_rl"]
     n = a.n
-    kept = measures.kept(text, kind, w, ())
+    kept = measures.kept(text, model_id, w, ())
     cells = measures.cells(n, w, (), a.causal)
-    fig, factor = _heatmap(t, measures.grid(text, kind, layer, head), a.tokens,
+    fig, factor = _heatmap(t, measures.grid(text, model_id, layer, head), a.tokens,
                            t("step3.grid_title", w=t.int(w), who=head_caption(t, a, layer, head)))
     figures.add_band(fig, n, w, name=t("step3.band_name", w=t.int(w)), causal=a.causal)
     rn = min(n, 64)
@@ -210,11 +210,11 @@ def distance(t: Translator, res: dict) -> str:
     return t("step4.never_value") if res["farthest"] is None else t.int(res["farthest"])
 
 
-def step4(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
+def step4(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     hubs, w = tuple(sorted(cfg["s4_hubs"])), cfg["s4_w"]
     n = a.n
     cells_h = measures.cells(n, w, hubs, a.causal)
-    kept_w, kept_h = measures.kept(text, kind, w, ()), measures.kept(text, kind, w, hubs)
+    kept_w, kept_h = measures.kept(text, model_id, w, ()), measures.kept(text, model_id, w, hubs)
     hn = min(n, HOP_TOKENS)
     hop_hubs = tuple(h for h in hubs if h < hn) or (0,)
     hw = min(w, HOP_WINDOW)
@@ -236,9 +236,9 @@ def step4(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
                                                 hop_hubs=hop_hubs, hw=hw, grids=grids, hop_style=hop_style))
 
 
-def step5(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
+def step5(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     layer, feature, causal = cfg["s5_layer"], cfg["s5_feature"], cfg["s5_causal"]
-    r = measures.linear_orders(text, kind, layer, feature, causal)
+    r = measures.linear_orders(text, model_id, layer, feature, causal)
     ns = [2 ** e for e in range(8, 18)]
     series = [
         {"name": t("step5.series_grid"), "x": ns, "y": [n * (n + 1) // 2 if causal else n * n for n in ns],
@@ -263,10 +263,10 @@ def step5(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
     return Summary(5, params, key, fig, [q], dict(layer=layer, feature=feature, causal=causal, r=r))
 
 
-def step6(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
+def step6(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     layer, head, w = cfg["s6_layer"], int(cfg["s6_head"]), cfg["s6_w"]
     hubs = tuple(sorted(cfg["s6_hubs"]))
-    err = measures.errors(text, kind, layer, w, hubs)
+    err = measures.errors(text, model_id, layer, w, hubs)
     mean = err["mean"]
     shown = methods.tagged(methods.ERRORS)
     order = [m.name for m in shown]
@@ -303,18 +303,18 @@ def step6(t: Translator, a, text: str, kind: str, cfg: dict) -> Summary:
                                                 shortcuts=shortcuts))
 
 
-def step7(t: Translator, a, text: str, kind: str, cfg: dict, live_rows: list | None = None,
+def step7(t: Translator, a, text: str, model_id: str, cfg: dict, live_rows: list | None = None,
           live_last: int | None = None) -> Summary:
     """The cost model always; the live run's ratio when ``live_rows`` were measured
     (at sizes up to ``live_last``)."""
     from attn import bench
 
-    from . import timing
+    from . import live_bench
 
     s = Shape()
     ns = STEP7_SIZES
     costs = methods.operations(ns, s)
-    series = [{"name": timing.method_name(t, m, s), "x": ns, "y": costs[m], "hover": t("step7.hover_flops")}
+    series = [{"name": live_bench.method_name(t, m, s), "x": ns, "y": costs[m], "hover": t("step7.hover_flops")}
               for m in costs]
     full, window = methods.exact().name, methods.window().name
     series.append({"name": t("step7.ref_n2"), "x": ns, "y": [costs[full][0] * (n / ns[0]) ** 2 for n in ns],
@@ -331,7 +331,7 @@ def step7(t: Translator, a, text: str, kind: str, cfg: dict, live_rows: list | N
     note = (t("predict.from_live", value=t.float(live_ratio, 2), n=t.int(live_last // 2), n2=t.int(live_last))
             if live_ratio is not None else t("predict.from_model"))
     q = Question(t("predict.q7"), [1, 2, 4], ratio, lambda x: t.int(x), t.float(ratio, 2), note, source="model")
-    key = [(t("step7.metric_model_ratio", m=timing.method_name(t, m, s)), t.float(costs[m][-1] / costs[m][-2], 2))
+    key = [(t("step7.metric_model_ratio", m=live_bench.method_name(t, m, s)), t.float(costs[m][-1] / costs[m][-2], 2))
            for m in costs]
     params = [("w", t.int(s.window)), ("g", t.int(s.hubs)), ("d", t.int(s.d)), ("h", t.int(s.heads))]
     return Summary(7, params, key, fig, [q], dict(shape=s, ns=ns, costs=costs, live_ratio=live_ratio))
@@ -340,10 +340,10 @@ def step7(t: Translator, a, text: str, kind: str, cfg: dict, live_rows: list | N
 STEP_SUMMARIES = {1: step1, 2: step2, 3: step3, 4: step4, 5: step5, 6: step6, 7: step7}
 
 
-def build(step: int, t: Translator, a, text: str, kind: str, cfg: dict, **extra) -> Summary:
+def build(step: int, t: Translator, a, text: str, model_id: str, cfg: dict, **extra) -> Summary:
     """A step's summary, built here (uncached: ``get`` shares one), its questions named by
     the ids the step declares — as many as it declares, or a ValueError."""
-    made = STEP_SUMMARIES[step](t, a, text, kind, cfg, **extra)
+    made = STEP_SUMMARIES[step](t, a, text, model_id, cfg, **extra)
     ids = page_of(step).questions
     if len(ids) != len(made.questions):
         raise ValueError(f"step {step} declares {len(ids)} questions and its summary asks {len(made.questions)}")
@@ -379,15 +379,15 @@ BUILT: Counter = Counter()  # summaries built by this process, by step (the cach
 
 
 @st.cache_resource(max_entries=SUMMARIES, show_spinner=False)
-def _shared(step: int, lang: str, text: str, kind: str, cfg: tuple, live: tuple, _a, _live_rows):
+def _cached_summary(step: int, lang: str, text: str, model_id: str, cfg: tuple, live: tuple, _a, _live_rows):
     BUILT[step] += 1
     extra = {"live_rows": _live_rows, "live_last": live[0]} if step == 7 and _live_rows else {}
-    made = build(step, Translator(lang), _a, text, kind, dict(cfg), **extra)
-    made.figure, made.measured = figures.shared(made.figure), figures.shared(made.measured)
+    made = build(step, Translator(lang), _a, text, model_id, dict(cfg), **extra)
+    made.figure, made.measured = figures.frozen(made.figure), figures.frozen(made.measured)
     return made
 
 
-def get(step: int, t: Translator, a, text: str, kind: str, cfg: dict, live_rows: list | None = None,
+def get(step: int, t: Translator, a, text: str, model_id: str, cfg: dict, live_rows: list | None = None,
         live_last: int | None = None) -> Summary:
     """A step's summary, built once per text, language and settings and shared by every
     reader (read-only: a page that changes a figure copies it first)."""
@@ -395,7 +395,7 @@ def get(step: int, t: Translator, a, text: str, kind: str, cfg: dict, live_rows:
         raise ValueError(f"step {step}'s summary is built from {page_of(step).summary_from}, given {tuple(cfg)}")
     live = (live_last, tuple(r.seconds for r in live_rows)) if live_rows else ()
     cfg = {k: (v if v is not None else AVERAGE) if k.endswith("_head") else v for k, v in cfg.items()}
-    return _shared(step, t.lang, text, kind, _frozen(cfg), live, a, live_rows)
+    return _cached_summary(step, t.lang, text, model_id, _frozen(cfg), live, a, live_rows)
 
 
 def inputs(step: int, cfg: dict) -> dict:
@@ -404,15 +404,15 @@ def inputs(step: int, cfg: dict) -> dict:
     return {k: cfg[k] for k in page_of(step).summary_from}
 
 
-def build_all(a, text: str, kind: str, settings: dict, langs=LANGS, stop=lambda: False, live_rows=None,
+def build_all(a, text: str, model_id: str, settings: dict, langs=LANGS, stop=lambda: False, live_rows=None,
               live_last: int | None = None) -> int:
     """Every step's summary for this text and these settings (each page's defaults where
     a setting is not given or does not fit), in every language, into the cache the pages
     read — with no reader's session: the language is given. Step 7's is built on the
-    live rows its page would show (``live_rows``, ``live_last``: ui.timing.on_this_device).
+    live rows its page would show (``live_rows``, ``live_last``: ui.live_bench.on_this_device).
     Returns how many were built here (0 when all were built already); ``stop()`` true
     ends it early."""
-    cfg = setting_table.settings_for(a, measures.setting_context(text, kind), settings or {})
+    cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), settings or {})
     made = 0
     for step in STEP_SUMMARIES:
         for lang in langs:
@@ -422,6 +422,6 @@ def build_all(a, text: str, kind: str, settings: dict, langs=LANGS, stop=lambda:
             if step == 7:
                 get(7, Translator(lang), None, "", "", {}, live_rows=live_rows, live_last=live_last)
             else:
-                get(step, Translator(lang), a, text, kind, inputs(step, cfg))
+                get(step, Translator(lang), a, text, model_id, inputs(step, cfg))
             made += BUILT[step] - before
     return made

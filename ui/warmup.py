@@ -12,7 +12,7 @@ from attn import backend, settings
 from attn.device import compute_dtype, pick_device
 
 from .page_run import idle_for
-from .served_model import get_model, model_kind
+from .served_model import get_model, model_id
 
 IDLE_BEFORE_COMPILE = 5.0  # seconds without a page run before FlexAttention compiles
 
@@ -33,7 +33,7 @@ def _flex_warmup():
     (docs/performance.md), so nothing more is compiled there."""
     device = pick_device()
     dtype = compute_dtype(device)
-    kind = model_kind()
+    chosen = model_id()
 
     def wait_then_compile():
         while idle_for() < IDLE_BEFORE_COMPILE:
@@ -41,7 +41,7 @@ def _flex_warmup():
         warm = [{"q_shape": (1, 4, 1024, 64), "dtype": dtype, "device": device, "causal": True, "hubs": hubs}
                 for hubs in (False, True)]
         if device.type == "cuda":  # the playground's one kernel for every composition, on the model's heads
-            model = get_model(kind)  # loaded by then (the first page needed it): found in the cache
+            model = get_model(chosen)  # loaded by then (the first page needed it): found in the cache
             warm.append({"q_shape": (1, model.n_heads, 1024, model.head_dim), "dtype": torch.float32,
                          "device": device, "kind": "pattern"})
         backend.start_warmup(warm)

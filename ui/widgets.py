@@ -11,7 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from . import figures, keys, measures, reader, served_model, setting_table
+from . import figures, keys, measures, session, served_model, setting_table
 from .i18n import ROOT, Translator
 from .steps import N_STEPS, PAGES
 from .setting_table import AVERAGE
@@ -26,18 +26,18 @@ def step_nav(t: Translator, number: int) -> None:
     prev = PAGES[i - 1] if i > 0 else None
     nxt = PAGES[i + 1] if i + 1 < len(PAGES) else None
     # presenter mode's larger type needs wider buttons ("Próximo" and its PageDown key were cut)
-    c1, c2, c3 = st.columns([3, 2, 3] if reader.presenter() else [1, 2, 1], vertical_alignment="center")
-    go = None
+    c1, c2, c3 = st.columns([3, 2, 3] if session.presenter() else [1, 2, 1], vertical_alignment="center")
+    target = None
     if c1.button(t("nav.prev"), key="nav_prev", shortcut="PageUp", disabled=prev is None, width="stretch",
                  icon=":material/arrow_back:", help=t("nav.keys_help")):
-        go = prev
+        target = prev
     if PAGES[i].is_step:
         c2.markdown(t("nav.position", step=number, total=N_STEPS), text_alignment="center")
     if c3.button(t("nav.next"), key="nav_next", shortcut="PageDown", disabled=nxt is None, width="stretch",
                  icon=":material/arrow_forward:", icon_position="right", help=t("nav.keys_help")):
-        go = nxt
-    if go is not None:
-        st.switch_page(go.path, query_params=dict(st.query_params))
+        target = nxt
+    if target is not None:
+        st.switch_page(target.path, query_params=dict(st.query_params))
 
 
 # --- glossary terms, linked where a page first uses them -------------------------------
@@ -166,7 +166,7 @@ def option_names(t: Translator, row: setting_table.Setting, a, options, names) -
 def place(key: str, a, ctx: setting_table.Context | None = None) -> None:
     """Before drawing key's widget: its value in session state, put there by the app —
     the kept one when its widget takes it on this text, else its row's default (a value
-    that came with a link and is dropped is said, ``reader.forget_setting``). Through
+    that came with a link and is dropped is said, ``session.forget_setting``). Through
     session state, so the browser is sent it: a widget left to its own default keeps
     whatever the browser last held, and a token picker's browser holds the last text's
     names, which match nothing here and come back as a stale label on the next click."""
@@ -174,9 +174,9 @@ def place(key: str, a, ctx: setting_table.Context | None = None) -> None:
         if setting_table.row(key).tokens:
             relabel(key, a)
         return
-    reader.forget_setting(key)
+    session.forget_setting(key)
     if ctx is None:
-        ctx = measures.setting_context(reader.current_text(), served_model.model_kind())
+        ctx = measures.setting_context(session.current_text(), served_model.model_id())
     st.session_state[key] = setting_table.default(key, a, ctx)
     if setting_table.row(key).tokens:
         st.session_state.setdefault(keys.LABELLED, {})[key] = hash(tuple(a.tokens))
@@ -225,7 +225,7 @@ def layer_head_picker(t: Translator, a, key: str):
     """In the sidebar: which layer and head this page shows (``{key}_layer`` and
     ``{key}_head``, rows of ui.setting_table). Returns (layer, head); head is None for
     the average over heads."""
-    folded = reader.presenter()  # on a projector the pickers fold away with the other controls
+    folded = session.presenter()  # on a projector the pickers fold away with the other controls
     with st.sidebar.expander(t("common.shown")) if folded else st.sidebar:
         if not folded:
             st.markdown(f"**{t('common.shown')}**")
@@ -278,8 +278,8 @@ def downsample_note(t: Translator, factor: int, n: int) -> None:
 def show_figure(fig, key: str | None = None) -> None:
     """A figure with the chart's own camera button (a print-friendly PNG named after the
     chart and language). Figures are shared between readers: presenter mode styles a copy."""
-    if reader.presenter():  # readable from the back of a room: chart text scaled with the page's
-        fig = go.Figure(fig.to_dict() if isinstance(fig, figures.SharedFigure) else fig)  # a room chart: a dict only
+    if session.presenter():  # readable from the back of a room: chart text scaled with the page's
+        fig = go.Figure(fig.to_dict() if isinstance(fig, figures.FrozenFigure) else fig)  # a room chart: a dict only
         fig.update_layout(font={"size": 18}, title_font={"size": 24})
         fig.update_xaxes(tickfont={"size": 16}, title_font={"size": 18})  # the token axes set their own 10 px
         fig.update_yaxes(tickfont={"size": 16}, title_font={"size": 18})
@@ -293,24 +293,24 @@ FIGURES = 256  # figures kept for every reader, besides the steps' summaries
 
 @st.cache_resource(max_entries=FIGURES, show_spinner=False)
 def _built(key: str, deps: tuple, _build):
-    return figures.shared(_build())
+    return figures.frozen(_build())
 
 
-def shared(key: str, deps: tuple, build):
+def figure_once(key: str, deps: tuple, build):
     """What ``build()`` makes (a figure, or several), built once per ``deps`` (everything
     it depends on: the text, the settings...) and language, and shared by every reader."""
     return _built(key, (st.session_state.get(keys.LANG, "en"),) + tuple(deps), build)
 
 
 def chart(key: str, deps: tuple, build) -> None:
-    """Show a shared figure (see ``shared``)."""
-    show_figure(shared(key, deps, build), key=key)
+    """Show a shared figure (see ``figure_once``)."""
+    show_figure(figure_once(key, deps, build), key=key)
 
 
 def data_table(rows) -> None:
     """A table of numbers: scrollable and sortable on a screen; in presenter mode a static
     table whose type grows with the page's (an interactive grid draws its own small type)."""
-    if reader.presenter():
+    if session.presenter():
         st.table(rows, hide_index=True)
     else:
         st.dataframe(rows, hide_index=True, width="stretch")

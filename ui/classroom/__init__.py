@@ -2,4 +2,4 @@
 versions a poll reads), ``membership`` (joining, leaving, following, a session's seat),
 ``teacher`` (starting, moving, ending, the join slide), ``votes`` (a question's vote),
 ``polling`` (the one-second tick), ``panel`` (the sidebar's class panel). The class
-itself lives in the store (room.classes); nothing here does tensor math."""
+itself lives in the store (server.classes); nothing here does tensor math."""

@@ -10,10 +10,10 @@ import time
 
 import streamlit as st
 
-from room import classes as room_classes
-from room import codes
+from server import classes as live_classes
+from server import codes
 
-from .. import keys, prebuild, reader, served_model, share
+from .. import keys, prebuild, session, served_model, share
 from ..i18n import Translator
 from ..steps import page_of
 from .handle import Unreadable, classes, forget, guesses, read
@@ -72,7 +72,7 @@ def _apply(view: dict) -> None:
     """A class's model, text and settings in this session (as a share link's are)."""
     served_model.choose(view.get("model"))  # the teacher's model, where this server offers it
     text = view.get("text")
-    if isinstance(text, str) and len(text) <= reader.MAX_CHARS:
+    if isinstance(text, str) and len(text) <= session.MAX_CHARS:
         st.session_state[keys.TEXT] = text
     share.apply_settings(view.get("settings"))
 
@@ -111,11 +111,11 @@ def attach(t: Translator):
 
 
 REFUSED = {  # why a join was refused → what the reader is told (a newcomer to a full class hears
-    room_classes.UNKNOWN: ("class.unknown", ":material/link_off:"),  # what an unknown code says)
-    room_classes.FULL: ("class.unknown", ":material/link_off:"),
-    room_classes.NO_SEAT: ("class.full", ":material/group_off:"),
-    room_classes.DOOR: ("class.door_closed", ":material/door_front:"),
-    room_classes.BUSY: ("class.busy", ":material/hourglass_top:"),
+    live_classes.UNKNOWN: ("class.unknown", ":material/link_off:"),  # what an unknown code says)
+    live_classes.FULL: ("class.unknown", ":material/link_off:"),
+    live_classes.NO_SEAT: ("class.full", ":material/group_off:"),
+    live_classes.DOOR: ("class.door_closed", ":material/door_front:"),
+    live_classes.BUSY: ("class.busy", ":material/hourglass_top:"),
 }
 
 
@@ -126,21 +126,21 @@ def join(t: Translator, code: str, student: str | None = None):
     room = classes()
     if room is None:
         return None
-    address = reader.address()
+    address = session.address()
     if not guesses().allowed(address):
         st.toast(t("class.slow_down"), icon=":material/hourglass_top:")
         return None
-    student = student if room_classes.is_student(student) else room_classes.new_student()
+    student = student if live_classes.is_student(student) else live_classes.new_student()
     found, said = None, None
     with share.store_trouble() as trouble:
         said = room.join(code, student, address=address)
-        found = room.read(code, student) if said == room_classes.IN else None
+        found = room.read(code, student) if said == live_classes.IN else None
     if trouble:
         return None
-    if said in (room_classes.UNKNOWN, room_classes.FULL):
+    if said in (live_classes.UNKNOWN, live_classes.FULL):
         guesses().missed(address)
     if found is None:
-        key, icon = REFUSED.get(said, REFUSED[room_classes.UNKNOWN])
+        key, icon = REFUSED.get(said, REFUSED[live_classes.UNKNOWN])
         st.toast(t(key), icon=icon)
         return None
     st.session_state.pop(keys.HOST, None)
@@ -150,14 +150,14 @@ def join(t: Translator, code: str, student: str | None = None):
                  t("class.joined", code=codes.spaced(code)), ":material/group:")
 
 
-def _seat(found: room_classes.ClassState, seat: dict, notice: str, icon: str):
+def _seat(found: live_classes.ClassState, seat: dict, notice: str, icon: str):
     """This session in class ``found`` (as ``seat`` says: a student or its teacher): the
     class's text and settings in place, a notice for the class's page, and that page."""
     st.session_state.update({keys.CLASS: found.code, keys.SEEN: found.version, **seat})
     forget()
     _apply(found.view)
     prebuild.prebuild(found.view)
-    reader.notice_later(notice, icon)  # said on the class's page, after the switch there
+    session.notice_later(notice, icon)  # said on the class's page, after the switch there
     return page_of(found.step)
 
 
@@ -168,7 +168,7 @@ def resume(t: Translator, code: str, key: str):
     room = classes()
     if room is None:
         return None
-    address = reader.address()
+    address = session.address()
     if not guesses().allowed(address):
         st.toast(t("class.slow_down"), icon=":material/hourglass_top:")
         return None

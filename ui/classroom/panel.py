@@ -7,9 +7,9 @@ from __future__ import annotations
 import streamlit as st
 
 from attn import settings
-from room import codes
+from server import codes
 
-from .. import keys, reader
+from .. import keys, session
 from ..i18n import Translator
 from . import room
 from .membership import back, explore, is_teacher, join, member, resume
@@ -36,7 +36,7 @@ def sidebar(t: Translator, step: int) -> None:
                     page = join(t, found)
                     if page is not None:
                         st.switch_page(page.path, query_params=dict(st.query_params))
-            if not reader.presenter():  # the key is typed where the room cannot see it
+            if not session.presenter():  # the key is typed where the room cannot see it
                 take_back(t)
             return
         st.markdown(t("class.code", code=codes.spaced(code)))
@@ -44,7 +44,7 @@ def sidebar(t: Translator, step: int) -> None:
             poll(step)  # the students present, counted live
             if st.button(t("class.show_slide"), key="class_slide", width="stretch", icon=":material/qr_code_2:"):
                 join_slide(code, t)
-            if not reader.presenter():  # never on a projector: the link holds the host key
+            if not session.presenter():  # never on a projector: the link holds the host key
                 with st.popover(t("class.resume_heading"), icon=":material/key:", width="stretch"):
                     st.caption(t("class.resume_help"))
                     st.code(resume_url(code), language=None)

@@ -1,5 +1,5 @@
 """A class member's poll: a small fragment that ticks every second in the sidebar's
-class panel. What a tick does is decided by room.follow.decide, a pure function: a
+class panel. What a tick does is decided by server.follow.decide, a pure function: a
 following student moves with the teacher and redraws when what they follow changed
 (the step, the text and settings, a vote's state: the class's ``version``); an answer
 or a new student (the ``tally``) never redraws a student's page. The teacher's count of
@@ -14,10 +14,10 @@ import time
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from room import follow
-from room.store import StoreError
+from server import follow
+from server.store import StoreError
 
-from .. import keys, page_run, prebuild, reader
+from .. import keys, page_run, prebuild, session
 from ..steps import page_of
 from .handle import classes, forget, versions
 from .membership import _apply, farewell, is_teacher, member
@@ -50,7 +50,7 @@ def _tick(code: str, step: int) -> None:
         room = classes()
         try:
             if room is not None:
-                room.join(code, st.session_state.get(keys.STUDENT, ""), now, address=reader.address())
+                room.join(code, st.session_state.get(keys.STUDENT, ""), now, address=session.address())
         except StoreError:
             pass  # presence is a count on the teacher's screen: the next tick tries again
     if action != follow.GONE and (_send_pending(code) or st.session_state.pop(keys.UNREAD, False)):
@@ -58,9 +58,9 @@ def _tick(code: str, step: int) -> None:
         _redraw()
         return
     if action == follow.GONE:
-        said, icon = farewell(reader.tr())
+        said, icon = farewell(session.tr())
         if _alone():  # said after the rerun that takes the class away
-            reader.notice_later(said, icon)
+            session.notice_later(said, icon)
             st.rerun(scope="app")
         st.toast(said, icon=icon)
         return
@@ -90,7 +90,7 @@ def _send_pending(code: str) -> bool:
     said = classes().answer(code, pending["vote"], st.session_state.get(keys.STUDENT, ""), pending["choice"])
     st.session_state.pop(keys.PENDING, None)
     if said in ("closed", "full"):
-        reader.notice_later(reader.tr()(f"vote.lost_{said}"), ":material/block:")
+        session.notice_later(session.tr()(f"vote.lost_{said}"), ":material/block:")
     return True
 
 
@@ -124,4 +124,4 @@ def poll(step: int) -> None:
     tick(step)
     code = member()
     if code is not None and is_teacher():
-        pulse_panel(reader.tr(), code)
+        pulse_panel(session.tr(), code)

@@ -11,13 +11,13 @@ import secrets
 
 import streamlit as st
 
-from attn import room as room_numbers
-from room import exports
-from room import texts as room_texts
-from room.class_reads import ClassState
-from room.store import StoreError
+from attn import room_numbers
+from server import exports
+from server import texts as room_texts
+from server.class_reads import ClassState
+from server.store import StoreError
 
-from .. import keys, reader, room_work, share, widgets
+from .. import keys, session, room_work, share, widgets
 from ..i18n import LANGS, Translator
 from .handle import classes, forget, versions
 from .membership import current, is_teacher, member
@@ -71,11 +71,11 @@ def student_panel(t: Translator, code: str) -> None:
 def send(code: str, owner: str) -> None:
     """on_click of the room's Send: the text from the form, for the room (not the page's
     text: the student's screen still follows the class)."""
-    t = reader.tr()
+    t = session.tr()
     said = None
     with share.store_trouble():
         said = room_work.rooms().send(code, owner, st.session_state.get("room_text", ""),
-                                      st.session_state.get("room_lang", t.lang), address=reader.address())
+                                      st.session_state.get("room_lang", t.lang), address=session.address())
         room_work.start()  # this process measures texts too (every replica that serves a class does)
     if said == "taken":
         st.session_state["room_text"] = ""
@@ -89,7 +89,7 @@ def withdraw(code: str, owner: str) -> None:
     """on_click of Withdraw (a student's own text) or of Remove (the teacher's, any text)."""
     with share.store_trouble():
         room_work.rooms().withdraw(code, owner)
-        st.toast(reader.tr()("room.withdrawn"), icon=":material/delete:")
+        st.toast(session.tr()("room.withdrawn"), icon=":material/delete:")
     forget()
 
 
@@ -121,7 +121,7 @@ def teacher_panel(t: Translator, code: str) -> None:
         st.session_state["room_shown"] = shown
         st.toggle(t("room.show"), key="room_shown", on_change=show, args=(code,), help=t("room.show_help"))
         counts(t, texts)
-        if not reader.presenter():  # the texts' first words are for her eyes, never the projector's
+        if not session.presenter():  # the texts' first words are for her eyes, never the projector's
             for x in texts:
                 c1, c2 = st.columns([5, 1], vertical_alignment="center")
                 c1.caption(t("room.item", language=lang_label(t, x.lang), preview=widgets.literal(x.preview),

@@ -13,9 +13,9 @@ import math
 import streamlit as st
 
 from attn import methods, patterns
-from attn import room as room_numbers
+from attn import room_numbers
 
-from .. import keys, reader, room_figures, widgets
+from .. import keys, session, room_figures, widgets
 from ..i18n import Translator
 from ..steps import page_of
 from .handle import Unreadable
@@ -42,7 +42,7 @@ def section(t: Translator, step: int, **settings) -> None:
 
 @st.fragment(run_every=ROOM_REFRESH)
 def live(step: int, settings: tuple) -> None:
-    t, code = reader.tr(), member()
+    t, code = session.tr(), member()
     if code is None:
         return
     now = room_now(code)
@@ -56,7 +56,7 @@ def live(step: int, settings: tuple) -> None:
         st.info(t("room.none_yet"), icon=":material/hourglass_top:")
         return
     cfg = dict(settings)
-    built = widgets.shared(f"room_s{step}", (code, version, settings),
+    built = widgets.figure_once(f"room_s{step}", (code, version, settings),
                            lambda: BUILDERS[page_of(step).room](t, done, cfg))
     fig, where, said = built
     me = st.session_state.get(keys.STUDENT)
@@ -223,7 +223,7 @@ def closing(t: Translator) -> None:
 
 @st.fragment(run_every=ROOM_REFRESH)
 def verdict_table() -> None:
-    t, code = reader.tr(), member()
+    t, code = session.tr(), member()
     now = room_now(code) if code else None
     done = [x for x in (now[1] if now else []) if x.state == "done" and x.numbers]
     if not done:

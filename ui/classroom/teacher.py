@@ -8,11 +8,11 @@ import time
 
 import streamlit as st
 
-from room import classes as room_classes
-from room import codes, follow
-from room.store import Refused, StoreError
+from server import classes as live_classes
+from server import codes, follow
+from server.store import Refused, StoreError
 
-from .. import keys, prebuild, reader, share
+from .. import keys, prebuild, session, share
 from ..i18n import Translator
 from . import room
 from .handle import Unreadable, classes, forget
@@ -38,10 +38,10 @@ def start(step: int) -> None:
     view = class_view(step)
     with share.store_trouble() as trouble:
         try:
-            code, key = room.create(view, step, address=reader.address(),
+            code, key = room.create(view, step, address=session.address(),
                                     passphrase=st.session_state.get(START_KEY))
         except Refused as exc:
-            st.toast(reader.tr()(REFUSED_START[exc.what]), icon=":material/block:")
+            st.toast(session.tr()(REFUSED_START[exc.what]), icon=":material/block:")
             return
         share.keep_applied()  # the link she opened to start it (if any) outlives the links nobody opened
     if trouble:
@@ -61,13 +61,13 @@ def end() -> None:
     with share.store_trouble() as trouble:
         try:
             room.end(code, st.session_state.get(keys.HOST))
-        except room_classes.NotHost:
+        except live_classes.NotHost:
             pass  # ended already (or expired): her session leaves it too
     if trouble:
         return
     leave()
     forget()
-    st.toast(reader.tr()("class.ended"), icon=":material/logout:")
+    st.toast(session.tr()("class.ended"), icon=":material/logout:")
 
 
 def set_door(open_: bool) -> None:
@@ -78,8 +78,8 @@ def set_door(open_: bool) -> None:
     with share.store_trouble():
         try:
             room.set_door(code, st.session_state.get(keys.HOST), open_)
-        except room_classes.NotHost:
-            st.toast(reader.tr()("class.not_host"), icon=":material/key_off:")
+        except live_classes.NotHost:
+            st.toast(session.tr()("class.not_host"), icon=":material/key_off:")
     forget()
 
 
@@ -91,7 +91,7 @@ def teacher_sync(step: int) -> None:
     found = current()
     if code is None or isinstance(found, Unreadable):
         return  # said once already, by the run's read
-    t = reader.tr()
+    t = session.tr()
     if found is None:  # ended (or expired) elsewhere, or its store lost it
         gone(t)
         return
@@ -105,7 +105,7 @@ def teacher_sync(step: int) -> None:
             forget()
             if view != found.view:
                 prebuild.prebuild(view)
-        except room_classes.NotHost:
+        except live_classes.NotHost:
             leave()
             st.toast(t("class.not_host"), icon=":material/key_off:")
 
@@ -145,12 +145,12 @@ def join_slide(code: str, t: Translator) -> None:
 @st.fragment(run_every=2.0)
 def slide_count(code: str) -> None:
     """The join slide's count of the students present, updating while it is shown."""
-    t = reader.tr()
+    t = session.tr()
     now = pulse(code)
     st.markdown(f"### {t('class.present', n=t.int(now.present if now else 0))}")
 
 
-def pulse(code: str) -> room_classes.Pulse | None:
+def pulse(code: str) -> live_classes.Pulse | None:
     """The room now, for the teacher's panel (None: not readable just now, or ended):
     students present (seen in the last three presence writes), new in the last minute,
     the open vote's answers and how many came from students seen in the last minute."""

@@ -2,32 +2,32 @@
 teacher), one answer each (a student), the panel that draws them, the room's results
 and whether a student's answers are locked while a vote is open. The teacher's count of
 answers redraws in a fragment of its own, from the class's ``tally`` (an answer never
-redraws a following student's page). The SQL is room.classes'."""
+redraws a following student's page). The SQL is server.classes'."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from room import classes as room_classes
+from server import classes as live_classes
 
-from .. import analyses, figures, keys, measures, reader, served_model, setting_table, share, steps, summary
+from .. import analyses, figures, keys, measures, session, served_model, setting_table, share, steps, summary
 from ..i18n import LANGS, Translator
 from .handle import Unreadable, classes, forget
 from .membership import current, gone, is_teacher, member
 from .teacher import pulse
 
 
-def question_copy(step: int, qid: str, a, text: str, kind: str) -> dict:
+def question_copy(step: int, qid: str, a, text: str, model_id: str) -> dict:
     """What a vote keeps of a step's question ``qid``, made when the teacher opens it: the
     option values, the measured answer's option, and the question's words in every
     language (each student reads it in their own), so that later changes to the page
     or its settings leave the vote as it was asked."""
     given = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
     # step 7 needs no text
-    cfg = setting_table.settings_for(a, measures.setting_context(text, kind), given) if a is not None else {}
+    cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), given) if a is not None else {}
     out = {"text": {}, "labels": {}, "value_text": {}}
     for lang in LANGS:
-        sm = summary.get(step, Translator(lang), a, text, kind, summary.inputs(step, cfg))
+        sm = summary.get(step, Translator(lang), a, text, model_id, summary.inputs(step, cfg))
         q = summary.question(sm, qid)
         out["text"][lang], out["value_text"][lang] = q.text, q.value_text
         out["labels"][lang] = [q.label(o) for o in q.options]
@@ -43,11 +43,11 @@ def _words(question: dict, part: str, lang: str):
 def open_first_vote(step: int, qid: str) -> None:
     """on_click of "Open the vote": the step's question ``qid`` on the class's text and
     settings, copied in every language (its arguments stay small: never the analysis)."""
-    text, kind = reader.current_text(), served_model.model_kind()
-    a = analyses.get_analysis(text, kind) if step != 7 and text.strip() else None
+    text, model_id = session.current_text(), served_model.model_id()
+    a = analyses.get_analysis(text, model_id) if step != 7 and text.strip() else None
     if a is None and step != 7:
         return
-    open_vote(step, qid, question_copy(step, qid, a, text, kind))
+    open_vote(step, qid, question_copy(step, qid, a, text, model_id))
 
 
 def open_vote(step: int, qid: str, question: dict) -> None:
@@ -64,7 +64,7 @@ def reveal_vote(vote: int) -> None:
 
 def _host_action(action) -> None:
     """on_click of a teacher's vote button: the change, or a notice saying why not."""
-    room, code, t = classes(), member(), reader.tr()
+    room, code, t = classes(), member(), session.tr()
     if room is None or code is None:
         return
     with share.store_trouble():
@@ -73,7 +73,7 @@ def _host_action(action) -> None:
             found = room.versions(code)  # her own change: her poll need not redraw it again
             if found is not None:
                 st.session_state[keys.SEEN] = found[0]
-        except room_classes.NotHost:
+        except live_classes.NotHost:
             st.toast(t("class.not_host"), icon=":material/key_off:")
     forget()
 
@@ -109,7 +109,7 @@ def results(t: Translator) -> list[tuple[str, str, str]]:
     once the question's answer was revealed — never before (a share right would give the
     right option away), "—" for none yet. Empty outside a class of hers, or when the class cannot be read."""
     found = current() if is_teacher() else None
-    if not isinstance(found, room_classes.ClassState):
+    if not isinstance(found, live_classes.ClassState):
         return []
     rows = []
     asked = {v.qid for v in found.votes}
@@ -165,7 +165,7 @@ def vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
 
 def _vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
     room, found = classes(), current()
-    if room is None or not isinstance(found, room_classes.ClassState):
+    if room is None or not isinstance(found, live_classes.ClassState):
         return
     votes = [v for v in found.votes if v.qid == qid]
     vote = votes[-1] if votes else None
@@ -214,7 +214,7 @@ def held_note(t: Translator) -> str:
     """What the teacher reads under a vote whose answer is not revealed yet: every screen,
     hers too, holds the step's numbers until she reveals — on a projector (presenter mode),
     what the class reads instead."""
-    return t("vote.page_waits") if reader.presenter() else t("vote.held_teacher")
+    return t("vote.page_waits") if session.presenter() else t("vote.held_teacher")
 
 
 def _open_panel(t: Translator, room, found, vote, labels: list[str], teacher: bool) -> None:
@@ -258,7 +258,7 @@ def send_answer(code: str, vote: int) -> None:
     if trouble:  # not lost: kept here and sent again by the poll
         st.session_state[keys.PENDING] = {"code": code, "vote": vote, "choice": choice}
     elif said != "taken":
-        st.toast(reader.tr()(f"vote.refused_{said}"), icon=":material/block:")
+        st.toast(session.tr()(f"vote.refused_{said}"), icon=":material/block:")
     forget()
 
 
@@ -274,7 +274,7 @@ def live_count(code: str, vote: int) -> None:
     """The teacher's count of answers to the open vote — how many came from students seen
     in the last minute, and the students present — redrawn each second in its own
     fragment: an answer redraws this line, not her page nor any student's."""
-    t = reader.tr()
+    t = session.tr()
     now = pulse(code)
     if now is not None:
         st.markdown(t("vote.answered", k=t.int(now.answered), n=t.int(now.present)))

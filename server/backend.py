@@ -1,15 +1,15 @@
-"""What both stores share (room.store's SQLite file, room.pgstore's PostgreSQL): the
+"""What both stores share (server.store's SQLite file, server.pgstore's PostgreSQL): the
 views' SQL and bounds, a view's key, the StoreError a caller says, and ``Backend`` —
 ``transaction()``, ``reading()``, ``create()`` for a part's tables (upgraded once when
 an older layout is recorded, and made again where the tables vanished), ``put`` /
-``get`` a view. Neither backend imports the other; room.store chooses one. No Streamlit
+``get`` a view. Neither backend imports the other; server.store chooses one. No Streamlit
 here.
 
 Views are bounded in number and bytes; when full, the views nobody but their maker has
 opened go first (least recently used first), then the others: a link a class was started
 from, or that someone else opened, outlives the links nobody opened. A client (its
 address) makes a bounded number of links an hour and puts a bounded number of bytes in
-the store an hour (room.limits).
+the store an hour (server.limits).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def key_of(view: dict) -> str:
 
 
 class Refused(Exception):
-    """A change refused by a limit of the client's (room.limits): ``what`` names it."""
+    """A change refused by a limit of the client's (server.limits): ``what`` names it."""
 
     def __init__(self, what: str):
         super().__init__(what)
@@ -146,14 +146,14 @@ class Backend:
             row = db.execute("SELECT version FROM atlas_schema WHERE part = ?", (part,)).fetchone()
         return None if row is None else row[0]
 
-    def create_shared(self) -> None:
+    def create_base_parts(self) -> None:
         """The parts every store has from its start: the views and the limits."""
         self.create("views", VIEWS_VERSION, VIEWS, VIEWS_UPGRADES)
         self.create("limits", LIMITS_VERSION, limits.SCHEMA)
 
     def put(self, view: dict, address: str | None = None, maker: str = "") -> str:
         """Keep a view (a JSON-able dict: text, language, step, settings); returns its key.
-        The same view always gets the same key. ``address``: the client (room.limits.key;
+        The same view always gets the same key. ``address``: the client (server.limits.key;
         None for a tool: not limited), whose links and bytes an hour are bounded
         (``Refused("links")`` / ``Refused("bytes")`` past them); ``maker``: who made it (an
         id of the maker's session), so that another's opening keeps it first. Raises

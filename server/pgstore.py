@@ -1,5 +1,5 @@
 """The store on PostgreSQL (``ATLAS_DATABASE_URL``): share links and classes seen by
-every replica on every machine. The SQL is room.store's and room.classes' own; only
+every replica on every machine. The SQL is server.store's and server.classes' own; only
 what differs is here:
 
 * a connection pool per process (``psycopg_pool``; it reconnects by itself when the
@@ -10,7 +10,7 @@ what differs is here:
 * every write transaction first takes one advisory lock, so writers go one at a time as
   in SQLite (a vote closing and an answer arriving can never interleave), and creating
   the tables is serialised the same way between replicas starting at once;
-* errors turned into room.store's StoreError reasons, with the password never in a
+* errors turned into server.store's StoreError reasons, with the password never in a
   notice or a log (``settings.hide_password``).
 """
 
@@ -45,7 +45,7 @@ def _sql(statement: str) -> str:
 
 
 class _Connection:
-    """A psycopg connection that takes room.store's SQL as written."""
+    """A psycopg connection that takes server.store's SQL as written."""
 
     def __init__(self, conn: psycopg.Connection):
         self.conn = conn
@@ -91,7 +91,7 @@ class PgStore(Backend):
             raise StoreError(error.reason, str(error)) from None
         _OPEN.add(self)
         try:
-            self.create_shared()
+            self.create_base_parts()
         except StoreError as exc:  # the database is away: the app works without links, and says so
             self.problem = exc.reason
             _log.warning("the shared store (PostgreSQL) is not usable now: %s", exc)

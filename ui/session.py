@@ -7,7 +7,7 @@ import secrets
 
 import streamlit as st
 
-from room import limits
+from server import limits
 
 from . import keys
 from .i18n import Translator, detect_language
@@ -101,7 +101,7 @@ def show_notices() -> None:
 
 
 def address() -> str:
-    """The client, as the limits count it (room.limits.key): its address as the server
+    """The client, as the limits count it (server.limits.key): its address as the server
     gives it (``st.context.ip_address``: the connection's own, or what a proxy trusted by
     ``FORWARDED_ALLOW_IPS`` forwarded), or "local" for the server's own machine. Never a
     header read here: a client could forge one."""

@@ -5,7 +5,7 @@ then heavy work, each before the tiers after it that are still waiting, otherwis
 come first served; each caller
 takes a numbered ticket and waits for its turn, seeing meanwhile how many are ahead of it
 and about how long they will take (from the measured durations of earlier work of each
-kind, per unit of its size). The same work asked twice is done once. A plain lock would
+job, per unit of its size). The same work asked twice is done once. A plain lock would
 not be fair: any waiter may win it. Pure Python (no Streamlit), shared by every session
 of a process."""
 
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 @dataclass(eq=False)
 class Ticket:
     number: int
-    kind: str
+    job: str
     same: object = None  # what the work makes: a second request for it shares this ticket
-    weight: float = 1.0  # how big the work is, in the unit its kind's rate is measured in
+    weight: float = 1.0  # how big the work is, in the unit its job's rate is measured in
     started: float | None = None  # when its turn came
     sharers: int = 0  # callers besides the first waiting on its result
     finished: threading.Event = field(default_factory=threading.Event)
@@ -34,7 +34,7 @@ class Ticket:
     def tier(self) -> int:
         """0: a reader waits for it; 1: a room's text (no reader waits on a page, but a
         class does); 2: heavy work a reader asked for with a button."""
-        return TicketQueue.TIERS.get(self.kind, 2)
+        return TicketQueue.TIERS.get(self.job, 2)
 
 
 
@@ -47,39 +47,39 @@ class TicketQueue:
     the same text) takes no ticket of its own: it waits for that ticket and gets its
     result."""
 
-    TIERS = {"analysis": 0, "room": 1}  # every other kind: 2
-    # a first guess at each kind's duration (seconds per unit of weight) until one has been measured
+    TIERS = {"analysis": 0, "room": 1}  # every other job: 2
+    # a first guess at each job's duration (seconds per unit of weight) until one has been measured
     GUESS = {"analysis": 2.0, "room": 1.0, "sweep": 90.0, "bench": 40.0, "handout": 5.0}
 
     def __init__(self):
         self._cond = threading.Condition()
         self._numbers = itertools.count(1)
         self._waiting: list[Ticket] = []  # in serving order; the first is served (or next)
-        self._took: dict[str, float] = {}  # kind → smoothed measured seconds per unit of weight
+        self._took: dict[str, float] = {}  # job → smoothed measured seconds per unit of weight
 
-    def take(self, kind: str, same=None, weight: float = 1.0) -> Ticket:
+    def take(self, job: str, same=None, weight: float = 1.0) -> Ticket:
         """A ticket for new work, placed before every ticket of a later tier that has not
         started, else last."""
         with self._cond:
-            ticket = Ticket(next(self._numbers), kind, same, max(float(weight), 1e-9))
+            ticket = Ticket(next(self._numbers), job, same, max(float(weight), 1e-9))
             place = next((i for i, t in enumerate(self._waiting) if t.tier > ticket.tier and t.started is None),
                          len(self._waiting))
             self._waiting.insert(place, ticket)
             return ticket
 
-    def _find(self, kind: str, same) -> Ticket | None:
+    def _find(self, job: str, same) -> Ticket | None:
         if same is None:
             return None
-        return next((t for t in self._waiting if t.kind == kind and t.same == same), None)
+        return next((t for t in self._waiting if t.job == job and t.same == same), None)
 
     def ahead(self, ticket: Ticket) -> int:
         """How many tickets come before this one (0: its turn)."""
         with self._cond:
             return self._waiting.index(ticket) if ticket in self._waiting else 0
 
-    def expected(self, kind: str, weight: float = 1.0) -> float:
-        """Seconds a piece of work of this kind and weight is expected to take."""
-        return self._took.get(kind, self.GUESS.get(kind, 5.0)) * weight
+    def expected(self, job: str, weight: float = 1.0) -> float:
+        """Seconds a piece of work of this job and weight is expected to take."""
+        return self._took.get(job, self.GUESS.get(job, 5.0)) * weight
 
     def estimate(self, ticket: Ticket) -> float:
         """Seconds until this ticket's turn: what is left of the running work plus the
@@ -91,7 +91,7 @@ class TicketQueue:
             now = time.monotonic()
             total = 0.0
             for t in before:
-                left = self.expected(t.kind, t.weight) - (now - t.started if t.started is not None else 0.0)
+                left = self.expected(t.job, t.weight) - (now - t.started if t.started is not None else 0.0)
                 total += max(left, 0.5 if t.started is not None else 0.0)
             return total
 
@@ -115,8 +115,8 @@ class TicketQueue:
         with self._cond:
             if ticket.started is not None:
                 rate = (time.monotonic() - ticket.started) / ticket.weight
-                old = self._took.get(ticket.kind)
-                self._took[ticket.kind] = rate if old is None else 0.7 * old + 0.3 * rate
+                old = self._took.get(ticket.job)
+                self._took[ticket.job] = rate if old is None else 0.7 * old + 0.3 * rate
             if ticket in self._waiting:
                 self._waiting.remove(ticket)
             ticket.finished.set()
@@ -126,17 +126,17 @@ class TicketQueue:
         with self._cond:
             return len(self._waiting)
 
-    def run(self, kind: str, work: Callable[[], object], on_wait: Callable[[int, float], None] | None = None,
+    def run(self, job: str, work: Callable[[], object], on_wait: Callable[[int, float], None] | None = None,
             same=None, weight: float = 1.0):
         """Take a ticket, wait for its turn, do ``work``, let the next one in — or, when
         the same work (``same``, not None) is already in line, wait for its result."""
         with self._cond:
-            shared = self._find(kind, same)
+            shared = self._find(job, same)
             if shared is not None:
                 shared.sharers += 1
         if shared is not None:
-            return self._share(shared, on_wait, kind, work, weight)
-        ticket = self.take(kind, same, weight)
+            return self._share(shared, on_wait, job, work, weight)
+        ticket = self.take(job, same, weight)
         try:
             self.wait(ticket, on_wait)
             ticket.result = work()
@@ -147,14 +147,14 @@ class TicketQueue:
         finally:
             self.done(ticket)
 
-    def _share(self, ticket: Ticket, on_wait, kind: str, work, weight: float):
+    def _share(self, ticket: Ticket, on_wait, job: str, work, weight: float):
         """Wait for another caller's ticket; its result is ours. When that work failed
         or was abandoned, ours runs (in line as usual): its failure may be its own."""
         while not ticket.finished.wait(0.5):
             if on_wait is not None:
                 ran = time.monotonic() - ticket.started if ticket.started is not None else 0.0
                 on_wait(self.ahead(ticket) + 1,
-                        self.estimate(ticket) + max(self.expected(ticket.kind, ticket.weight) - ran, 0.5))
+                        self.estimate(ticket) + max(self.expected(ticket.job, ticket.weight) - ran, 0.5))
         if ticket.error is None and ticket.started is not None:
             return ticket.result
-        return self.run(kind, work, on_wait, None, weight)
+        return self.run(job, work, on_wait, None, weight)

@@ -22,7 +22,7 @@ What one script cannot do (each bound in docs/deploy.md, with what its refusal s
 * **outvote the room**: a vote takes at most as many answers as seats were held when it
   opened, plus the students who joined since (each one answer, each join rate-limited);
 * **start classes without end**: ``limits.STARTS`` from one client (an address, an IPv6
-  /64: room.limits.key); a class no student has joined ends after ``EMPTY_MINUTES``
+  /64: server.limits.key); a class no student has joined ends after ``EMPTY_MINUTES``
   untouched, one in use after ``IDLE_HOURS``;
 * **take every class slot**: when the server holds ``MAX_CLASSES``, a start ends the
   longest-untouched class that no student has ever joined (its teacher is told it ended
@@ -74,7 +74,7 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS ended_classes (
         code TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL)""",
 )
-VERSION = 4  # the layout of these tables (room.store records it; ``upgrades`` moves an older one on)
+VERSION = 4  # the layout of these tables (server.store records it; ``upgrades`` moves an older one on)
 STATES = ("open", "closed", "revealed")
 # what join() says: the student is in; no such class; no seat free for a newcomer; no seat free
 # for one of its students coming back; the door is closed; too many new students from this
@@ -101,12 +101,12 @@ def is_student(value) -> bool:
 
 def upgrades(first_questions: dict[int, str]) -> dict[int, list]:
     """The statements that move the classes' tables from each layout to the next, run
-    once by room.store's ``create``. 2: a vote names its question; the votes of a store
+    once by server.store's ``create``. 2: a vote names its question; the votes of a store
     written before take their step's first question (``first_questions``: step → id).
     3: a second version, ``tally``, for what only the teacher's panel shows; the door; when
     each student joined; the seats a vote opened with (a vote of layout 2 bounds its answers
     by the students who ever joined); whether the room's texts are shown, and a third
-    version, ``room_version``, that the room's charts poll (room.texts). 4: why a class
+    version, ``room_version``, that the room's charts poll (server.texts). 4: why a class
     ended, kept for its teacher (``ended_classes``: made by ``SCHEMA``)."""
     return {2: ["ALTER TABLE votes ADD COLUMN qid TEXT NOT NULL DEFAULT ''",
                 *(("UPDATE votes SET qid = ? WHERE step = ?", (qid, step)) for step, qid in first_questions.items())],
@@ -143,7 +143,7 @@ class Classes:
         """A new class for ``view`` (text and settings) at ``step``: its join code and
         its host key (to keep in the teacher's session only). Refused, and nothing made:
         ``Refused("starts")`` past the classes one client ``address`` may start
-        (room.limits.key; None: not limited); ``Refused("start_key")`` when the server asks
+        (server.limits.key; None: not limited); ``Refused("start_key")`` when the server asks
         for a passphrase (``ATLAS_START_KEY``) and ``passphrase`` is not it — the try still
         counts as a start; ``Refused("classes")`` when the server holds MAX_CLASSES and
         every one has students. When it holds MAX_CLASSES and some class has never had a
@@ -312,7 +312,7 @@ class Classes:
         ``UNKNOWN`` (no such class: one read, no write), ``FULL`` (no seat free for a
         newcomer), ``NO_SEAT`` (none for one of its students coming back), ``DOOR`` (the
         teacher closed the door to new students), ``BUSY`` (too many new students from
-        this client ``address`` just now: room.limits.joins())."""
+        this client ``address`` just now: server.limits.joins())."""
         now = time.time() if now is None else now
         if not self.exists(code):
             return UNKNOWN
@@ -392,7 +392,7 @@ class Classes:
             return state_of(db, code)
 
     def read(self, code: str, student: str = "") -> ClassState | None:
-        """Everything a page run shows of the class, in one read (room.class_reads)."""
+        """Everything a page run shows of the class, in one read (server.class_reads)."""
         with self.store.reading() as db:
             return read_of(db, code, student)
 
@@ -426,7 +426,7 @@ class Classes:
                               (code, since)).fetchone()[0]
 
     def pulse(self, code: str, present_since: float, now: float | None = None) -> Pulse | None:
-        """The teacher's view of the room now, in one read (room.class_reads.pulse_of)."""
+        """The teacher's view of the room now, in one read (server.class_reads.pulse_of)."""
         with self.store.reading() as db:
             return pulse_of(db, code, present_since, time.time() if now is None else now)
 

@@ -1,15 +1,15 @@
 """The store of what a room shares: share links here (a short key for a text and its
-settings), classes in :mod:`room.classes`, both in one database.
+settings), classes in :mod:`server.classes`, both in one database.
 
 Two backends behind one small interface (``transaction()``, ``reading()``, ``create()``
-for a part's tables; ``put`` / ``get`` a view; the classes' own SQL in room.classes):
+for a part's tables; ``put`` / ``get`` a view; the classes' own SQL in server.classes):
 
 * ``Store``: an embedded SQLite file (standard library), the default: nothing to start,
   every process on one machine shares it (WAL journal, a busy timeout, every write one
   transaction). A file that is not a database, or fails SQLite's check, is set aside
   and a fresh one made (the caller is told, so it can say it); a file deleted while the
   app runs is made again in place, with every part's tables, at the next use.
-* ``room.pgstore.PgStore``: PostgreSQL, when ``ATLAS_DATABASE_URL`` names one: every
+* ``server.pgstore.PgStore``: PostgreSQL, when ``ATLAS_DATABASE_URL`` names one: every
   replica on every machine sees the same links and classes.
 
 ``open_store()`` picks one. Both keep the views bounded in count and in bytes (the least
@@ -104,7 +104,7 @@ class Store(Backend):
 
     def _create_views(self) -> None:
         try:
-            self.create_shared()
+            self.create_base_parts()
         except StoreError as exc:
             self.problem = exc.reason
 

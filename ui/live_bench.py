@@ -9,7 +9,7 @@ from attn import bench, methods
 from attn.costs import Shape
 from attn.device import pick_device
 
-from room.bounded import CountLRU
+from server.lru import CountLRU
 
 from . import analyses, figures, measures
 from .i18n import Translator
@@ -47,7 +47,7 @@ RUNS = 16  # finished live runs kept per process
 
 def _results() -> CountLRU:
     """Finished live runs, keyed by device and settings, shared by readers."""
-    return measures.shared_results("live", RUNS)
+    return measures.finished_results("live", RUNS)
 
 
 def key(device, sizes: list[int], s: Shape | None = None) -> tuple:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 
-from attn import room as room_numbers
+from attn import room_numbers
 
 from .class_reads import ClassState
 
@@ -23,7 +23,7 @@ def _csv(header: list[str], rows: list[list]) -> str:
 
 
 def room_csv(texts: list) -> str:
-    """One row a measured text of the room (room.texts.RoomText), in the order sent."""
+    """One row a measured text of the room (server.texts.RoomText), in the order sent."""
     done = [t for t in texts if t.numbers]
     if not done:
         return _csv(["text", "language", "tokens"], [])

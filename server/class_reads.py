@@ -1,6 +1,6 @@
 """A class as its pages read it, from a connection the caller holds: its state as members
 follow it (``ClassState``: step, view, versions, door, votes), every vote's counts, and
-what the teacher's panel shows of the room now (``Pulse``). room.classes holds the writes
+what the teacher's panel shows of the room now (``Pulse``). server.classes holds the writes
 and the rules; no Streamlit here."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The room as an experiment: the texts a class's students send, and the numbers kept of
-each (attn.room), in the store beside the class.
+each (attn.room_numbers), in the store beside the class.
 
 A student sends one text (and may replace or withdraw it); the teacher may add texts of
 her own and remove any. A text waits until some replica takes it (a lease in the table:
@@ -9,7 +9,7 @@ text's words are dropped: the room keeps numbers, a language and the first words
 the teacher's list alone), never the text. Every change raises the class's
 ``room_version``, which the room's charts poll apart from what a student follows (so a
 text sent never redraws a following student's page). Ending a class deletes its texts
-(room.classes). No Streamlit here."""
+(server.classes). No Streamlit here."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ SCHEMA = ("""CREATE TABLE IF NOT EXISTS room_texts (
     PRIMARY KEY (code, owner))""",)
 VERSION = 1
 MAX_TEXTS = 200  # texts in one class's room
-MAX_CHARS = 3000  # characters of one text (its first attn.room.ROOM_TOKENS tokens are analysed)
+MAX_CHARS = 3000  # characters of one text (its first attn.room_numbers.ROOM_TOKENS tokens are analysed)
 PREVIEW_WORDS, PREVIEW_CHARS = 8, 40  # the first words the teacher sees of a text (to know which to remove)
 LEASE_SECONDS = 120.0  # a replica's hold on a text it analyses; past it, another takes the text over
 LANGS = ("en", "pt", "ja", "other")
@@ -41,7 +41,7 @@ class RoomText:
     lang: str
     state: str  # waiting / working / done / failed
     n: int
-    numbers: dict | None  # attn.room.text_numbers, once done
+    numbers: dict | None  # attn.room_numbers.text_numbers, once done
     preview: str  # its first words: the teacher's list only
     sent: float
     done: float
