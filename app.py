@@ -8,12 +8,10 @@ from contextlib import nullcontext
 
 import streamlit as st
 
-from ui import boot, handout, keys, page_run, session, served_model, share, style, warmup, widgets
+from ui import handout, keys, page_run, served_model, session, share, steps, style, warmup, widgets
 from ui.classroom import handle, membership, panel, teacher, votes
 from ui.i18n import LANGS
-from ui.steps import PAGES
 
-boot.through_app()
 st.set_page_config(page_title="Attention Atlas", page_icon=":material/explore:", layout="wide")
 
 session.init_language()
@@ -28,12 +26,14 @@ served_model.resolve_folder()  # a folder's model loaded once, or another model 
 lang, presenting, t = st.session_state[keys.LANG], session.presenter(), session.tr()
 membership.notice_if_left(t)  # a following student who changed the text or a setting explores now
 
+home = steps.home()
 nav = st.navigation([
-    st.Page(p.path, title=t(p.title_key), url_path=p.url_path, icon=p.icon, default=p.default) for p in PAGES
+    st.Page(p.page, title=steps.nav_title(t, p), url_path=p.id, icon=p.icon, default=p.id == home.id)
+    for p in steps.pages()
 ])
-here = next(p for p in PAGES if p.url_path == nav.url_path or (p.default and not nav.url_path))
-if link_page is not None and link_page != here:
-    st.switch_page(link_page.path, query_params={"lang": lang, **({"present": "1"} if presenting else {}),
+here = steps.by_id(nav.url_path) or home
+if link_page is not None and link_page.id != here.id:
+    st.switch_page(link_page.page, query_params={"lang": lang, **({"present": "1"} if presenting else {}),
                                                  **membership.query()})
 session.show_notices()  # after any switch above: a switched run's notices are dropped with it
 
@@ -57,7 +57,7 @@ with st.sidebar:
     locked = votes.answers_locked()  # a student while the class votes: no answers by another road
     share_asked = share.share_button(t, locked)
     handout_slot = handout.offer(t, locked)
-    panel.sidebar(t, here.number)
+    panel.sidebar(t, here)
     votes.results_table(t)  # the teacher's summary of her class's votes (empty for anyone else)
     # on a projector the controls fold away; the language stays one click away
     with st.expander(t("sidebar.controls"), expanded=False) if presenting else nullcontext():
@@ -82,11 +82,11 @@ if presenting:
 def after_the_page() -> None:
     """What reads every setting of the page: only once the page has drawn its widgets."""
     if share_asked:
-        share.share_view(t, here.number)
+        share.share_view(t, here)
     if handout_slot is not None:
         handout.build_into(handout_slot, t)
     if membership.is_teacher():  # the class follows the teacher's step and settings
-        teacher.teacher_sync(here.number)
+        teacher.teacher_sync(here)
     share.begin_run()  # the next run's callbacks (a click before its page) say their own notices
 
 

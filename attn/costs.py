@@ -90,7 +90,18 @@ def dense_memory(n: int, s: Shape) -> int:
     return s.batch * s.heads * n * n
 
 
-def linear_break_even(m: int, d: int, causal: bool = True) -> dict:
+@dataclass(frozen=True)
+class BreakEven:
+    """The text lengths from which linear attention's summary order holds fewer numbers
+    (``memory``) and costs fewer operations (``operations``) than the grid order; the
+    summary's size, m·d + m."""
+
+    memory: int
+    operations: int
+    summary: int
+
+
+def linear_break_even(m: int, d: int, causal: bool = True) -> BreakEven:
     """The text lengths from which linear attention's summary order is cheaper than the
     grid order, for one head with feature size m and value size d:
 
@@ -109,7 +120,7 @@ def linear_break_even(m: int, d: int, causal: bool = True) -> dict:
     else:
         memory = math.isqrt(summary) + 1
         operations = 2 * m * d // (m + d) + 1  # the smallest n with n(m + d) > 2md
-    return {"memory": memory, "operations": operations, "summary": summary}
+    return BreakEven(memory, operations, summary)
 
 
 # --- the composed patterns' cost model ---------------------------------------------------------

@@ -15,13 +15,17 @@ a claim can show it for every text of the class at once.
 * step 6: each shortcut's output error against exact softmax in one layer (ERROR_LAYER,
   or the last) at window ERROR_WINDOW with those hubs, beside the fused kernel's.
 
-``text_numbers(a)`` takes an Analysis; every number is rounded to 5 significant digits
-(what a chart and a CSV show). No Streamlit here.
+``text_numbers(a)`` takes an Analysis and gives a ``RoomNumbers``, the one typed record the
+room's charts, verdicts and CSV read; every number is rounded to 5 significant digits (what
+a chart and a CSV show). It is kept as JSON with its layout ``VERSION``: ``RoomNumbers.
+from_json`` reads any layout written before and upgrades it, in one place. No Streamlit
+here.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass
 
 from . import stats
 
@@ -33,6 +37,77 @@ ERROR_WINDOW = 16
 ANCHOR_HUBS = 3  # the text's own anchors taken as hubs, besides the first token
 ROOM_TOKENS = 512  # a room text is analysed on its first tokens at most (the screen says so)
 DIGITS = 5
+VERSION = 2  # 1: the numbers as a plain dict, without a version (and, before encoders, without "causal")
+
+
+@dataclass(frozen=True)
+class UsefulPoint:
+    """Step 2 on the text's first ``n`` tokens, in one layer: k̄ at ROOM_P, the useful
+    share n·k̄ / cells, and an even spread's share."""
+
+    n: int
+    k: float
+    share: float
+    uniform_share: float
+
+
+@dataclass(frozen=True)
+class KeptShare:
+    """The share of the weight a window keeps: overall, and per layer."""
+
+    mean: float
+    layers: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class RoomNumbers:
+    """What the room keeps of one text (see the module's doc)."""
+
+    n: int
+    causal: bool
+    layers: int
+    layer_types: tuple[str, ...]
+    window: int  # the model's sliding window (0: none)
+    p: float
+    useful: tuple[tuple[UsefulPoint, ...], ...]  # per layer, per prefix
+    kept: dict  # window → KeptShare, for each of ROOM_WINDOWS
+    sink: tuple[float, ...]  # the first token's share, per layer
+    sink_mean: float
+    hub_window: int
+    hubs: tuple[int, ...]
+    kept_window: float
+    kept_window_hubs: float
+    error_layer: int
+    error_window: int
+    errors: dict  # method name (and "uniform") → its output error
+    version: int = VERSION
+
+    def to_json(self) -> dict:
+        """The record as the store keeps it (JSON: the windows' keys as strings)."""
+        out = asdict(self)
+        out["kept"] = {str(w): {"mean": k.mean, "layers": list(k.layers)} for w, k in self.kept.items()}
+        out["useful"] = [[[u.n, u.k, u.share, u.uniform_share] for u in layer] for layer in self.useful]
+        return out
+
+    @classmethod
+    def from_json(cls, raw: dict) -> RoomNumbers:
+        """A stored record of any layout, upgraded here (the one place that knows the
+        layouts): 1 had no version, and before encoders no ``causal`` (every text was read
+        by a causal model)."""
+        version = raw.get("version", 1)
+        if version > VERSION:
+            raise ValueError(f"room numbers of layout {version}, newer than this release's {VERSION}")
+        if version == 1:
+            raw = {**raw, "causal": raw.get("causal", True)}
+        return cls(
+            n=int(raw["n"]), causal=bool(raw["causal"]), layers=int(raw["layers"]),
+            layer_types=tuple(raw["layer_types"]), window=int(raw["window"] or 0), p=float(raw["p"]),
+            useful=tuple(tuple(UsefulPoint(int(n), k, share, uni) for n, k, share, uni in layer)
+                         for layer in raw["useful"]),
+            kept={int(w): KeptShare(v["mean"], tuple(v["layers"])) for w, v in raw["kept"].items()},
+            sink=tuple(raw["sink"]), sink_mean=raw["sink_mean"], hub_window=int(raw["hub_window"]),
+            hubs=tuple(raw["hubs"]), kept_window=raw["kept_window"], kept_window_hubs=raw["kept_window_hubs"],
+            error_layer=int(raw["error_layer"]), error_window=int(raw["error_window"]), errors=dict(raw["errors"]))
 
 
 def _r(x: float) -> float:
@@ -49,7 +124,7 @@ def hubs_of(a) -> tuple[int, ...]:
     return tuple(sorted({0, *found}))
 
 
-def text_numbers(a) -> dict:
+def text_numbers(a) -> RoomNumbers:
     """The room's numbers of one analysed text (see the module's doc)."""
     n, layers = a.n, a.n_layers
     windows = [a.own_window(layer) for layer in range(layers)]
@@ -58,42 +133,39 @@ def text_numbers(a) -> dict:
     for layer in range(layers):
         rows = stats.useful_share_by_prefix(a.attentions[layer].float(), ROOM_P, prefixes, windows[layer], a.causal,
                                             prefix=lambda m, layer=layer: a.prefix(m)[layer].float())
-        useful.append([[r["n"], _r(r["k"]), _r(r["share"]), _r(r["uniform_share"])] for r in rows])
+        useful.append(tuple(UsefulPoint(r["n"], _r(r["k"]), _r(r["share"]), _r(r["uniform_share"])) for r in rows))
     weights = a.attentions.float()
     kept = {}
     for w in ROOM_WINDOWS:
         res = stats.share_kept_by_pattern(weights, w, (), a.causal)
-        kept[str(w)] = {"mean": _r(res["mean"]), "layers": [_r(x) for x in res["per_layer"].tolist()]}
+        kept[w] = KeptShare(_r(res["mean"]), tuple(_r(x) for x in res["per_layer"].tolist()))
     hubs = hubs_of(a)
     alone = stats.share_kept_by_pattern(weights, HUB_WINDOW, (), a.causal)["mean"]
     with_hubs = stats.share_kept_by_pattern(weights, HUB_WINDOW, hubs, a.causal)["mean"]
-    sink = [_r(weights[layer, :, 1:, 0].mean()) if n > 1 else 0.0 for layer in range(layers)]
+    sink = tuple(_r(weights[layer, :, 1:, 0].mean()) if n > 1 else 0.0 for layer in range(layers))
     layer = min(ERROR_LAYER, layers - 1)
     q, k, v = a.qkv(layer)
     errors = stats.output_errors(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer),
                                  window=ERROR_WINDOW, hubs=hubs, causal=a.causal)["mean"]
-    return {
-        "n": n, "causal": a.causal, "layers": layers, "layer_types": list(a.layer_types), "window": a.sliding_window,
-        "p": ROOM_P,
-        "useful": useful, "kept": kept, "sink": sink,
-        "sink_mean": _r(stats.sink_share(a.attentions)), "hub_window": HUB_WINDOW, "hubs": list(hubs),
-        "kept_window": _r(alone), "kept_window_hubs": _r(with_hubs), "error_layer": layer,
-        "error_window": ERROR_WINDOW, "errors": {name: _r(e) for name, e in errors.items()},
-    }
+    return RoomNumbers(
+        n=n, causal=a.causal, layers=layers, layer_types=tuple(a.layer_types), window=a.sliding_window, p=ROOM_P,
+        useful=tuple(useful), kept=kept, sink=sink, sink_mean=_r(stats.sink_share(a.attentions)),
+        hub_window=HUB_WINDOW, hubs=tuple(hubs), kept_window=_r(alone), kept_window_hubs=_r(with_hubs),
+        error_layer=layer, error_window=ERROR_WINDOW, errors={name: _r(e) for name, e in errors.items()})
 
 
-def share_fell(numbers: dict, layer: int) -> bool | None:
+def share_fell(numbers: RoomNumbers, layer: int) -> bool | None:
     """Whether the useful share fell from the first prefix to the whole text in a layer
     (None: the text is too short to have two prefixes)."""
-    rows = numbers["useful"][layer]
+    rows = numbers.useful[layer]
     if len(rows) < 2:
         return None
-    return rows[-1][2] < rows[0][2]
+    return rows[-1].share < rows[0].share
 
 
-def layers_fell(numbers: dict) -> tuple[int, int] | None:
+def layers_fell(numbers: RoomNumbers) -> tuple[int, int] | None:
     """In how many of a text's layers the useful share fell, of how many (None: too short)."""
-    fell = [share_fell(numbers, layer) for layer in range(numbers["layers"])]
+    fell = [share_fell(numbers, layer) for layer in range(numbers.layers)]
     if any(f is None for f in fell):
         return None
     return sum(fell), len(fell)
@@ -116,38 +188,68 @@ def median(values: list[float]) -> float | None:
     return values[m] if len(values) % 2 else (values[m - 1] + values[m]) / 2
 
 
-def verdicts(texts: list[tuple[str, dict]]) -> dict:
-    """The room's verdict on each claim of the lesson, from its measured texts
-    (``texts``: (language, text_numbers) pairs):
+@dataclass(frozen=True)
+class Shrinks:
+    """The texts in which the useful share fell in more than half of the layers (``held``),
+    of those long enough to have two prefixes (``of``); per language, [held, of]."""
 
-    * ``shrinks``: the texts in which the useful share fell (first prefix → whole text)
-      in more than half of the layers, of those long enough to have two prefixes, in all
-      and per language;
-    * ``window``: each window's median share kept, and in how many texts it keeps more
-      than half of the weight, over the texts longer than the window (``shorter``: those
-      it keeps whole, left out);
-    * ``sink``: the median share of the first token, and in how many texts it takes more
-      than an even spread would give it (``uniform_sink``);
-    * ``errors``: each method's median error."""
-    shrinks = {"held": 0, "of": 0, "langs": {}}
+    held: int
+    of: int
+    langs: dict
+
+
+@dataclass(frozen=True)
+class WindowVerdict:
+    """A window's median share kept and in how many texts it keeps more than half, over
+    the texts longer than it (``of``); ``shorter``: those it keeps whole, left out."""
+
+    median: float | None
+    most: int
+    of: int
+    shorter: int
+
+
+@dataclass(frozen=True)
+class SinkVerdict:
+    """The first token's median share, and in how many texts (of ``of``) it takes more than
+    an even spread would give it."""
+
+    median: float | None
+    above: int
+    of: int
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    texts: int
+    shrinks: Shrinks
+    window: dict  # window → WindowVerdict, for each of ROOM_WINDOWS
+    sink: SinkVerdict
+    errors: dict  # method → its median error
+
+
+def verdicts(texts: list[tuple[str, RoomNumbers]]) -> Verdicts:
+    """The room's verdict on each claim of the lesson, from its measured texts
+    (``texts``: (language, RoomNumbers) pairs): whether the useful share shrinks, what each
+    window keeps, the first token's share, each method's median error."""
+    held = of = 0
+    langs: dict[str, list[int]] = {}
     for lang, nums in texts:
         fell = layers_fell(nums)
         if fell is None:
             continue
-        held = fell[0] * 2 > fell[1]
-        shrinks["of"] += 1
-        shrinks["held"] += held
-        got = shrinks["langs"].setdefault(lang, [0, 0])
-        got[0] += held
+        ok = fell[0] * 2 > fell[1]
+        of += 1
+        held += ok
+        got = langs.setdefault(lang, [0, 0])
+        got[0] += ok
         got[1] += 1
     window = {}
     for w in ROOM_WINDOWS:  # a text no longer than the window keeps all of it: it proves nothing
-        kept = [nums["kept"][str(w)]["mean"] for _, nums in texts if nums["n"] > w]
-        window[w] = {"median": median(kept), "most": sum(1 for x in kept if x > 0.5), "of": len(kept),
-                     "shorter": len(texts) - len(kept)}
-    sinks = [(nums["sink_mean"], uniform_sink(nums["n"], nums.get("causal", True))) for _, nums in texts
-             if nums["n"] > 1]
-    sink = {"median": median([s for s, _ in sinks]), "above": sum(1 for s, u in sinks if s > u), "of": len(sinks)}
-    names = sorted({name for _, nums in texts for name in nums["errors"]})
-    errors = {name: median([nums["errors"][name] for _, nums in texts if name in nums["errors"]]) for name in names}
-    return {"texts": len(texts), "shrinks": shrinks, "window": window, "sink": sink, "errors": errors}
+        kept = [nums.kept[w].mean for _, nums in texts if nums.n > w]
+        window[w] = WindowVerdict(median(kept), sum(1 for x in kept if x > 0.5), len(kept), len(texts) - len(kept))
+    sinks = [(nums.sink_mean, uniform_sink(nums.n, nums.causal)) for _, nums in texts if nums.n > 1]
+    sink = SinkVerdict(median([s for s, _ in sinks]), sum(1 for s, u in sinks if s > u), len(sinks))
+    names = sorted({name for _, nums in texts for name in nums.errors})
+    errors = {name: median([nums.errors[name] for _, nums in texts if name in nums.errors]) for name in names}
+    return Verdicts(len(texts), Shrinks(held, of, langs), window, sink, errors)

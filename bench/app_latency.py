@@ -18,10 +18,11 @@ import numpy as np
 from harness.serve import SERVER_PIDS, app_server, launch, paste, peak_rss_mb, wait_idle
 from ui import figures, i18n
 from ui.samples import sample_text
-from ui.steps import LINKS as URLS
-from ui.steps import PAGES
+from ui import steps
 
-TITLES = [p.heading_key for p in PAGES]
+PAGES = steps.pages()
+URLS = [steps.link(p) for p in PAGES]
+TITLES = [p.title_key for p in PAGES]
 
 DONE = """([title, plots]) => {
     const h = document.querySelector('h1');

@@ -49,7 +49,7 @@ from harness.live_class import LANG_CYCLE, OVERHEAD_STEP, all_run, class_scenari
 from harness.readers import Reader, percentile
 from harness.serve import SERVER_PIDS, app_server, rss_mb
 from ui.samples import sample_text
-from ui.steps import PAGES, STEPS
+from ui import steps as walk
 
 class MemoryPoll:
     """Polls the servers' current RSS from outside, keeping the peak of their sum."""
@@ -141,7 +141,7 @@ async def floor(url: str, n: int) -> dict:
 
 async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], floor_p95: float | None,
                     long: bool = False) -> None:
-    by_step = {p.number: p for p in PAGES}
+    by_step = {walk.number(p): walk.link(p) for p in walk.steps()}
     teacher = [Reader(url, lang) for lang in LANG_CYCLE]
     for r in teacher:  # the teacher opens each sample: analysed once, before the class
         await r.connect()
@@ -150,15 +150,15 @@ async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], flo
         print(f"\n{n} readers open a step at once (ja/pt/en samples, already analysed): its first visit "
               f"(the step's charts built once per language while they wait), then {n} more readers")
         for s in steps:
-            times, failed = await open_all(url, n, by_step[s].link)
+            times, failed = await open_all(url, n, by_step[s])
             print(summary_row(f"step {s}, first visit", times, failed, floor_p95))
-            times, failed = await open_all(url, n, by_step[s].link)
+            times, failed = await open_all(url, n, by_step[s])
             print(summary_row(f"step {s}, built", times, failed, floor_p95))
     if "switch" in scenarios:
         print(f"\n{n} readers already connected all move to the same step at once")
         readers = await connected(url, n)
         for s in steps:
-            times, failed = await all_run(readers, by_step[s].link)
+            times, failed = await all_run(readers, by_step[s])
             print(summary_row(f"step {s}", times, failed, floor_p95))
         await asyncio.gather(*(r.close() for r in readers))
     if "own" in scenarios:
@@ -287,7 +287,7 @@ class DatabaseUse:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--readers", type=int, default=30)
-    ap.add_argument("--steps", default=",".join(str(s.number) for s in STEPS))
+    ap.add_argument("--steps", default=",".join(str(walk.number(s)) for s in walk.steps()))
     ap.add_argument("--scenarios", default="floor,open,switch,own,class")
     ap.add_argument("--replicas", type=int, default=1)
     ap.add_argument("--model", default="gemma")

@@ -12,7 +12,7 @@ import time
 
 from ui import i18n, keys
 from ui.samples import sample_text
-from ui.steps import PAGES, page_of
+from ui import steps
 
 from .readers import Reader
 
@@ -36,7 +36,8 @@ CLASS_CODE = i18n.translate("en", "class.code", code="§").split("§")  # the te
 ANSWERED = i18n.translate("en", "vote.answered", k="§", n="§").split("§")  # "Answers so far: **k** · …"
 REVEALED = i18n.translate("en", "vote.revealed", value="§", answer="§", right="§").split("§")
 OVERHEAD_STEP = 2  # the step a reader outside the class views, with nobody polling and while a class polls
-STEP_OF = {p.link: p.number for p in PAGES}
+PAGES = steps.pages()
+STEP_OF = {steps.link(p): steps.number(p) for p in PAGES}  # a page's path in the address → its number now
 
 
 def between(markdown: list[str], marks: list[str], nth: int = 0) -> str | None:
@@ -133,7 +134,7 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
     text = text or sample_text("en")
     spread = n * 0.1 if spread is None else spread
     out["spread"] = spread
-    link = PAGES[OVERHEAD_STEP - 1].link
+    link = steps.link(steps.steps()[OVERHEAD_STEP - 1])
     outside = Reader(url, "en")  # the page views timed with nobody polling, then during the vote
     await outside.connect()
     await outside.run("")
@@ -169,8 +170,8 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
         await _until(lambda: all(track.polls), wait)  # every member polling (no fixed sleep)
         out["follow"] = []
         for _ in range(moves):
-            here = next(i for i, p in enumerate(PAGES) if p.link == teacher.page)
-            track.target, track.arrived, track.move_at = PAGES[here + 1].link, {}, time.perf_counter()
+            here = next(i for i, p in enumerate(PAGES) if steps.link(p) == teacher.page)
+            track.target, track.arrived, track.move_at = steps.link(PAGES[here + 1]), {}, time.perf_counter()
             await teacher.run(None, click="nav_next")
             await _until(lambda: len(track.arrived) == n, wait)
             lat = [t - track.move_at for t in track.arrived.values()]
@@ -180,8 +181,7 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
         track.target = None
         out["views"] = (track.views, 0)
 
-        step = STEP_OF.get(teacher.page)
-        qid = page_of(step).questions[0]  # the step's first question
+        qid = next(p for p in PAGES if steps.link(p) == teacher.page).questions[0]  # the step's first question
         opened = await teacher.run(None, click=f"vote_open_{keys.slug(qid)}")
         if opened.exceptions:
             raise RuntimeError(opened.exceptions)

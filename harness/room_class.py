@@ -21,7 +21,7 @@ VIEWS = 12
 
 def _points(run) -> int | None:
     """How many texts the teacher's step-1 room chart shows (None: not drawn in this run)."""
-    spec = run.charts.get("room_chart_1")
+    spec = run.charts.get("room_chart_every_pair_cells")
     if spec is None:
         return None
     # one point a text and a kind of layer: the texts are the distinct (x, trace) of the full layer's circles

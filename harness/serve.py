@@ -13,7 +13,7 @@ import tempfile
 import time
 import urllib.request
 
-from ui.steps import PAGES
+from ui import steps
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER_PIDS: dict[str, int] = {}  # url -> pid of the app serving it
@@ -148,7 +148,7 @@ def wait_idle(page, timeout: float = 120_000) -> None:
             if (!window.__atlasIdleSince) { window.__atlasIdleSince = now; return false; }
             return now - window.__atlasIdleSince > 1000;
         }""",
-        arg=len(PAGES),
+        arg=len(steps.pages()),
         timeout=timeout,
         polling=200,
     )

@@ -14,7 +14,7 @@ RECENT_SECONDS = 60.0  # the teacher's "in the last minute"
 @dataclass(frozen=True)
 class Vote:
     vote: int  # 1, 2, … in the order opened
-    step: int
+    page: str  # the id of the step it asks on
     qid: str  # the question's stable id (a step may ask several: ui.steps declares them)
     round: int  # 1: the first vote on this question; 2: after discussing
     state: str  # open / closed / revealed
@@ -24,7 +24,7 @@ class Vote:
 @dataclass(frozen=True)
 class ClassState:
     code: str
-    step: int
+    page: str  # the teacher's page, by its id
     version: int  # what a student follows moved (the step, the view, a vote's state)
     view: dict  # the text and settings, as a share link keeps them
     votes: tuple[Vote, ...]
@@ -39,11 +39,11 @@ class ClassState:
         found = [v for v in self.votes if v.qid == qid]
         return found[-1] if found else None
 
-    def votes_on_step(self, step: int) -> list[Vote]:
-        return [v for v in self.votes if v.step == step]
+    def votes_on(self, page: str) -> list[Vote]:
+        return [v for v in self.votes if v.page == page]
 
-    def unrevealed(self, step: int | None = None) -> list[Vote]:
-        """The votes whose answer the class must not see yet (on ``step``, or on any step):
+    def unrevealed(self, page: str | None = None) -> list[Vote]:
+        """The votes whose answer the class must not see yet (on ``page``, or on any page):
         the latest vote on each question while it is open, or closed before its answer was
         revealed — from *Open* to *Reveal*, through the discussion and a second vote. A
         question revealed once stays revealed (a second vote opened after the reveal holds
@@ -51,7 +51,7 @@ class ClassState:
         latest: dict[str, Vote] = {}
         revealed = set()
         for v in self.votes:
-            if step is None or v.step == step:
+            if page is None or v.page == page:
                 latest[v.qid] = v
                 if v.state == "revealed":
                     revealed.add(v.qid)
@@ -72,11 +72,11 @@ class Pulse:
 
 def state_of(db, code: str) -> ClassState | None:
     """The class as its members follow it (no counts, no one's answers), or None."""
-    row = db.execute("SELECT step, version, view, tally, door, room FROM classes WHERE code = ?",
+    row = db.execute("SELECT page, version, view, tally, door, room FROM classes WHERE code = ?",
                      (code,)).fetchone()
     if row is None:
         return None
-    votes = db.execute("SELECT vote, step, qid, round, state, question FROM votes WHERE code = ? "
+    votes = db.execute("SELECT vote, page, qid, round, state, question FROM votes WHERE code = ? "
                        "ORDER BY vote", (code,)).fetchall()
     return ClassState(code, row[0], row[1], json.loads(row[2]),
                       tuple(Vote(v, s, qid, r, st, json.loads(q)) for v, s, qid, r, st, q in votes), row[3],
@@ -101,7 +101,7 @@ def read_of(db, code: str, student: str = "") -> ClassState | None:
         return None
     mine = dict(db.execute("SELECT vote, choice FROM answers WHERE code = ? AND student = ?",
                            (code, student)).fetchall()) if student else {}
-    return ClassState(found.code, found.step, found.version, found.view, found.votes, found.tally, found.door,
+    return ClassState(found.code, found.page, found.version, found.view, found.votes, found.tally, found.door,
                       counts_of(db, code, found.votes), mine, found.room)
 
 

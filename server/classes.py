@@ -1,5 +1,5 @@
 """A live class, kept in the store beside the share links: the class's text and settings,
-the teacher's step, its students (anonymous ids) and its votes, with two version
+the teacher's page (by its id: ui.steps), its students (anonymous ids) and its votes, with two version
 numbers read in one cheap query: ``version``, raised by what a student follows (the
 step, the text and settings, a vote opened, closed or revealed), and ``tally``, raised
 by what only the teacher's panel shows (an answer, a new student, the door). A student's
@@ -56,16 +56,17 @@ MAX_OPTIONS = 12
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS classes (
-        code TEXT PRIMARY KEY, host TEXT NOT NULL, view TEXT NOT NULL, step INTEGER NOT NULL,
+        code TEXT PRIMARY KEY, host TEXT NOT NULL, view TEXT NOT NULL,
         version INTEGER NOT NULL, created REAL NOT NULL, touched REAL NOT NULL, tally INTEGER NOT NULL DEFAULT 0,
-        door INTEGER NOT NULL DEFAULT 1, room INTEGER NOT NULL DEFAULT 0, room_version INTEGER NOT NULL DEFAULT 0)""",
+        door INTEGER NOT NULL DEFAULT 1, room INTEGER NOT NULL DEFAULT 0, room_version INTEGER NOT NULL DEFAULT 0,
+        page TEXT NOT NULL DEFAULT '')""",
     """CREATE TABLE IF NOT EXISTS students (
         code TEXT NOT NULL, student TEXT NOT NULL, seen REAL NOT NULL, joined REAL NOT NULL DEFAULT 0,
         PRIMARY KEY (code, student))""",
     """CREATE TABLE IF NOT EXISTS votes (
-        code TEXT NOT NULL, vote INTEGER NOT NULL, step INTEGER NOT NULL, round INTEGER NOT NULL,
+        code TEXT NOT NULL, vote INTEGER NOT NULL, round INTEGER NOT NULL,
         state TEXT NOT NULL, question TEXT NOT NULL, qid TEXT NOT NULL, seats INTEGER NOT NULL DEFAULT 0,
-        opened REAL NOT NULL DEFAULT 0, PRIMARY KEY (code, vote))""",
+        opened REAL NOT NULL DEFAULT 0, page TEXT NOT NULL DEFAULT '', PRIMARY KEY (code, vote))""",
     """CREATE TABLE IF NOT EXISTS answers (
         code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
         at REAL NOT NULL, PRIMARY KEY (code, vote, student))""",
@@ -74,7 +75,14 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS ended_classes (
         code TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL)""",
 )
-VERSION = 4  # the layout of these tables (server.store records it; ``upgrades`` moves an older one on)
+VERSION = 5  # the layout of these tables (server.store records it; ``upgrades`` moves an older one on)
+# What the layouts before 5 (and the share links made before them) numbered the pages by: a
+# page's place in the walk then. History, never changed: a page is named by its id now.
+NUMBERED_PAGES = {1: "every-pair", 2: "nearly-empty", 3: "neighbours", 4: "hubs", 5: "linear", 6: "honest-catch",
+                  7: "payoff", 8: "closing", 9: "playground"}
+# the question each step asked before a step could ask several (layout 1 named none): history too
+FIRST_QUESTIONS = {1: "s1.doubling", 2: "s2.cells", 3: "s3.reach", 4: "s4.hops", 5: "s5.order", 6: "s6.closest",
+                   7: "s7.ratio"}
 STATES = ("open", "closed", "revealed")
 # what join() says: the student is in; no such class; no seat free for a newcomer; no seat free
 # for one of its students coming back; the door is closed; too many new students from this
@@ -99,17 +107,26 @@ def is_student(value) -> bool:
     return isinstance(value, str) and 8 <= len(value) <= 32 and all(c.isalnum() or c in "-_" for c in value)
 
 
-def upgrades(first_questions: dict[int, str]) -> dict[int, list]:
+def _page_of_step(table: str) -> list:
+    """Layout 5's upgrade of one table: its ``step`` number becomes its page's id."""
+    cases = " ".join(f"WHEN {number} THEN '{page}'" for number, page in NUMBERED_PAGES.items())
+    return [f"ALTER TABLE {table} ADD COLUMN page TEXT NOT NULL DEFAULT ''",
+            f"UPDATE {table} SET page = CASE step {cases} ELSE '' END",
+            f"ALTER TABLE {table} DROP COLUMN step"]
+
+
+def upgrades() -> dict[int, list]:
     """The statements that move the classes' tables from each layout to the next, run
     once by server.store's ``create``. 2: a vote names its question; the votes of a store
-    written before take their step's first question (``first_questions``: step → id).
+    written before take their step's first question (FIRST_QUESTIONS).
     3: a second version, ``tally``, for what only the teacher's panel shows; the door; when
     each student joined; the seats a vote opened with (a vote of layout 2 bounds its answers
     by the students who ever joined); whether the room's texts are shown, and a third
     version, ``room_version``, that the room's charts poll (server.texts). 4: why a class
-    ended, kept for its teacher (``ended_classes``: made by ``SCHEMA``)."""
+    ended, kept for its teacher (``ended_classes``: made by ``SCHEMA``). 5: a class and a
+    vote name their page by its id, never by its number (NUMBERED_PAGES)."""
     return {2: ["ALTER TABLE votes ADD COLUMN qid TEXT NOT NULL DEFAULT ''",
-                *(("UPDATE votes SET qid = ? WHERE step = ?", (qid, step)) for step, qid in first_questions.items())],
+                *(("UPDATE votes SET qid = ? WHERE step = ?", (qid, step)) for step, qid in FIRST_QUESTIONS.items())],
             3: ["ALTER TABLE classes ADD COLUMN tally INTEGER NOT NULL DEFAULT 0",
                 "ALTER TABLE classes ADD COLUMN door INTEGER NOT NULL DEFAULT 1",
                 "ALTER TABLE classes ADD COLUMN room INTEGER NOT NULL DEFAULT 0",
@@ -117,7 +134,8 @@ def upgrades(first_questions: dict[int, str]) -> dict[int, list]:
                 "ALTER TABLE students ADD COLUMN joined REAL NOT NULL DEFAULT 0",
                 "ALTER TABLE votes ADD COLUMN seats INTEGER NOT NULL DEFAULT 0",
                 "ALTER TABLE votes ADD COLUMN opened REAL NOT NULL DEFAULT 0"],
-            4: []}
+            4: [],
+            5: [*_page_of_step("classes"), *_page_of_step("votes")]}
 
 
 def _seated(db, code: str, now: float) -> int:
@@ -127,20 +145,19 @@ def _seated(db, code: str, now: float) -> int:
 
 
 class Classes:
-    """The classes of one store (every process using it shares them). ``first_questions``
-    (step → its first question's id) upgrades a store written when each step had one."""
+    """The classes of one store (every process using it shares them)."""
 
-    def __init__(self, store: Backend, first_questions: dict[int, str]):
+    def __init__(self, store: Backend):
         self.store = store
-        store.create("classes", VERSION, SCHEMA, upgrades(first_questions))
+        store.create("classes", VERSION, SCHEMA, upgrades())
         store.create("limits", 1, limits.SCHEMA)
         store.create("room", texts.VERSION, texts.SCHEMA)
 
     # --- the teacher -------------------------------------------------------------------
 
-    def create(self, view: dict, step: int, now: float | None = None, address: str | None = None,
+    def create(self, view: dict, page: str, now: float | None = None, address: str | None = None,
                passphrase: str | None = None) -> tuple[str, str]:
-        """A new class for ``view`` (text and settings) at ``step``: its join code and
+        """A new class for ``view`` (text and settings) on ``page`` (its id): its join code and
         its host key (to keep in the teacher's session only). Refused, and nothing made:
         ``Refused("starts")`` past the classes one client ``address`` may start
         (server.limits.key; None: not limited); ``Refused("start_key")`` when the server asks
@@ -178,9 +195,9 @@ class Classes:
                 else:  # 20 collisions in a billion codes: the store is not what it seems
                     raise StoreError("unavailable", "no free join code")
                 db.execute("DELETE FROM ended_classes WHERE code = ?", (code,))
-                db.execute("INSERT INTO classes (code, host, view, step, version, created, touched) "
+                db.execute("INSERT INTO classes (code, host, view, page, version, created, touched) "
                            "VALUES (?, ?, ?, ?, 1, ?, ?)",
-                           (code, host_hash(key), payload, int(step), now, now))
+                           (code, host_hash(key), payload, str(page), now, now))
         if wrong_key:
             raise Refused("start_key")
         return code, key
@@ -216,22 +233,22 @@ class Classes:
                 return False
             return True
 
-    def lead(self, code: str, key, step: int, view: dict, now: float | None = None) -> int:
-        """The teacher's step, text and settings, in one change (a student's poll never
-        sees the step without its settings). Returns the version."""
+    def lead(self, code: str, key, page: str, view: dict, now: float | None = None) -> int:
+        """The teacher's page, text and settings, in one change (a student's poll never
+        sees the page without its settings). Returns the version."""
         now = time.time() if now is None else now
         with self.store.transaction() as db:
             self._host(db, code, key)
-            db.execute("UPDATE classes SET step = ?, view = ? WHERE code = ?",
-                       (int(step), json.dumps(view, ensure_ascii=False, sort_keys=True), code))
+            db.execute("UPDATE classes SET page = ?, view = ? WHERE code = ?",
+                       (str(page), json.dumps(view, ensure_ascii=False, sort_keys=True), code))
             return self._bump(db, code, now)
 
-    def move(self, code: str, key, step: int, now: float | None = None) -> int:
-        """The teacher's step: every following student goes there. Returns the version."""
+    def move(self, code: str, key, page: str, now: float | None = None) -> int:
+        """The teacher's page: every following student goes there. Returns the version."""
         now = time.time() if now is None else now
         with self.store.transaction() as db:
             self._host(db, code, key)
-            db.execute("UPDATE classes SET step = ? WHERE code = ?", (int(step), code))
+            db.execute("UPDATE classes SET page = ? WHERE code = ?", (str(page), code))
             return self._bump(db, code, now)
 
     def set_view(self, code: str, key, view: dict, now: float | None = None) -> int:
@@ -260,8 +277,8 @@ class Classes:
             db.execute("UPDATE classes SET door = ? WHERE code = ?", (int(bool(open_)), code))
             self._tally(db, code, now)
 
-    def open_vote(self, code: str, key, step: int, qid: str, question: dict, now: float | None = None) -> int:
-        """Open a vote on question ``qid`` of a step (``question``: its text, option labels
+    def open_vote(self, code: str, key, page: str, qid: str, question: dict, now: float | None = None) -> int:
+        """Open a vote on question ``qid`` of a page (its id; ``question``: its text, option labels
         and the measured answer's option, copied so that later changes leave it as asked).
         A second vote on the same question is its round 2; the vote open before it closes.
         The seats held now bound the answers it takes (with the students who join later)."""
@@ -276,9 +293,9 @@ class Classes:
             db.execute("UPDATE votes SET state = 'closed' WHERE code = ? AND state = 'open'", (code,))
             last = db.execute("SELECT COALESCE(MAX(vote), 0) FROM votes WHERE code = ?", (code,)).fetchone()[0]
             rounds = db.execute("SELECT COUNT(*) FROM votes WHERE code = ? AND qid = ?", (code, qid)).fetchone()[0]
-            db.execute("INSERT INTO votes (code, vote, step, qid, round, state, question, seats, opened) "
+            db.execute("INSERT INTO votes (code, vote, page, qid, round, state, question, seats, opened) "
                        "VALUES (?, ?, ?, ?, ?, 'open', ?, ?, ?)",
-                       (code, last + 1, int(step), qid, rounds + 1, json.dumps(question, ensure_ascii=False),
+                       (code, last + 1, str(page), qid, rounds + 1, json.dumps(question, ensure_ascii=False),
                         _seated(db, code, now), now))
             self._bump(db, code, now)
         return last + 1
@@ -387,7 +404,7 @@ class Classes:
         return None if row is None else (row[0], row[1], row[2])
 
     def state(self, code: str) -> ClassState | None:
-        """The class as its members follow it: step, view, versions, the door, its votes."""
+        """The class as its members follow it: page, view, versions, the door, its votes."""
         with self.store.reading() as db:
             return state_of(db, code)
 

@@ -16,14 +16,14 @@ class Seat:
 
     teacher: bool
     following: bool  # a student who has not gone exploring on their own
-    page: int  # the step this session is on
+    page: str  # the id of the page this session is on
     seen_version: int  # the class version this session last drew
 
 
-def decide(version: int | None, class_step: int | None, seat: Seat) -> tuple[str, int | None]:
-    """``(action, step)``: ``gone`` when the class has ended; ``stay`` when nothing
+def decide(version: int | None, class_page: str | None, seat: Seat) -> tuple[str, str | None]:
+    """``(action, page)``: ``gone`` when the class has ended; ``stay`` when nothing
     changed since the seat's last drawing (or a student explores on their own);
-    ``move`` to the class's step when a following student is elsewhere; else
+    ``move`` to the class's page when a following student is elsewhere; else
     ``refresh`` (a vote opened or closed, a count changed, the settings moved)."""
     if version is None:
         return GONE, None
@@ -33,8 +33,8 @@ def decide(version: int | None, class_step: int | None, seat: Seat) -> tuple[str
         return REFRESH, None
     if not seat.following:
         return STAY, None
-    if class_step is not None and class_step != seat.page:
-        return MOVE, class_step
+    if class_page is not None and class_page != seat.page:
+        return MOVE, class_page
     return REFRESH, None
 
 

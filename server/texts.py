@@ -17,6 +17,8 @@ import json
 import time
 from dataclasses import dataclass
 
+from attn.room_numbers import RoomNumbers
+
 from . import limits
 from .backend import Backend
 
@@ -41,7 +43,7 @@ class RoomText:
     lang: str
     state: str  # waiting / working / done / failed
     n: int
-    numbers: dict | None  # attn.room_numbers.text_numbers, once done
+    numbers: RoomNumbers | None  # attn.room_numbers.text_numbers, once done (any layout it was kept in, upgraded)
     preview: str  # its first words: the teacher's list only
     sent: float
     done: float
@@ -140,14 +142,14 @@ class Room:
                        "WHERE code = ? AND owner = ?", (worker, now + LEASE_SECONDS, row[0], row[1]))
         return Claim(*row)
 
-    def finish(self, claim: Claim, worker: str, numbers: dict, now: float | None = None) -> bool:
+    def finish(self, claim: Claim, worker: str, numbers: RoomNumbers, now: float | None = None) -> bool:
         """A claimed text's numbers, kept — unless the text was replaced, withdrawn or
         taken over meanwhile (False). Its words are dropped: the room keeps numbers."""
         now = time.time() if now is None else now
         with self.store.transaction() as db:
             done = db.execute("UPDATE room_texts SET state = 'done', numbers = ?, n = ?, text = NULL, done = ?, "
                               "leased_by = NULL WHERE code = ? AND owner = ? AND gen = ? AND leased_by = ?",
-                              (json.dumps(numbers, separators=(",", ":")), int(numbers["n"]), now, claim.code,
+                              (json.dumps(numbers.to_json(), separators=(",", ":")), numbers.n, now, claim.code,
                                claim.owner, claim.gen, worker)).rowcount
             if done:
                 _bump(db, claim.code, now)
@@ -175,7 +177,7 @@ class Room:
         with self.store.reading() as db:
             rows = db.execute("SELECT owner, lang, state, n, numbers, preview, sent, done FROM room_texts "
                               "WHERE code = ? ORDER BY sent, owner", (code,)).fetchall()
-        return [RoomText(o, lang, state, n, json.loads(nums) if nums else None, pre, sent, done)
+        return [RoomText(o, lang, state, n, RoomNumbers.from_json(json.loads(nums)) if nums else None, pre, sent, done)
                 for o, lang, state, n, nums, pre, sent, done in rows]
 
     def bytes_of(self, code: str) -> int:

@@ -4,6 +4,7 @@ import os
 import tempfile
 
 import pytest
+import streamlit  # noqa: F401 (first, as app.py imports it: its Plotly theme is then replaced by ui.figures')
 
 from harness import model_folders
 from helpers import APP, DEVICES
@@ -79,6 +80,32 @@ def make_app(monkeypatch):
         return at
 
     return make
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch, request):
+    """A store of the test's own (no other test's links, classes or rooms), as every session
+    of the process sees it, with what the process had read of another forgotten before and
+    after (ui.classroom.reset_caches). A test module's ``STORE_TIMEOUT`` sets how long a
+    write waits for the file's lock."""
+    from server.store import Store
+    from ui import share
+    from ui.classroom import reset_caches
+
+    timeout = getattr(request.module, "STORE_TIMEOUT", None)
+    mine = Store(tmp_path / "room.sqlite3", **({"timeout": timeout} if timeout is not None else {}))
+    monkeypatch.setattr(share, "store", lambda: mine)
+    reset_caches()
+    yield mine
+    reset_caches()
+
+
+@pytest.fixture
+def live_classes(store):
+    """The live classes of the test's store, as the app's sessions read and write them."""
+    from server.classes import Classes
+
+    return Classes(store)
 
 
 @pytest.fixture(scope="session")

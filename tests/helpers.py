@@ -6,14 +6,21 @@ import re
 
 import torch
 
-from ui import i18n
+from ui import i18n, steps
 from ui.i18n import LANGS as _LANGS
-from ui.summary import ANSWER_FROM
-from ui.steps import PAGE_FILES
+from ui.step_parts import ANSWER_FROM
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 APP = os.path.join(ROOT, "app.py")
-PAGES = PAGE_FILES
+WALK = steps.pages()  # every page of the walk, in order (its Step)
+
+
+def page_path(step) -> str:
+    """A page's file as AppTest.switch_page takes it: relative to app.py's folder."""
+    return os.path.relpath(step.page, ROOT)
+
+
+PAGES = [page_path(p) for p in WALK]
 LANGS = list(_LANGS)
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 

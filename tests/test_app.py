@@ -11,18 +11,19 @@ import pytest
 
 from attn import model as atlas_model
 from attn import bench, patterns, stats
-from helpers import LANGS, PAGES, revealed
+from helpers import LANGS, PAGES, WALK, revealed
 from ui import i18n
 from ui import live_bench
 from ui import keys
 from ui.samples import sample_text
-from ui.steps import STEPS as PAGE_STEPS
+from ui import steps as walk_steps
 
 pytestmark = pytest.mark.apptest
 
 KEY_METRIC = {  # the one number each step is about: its locale key
-    1: "step1.metric_causal", 2: "step2.metric_useful", 3: "step3.metric_kept_all", 4: "step4.metric_cells",
-    5: "step5.metric_diff", 6: "step6.metric_fused", 7: "step7.metric_model_ratio",
+    1: "every_pair.metric_causal", 2: "nearly_empty.metric_useful", 3: "neighbours.metric_kept_all",
+    4: "hubs.metric_cells",
+    5: "linear.metric_diff", 6: "honest_catch.metric_fused", 7: "payoff.metric_model_ratio",
 }
 
 
@@ -101,10 +102,8 @@ def test_every_page_opens_in_every_language_with_its_key_number(make_app, page, 
     at = open_page(make_app, page, lang)
     assert_clean(at)
     step = PAGES.index(page) + 1
-    from ui.steps import PAGES as WALK
-
-    assert at.title[0].value == i18n.translate(lang, WALK[step - 1].heading_key)
-    if WALK[step - 1].url_path == "playground":  # not a step: its cells, counted exactly
+    assert at.title[0].value == i18n.translate(lang, WALK[step - 1].title_key)
+    if WALK[step - 1].id == "playground":  # not a step: its cells, counted exactly
         cells = metric(at, "playground.metric_cells", lang)
         assert parse(cells, lang) > 0
     elif step <= 7:
@@ -130,10 +129,10 @@ def test_every_page_opens_in_every_language_with_its_key_number(make_app, page, 
 def test_step1_cells_follow_n_squared_and_the_causal_triangle(make_app):
     for lang in ("en", "pt"):
         at = open_page(make_app, PAGES[0], lang)
-        n = int(parse(metric(at, "step1.metric_n", lang), lang))
-        assert int(parse(metric(at, "step1.metric_square", lang), lang)) == n * n
-        assert int(parse(metric(at, "step1.metric_causal", lang), lang)) == n * (n + 1) // 2
-        doubled = metric(at, "step1.metric_doubled", lang, n2=i18n.fmt_int(2 * n, lang))
+        n = int(parse(metric(at, "every_pair.metric_n", lang), lang))
+        assert int(parse(metric(at, "every_pair.metric_square", lang), lang)) == n * n
+        assert int(parse(metric(at, "every_pair.metric_causal", lang), lang)) == n * (n + 1) // 2
+        doubled = metric(at, "every_pair.metric_doubled", lang, n2=i18n.fmt_int(2 * n, lang))
         assert int(parse(doubled, lang)) == 2 * n * (2 * n + 1) // 2
 
 
@@ -142,37 +141,37 @@ def test_step1_cells_follow_the_layer_shown_and_the_whole_model_is_counted(make_
     a = tiny.analyze(sample_text("en"))
     n, w = a.n, tiny.sliding_window
     assert n > w
-    full = int(parse(metric(at, "step1.metric_causal", "en"), "en"))
+    full = int(parse(metric(at, "every_pair.metric_causal", "en"), "en"))
     assert a.layer_types[3] == "full" and full == n * (n + 1) // 2
     at.sidebar.selectbox(key="s1_layer").set_value(0).run()  # a sliding layer
     assert_clean(at)
-    sliding = int(parse(metric(at, "step1.metric_causal", "en"), "en"))
+    sliding = int(parse(metric(at, "every_pair.metric_causal", "en"), "en"))
     assert sliding == sum(min(i + 1, w) for i in range(n)) < full
-    doubled = metric(at, "step1.metric_doubled", "en", n2=i18n.fmt_int(2 * n, "en"))
+    doubled = metric(at, "every_pair.metric_doubled", "en", n2=i18n.fmt_int(2 * n, "en"))
     assert int(parse(doubled, "en")) == sum(min(i + 1, w) for i in range(2 * n))
     ratio = sum(min(i + 1, w) for i in range(2 * n)) / sum(min(i + 1, w) for i in range(n))
     assert ratio < 4  # a sliding layer's cells do not quadruple, and the page says so beside the full layer's lesson
-    assert i18n.translate("en", "step1.outro_sliding", w=str(w), ratio=i18n.fmt_float(ratio, "en")) in [
+    assert i18n.translate("en", "every_pair.outro_sliding", w=str(w), ratio=i18n.fmt_float(ratio, "en")) in [
         c.value for c in at.caption]
     heads = a.n_heads  # every head of every layer computes its own grid
     assert heads > 1
     model = heads * sum(sum(min(i + 1, w) for i in range(n)) if kind == "sliding" else n * (n + 1) // 2
                         for kind in a.layer_types)
-    caption = i18n.translate("en", "step1.model_cells_less", cells=i18n.fmt_int(model, "en"),
+    caption = i18n.translate("en", "every_pair.model_cells_less", cells=i18n.fmt_int(model, "en"),
                              all_full=i18n.fmt_int(heads * a.n_layers * n * (n + 1) // 2, "en"), layers="4",
                              sliding="3", full="1", w=str(w), heads=str(heads))
     assert caption in [c.value for c in at.caption]
-    last = i18n.translate("en", "step1.row_caption", k=str(w))  # the last row of a sliding layer: w cells
+    last = i18n.translate("en", "every_pair.row_caption", k=str(w))  # the last row of a sliding layer: w cells
     assert last in [c.value for c in at.caption]
 
 
 def test_portuguese_numbers_use_a_decimal_comma_and_a_thousands_dot(make_app):
     at = open_page(make_app, PAGES[0], "pt")
-    n = int(parse(metric(at, "step1.metric_n", "pt"), "pt"))
+    n = int(parse(metric(at, "every_pair.metric_n", "pt"), "pt"))
     assert n >= 1000
-    assert metric(at, "step1.metric_n", "pt") == f"{n // 1000}.{n % 1000:03d}"
+    assert metric(at, "every_pair.metric_n", "pt") == f"{n // 1000}.{n % 1000:03d}"
     at2 = open_page(make_app, PAGES[1], "pt")
-    share = metric_starting(at2, "pt", "step2.metric_share")
+    share = metric_starting(at2, "pt", "nearly_empty.metric_share")
     assert "," in share or "%" in share
     assert i18n.fmt_float(0.93, "pt") == "0,93" and i18n.fmt_int(1024, "pt") == "1.024"
     assert i18n.fmt_float(0.93, "en") == "0.93" and i18n.fmt_int(1024, "ja") == "1,024"
@@ -181,41 +180,42 @@ def test_portuguese_numbers_use_a_decimal_comma_and_a_thousands_dot(make_app):
 def test_step2_useful_is_n_times_k(make_app, tiny):
     at = open_page(make_app, PAGES[1])
     a = tiny.analyze(sample_text("en"))
-    k_bar = parse(metric_starting(at, "en", "step2.metric_k"), "en")
-    useful = parse(metric(at, "step2.metric_useful", "en"), "en")
+    k_bar = parse(metric_starting(at, "en", "nearly_empty.metric_k"), "en")
+    useful = parse(metric(at, "nearly_empty.metric_useful", "en"), "en")
     assert useful == pytest.approx(a.n * k_bar, abs=a.n * 0.05 + 1)
     layer = a.n_layers - 1  # the page's default layer on the tiny model (a full one)
     expect = stats.useful_summary(a.attentions[layer], 0.9)  # each head's own k, averaged
     assert useful == pytest.approx(expect["useful"], abs=1)
     # one denominator: the caption's total is the share's denominator, the cells the layer computes
-    share = parse(metric(at, "step2.metric_share", "en"), "en")
+    share = parse(metric(at, "nearly_empty.metric_share", "en"), "en")
     assert share == pytest.approx(useful / (a.n * (a.n + 1) // 2), abs=5e-4)
     assert share == pytest.approx(expect["share"], abs=5e-4)
     cells = a.n * (a.n + 1) // 2
     total = [c.value for c in at.caption if c.value.endswith(
-        i18n.translate("en", "step2.grid_caption", p="90%", cells="§", total=i18n.fmt_int(cells, "en")).split("§")[1])]
+        i18n.translate("en", "nearly_empty.grid_caption", p="90%", cells="§",
+                       total=i18n.fmt_int(cells, "en")).split("§")[1])]
     assert total, "the grid caption names the same denominator"
     # a sliding layer: the denominator is Σ min(i+1, w), and its k is capped by the window
     at.sidebar.selectbox(key="s2_layer").set_value(0).run()
     w = tiny.sliding_window
     slide = stats.useful_summary(a.attentions[0], 0.9, w)
-    assert parse(metric(at, "step2.metric_share", "en"), "en") == pytest.approx(slide["share"], abs=5e-4)
+    assert parse(metric(at, "nearly_empty.metric_share", "en"), "en") == pytest.approx(slide["share"], abs=5e-4)
     assert slide["cells"] == sum(min(i + 1, w) for i in range(a.n))
-    assert i18n.translate("en", "step2.window_cap", w=str(w)) in [c.value for c in at.caption]
+    assert i18n.translate("en", "nearly_empty.window_cap", w=str(w)) in [c.value for c in at.caption]
     assert len(at.get("plotly_chart")) == 3  # the grid, the share on prefixes, k̄ against n
 
 
 def test_step3_reach_and_cells_follow_their_formulas(make_app, tiny):
     at = open_page(make_app, PAGES[2])
     a = tiny.analyze(sample_text("en"))
-    assert parse(metric(at, "step3.metric_reach_formula", "en"), "en") == 4 * (3 - 1) + 1
-    assert parse(metric(at, "step3.metric_reach_measured", "en", i=min(a.n, 64) - 1), "en") == 9
-    assert parse(metric(at, "step3.metric_cells", "en"), "en") == patterns.cells(a.n, 16, (), True)
+    assert parse(metric(at, "neighbours.metric_reach_formula", "en"), "en") == 4 * (3 - 1) + 1
+    assert parse(metric(at, "neighbours.metric_reach_measured", "en", i=min(a.n, 64) - 1), "en") == 9
+    assert parse(metric(at, "neighbours.metric_cells", "en"), "en") == patterns.cells(a.n, 16, (), True)
     at.slider(key="s3_rl").set_value(3).run()  # the tiny model has 4 layers
     at.slider(key="s3_rw").set_value(5).run()
-    assert parse(metric(at, "step3.metric_reach_formula", "en"), "en") == 3 * 4 + 1
+    assert parse(metric(at, "neighbours.metric_reach_formula", "en"), "en") == 3 * 4 + 1
     kept = stats.share_kept_by_pattern(a.attentions, 16)["mean"]
-    assert parse(metric(at, "step3.metric_kept_all", "en"), "en") == pytest.approx(kept, abs=5e-4)
+    assert parse(metric(at, "neighbours.metric_kept_all", "en"), "en") == pytest.approx(kept, abs=5e-4)
 
 
 def test_step4_cells_with_hubs_and_hops(make_app, tiny):
@@ -226,33 +226,33 @@ def test_step4_cells_with_hubs_and_hops(make_app, tiny):
     hubs = tuple(sorted(p for p, _ in found[:3]))
     assert tuple(sorted(at.multiselect(key="s4_hubs").value)) == hubs
     # each candidate with its score, as the engine measured it
-    items = [i18n.translate("en", "step4.anchor_item", p=p, token=a.tokens[p], score=i18n.fmt_float(s, "en", 3))
+    items = [i18n.translate("en", "hubs.anchor_item", p=p, token=a.tokens[p], score=i18n.fmt_float(s, "en", 3))
              for p, s in found]
     items = ", ".join(items[:-1]) + ", and " + items[-1]  # a list as English writes it
-    assert i18n.translate("en", "step4.anchors_found", found=items) in [c.value for c in at.caption]
+    assert i18n.translate("en", "hubs.anchors_found", found=items) in [c.value for c in at.caption]
     sink = stats.share_kept_by_pattern(a.attentions, 8, (0,), True)["mean"]
-    assert parse(metric(at, "step4.metric_kept_sink", "en"), "en") == pytest.approx(sink, abs=5e-4)
-    shown = parse(metric(at, "step4.metric_cells", "en", g=len(hubs)), "en")
+    assert parse(metric(at, "hubs.metric_kept_sink", "en"), "en") == pytest.approx(sink, abs=5e-4)
+    shown = parse(metric(at, "hubs.metric_cells", "en", g=len(hubs)), "en")
     assert shown == patterns.cells(a.n, 8, hubs, True)
     # bidirectional with hubs: every pair within two layers
-    hop_metrics = [m for m in at.metric if m.label == i18n.translate("en", "step4.metric_max_hops")]
+    hop_metrics = [m for m in at.metric if m.label == i18n.translate("en", "hubs.metric_max_hops")]
     assert parse(hop_metrics[1].value, "en") <= 2 < parse(hop_metrics[0].value, "en")
     # the gain of the hubs is in percentage points, and equals the two shares' difference
-    kept_w = parse(metric(at, "step4.metric_kept_window", "en"), "en")
-    kept_h = metric_of(at, "step4.metric_kept_hubs", "en", g=len(hubs))
-    assert kept_h.delta == i18n.translate("en", "step4.metric_kept_delta",
+    kept_w = parse(metric(at, "hubs.metric_kept_window", "en"), "en")
+    kept_h = metric_of(at, "hubs.metric_kept_hubs", "en", g=len(hubs))
+    assert kept_h.delta == i18n.translate("en", "hubs.metric_kept_delta",
                                           d=i18n.fmt_float(100 * (parse(kept_h.value, "en") - kept_w), "en", 1))
     assert kept_h.delta.endswith(" pp")
 
 
 def hop_values(at, lang="en"):
-    return [m.value for m in at.metric if m.label == i18n.translate(lang, "step4.metric_max_hops")]
+    return [m.value for m in at.metric if m.label == i18n.translate(lang, "hubs.metric_max_hops")]
 
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_step4_says_never_when_a_window_joins_no_pair(make_app, lang):
     at = open_page(make_app, PAGES[3], lang)
-    never = i18n.translate(lang, "step4.never_value")
+    never = i18n.translate(lang, "hubs.never_value")
     at.slider(key="s4_w").set_value(1).run()
     assert_clean(at)
     values = hop_values(at, lang)
@@ -260,7 +260,7 @@ def test_step4_says_never_when_a_window_joins_no_pair(make_app, lang):
     # while the hubs still join every pair in two layers
     assert values[0] == never and values[2] == never
     assert parse(values[1], lang) == 2
-    assert i18n.translate(lang, "step4.sink_text_never") in [m.value for m in at.markdown]
+    assert i18n.translate(lang, "hubs.sink_text_never") in [m.value for m in at.markdown]
     at.multiselect(key="s4_hubs").set_value([]).run()  # no hub chosen: the bidirectional grid uses the first token
     assert hop_values(at, lang)[0] == never
     at.slider(key="s4_w").set_value(2).run()
@@ -282,15 +282,15 @@ def test_step4_a_causal_hub_in_the_middle_relays_on_the_page(make_app):
     alone = graph.farthest_pair(graph.hops(48, 4, (), causal=True), True)
     assert expected < alone == 16
     assert parse(values[3], "en") == expected  # the causal grid with the reader's hub
-    text = i18n.translate("en", "step4.causal_hub_text",
-                          mine=i18n.translate("en", "step4.farthest_layers", n=i18n.fmt_int(expected, "en")),
-                          alone=i18n.translate("en", "step4.farthest_layers", n=i18n.fmt_int(alone, "en")))
+    text = i18n.translate("en", "hubs.causal_hub_text",
+                          mine=i18n.translate("en", "hubs.farthest_layers", n=i18n.fmt_int(expected, "en")),
+                          alone=i18n.translate("en", "hubs.farthest_layers", n=i18n.fmt_int(alone, "en")))
     assert text in [m.value for m in at.markdown]
     # a hub beyond the first 48 tokens: the causal grid's span follows it (tokens 176–223 around 200)
     at.multiselect(key="s4_hubs").set_value([200]).run()
     assert_clean(at)
     assert parse(hop_values(at)[3], "en") == graph.farthest_pair(graph.hops(48, 4, (24,), causal=True), True)
-    assert i18n.translate("en", "step4.span_caption", a=176, b=223, h=200, w=4) in [c.value for c in at.caption]
+    assert i18n.translate("en", "hubs.span_caption", a=176, b=223, h=200, w=4) in [c.value for c in at.caption]
     # its axes are read by the text's own positions: 176 … 223, the hub at 200, every tenth numbered (180, 190 …)
     spans = [json.loads(ch.proto.spec) for ch in at.get("plotly_chart")]
     span = next(f for f in spans if str(f["data"][0].get("x", [""])[0]).startswith("176 “"))
@@ -307,9 +307,9 @@ def test_step4_says_the_sink_joins_no_pair_sooner_once_not_twice(make_app, lang)
     at = open_page(make_app, PAGES[3], lang)
     assert_clean(at)
     shown = [m.value for m in at.markdown]
-    same = i18n.translate(lang, "step4.sink_text_same", far=i18n.fmt_int(16, lang))
+    same = i18n.translate(lang, "hubs.sink_text_same", far=i18n.fmt_int(16, lang))
     assert same in shown
-    assert not [m for m in shown if m == i18n.translate(lang, "step4.sink_text", far="16", far0="16")]
+    assert not [m for m in shown if m == i18n.translate(lang, "hubs.sink_text", far="16", far0="16")]
 
 
 def test_step4_counts_the_hubs_it_leaves_out_in_words_that_agree():
@@ -318,11 +318,11 @@ def test_step4_counts_the_hubs_it_leaves_out_in_words_that_agree():
     from ui.i18n import Translator
 
     t = Translator("pt")
-    one = t("step4.hubs_outside", n=48, g=1, outside=t.list(["65"]))
+    one = t("hubs.hubs_outside", n=48, g=1, outside=t.list(["65"]))
     assert one == "O hub além dos primeiros 48 tokens (65) fica fora das duas grades abaixo."
-    two = t("step4.hubs_outside", n=48, g=2, outside=t.list(["65", "90"]))
+    two = t("hubs.hubs_outside", n=48, g=2, outside=t.list(["65", "90"]))
     assert two == "Os hubs além dos primeiros 48 tokens (65 e 90) ficam fora das duas grades abaixo."
-    assert Translator("en")("step4.hubs_outside", n=48, g=1, outside="65") == (
+    assert Translator("en")("hubs.hubs_outside", n=48, g=1, outside="65") == (
         "The hub beyond the first 48 tokens (65) is left out of the two grids below.")
 
 
@@ -358,17 +358,17 @@ def test_the_swaps_say_the_tokens_they_run_on(make_app, tiny):
 
 def test_step5_both_orders_agree_and_the_summary_is_m_by_d(make_app, tiny):
     at = open_page(make_app, PAGES[4])
-    assert parse(metric_starting(at, "en", "step5.metric_diff"), "en") < 1e-5
+    assert parse(metric_starting(at, "en", "linear.metric_diff"), "en") < 1e-5
     a = tiny.analyze(sample_text("en"))
     d = tiny.head_dim
-    assert parse(metric(at, "step5.metric_grid_causal", "en", n=i18n.fmt_int(a.n, "en")), "en") == a.n * (a.n + 1) // 2
-    assert parse(metric(at, "step5.metric_summary", "en", m=d, d=d), "en") == d * d + d
+    assert parse(metric(at, "linear.metric_grid_causal", "en", n=i18n.fmt_int(a.n, "en")), "en") == a.n * (a.n + 1) // 2
+    assert parse(metric(at, "linear.metric_summary", "en", m=d, d=d), "en") == d * d + d
     at.radio(key="s5_feature").set_value("taylor").run()
-    assert parse(metric(at, "step5.metric_summary", "en", m=273, d=d), "en") == 273 * d + 273
+    assert parse(metric(at, "linear.metric_summary", "en", m=273, d=d), "en") == 273 * d + 273
     # the chunk the caption names is the scan's own (kernels.CHUNK), not a number written in the text
     from attn import kernels
 
-    caption = i18n.translate("en", "step5.formula_caption", chunk=kernels.CHUNK)
+    caption = i18n.translate("en", "linear.formula_caption", chunk=kernels.CHUNK)
     assert caption.endswith(f"of {kernels.CHUNK} tokens.") and caption in [c.value for c in at.caption]
 
 
@@ -378,21 +378,21 @@ def test_step5_says_on_which_side_of_the_break_even_the_text_lies(make_app, tiny
     d = tiny.head_dim
     even = costs.linear_break_even(d, d, True)  # elu + 1: m = d
     at = open_page(make_app, PAGES[4])
-    assert parse(metric(at, "step5.metric_break_memory", "en"), "en") == even["memory"]
-    assert parse(metric(at, "step5.metric_break_ops", "en"), "en") == even["operations"]
+    assert parse(metric(at, "linear.metric_break_memory", "en"), "en") == even.memory
+    assert parse(metric(at, "linear.metric_break_ops", "en"), "en") == even.operations
     n = tiny.analyze(sample_text("en")).n
-    assert n > max(even["memory"], even["operations"])
-    long = i18n.translate("en", "step5.break_long", n=i18n.fmt_int(n, "en"), nm=even["memory"], no=even["operations"])
+    assert n > max(even.memory, even.operations)
+    long = i18n.translate("en", "linear.break_long", n=i18n.fmt_int(n, "en"), nm=even.memory, no=even.operations)
     assert long in [m.value for m in at.markdown]
     at.sidebar.text_area(key="text").input("a short line").run()  # 13 tokens with <bos>: below both
-    short = i18n.translate("en", "step5.break_short", n="13", nm=even["memory"], no=even["operations"])
+    short = i18n.translate("en", "linear.break_short", n="13", nm=even.memory, no=even.operations)
     assert short in [m.value for m in at.markdown]
-    assert i18n.translate("en", "step5.shared_kv", h=tiny.n_heads) in [c.value for c in at.caption]
+    assert i18n.translate("en", "linear.shared_kv", h=tiny.n_heads) in [c.value for c in at.caption]
 
 
 def test_step6_fused_kernel_is_at_rounding_level(make_app):
     at = open_page(make_app, PAGES[5])
-    assert parse(metric(at, "step6.metric_fused", "en"), "en") <= 1e-5
+    assert parse(metric(at, "honest_catch.metric_fused", "en"), "en") <= 1e-5
     assert len(at.get("plotly_chart")) >= 6  # the error bars, the sharpness bars and four implied maps
 
 
@@ -411,16 +411,16 @@ def test_step6_captions_follow_the_measured_errors_and_sharpness(make_app, tiny,
     captions = [c.value for c in at.caption]
     if better:
         best = min(linear, key=err.get)
-        said = i18n.translate("en", "step6.errors_caption_some", better=len(better), total=len(linear),
+        said = i18n.translate("en", "honest_catch.errors_caption_some", better=len(better), total=len(linear),
                               rest=len(linear) - len(better),
                               best=i18n.translate("en", f"features.{best[len('linear_'):]}"),
                               gap=i18n.fmt_float(100 * (err["uniform"] - err[best]), "en", 1))
     else:
-        said = i18n.translate("en", "step6.errors_caption_none")
+        said = i18n.translate("en", "honest_catch.errors_caption_none")
     # after what the dotted line is: equal weights over the earlier tokens (a causal model)
-    assert f"{i18n.translate('en', 'step6.uniform_said')} {said}" in captions
+    assert f"{i18n.translate('en', 'honest_catch.uniform_said')} {said}" in captions
     peak = stats.peak_weights(q, k, scale=a.scale, own_window=a.own_window(layer), window=w, hubs=found)
-    flat = i18n.translate("en", "step6.flat_caption", soft=i18n.fmt_pct(peak["own"], "en"),
+    flat = i18n.translate("en", "honest_catch.flat_caption", soft=i18n.fmt_pct(peak["own"], "en"),
                           uni=i18n.fmt_pct(peak["uniform"], "en"))
     sharpness = [c for c in captions if c.startswith(flat)]
     assert sharpness, "the sharpness caption starts from the measured peaks"
@@ -432,10 +432,10 @@ def test_step6_captions_follow_the_measured_errors_and_sharpness(make_app, tiny,
         assert (label in flat_part) == (peak[name] <= 2 * peak["uniform"]), name
     norms = stats.median_norms(q, k, a.scale)
     assert i18n.fmt_float(norms["q"], "en", 1) in " ".join(captions)
-    over = i18n.translate("en", "step6.over_100", names="§").split("§")[0]
+    over = i18n.translate("en", "honest_catch.over_100", names="§").split("§")[0]
     said_over = [c for c in captions if c.startswith(over)]
     assert bool(said_over) == any(e > 1 for e in err.values())  # said when, and only when, a method passed 100%
-    assert i18n.translate("en", "step6.heads_note") in captions
+    assert i18n.translate("en", "honest_catch.heads_note") in captions
 
 
 def test_step7_cost_model_ratios_are_four_and_two(make_app):
@@ -450,7 +450,7 @@ def test_step7_cost_model_ratios_are_four_and_two(make_app):
     values = [parse(m.value, "en") for m in at.metric]
     assert values[0] == pytest.approx(4.0, abs=0.01)
     assert all(v == pytest.approx(2.0, abs=0.02) for v in values[1:4])
-    heading = i18n.translate("en", "step7.ratio_heading", n=i18n.fmt_int(ns[-2], "en"), n2=i18n.fmt_int(ns[-1], "en"))
+    heading = i18n.translate("en", "payoff.ratio_heading", n=i18n.fmt_int(ns[-2], "en"), n2=i18n.fmt_int(ns[-1], "en"))
     assert f"**{heading}**" in [m.value for m in at.markdown]
     # the full method's cost is the causal cell count times 4·d per head
     assert costs["full"][0] == patterns.cells(512) * 4 * s.d * s.heads
@@ -465,7 +465,7 @@ def test_step7_live_benchmark_runs_on_a_button_press(make_app, unmeasured):
     assert len(ratios) == 5 and all(parse(m.value, "en") > 0 for m in ratios)
     assert len(at.dataframe) == 1
     # the two walls, and each line labelled with its kernel and dtype (linear keeps float32)
-    assert i18n.translate("en", "step7.walls_note") in [i.value for i in at.info]
+    assert i18n.translate("en", "payoff.walls_note") in [i.value for i in at.info]
     names = [tr["name"] for ch in at.get("plotly_chart") for tr in json.loads(ch.proto.spec)["data"]]
     assert any(n.startswith("linear (elu + 1) [chunked scan · float32]") for n in names)
     assert any(n.startswith("full (SDPA) [float32]") for n in names)  # the kernel named once
@@ -494,11 +494,9 @@ def test_every_kernel_the_engine_names_is_named_in_every_language(lang):
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_next_and_previous_walk_every_page_in_order_and_back(make_app, lang):
-    from ui.steps import PAGES as WALK
-
     at = make_app("tiny", lang)
     at.run()
-    titles = [i18n.translate(lang, p.heading_key) for p in WALK]
+    titles = [i18n.translate(lang, p.title_key) for p in WALK]
     assert at.title[0].value == titles[0] and at.button(key="nav_prev").disabled
     for i in range(1, len(WALK)):
         at.button(key="nav_next").click().run()
@@ -517,7 +515,7 @@ def test_each_steps_settings_survive_moving_between_steps(make_app):
     at.sidebar.selectbox(key="s3_layer").set_value(1).run()
     # (AppTest keeps a page chosen with at.switch_page for later runs, so the test moves with it too)
     at.switch_page(PAGES[3]).run()  # step 4: its own window
-    assert at.title[0].value == i18n.translate("en", "step4.title")
+    assert at.title[0].value == i18n.translate("en", "hubs.title")
     at.slider(key="s4_w").set_value(3).run()
     at.multiselect(key="s4_hubs").set_value([0, 30]).run()
     at.switch_page(PAGES[5]).run()
@@ -539,9 +537,9 @@ SHORT = "A short line of text, then a few more words to read."
 @pytest.mark.parametrize("text", [None, SHORT])
 def test_predictions_on_steps_1_2_5_6_reveal_the_pages_own_number_for_each_text(make_app, tiny, text):
     at = open_page(make_app, PAGES[0], text=text)
-    n = int(parse(metric(at, "step1.metric_n", "en"), "en"))
-    cells = int(parse(metric(at, "step1.metric_causal", "en"), "en"))
-    doubled = int(parse(metric(at, "step1.metric_doubled", "en", n2=i18n.fmt_int(2 * n, "en")), "en"))
+    n = int(parse(metric(at, "every_pair.metric_n", "en"), "en"))
+    cells = int(parse(metric(at, "every_pair.metric_causal", "en"), "en"))
+    doubled = int(parse(metric(at, "every_pair.metric_doubled", "en", n2=i18n.fmt_int(2 * n, "en")), "en"))
     assert revealed(at) == i18n.translate("en", "predict.times", x=i18n.fmt_float(doubled / cells, "en", 2))
     at.radio(key="guess_s1_doubling").set_value(4).run()  # the option nearest to the measured ≈ 4 counts as right
     assert i18n.translate("en", "predict.right") in " ".join(m.value for m in at.markdown)
@@ -549,10 +547,10 @@ def test_predictions_on_steps_1_2_5_6_reveal_the_pages_own_number_for_each_text(
     wrong = i18n.translate("en", "predict.wrong", nearest=i18n.translate("en", "predict.times", x=4))
     assert wrong in " ".join(m.value for m in at.markdown)
     at.switch_page(PAGES[1]).run()
-    assert revealed(at) == metric_starting(at, "en", "step2.metric_k")
+    assert revealed(at) == metric_starting(at, "en", "nearly_empty.metric_k")
     at.switch_page(PAGES[4]).run()
-    grid = parse(metric_starting(at, "en", "step5.metric_grid_causal"), "en")
-    summary = parse(metric_starting(at, "en", "step5.metric_summary"), "en")
+    grid = parse(metric_starting(at, "en", "linear.metric_grid_causal"), "en")
+    summary = parse(metric_starting(at, "en", "linear.metric_summary"), "en")
     assert revealed(at) == i18n.translate("en", "predict.opt_grid" if grid < summary else "predict.opt_summary")
     at.switch_page(PAGES[5]).run()
     a = tiny.analyze(text or sample_text("en"))
@@ -570,7 +568,7 @@ def test_predictions_on_steps_3_4_7_follow_their_parameters(make_app, unmeasured
     for rw, rl in ((3, 4), (5, 2)):
         at.slider(key="s3_rw").set_value(rw).run()
         at.slider(key="s3_rl").set_value(rl).run()
-        measured = metric(at, "step3.metric_reach_measured", "en", i=63)
+        measured = metric(at, "neighbours.metric_reach_measured", "en", i=63)
         assert revealed(at) == measured == str(rl * (rw - 1) + 1)
     at.sidebar.text_area(key="text").input("abcd").run()  # 5 tokens, so a window of 4 nearly covers them
     at.switch_page(PAGES[3]).run()
@@ -593,7 +591,7 @@ def test_predictions_on_steps_3_4_7_follow_their_parameters(make_app, unmeasured
     window_label = next(m.label for m in at.metric
                         if m.label.startswith(i18n.translate("en", "methods.window", w=128) + ":"))
     assert window_label.endswith(f"t({n2}) / t({n})")  # the ratio names both lengths it is taken between
-    said = i18n.translate("en", "step7.live_caption_measured", n=n, n2=n2, full=full[0], window=live[0])
+    said = i18n.translate("en", "payoff.live_caption_measured", n=n, n2=n2, full=full[0], window=live[0])
     assert said in [c.value for c in at.caption]  # what this run measured, not "they approach 4 and 2"
 
 
@@ -601,16 +599,17 @@ def test_step7_is_graded_by_the_cost_model_whatever_one_timing_read():
     """A single timing of 0.98 (or 3.1) on a busy machine must not make "1" (or "4") the
     right answer: the lesson's ratio for the window is 2 (its cost is linear in n), and the
     timing is said beside it with both lengths it was taken between."""
-    from ui import summary
+    from ui import step_parts
+    from ui.steps import payoff
     from ui.i18n import Translator
 
     t = Translator("en")
     for timed in (0.98, 3.1):
         rows = [bench.Row("window", 2048, 0.010, None, 1.0, 1.0, "blocked"),
                 bench.Row("window", 4096, 0.010 * timed, None, 1.0, 1.0, "blocked")]
-        q = summary.step7(t, None, "", "", {}, live_rows=rows, live_last=4096).questions[0]
+        q = payoff.summary(t, None, "", "", {}, live_rows=rows, live_last=4096).questions[0]
         assert q.right == 2 and q.value_text == "2.00" and q.source == "model"
-        said = summary.verdict(t, q, 2)  # the value, its note beside it, then the verdict on the guess
+        said = step_parts.verdict(t, q, 2)  # the value, its note beside it, then the verdict on the guess
         assert said.startswith(f"Worked out by the cost model: **2.00**. This device timed {t.float(timed, 2)} "
                                "from n = 2,048 to 4,096, once")
         assert said.endswith("Your guess was right.")
@@ -630,7 +629,7 @@ def test_the_answer_waits_for_a_guess_or_the_reveal_in_every_mode(make_app, pres
         if presenting:
             at.session_state["presenter"] = True
             at.run()
-        qid = PAGE_STEPS[step - 1].questions[0]
+        qid = walk_steps.steps()[step - 1].questions[0]
         assert not answer_shown(at) and at.button(key=keys.reveal_button(qid))
         at.radio(key=keys.guess(qid)).set_value(4 if step == 1 else "grid").run()
         assert answer_shown(at)  # a guess reveals
@@ -684,7 +683,7 @@ def test_presenter_mode_is_kept_in_the_url_and_folds_the_controls(make_app, lang
     assert not [m for m in at.markdown if m.value.startswith(i18n.translate(lang, "predict.answer", value="§")
                                                              .split("§")[0])]
     at.button(key="nav_next").click().run()  # the mode survives moving on
-    assert at.title[0].value == i18n.translate(lang, "step2.title")
+    assert at.title[0].value == i18n.translate(lang, "nearly_empty.title")
     assert at.query_params.get("present") in ("1", ["1"])
     at.sidebar.toggle(key="presenter_choice").set_value(False).run()
     assert "present" not in at.query_params
@@ -719,7 +718,7 @@ def test_a_share_link_restores_every_setting_on_a_fresh_session(make_app):
     assert url.split("?s=")[0].endswith("/hubs")
     fresh = open_link(make_app, key)  # a new reader, another session
     assert_clean(fresh)
-    assert fresh.title[0].value == i18n.translate("pt", "step4.title")
+    assert fresh.title[0].value == i18n.translate("pt", "hubs.title")
     assert fresh.session_state["lang"] == "pt" and fresh.session_state["presenter"]
     assert fresh.sidebar.text_area(key="text").value == text
     assert fresh.slider(key="s4_w").value == 3 and fresh.multiselect(key="s4_hubs").value == [0, 30]
@@ -736,13 +735,13 @@ def test_tampered_or_unknown_links_open_a_sensible_page_with_a_notice(make_app):
     for key in ("0" * 12, "../../etc/passwd", "ABCDEF012345", "x"):
         at = open_link(make_app, key)
         assert_clean(at)
-        assert at.title[0].value == i18n.translate("en", "step1.title")
+        assert at.title[0].value == i18n.translate("en", "every_pair.title")
         assert toasts(at) == [i18n.translate("en", "share.unknown")]
     bad = store.put({"text": "short text for a tampered link", "lang": "xx", "step": 99, "presenter": "yes",
                      "settings": {"s4_w": -5, "s1_head": 7, "s3_layer": "one", "nonsense": 1}})
     at = open_link(make_app, bad)
     assert_clean(at)
-    assert at.title[0].value == i18n.translate("en", "step1.title") and at.session_state["lang"] == "en"
+    assert at.title[0].value == i18n.translate("en", "every_pair.title") and at.session_state["lang"] == "en"
     assert not at.session_state["presenter"]
     notices = toasts(at)
     assert i18n.translate("en", "share.bad_values") in notices
@@ -756,7 +755,7 @@ def test_step_buttons_are_drawn_even_without_a_text(make_app):
     assert_clean(at)
     assert i18n.translate("en", "common.need_text") in [i.value for i in at.info]
     at.button(key="nav_next").click().run()
-    assert at.title[0].value == i18n.translate("en", "step4.title")
+    assert at.title[0].value == i18n.translate("en", "hubs.title")
 
 
 def test_a_text_too_short_is_said_once_on_the_closing_page_and_a_row_of_few_cells_says_so(make_app, tiny):
@@ -769,20 +768,20 @@ def test_a_text_too_short_is_said_once_on_the_closing_page_and_a_row_of_few_cell
     assert i18n.translate("en", "closing.empty") not in infos  # not also "paste a text": there is one
     at = open_page(make_app, PAGES[0])
     at.selectbox(key="s1_token").set_value(0).run()  # the first row: one cell
-    assert i18n.translate("en", "step1.row_caption_few", k="1") in [c.value for c in at.caption]
+    assert i18n.translate("en", "every_pair.row_caption_few", k="1") in [c.value for c in at.caption]
     assert not [c.value for c in at.caption if "three heaviest" in c.value]
     within = "Hello"  # fewer tokens than the tiny model's window of 8: every layer sees all of it
     n = tiny.analyze(within).n
     assert 3 <= n <= tiny.sliding_window
     at = open_page(make_app, PAGES[2], text=within)
     assert_clean(at)
-    note = i18n.translate("en", "step3.model_note_short", sliding=3, layers=4, w="8", n=str(n))
+    note = i18n.translate("en", "neighbours.model_note_short", sliding=3, layers=4, w="8", n=str(n))
     assert note in [i.value for i in at.info]
     at = open_page(make_app, PAGES[3], text=within)  # no row 8 tokens after another: no anchors, and it says so
     assert_clean(at)
     captions = [c.value for c in at.caption]
-    assert i18n.translate("en", "step4.anchors_none", n=str(n), d="8") in captions
-    found = i18n.translate("en", "step4.anchors_found", found="§").split("§")[0]
+    assert i18n.translate("en", "hubs.anchors_none", n=str(n), d="8") in captions
+    found = i18n.translate("en", "hubs.anchors_found", found="§").split("§")[0]
     assert not [c for c in captions if c.startswith(found)]
 
 
@@ -838,7 +837,7 @@ def test_swap_sweep_runs_on_a_button_press_and_the_control_matches(make_app, unm
 def test_query_param_opens_in_portuguese_and_the_choice_is_written_back(make_app):
     at = make_app("tiny", "pt")
     at.run()
-    assert at.title[0].value == i18n.translate("pt", "step1.title")
+    assert at.title[0].value == i18n.translate("pt", "every_pair.title")
     assert at.query_params["lang"] == ["pt"] or at.query_params["lang"] == "pt"
     assert at.text_area(key="text").value == sample_text("pt")
 
@@ -846,10 +845,10 @@ def test_query_param_opens_in_portuguese_and_the_choice_is_written_back(make_app
 def test_switching_language_changes_the_title_and_the_untouched_sample(make_app):
     at = make_app("tiny")
     at.run()
-    assert at.title[0].value == i18n.translate("en", "step1.title")
+    assert at.title[0].value == i18n.translate("en", "every_pair.title")
     at.selectbox(key="lang_choice").set_value("ja").run()
     assert_clean(at)
-    assert at.title[0].value == i18n.translate("ja", "step1.title")
+    assert at.title[0].value == i18n.translate("ja", "every_pair.title")
     assert at.text_area(key="text").value == sample_text("ja")
     assert at.query_params["lang"] in ("ja", ["ja"])
 
@@ -864,7 +863,7 @@ def test_typed_text_survives_a_language_switch_and_a_page_switch(make_app):
     at.switch_page(PAGES[2]).run()
     assert_clean(at)
     assert at.text_area(key="text").value == mine
-    assert at.title[0].value == i18n.translate("pt", "step3.title")
+    assert at.title[0].value == i18n.translate("pt", "neighbours.title")
     at.button(key="restore_sample").click().run()
     assert at.text_area(key="text").value == sample_text("pt")
 
@@ -944,7 +943,7 @@ def test_every_key_the_code_uses_exists():
     import pathlib
 
     root = pathlib.Path(i18n.ROOT)
-    code = "\n".join(p.read_text() for p in [root / "app.py", *root.glob("pages/*.py"), *root.glob("ui/*.py")])
+    code = "\n".join(p.read_text() for p in [root / "app.py", *root.glob("ui/**/*.py")])
     used = set(re.findall(r"""t\(["']([a-z0-9_]+\.[a-z0-9_]+)["']""", code))
     used |= set(re.findall(r"""translate\([^,]+, ["']([a-z0-9_]+\.[a-z0-9_]+)["']""", code))
     used |= {f"formula.{w}" for w in re.findall(r"\\text\{@([a-z_]+)\}", code)}
@@ -989,28 +988,28 @@ def test_real_model_pages_in_each_language(make_app, lang):
     a = real.analyze(sample_text(lang))
     at = open_page(make_app, PAGES[0], lang, model="gemma")
     assert_clean(at)
-    assert int(parse(metric(at, "step1.metric_n", lang), lang)) == a.n
-    assert int(parse(metric(at, "step1.metric_causal", lang), lang)) == a.n * (a.n + 1) // 2
+    assert int(parse(metric(at, "every_pair.metric_n", lang), lang)) == a.n
+    assert int(parse(metric(at, "every_pair.metric_causal", lang), lang)) == a.n * (a.n + 1) // 2
     if lang == "en":  # past the window of 512: a sliding layer computes Σ min(i+1, 512), a full one n(n+1)/2
         long_text = " ".join(sample_text(x) for x in LANGS) * 2
         at.sidebar.text_area(key="text").input(long_text).run()
-        n = int(parse(metric(at, "step1.metric_n", lang), lang))
+        n = int(parse(metric(at, "every_pair.metric_n", lang), lang))
         assert n > 512  # 1,024 on a CPU: 393,472 cells in a sliding layer against 524,800 in a full one
         at.sidebar.selectbox(key="s1_layer").set_value(8).run()
-        assert int(parse(metric(at, "step1.metric_causal", lang), lang)) == sum(min(i + 1, 512) for i in range(n))
+        assert int(parse(metric(at, "every_pair.metric_causal", lang), lang)) == sum(min(i + 1, 512) for i in range(n))
         full_layer = real.layer_types.index("full")
         at.sidebar.selectbox(key="s1_layer").set_value(full_layer).run()
-        assert int(parse(metric(at, "step1.metric_causal", lang), lang)) == n * (n + 1) // 2
+        assert int(parse(metric(at, "every_pair.metric_causal", lang), lang)) == n * (n + 1) // 2
         at.sidebar.text_area(key="text").input(sample_text(lang)).run()
     at.switch_page(PAGES[2]).run()
     assert_clean(at)
     assert a.n <= 512  # the sample: every layer, sliding ones too, still sees all of it
-    note = i18n.translate(lang, "step3.model_note_short", sliding=15, layers=18, w=i18n.fmt_int(512, lang),
+    note = i18n.translate(lang, "neighbours.model_note_short", sliding=15, layers=18, w=i18n.fmt_int(512, lang),
                           n=i18n.fmt_int(a.n, lang))
     assert note in [i.value for i in at.info]
     at.switch_page(PAGES[5]).run()
     assert_clean(at)
-    assert parse(metric(at, "step6.metric_fused", lang), lang) <= 1e-5
+    assert parse(metric(at, "honest_catch.metric_fused", lang), lang) <= 1e-5
 
 
 def test_the_pasted_text_and_every_setting_survive_next_previous_and_the_page_links(make_app):
@@ -1024,8 +1023,8 @@ def test_the_pasted_text_and_every_setting_survive_next_previous_and_the_page_li
     at = make_app("tiny", "en")
     at.run()
     at.sidebar.text_area(key="text").input(mine).run()
-    n = metric(at, "step1.metric_n", "en")
-    assert n != metric(open_page(make_app, PAGES[0]), "step1.metric_n", "en")  # the sample's count differs
+    n = metric(at, "every_pair.metric_n", "en")
+    assert n != metric(open_page(make_app, PAGES[0]), "every_pair.metric_n", "en")  # the sample's count differs
     at.sidebar.selectbox(key="s1_layer").set_value(1).run()
     at.selectbox(key="s1_token").set_value(5).run()
     set_here = {"s1_layer": 1, "s1_token": 5}
@@ -1049,7 +1048,7 @@ def test_the_pasted_text_and_every_setting_survive_next_previous_and_the_page_li
     assert at.sidebar.selectbox(key="s2_head").value == 2
     at.button(key="nav_prev").click().run()  # step 1
     same("previous again")
-    assert metric(at, "step1.metric_n", "en") == n  # the numbers are the text's, not the sample's
+    assert metric(at, "every_pair.metric_n", "en") == n  # the numbers are the text's, not the sample's
     at.switch_page(PAGES[8]).run()  # the playground, through the sidebar's link
     same("link")
     assert set(set_here) <= set(setting_table.KEYS)
@@ -1070,7 +1069,7 @@ def test_anchor_tokens_holding_markdown_marks_are_shown_as_written(make_app, mon
     monkeypatch.setattr(measures, "anchors", lambda text, kind, k: [(p, 0.5) for p in marks[:k]])
     at = open_page(make_app, PAGES[3], text=text)
     assert_clean(at)
-    head = i18n.translate("en", "step4.anchors_found", found="§").split("§")[0]
+    head = i18n.translate("en", "hubs.anchors_found", found="§").split("§")[0]
     caption = next(c.value for c in at.caption if c.value.startswith(head))
     rendered = MarkdownIt("commonmark").render(caption)  # CommonMark, as Streamlit's Markdown reads it
     assert "<em>" not in rendered and "<code>" not in rendered and "<a " not in rendered
@@ -1107,16 +1106,16 @@ def test_step4_says_how_many_pairs_are_never_joined_where_the_farthest_pair_is_n
     at = open_page(make_app, PAGES[3])
     at.slider(key="s4_w").set_value(1).run()
     at.multiselect(key="s4_hubs").set_value([]).run()  # no hub: the hop grid's stand-in is said
-    assert i18n.translate("en", "step4.hub_stand_in", n="48") in [c.value for c in at.caption]
+    assert i18n.translate("en", "hubs.hub_stand_in", n="48") in [c.value for c in at.caption]
     at.multiselect(key="s4_hubs").set_value([0, 10]).run()
     assert_clean(at)
-    assert i18n.translate("en", "step4.hub_stand_in", n="48") not in [c.value for c in at.caption]
+    assert i18n.translate("en", "hubs.hub_stand_in", n="48") not in [c.value for c in at.caption]
     hn = min(tiny.analyze(sample_text("en")).n, 48)
     mine, alone = _never_joined_brute(hn, 1, (0, 10)), _never_joined_brute(hn, 1, ())
     assert 0 < mine < alone
-    said = i18n.translate("en", "step4.causal_hub_text",
-                          mine=i18n.translate("en", "step4.pairs_never", n=i18n.fmt_int(mine, "en")),
-                          alone=i18n.translate("en", "step4.pairs_never", n=i18n.fmt_int(alone, "en")))
+    said = i18n.translate("en", "hubs.causal_hub_text",
+                          mine=i18n.translate("en", "hubs.pairs_never", n=i18n.fmt_int(mine, "en")),
+                          alone=i18n.translate("en", "hubs.pairs_never", n=i18n.fmt_int(alone, "en")))
     shown = [m.value for m in at.markdown]
     assert said in shown, [m for m in shown if m.startswith(said[:30])]
     assert not [m for m in shown if "never layers" in m]
@@ -1162,7 +1161,7 @@ def test_step2_says_whether_the_share_fell_or_rose_and_on_how_many_layers_and_he
                       if sum(shares[layer, h][1] for h in range(a.n_heads)) < sum(shares[layer, h][0]
                                                                                     for h in range(a.n_heads)))
     every = heads_fell == a.n_layers * a.n_heads and layers_fell == a.n_layers  # then no "elsewhere it grows"
-    trend = i18n.translate("en", "step2.trend_caption_all" if every else "step2.trend_caption", n0="16",
+    trend = i18n.translate("en", "nearly_empty.trend_caption_all" if every else "nearly_empty.trend_caption", n0="16",
                            n1=i18n.fmt_int(a.n, "en"), fell=str(layers_fell),
                            layers=str(a.n_layers), fell_heads=str(heads_fell), heads=str(a.n_layers * a.n_heads))
     captions = [c.value for c in at.caption]
@@ -1170,41 +1169,43 @@ def test_step2_says_whether_the_share_fell_or_rose_and_on_how_many_layers_and_he
     layer = at.selectbox(key="s2_layer").value  # the heads' average of this layer is drawn
     s0 = sum(shares[layer, h][0] for h in range(a.n_heads)) / a.n_heads
     s1 = sum(shares[layer, h][1] for h in range(a.n_heads)) / a.n_heads
-    key = ("step2.prefix_caption" if s1 < s0 else "step2.prefix_caption_rose" if s1 < 0.5
-           else "step2.prefix_caption_rose_dense")
+    key = ("nearly_empty.prefix_caption" if s1 < s0 else "nearly_empty.prefix_caption_rose" if s1 < 0.5
+           else "nearly_empty.prefix_caption_rose_dense")
     said = i18n.translate("en", key, n0="16", s0=i18n.fmt_pct(s0, "en"), n1=i18n.fmt_int(a.n, "en"),
                           s1=i18n.fmt_pct(s1, "en"), p=i18n.fmt_pct(p, "en", 0))
     # then how the points were measured: a causal model's beginnings, read off the one run
-    assert f"{said} {i18n.translate('en', 'step2.prefix_how')}" in captions
+    assert f"{said} {i18n.translate('en', 'nearly_empty.prefix_how')}" in captions
     # the k̄ chart's caption says what its two ends measured (its title claims no trend)
     k0 = sum(_k_brute(att[layer, h, :first, :first], p, a.own_window(layer))[0] for h in range(a.n_heads)) / a.n_heads
     k1 = sum(_k_brute(att[layer, h], p, a.own_window(layer))[0] for h in range(a.n_heads)) / a.n_heads
     f1 = lambda x: i18n.fmt_float(x, "en", 1)  # noqa: E731
-    said = i18n.translate("en", "step2.k_caption", k0=f1(k0), n0="16", k1=f1(k1), n1=i18n.fmt_int(a.n, "en"),
+    said = i18n.translate("en", "nearly_empty.k_caption", k0=f1(k0), n0="16", k1=f1(k1), n1=i18n.fmt_int(a.n, "en"),
                           nr=f1(a.n / first), kr=f1(k1 / k0))
     assert said in captions
     titles = [json.loads(ch.proto.spec)["layout"]["title"]["text"] for ch in at.get("plotly_chart")]
-    assert i18n.translate("en", "step2.k_title", p=i18n.fmt_pct(p, "en", 0)) in titles  # neutral: no trend claimed
+    assert i18n.translate("en", "nearly_empty.k_title", p=i18n.fmt_pct(p, "en", 0)) in titles  # neutral: no trend
     # the lead's "a small part of its cells", in numbers: k̄ over every row of every head of every layer
     k_all = sum(_k_brute(att[layer, h], p, a.own_window(layer))[0] * a.n
                 for layer in range(a.n_layers) for h in range(a.n_heads)) / (a.n * a.n_layers * a.n_heads)
-    said = i18n.translate("en", "step2.all_caption", k=f1(k_all), p=i18n.fmt_pct(p, "en", 0), n=i18n.fmt_int(a.n, "en"))
+    said = i18n.translate("en", "nearly_empty.all_caption", k=f1(k_all), p=i18n.fmt_pct(p, "en", 0),
+                          n=i18n.fmt_int(a.n, "en"))
     assert said in captions
 
 
 def test_each_answer_says_where_it_comes_from():
     """Step 7's answer is worked out by the cost model (or timed on this device after a
     live run), not "measured on your text"; the steps measured on the text say so."""
-    from ui import summary
+    from ui import step_parts
+    from ui.steps import payoff
     from ui.i18n import Translator
 
     t = Translator("en")
-    q7 = summary.step7(t, None, "", "", {}).questions[0]
-    said = summary.verdict(t, q7, None)
+    q7 = payoff.summary(t, None, "", "", {}).questions[0]
+    said = step_parts.verdict(t, q7, None)
     assert q7.source == "model" and said.startswith("Worked out by the cost model: **")
     assert "Measured on your text" not in said
     for lang in LANGS:  # every language has both sources, each different
-        froms = {i18n.translate(lang, key, value="§") for key in summary.ANSWER_FROM.values()}
+        froms = {i18n.translate(lang, key, value="§") for key in step_parts.ANSWER_FROM.values()}
         assert len(froms) == 2
 
 

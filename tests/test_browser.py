@@ -10,16 +10,14 @@ import re
 
 import pytest
 
-from helpers import LANGS, ROOT
+from helpers import LANGS, ROOT, WALK
 from harness.serve import app_server, chromium_path, launch, paste, wait_idle
-from ui import i18n
-from ui.steps import LINKS
-from ui.steps import PAGES as WALK
+from ui import i18n, steps
 
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = os.path.join(ROOT, "test-artifacts")
-URLS = LINKS
+URLS = [steps.link(p) for p in WALK]
 JAPANESE = "東京の朝は早い。電車が来るたびに、駅員さんは時計を見て、旗を上げます。雨の日も雪の日も同じです。" * 3
 
 
@@ -75,7 +73,7 @@ def wait_title(page, title: str, timeout: float = 300_000, idle: bool = True) ->
 
 def test_a_share_link_opened_in_another_browser_shows_the_same_text_and_numbers(browser, tiny_url, page):
     page.goto(tiny_url + "/hubs?lang=pt")
-    wait_title(page, i18n.translate("pt", "step4.title"), 600_000)
+    wait_title(page, i18n.translate("pt", "hubs.title"), 600_000)
     mine = "Cada aluno abre o mesmo link e vê as mesmas contas, no mesmo passo, com o mesmo texto de hoje."
     shown = paste(page, mine)
     page.locator('[data-testid="stSidebar"] button', has_text=i18n.translate("pt", "share.button")).click()
@@ -88,7 +86,7 @@ def test_a_share_link_opened_in_another_browser_shows_the_same_text_and_numbers(
     try:
         second = other.new_page()
         second.goto(link)
-        wait_title(second, i18n.translate("pt", "step4.title"), 600_000)
+        wait_title(second, i18n.translate("pt", "hubs.title"), 600_000)
         second.wait_for_selector('[data-testid="stMetricValue"]', timeout=300_000)
         wait_idle(second)
         assert second.locator('[data-testid="stSidebar"] textarea').input_value() == mine
@@ -117,15 +115,15 @@ def test_presenter_mode_is_large_on_a_projector_and_every_page_passes_axe(browse
     found = {}
     try:
         for step in WALK:
-            page.goto(f"{url}/{step.link}?lang=ja&present=1")
-            wait_title(page, i18n.translate("ja", step.heading_key), 600_000, idle=False)
+            page.goto(f"{url}/{steps.link(step)}?lang=ja&present=1")
+            wait_title(page, i18n.translate("ja", step.title_key), 600_000, idle=False)
             if step.is_step:
                 page.wait_for_selector('[data-testid="stMetricValue"]', timeout=300_000)  # the numbers are in
             wait_idle(page)
             bad = axe_violations(page)
             if bad:
-                found[step.link or "every-pair"] = bad
-            if step.url_path != "neighbours":
+                found[step.id] = bad
+            if step.id != "neighbours":
                 continue
             size = page.evaluate("""() => parseFloat(getComputedStyle(
                 document.querySelector('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p')).fontSize)""")
@@ -147,10 +145,10 @@ def test_presenter_mode_is_large_on_a_projector_and_every_page_passes_axe(browse
 def test_switch_language_paste_japanese_and_see_the_chart(page, url):
     page.goto(url + "/?lang=en")
     wait_idle(page, 600_000)
-    assert h1(page) == i18n.translate("en", "step1.title")
+    assert h1(page) == i18n.translate("en", "every_pair.title")
     page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
     page.get_by_role("option", name="日本語").click()
-    wait_title(page, i18n.translate("ja", "step1.title"))
+    wait_title(page, i18n.translate("ja", "every_pair.title"))
     assert "lang=ja" in page.url
     paste(page, JAPANESE)
     # the grid and the followed token's row (Plotly draws each when it comes into view)
@@ -158,7 +156,7 @@ def test_switch_language_paste_japanese_and_see_the_chart(page, url):
     assert "東京" in page.locator('[data-testid="stSidebar"] textarea').input_value()
     # the text survives a page switch
     page.locator('[data-testid="stSidebarNav"] a').nth(2).click()
-    wait_title(page, i18n.translate("ja", "step3.title"))
+    wait_title(page, i18n.translate("ja", "neighbours.title"))
     assert page.locator('[data-testid="stSidebar"] textarea').input_value().startswith("東京の朝")
     page.screenshot(path=os.path.join(ARTIFACTS, "ja-pasted-text.png"))
 
@@ -198,8 +196,8 @@ def test_every_step_draws_its_chart_in_every_language(page, url, lang):
     found = {}
     for i, path in enumerate(URLS):
         page.goto(f"{url}/{path}?lang={lang}")
-        wait_title(page, i18n.translate(lang, WALK[i].heading_key), 600_000, idle=False)
-        if WALK[i].is_step or WALK[i].url_path == "playground":
+        wait_title(page, i18n.translate(lang, WALK[i].title_key), 600_000, idle=False)
+        if WALK[i].is_step or WALK[i].id == "playground":
             page.wait_for_selector(".js-plotly-plot", timeout=120_000)
             wait_idle(page)
             assert page.locator(".js-plotly-plot").count() >= 1
@@ -228,7 +226,7 @@ def test_in_presenter_mode_no_page_shows_markup_or_cuts_a_label(page, url, lang)
     found = {}
     for i, path in enumerate(URLS):
         page.goto(f"{url}/{path}?lang={lang}&present=1")
-        wait_title(page, i18n.translate(lang, WALK[i].heading_key), 600_000)
+        wait_title(page, i18n.translate(lang, WALK[i].title_key), 600_000)
         wrong = markup_and_cuts(page)
         if wrong["marks"] or wrong["cut"] or wrong["covered"]:
             found[path or "every-pair"] = wrong
@@ -239,13 +237,13 @@ def test_a_pasted_text_stays_through_next_pagedown_pageup_previous_and_a_page_li
     """Next and PageDown move with st.switch_page; the pasted text (and the numbers on
     it) must come along each time, and through the sidebar's page links too."""
     page.goto(tiny_url + "/?lang=pt")
-    wait_title(page, i18n.translate("pt", "step1.title"), 300_000)
+    wait_title(page, i18n.translate("pt", "every_pair.title"), 300_000)
     mine = "Um texto colado pela professora, que tem de seguir a turma de passo em passo sem voltar ao exemplo."
     shown = paste(page, mine)
     box = page.locator('[data-testid="stSidebar"] textarea')
 
     def still_mine(step: int):
-        wait_title(page, i18n.translate("pt", f"step{step}.title"))
+        wait_title(page, i18n.translate("pt", steps.steps()[step - 1].title_key))
         assert box.input_value() == mine, step
 
     page.locator(".st-key-nav_next button").first.click()
@@ -262,7 +260,7 @@ def test_a_pasted_text_stays_through_next_pagedown_pageup_previous_and_a_page_li
     box.click()
     box.press("PageDown")  # typing in the text area: the key stays there
     wait_idle(page)
-    assert h1(page) == i18n.translate("pt", "step1.title")
+    assert h1(page) == i18n.translate("pt", "every_pair.title")
     page.wait_for_selector('[data-testid="stMetricValue"]', timeout=60_000)
     assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == shown  # the text's numbers
     page.locator('[data-testid="stSidebarNav"] a').nth(3).click()
@@ -292,7 +290,7 @@ def test_measuring_buttons_show_progress_then_live_numbers(page, url):
     without the first token as hub) and step 7's live benchmark, pressed once."""
     os.makedirs(ARTIFACTS, exist_ok=True)
     page.goto(url + "/hubs?lang=en")
-    wait_title(page, i18n.translate("en", "step4.title"), 600_000)
+    wait_title(page, i18n.translate("en", "hubs.title"), 600_000)
     page.get_by_role("button", name=i18n.translate("en", "swap.measure_hub")).click()
     label = i18n.translate("en", "swap.w4_hub_ppl")
     page.wait_for_function("t => document.body.innerText.includes(t)", arg=label, timeout=300_000)
@@ -300,8 +298,8 @@ def test_measuring_buttons_show_progress_then_live_numbers(page, url):
     page.screenshot(path=os.path.join(ARTIFACTS, "en-4-hubs-measured.png"), full_page=True)
 
     page.goto(url + "/payoff?lang=en")
-    wait_title(page, i18n.translate("en", "step7.title"), 600_000)
-    page.get_by_role("button", name=i18n.translate("en", "step7.run")).click()
+    wait_title(page, i18n.translate("en", "payoff.title"), 600_000)
+    page.get_by_role("button", name=i18n.translate("en", "payoff.run")).click()
     page.wait_for_selector('[data-testid="stProgress"]', timeout=60_000)  # progress is shown
     page.wait_for_selector('[data-testid="stDataFrame"]', timeout=600_000)
     wait_idle(page, 300_000)
@@ -317,17 +315,17 @@ def test_a_bookmarked_page_opens_through_the_app_on_a_fresh_server(browser):
         ctx = browser.new_context(viewport={"width": 1400, "height": 1400})
         pg = ctx.new_page()
         pg.goto(fresh + "/neighbours?lang=pt")
-        wait_title(pg, i18n.translate("pt", "step3.title"), 300_000)
+        wait_title(pg, i18n.translate("pt", "neighbours.title"), 300_000)
         assert pg.locator('[data-testid="stSidebar"] textarea').input_value().startswith("Na vila")
         nav = pg.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
-        assert nav[0].endswith(i18n.translate("pt", "nav.page1")) and len(nav) == len(WALK)
+        assert nav[0].endswith(i18n.translate("pt", "every_pair.nav")) and len(nav) == len(WALK)
         pg.wait_for_selector(".js-plotly-plot", timeout=120_000)
         ctx.close()
 
 
 def test_the_handout_downloads_and_opens_offline_with_seven_figures(browser, url, page, tmp_path):
     page.goto(url + "/neighbours?lang=ja")
-    wait_title(page, i18n.translate("ja", "step3.title"), 600_000)
+    wait_title(page, i18n.translate("ja", "neighbours.title"), 600_000)
     page.get_by_role("button", name=i18n.translate("ja", "handout.button")).click()
     download_button = page.get_by_role("button", name=i18n.translate("ja", "handout.download"))
     download_button.wait_for(timeout=300_000)
@@ -365,7 +363,7 @@ def test_the_handout_downloads_and_opens_offline_with_seven_figures(browser, url
 
 def test_a_term_link_scrolls_to_its_meaning_on_the_same_page(page, tiny_url):
     page.goto(tiny_url + "/hubs?lang=pt")
-    wait_title(page, i18n.translate("pt", "step4.title"), 600_000)
+    wait_title(page, i18n.translate("pt", "hubs.title"), 600_000)
     shown = paste(page, "Um texto da turma, para ver que o link do termo não recarrega a página nem perde nada.")
     page.set_viewport_size({"width": 1400, "height": 700})
     in_view = ("() => { const h = document.querySelector('#terms'); if (!h) return false;"
@@ -394,7 +392,7 @@ def test_three_readers_at_once_each_see_only_their_own_language_and_text(browser
         for lang, pg in pages.items():
             pg.goto(tiny_url + f"/?lang={lang}")
         for lang, pg in pages.items():
-            wait_title(pg, i18n.translate(lang, "step1.title"), 600_000)
+            wait_title(pg, i18n.translate(lang, "every_pair.title"), 600_000)
         for lang, pg in pages.items():  # type all three, then wait for all three
             pg.wait_for_selector('[data-testid="stMetricValue"]', timeout=300_000)
             box = pg.locator('[data-testid="stSidebar"] textarea')
@@ -409,7 +407,7 @@ def test_three_readers_at_once_each_see_only_their_own_language_and_text(browser
                 arg=own[lang], timeout=300_000)
             wait_idle(pg)
             counts[lang] = pg.locator('[data-testid="stMetricValue"]').first.inner_text()
-            assert h1(pg) == i18n.translate(lang, "step1.title")
+            assert h1(pg) == i18n.translate(lang, "every_pair.title")
             assert pg.locator('[data-testid="stSidebar"] textarea').input_value() == own[lang]
             body = pg.locator('[data-testid="stMain"]').inner_text()
             for other, text in own.items():
@@ -475,7 +473,7 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
     try:
         teacher = desk.new_page()
         teacher.goto(tiny_url + "/?lang=en&present=1")
-        wait_title(teacher, i18n.translate("en", "step1.title"))
+        wait_title(teacher, i18n.translate("en", "every_pair.title"))
         teacher.locator('[data-testid="stSidebar"] [data-testid="stExpander"] summary',
                         has_text=i18n.translate("en", "sidebar.controls")).click()
         if text == "own":
@@ -489,7 +487,7 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
         for lang, ctx in phones.items():
             pg = ctx.new_page()
             pg.goto(f"{tiny_url}/?lang={lang}&class={code.lower()}")
-            wait_title(pg, i18n.translate(lang, "step1.title"))
+            wait_title(pg, i18n.translate(lang, "every_pair.title"))
             students[lang] = pg
         if checked:
             teacher.get_by_role("button", name=i18n.translate("en", "class.show_slide")).click()
@@ -511,9 +509,9 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
             if i:
                 teacher.locator("h1").first.click()
                 teacher.keyboard.press("PageDown")
-                wait_title(teacher, i18n.translate("en", page.heading_key))
+                wait_title(teacher, i18n.translate("en", page.title_key))
             for lang, pg in students.items():
-                wait_title(pg, i18n.translate(lang, page.heading_key), 15_000, idle=False)  # followed
+                wait_title(pg, i18n.translate(lang, page.title_key), 15_000, idle=False)  # followed
             if not page.questions:
                 continue
             slug = page.questions[0].replace(".", "_")
@@ -525,7 +523,7 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
             for lang, pg in students.items():  # then sends it, once Send is enabled
                 send = pg.locator('[class*="st-key-vote_send_"] button')
                 pg.wait_for_function(SEND_ENABLED, timeout=15_000)
-                if checked and page.number == 4:  # the vote's own controls, checked on a phone
+                if checked and page.id == "hubs":  # the vote's own controls, checked on a phone
                     assert not axe_violations(pg)
                     heights = pg.evaluate("""() => [...document.querySelectorAll(
                         '[class*="st-key-vote_pick_"] [role="radiogroup"] label, [class*="st-key-vote_send_"] button')]
@@ -545,9 +543,9 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
             for lang, pg in students.items():  # closed, for the discussion: the answers' chart and nothing else
                 pg.locator(f".st-key-vote_chart_{slug} .js-plotly-plot").wait_for(timeout=15_000)
                 pg.get_by_text(i18n.translate(lang, "vote.page_waits")).wait_for(timeout=15_000)
-                assert pg.locator('[data-testid="stMetricValue"]').count() == 0, (page.url_path, lang)
-                assert pg.locator(".js-plotly-plot").count() == 1, (page.url_path, lang)
-                if checked and page.number == 4:
+                assert pg.locator('[data-testid="stMetricValue"]').count() == 0, (page.id, lang)
+                assert pg.locator(".js-plotly-plot").count() == 1, (page.id, lang)
+                if checked and page.id == "hubs":
                     pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-closed.png"), full_page=True)
             assert teacher.locator('[data-testid="stMetricValue"]').count() == 0  # the projector holds too
             teacher.get_by_role("button", name=i18n.translate("en", "vote.reveal")).click()
@@ -556,9 +554,9 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
                 pg.get_by_text(heads[lang]).first.wait_for(timeout=15_000)
             for lang, pg in students.items():
                 side = pg.evaluate("() => document.querySelector('[data-testid=stSidebar]').textContent")
-                assert exploring[lang] not in side, (page.url_path, lang)
-                assert i18n.translate(lang, "class.following") in side, (page.url_path, lang)
-                if checked and page.number == 4:
+                assert exploring[lang] not in side, (page.id, lang)
+                assert i18n.translate(lang, "class.following") in side, (page.id, lang)
+                if checked and page.id == "hubs":
                     wait_idle(pg)
                     assert not axe_violations(pg)  # WCAG 2 A/AA at a phone's size
                     pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-revealed.png"), full_page=True)
@@ -587,7 +585,7 @@ def test_the_room_on_phones_each_student_sees_their_own_point_and_nobody_elses_w
     try:
         teacher = desk.new_page()
         teacher.goto(tiny_url + "/?lang=en")
-        wait_title(teacher, i18n.translate("en", "step1.title"))
+        wait_title(teacher, i18n.translate("en", "every_pair.title"))
         teacher.locator('[data-testid="stSidebar"] summary', has_text=i18n.translate("en", "class.heading")).click()
         teacher.get_by_role("button", name=i18n.translate("en", "class.start")).click()
         said = teacher.locator('[data-testid="stSidebar"] strong').filter(has_text=re.compile(r"^\w{3} \w{3}$"))
@@ -597,7 +595,7 @@ def test_the_room_on_phones_each_student_sees_their_own_point_and_nobody_elses_w
         for lang, ctx in phones.items():
             pg = ctx.new_page()
             pg.goto(f"{tiny_url}/?lang={lang}&class={code}")
-            wait_title(pg, i18n.translate(lang, "step1.title"))
+            wait_title(pg, i18n.translate(lang, "every_pair.title"))
             pg.locator('[data-testid="stExpandSidebarButton"], [data-testid="stSidebarCollapsedControl"] button'
                        ).first.click()
             pg.get_by_role("button", name=i18n.translate(lang, "room.student_heading"), exact=True).click()
@@ -610,12 +608,13 @@ def test_the_room_on_phones_each_student_sees_their_own_point_and_nobody_elses_w
         teacher.locator(".st-key-room_shown").click()
         teacher.keyboard.press("Escape")
         for lang, pg in students.items():
-            pg.locator(".st-key-room_chart_1 .js-plotly-plot").wait_for(timeout=60_000)
-            pg.wait_for_function("""() => { const g = document.querySelector('.st-key-room_chart_1 .js-plotly-plot');
+            chart = ".st-key-room_chart_every_pair_cells .js-plotly-plot"
+            pg.locator(chart).wait_for(timeout=60_000)
+            pg.wait_for_function("""() => { const g = document.querySelector('""" + chart + """');
                 return g && g.data.filter(t => t.mode === 'markers' && !(t.marker.line && t.marker.line.color))
                     .reduce((a, t) => a + t.x.length, 0) >= 2 * 2; }""", timeout=60_000)  # 2 texts × 2 kinds of layer
             wait_idle(pg)
-            ringed = pg.evaluate("""() => document.querySelector('.st-key-room_chart_1 .js-plotly-plot').data
+            ringed = pg.evaluate("""() => document.querySelector('""" + chart + """').data
                 .filter(t => t.marker && t.marker.line && t.marker.line.color === '#000000').length""")
             assert ringed == 1, lang  # their own point, and no one else's
             other = next(text for other_lang, text in ROOM_TEXTS.items() if other_lang != lang)

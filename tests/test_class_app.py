@@ -5,26 +5,13 @@ decides is tested alone in tests/test_room.py)."""
 
 import pytest
 
-from server.store import Store
-from ui import analyses, handout, i18n, keys, prebuild, share
+from ui import analyses, handout, i18n, keys, prebuild
 from ui.classroom import handle
 from ui.classroom import teacher as teacher_mod
 
 pytestmark = pytest.mark.apptest
 
 TEXT = "The teacher's own text for today's class: every student reads these same words."
-
-
-@pytest.fixture
-def store(tmp_path, monkeypatch):
-    """A store of the test's own (no other test's classes), as every session sees it."""
-    mine = Store(tmp_path / "room.sqlite3")
-    monkeypatch.setattr(share, "store", lambda: mine)
-    for cached in (handle._classes, handle.versions, handle.guesses):
-        cached.clear()
-    yield mine
-    for cached in (handle._classes, handle.versions, handle.guesses):
-        cached.clear()
 
 
 def title(at) -> str:
@@ -68,7 +55,7 @@ def test_a_student_joins_by_link_in_their_own_language_with_the_class_text_and_s
     assert shown in [m.value for m in teacher.sidebar.markdown]
     typed = code.lower().replace("0", "o").replace("1", "l")  # look-alikes, as a phone types them
     student = student_of(make_app, typed, "pt")
-    assert title(student) == i18n.translate("pt", "step3.title")  # the class's step, in Portuguese
+    assert title(student) == i18n.translate("pt", "neighbours.title")  # the class's step, in Portuguese
     assert student.sidebar.text_area(key="text").value == TEXT
     assert student.slider(key="s3_w").value == 5  # the teacher's setting
     assert i18n.translate("pt", "class.joined", code=f"{code[:3]} {code[3:]}") in [t.value for t in student.toast]
@@ -83,15 +70,15 @@ def test_students_follow_the_teachers_step_explore_alone_and_come_back(make_app,
     code = teacher.session_state[keys.CLASS]
     student = student_of(make_app, code, "ja")
     teacher.button(key="nav_next").click().run()  # the teacher moves to step 4
-    assert title(teacher) == i18n.translate("en", "step4.title")
-    assert title(tick(student)) == i18n.translate("ja", "step4.title")
+    assert title(teacher) == i18n.translate("en", "hubs.title")
+    assert title(tick(student)) == i18n.translate("ja", "hubs.title")
     student.sidebar.button(key="class_explore").click().run()
     teacher.button(key="nav_next").click().run()  # step 5: the exploring student stays
-    assert title(tick(student)) == i18n.translate("ja", "step4.title")
+    assert title(tick(student)) == i18n.translate("ja", "hubs.title")
     student.sidebar.button(key="class_back").click().run()
-    assert title(student) == i18n.translate("ja", "step5.title")
+    assert title(student) == i18n.translate("ja", "linear.title")
     teacher.button(key="nav_prev").click().run()
-    assert title(tick(student)) == i18n.translate("ja", "step4.title")
+    assert title(tick(student)) == i18n.translate("ja", "hubs.title")
 
 
 def test_a_following_student_who_changes_the_text_explores_on_their_own_and_is_told(make_app, teacher):
@@ -100,7 +87,7 @@ def test_a_following_student_who_changes_the_text_explores_on_their_own_and_is_t
     assert i18n.translate("en", "class.left") in [t.value for t in student.toast]
     assert not student.session_state[keys.FOLLOWING]
     teacher.button(key="nav_next").click().run()
-    assert title(tick(student)) == i18n.translate("en", "step3.title")  # stays where they are
+    assert title(tick(student)) == i18n.translate("en", "neighbours.title")  # stays where they are
 
 
 def test_a_following_student_who_moves_a_slider_explores_and_what_the_page_sets_itself_never_counts(
@@ -139,20 +126,20 @@ def test_a_code_typed_in_the_sidebar_joins_and_a_wrong_one_is_said(make_app, tea
     at.sidebar.text_input(key="class_code_typed").input(f" {code[:3].lower()} - {code[3:]} ").run()
     at.sidebar.button(key="class_join").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.session_state[keys.CLASS] == code and title(at) == i18n.translate("pt", "step3.title")
+    assert at.session_state[keys.CLASS] == code and title(at) == i18n.translate("pt", "neighbours.title")
 
 
-def test_a_reload_keeps_the_student_and_their_place(make_app, teacher, store):
+def test_a_reload_keeps_the_student_and_their_place(make_app, teacher, store, live_classes):
     code = teacher.session_state[keys.CLASS]
     student = student_of(make_app, code, "en")
     me = student.session_state[keys.STUDENT]
     again = student_of(make_app, code, "en", me=me)  # the same address, a new session
     assert again.session_state[keys.STUDENT] == me
-    room = handle._classes()
+    room = live_classes
     assert room.present(code, since=0) == 1  # one student, not two
 
 
-def test_ending_the_class_lets_its_students_go(make_app, teacher):
+def test_ending_the_class_lets_its_students_go(make_app, teacher, live_classes):
     code = teacher.session_state[keys.CLASS]
     student = student_of(make_app, code, "en")
     teacher.sidebar.button(key="class_end").click().run()
@@ -160,15 +147,15 @@ def test_ending_the_class_lets_its_students_go(make_app, teacher):
     tick(student)
     assert keys.CLASS not in student.session_state
     assert i18n.translate("en", "class.ended") in [t.value for t in student.toast]
-    assert handle._classes().state(code) is None
+    assert live_classes.state(code) is None
 
 
-def test_a_student_cannot_move_the_class(make_app, teacher):
+def test_a_student_cannot_move_the_class(make_app, teacher, live_classes):
     code = teacher.session_state[keys.CLASS]
     student = student_of(make_app, code, "en")
     student.button(key="nav_next").click().run()  # the student's own screen moves…
-    assert title(student) == i18n.translate("en", "step4.title")
-    assert handle._classes().state(code).step == 3  # …the class does not
+    assert title(student) == i18n.translate("en", "hubs.title")
+    assert live_classes.state(code).page == "neighbours"  # …the class does not
 
 
 def held(at) -> None:
@@ -179,7 +166,7 @@ def held(at) -> None:
     assert all("vote_chart" in k for k in charts), charts
 
 
-def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teacher):
+def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teacher, live_classes):
     """The room's loop on one step: the teacher opens the vote; from then until she reveals
     the answer — open, closed for the discussion, a second vote — a student's page and the
     projector hold the question, the class's answers and nothing of the step's numbers, and
@@ -203,7 +190,7 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
     assert i18n.translate("pt", "vote.page_waits") in [c.value for c in student.caption]
     # no other road to the answers while the vote is open: the handout and share links wait
     assert student.sidebar.button(key="share").disabled and student.sidebar.button(key="handout_build").disabled
-    vote = handle._classes().state(code).vote_on("s3.reach")
+    vote = live_classes.state(code).vote_on("s3.reach")
     labels = vote.question["labels"]
     # the right option is the reach worked out by hand: L layers of a causal window of 3 (the teacher's
     # step-3 defaults, 3 and min(4, layers)) reach L·(3 − 1) + 1 tokens, at most the 64 the step draws
@@ -214,7 +201,7 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
     student.button(key=f"vote_send_{vote.vote}").click().run()
     sent = i18n.translate("pt", "vote.sent", answer=labels["pt"][0])
     assert sent in [m.value for m in student.markdown]
-    assert handle._classes().answer(code, vote.vote, student.session_state[keys.STUDENT], 1) == "again"
+    assert live_classes.answer(code, vote.vote, student.session_state[keys.STUDENT], 1) == "again"
     tick(teacher)
     assert i18n.translate("en", "vote.answered", k="1", n="1") in [m.value for m in teacher.markdown]
     held(teacher)  # the teacher's screen holds too: it may be on the projector
@@ -229,17 +216,17 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
     assert i18n.translate("en", "vote.held_teacher") in [c.value for c in teacher.caption]
     assert i18n.translate("en", "vote.page_waits") in [c.value for c in projector.caption]  # what the class reads
     assert student.sidebar.button(key="share").disabled and student.sidebar.button(key="handout_build").disabled
-    assert handle._classes().answer(code, vote.vote, "a-late-student", 0) == "unknown"
-    assert handle._classes().counts(code, vote.vote) == [1] + [0] * (len(labels["pt"]) - 1)
+    assert live_classes.answer(code, vote.vote, "a-late-student", 0) == "unknown"
+    assert live_classes.counts(code, vote.vote) == [1] + [0] * (len(labels["pt"]) - 1)
     # a second vote before the reveal: held while open, and closed again
     teacher.button(key=f"vote_again_{vote.vote}").click().run()
-    second = handle._classes().state(code).vote_on("s3.reach")
+    second = live_classes.state(code).vote_on("s3.reach")
     assert second.round == 2 and second.state == "open" and second.vote != vote.vote
     held(tick(student))
     right = vote.question["answer"]
     student.radio(key=f"vote_pick_{second.vote}").set_value(right).run()
     student.button(key=f"vote_send_{second.vote}").click().run()
-    assert handle._classes().counts(code, second.vote)[right] == 1
+    assert live_classes.counts(code, second.vote)[right] == 1
     teacher.button(key=f"vote_close_{second.vote}").click().run()
     for at in (tick(student), tick(projector)):
         held(at)
@@ -259,7 +246,7 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
     assert not student.sidebar.button(key="share").disabled and not student.sidebar.button(key="handout_build").disabled
 
 
-def test_the_teacher_takes_her_class_back_with_her_link_and_a_forged_key_gets_nothing(make_app, teacher):
+def test_the_teacher_takes_her_class_back_with_her_link_and_a_forged_key_gets_nothing(make_app, teacher, live_classes):
     code, key = teacher.session_state[keys.CLASS], teacher.session_state[keys.HOST]
     link = next(c.value for c in teacher.sidebar.code if "host=" in c.value)
     assert link.endswith(f"?class={code}&host={key}")
@@ -270,9 +257,9 @@ def test_the_teacher_takes_her_class_back_with_her_link_and_a_forged_key_gets_no
     assert not again.exception, [e.value for e in again.exception]
     assert "host" not in again.query_params and "class" not in again.query_params  # the key left the address
     assert again.session_state[keys.HOST] == key and keys.STUDENT not in again.session_state
-    assert title(again) == i18n.translate("ja", "step3.title")
+    assert title(again) == i18n.translate("ja", "neighbours.title")
     again.button(key="nav_next").click().run()
-    assert handle._classes().state(code).step == 4  # hers to move again
+    assert live_classes.state(code).page == "hubs"  # hers to move again
     forged = make_app("tiny", "en")
     forged.query_params["class"] = code
     forged.query_params["host"] = key[:-2] + "xx"
@@ -282,7 +269,8 @@ def test_the_teacher_takes_her_class_back_with_her_link_and_a_forged_key_gets_no
     assert "host" not in forged.query_params
 
 
-def test_the_teacher_takes_her_class_back_by_typing_her_key_and_a_wrong_key_or_none_is_refused(make_app, teacher):
+def test_the_teacher_takes_her_class_back_by_typing_her_key_and_a_wrong_key_or_none_is_refused(
+        make_app, teacher, live_classes):
     code, key = teacher.session_state[keys.CLASS], teacher.session_state[keys.HOST]
     assert key in [c.value for c in teacher.sidebar.code]  # shown to her alone, to type elsewhere
     elsewhere = make_app("tiny", "pt")
@@ -303,7 +291,7 @@ def test_the_teacher_takes_her_class_back_by_typing_her_key_and_a_wrong_key_or_n
     assert elsewhere.session_state[keys.HOST] == key and elsewhere.session_state[keys.CLASS] == code
     assert key not in str(dict(elsewhere.query_params))
     elsewhere.button(key="nav_next").click().run()
-    assert handle._classes().state(code).step == 4  # hers to move from here
+    assert live_classes.state(code).page == "hubs"  # hers to move from here
 
 
 def test_the_teacher_link_and_key_are_never_offered_in_presenter_mode(make_app, teacher):
@@ -316,11 +304,11 @@ def test_the_teacher_link_and_key_are_never_offered_in_presenter_mode(make_app, 
     assert not [w for w in room.sidebar.text_input if w.key == "class_take_key"]  # never typed on a projector
 
 
-def test_the_teachers_summary_counts_each_vote_and_the_handout_carries_it(make_app, teacher, monkeypatch):
+def test_the_teachers_summary_counts_each_vote_and_the_handout_carries_it(make_app, teacher, monkeypatch, live_classes):
     code = teacher.session_state[keys.CLASS]
     students = [student_of(make_app, code, lang) for lang in ("en", "ja", "pt")]
     teacher.button(key="vote_open_s3_reach").click().run()
-    vote = handle._classes().state(code).vote_on("s3.reach")
+    vote = live_classes.state(code).vote_on("s3.reach")
     right = vote.question["answer"]
     wrong = (right + 1) % len(vote.question["options"])
     for s, choice in zip(students, (right, wrong, wrong)):  # one right of three
@@ -329,7 +317,7 @@ def test_the_teachers_summary_counts_each_vote_and_the_handout_carries_it(make_a
         s.button(key=f"vote_send_{vote.vote}").click().run()
     teacher.button(key=f"vote_close_{vote.vote}").click().run()
     teacher.button(key=f"vote_again_{vote.vote}").click().run()
-    second = handle._classes().state(code).vote_on("s3.reach")
+    second = live_classes.state(code).vote_on("s3.reach")
     for s in students:  # after talking it over, all three right
         tick(s)
         s.radio(key=f"vote_pick_{second.vote}").set_value(right).run()
@@ -369,27 +357,28 @@ def test_the_join_slide_places_only_a_join_code_in_its_html():
         assert teacher_mod.code_html(bad) is None, bad
 
 
-def test_starting_a_class_builds_every_steps_summary_in_every_language_before_a_student_opens_it(make_app, teacher):
+def test_starting_a_class_builds_every_steps_summary_in_every_language_before_a_student_opens_it(
+        make_app, teacher, live_classes):
     """The class's start builds each step's summary in all three languages in the
     background; a student in ja and one in pt then walk every step with the teacher and
     no page builds a summary of its own (each finds the one built for it)."""
-    from ui import summary
+    from ui import summaries
 
     code = teacher.session_state[keys.CLASS]
-    found = handle._classes().state(code)
+    found = live_classes.state(code)
     assert found.view["text"] == TEXT and found.view["settings"]["s3_w"] == 5  # the teacher's own view
     thread = prebuild.prebuild(found.view)  # the thread the start began (one per text and settings)
     assert thread is not None and thread is prebuild.prebuild(found.view)  # one, however often it is asked
     thread.join(timeout=300)
     assert not thread.is_alive()
-    before = sum(summary.BUILT.values())
+    before = sum(summaries.BUILT.values())
     students = [student_of(make_app, code, lang) for lang in ("ja", "pt")]
     for move in ["nav_next"] * 4 + ["nav_prev"] * 6:  # step 3 → 7, then back to 1
         teacher.button(key=move).click().run()
         for s in students:
             tick(s)
-    assert [title(s) for s in students] == [i18n.translate(lang, "step1.title") for lang in ("ja", "pt")]
-    assert sum(summary.BUILT.values()) == before
+    assert [title(s) for s in students] == [i18n.translate(lang, "every_pair.title") for lang in ("ja", "pt")]
+    assert sum(summaries.BUILT.values()) == before
 
 
 def test_the_teachers_summary_line_takes_each_languages_colon():
@@ -436,21 +425,21 @@ def test_with_the_store_away_mid_class_the_vote_panel_and_back_say_so_and_never_
 
 
 def test_a_full_server_ends_an_unused_class_for_a_new_one_tells_its_teacher_and_refuses_only_when_all_are_used(
-        make_app, teacher, monkeypatch):
+        make_app, teacher, monkeypatch, live_classes):
     """The server holds one class (MAX_CLASSES = 1): the teacher's, which no student joined.
     Another teacher starts hers: the first class ends to make room, and its teacher is told
     it ended unused, in her language; once a student is in the new class, a third start is
     refused in words."""
-    from server import classes as live_classes
+    from server import classes as class_rules
 
-    monkeypatch.setattr(live_classes, "MAX_CLASSES", 1)
+    monkeypatch.setattr(class_rules, "MAX_CLASSES", 1)
     first = teacher.session_state[keys.CLASS]
     other = make_app("tiny", "ja")
     other.run()
     other.sidebar.button(key="class_start").click().run()
     assert not other.exception, [e.value for e in other.exception]
     second = other.session_state[keys.CLASS]
-    assert second != first and handle._classes().state(first) is None
+    assert second != first and live_classes.state(first) is None
     tick(teacher)
     said = i18n.translate("en", "class.ended_unused", code=f"{first[:3]} {first[3:]}")
     assert said in [t.value for t in teacher.toast] and keys.CLASS not in teacher.session_state
@@ -459,7 +448,7 @@ def test_a_full_server_ends_an_unused_class_for_a_new_one_tells_its_teacher_and_
     third.run()
     third.sidebar.button(key="class_start").click().run()
     assert i18n.translate("pt", "class.too_many_classes") in [t.value for t in third.toast]
-    assert keys.CLASS not in third.session_state and handle._classes().state(second) is not None
+    assert keys.CLASS not in third.session_state and live_classes.state(second) is not None
 
 
 def test_a_server_with_a_start_passphrase_asks_for_it(make_app, store, monkeypatch):

@@ -20,17 +20,7 @@ pytestmark = pytest.mark.apptest
 
 TEXT = "The teacher's own text for today's class: every student reads these same words, slowly."
 WAIT = 1.0  # the store's wait for a lock in these tests (the app's is share.STORE_WAIT)
-
-
-@pytest.fixture
-def store(tmp_path, monkeypatch):
-    mine = Store(tmp_path / "room.sqlite3", timeout=WAIT)
-    monkeypatch.setattr(share, "store", lambda: mine)
-    for cached in (handle._classes, handle.versions, handle.guesses):
-        cached.clear()
-    yield mine
-    for cached in (handle._classes, handle.versions, handle.guesses):
-        cached.clear()
+STORE_TIMEOUT = WAIT  # the store fixture's (conftest.py)
 
 
 def clean(at):
@@ -48,7 +38,7 @@ def toasts(at) -> list[str]:
 
 
 @pytest.fixture
-def klass(make_app, store):
+def klass(make_app, store, live_classes):
     """A teacher on step 3 of her own text with a vote open, and a student in Japanese."""
     teacher = make_app("tiny", "en")
     teacher.run()
@@ -62,7 +52,7 @@ def klass(make_app, store):
     clean(student.run())
     clean(teacher.button(key="vote_open_s3_reach").click().run())
     run(student)
-    vote = handle._classes().state(code).vote_on("s3.reach").vote
+    vote = live_classes.state(code).vote_on("s3.reach").vote
     return teacher, student, code, vote
 
 
@@ -140,7 +130,8 @@ def test_a_class_that_cannot_be_read_shows_no_step_numbers_and_locks_the_answers
 
 
 @pytest.mark.parametrize("fault", ["locked", "full", "readonly"])
-def test_an_answer_the_store_cannot_keep_stays_chosen_and_is_sent_once_it_can(klass, monkeypatch, store, fault):
+def test_an_answer_the_store_cannot_keep_stays_chosen_and_is_sent_once_it_can(klass, monkeypatch, store, fault,
+                                                                             live_classes):
     """Send while the store cannot write: no error box, the choice stays selected, the
     student is told it is not sent yet and will be; once the store can write again the
     next tick of their poll sends it, and the teacher's count has it."""
@@ -148,20 +139,20 @@ def test_an_answer_the_store_cannot_keep_stays_chosen_and_is_sent_once_it_can(kl
     student.radio(key=f"vote_pick_{vote}").set_value(1).run()
     with (write_lock(store.path) if fault == "locked" else connections_that(monkeypatch, fault)):
         clean(student.button(key=f"vote_send_{vote}").click().run())
-        labels = handle._classes().state(code).vote_on("s3.reach").question["labels"]["ja"]
+        labels = live_classes.state(code).vote_on("s3.reach").question["labels"]["ja"]
         pending = i18n.translate("ja", "vote.pending", answer=labels[1])
         assert [w.value for w in student.warning] == [pending]
         assert student.radio(key=f"vote_pick_{vote}").value == 1 and student.radio(key=f"vote_pick_{vote}").disabled
         assert i18n.translate("ja", f"share.store_{fault}") in toasts(student)
         run(student)  # a tick while the fault lasts: still waiting, still said
         assert [w.value for w in student.warning] == [pending]
-    assert handle._classes().counts(code, vote)[1] == 0
+    assert live_classes.counts(code, vote)[1] == 0
     run(student)  # the store is back: the poll sends it
     assert i18n.translate("ja", "vote.sent", answer=labels[1]) in [m.value for m in student.markdown]
-    assert handle._classes().counts(code, vote) == [0, 1] + [0] * (len(labels) - 2)
+    assert live_classes.counts(code, vote) == [0, 1] + [0] * (len(labels) - 2)
 
 
-def test_an_answer_still_waiting_when_the_vote_closes_is_said_to_be_lost(klass, store):
+def test_an_answer_still_waiting_when_the_vote_closes_is_said_to_be_lost(klass, store, live_classes):
     teacher, student, code, vote = klass
     student.radio(key=f"vote_pick_{vote}").set_value(0).run()
     with write_lock(store.path):
@@ -170,24 +161,24 @@ def test_an_answer_still_waiting_when_the_vote_closes_is_said_to_be_lost(klass, 
     run(student)
     run(student)
     assert i18n.translate("ja", "vote.lost_closed") in toasts(student)
-    assert keys.PENDING not in student.session_state and sum(handle._classes().counts(code, vote)) == 0
+    assert keys.PENDING not in student.session_state and sum(live_classes.counts(code, vote)) == 0
 
 
-def test_the_teachers_actions_with_the_store_locked_say_so_and_are_never_half_done(klass, store):
+def test_the_teachers_actions_with_the_store_locked_say_so_and_are_never_half_done(klass, store, live_classes):
     teacher, student, code, vote = klass
     with write_lock(store.path):
         clean(teacher.button(key=f"vote_close_{vote}").click().run())
         assert i18n.translate("en", "share.store_locked") in toasts(teacher)
         clean(teacher.button(key="nav_next").click().run())  # her page moves; the class cannot yet
-    found = handle._classes().state(code)
-    assert found.vote_on("s3.reach").state == "open" and found.step == 3  # nothing half done
+    found = live_classes.state(code)
+    assert found.vote_on("s3.reach").state == "open" and found.page == "neighbours"  # nothing half done
     run(teacher)  # the store is back: her next run leads the class again
-    assert handle._classes().state(code).step == 4
+    assert live_classes.state(code).page == "hubs"
     run(student)
-    assert student.title[0].value == i18n.translate("ja", "step4.title")
+    assert student.title[0].value == i18n.translate("ja", "hubs.title")
 
 
-def test_a_deleted_store_is_made_again_and_its_classes_members_are_told_once(klass, store):
+def test_a_deleted_store_is_made_again_and_its_classes_members_are_told_once(klass, store, live_classes):
     """The store's file deleted mid-class (with its -wal and -shm): the class is gone, its
     members are told so once, in their language, and their pages work on; a new class
     starts at once, no restart."""
@@ -203,12 +194,12 @@ def test_a_deleted_store_is_made_again_and_its_classes_members_are_told_once(kla
     assert keys.CLASS not in teacher.session_state and i18n.translate("en", "class.ended") in toasts(teacher)
     run(teacher)  # her sidebar without the class
     clean(teacher.sidebar.button(key="class_start").click().run())
-    assert keys.CLASS in teacher.session_state and handle._classes().state(teacher.session_state[keys.CLASS])
+    assert keys.CLASS in teacher.session_state and live_classes.state(teacher.session_state[keys.CLASS])
 
 
 def test_wrong_codes_typed_again_and_again_are_slowed_and_a_full_class_answers_as_no_class(
         make_app, klass, monkeypatch):
-    from server import classes as live_classes
+    from server import classes as class_rules
 
     teacher, student, code, vote = klass
     guesser = make_app("tiny", "pt")
@@ -220,7 +211,7 @@ def test_wrong_codes_typed_again_and_again_are_slowed_and_a_full_class_answers_a
     said = toasts(guesser)
     assert said[-1] == i18n.translate("pt", "class.slow_down")
     handle.guesses.clear()  # the same machine's sessions (no address) share a count: the newcomer's afresh
-    monkeypatch.setattr(live_classes, "MAX_STUDENTS", 1)  # the student in Japanese holds the one seat
+    monkeypatch.setattr(class_rules, "MAX_STUDENTS", 1)  # the student in Japanese holds the one seat
     newcomer = make_app("tiny", "en")
     newcomer.query_params["class"] = code
     clean(newcomer.run())
@@ -238,10 +229,13 @@ def test_with_postgresql_stopped_mid_vote_pages_fail_closed_fast_and_the_answer_
 
     from server import pgstore
 
+    from server.classes import Classes
+    from ui.classroom import reset_caches
+
     pg = sharestore.store_at(pg_server.new_database(), timeout=WAIT)
     monkeypatch.setattr(share, "store", lambda: pg)
-    handle._classes.clear()
-    handle.versions.clear()
+    reset_caches()
+    live_classes = Classes(pg)
     try:
         teacher = make_app("tiny", "en")
         teacher.run()
@@ -252,7 +246,7 @@ def test_with_postgresql_stopped_mid_vote_pages_fail_closed_fast_and_the_answer_
         clean(student.run())
         clean(teacher.button(key="vote_open_s1_doubling").click().run())
         run(student)
-        vote = handle._classes().state(code).vote_on("s1.doubling").vote
+        vote = live_classes.state(code).vote_on("s1.doubling").vote
         student.radio(key=f"vote_pick_{vote}").set_value(2).run()
         pg_server.stop()
         t0 = time.perf_counter()
@@ -270,14 +264,13 @@ def test_with_postgresql_stopped_mid_vote_pages_fail_closed_fast_and_the_answer_
         deadline = time.monotonic() + 30
         while keys.PENDING in student.session_state and time.monotonic() < deadline:
             run(student)
-        assert handle._classes().counts(code, vote)[2] == 1
+        assert live_classes.counts(code, vote)[2] == 1
     finally:
-        handle._classes.clear()
-        handle.versions.clear()
+        reset_caches()
         pgstore.close_all()
 
 
-def test_a_store_error_is_never_an_error_box_on_any_class_action(klass, monkeypatch):
+def test_a_store_error_is_never_an_error_box_on_any_class_action(klass, monkeypatch, live_classes):
     """Every class action a page can take, with the store failing each time: notices only."""
     teacher, student, code, vote = klass
     with connections_that(monkeypatch, "unavailable"):
@@ -287,5 +280,5 @@ def test_a_store_error_is_never_an_error_box_on_any_class_action(klass, monkeypa
                 at.button(key=key).click()
             clean(at.run())
     assert keys.CLASS in teacher.session_state  # not ended by half: the store said nothing was done
-    found = handle._classes().state(code)
+    found = live_classes.state(code)
     assert found is not None and found.vote_on("s3.reach").state == "open" and found.door

@@ -23,7 +23,7 @@ from harness.serve import app_server
 from helpers import PAGES
 from ui import i18n
 
-TOKENS = i18n.translate("en", "step1.metric_n")
+TOKENS = i18n.translate("en", "every_pair.metric_n")
 
 
 def texts(k: int) -> list[str]:

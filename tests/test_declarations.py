@@ -1,44 +1,75 @@
-"""Each step declared once (ui.steps): its settings, what its summary is built from and
-its questions by id — walked here, and held against the summaries, the setting table,
-the guess keys and the class's background build."""
+"""Each page of the walk declared once, in its own package of ui.steps: its id and order,
+its settings, what its summary is built from and its questions by id — walked here, and
+held against the summaries, the setting table, the guess keys and the class's background
+build."""
 
 import logging
 import re
 
 import pytest
 
-from ui import keys, measures, prebuild, setting_table, summary
+from ui import keys, measures, prebuild, setting_table, steps, summaries
 from ui.i18n import LANGS, Translator
 from ui.samples import sample_text
-from ui.steps import PAGES, QUESTIONS, STEPS, first_questions, page_of
 
 
 def test_every_setting_row_belongs_to_one_declared_page_and_each_summary_reads_its_own_steps_rows():
-    numbers = {p.number for p in PAGES}
-    assert all(row.page in numbers for row in setting_table.TABLE)
-    for step in STEPS:
+    ids = {p.id for p in steps.pages()}
+    assert all(row.page in ids for row in setting_table.TABLE)
+    for step in steps.steps():
         for key in step.summary_from:
-            assert setting_table.row(key).page == step.number, (step.number, key)
+            assert setting_table.row(key).page == step.id, (step.id, key)
     # a setting read by no summary is still its page's own (drawn there, kept, shared)
-    assert set(setting_table.keys(1)) >= set(page_of(1).summary_from)
+    first = steps.get("every-pair")
+    assert set(setting_table.keys(first.id)) >= set(first.summary_from) | {"s1_token"}
+
+
+def test_every_page_has_a_stable_id_apart_from_its_order_and_its_strings_under_its_id():
+    """An id is a word (the URL's path, the locale group with ``_`` for ``-``); the walk is in
+    the order its pages declare, and a step's number on screen is its place among the steps."""
+    walk = steps.pages()
+    assert [p.order for p in walk] == sorted(p.order for p in walk)
+    for p in walk:
+        assert re.fullmatch(r"[a-z]+(-[a-z]+)*", p.id), p.id
+        assert Translator("en").has(p.title_key) and Translator("en").has(p.nav_key)
+    assert [steps.number(s) for s in steps.steps()] == list(range(1, len(steps.steps()) + 1))
+    assert steps.number(steps.get(steps.CLOSING)) is None and steps.link(steps.home()) == ""
 
 
 def test_question_ids_are_unique_stable_names_and_each_has_one_guess_row():
-    ids = [qid for step in STEPS for qid in step.questions]
+    ids = [qid for step in steps.steps() for qid in step.questions]
     assert len(ids) == len(set(ids)) and ids  # unique across the walk
-    assert all(step.questions for step in STEPS)  # every step asks something
-    for step in STEPS:
+    assert all(step.questions for step in steps.steps())  # every step asks something
+    for step in steps.steps():
         for qid in step.questions:
-            assert re.fullmatch(rf"s{step.number}\.[a-z][a-z0-9_]*", qid), qid
-            assert QUESTIONS[qid] == step.number
+            assert re.fullmatch(r"s\d\.[a-z][a-z0-9_]*", qid), qid
+            assert steps.questions()[qid] is step
             row = setting_table.row(keys.guess(qid))
-            assert row.kind == "guess" and row.page == step.number
+            assert row.kind == "guess" and row.page == step.id
     guesses = [r.key for r in setting_table.TABLE if r.kind == "guess"]
     assert sorted(guesses) == sorted(keys.guess(q) for q in ids)
-    assert first_questions() == {s.number: s.questions[0] for s in STEPS}
     # the widget keys of two questions never meet, nor those of a question and a setting
     made = [k(q) for q in ids for k in (keys.guess, keys.revealed, keys.reveal_button)]
     assert len(made) == len(set(made)) and not set(made) & (set(setting_table.KEYS) - set(guesses))
+
+
+def test_the_setting_table_holds_each_row_once():
+    """Its rows, not a dict made of them: a row declared twice (one key in two steps'
+    declarations) is refused where the table is made."""
+    keys_ = [r.key for r in setting_table.TABLE]
+    assert len(keys_) == len(set(keys_)) == len(setting_table.KEYS)
+
+
+def test_two_pages_that_share_a_settings_key_are_refused(monkeypatch):
+    import dataclasses
+
+    from ui.setting_rows import layer_row
+
+    real = steps.pages()
+    twin = dataclasses.replace(real[1], settings=(*real[1].settings, layer_row("s1_layer", real[1].id)))
+    monkeypatch.setattr(steps, "pages", lambda: (real[0], twin, *real[2:]))
+    with pytest.raises(ValueError, match="two settings share a key.*s1_layer"):
+        setting_table.row("s1_layer")
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -46,49 +77,55 @@ def test_every_steps_summary_builds_from_its_declaration_with_its_questions_name
     text, a = tiny_analysis
     cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), {})
     t = Translator(lang)
-    for step in STEPS:
-        sm = summary.get(step.number, t, a, text, "tiny", summary.inputs(step.number, cfg))
-        assert [q.id for q in sm.questions] == list(step.questions)
+    for step in steps.steps():
+        if step.needs_text:
+            sm = summaries.get(step, t, a, text, "tiny", summaries.inputs(step, cfg))
+        else:
+            sm = summaries.get(step, t, None, "", "", summaries.inputs(step, cfg))
+        assert sm.step == step.id and [q.id for q in sm.questions] == list(step.questions)
         for q in sm.questions:
             assert q.text and len(q.options) >= 2 and q.right in q.options
-            assert summary.question(sm, q.id) is q
+            assert summaries.question(sm, q.id) is q
 
 
 def test_a_summary_asked_with_settings_other_than_its_declarations_is_refused(tiny_analysis):
     text, a = tiny_analysis
     cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), {})
     t = Translator("en")
-    given = summary.inputs(3, cfg)
+    step = steps.get("neighbours")
+    given = summaries.inputs(step, cfg)
     with pytest.raises(ValueError, match="built from"):
-        summary.get(3, t, a, text, "tiny", {k: v for k, v in given.items() if k != "s3_rl"})  # one missing
+        summaries.get(step, t, a, text, "tiny", {k: v for k, v in given.items() if k != "s3_rl"})  # one missing
     with pytest.raises(ValueError, match="built from"):
-        summary.get(3, t, a, text, "tiny", {**given, "s4_w": 8})  # one of another step's
+        summaries.get(step, t, a, text, "tiny", {**given, "s4_w": 8})  # one of another step's
 
 
-def test_a_summary_that_asks_other_than_its_step_declares_is_refused(tiny_analysis, monkeypatch):
+def test_a_summary_that_asks_other_than_its_step_declares_is_refused(tiny_analysis):
+    import dataclasses
+
     text, a = tiny_analysis
     cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), {})
-    real = summary.STEP_SUMMARIES[2]
+    step = steps.get("nearly-empty")
 
     def two_questions(*args, **kw):
-        made = real(*args, **kw)
+        made = step.summary(*args, **kw)
         made.questions = made.questions * 2
         return made
 
-    monkeypatch.setitem(summary.STEP_SUMMARIES, 2, two_questions)
+    twice = dataclasses.replace(step, summary=two_questions)
     with pytest.raises(ValueError, match="declares 1 questions and its summary asks 2"):
-        summary.build(2, Translator("en"), a, text, "tiny", summary.inputs(2, cfg))
+        summaries.build(twice, Translator("en"), a, text, "tiny", summaries.inputs(step, cfg))
 
 
 def test_a_failure_in_the_class_background_build_is_logged_with_its_traceback_and_counted(monkeypatch, caplog,
                                                                                             tiny_analysis):
     text, a = tiny_analysis
-    monkeypatch.setattr(prebuild.analyses, "analysis_unseen", lambda text, kind: a)
+    monkeypatch.setattr(prebuild.analyses, "analysis_unseen", lambda text, model_id: a)
 
     def broken(*args, **kw):
         raise KeyError("s3_new_setting")
 
-    monkeypatch.setattr(summary, "build_all", broken)
+    monkeypatch.setattr(summaries, "build_all", broken)
     before = prebuild.PREBUILD_FAILED["KeyError"]
     with caplog.at_level(logging.ERROR, logger=prebuild.__name__):
         prebuild._build_summaries(("tiny", text, "{}"), text, "tiny", {})
@@ -114,3 +151,18 @@ def test_the_setting_table_is_plain_data_without_streamlit():
     run = subprocess.run([sys.executable, "-c", "import sys, ui.setting_table; print('streamlit' in sys.modules)"],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == "False", run.stderr[-800:]
+
+
+def test_no_page_reads_its_numbers_by_a_string_key():
+    """Each page draws its step's typed record and the engine's typed results: no page file
+    reads a value by a string key (``values["cells"]``: a KeyError waiting for a rename)."""
+    import ast
+    import pathlib
+
+    pages = sorted(pathlib.Path(steps.__file__).parent.glob("*/page.py"))
+    assert len(pages) == len(steps.pages())
+    found = [(p.parent.name, node.lineno, ast.unparse(node)) for p in pages
+             for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+             and isinstance(node.slice.value, str)]
+    assert not found, found

@@ -71,7 +71,7 @@ def test_pages_and_the_ui_reach_kernels_only_through_the_registry_or_backend():
     the registry (methods), the summaries or the backend."""
     root = ATTN.parent
     offenders = []
-    for p in [*root.glob("pages/*.py"), *root.glob("ui/*.py")]:
+    for p in root.glob("ui/**/*.py"):  # the pages' files among them
         text = p.read_text(encoding="utf-8")
         for call in ("flex.window_attention", "flex.sparse_attention", "kernels.window_attention_blocked",
                      "kernels.sparse_attention"):
@@ -82,8 +82,7 @@ def test_pages_and_the_ui_reach_kernels_only_through_the_registry_or_backend():
 
 def _app_sources():
     root = ATTN.parent
-    return [p for p in [*root.glob("pages/*.py"), *root.glob("ui/*.py"), *ATTN.glob("*.py"), root / "app.py"]
-            if p.name != "methods.py"]
+    return [p for p in [*root.glob("ui/**/*.py"), *ATTN.glob("*.py"), root / "app.py"] if p.name != "methods.py"]
 
 
 def test_method_names_are_written_in_the_registry_only():
@@ -114,7 +113,7 @@ def test_pages_import_no_kernel_module():
     imports a kernel module, the compiler's, the backend or the feature maps."""
     kernel_modules = {"kernels", "flex", "backend", "features", "patterns"}
     found = []
-    for p in ATTN.parent.glob("pages/*.py"):
+    for p in ATTN.parent.glob("ui/steps/*/page.py"):
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module == "attn":
                 found += [(p.name, a.name) for a in node.names if a.name in kernel_modules]

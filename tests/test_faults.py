@@ -32,7 +32,7 @@ def test_a_link_the_store_cannot_read_just_now_is_a_notice(make_app, monkeypatch
     at.run()
     assert_clean(at)
     assert toasts(at) == [i18n.translate(lang, f"share.store_{reason}")]
-    assert at.title[0].value == i18n.translate(lang, "step1.title")
+    assert at.title[0].value == i18n.translate(lang, "every_pair.title")
 
 
 @pytest.mark.parametrize("reason", sharestore.StoreError.REASONS)
@@ -153,7 +153,7 @@ def test_a_live_benchmark_that_fails_says_so_and_leaves_no_bar(make_app, monkeyp
     at.switch_page(PAGES[6]).run()
     at.button(key="s7_run").click().run(timeout=300)
     assert_clean(at)
-    assert i18n.translate("ja", "step7.failed") in [e.value for e in at.error]
+    assert i18n.translate("ja", "payoff.failed") in [e.value for e in at.error]
     assert any("RuntimeError: the device went away" in c.value for c in at.code)
     assert not at.get("progress")
 
@@ -164,11 +164,11 @@ def test_with_postgresql_out_of_reach_the_steps_work_and_sharing_and_classes_say
     language, that the store is away — and the URL's password is shown nowhere."""
     from harness.serve import free_port
     from server import pgstore
-    from ui.classroom import handle
+    from ui.classroom import reset_caches
 
     monkeypatch.setenv("ATLAS_DATABASE_URL", f"postgresql://atlas:pw-never-shown@127.0.0.1:{free_port()}/atlas")
     share.store.clear()
-    handle._classes.clear()
+    reset_caches()
     try:
         at = make_app("tiny", "pt")
         at.run()
@@ -185,5 +185,5 @@ def test_with_postgresql_out_of_reach_the_steps_work_and_sharing_and_classes_say
         assert "pw-never-shown" not in shown
     finally:
         share.store.clear()
-        handle._classes.clear()
+        reset_caches()
         pgstore.close_all()

@@ -106,7 +106,8 @@ def test_step3s_question_has_the_counted_reach_among_several_distinct_options():
     it is always one of at least three distinct options, and it is the one that counts
     as right — 64, not the formula's 127, when the question names token 63 (w = 8,
     L = 18), and 3 on a 3-token text."""
-    from ui import summary
+    from ui.step_parts import nearest_option
+    from ui.steps.neighbours import reach_options
 
     for w, layers, rn in [(8, 18, 64), (2, 1, 64), (3, 1, 3), (3, 4, 64), (2, 2, 3), (8, 1, 64), (5, 3, 10)]:
         i, j = torch.arange(rn)[:, None], torch.arange(rn)[None, :]
@@ -115,7 +116,7 @@ def test_step3s_question_has_the_counted_reach_among_several_distinct_options():
         for _ in range(layers):
             reach = ((reach @ step) > 0).float()
         counted = int(reach[rn - 1].sum())
-        options = summary.reach_options(w, layers, rn)
+        options = reach_options(w, layers, rn)
         assert len(options) >= 3 and len(set(options)) == len(options), (w, layers, rn, options)
-        assert counted in options and summary.nearest_option(options, counted) == counted
-    assert 127 in summary.reach_options(8, 18, 64)  # the uncapped formula is offered, and is wrong here
+        assert counted in options and nearest_option(options, counted) == counted
+    assert 127 in reach_options(8, 18, 64)  # the uncapped formula is offered, and is wrong here

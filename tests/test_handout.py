@@ -9,8 +9,11 @@ import pytest
 
 from attn import bench, swap
 from attn.costs import Shape
+from attn.device import pick_device
 from helpers import LANGS, PAGES, revealed
-from ui import analyses, handout, measures, served_model, setting_table, summary, live_bench, widgets
+from ui import analyses, handout, live_bench, measures, model_swaps, served_model, setting_table, steps, widgets
+from ui.step_parts import ANSWER_FROM
+from ui.steps import neighbours
 from ui.i18n import Translator, translate
 from ui.samples import sample_text
 
@@ -23,7 +26,7 @@ def answers(page: str, lang: str = "en") -> list[str]:
     """The value each step's reveal states, in order (measured on the text, worked out by
     the cost model, or timed on this device: each says which)."""
     heads = [html.escape(translate(lang, key, value="§").split("§")[0].replace("**", ""), quote=False)
-             for key in summary.ANSWER_FROM.values()]
+             for key in ANSWER_FROM.values()]
     found = sorted((m.end(), m.group(0)) for h in heads for m in re.finditer(re.escape(h), page))
     return [html.unescape(ANSWER.match(page[end:]).group(1)) for end, _ in found]
 
@@ -54,10 +57,10 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
     text = text or sample_text("en")
     a = analyses.get_analysis(text, "tiny")
     t = Translator("en")
-    page = handout.build(t, a, text, "tiny", kept, device="cpu", model="tiny", live=None)  # step 7 not run
+    page = handout.build(t, a, text, "tiny", kept, device="cpu", model="tiny")  # step 7 not run
     assert answers(page) == shown
     # seven steps (and the glossary), one figure each, Plotly's JavaScript embedded once, nothing fetched
-    assert page.count("<h2>") == 8
+    assert page.count("<h2") == 8 and [f'<h2 id="{p.id}">' in page for p in steps.steps()] == [True] * 7
     figures = 7
     assert page.count('class="plotly-graph-div"') == figures
     assert page.count(handout._plotly_js()) == 1
@@ -65,13 +68,13 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
     assert rest.count("<script") == 1 + figures and "src=" not in rest and "http" not in rest.replace(
         "http://www.w3.org", "")
     # the settings used are stated: step 3's window of 3 and its reach of 5 over 2 layers
-    step3 = page.split("<h2>")[3]
-    for label, value in (("step3.pick_w", "3"), ("step3.pick_reach_w", "5"), ("step3.pick_layers", "2")):
+    step3 = page.split("<h2")[3]
+    for label, value in (("neighbours.pick_w", "3"), ("neighbours.pick_reach_w", "5"), ("neighbours.pick_layers", "2")):
         assert f"<td>{html.escape(translate('en', label))}</td><td>{value}</td>" in step3
     cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), kept)
-    guess = summary.step3(t, a, text, "tiny", cfg).questions[0]
+    guess = neighbours.summary(t, a, text, "tiny", cfg).questions[0]
     assert html.escape(translate("en", "handout.guess", guess=guess.label(kept["guess_s3_reach"]))) in step3
-    assert translate("en", "handout.no_guess") in page.split("<h2>")[1]
+    assert translate("en", "handout.no_guess") in page.split("<h2")[1]
     # unmeasured runs are said to be unmeasured
     assert html.escape(translate("en", "handout.live_not_run")) in page
     assert html.escape(translate("en", "handout.sweep_not_run")) in page
@@ -105,21 +108,27 @@ def test_the_readers_text_and_tokens_are_escaped_and_our_prose_is_rendered(tiny_
     assert page.count('class="plotly-graph-div"') == 7
 
 
-def test_measured_runs_join_the_handout_only_when_measured(tiny_analysis):
+def test_measured_runs_join_the_handout_only_when_measured(tiny_analysis, unmeasured):
+    """Step 7's live run and step 6's sweep, once this server has run them (each kept where
+    its page keeps it), join the handout; step 7's question still takes the cost model's
+    answer, the live ratio said beside it."""
     text, a = tiny_analysis
     t = Translator("pt")
-    rows = bench.run_plan([(m, n, b) for n in (128, 256) for m, b in live_bench.plan_methods()], Shape(), "cpu",
+    sizes = bench.live_sizes(pick_device())
+    rows = bench.run_plan([(m, n, b) for n in sizes for m, b in live_bench.plan_methods()], Shape(), "cpu",
                           repeats=1, max_seconds=0.5)
+    live_bench._results()[live_bench.key(pick_device(), sizes)] = rows
     model = served_model.get_model("tiny")
-    results = swap.sweep(model, text, swap.standard_sweep((0,), 0))
+    swaps = swap.standard_sweep((0,), 0)
+    results = swap.sweep(model, text, swaps)
     assert all(not isinstance(r, Exception) for r in results)
-    page = handout.build(t, a, text, "tiny", {}, device="cpu", model="tiny", live=(rows, [128, 256]),
-                         sweep=(results, 0, "kl"))
+    model_swaps._store()[model_swaps._key(text, swaps, model_swaps.swap_budget("tiny"), "tiny")] = results
+    page = handout.build(t, a, text, "tiny", {}, device="cpu", model="tiny")
     assert page.count('class="plotly-graph-div"') == 7 + 2 + 2  # live time and memory; the sweep's two charts
     assert html.escape(t("handout.live_not_run")) not in page and html.escape(t("handout.sweep_not_run")) not in page
-    ratio = bench.ratios(rows)[("window", 256)]
+    ratio = bench.ratios(rows)[("window", sizes[-1])]
     # step 7's answer stays the cost model's; the live run's ratio is said beside it, with its lengths
-    assert html.escape(t("predict.from_live", value=t.float(ratio, 2), n="128", n2="256")) in page
+    assert html.escape(t("predict.from_live", value=t.float(ratio, 2), n=t.int(sizes[-2]), n2=t.int(sizes[-1]))) in page
     assert answers(page, "pt")[6] == t.float(2.0, 2)
 
 
@@ -142,14 +151,14 @@ LINK = re.compile(r"\[([^\]]+)\]\(#" + widgets.TERMS_ANCHOR + r"\)")
 
 
 @pytest.mark.parametrize("lang", LANGS)
-@pytest.mark.parametrize("step", range(1, 8))
+@pytest.mark.parametrize("step", steps.steps(), ids=lambda s: s.id)
 def test_each_term_is_linked_once_where_the_page_first_uses_it(lang, step):
     t = Translator(lang)
-    texts, used = widgets.linked_prose(lang, step)
+    texts, used = widgets.linked_prose(lang, tuple(step.prose_keys()))
     entries = widgets.glossary()
     assert used, "every step links at least one term"
     linked = []
-    for key in widgets.term_texts(step):
+    for key in step.prose_keys():
         if key not in texts:
             continue
         original = t(key)
@@ -174,7 +183,7 @@ def test_a_step_page_links_its_terms_to_their_meanings_at_its_end(make_app, lang
     body = " ".join(m.value for m in at.markdown)
     assert f"](#{widgets.TERMS_ANCHOR})" in body
     entries = widgets.glossary()
-    for i in widgets.linked_prose(lang, 4)[1]:
+    for i in widgets.linked_prose(lang, tuple(steps.get("hubs").prose_keys()))[1]:
         assert f"**{entries[i][lang]['term']}** — {entries[i][lang]['meaning']}" in at.main.markdown[-1].value
 
 
@@ -197,7 +206,7 @@ def test_linked_prose_renders_its_bold_and_links_with_no_mark_left_over(lang):
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark")
-    for step in range(1, 8):
-        for key, text in widgets.linked_prose(lang, step)[0].items():
+    for step in steps.steps():
+        for key, text in widgets.linked_prose(lang, tuple(step.prose_keys()))[0].items():
             shown = re.sub(r"<[^>]+>", "", md.render(text))
             assert "**" not in shown, (lang, key, text)

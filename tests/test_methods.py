@@ -105,10 +105,10 @@ def test_linear_break_even_is_where_the_summary_order_first_gets_cheaper(m, d, c
     def grid(n):
         return n * (n + 1) // 2 if causal else n * n
 
-    assert grid(b["memory"]) > summary >= grid(b["memory"] - 1)
-    ops = b["operations"]  # the grid order: m + d per cell (score φ(q)·φ(k), then the values); the summary: 2md a token
+    assert grid(b.memory) > summary >= grid(b.memory - 1)
+    ops = b.operations  # the grid order: m + d per cell (score φ(q)·φ(k), then the values); the summary: 2md a token
     assert grid(ops) * (m + d) > ops * 2 * m * d and grid(ops - 1) * (m + d) <= (ops - 1) * 2 * m * d
     if (m, d) == (256, 256):  # the model's head size with elu+1, ReLU or FAVOR+
-        assert (b["memory"], b["operations"]) == ((363, 512) if causal else (257, 257))
+        assert (b.memory, b.operations) == ((363, 512) if causal else (257, 257))
     if (m, d) == (273, 256):  # Taylor's m on the model's head size: counted by hand, 279,552 / 529 and 139,776 / 529
-        assert b["operations"] == (528 if causal else 265)
+        assert b.operations == (528 if causal else 265)

@@ -11,7 +11,8 @@ from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
 
 from harness import model_folders as mf
 from ui.i18n import Translator
-from ui.steps import PAGES
+from helpers import WALK, page_path
+from ui import steps
 
 pytestmark = pytest.mark.usefixtures("fresh_caches")
 
@@ -57,13 +58,13 @@ def test_every_page_opens_on_each_family(make_app, folder_of, family):
     t = Translator("en")
     at = make_app(str(folder))
     at.run()
-    for page in PAGES:
-        if not page.default:
-            at.switch_page(page.path).run()
-        assert not at.exception, (family, page.path, at.exception[0].message if at.exception else "")
-        assert not at.warning or all("cannot be used" not in w.value for w in at.warning), (family, page.path)
-        if page.number and page.number <= 7:  # the step's own page ran, not the first one again
-            assert t("common.step_of", step=page.number, total=7) in caption_values(at), (family, page.path)
+    for page in WALK:
+        if page.id != WALK[0].id:
+            at.switch_page(page_path(page)).run()
+        assert not at.exception, (family, page.id, at.exception[0].message if at.exception else "")
+        assert not at.warning or all("cannot be used" not in w.value for w in at.warning), (family, page.id)
+        if page.is_step:  # the step's own page ran, not the first one again
+            assert t("common.step_of", step=steps.number(page), total=7) in caption_values(at), (family, page.id)
 
 
 @pytest.mark.parametrize("lang", ["ja", "pt"])
@@ -72,15 +73,15 @@ def test_every_page_opens_in_every_language_on_an_encoder_and_a_decoder(make_app
     at = make_app(str(folder_of(family)), lang=lang)
     at.run()
     t = Translator(lang)
-    for page in PAGES:
-        if not page.default:
-            at.switch_page(page.path).run()
-        assert not at.exception, (family, lang, page.path, at.exception[0].message if at.exception else "")
-        if page.number and page.number <= 7:
-            assert t("common.step_of", step=page.number, total=7) in caption_values(at), (family, lang, page.path)
-    at.switch_page("pages/1_every_pair.py").run()
+    for page in WALK:
+        if page.id != WALK[0].id:
+            at.switch_page(page_path(page)).run()
+        assert not at.exception, (family, lang, page.id, at.exception[0].message if at.exception else "")
+        if page.is_step:
+            assert t("common.step_of", step=steps.number(page), total=7) in caption_values(at), (family, lang, page.id)
+    at.switch_page(page_path(WALK[0])).run()
     said = caption_values(at)
-    assert (t("step1.formula_caption_both") in said) == (family == "bert"), (family, lang)
+    assert (t("every_pair.formula_caption_both") in said) == (family == "bert"), (family, lang)
 
 
 @pytest.mark.parametrize("family", ["gpt2", "gemma2", "qwen2", "llama"])
@@ -98,10 +99,10 @@ def test_step_one_counts_follow_the_folders_model(make_app, folder_of, family):
     window = window_of_layer(config, layer)
     t = Translator("en")
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics[t("step1.metric_n")] == t.int(n)
-    assert metrics[t("step1.metric_square")] == t.int(n * n)
-    assert metrics[t("step1.metric_causal")] == t.int(causal_cells(n, window))
-    assert metrics[t("step1.metric_doubled", n2=t.int(2 * n))] == t.int(causal_cells(2 * n, window))
+    assert metrics[t("every_pair.metric_n")] == t.int(n)
+    assert metrics[t("every_pair.metric_square")] == t.int(n * n)
+    assert metrics[t("every_pair.metric_causal")] == t.int(causal_cells(n, window))
+    assert metrics[t("every_pair.metric_doubled", n2=t.int(2 * n))] == t.int(causal_cells(2 * n, window))
     # the whole model: every head of every layer, each layer with its own window
     heads = config.num_attention_heads if hasattr(config, "num_attention_heads") else config.n_head
     layers = config.num_hidden_layers if hasattr(config, "num_hidden_layers") else config.n_layer
@@ -120,9 +121,9 @@ def test_the_sink_sentence_follows_the_models_first_token(make_app, folder_of):
     for family in ("gpt2", "llama"):  # GPT-2's tokenizer adds no start token; this llama's adds <s>
         at = make_app(str(folder_of(family)))
         at.run()
-        at.switch_page("pages/4_hubs.py").run()
+        at.switch_page("ui/steps/hubs/page.py").run()
         assert not at.exception
-        said[family] = t("step4.first_is_text") in caption_values(at)
+        said[family] = t("hubs.first_is_text") in caption_values(at)
     assert said == {"gpt2": True, "llama": False}
 
 
@@ -163,8 +164,8 @@ def test_the_sidebar_offers_the_configured_models_and_each_reader_runs_their_own
     assert not at.exception
     assert "llama" in model_line(at) and at.session_state["model"] == two_models
     n = min(len(tok(at.session_state["text"])["input_ids"]), 128)
-    assert {m.label: m.value for m in at.metric}[t("step1.metric_n")] == t.int(n)
-    at.switch_page("pages/2_nearly_empty.py").run()  # the pick outlives a page switch
+    assert {m.label: m.value for m in at.metric}[t("every_pair.metric_n")] == t.int(n)
+    at.switch_page("ui/steps/nearly_empty/page.py").run()  # the pick outlives a page switch
     assert not at.exception and "llama" in model_line(at)
     other = make_app("tiny")  # another reader of the same server keeps the default
     other.run()
@@ -207,11 +208,11 @@ def test_the_credits_and_the_models_own_preset_follow_the_model(make_app, folder
     for family, slides in (("gpt2", False), ("gemma2", True)):
         at = make_app(str(folder_of(family)))
         at.run()
-        at.switch_page("pages/9_playground.py").run()
+        at.switch_page("ui/steps/playground/page.py").run()
         assert not at.exception
         button = at.button(key="pg_preset_model")
         assert button.disabled is not slides, family
-        at.switch_page("pages/8_closing.py").run()
+        at.switch_page("ui/steps/closing/page.py").run()
         credit = t("closing.credits_other", model=t("sidebar.folder_model", family=family, folder=family))
         assert credit in caption_values(at) and t("closing.credits") not in caption_values(at)
 
@@ -319,42 +320,42 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
 
     # step 1: every pair both ways, the whole square in every layer
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics[t("step1.metric_causal")] == t.int(n * n) == metrics[t("step1.metric_square")]
-    assert metrics[t("step1.metric_doubled", n2=t.int(2 * n))] == t.int(4 * n * n)
+    assert metrics[t("every_pair.metric_causal")] == t.int(n * n) == metrics[t("every_pair.metric_square")]
+    assert metrics[t("every_pair.metric_doubled", n2=t.int(2 * n))] == t.int(4 * n * n)
     said = caption_values(at)
-    assert t("step1.formula_caption_both") in said and not any(t("step1.formula_caption") == c for c in said)
-    assert any(c.startswith(t("step1.model_cells_full_both", cells=t.int(heads * layers * n * n), heads=heads,
+    assert t("every_pair.formula_caption_both") in said and not any(t("every_pair.formula_caption") == c for c in said)
+    assert any(c.startswith(t("every_pair.model_cells_full_both", cells=t.int(heads * layers * n * n), heads=heads,
                                 layers=layers, sliding=0, full=layers, w=0, all_full=0)[:60]) for c in said)
     assert t.int(heads * layers * n * n) in " ".join(said)
-    assert t("step1.outro_both") in " ".join(m.value for m in at.markdown)  # a million cells at 1,000 tokens
+    assert t("every_pair.outro_both") in " ".join(m.value for m in at.markdown)  # a million cells at 1,000 tokens
 
     # step 2: each beginning is a run of its own; its share of useful cells, counted here
-    at.switch_page("pages/2_nearly_empty.py").run()
+    at.switch_page("ui/steps/nearly_empty/page.py").run()
     assert not at.exception
     layer = at.selectbox(key="s2_layer").value
     first = run(ids[:15] + ids[-1:])[layer]  # the first 16 tokens, closed on [SEP]
     k_first = sum(k_by_loops(first[h, i]) for h in range(heads) for i in range(16)) / (heads * 16)
     k_all = sum(k_by_loops(attn[layer, h, i]) for h in range(heads) for i in range(n)) / (heads * n)
     said = " ".join(caption_values(at))
-    assert t("step2.prefix_how_encoder") in said and t("step2.prefix_how") not in said
+    assert t("nearly_empty.prefix_how_encoder") in said and t("nearly_empty.prefix_how") not in said
     assert f"first 16 tokens, {t.pct(16 * k_first / 256)} of the cells" in said, said
     assert t.pct(n * k_all / (n * n)) in said
-    assert t("step1.outro_both") not in said  # (step 1's prose, checked there below)
+    assert t("every_pair.outro_both") not in said  # (step 1's prose, checked there below)
 
     # step 3: the window both ways; its cells and the weight it keeps, by loops and by hand
-    at.switch_page("pages/3_neighbours.py").run()
+    at.switch_page("ui/steps/neighbours/page.py").run()
     assert not at.exception
     w = at.slider(key="s3_w").value
     band = torch.tensor([[abs(i - j) < w for j in range(n)] for i in range(n)])
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics[t("step3.metric_cells")] == t.int(int(band.sum()))
-    assert metrics[t("step3.metric_kept_all")] == t.pct(float((attn * band).sum(-1).mean()))
+    assert metrics[t("neighbours.metric_cells")] == t.int(int(band.sum()))
+    assert metrics[t("neighbours.metric_kept_all")] == t.pct(float((attn * band).sum(-1).mean()))
     said = caption_values(at)
-    assert t("step3.formula_caption_both") in said and t("step3.reach_both") in said
-    assert any(t("step3.model_note_none", layers=layers, n=t.int(n), sliding=0, w=0) == i.value for i in at.info)
+    assert t("neighbours.formula_caption_both") in said and t("neighbours.reach_both") in said
+    assert any(t("neighbours.model_note_none", layers=layers, n=t.int(n), sliding=0, w=0) == i.value for i in at.info)
 
     # step 4: with hubs, any two tokens at most two layers apart (breadth-first search here)
-    at.switch_page("pages/4_hubs.py").run()
+    at.switch_page("ui/steps/hubs/page.py").run()
     assert not at.exception
     hubs = sorted(at.multiselect(key="s4_hubs").value)
     hw, hn = min(at.slider(key="s4_w").value, 4), min(n, 48)
@@ -362,15 +363,15 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     far_alone = max(max(row) for row in hops_by_bfs(hn, hw, []))
     far_hubs = max(max(row) for row in hops_by_bfs(hn, hw, hop_hubs))
     assert far_hubs <= 2 < far_alone
-    values = [m.value for m in at.metric if m.label == t("step4.metric_max_hops")]
+    values = [m.value for m in at.metric if m.label == t("hubs.metric_max_hops")]
     assert values == [t.int(far_alone), t.int(far_hubs)]  # no causal grid on an encoder
     headings = [h.value for h in at.subheader]
-    assert t("step4.encoder_heading") in headings and t("step4.sink_heading") not in headings
-    assert t("step4.hops_real") in caption_values(at)
+    assert t("hubs.encoder_heading") in headings and t("hubs.sink_heading") not in headings
+    assert t("hubs.hops_real") in caption_values(at)
     # the ends' share: [CLS] at 0 and [SEP] at n − 1, each row's weight on them, every layer and head
     specials = float((attn[..., 0] + attn[..., n - 1]).mean())
     text = " ".join(m.value for m in at.markdown)
-    assert t("step4.encoder_text", g=2, tokens=t.list(["0 · [CLS]", f"{n - 1} · [SEP]"]), share=t.pct(specials),
+    assert t("hubs.encoder_text", g=2, tokens=t.list(["0 · [CLS]", f"{n - 1} · [SEP]"]), share=t.pct(specials),
              even=t.pct(2 / n)) in text.replace("\\", ""), text
     # the model with a window of 4: masked words guessed from both sides, said on screen
     at.button(key="s4_swap").click().run()
@@ -379,20 +380,20 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     assert t("swap.masked_note", m=t.int(min(32, own))) in caption_values(at)
 
     # step 6's sweep: each run reads one copy of the text per hidden word, and says so
-    at.switch_page("pages/6_honest_catch.py").run()
+    at.switch_page("ui/steps/honest_catch/page.py").run()
     assert not at.exception
     assert t("swap.budget_sweep_masked_all", runs=21, n=n, m=t.int(min(32, own))) in caption_values(at)
-    assert any(c.startswith(t("step6.uniform_said_both")) for c in caption_values(at))  # equal weights, both ways
+    assert any(c.startswith(t("honest_catch.uniform_said_both")) for c in caption_values(at))  # equal weights, both
     assert t("swap.lead_masked") in " ".join(m.value for m in at.markdown)
 
     # the playground: the pattern read both ways by default, and kept as the model reads
-    at.switch_page("pages/9_playground.py").run()
+    at.switch_page("ui/steps/playground/page.py").run()
     assert not at.exception
     assert at.toggle(key="pg_causal").value is False
     assert t("playground.keep_lead_both") in [m.value for m in at.markdown]
 
     # what to take home: the neighbours on either side, and with the first token, by hand
-    at.switch_page("pages/8_closing.py").run()
+    at.switch_page("ui/steps/closing/page.py").run()
     assert not at.exception
     near = torch.tensor([[abs(i - j) < 16 for j in range(n)] for i in range(n)])
     first = torch.arange(n) == 0

@@ -14,7 +14,8 @@ from attn import backend, composition, flex, graph, kernels, methods, patterns, 
 from attn import model as atlas_model
 from attn import swap as atlas_swap
 from attn.composition import Composition, CompositionError, window_and_hubs
-from ui import playground as pg
+from helpers import page_path
+from ui.steps import playground as pg
 
 PATTERN = methods.get("pattern")
 # one setting of each part, small enough for n = 37 and 130 (neither a multiple of the block)
@@ -265,7 +266,7 @@ def test_one_compiled_kernel_serves_every_part_and_setting_without_recompiling()
 
 # --- the page, through AppTest ---------------------------------------------------------------
 
-PLAY = "pages/9_playground.py"
+PLAY = page_path(pg.STEP)
 
 
 def open_playground(make_app, lang="en", text=None):

@@ -15,14 +15,14 @@ from server.classes import FULL, IN, NO_SEAT, UNKNOWN, Classes, NotHost
 from server.store import store_at
 
 VIEW = {"text": "A class's own text, long enough to read.", "lang": "en", "settings": {"s3_w": 8}}
-FIRST = {1: "s1.q", 2: "s2.q", 3: "s3.q"}  # each step's first question (a store of the release before)
+FIRST = classes.FIRST_QUESTIONS  # each step's first question, as the releases before named them
 QUESTION = {"text": "How much more work when the text doubles?", "options": ["2×", "4×", "8×"], "answer": 1}
 
 
 @pytest.fixture
 def room(where):
     """A class store on each backend (SQLite, PostgreSQL)."""
-    return Classes(store_at(where), FIRST)
+    return Classes(store_at(where))
 
 
 def test_a_join_code_is_six_characters_without_i_l_o_u_and_typing_is_forgiving():
@@ -39,18 +39,18 @@ def test_a_join_code_is_six_characters_without_i_l_o_u_and_typing_is_forgiving()
 
 
 def test_every_change_raises_the_version_and_only_the_host_may_change(room):
-    code, key = room.create(VIEW, step=1)
+    code, key = room.create(VIEW, page="every-pair")
     assert codes.normalize(code) == code and room.version(code) == 1
-    assert room.state(code).view == VIEW and room.state(code).step == 1
-    room.move(code, key, 3)
-    assert room.version(code) == 2 and room.state(code).step == 3
+    assert room.state(code).view == VIEW and room.state(code).page == "every-pair"
+    room.move(code, key, "neighbours")
+    assert room.version(code) == 2 and room.state(code).page == "neighbours"
     for forged in ("", "not-the-key", key + "x", None, 12):
         with pytest.raises(NotHost):
-            room.move(code, forged, 5)
-    other, other_key = room.create(VIEW, step=1)
+            room.move(code, forged, "linear")
+    other, other_key = room.create(VIEW, page="every-pair")
     with pytest.raises(NotHost):  # another class's key moves nothing here
-        room.move(code, other_key, 5)
-    assert room.state(code).step == 3 and room.version(code) == 2
+        room.move(code, other_key, "linear")
+    assert room.state(code).page == "neighbours" and room.version(code) == 2
     assert room.is_host(code, key) and not room.is_host(code, other_key)
     room.set_view(code, key, {**VIEW, "settings": {"s3_w": 16}})
     assert room.state(code).view["settings"] == {"s3_w": 16} and room.version(code) == 3
@@ -60,28 +60,28 @@ def test_an_answer_or_a_new_student_raises_the_tally_never_the_version_a_student
     """Two versions, read in one query: what a student follows (the step, the text and
     settings, a vote's state) and what only the teacher's panel shows (answers, new
     students). A student coming back (presence) raises neither."""
-    code, key = room.create(VIEW, step=1)
+    code, key = room.create(VIEW, page="every-pair")
     assert room.versions(code) == (1, 0, 0)
     room.join(code, "student-aaaa")
     room.join(code, "student-bbbb")
     assert room.versions(code) == (1, 2, 0)  # two new students: the teacher's count moved, nothing else
     room.join(code, "student-aaaa")  # still here
     assert room.versions(code) == (1, 2, 0)
-    vote = room.open_vote(code, key, 1, "s1.q", QUESTION)
+    vote = room.open_vote(code, key, "every-pair", "s1.q", QUESTION)
     assert room.versions(code) == (2, 2, 0)  # a vote opened: every student's page shows it
     assert room.answer(code, vote, "student-aaaa", 0) == "taken"
     assert room.answer(code, vote, "student-bbbb", 2) == "taken"
     assert room.answer(code, vote, "student-bbbb", 1) == "again"  # refused: nothing moves
     assert room.versions(code) == (2, 4, 0)
     assert room.set_state(code, key, vote, "closed") == 3 == room.version(code)
-    assert room.lead(code, key, 2, {**VIEW, "settings": {"s3_w": 4}}) == 4
+    assert room.lead(code, key, "nearly-empty", {**VIEW, "settings": {"s3_w": 4}}) == 4
     found = room.state(code)
-    assert (found.step, found.view["settings"], found.version, found.tally) == (2, {"s3_w": 4}, 4, 4)
+    assert (found.page, found.view["settings"], found.version, found.tally) == ("nearly-empty", {"s3_w": 4}, 4, 4)
     assert room.versions("ZZZZZZ") is None
 
 
 def test_the_store_keeps_only_the_host_keys_hash(room, where):
-    code, key = room.create(VIEW, step=1)
+    code, key = room.create(VIEW, page="every-pair")
     with room.store.reading() as db:  # every value of every row of the class's tables
         raw = "".join(str(v) for table in ("classes", "students", "votes")
                       for row in db.execute(f"SELECT * FROM {table}").fetchall() for v in row)
@@ -93,11 +93,11 @@ def test_the_store_keeps_only_the_host_keys_hash(room, where):
 
 
 def test_one_answer_per_student_per_vote_and_none_once_closed(room):
-    code, key = room.create(VIEW, step=1)
+    code, key = room.create(VIEW, page="every-pair")
     students = [classes.new_student() for _ in range(3)]
     for s in students:
         assert room.join(code, s) == IN
-    vote = room.open_vote(code, key, 1, "s1.q", QUESTION)
+    vote = room.open_vote(code, key, "every-pair", "s1.q", QUESTION)
     assert room.answer(code, vote, students[0], 1) == "taken"
     assert room.answer(code, vote, students[0], 2) == "again"  # no second answer, no change
     assert room.answer(code, vote, students[1], 0) == "taken"
@@ -109,7 +109,7 @@ def test_one_answer_per_student_per_vote_and_none_once_closed(room):
     assert room.counts(code, vote) == [1, 1, 0] and room.my_answer(code, vote, students[0]) == 1
     room.set_state(code, key, vote, "revealed")
     assert room.state(code).vote_on("s1.q").state == "revealed"
-    second = room.open_vote(code, key, 1, "s1.q", QUESTION)  # after discussing: round 2, its own answers
+    second = room.open_vote(code, key, "every-pair", "s1.q", QUESTION)  # after discussing: round 2, its own answers
     assert room.state(code).vote_on("s1.q").round == 2 and second != vote
     assert room.answer(code, second, students[0], 2) == "taken" and room.counts(code, second) == [0, 0, 1]
     assert room.counts(code, vote) == [1, 1, 0]  # the first vote as it was
@@ -121,32 +121,33 @@ def test_a_vote_holds_its_steps_page_from_open_to_reveal_and_a_revealed_question
     """What a member's page of a step may not show: the latest vote on each of its questions
     while it is open, or closed and not yet revealed (the discussion, a second vote); once a
     question is revealed, a second vote on it holds the page only while it is open."""
-    code, key = room.create(VIEW, step=1)
-    held = lambda step=None: [(v.qid, v.round, v.state) for v in room.state(code).unrevealed(step)]  # noqa: E731
-    assert held() == [] and held(1) == []
-    first = room.open_vote(code, key, 1, "s1.q", QUESTION)
-    assert held(1) == [("s1.q", 1, "open")] and held() == held(1) and held(2) == []
+    code, key = room.create(VIEW, page="every-pair")
+    held = lambda page=None: [(v.qid, v.round, v.state) for v in room.state(code).unrevealed(page)]  # noqa: E731
+    assert held() == [] and held("every-pair") == []
+    first = room.open_vote(code, key, "every-pair", "s1.q", QUESTION)
+    assert held("every-pair") == [("s1.q", 1, "open")] and held() == held("every-pair") and held("nearly-empty") == []
     room.set_state(code, key, first, "closed")
-    assert held(1) == [("s1.q", 1, "closed")]  # closed for the discussion: still held
-    again = room.open_vote(code, key, 1, "s1.q", QUESTION)
-    assert held(1) == [("s1.q", 2, "open")]
+    assert held("every-pair") == [("s1.q", 1, "closed")]  # closed for the discussion: still held
+    again = room.open_vote(code, key, "every-pair", "s1.q", QUESTION)
+    assert held("every-pair") == [("s1.q", 2, "open")]
     room.set_state(code, key, again, "closed")
-    assert held(1) == [("s1.q", 2, "closed")]
-    other = room.open_vote(code, key, 2, "s2.q", QUESTION)  # the teacher moved on without revealing
-    assert held(1) == [("s1.q", 2, "closed")] and held(2) == [("s2.q", 1, "open")] and len(held()) == 2
+    assert held("every-pair") == [("s1.q", 2, "closed")]
+    other = room.open_vote(code, key, "nearly-empty", "s2.q", QUESTION)  # the teacher moved on without revealing
+    assert held("every-pair") == [("s1.q", 2, "closed")] and held("nearly-empty") == [("s2.q", 1, "open")]
+    assert len(held()) == 2
     room.set_state(code, key, again, "revealed")
-    assert held(1) == [] and held() == [("s2.q", 1, "open")]
+    assert held("every-pair") == [] and held() == [("s2.q", 1, "open")]
     room.set_state(code, key, other, "revealed")
-    late = room.open_vote(code, key, 2, "s2.q", QUESTION)  # a second vote after the reveal
-    assert held(2) == [("s2.q", 2, "open")]
+    late = room.open_vote(code, key, "nearly-empty", "s2.q", QUESTION)  # a second vote after the reveal
+    assert held("nearly-empty") == [("s2.q", 2, "open")]
     room.set_state(code, key, late, "closed")
     assert held() == []  # its answer is known already
 
 
 def test_a_vote_keeps_its_own_copy_of_the_question(room):
-    code, key = room.create(VIEW, step=2)
+    code, key = room.create(VIEW, page="nearly-empty")
     asked = copy.deepcopy(QUESTION)
-    vote = room.open_vote(code, key, 2, "s2.q", asked)
+    vote = room.open_vote(code, key, "nearly-empty", "s2.q", asked)
     asked["text"] = "changed later"
     asked["options"].append("16×")  # the caller's list, changed after the vote opened
     assert room.state(code).vote_on("s2.q").question == QUESTION
@@ -158,7 +159,7 @@ def test_seats_follow_presence_and_a_student_comes_back_as_themselves_while_ther
     up, comes back as the same student while a seat is free, and is told the class is
     full when none is."""
     monkeypatch.setattr(classes, "MAX_STUDENTS", 3)
-    code, _ = room.create(VIEW, step=1, now=0.0)
+    code, _ = room.create(VIEW, page="every-pair", now=0.0)
     ids = [f"student-{i:04d}" for i in range(3)]
     assert [room.join(code, s, now=0.0) for s in ids] == [IN] * 3
     assert room.join(code, "student-late", now=10.0) == FULL  # three seats held
@@ -174,25 +175,25 @@ def test_seats_follow_presence_and_a_student_comes_back_as_themselves_while_ther
 
 
 def test_presence_counts_students_seen_lately(room):
-    code, _ = room.create(VIEW, step=1, now=1000.0)
+    code, _ = room.create(VIEW, page="every-pair", now=1000.0)
     room.join(code, "student-aaaa", now=1000.0)
     room.join(code, "student-bbbb", now=1040.0)
     assert room.present(code, since=1030.0) == 1 and room.present(code, since=900.0) == 2
 
 
 def test_a_class_untouched_for_twelve_hours_ends_with_its_answers(room):
-    code, key = room.create(VIEW, step=1, now=0.0)
+    code, key = room.create(VIEW, page="every-pair", now=0.0)
     room.join(code, "student-aaaa", now=0.0)
-    vote = room.open_vote(code, key, 1, "s1.q", QUESTION, now=10.0)
+    vote = room.open_vote(code, key, "every-pair", "s1.q", QUESTION, now=10.0)
     room.answer(code, vote, "student-aaaa", 0, now=20.0)
-    fresh, _ = room.create(VIEW, step=1, now=12 * 3600.0)
+    fresh, _ = room.create(VIEW, page="every-pair", now=12 * 3600.0)
     assert room.expire(now=12 * 3600.0 + 21) == 1
     assert room.state(code) is None and room.version(code) is None and room.counts(code, vote) == []
     assert room.state(fresh) is not None
 
 
 def test_ending_a_class_deletes_it_and_needs_the_host_key(room):
-    code, key = room.create(VIEW, step=1)
+    code, key = room.create(VIEW, page="every-pair")
     with pytest.raises(NotHost):
         room.end(code, "guess")
     room.end(code, key)
@@ -203,7 +204,7 @@ ANSWERING = textwrap.dedent("""
     import sys
     from server.classes import Classes
     from server.store import store_at
-    room = Classes(store_at(sys.argv[1]), {1: "s1.q"})
+    room = Classes(store_at(sys.argv[1]))
     code, vote = sys.argv[2], int(sys.argv[3])
     said = [room.answer(code, vote, s, 0) for s in sys.argv[4:]]
     print(",".join(said))
@@ -211,11 +212,11 @@ ANSWERING = textwrap.dedent("""
 
 
 def test_two_processes_answering_at_once_keep_one_answer_per_student(room, where):
-    code, key = room.create(VIEW, step=1)
+    code, key = room.create(VIEW, page="every-pair")
     students = [f"student-{i:04d}" for i in range(40)]
     for s in students:
         room.join(code, s)
-    vote = room.open_vote(code, key, 1, "s1.q", QUESTION)
+    vote = room.open_vote(code, key, "every-pair", "s1.q", QUESTION)
     procs = [subprocess.Popen([sys.executable, "-c", ANSWERING, where, code, str(vote),
                                *students], stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=120)[0].strip().split(",") for p in procs]
@@ -286,11 +287,15 @@ RELEASE_3 = (
         code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
         at REAL NOT NULL, PRIMARY KEY (code, vote, student))""",
 )
+# ... and as the release of layout 4 wrote them (why a class ended, for its teacher): the release
+# before pages were named by their ids
+RELEASE_4 = RELEASE_3 + ("""CREATE TABLE IF NOT EXISTS ended_classes (
+        code TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL)""",)
 OLD_KEY = "a-host-key-the-teachers-session-kept"
 
 
 def _write_release(where, layout: int = 1) -> str:
-    """A store as an earlier release left it mid-class (``layout`` 1, 2 or 3): a share link,
+    """A store as an earlier release left it mid-class (``layout`` 1 to 4): a share link,
     a class at step 3 with three students, step 3's question voted twice (closed, then
     revealed) and step 1's open; returns the share link's key."""
     import json as json_lib
@@ -299,7 +304,7 @@ def _write_release(where, layout: int = 1) -> str:
     link = store.put(VIEW)
     question = json_lib.dumps(QUESTION)
     with store.transaction() as db:
-        for statement in (RELEASE_1, RELEASE_2, RELEASE_3)[layout - 1]:
+        for statement in (RELEASE_1, RELEASE_2, RELEASE_3, RELEASE_4)[layout - 1]:
             db.execute(statement)
         db.execute("INSERT INTO atlas_schema VALUES ('classes', ?) ON CONFLICT(part) DO UPDATE SET version = ?",
                    (layout, layout))
@@ -319,10 +324,11 @@ def _write_release(where, layout: int = 1) -> str:
 
 
 def _check_release_kept(room: Classes, link: str) -> None:
-    found = room.state("7KQ2M9")
-    assert found.step == 3 and found.version == 9 and found.view == VIEW and found.tally == 0
-    assert [(v.vote, v.step, v.qid, v.round, v.state) for v in found.votes] == [
-        (1, 3, "s3.q", 1, "closed"), (2, 3, "s3.q", 2, "revealed"), (3, 1, "s1.q", 1, "open")]
+    found = room.state("7KQ2M9")  # step 3 and step 1 then: the same pages, by their ids now
+    assert found.page == "neighbours" and found.version == 9 and found.view == VIEW and found.tally == 0
+    assert [(v.vote, v.page, v.qid, v.round, v.state) for v in found.votes] == [
+        (1, "neighbours", "s3.reach", 1, "closed"), (2, "neighbours", "s3.reach", 2, "revealed"),
+        (3, "every-pair", "s1.doubling", 1, "open")]
     assert all(v.question == QUESTION for v in found.votes)
     assert room.all_counts("7KQ2M9") == {1: [1, 1, 0], 2: [0, 2, 1], 3: [0, 0, 1]}
     assert room.is_host("7KQ2M9", OLD_KEY) and not room.is_host("7KQ2M9", OLD_KEY + "x")
@@ -332,32 +338,34 @@ def _check_release_kept(room: Classes, link: str) -> None:
         assert db.execute("SELECT touched FROM classes WHERE code = '7KQ2M9'").fetchone()[0] == 1e9 + 0.25
 
 
-@pytest.mark.parametrize("layout", [1, 2, 3])
+@pytest.mark.parametrize("layout", [1, 2, 3, 4])
 def test_a_store_written_by_an_earlier_release_opens_with_nothing_lost(where, layout):
-    """Layout 1, 2 or 3 → today's once, in one transaction, on both backends: every link, class,
+    """Layout 1 to 4 (4: the release before pages had ids) → today's once, in one transaction,
+    on both backends: every link, class,
     vote (named by its step's first question where layout 1 named none), round, state,
     answer and host key as it was, the tally at 0; the class goes on (an answer to its
     open vote raises the tally, a third round on the question voted twice); opening it
     again upgrades nothing."""
     link = _write_release(where, layout)
-    room = Classes(store_at(where), FIRST)
+    room = Classes(store_at(where))
     assert room.store.version_of("classes") == classes.VERSION
     _check_release_kept(room, link)
     assert room.answer("7KQ2M9", 3, "bea-0002", 0) == "taken"
     assert room.versions("7KQ2M9") == (9, 1, 0)
     assert room.answer("7KQ2M9", 2, "bea-0002", 0) == "closed"
-    assert room.open_vote("7KQ2M9", OLD_KEY, 3, "s3.q", QUESTION) == 4  # the open vote closes first
-    assert room.state("7KQ2M9").vote_on("s3.q").round == 3 and room.state("7KQ2M9").votes[2].state == "closed"
-    again = Classes(store_at(where), FIRST)  # a second start: nothing run twice
-    assert again.store.create("classes", classes.VERSION, classes.SCHEMA, classes.upgrades(FIRST)) == classes.VERSION
-    assert [v.qid for v in again.state("7KQ2M9").votes] == ["s3.q", "s3.q", "s1.q", "s3.q"]
+    assert room.open_vote("7KQ2M9", OLD_KEY, "neighbours", "s3.reach", QUESTION) == 4  # the open vote closes first
+    assert room.state("7KQ2M9").vote_on("s3.reach").round == 3 and room.state("7KQ2M9").votes[2].state == "closed"
+    again = Classes(store_at(where))  # a second start: nothing run twice
+    assert again.store.create("classes", classes.VERSION, classes.SCHEMA, classes.upgrades()) == classes.VERSION
+    assert [v.qid for v in again.state("7KQ2M9").votes] == ["s3.reach", "s3.reach", "s1.doubling", "s3.reach"]
+    assert again.state("7KQ2M9").page == "neighbours"
 
 
 UPGRADING = textwrap.dedent("""
     import sys
     from server.classes import Classes
     from server.store import store_at
-    room = Classes(store_at(sys.argv[1]), {1: "s1.q", 2: "s2.q", 3: "s3.q"})
+    room = Classes(store_at(sys.argv[1]))
     print(room.store.version_of("classes"))
 """)
 
@@ -369,16 +377,16 @@ def test_two_processes_opening_the_release_befores_store_at_once_upgrade_it_once
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err[-800:] for _, err in outs]
     assert [out.strip() for out, _ in outs] == [str(classes.VERSION)] * 2
-    _check_release_kept(Classes(store_at(where), FIRST), link)
+    _check_release_kept(Classes(store_at(where)), link)
 
 
 def test_a_store_of_a_newer_release_is_refused_and_left_as_it_is(where):
     from server.store import StoreError
 
     store = store_at(where)
-    Classes(store, FIRST)
+    Classes(store)
     with store.transaction() as db:
         db.execute("UPDATE atlas_schema SET version = ? WHERE part = 'classes'", (classes.VERSION + 1,))
     with pytest.raises(StoreError, match="newer release"):
-        Classes(store_at(where), FIRST)
+        Classes(store_at(where))
     assert store.version_of("classes") == classes.VERSION + 1

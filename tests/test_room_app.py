@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from attn import room_numbers
-from server.store import Store
-from ui import i18n, keys, room_work, share
+from ui import i18n, keys, room_work
 from ui.classroom import handle
 from ui.classroom import room as room_panel
 
@@ -23,17 +22,6 @@ pytestmark = pytest.mark.apptest
 TEACHERS = "The teacher's own text for today: the class reads it together, slowly, word by word."
 MINE = {"ja": "わたしの文章です。教室のみんなの文章と一緒に測ります。だれにも見せません。" * 2,
         "pt": "Este é o meu texto para a turma: ninguém mais vai ler estas palavras secretas." * 2}
-
-
-@pytest.fixture
-def store(tmp_path, monkeypatch):
-    mine = Store(tmp_path / "room.sqlite3")
-    monkeypatch.setattr(share, "store", lambda: mine)
-    for cached in (handle._classes, handle.versions, handle.guesses, room_work.rooms, room_panel.texts_at):
-        cached.clear()
-    yield mine
-    for cached in (handle._classes, handle.versions, handle.guesses, room_work.rooms, room_panel.texts_at):
-        cached.clear()
 
 
 def clean(at):
@@ -82,7 +70,7 @@ def everything_shown(at) -> str:
     return "\n".join(parts)
 
 
-def test_students_send_their_texts_without_leaving_the_class_and_the_room_draws_each(klass):
+def test_students_send_their_texts_without_leaving_the_class_and_the_room_draws_each(klass, live_classes):
     teacher, students, code = klass
     for lang, s in students.items():
         send(s, MINE[lang])
@@ -92,23 +80,23 @@ def test_students_send_their_texts_without_leaving_the_class_and_the_room_draws_
     texts = room_work.rooms().texts(code)
     assert sorted(t.lang for t in texts) == ["ja", "pt"] and all(t.state == "done" for t in texts)
     teacher.sidebar.toggle(key="room_shown").set_value(True).run()
-    assert handle._classes().state(code).room
+    assert live_classes.state(code).room
     for s in students.values():
         tick(s)
-        chart = next(c for c in s.get("plotly_chart") if c.key == "room_chart_2")
+        chart = next(c for c in s.get("plotly_chart") if c.key == "room_chart_nearly_empty_useful")
         spec = json.loads(chart.proto.spec)
         mine = next(t for t in texts if t.owner == s.session_state[keys.STUDENT])
-        whole = mine.numbers["useful"][8 if mine.numbers["layers"] > 8 else mine.numbers["layers"] - 1][-1]
+        whole = mine.numbers.useful[min(8, mine.numbers.layers - 1)][-1]
         ringed = [tr for tr in spec["data"] if tr.get("marker", {}).get("line", {}).get("color") == "#000000"]
-        assert ringed and ringed[0]["x"] == [whole[0]] and ringed[0]["y"] == [whole[2]]  # their own text, ringed
+        assert ringed and ringed[0]["x"] == [whole.n] and ringed[0]["y"] == [whole.share]  # their own text, ringed
         lines = [tr for tr in spec["data"] if tr.get("mode") == "lines+markers"]
         ys = [y for tr in lines for y in tr["y"] if y is not None]
         for t in texts:  # every text's line holds its stored shares, in the page's layer
-            layer = min(8, t.numbers["layers"] - 1)
-            assert all(row[2] in ys for row in t.numbers["useful"][layer])
+            layer = min(8, t.numbers.layers - 1)
+            assert all(point.share in ys for point in t.numbers.useful[layer])
     # what the chart says is what the store holds, and the store holds what a row-by-row count gives
     t = texts[0]
-    assert t.numbers["n"] == t.n and t.numbers["p"] == room_numbers.ROOM_P
+    assert t.numbers.n == t.n and t.numbers.p == room_numbers.ROOM_P
 
 
 def test_no_student_ever_sees_another_students_words_and_the_teacher_sees_first_words_off_the_projector(klass):
@@ -158,17 +146,19 @@ def test_every_step_that_measures_a_claim_draws_the_room_and_the_closing_page_gi
         tick(s)
         drawn[s.title[0].value] = [c.key for c in s.get("plotly_chart") if (c.key or "").startswith("room_chart_")]
         said[s.title[0].value] = [c.value for c in s.caption]
-    assert [k for keys_ in drawn.values() for k in keys_] == [f"room_chart_{n}" for n in (1, 2, 3, 4, 6)]
+    assert [k for keys_ in drawn.values() for k in keys_] == [
+        f"room_chart_{page}" for page in ("every_pair_cells", "nearly_empty_useful", "neighbours_window", "hubs_sink",
+                                          "honest_catch_errors")]
     tables = [t for t in s.get("dataframe")] + [t for t in s.get("table")]
     assert tables  # the closing page's verdict on each claim
     # both texts are shorter than 256 tokens: a window that long keeps them whole, and the
     # room says so rather than count them as a window keeping "most of the weight"
-    sizes = [t.numbers["n"] for t in room_work.rooms().texts(code)]
+    sizes = [t.numbers.n for t in room_work.rooms().texts(code)]
     assert max(sizes) <= 256
     verdict = [row for t in tables for row in t.value.astype(str).values.tolist()]
     assert [i18n.translate("pt", "room.claim_window", w="256"),
             i18n.translate("pt", "room.verdict_window_none", w="256")] in verdict
-    step3 = said[i18n.translate("pt", "step3.title")]
+    step3 = said[i18n.translate("pt", "neighbours.title")]
     shown = [w for w in room_numbers.ROOM_WINDOWS  # the window step 3's room chart says it shows
              if i18n.translate("pt", "room.window_measured", ws="4, 16, 64 e 256", w=str(w)) in step3]
     assert len(shown) == 1, step3
@@ -176,7 +166,7 @@ def test_every_step_that_measures_a_claim_draws_the_room_and_the_closing_page_gi
     assert (i18n.translate("pt", "room.window_shorter", n=short, w=str(shown[0])) in step3) == (short > 0)
 
 
-def test_the_exports_hold_what_the_room_measured_and_how_the_votes_went(klass):
+def test_the_exports_hold_what_the_room_measured_and_how_the_votes_went(klass, live_classes):
     from server import exports
 
     teacher, students, code = klass
@@ -184,30 +174,30 @@ def test_the_exports_hold_what_the_room_measured_and_how_the_votes_went(klass):
         send(s, MINE[lang])
     measure_all()
     texts = room_work.rooms().texts(code)
-    rows = list(csv.DictReader(io.StringIO(exports.room_csv(texts))))
+    rows = list(csv.DictReader(io.StringIO(exports.room_csv(texts, room_panel.csv_columns))))
     assert [r["language"] for r in rows] == [t.lang for t in texts]
     for r, t in zip(rows, texts):
-        assert int(r["tokens"]) == t.numbers["n"]
-        assert float(r["sink_share"]) == t.numbers["sink_mean"]
-        assert float(r["kept_window16"]) == t.numbers["kept"]["16"]["mean"]
-        assert float(r["share_whole_layer0"]) == t.numbers["useful"][0][-1][2]
+        assert int(r["tokens"]) == t.numbers.n
+        assert float(r["sink_share"]) == t.numbers.sink_mean
+        assert float(r["kept_window16"]) == t.numbers.kept[16].mean
+        assert float(r["share_whole_layer0"]) == t.numbers.useful[0][-1].share
         assert MINE[t.lang][:20] not in json.dumps(r, ensure_ascii=False)  # numbers, never words
     # a vote twice on step 2: the first round's answers a, b; the second's a, a: one student changed
     teacher.button(key="vote_open_s2_cells").click().run()
-    vote = handle._classes().state(code).vote_on("s2.cells")
+    vote = live_classes.state(code).vote_on("s2.cells")
     for s, choice in zip(students.values(), (0, 1)):
         tick(s)
         s.radio(key=f"vote_pick_{vote.vote}").set_value(choice).run()
         clean(s.button(key=f"vote_send_{vote.vote}").click().run())
     teacher.button(key=f"vote_close_{vote.vote}").click().run()
     teacher.button(key=f"vote_again_{vote.vote}").click().run()
-    again = handle._classes().state(code).vote_on("s2.cells")
+    again = live_classes.state(code).vote_on("s2.cells")
     for s in students.values():
         tick(s)
         s.radio(key=f"vote_pick_{again.vote}").set_value(0).run()
         clean(s.button(key=f"vote_send_{again.vote}").click().run())
-    found = handle._classes().read(code)
-    got = list(csv.DictReader(io.StringIO(exports.votes_csv(found, handle._classes().answers_of(code)))))
+    found = live_classes.read(code)
+    got = list(csv.DictReader(io.StringIO(exports.votes_csv(found, live_classes.answers_of(code)))))
     first = [r for r in got if r["round"] == "1"]
     second = [r for r in got if r["round"] == "2"]
     assert [int(r["count"]) for r in first][:2] == [1, 1] and [int(r["count"]) for r in second][0] == 2

@@ -20,14 +20,14 @@ SCRIPT, SCHOOL, HOME = "203.0.113.9", "198.51.100.20", "192.0.2.44"
 
 @pytest.fixture
 def room(where):
-    return Classes(store_at(where), {1: "s1.q"})
+    return Classes(store_at(where))
 
 
 def test_a_script_minting_230_students_from_one_address_locks_out_no_real_student(room):
     """230 new ids from one address within seconds: the first 120 get in (a lecture hall
     behind one school NAT), the rest are refused as too many from there; a real student
     on another address still gets in; the script's address then gains one every 10 s."""
-    code, _ = room.create(VIEW, step=1, now=0.0)
+    code, _ = room.create(VIEW, page="every-pair", now=0.0)
     said = [room.join(code, f"script-{i:05d}", now=i * 0.01, address=SCRIPT) for i in range(230)]
     assert said.count(IN) == limits.joins().burst == 120 and said.count(BUSY) == 110
     assert room.join(code, "a-real-student", now=5.0, address=HOME) == IN
@@ -36,9 +36,9 @@ def test_a_script_minting_230_students_from_one_address_locks_out_no_real_studen
 
 
 def test_a_class_behind_one_school_address_gets_in_forty_within_a_minute_and_a_lecture_of_120(room):
-    code, _ = room.create(VIEW, step=1, now=0.0)
+    code, _ = room.create(VIEW, page="every-pair", now=0.0)
     assert [room.join(code, f"pupil-{i:04d}", now=i * 1.5, address=SCHOOL) for i in range(40)] == [IN] * 40
-    lecture, _ = room.create(VIEW, step=1, now=0.0)
+    lecture, _ = room.create(VIEW, page="every-pair", now=0.0)
     assert [room.join(lecture, f"hall-{i:04d}", now=0.1 * i, address="198.51.100.99") for i in range(120)] == [IN] * 120
 
 
@@ -47,10 +47,10 @@ def test_a_vote_takes_no_more_answers_than_the_seats_it_opened_with_plus_those_w
     rate-limited) and, as seats free by presence, more: the vote takes at most the five
     plus every student who joined after it opened, one answer each — and the script's
     ids, once gone, cannot answer again under new ids past what joining allows."""
-    code, key = room.create(VIEW, step=1, now=0.0)
+    code, key = room.create(VIEW, page="every-pair", now=0.0)
     for i in range(5):
         room.join(code, f"pupil-{i:04d}", now=1.0, address=SCHOOL)
-    vote = room.open_vote(code, key, 1, "s1.q", QUESTION, now=2.0)
+    vote = room.open_vote(code, key, "every-pair", "s1.q", QUESTION, now=2.0)
     burst = limits.joins().burst
     joined = [f"script-{i:05d}" for i in range(burst + 20) if room.join(code, f"script-{i:05d}", now=3.0,
                                                                          address=SCRIPT) == IN]
@@ -73,7 +73,7 @@ def test_a_vote_takes_no_more_answers_than_the_seats_it_opened_with_plus_those_w
 
 
 def test_the_teacher_closes_the_door_and_those_in_stay(room):
-    code, key = room.create(VIEW, step=1, now=0.0)
+    code, key = room.create(VIEW, page="every-pair", now=0.0)
     assert room.join(code, "pupil-0001", now=1.0) == IN
     before = room.versions(code)
     room.set_door(code, key, False, now=2.0)
@@ -88,10 +88,10 @@ def test_the_teacher_closes_the_door_and_those_in_stay(room):
 def test_the_teacher_sees_who_joined_and_answered_in_the_last_minute(room):
     """At 150 s: one student joined at 10 and left, one joined at 50 and is still there
     (seen at 120), one joined at 130; all three answered the open vote."""
-    code, key = room.create(VIEW, step=1, now=0.0)
+    code, key = room.create(VIEW, page="every-pair", now=0.0)
     for student, at in (("pupil-0000", 10.0), ("pupil-0001", 50.0), ("pupil-0001", 120.0), ("pupil-0002", 130.0)):
         room.join(code, student, now=at)
-    vote = room.open_vote(code, key, 1, "s1.q", QUESTION, now=131.0)
+    vote = room.open_vote(code, key, "every-pair", "s1.q", QUESTION, now=131.0)
     for i in range(3):
         assert room.answer(code, vote, f"pupil-{i:04d}", i, now=140.0) == "taken"
     seen = room.pulse(code, present_since=90.0, now=150.0)
@@ -108,16 +108,16 @@ def test_starting_classes_in_a_loop_from_one_address_leaves_room_for_another_tea
     made = []
     for i in range(20):
         try:
-            made.append(room.create(VIEW, step=1, now=float(i), address=SCRIPT))
+            made.append(room.create(VIEW, page="every-pair", now=float(i), address=SCRIPT))
         except Refused as exc:
             assert exc.what == "starts"
     assert len(made) == limits.STARTS.burst == 6
-    mine, key = room.create(VIEW, step=1, now=30.0, address=HOME)
+    mine, key = room.create(VIEW, page="every-pair", now=30.0, address=HOME)
     room.join(mine, "pupil-0001", now=31.0)
     hour = classes.EMPTY_MINUTES * 60
     assert room.expire(now=30.0 + hour + 1) == 6  # the script's empty classes end; hers, with a student, stays
     assert room.state(mine) is not None and all(room.state(c) is None for c, _ in made)
-    assert room.create(VIEW, step=1, now=30.0 + hour + 2, address=SCHOOL)
+    assert room.create(VIEW, page="every-pair", now=30.0 + hour + 2, address=SCHOOL)
 
 
 def test_a_full_server_makes_room_by_ending_the_longest_untouched_class_nobody_joined(room, monkeypatch):
@@ -126,16 +126,16 @@ def test_a_full_server_makes_room_by_ending_the_longest_untouched_class_nobody_j
     those no student joined (its teacher will be told it ended unused); with every class
     joined, a start is refused for what it is."""
     monkeypatch.setattr(classes, "MAX_CLASSES", 5)
-    made = [room.create(VIEW, step=1, now=10.0 + i, address=f"203.0.113.{i + 1}")[0] for i in range(5)]
+    made = [room.create(VIEW, page="every-pair", now=10.0 + i, address=f"203.0.113.{i + 1}")[0] for i in range(5)]
     assert room.join(made[0], "pupil-0001", now=20.0) == IN  # the oldest has a student: it stays
-    mine, _ = room.create(VIEW, step=1, now=30.0, address=HOME)
+    mine, _ = room.create(VIEW, page="every-pair", now=30.0, address=HOME)
     assert room.state(made[1]) is None and room.ended_reason(made[1]) == "unused"  # the oldest empty one
     assert all(room.state(c) is not None for c in (made[0], *made[2:], mine))
     assert room.ended_reason(made[2]) is None and room.ended_reason(mine) is None
     for i, code in enumerate([*made[2:], mine]):
         assert room.join(code, f"pupil-{i + 2:04d}", now=40.0) == IN
     with pytest.raises(Refused) as refused:  # every class has students now
-        room.create(VIEW, step=1, now=50.0, address=SCHOOL)
+        room.create(VIEW, page="every-pair", now=50.0, address=SCHOOL)
     assert refused.value.what == "classes"
     assert all(room.state(c) is not None for c in (made[0], *made[2:], mine))
 
@@ -158,12 +158,12 @@ def test_a_client_is_its_ipv4_address_or_its_ipv6_64_in_every_bound(room, addres
     started = []
     for i, a in enumerate(many):
         try:
-            started.append(room.create(VIEW, step=1, now=float(i) * 0.01, address=a)[0])
+            started.append(room.create(VIEW, page="every-pair", now=float(i) * 0.01, address=a)[0])
         except Refused as exc:
             assert exc.what == "starts"
     assert len(started) == limits.STARTS.burst
     if ":" in same and "." not in same:
-        assert room.create(VIEW, step=1, now=1.0, address="2001:db8:5:8::1")  # the next /64
+        assert room.create(VIEW, page="every-pair", now=1.0, address="2001:db8:5:8::1")  # the next /64
     code = started[0]
     burst = limits.joins().burst
     said = [room.join(code, f"minted-{i:05d}", now=2.0 + i * 0.001, address=many[i % len(many)])
@@ -177,12 +177,12 @@ def test_a_sites_48_shares_four_clients_worth_however_many_64s_it_uses(room):
     starts = 0
     for k in range(40):
         try:
-            room.create(VIEW, step=1, now=k * 0.01, address=f"2001:db8:77:{k:x}::1")
+            room.create(VIEW, page="every-pair", now=k * 0.01, address=f"2001:db8:77:{k:x}::1")
             starts += 1
         except Refused as exc:
             assert exc.what == "starts"
     assert starts == limits.STARTS.burst * limits.SITE_FACTOR == 24
-    assert room.create(VIEW, step=1, now=1.0, address="2001:db8:78::1")
+    assert room.create(VIEW, page="every-pair", now=1.0, address="2001:db8:78::1")
     assert limits.site(limits.key("203.0.113.9")) is None
     assert limits.site(limits.key("2001:db8:77:1::1")) == "2001:db8:77::/48"
 
@@ -235,13 +235,13 @@ def test_a_passphrase_guards_starting_and_each_wrong_try_costs_a_start(room, mon
     said = []
     for _ in range(limits.STARTS.burst + 1):
         try:
-            room.create(VIEW, step=1, now=0.0, address=SCRIPT, passphrase="guess")
+            room.create(VIEW, page="every-pair", now=0.0, address=SCRIPT, passphrase="guess")
         except Refused as exc:
             said.append(exc.what)
     assert said == ["start_key"] * limits.STARTS.burst + ["starts"]
     with pytest.raises(Refused):  # no key at all
-        room.create(VIEW, step=1, now=0.0, address=HOME)
-    assert room.create(VIEW, step=1, now=0.0, address=HOME, passphrase=" blue heron ")
+        room.create(VIEW, page="every-pair", now=0.0, address=HOME)
+    assert room.create(VIEW, page="every-pair", now=0.0, address=HOME, passphrase=" blue heron ")
     with room.store.reading() as db:
         assert db.execute("SELECT COUNT(*) FROM classes").fetchone()[0] == 1
 
@@ -249,8 +249,8 @@ def test_a_passphrase_guards_starting_and_each_wrong_try_costs_a_start(room, mon
 def test_a_wrong_code_only_reads_even_while_another_process_writes(where):
     """Guessing codes costs the store no write: with a writer holding the lock, a wrong
     code is answered at once; the right one waits its turn (and gets in)."""
-    room = Classes(store_at(where), {1: "s1.q"})
-    code, _ = room.create(VIEW, step=1)
+    room = Classes(store_at(where))
+    code, _ = room.create(VIEW, page="every-pair")
     holding, release = threading.Event(), threading.Event()
 
     def writer():
@@ -274,6 +274,6 @@ def test_a_full_class_and_an_unknown_code_are_one_answer_to_a_newcomer(room, mon
     """join() tells them apart (the app says both the same way to a newcomer): a guesser
     cannot learn that a code exists from a full class."""
     monkeypatch.setattr(classes, "MAX_STUDENTS", 1)
-    code, _ = room.create(VIEW, step=1, now=0.0)
+    code, _ = room.create(VIEW, page="every-pair", now=0.0)
     assert room.join(code, "pupil-0001", now=1.0) == IN
     assert room.join(code, "pupil-0002", now=2.0) == FULL and room.join("ZZZZZZ", "pupil-0002") == UNKNOWN

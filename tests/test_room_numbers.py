@@ -43,7 +43,8 @@ def test_the_useful_share_on_every_prefix_of_every_layer_against_rows_sorted_one
     weights = a.attentions.float().numpy()
     for layer in range(a.n_layers):
         window = a.own_window(layer)
-        for m, k_bar, share, uniform in nums["useful"][layer]:
+        for point in nums.useful[layer]:
+            m, k_bar, share, uniform = point.n, point.k, point.share, point.uniform_share
             ks = [np.mean([k_of_row(weights[layer, h, i, : i + 1], room_numbers.ROOM_P) for i in range(m)])
                   for h in range(a.n_heads)]
             cells = sum(row_cells(i, window) for i in range(m))
@@ -51,7 +52,7 @@ def test_the_useful_share_on_every_prefix_of_every_layer_against_rows_sorted_one
             assert close(share, m * float(np.mean(ks)) / cells), (layer, m)
             even = sum(max(1, math.ceil(room_numbers.ROOM_P * row_cells(i, window) - 1e-9)) for i in range(m))
             assert close(uniform, even / cells), (layer, m)
-        assert [r[0] for r in nums["useful"][layer]][-1] == a.n
+        assert nums.useful[layer][-1].n == a.n
 
 
 def kept(weights: np.ndarray, allowed) -> float:
@@ -65,19 +66,19 @@ def test_what_a_window_keeps_with_and_without_hubs_and_the_sink_against_written_
     a, nums = measured
     weights = a.attentions.double().numpy()
     for w in room_numbers.ROOM_WINDOWS:
-        assert close(nums["kept"][str(w)]["mean"], kept(weights, lambda i, j, w=w: j <= i and i - j < w))
+        assert close(nums.kept[w].mean, kept(weights, lambda i, j, w=w: j <= i and i - j < w))
         for layer in (0, a.n_layers - 1):
-            assert close(nums["kept"][str(w)]["layers"][layer],
+            assert close(nums.kept[w].layers[layer],
                          kept(weights[layer:layer + 1], lambda i, j, w=w: j <= i and i - j < w))
-    hubs = set(nums["hubs"])
+    hubs = set(nums.hubs)
     assert 0 in hubs and len(hubs) <= 1 + room_numbers.ANCHOR_HUBS
-    hw = nums["hub_window"]
-    assert close(nums["kept_window"], kept(weights, lambda i, j: j <= i and i - j < hw))
-    assert close(nums["kept_window_hubs"],
+    hw = nums.hub_window
+    assert close(nums.kept_window, kept(weights, lambda i, j: j <= i and i - j < hw))
+    assert close(nums.kept_window_hubs,
                  kept(weights, lambda i, j: j <= i and (i - j < hw or i in hubs or j in hubs)))
     for layer in range(a.n_layers):
-        assert close(nums["sink"][layer], float(weights[layer, :, 1:, 0].mean()))
-    assert close(nums["sink_mean"], float(weights[:, :, 1:, 0].mean()))
+        assert close(nums.sink[layer], float(weights[layer, :, 1:, 0].mean()))
+    assert close(nums.sink_mean, float(weights[:, :, 1:, 0].mean()))
 
 
 def attend(q, k, v, scale, allowed) -> np.ndarray:
@@ -95,10 +96,10 @@ def attend(q, k, v, scale, allowed) -> np.ndarray:
 
 def test_each_shortcuts_error_against_attention_written_out(measured):
     a, nums = measured
-    layer = nums["error_layer"]
+    layer = nums.error_layer
     assert layer == min(room_numbers.ERROR_LAYER, a.n_layers - 1)
     q, k, v = (x[0].double().numpy() for x in a.qkv(layer))
-    own, w, hubs = a.own_window(layer), nums["error_window"], set(nums["hubs"])
+    own, w, hubs = a.own_window(layer), nums.error_window, set(nums.hubs)
 
     def in_own(i, j):
         return j <= i and (own is None or i - j < own)
@@ -116,8 +117,8 @@ def test_each_shortcuts_error_against_attention_written_out(measured):
         even = np.array([[1.0 if in_own(i, j) else 0.0 for j in range(n)] for i in range(n)])
         got["uniform"].append(rel((even / even.sum(-1, keepdims=True)) @ v[h], exact))
     for name, errs in got.items():
-        assert close(nums["errors"][name], float(np.mean(errs)), rel=2e-3), name
-    assert nums["errors"]["own"] < 1e-4  # the fused kernel: the same answer up to rounding
+        assert close(nums.errors[name], float(np.mean(errs)), rel=2e-3), name
+    assert nums.errors["own"] < 1e-4  # the fused kernel: the same answer up to rounding
 
 
 def test_the_rooms_verdicts_counted_by_hand():
@@ -125,26 +126,27 @@ def test_the_rooms_verdicts_counted_by_hand():
     of three in the first, in one of three in the second; the third is too short to have
     two prefixes."""
     def text(shares, sink, n, kept, errors):
-        return {"n": n, "layers": len(shares), "sink_mean": sink, "errors": errors,
-                "useful": [[[16, 2.0, a, 0.9], [n, 2.0, b, 0.9]] if b is not None else [[n, 2.0, a, 0.9]]
-                           for a, b in shares],
-                "kept": {str(w): {"mean": kept[i], "layers": []} for i, w in enumerate(room_numbers.ROOM_WINDOWS)}}
+        return made(n=n, layers=len(shares), sink_mean=sink, errors=errors,
+                    useful=tuple((U(16, 2.0, a, 0.9), U(n, 2.0, b, 0.9)) if b is not None else (U(n, 2.0, a, 0.9),)
+                                 for a, b in shares),
+                    kept={w: room_numbers.KeptShare(kept[i], ()) for i, w in enumerate(room_numbers.ROOM_WINDOWS)})
 
     texts = [("en", text([(0.5, 0.2), (0.4, 0.3), (0.2, 0.3)], 0.3, 300, [0.1, 0.4, 0.6, 0.9], {"window": 0.5})),
              ("pt", text([(0.5, 0.6), (0.4, 0.1), (0.2, 0.3)], 0.01, 100, [0.1, 0.2, 0.3, 0.4], {"window": 0.3})),
              ("ja", text([(0.5, None)] * 3, 0.25, 10, [0.2, 0.6, 0.7, 0.8], {"window": 0.1}))]
     v = room_numbers.verdicts(texts)
-    assert v["shrinks"] == {"held": 1, "of": 2, "langs": {"en": [1, 1], "pt": [0, 1]}}
+    assert v.shrinks == room_numbers.Shrinks(held=1, of=2, langs={"en": [1, 1], "pt": [0, 1]})
     # a window counts only the texts longer than it: 256 → the first alone, 64 → the first two
-    assert v["window"][256] == {"median": 0.9, "most": 1, "of": 1, "shorter": 2}
-    assert v["window"][64] == {"median": pytest.approx(0.45), "most": 1, "of": 2, "shorter": 1}  # (0.6 + 0.3) / 2
-    assert v["window"][4] == {"median": 0.1, "most": 0, "of": 3, "shorter": 0}
+    assert v.window[256] == room_numbers.WindowVerdict(median=0.9, most=1, of=1, shorter=2)
+    assert v.window[64].median == pytest.approx(0.45)  # (0.6 + 0.3) / 2
+    assert (v.window[64].most, v.window[64].of, v.window[64].shorter) == (1, 2, 1)
+    assert v.window[4] == room_numbers.WindowVerdict(median=0.1, most=0, of=3, shorter=0)
     even_100 = sum(1 / (i + 1) for i in range(1, 100)) / 99  # ≈ 0.0524
     assert room_numbers.uniform_sink(100) == pytest.approx(even_100)
     even_10 = (1 / 2 + 1 / 3 + 1 / 4 + 1 / 5 + 1 / 6 + 1 / 7 + 1 / 8 + 1 / 9 + 1 / 10) / 9  # ≈ 0.2143
     assert room_numbers.uniform_sink(10) == pytest.approx(even_10)
-    assert v["sink"] == {"median": 0.25, "above": 2, "of": 3}  # 0.3 > 0.018 (n = 300) and 0.25 > 0.214; 0.01 < 0.052
-    assert v["errors"] == {"window": 0.3}
+    assert v.sink == room_numbers.SinkVerdict(median=0.25, above=2, of=3)  # 0.3 > 0.018 (n = 300), 0.25 > 0.214;
+    assert v.errors == {"window": 0.3}  # 0.01 < 0.052
 
 
 def test_an_encoders_room_numbers_read_both_ways_and_each_prefix_is_its_own_run(tmp_path):
@@ -161,10 +163,11 @@ def test_an_encoders_room_numbers_read_both_ways_and_each_prefix_is_its_own_run(
     m = folders.load_folder(folder, device="cpu")
     a = m.analyze(TEXT, max_tokens=room_numbers.ROOM_TOKENS)
     nums = room_numbers.text_numbers(a)
-    assert nums["causal"] is False and a.n > 32
+    assert nums.causal is False and a.n > 32
     net = AutoModelForMaskedLM.from_pretrained(str(folder), attn_implementation="eager").eval()
     for layer in range(a.n_layers):
-        for length, k_bar, share, uniform in nums["useful"][layer][:2]:  # the first two beginnings: runs of their own
+        for point in nums.useful[layer][:2]:  # the first two beginnings: runs of their own
+            length, k_bar, share, uniform = point.n, point.k, point.share, point.uniform_share
             with torch.no_grad():
                 out = net.base_model(input_ids=torch.tensor([a.ids[:length - 1] + a.ids[-1:]]),
                                      output_attentions=True)
@@ -174,7 +177,40 @@ def test_an_encoders_room_numbers_read_both_ways_and_each_prefix_is_its_own_run(
             assert close(share, length * float(np.mean(ks)) / length ** 2), (layer, length)
             assert close(uniform, math.ceil(room_numbers.ROOM_P * length - 1e-9) / length), (layer, length)
     weights = a.attentions.double().numpy()
-    assert close(nums["kept"]["4"]["mean"], kept(weights, lambda i, j: abs(i - j) < 4))
+    assert close(nums.kept[4].mean, kept(weights, lambda i, j: abs(i - j) < 4))
     assert room_numbers.uniform_sink(a.n, causal=False) == pytest.approx(1 / a.n)
-    verdict = room_numbers.verdicts([("en", nums)])["sink"]
-    assert verdict["above"] == (1 if nums["sink_mean"] > 1 / a.n else 0)
+    sink = float(weights[:, :, 1:, 0].mean())  # the first token's share, from the weights themselves
+    assert room_numbers.verdicts([("en", nums)]).sink.above == (1 if sink > 1 / a.n else 0)
+
+
+def made(**given) -> room_numbers.RoomNumbers:
+    """A text's room numbers made up: the fields a test names, the rest plain."""
+    plain = dict(n=10, causal=True, layers=1, layer_types=("full",), window=0, p=room_numbers.ROOM_P, useful=((),),
+                 kept={w: room_numbers.KeptShare(0.5, ()) for w in room_numbers.ROOM_WINDOWS}, sink=(0.1,),
+                 sink_mean=0.1, hub_window=8, hubs=(0,), kept_window=0.5, kept_window_hubs=0.6, error_layer=0,
+                 error_window=16, errors={})
+    return room_numbers.RoomNumbers(**{**plain, **given})
+
+
+U = room_numbers.UsefulPoint
+
+
+def test_room_numbers_kept_before_they_had_a_version_are_upgraded_when_read_and_a_newer_layout_refused():
+    """A row the store kept before the numbers had a version (layout 1: no version, and a
+    decoder's room before encoders: no ``causal``) reads as today's record, every number as
+    it was; today's record goes through the store's JSON unchanged."""
+    import json
+
+    old = {"n": 40, "layers": 1, "layer_types": ["sliding"], "window": 512, "p": 0.9,
+           "useful": [[[16, 2.5, 0.3, 0.6], [40, 3.0, 0.2, 0.7]]], "kept": {"4": {"mean": 0.4, "layers": [0.4]},
+                                                                          "16": {"mean": 0.7, "layers": [0.7]}},
+           "sink": [0.2], "sink_mean": 0.2, "hub_window": 8, "hubs": [0, 3], "kept_window": 0.5,
+           "kept_window_hubs": 0.8, "error_layer": 0, "error_window": 16, "errors": {"own": 1e-7, "window": 0.2}}
+    got = room_numbers.RoomNumbers.from_json(old)
+    assert got.version == room_numbers.VERSION and got.causal is True
+    assert got.useful == ((U(16, 2.5, 0.3, 0.6), U(40, 3.0, 0.2, 0.7)),) and got.kept[16].mean == 0.7
+    assert got.hubs == (0, 3) and got.errors == {"own": 1e-7, "window": 0.2} and got.n == 40
+    again = room_numbers.RoomNumbers.from_json(json.loads(json.dumps(got.to_json())))
+    assert again == got
+    with pytest.raises(ValueError, match="newer"):
+        room_numbers.RoomNumbers.from_json({**old, "version": room_numbers.VERSION + 1})

@@ -59,13 +59,14 @@ def test_two_replicas_share_one_room_and_every_text_reaches_the_teachers_chart(t
         replicas, done, view, mine = asyncio.run(scenario(url))
     assert replicas == {"r1", "r2"}  # the students are on both replicas
     assert len(done) == len(TEXTS)
-    spec = json.loads(view.charts["room_chart_1"])
+    spec = json.loads(view.charts["room_chart_every_pair_cells"])
     xs = sorted(x for tr in spec["data"] if tr.get("mode") == "markers" for x in tr["x"])
-    assert sorted({t.numbers["n"] for t in done}) == sorted(set(xs))  # every text's n on the teacher's chart
-    ringed = [tr for tr in json.loads(mine.charts["room_chart_1"])["data"]
+    assert sorted({t.numbers.n for t in done}) == sorted(set(xs))  # every text's n on the teacher's chart
+    ringed = [tr for tr in json.loads(mine.charts["room_chart_every_pair_cells"])["data"]
               if tr.get("marker", {}).get("line", {}).get("color") == "#000000"]
     assert len(ringed) == 1  # the student's own point, on their replica's chart
     for text in TEXTS:  # no text on a chart; a student sees only their own (in their form), nobody else's
-        assert text[:25] not in view.charts["room_chart_1"] and text[:25] not in mine.charts["room_chart_1"]
+        chart = "room_chart_every_pair_cells"
+        assert text[:25] not in view.charts[chart] and text[:25] not in mine.charts[chart]
         if text != TEXTS[1]:
             assert text[:25] not in " ".join(mine.markdown)

@@ -7,19 +7,24 @@ import json
 
 import pytest
 
+from attn.room_numbers import KeptShare, RoomNumbers, UsefulPoint
+
 from server.classes import Classes
 from server.store import store_at
 from server.texts import LEASE_SECONDS, MAX_CHARS, Room
 
 VIEW = {"text": "The class's text.", "lang": "en", "settings": {}}
-NUMBERS = {"n": 12, "layers": 1, "useful": [[[12, 2.0, 0.3, 0.5]]]}
+NUMBERS = RoomNumbers(n=12, causal=True, layers=1, layer_types=("full",), window=0, p=0.9,
+                      useful=((UsefulPoint(12, 2.0, 0.3, 0.5),),), kept={4: KeptShare(0.4, (0.4,))}, sink=(0.2,),
+                      sink_mean=0.2, hub_window=8, hubs=(0,), kept_window=0.5, kept_window_hubs=0.6, error_layer=0,
+                      error_window=16, errors={"own": 1e-7})
 
 
 @pytest.fixture
 def rooms(where):
     store = store_at(where)
-    klass = Classes(store, {1: "s1.q"})
-    code, key = klass.create(VIEW, step=1, now=0.0)
+    klass = Classes(store)
+    code, key = klass.create(VIEW, page="every-pair", now=0.0)
     for s in ("pupil-0001", "pupil-0002"):
         klass.join(code, s, now=1.0)
     return klass, Room(store), code, key
@@ -124,7 +129,7 @@ def test_a_measured_text_keeps_a_few_kilobytes(rooms, tiny_numbers):
     claim = room.claim("replica-a")
     assert room.finish(claim, "replica-a", tiny_numbers)
     assert room.bytes_of(code) <= 16 * 1024
-    assert len(json.dumps(tiny_numbers)) > 500  # it holds the numbers, not a stub
+    assert len(json.dumps(tiny_numbers.to_json())) > 500  # it holds the numbers, not a stub
 
 
 @pytest.fixture(scope="module")

@@ -5,21 +5,23 @@ link, and every value a widget would refuse is refused by the link with a notice
 import pytest
 
 from attn import model as atlas_model
-from helpers import PAGES
+from helpers import PAGES, WALK, page_path
 from ui import i18n, measures, model_swaps, setting_table
 from ui.samples import sample_text
-from ui.steps import PAGES as STEP_PAGES
+from ui.setting_rows import WIDEST, Context, Dims, Setting, window_hi
+from ui.steps import playground
 
 pytestmark = pytest.mark.apptest
 
 TEXT = sample_text("en")
-PAGE_OF = {p.number: p.path for p in STEP_PAGES}
+PAGE_OF = {p.id: page_path(p) for p in WALK}  # a page's id → its file, as AppTest switches to it
+SWEEP = "honest-catch"  # the page whose sweep's own settings come after its run
 
 
 @pytest.fixture(scope="module")
 def dims():
     a = atlas_model.tiny(device="cpu").analyze(TEXT)
-    return setting_table.Dims.of(a)
+    return Dims.of(a)
 
 
 def widget_of(at, key: str):
@@ -37,21 +39,21 @@ DRAWN_AS = {"slider": "Slider", "number": "NumberInput", "selectbox": "Selectbox
             "pills": "ButtonGroup"}  # a row's ``widget`` as AppTest names what Streamlit drew
 
 
-def opened(make_app, number: int, query: dict | None = None):
+def opened(make_app, page: str, query: dict | None = None):
     at = make_app("tiny", "en")
     for k, v in (query or {}).items():
         at.query_params[k] = v
     at.run()
-    if number != 1:
-        at.switch_page(PAGE_OF[number]).run()
+    if page != WALK[0].id:
+        at.switch_page(PAGE_OF[page]).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
 
-def other_value(row: setting_table.Setting, d: setting_table.Dims):
+def other_value(row: Setting, d: Dims):
     """A value its widget takes on the text that is not its default (None for guesses,
     whose options are the question's)."""
-    first = row.default(d, setting_table.Context(lambda k: list(range(k))))
+    first = row.default(d, Context(lambda k: list(range(k))))
     if row.kind == "int":
         lo, hi = row.bounds(d)
         return hi if hi != first else lo
@@ -68,16 +70,17 @@ def other_value(row: setting_table.Setting, d: setting_table.Dims):
 
 def test_the_table_has_each_setting_once_and_each_page_draws_its_own(make_app, dims):
     model_swaps._store().clear()  # step 6's sweep unmeasured, whatever ran before: its button is there
-    assert len(setting_table.KEYS) == len(set(setting_table.KEYS))
-    for number in sorted({r.page for r in setting_table.TABLE}):
-        at = opened(make_app, number)
-        if number == 6:
+    rows = [r.key for r in setting_table.TABLE]  # the rows themselves, not a dict made of them
+    assert len(rows) == len(set(rows))
+    for page in sorted({r.page for r in setting_table.TABLE}):
+        at = opened(make_app, page)
+        if page == SWEEP:
             at.button(key="s6_swap").click().run(timeout=300)  # the sweep's own settings come after its run
             model_swaps._store().clear()  # the next test (and order) starts unmeasured
-        for key in setting_table.keys(number):
+        for key in setting_table.keys(page):
             if key == "pg_hubs":  # drawn when the hubs are chosen by hand
                 at.radio(key="pg_hub_mode").set_value("chosen").run()
-            assert widget_of(at, key) is not None, f"page {number} draws no widget for {key}"
+            assert widget_of(at, key) is not None, f"page {page} draws no widget for {key}"
 
 
 def test_every_widget_starts_at_its_rows_default_and_takes_exactly_its_range(make_app, dims):
@@ -85,16 +88,16 @@ def test_every_widget_starts_at_its_rows_default_and_takes_exactly_its_range(mak
     row (a second definition of a range anywhere would show here) — every row, those drawn
     only after a choice too (the hubs chosen by hand, the sweep's settings after its run)."""
     model_swaps._store().clear()
-    for number in sorted({r.page for r in setting_table.TABLE}):
-        at = opened(make_app, number)
-        if number == 6:
+    for page in sorted({r.page for r in setting_table.TABLE}):
+        at = opened(make_app, page)
+        if page == SWEEP:
             at.button(key="s6_swap").click().run(timeout=300)  # the sweep's own settings come after its run
             model_swaps._store().clear()
-        for key in setting_table.keys(number):
+        for key in setting_table.keys(page):
             if key == "pg_hubs":  # drawn when the hubs are chosen by hand (its mode was checked before)
                 at.radio(key="pg_hub_mode").set_value("chosen").run()
             row, w = setting_table.row(key), widget_of(at, key)
-            assert w is not None, f"page {number} draws no widget for {key}"
+            assert w is not None, f"page {page} draws no widget for {key}"
             if row.kind == "guess":  # its options are the question's: it starts unanswered
                 assert w.value is None, key
                 continue
@@ -119,9 +122,9 @@ def test_every_setting_comes_back_through_a_share_link(make_app, dims):
     assert all(setting_table.fits(k, v, type("A", (), {"n": dims.n, "n_layers": dims.n_layers,
                                                        "n_heads": dims.n_heads})()) for k, v in wanted.items())
     key = share.store().put({"text": TEXT, "lang": "en", "step": 1, "presenter": False, "settings": wanted})
-    for number in sorted({r.page for r in setting_table.TABLE}):
-        at = opened(make_app, number, {"s": key})
-        for k in setting_table.keys(number):
+    for page in sorted({r.page for r in setting_table.TABLE}):
+        at = opened(make_app, page, {"s": key})
+        for k in setting_table.keys(page):
             if k in wanted:
                 got = at.session_state[k]
                 assert (list(got) if isinstance(got, tuple) else got) == wanted[k], k
@@ -132,7 +135,7 @@ REFUSED_BY_KIND = {  # values no widget of that kind takes, on any text
     "choice": [["en"], {"a": 1}, "no such option", 10**9],
     "many": ["0", [[0]], [0, 0], [-1], [10**9]],
     "bool": [1, "true", None, [True]],
-    "text": [5, ["0"], "x" * (setting_table.SEED_CHARS + 1)],
+    "text": [5, ["0"], "x" * (playground.SEED_CHARS + 1)],
     "guess": [["a"], {"b": 2}, float("inf")],
 }
 
@@ -141,7 +144,7 @@ REFUSED_BY_KIND = {  # values no widget of that kind takes, on any text
 def test_the_link_check_refuses_every_value_of_the_wrong_kind(row):
     for value in REFUSED_BY_KIND[row.kind]:
         assert not setting_table.valid(row.key, value), (row.key, value)
-    assert setting_table.valid(row.key, row.default(setting_table.WIDEST, setting_table.Context()))
+    assert setting_table.valid(row.key, row.default(WIDEST, Context()))
 
 
 SHORT = "A short text of our own, so that a window of the longest text does not fit it."
@@ -152,19 +155,19 @@ def test_a_value_out_of_the_texts_range_is_refused_on_its_page_with_a_notice(mak
     each page drops it before its widget is drawn, says so, and starts from its default."""
     from ui import share
 
-    dims = setting_table.Dims.of(atlas_model.tiny(device="cpu").analyze(SHORT))
+    dims = Dims.of(atlas_model.tiny(device="cpu").analyze(SHORT))
 
-    beyond = {"s1_token": dims.n + 5, "s3_w": setting_table.w_hi(3, dims.n) + 1, "s3_rl": dims.n_layers + 1,
+    beyond = {"s1_token": dims.n + 5, "s3_w": window_hi(512, dims.n) + 1, "s3_rl": dims.n_layers + 1,
               "s4_hubs": [0, dims.n], "s6_head": dims.n_heads, "s1_layer": dims.n_layers, "pg_rl": dims.n_layers + 1,
               "pg_layer": dims.n_layers + 3}
     assert all(setting_table.valid(k, v) for k, v in beyond.items())  # the link keeps them
     key = share.store().put({"text": SHORT, "lang": "en", "step": 1, "presenter": False, "settings": beyond})
     dropped = i18n.translate("en", "share.dropped")
     ctx = measures.setting_context(SHORT, "tiny")
-    for number in sorted({setting_table.row(k).page for k in beyond}):
-        at = opened(make_app, number, {"s": key})
-        assert dropped in [t.value for t in at.toast], number
-        for k in (k for k in beyond if setting_table.row(k).page == number):
+    for page in sorted({setting_table.row(k).page for k in beyond}):
+        at = opened(make_app, page, {"s": key})
+        assert dropped in [t.value for t in at.toast], page
+        for k in (k for k in beyond if setting_table.row(k).page == page):
             got = at.session_state[k]
             first = setting_table.row(k).default(dims, ctx)
             assert (list(got) if isinstance(got, tuple) else got) == first, k
@@ -190,7 +193,7 @@ def test_values_of_the_wrong_kind_in_a_link_never_fail_a_page(make_app):
     at.query_params["s"] = key
     at.run()
     assert i18n.translate("en", "share.bad_values") in [t.value for t in at.toast]
-    assert at.title[0].value == i18n.translate("en", "step1.title")  # `true` is no step: the first page
+    assert at.title[0].value == i18n.translate("en", "every_pair.title")  # `true` is no step: the first page
     assert "pg_local" not in at.session_state or at.session_state["pg_local"] != 1  # below its widget's minimum
 
 
@@ -201,10 +204,31 @@ def test_every_setting_is_drawn_from_its_row_by_one_helper():
     import pathlib
 
     root = pathlib.Path(__file__).resolve().parent.parent
-    sources = [*root.glob("pages/*.py"), *(p for p in root.glob("ui/**/*.py") if p.name != "widgets.py")]
+    sources = [p for p in root.glob("ui/**/*.py") if p.name != "widgets.py"]  # the pages' files among them
     for path in sources:
         src = path.read_text(encoding="utf-8")
         assert "persist_state" not in src or path.name == "step_page.py", path.name
         for row in setting_table.TABLE:
             if row.kind != "guess":
                 assert f'key="{row.key}"' not in src, (path.name, row.key)
+
+
+def test_a_link_made_when_pages_were_numbered_opens_the_same_page_and_a_new_link_names_its_id(make_app):
+    """A share link the release before made (``"step": 3``, a number) opens step 3 — the
+    neighbours' page — with its settings; a link made now names the page by its id."""
+    from server.classes import NUMBERED_PAGES
+    from ui import share
+
+    old = share.store().put({"text": TEXT, "lang": "pt", "step": 3, "presenter": False, "model": "tiny",
+                             "settings": {"s3_w": 7}})
+    at = make_app("tiny", "en")
+    at.query_params["s"] = old
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == i18n.translate("pt", "neighbours.title") and at.slider(key="s3_w").value == 7
+    assert NUMBERED_PAGES[3] == "neighbours"
+    at.sidebar.button(key="share").click().run()
+    made = next(c.value for c in at.code if "?s=" in c.value)
+    assert made.split("?s=")[0].endswith("/neighbours")
+    view = share.store().get(made.split("?s=")[1])
+    assert view["page"] == "neighbours" and "step" not in view

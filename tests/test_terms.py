@@ -141,14 +141,14 @@ def test_no_string_writes_a_plural_as_s_in_brackets(lang):
 def test_counts_choose_their_words_by_cldrs_plural_rules():
     """English: 1 is singular, 0 and 2 plural; Brazilian Portuguese: 0 and 1 singular
     (CLDR's pt), with zero written as its own words where a key gives them."""
-    en = [i18n.translate("en", "step4.route_lead", i=9, j=0, hops=h) for h in (1, 2)]
+    en = [i18n.translate("en", "hubs.route_lead", i=9, j=0, hops=h) for h in (1, 2)]
     assert en == ["A far pair: from token 0 to token 9 in 1 layer.", "A far pair: from token 0 to token 9 in 2 layers."]
     assert i18n.translate("pt", "playground.col_reach", i=3, L=1).endswith("após 1 camada")
     assert i18n.translate("pt", "playground.col_reach", i=3, L=0).endswith("após 0 camada")  # pt_BR: 0 is "one"
     assert i18n.translate("pt", "playground.col_reach", i=3, L="1.024").endswith("após 1.024 camadas")
-    assert i18n.translate("en", "step4.metric_cells", g=0) == "cells computed with no hubs"
-    assert i18n.translate("pt", "step4.metric_cells", g=0) == "células calculadas sem hubs"
-    assert i18n.translate("pt", "step4.metric_cells", g=1) == "células calculadas com 1 hub"
+    assert i18n.translate("en", "hubs.metric_cells", g=0) == "cells computed with no hubs"
+    assert i18n.translate("pt", "hubs.metric_cells", g=0) == "células calculadas sem hubs"
+    assert i18n.translate("pt", "hubs.metric_cells", g=1) == "células calculadas com 1 hub"
     assert i18n.translate("en", "methods.window_hubs", w=64, g=3) == "window 64 + 3 hubs"
     assert i18n.translate("en", "methods.window_hubs", w=64, g=0) == "window 64, no hubs"
     assert i18n.translate("en", "common.too_short", n=1).startswith("This text has only 1 token.")

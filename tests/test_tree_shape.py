@@ -1,8 +1,9 @@
 """The project's shape, read from its source with ``ast``: no import cycle anywhere
 (imports inside functions count: a lazy import that closes a loop is still a loop), and
-the layers run one way — attn ← server ← ui ← pages / app / harness: the engine knows no
-room, what serves the room draws nothing, nothing imports a page, and the widgets every
-page shares import no feature (the live class): a step's page asks for the class's gate."""
+the layers run one way — attn ← server ← ui ← app / harness: the engine knows no room,
+what the server shares draws nothing, nothing imports a page file (each step's
+``page.py``), and the widgets every page shares import no feature (the live class): a
+step's page asks for the class's gate."""
 
 import ast
 import pathlib
@@ -18,7 +19,6 @@ def project_modules() -> dict[str, pathlib.Path]:
         for p in (ROOT / pkg).rglob("*.py"):
             parts = p.relative_to(ROOT).with_suffix("").parts
             out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
-    out |= {f"pages.{p.stem}": p for p in (ROOT / "pages").glob("*.py")}
     out["app"] = ROOT / "app.py"
     return out
 
@@ -56,7 +56,8 @@ def test_the_reader_of_imports_sees_every_kind_of_import():
     """The graph the other tests read, checked on imports written each way."""
     assert "server.backend" in GRAPH["server.pgstore"]  # from .backend import …
     assert "server.pgstore" in GRAPH["server.store"]  # from . import pgstore
-    assert "ui.live_bench" in GRAPH["ui.summary"]  # inside a function
+    assert "ui.analyses" in GRAPH["ui.handout"]  # inside a function
+    assert "ui.steps" in GRAPH["ui.steps.every_pair"]  # from .. import page_file (a step's package)
     assert "attn.model" in GRAPH["ui.served_model"]  # from attn import model as …
     assert "ui.steps" in GRAPH["app"]
     assert "ui.classroom.handle" in GRAPH["ui.classroom.votes"]  # from .handle import … (a sub-package)
@@ -85,7 +86,9 @@ def test_the_layers_import_one_way_and_nothing_imports_a_page():
     upward = [(m, n) for m, deps in GRAPH.items() for n in deps
               if m.split(".")[0] in rank and rank[n.split(".")[0]] > rank[m.split(".")[0]]]
     assert not upward, upward
-    assert not [(m, n) for m, deps in GRAPH.items() for n in deps if n.startswith("pages.") or n == "app"]
+    pages = {m for m in MODULES if m.startswith("ui.steps.") and m.endswith(".page")}  # each step's page file
+    assert len(pages) >= 9
+    assert not [(m, n) for m, deps in GRAPH.items() for n in deps if n in pages or n == "app"]
     assert not [m for m in GRAPH if m.startswith("server.") and "streamlit" in MODULES[m].read_text(encoding="utf-8")]
 
 

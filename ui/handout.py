@@ -1,9 +1,10 @@
 """The handout: one self-contained HTML file of the seven steps, for the reader's text
 and settings, in the reader's language — to print or keep, and to open offline.
 
-Each step brings what ``ui.summary`` says of it (the page's own code): its explanation,
-main figure, key numbers, settings, and the reader's prediction with the measured
-answer. Steps 6 and 7 add their measured runs only where they were run. Plotly's
+Each step brings what its summary says of it (ui.summaries: the page's own code): its
+explanation, main figure, key numbers, settings, and the reader's prediction with the
+measured answer; a step that runs something on a button (``Step.measured``: the model
+re-run, the live benchmark) adds it only where it was run. Plotly's
 JavaScript is embedded once; nothing is fetched. The reader's text and token labels
 are escaped, never markup; our own explanations are Markdown rendered with raw HTML
 turned off.
@@ -21,13 +22,10 @@ import plotly.offline
 from babel.dates import format_datetime
 from markdown_it import MarkdownIt
 
-from attn.costs import Shape
-
-from . import live_bench
-from . import keys, measures, model_swaps, served_model, setting_table, summary, widgets
+from . import keys, measures, served_model, setting_table, steps, summaries, widgets
 from .classroom import votes
 from .i18n import Translator
-from .steps import STEPS
+from .step_parts import Step, Summary, verdict
 
 TEXT_SHOWN = 4_000  # characters of the reader's text printed at the top (the analysis may read more)
 _MD = MarkdownIt("commonmark", {"html": False})
@@ -78,14 +76,13 @@ def _figure(fig) -> str:
 
 
 def build(t: Translator, a, text: str, model_id: str, kept: dict, *, device: str, model: str,
-          when: datetime.datetime | None = None, live: tuple | None = None, sweep: tuple | None = None,
-          progress: Callable[[float], None] | None = None, class_results: list | None = None) -> str:
+          when: datetime.datetime | None = None, progress: Callable[[float], None] | None = None,
+          class_results: list | None = None) -> str:
     """The handout as one HTML document.
 
     ``kept``: the reader's settings and guesses, keyed as the pages' widgets are (those
-    that do not fit the text fall back to the page's defaults). ``live``: step 7's
-    measured rows and sizes ``(rows, sizes)``; ``sweep``: step 6's measured swap results
-    ``(results, layer, metric)``; each None when not measured."""
+    that do not fit the text fall back to the page's defaults). Each step's measured runs
+    (``Step.measured``) come from what this server has run."""
     when = when or datetime.datetime.now(datetime.UTC)
     cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), kept)
     text = printable(text)
@@ -98,18 +95,20 @@ def build(t: Translator, a, text: str, model_id: str, kept: dict, *, device: str
         f'<pre class="text">{html.escape(shown)}</pre>',
         '<p class="note">' + html.escape(t("handout.text_note", n=t.int(a.n), chars=t.int(len(text)))) + "</p>",
     ]
-    for i, step in enumerate(STEPS):
-        extra = {"live_rows": live[0], "live_last": live[1][-1]} if step.number == 7 and live else {}
-        sm = summary.build(step.number, t, a, text, model_id, cfg, **extra)
-        out.append(f'<h2>{html.escape(t("common.step_of", step=step.number, total=len(STEPS)))} · '
-                   f'{html.escape(t(step.heading_key))}</h2>')
-        out.append(_md(t(f"step{step.number}.lead")))
+    walk = steps.steps()
+    for i, step in enumerate(walk):
+        sm = summaries.build(step, t, a if step.needs_text else None, text if step.needs_text else "",
+                             model_id if step.needs_text else "", summaries.inputs(step, cfg), **summaries.extra(step))
+        out.append(f'<h2 id="{html.escape(step.id)}">'
+                   f'{html.escape(t("common.step_of", step=steps.number(step), total=len(walk)))} · '
+                   f'{html.escape(t(step.title_key))}</h2>')
+        out.append(_md(t(f"{step.key}.lead")))
         out.append(_section(t, sm, cfg))
         out.append(_figure(sm.figure))
-        out.append(_md(t(f"step{step.number}.outro")) if t.has(f"step{step.number}.outro") else "")
-        out.extend(_measured(t, step.number, live, sweep))
+        out.append(_md(t(f"{step.key}.outro")) if t.has(f"{step.key}.outro") else "")
+        out.extend(_measured(t, step, a, text, model_id, cfg))
         if progress:
-            progress((i + 1) / (len(STEPS) + 1))
+            progress((i + 1) / (len(walk) + 1))
     if class_results:  # a teacher's live class: what the room answered, question by question
         out.append(f'<h2>{html.escape(t("vote.results_heading"))}</h2>')
         head = (t("vote.col_step"), t("vote.col_first"), t("vote.col_second"))
@@ -129,7 +128,7 @@ def build(t: Translator, a, text: str, model_id: str, kept: dict, *, device: str
             + "\n".join(out) + "</body></html>")
 
 
-def _section(t: Translator, sm: summary.Summary, cfg: dict) -> str:
+def _section(t: Translator, sm: Summary, cfg: dict) -> str:
     """A step's settings, its key numbers, and each of its questions with the reader's
     guess (``cfg``: every setting, the guesses by question id among them) and the answer."""
     out = (f'<h3>{html.escape(t("handout.settings"))}</h3>' + _rows(sm.params)
@@ -140,24 +139,20 @@ def _section(t: Translator, sm: summary.Summary, cfg: dict) -> str:
             guess = None  # a guess made on another text or setting: not this question's
         said = t("handout.guess", guess=q.label(guess)) if guess is not None else t("handout.no_guess")
         out += ('<div class="predict">' + _md(f"**{t('predict.heading')}** · {q.text}") + _md(said)
-                + _md(summary.verdict(t, q, guess)) + "</div>")
+                + _md(verdict(t, q, guess)) + "</div>")
     return out
 
 
-def _measured(t: Translator, step: int, live, sweep) -> list[str]:
-    if step == 7:
-        if not live:
-            return ['<p class="note">' + html.escape(t("handout.live_not_run")) + "</p>"]
-        rows, sizes = live
-        return [f'<h3>{html.escape(t("step7.live_heading"))}</h3>',
-                *(_figure(f) for f in live_bench.figures_of(t, rows, sizes, Shape()))]
-    if step == 6:
-        if not sweep:
-            return ['<p class="note">' + html.escape(t("handout.sweep_not_run")) + "</p>"]
-        results, layer, metric = sweep
-        return [f'<h3>{html.escape(t("swap.heading"))}</h3>',
-                *(_figure(f) for f in model_swaps.sweep_figures(t, results, metric, layer))]
-    return []
+def _measured(t: Translator, step: Step, a, text: str, model_id: str, cfg: dict) -> list[str]:
+    """What a step ran on a button, where it was run on this server (its heading and
+    figures), or the note that says it was not."""
+    if step.measured is None:
+        return []
+    got = step.measured(t, a, text, model_id, cfg)
+    if isinstance(got, str):
+        return ['<p class="note">' + html.escape(t(got)) + "</p>"]
+    heading, figs = got
+    return [f"<h3>{html.escape(t(heading))}</h3>", *(_figure(f) for f in figs)]
 
 
 def offer(t: Translator, locked: bool = False):
@@ -184,10 +179,6 @@ def build_into(slot, t: Translator) -> None:
 def _build_and_offer(t: Translator) -> None:
     import streamlit as st
 
-    from attn import bench
-    from attn import swap as atlas_swap
-    from attn.device import pick_device
-
     from . import analyses, served_model, session
 
     text, model_id = session.current_text(), served_model.model_id()
@@ -203,14 +194,7 @@ def _build_and_offer(t: Translator) -> None:
         return
     # every step's settings and guesses (each widget keeps its value for the session)
     kept = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
-    cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), kept)
-    device = pick_device()
-    sizes = bench.live_sizes(device)
-    rows = live_bench.results(live_bench.key(device, sizes))
-    layer, metric = cfg["s6_swap_layer"], cfg["s6_swap_metric"]
-    results = model_swaps.measured(text, atlas_swap.standard_sweep((0,), layer))
-    sweep = (results, layer, metric) if model_swaps.complete(results) else None
-    total = len(STEPS) + 1
+    total = len(steps.steps()) + 1
 
     def progress(fraction: float) -> None:
         bar.progress(fraction, text=t("handout.building_step", done=round(fraction * total), total=total))
@@ -218,7 +202,7 @@ def _build_and_offer(t: Translator) -> None:
     try:
         page = analyses.in_line("handout", lambda: build(
             t, a, text, model_id, kept, device=served_model.device_line(), model=served_model.model_line(t),
-            live=(rows, sizes) if rows else None, sweep=sweep, progress=progress, class_results=votes.results(t)))
+            progress=progress, class_results=votes.results(t)))
     finally:
         bar.empty()  # a failed build leaves no bar behind
     st.download_button(t("handout.download"), page.encode("utf-8"), file_name=f"attention-atlas-{t.lang}.html",

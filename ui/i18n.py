@@ -39,7 +39,7 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, str]:
 
 @functools.cache
 def strings(lang: str) -> dict[str, str]:
-    """All strings of a language, flat ``{"step1.title": ...}``."""
+    """All strings of a language, flat ``{"every_pair.title": ...}``."""
     return _flatten(json.loads((LOCALES / f"{lang}.json").read_text(encoding="utf-8")))
 
 
@@ -183,7 +183,7 @@ def plotly_separators(lang: str) -> str:
 
 
 class Translator:
-    """Bound to one language: ``tr("step1.title")``, ``tr.int(1024)`` …"""
+    """Bound to one language: ``tr("every_pair.title")``, ``tr.int(1024)`` …"""
 
     def __init__(self, lang: str):
         self.lang = lang if lang in LANGS else DEFAULT

@@ -72,10 +72,10 @@ def on_this_device() -> tuple[list | None, int]:
 def run(t: Translator, key, s: Shape, device, sizes: list[int]) -> list:
     """Measure every method at every size (times first, then memory), showing
     progress; keep the result."""
-    bar = st.progress(0.0, text=t("step7.running"))
+    bar = st.progress(0.0, text=t("payoff.running"))
 
     def progress(done, total, method, n):
-        bar.progress(done / total, text=t("step7.running_one", m=method_name(t, method, s), n=t.int(n)))
+        bar.progress(done / total, text=t("payoff.running_one", m=method_name(t, method, s), n=t.int(n)))
 
     plan = [(m, n, b) for n in sizes for m, b in plan_methods()]
 
@@ -96,16 +96,16 @@ def run(t: Translator, key, s: Shape, device, sizes: list[int]) -> list:
 def table(t: Translator, rows: list, s: Shape) -> dict:
     """The measured rows as columns of text, numbers in the reader's language."""
     ratios = bench.ratios(rows)
-    cols = {t("step7.col_method"): [], t("common.n_axis"): [], t("step7.ms_axis"): [], t("step7.col_ratio"): [],
-            t("step7.mib_axis"): [], t("step7.col_backend"): []}
+    cols = {t("payoff.col_method"): [], t("common.n_axis"): [], t("payoff.ms_axis"): [], t("payoff.col_ratio"): [],
+            t("payoff.mib_axis"): [], t("payoff.col_backend"): []}
     for r in rows:
         ratio = ratios.get((r.key, r.n))
-        cols[t("step7.col_method")].append(method_name(t, r.method, s, r.backend))
+        cols[t("payoff.col_method")].append(method_name(t, r.method, s, r.backend))
         cols[t("common.n_axis")].append(t.int(r.n))
-        cols[t("step7.ms_axis")].append(t.float(r.seconds * 1e3, 2))
-        cols[t("step7.col_ratio")].append("" if ratio is None else t.float(ratio, 2))
-        cols[t("step7.mib_axis")].append("—" if r.peak_bytes is None else t.float(r.peak_bytes / 2**20, 1))
-        cols[t("step7.col_backend")].append(kernel_name(t, r.backend))
+        cols[t("payoff.ms_axis")].append(t.float(r.seconds * 1e3, 2))
+        cols[t("payoff.col_ratio")].append("" if ratio is None else t.float(ratio, 2))
+        cols[t("payoff.mib_axis")].append("—" if r.peak_bytes is None else t.float(r.peak_bytes / 2**20, 1))
+        cols[t("payoff.col_backend")].append(kernel_name(t, r.backend))
     return cols
 
 
@@ -119,9 +119,9 @@ def figures_of(t: Translator, rows: list, sizes: list[int], s: Shape):
         ran = rs[-1].extra["dtype"] if kernel in label else f"{kernel} · {rs[-1].extra['dtype']}"  # once: full (SDPA)
         name = f"{label} [{ran}]"
         time_series.append({"name": name, "x": [r.n for r in rs], "y": [r.seconds * 1e3 for r in rs],
-                            "hover": t("step7.hover_ms")})
+                            "hover": t("payoff.hover_ms")})
         mem_series.append({"name": name, "x": [r.n for r in rs], "y": [(r.peak_bytes or 0) / 2**20 for r in rs],
-                           "hover": t("step7.hover_mib")})
+                           "hover": t("payoff.hover_mib")})
     common = dict(x_title=t("common.n_axis"), separators=t.separators, log_x=True, log_y=True, x_ticks=ticks)
-    return (figures.lines(time_series, title=t("step7.time_title"), y_title=t("step7.ms_axis"), **common),
-            figures.lines(mem_series, title=t("step7.mem_title"), y_title=t("step7.mib_axis"), **common))
+    return (figures.lines(time_series, title=t("payoff.time_title"), y_title=t("payoff.ms_axis"), **common),
+            figures.lines(mem_series, title=t("payoff.mem_title"), y_title=t("payoff.mib_axis"), **common))

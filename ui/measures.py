@@ -1,9 +1,12 @@
 """What the pages show, computed once per text and setting and cached
 (``st.cache_data``: small results only — the big tensors stay in the analysis,
-cached once as a resource). Each function takes the text and the model model_id, so
-that the cache key names everything the result depends on."""
+cached once as a resource). Each function takes the text and the model's id, so
+that the cache key names everything the result depends on; each returns a typed
+record (a frozen dataclass), never a dict a page reads by string key."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -12,7 +15,144 @@ import torch
 from attn import graph, methods, patterns, stats
 from server.lru import CountLRU
 
-from . import analyses, setting_table
+from . import analyses
+from .setting_rows import Context
+
+
+@dataclass(frozen=True)
+class PrefixPoint:
+    """Step 2 on the text's first n tokens: k̄, the useful share, and both for a row that
+    spreads its weight evenly."""
+
+    n: int
+    k: float
+    share: float
+    uniform_k: float
+    uniform_share: float
+
+
+@dataclass(frozen=True)
+class Useful:
+    """k̄ at p, the useful cells n·k̄ and their share of the cells the layer computes; the
+    cells the drawn mask holds; k̄ of every head; the same on growing prefixes; the
+    layer's own window (None: a full layer)."""
+
+    k: float
+    useful: float
+    share: float
+    cells: int
+    mask_cells: int
+    k_all: float
+    prefixes: tuple[PrefixPoint, ...]
+    window: int | None
+
+
+@dataclass(frozen=True)
+class ShareTrend:
+    """In how many layers (and heads) the useful share fell from the first prefix
+    (``first`` tokens) to the whole text (``n``); k̄ over every head."""
+
+    first: int
+    n: int
+    layers: int
+    heads: int
+    layers_fell: int
+    heads_fell: int
+    k_mean: float
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The share of the real weight a pattern keeps: per (layer, head), per layer, overall."""
+
+    per_head: np.ndarray
+    per_layer: np.ndarray
+    mean: float
+
+
+@dataclass(frozen=True)
+class HopGrid:
+    """Hops between every pair (−1: never), the farthest pair (None: some pair is never
+    joined) and how many pairs are never joined."""
+
+    grid: np.ndarray
+    farthest: int | None
+    never: int
+
+
+@dataclass(frozen=True)
+class HopGrids:
+    """Step 4's hop grids: both ways without and with hubs, and causal without a hub, with
+    the first token as one and with the hubs a span holds (``causal_hubs``, when asked)."""
+
+    none: HopGrid
+    hubs: HopGrid
+    causal_none: HopGrid
+    causal_sink: HopGrid
+    causal_hubs: HopGrid | None = None
+
+
+@dataclass(frozen=True)
+class SpecialShare:
+    """The weight the tokenizer's own tokens receive (``columns``: their positions), on
+    average and per layer, beside an even spread's."""
+
+    columns: tuple[int, ...]
+    mean: float
+    even: float
+    per_layer: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class LinearOrders:
+    """Step 5: both orders of one feature map on a layer's q, k, v — their difference, the
+    sizes (n, d, the features m), the numbers each order holds and their times."""
+
+    max_diff: float
+    rel_diff: float
+    n: int
+    d: int
+    m: int
+    grid_numbers: int
+    summary_numbers: int
+    seconds_linear: float
+    seconds_quadratic: float
+    runs: int
+
+
+@dataclass(frozen=True)
+class Errors:
+    """Each method's output error against exact softmax (by method name, and ``uniform``:
+    equal weights), averaged over the layer's heads; the fused kernel's dtype."""
+
+    mean: dict
+    dtype: str
+    n: int
+
+    @property
+    def uniform(self) -> float:
+        return self.mean["uniform"]
+
+
+@dataclass(frozen=True)
+class Norms:
+    q: float
+    k: float
+    q_scaled: float
+    k_scaled: float
+
+
+@dataclass(frozen=True)
+class Sharpness:
+    """Each method's mean largest weight of a row (by name; ``uniform``: equal weights), and
+    the layer's median ‖q‖, ‖k‖."""
+
+    peak: dict
+    norms: Norms
+
+    @property
+    def uniform(self) -> float:
+        return self.peak["uniform"]
 
 
 def _analysis(text: str, model_id: str):
@@ -44,7 +184,7 @@ def row(text: str, model_id: str, layer: int, head, token: int) -> np.ndarray:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def useful(text: str, model_id: str, layer: int, head, p: float) -> dict:
+def useful(text: str, model_id: str, layer: int, head, p: float) -> Useful:
     """k̄, useful cells and their share of the cells the layer computes, for one head or
     (head=None) the heads of the layer, each head's own k averaged; on prefixes too."""
     a = _analysis(text, model_id)
@@ -53,34 +193,35 @@ def useful(text: str, model_id: str, layer: int, head, p: float) -> dict:
     s = stats.useful_summary(weights, p, window, a.causal)
     # the drawn mask holds exactly k cells per row of the grid drawn (the averaged one for head=None)
     drawn = s["k_rows"] if head is not None else stats.k_for_share(a.grid(layer, None), p)
-    return {
-        "summary": {k: v for k, v in s.items() if k != "k_rows"},
-        "mask_cells": int(drawn.sum()),
-        "k_all": share_trend(text, model_id, p)["k_mean"],  # k(p) of every head once per text and p, shared
-        "prefixes": stats.useful_share_by_prefix(
-            weights, p, stats.prefix_lengths(a.n), window, a.causal,
-            prefix=lambda m: a.prefix(m)[layer] if head is None else a.prefix(m)[layer, head]),
-        "window": window,
-    }
+    prefixes = stats.useful_share_by_prefix(
+        weights, p, stats.prefix_lengths(a.n), window, a.causal,
+        prefix=lambda m: a.prefix(m)[layer] if head is None else a.prefix(m)[layer, head])
+    return Useful(k=s["k"], useful=s["useful"], share=s["share"], cells=s["cells"], mask_cells=int(drawn.sum()),
+                  k_all=share_trend(text, model_id, p).k_mean,  # k(p) of every head once per text and p, shared
+                  prefixes=tuple(PrefixPoint(r["n"], r["k"], r["share"], r["uniform_k"], r["uniform_share"])
+                                 for r in prefixes),
+                  window=window)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def share_trend(text: str, model_id: str, p: float) -> dict:
+def share_trend(text: str, model_id: str, p: float) -> ShareTrend:
     """In how many layers (and heads) the useful share falls from the first prefix step 2
     draws to the whole text (stats.share_trend)."""
     a = _analysis(text, model_id)
     first = stats.prefix_lengths(a.n)[0]
     windows = [a.own_window(layer) for layer in range(a.n_layers)]
-    return stats.share_trend(a.attentions, p, first, windows, a.causal,
-                             first_attentions=None if a.causal else a.prefix(first))
+    r = stats.share_trend(a.attentions, p, first, windows, a.causal,
+                          first_attentions=None if a.causal else a.prefix(first))
+    return ShareTrend(first=r["first"], n=r["n"], layers=r["layers"], heads=r["heads"], layers_fell=r["layers_fell"],
+                      heads_fell=r["heads_fell"], k_mean=r["k_mean"])
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def kept(text: str, model_id: str, window: int, hubs: tuple) -> dict:
+def kept(text: str, model_id: str, window: int, hubs: tuple) -> Kept:
     """Share of the real weight a window (+ hubs) keeps, per layer and head."""
     a = _analysis(text, model_id)
     res = stats.share_kept_by_pattern(a.attentions, window, hubs, a.causal)
-    return {"per_head": res["per_head"].numpy(), "per_layer": res["per_layer"].numpy(), "mean": res["mean"]}
+    return Kept(res["per_head"].numpy(), res["per_layer"].numpy(), res["mean"])
 
 
 ANCHOR_DISTANCE = stats.ANCHOR_DISTANCE  # an anchor is scored by rows at least this far after it
@@ -98,24 +239,25 @@ def reach_frames(n: int, window: int, layers: int, causal: bool = True) -> list[
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def hop_grids(n: int, window: int, hubs: tuple, causal_hubs: tuple = ()) -> dict:
+def hop_grids(n: int, window: int, hubs: tuple, causal_hubs: tuple = ()) -> HopGrids:
     """Hop grids (−1: never) and, per grid, its farthest pair (None: some pair is
     never joined) and the count of pairs never joined."""
-    grids = {
-        "none": (graph.hops(n, window, (), causal=False), False),
-        "hubs": (graph.hops(n, window, hubs, causal=False), False),
-        "causal_none": (graph.hops(n, window, (), causal=True), True),
-        "causal_sink": (graph.hops(n, window, (0,), causal=True), True),
-    }
-    if causal_hubs:
-        grids["causal_hubs"] = (graph.hops(n, window, causal_hubs, causal=True), True)
-    return {name: {"grid": g.numpy(), "farthest": graph.farthest_pair(g, causal),
-                   "never": graph.pairs_never_joined(g, causal)} for name, (g, causal) in grids.items()}
+    def of(g: torch.Tensor, causal: bool) -> HopGrid:
+        return HopGrid(g.numpy(), graph.farthest_pair(g, causal), graph.pairs_never_joined(g, causal))
+
+    return HopGrids(
+        none=of(graph.hops(n, window, (), causal=False), False),
+        hubs=of(graph.hops(n, window, hubs, causal=False), False),
+        causal_none=of(graph.hops(n, window, (), causal=True), True),
+        causal_sink=of(graph.hops(n, window, (0,), causal=True), True),
+        causal_hubs=of(graph.hops(n, window, causal_hubs, causal=True), True) if causal_hubs else None)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
 def route(n: int, window: int, hubs: tuple, i: int, j: int) -> list[int]:
-    """One shortest route j → … → i in the bidirectional setting with hubs."""
-    hop = hop_grids(n, window, hubs)["hubs"]["grid"]
+    """One shortest route j → … → i in the bidirectional setting with hubs (cached per
+    text's sizes and setting: the hop grids are)."""
+    hop = hop_grids(n, window, hubs).hubs.grid
     return graph.route(torch.from_numpy(hop), graph.adjacency(n, window, hubs, False), i, j)
 
 
@@ -130,12 +272,13 @@ def sink_share(text: str, model_id: str) -> float:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def special_share(text: str, model_id: str) -> dict:
+def special_share(text: str, model_id: str) -> SpecialShare:
     """The weight the tokenizer's own tokens ([CLS], [SEP], <bos>) receive: their columns'
     share of each row, averaged over every row, layer and head (stats.share_to), per
     layer too, beside what an even spread over each row's cells would give them."""
     a = _analysis(text, model_id)
-    return stats.share_to(a.attentions, a.specials, a.causal)
+    r = stats.share_to(a.attentions, a.specials, a.causal)
+    return SpecialShare(tuple(r["columns"]), r["mean"], r["even"], tuple(r["per_layer"]))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -147,19 +290,21 @@ def top_share_view(text: str, model_id: str, layer: int, head, p: float) -> np.n
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def linear_orders(text: str, model_id: str, layer: int, feature: str, causal: bool) -> dict:
+def linear_orders(text: str, model_id: str, layer: int, feature: str, causal: bool) -> LinearOrders:
     """Both multiplication orders of one φ on the model's own q, k, v of a layer."""
     a = _analysis(text, model_id)
     q, k, v = a.qkv(layer)
-    return stats.linear_orders(q, k, v, scale=a.layer_scale(layer), feature=feature, causal=causal)
+    r = stats.linear_orders(q, k, v, scale=a.layer_scale(layer), feature=feature, causal=causal)
+    return LinearOrders(**{f: r[f] for f in LinearOrders.__dataclass_fields__})
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def errors(text: str, model_id: str, layer: int, window: int, hubs: tuple) -> dict:
+def errors(text: str, model_id: str, layer: int, window: int, hubs: tuple) -> Errors:
     a = _analysis(text, model_id)
     q, k, v = a.qkv(layer)
-    return stats.output_errors(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), window=window,
-                               hubs=hubs, causal=a.causal)
+    r = stats.output_errors(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), window=window,
+                            hubs=hubs, causal=a.causal)
+    return Errors(r["mean"], r["dtype"], r["n"])
 
 
 MAP_TOKENS = 64  # the implied maps: small multiples, their tokens named on category axes
@@ -186,18 +331,18 @@ def implied_maps(text: str, model_id: str, layer: int, head: int, window: int, h
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def sharpness(text: str, model_id: str, layer: int, window: int, hubs: tuple) -> dict:
+def sharpness(text: str, model_id: str, layer: int, window: int, hubs: tuple) -> Sharpness:
     """Mean largest weight per row of each method, and the layer's median ‖q‖, ‖k‖."""
     a = _analysis(text, model_id)
     q, k, _ = a.qkv(layer)
     scale = a.layer_scale(layer)
-    return {"peak": stats.peak_weights(q, k, scale=scale, own_window=a.own_window(layer), window=window, hubs=hubs,
-                                       causal=a.causal),
-            "norms": stats.median_norms(q, k, scale)}
+    peak = stats.peak_weights(q, k, scale=scale, own_window=a.own_window(layer), window=window, hubs=hubs,
+                              causal=a.causal)
+    return Sharpness(peak, Norms(**stats.median_norms(q, k, scale)))
 
 
 @st.cache_resource(show_spinner=False)
-def finished_results(model_id: str, entries: int) -> CountLRU:
+def finished_results(name: str, entries: int) -> CountLRU:
     """Finished results of one kind (step 7's live runs, the swaps' sweeps, the
     playground's timings), at most ``entries`` of them, shared by every reader of the
     process: one bounded, locked store a kind (st.cache_resource hands every session the
@@ -205,10 +350,10 @@ def finished_results(model_id: str, entries: int) -> CountLRU:
     return CountLRU(entries)
 
 
-def setting_context(text: str, model_id: str) -> setting_table.Context:
+def setting_context(text: str, model_id: str) -> Context:
     """What the settings' defaults need of a text besides its sizes: its anchors, found
     once and only when a default asks for them."""
     def strongest(k: int) -> list[int]:
         return [p for p, _ in anchors(text, model_id, k)]
 
-    return setting_table.Context(strongest)
+    return Context(strongest)

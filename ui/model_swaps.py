@@ -51,10 +51,12 @@ def failure(t: Translator, results) -> bool:
     return True
 
 
-def _key(text: str, swaps: list[swap.Swap], budget: int) -> str:
+def _key(text: str, swaps: list[swap.Swap], budget: int, model_id: str | None = None) -> str:
+    """A sweep's key: the model (the reader's, unless given), its token budget, the swaps and
+    the text."""
     import hashlib
 
-    raw = repr((served_model.model_id(), budget, swaps)) + text
+    raw = repr((model_id or served_model.model_id(), budget, swaps)) + text
     return "swap_" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
@@ -66,9 +68,11 @@ def _store() -> CountLRU:
     return measures.finished_results("sweeps", SWEEPS)
 
 
-def measured(text: str, swaps: list[swap.Swap], budget: int | None = None) -> list | None:
-    """The results of a sweep already run on this text (by any reader), or None."""
-    return _store().get(_key(text, swaps, swap_budget() if budget is None else budget))
+def measured(text: str, swaps: list[swap.Swap], budget: int | None = None, model_id: str | None = None) -> list | None:
+    """The results of a sweep already run on this text (by any reader) with the model (the
+    reader's, unless given), or None."""
+    budget = swap_budget(model_id) if budget is None else budget
+    return _store().get(_key(text, swaps, budget, model_id))
 
 
 def run_or_show(t: Translator, text: str, swaps: list[swap.Swap], budget: int, button_label: str, key: str):
@@ -90,9 +94,11 @@ def run_or_show(t: Translator, text: str, swaps: list[swap.Swap], budget: int, b
     return results
 
 
-def swap_budget() -> int:
-    """Tokens a swap reads: SWAP_MAX_TOKENS, or fewer where the model reads fewer."""
-    return min(SWAP_MAX_TOKENS, served_model.ensure_model().max_tokens)
+def swap_budget(model_id: str | None = None) -> int:
+    """Tokens a swap reads: SWAP_MAX_TOKENS, or fewer where the model (the reader's, unless
+    given) reads fewer."""
+    model = served_model.ensure_model() if model_id is None else served_model.get_model(model_id)
+    return min(SWAP_MAX_TOKENS, model.max_tokens)
 
 
 def budget_caption(t: Translator, n: int, key: str, **kw) -> None:
@@ -132,10 +138,11 @@ def hub_evidence(t: Translator, a, text: str) -> None:
                  a0=t.pct(alone.top1_agreement, 0), a1=t.pct(hub.top1_agreement, 0)))
 
 
-def sweep_section(t: Translator, a, text: str) -> None:
-    """Step 6's second half: the whole model with its attention swapped."""
+def sweep_section(t: Translator, a, text: str, step) -> None:
+    """Step 6's second half: the whole model with its attention swapped (``step``: the
+    page's Step, whose prose links the glossary's terms)."""
     st.subheader(t("swap.heading"))
-    widgets.prose(t, 6, "swap.lead" if a.causal else "swap.lead_masked")
+    widgets.prose(t, step, "swap.lead" if a.causal else "swap.lead_masked")
     layer = widgets.setting(t, "s6_swap_layer", a, t("swap.pick_layer"))
     swaps = swap.standard_sweep((0,), layer)
     if a.causal:

@@ -12,7 +12,7 @@ from collections import Counter, OrderedDict
 
 import streamlit as st
 
-from . import analyses, served_model, summary, live_bench
+from . import analyses, served_model, summaries
 
 
 PREBUILDS = 16  # class views whose summaries this process keeps track of having built
@@ -61,8 +61,7 @@ def _build_summaries(key: tuple, text: str, model_id: str, settings: dict) -> No
     try:
         a = analyses.analysis_unseen(text, model_id)
         if a.n >= 3:  # a shorter text has no steps to build (its pages say so)
-            rows, last = live_bench.on_this_device()  # step 7 as its page shows it, live rows included
-            summary.build_all(a, text, model_id, settings, live_rows=rows, live_last=last)
+            summaries.build_all(a, text, model_id, settings)  # each step as its page shows it (its inputs too)
     except Exception as exc:  # reported, never swallowed: logged with its traceback and counted
         PREBUILD_FAILED[type(exc).__name__] += 1  # (a reader who opens the step builds it then, and sees the error)
         logging.getLogger(__name__).exception("building a class's summaries in the background")

@@ -1,5 +1,6 @@
 """Plotly builders for the room (every text of a class at once): numbers, languages and
-labels in, a figure out; no Streamlit, no tensor math. A text is never named on a chart:
+labels in, a figure out (and the languages' names they label by); no Streamlit, no tensor
+math. A text is never named on a chart:
 a point says its language and its numbers. One trace a language (a class's 200 texts are
 a few traces, not hundreds), and the viewer's own point, when given, ringed in black by
 ``ring``, added to the shared figure's dict."""
@@ -9,8 +10,29 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from .figures import OKABE_ITO, FrozenFigure, _layout, safe, with_trace
+from .i18n import LANGS, Translator
 
 RING = {"color": "rgba(0,0,0,0)", "size": 18, "line": {"color": "#000000", "width": 3}}
+
+
+def language(t: Translator, lang: str) -> str:
+    """A room text's language as the charts name it (another language: "other")."""
+    return LANGS.get(lang) or t("room.lang_other")
+
+
+def languages(t: Translator, done: list) -> dict:
+    """The languages of a room's texts (each with a ``lang``), in the order they came, by name."""
+    return {lang: language(t, lang) for lang in dict.fromkeys(x.lang for x in done)}
+
+
+def count_by_language(t: Translator, rows: list[tuple[str, bool]]) -> str:
+    """"en 3/4 · pt 2/2": how many of each language's texts hold, of how many."""
+    per: dict[str, list[int]] = {}
+    for lang, held in rows:
+        got = per.setdefault(lang, [0, 0])
+        got[0] += held
+        got[1] += 1
+    return t.list(f"{language(t, lang)} {t.int(a)}/{t.int(b)}" for lang, (a, b) in per.items())
 
 
 def _colour(langs: list[str], lang: str) -> str:

@@ -1,8 +1,10 @@
-"""One link for the room: ``?s=<key>`` restores language, step, presenter mode, every
-step's settings and the text, from the server-side store (:mod:`server.store`).
+"""One link for the room: ``?s=<key>`` restores language, page, presenter mode, every
+step's settings and the text, from the server-side store (:mod:`server.store`). A link
+names its page by the page's id (a link made when pages were numbered names it by its
+number then: server.classes.NUMBERED_PAGES).
 
 A link is checked before anything of it is used: an unknown or evicted key, a language
-or step that does not exist, a setting of the wrong kind or out of range each give a
+or page that does not exist, a setting of the wrong kind or out of range each give a
 short notice in the reader's language and leave that part at its default.
 """
 
@@ -16,10 +18,11 @@ import streamlit as st
 
 from attn import settings
 from server import store as sharestore
+from server.classes import NUMBERED_PAGES
 
-from . import keys, session, served_model, setting_table
+from . import keys, served_model, session, setting_table, steps
 from .i18n import LANGS, Translator
-from .steps import page_of
+from .step_parts import Step
 
 LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]", "0.0.0.0")
 
@@ -73,13 +76,13 @@ def store_trouble():
         store_notice(exc)
 
 
-def current_view(step_number: int) -> dict:
-    """What a link (and a class) restores: the model, text, language, step, presenter mode and
-    settings — each setting only as a value its row takes (a value no widget would take
-    never travels)."""
+def current_view(step: Step) -> dict:
+    """What a link (and a class) restores: the model, text, language, page (by its id),
+    presenter mode and settings — each setting only as a value its row takes (a value no
+    widget would take never travels)."""
     values = {k: (list(v) if isinstance(v, tuple) else v) for k in setting_table.KEYS
               if (v := st.session_state.get(k)) is not None}
-    return {"text": session.current_text(), "lang": st.session_state.get(keys.LANG, "en"), "step": step_number,
+    return {"text": session.current_text(), "lang": st.session_state.get(keys.LANG, "en"), "page": step.id,
             "presenter": session.presenter(), "model": served_model.model_id(),
             "settings": {k: v for k, v in values.items() if setting_table.valid(k, v)}}
 
@@ -121,14 +124,23 @@ def apply_link(t: Translator):
     st.session_state[keys.PRESENTER] = view.get("presenter") is True
     st.session_state[keys.PRESENTER_CHOICE] = st.session_state[keys.PRESENTER]
     bad = not apply_settings(view.get("settings")) or bad
-    step = view.get("step")
-    whole = isinstance(step, int) and not isinstance(step, bool)  # true is not step 1
-    page = page_of(step) if whole else None
+    page = page_of_view(view)
     if page is None:
         bad = True
     if bad:
         st.toast(Translator(st.session_state.get(keys.LANG, "en"))("share.bad_values"), icon=":material/tune:")
     return page
+
+
+def page_of_view(view: dict) -> Step | None:
+    """The page a view (a link's, a class's) opens: by its id, or, in a view made when the
+    pages were numbered, by its number then (None: no such page now)."""
+    page = view.get("page")
+    if page is None:
+        number = view.get("step")
+        whole = isinstance(number, int) and not isinstance(number, bool)  # true is not step 1
+        page = NUMBERED_PAGES.get(number) if whole else None
+    return steps.by_id(page) if isinstance(page, str) else None
 
 
 def apply_settings(raw) -> bool:
@@ -205,11 +217,11 @@ def share_button(t: Translator, locked: bool = False) -> bool:
                      help=t("vote.locked") if locked else None)
 
 
-def share_view(t: Translator, step_number: int) -> None:
+def share_view(t: Translator, step: Step) -> None:
     """Keep the view, then show its link and QR code. A reader makes at most
     LINKS_PER_SESSION different links (the same view again is the same link), so that
     no one session can push the room's links out of the store."""
-    view = current_view(step_number)
+    view = current_view(step)
     made = st.session_state.setdefault(keys.LINKS_MADE, set())
     if sharestore.key_of(view) not in made and len(made) >= LINKS_PER_SESSION:
         st.toast(t("share.too_many", n=t.int(LINKS_PER_SESSION)), icon=":material/block:")
@@ -223,5 +235,4 @@ def share_view(t: Translator, step_number: int) -> None:
     if trouble:
         return
     made.add(key)
-    page = page_of(step_number)
-    _share_dialog(f"{base_url()}/{page.link}?s={key}", t)
+    _share_dialog(f"{base_url()}/{steps.link(step)}?s={key}", t)

@@ -1,9 +1,10 @@
-"""A step's page, opened and closed the same way on every step: its navigation, title
-and lead; in a live class whose vote on this step is open, the question alone (the
-page stops there: its numbers would answer it); the analysis of the reader's text (or
-why there is none); a slot for its questions, filled once its numbers are known; its
-glossary terms at the end. The class's gate is asked for here, so the widgets every
-page shares (ui.widgets) know nothing of a class."""
+"""A page of the walk, opened and closed the same way on every step: its navigation, title
+and lead; in a live class with a vote on the step whose answer is not revealed yet, the
+question and the class's answers alone (the page stops there: its numbers would answer
+it); the analysis of the reader's text (or why there is none); a slot for its questions,
+filled once its numbers are known; its room charts; its glossary terms at the end. The
+class's gate is asked for here, so the widgets every page shares (ui.widgets) know nothing
+of a class, and the steps' own packages know nothing of the walk around them."""
 
 from __future__ import annotations
 
@@ -11,67 +12,91 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from . import analyses, boot, keys, page_run, session, served_model, summary, widgets
+from . import analyses, keys, page_run, served_model, session, steps, summaries, widgets
 from .classroom import membership, room_charts, votes
 from .i18n import Translator
-from .steps import N_STEPS, page_of
-from .summary import Question, verdict
+from .step_parts import Question, Step, Summary, verdict
+
+
+def step_nav(t: Translator, step: Step) -> None:
+    """Previous / next with "3 / 7" between them, drawn before anything that may stop
+    the page. PageUp / PageDown, what presentation clickers send, press them
+    (Streamlit's shortcuts leave keys typed in the text area alone)."""
+    prev, nxt = steps.around(step)
+    # presenter mode's larger type needs wider buttons ("Próximo" and its PageDown key were cut)
+    c1, c2, c3 = st.columns([3, 2, 3] if session.presenter() else [1, 2, 1], vertical_alignment="center")
+    target = None
+    if c1.button(t("nav.prev"), key="nav_prev", shortcut="PageUp", disabled=prev is None, width="stretch",
+                 icon=":material/arrow_back:", help=t("nav.keys_help")):
+        target = prev
+    if step.is_step:
+        c2.markdown(t("nav.position", step=steps.number(step), total=len(steps.steps())), text_alignment="center")
+    if c3.button(t("nav.next"), key="nav_next", shortcut="PageDown", disabled=nxt is None, width="stretch",
+                 icon=":material/arrow_forward:", icon_position="right", help=t("nav.keys_help")):
+        target = nxt
+    if target is not None:
+        st.switch_page(target.page, query_params=dict(st.query_params))
+
+
+def page_header(t: Translator, step: Step) -> None:
+    """A page of the walk that is not a step (the closing page, the playground): its
+    navigation and title."""
+    step_nav(t, step)
+    st.title(t(step.title_key))
 
 
 @dataclass
 class StepPage:
-    """An opened step: its number, the reader's language, the analysis of their text
-    (None on step 7, which needs no text), the text and the model, and the slot where
-    its questions go."""
+    """An opened step: its declaration, the reader's language, the analysis of their text
+    (None on a step that needs no text), the text and the model, and the slot where its
+    questions go."""
 
-    number: int
+    step: Step
     t: Translator
     a: object
     text: str
     model_id: str
     questions: st.delta_generator.DeltaGenerator
 
-    def summary(self, **extra) -> summary.Summary:
-        """The step's summary, built from the settings its declaration names (ui.steps:
-        ``summary_from``), as its widgets now hold them."""
-        return summary.get(self.number, self.t, self.a, self.text, self.model_id,
-                           summary.inputs(self.number, st.session_state), **extra)
+    def summary(self) -> Summary:
+        """The step's summary, built from the settings its declaration names
+        (``summary_from``), as its widgets now hold them, and its extra inputs."""
+        return summaries.get(self.step, self.t, self.a, self.text, self.model_id,
+                             summaries.inputs(self.step, st.session_state), **summaries.extra(self.step))
 
-    def ask(self, sm: summary.Summary) -> None:
+    def ask(self, sm: Summary) -> None:
         """The step's questions in their slot (asked once its numbers are known)."""
         with self.questions:
-            ask(self.t, self.number, sm)
+            ask(self.t, self.step, sm)
 
     def end(self) -> None:
         """The glossary terms the step's prose linked, with their meanings."""
-        widgets.terms_footer(self.t, self.number)
+        widgets.terms_footer(self.t, self.step)
 
     def room(self, **settings) -> None:
         """In a class whose teacher shows the room: every text of the class on this step's
-        claim (``settings``: the page's layer or window, which the room follows)."""
-        room_charts.section(self.t, self.number, **settings)
+        claims (``settings``: the page's layer or window, which the room follows)."""
+        room(self.t, self.step, **settings)
 
-    def close(self, sm: summary.Summary) -> None:
+    def close(self, sm: Summary) -> None:
         """``ask``, then ``end``: a step with nothing after its numbers."""
         self.ask(sm)
         self.end()
 
 
-def room_verdict(t: Translator) -> None:
-    """The closing page's part of the room: the class's verdict on each claim, from every
-    text it sent (when its teacher shows the room)."""
-    room_charts.closing(t)
+def room(t: Translator, step: Step, **settings) -> None:
+    """The room's part of a page: its charts of every text the class sent (when its
+    teacher shows the room)."""
+    room_charts.section(t, step, **settings)
 
 
-def opened(step: int, needs_text: bool = True) -> StepPage:
-    """A step's page up to its own content: through app.py's navigation (ui.boot), its
-    header (with the class's gate), then the analysis of the reader's text — or the page
-    stops after saying why there is none."""
-    boot.through_app()
+def opened(step: Step) -> StepPage:
+    """A step's page up to its own content: its header (with the class's gate), then the
+    analysis of the reader's text — or the page stops after saying why there is none."""
     t = session.tr()
     step_header(t, step)
     text, model_id, a = "", "", None
-    if needs_text:
+    if step.needs_text:
         text, model_id = session.current_text(), served_model.model_id()
         a = analyses.analysis_or_message()
         if a is None:
@@ -80,7 +105,7 @@ def opened(step: int, needs_text: bool = True) -> StepPage:
     return StepPage(step, t, a, text, model_id, st.container())
 
 
-def step_header(t: Translator, step: int) -> None:
+def step_header(t: Translator, step: Step) -> None:
     """A step's navigation, title and lead — in a live class with a vote on this step whose
     answer is not revealed yet (open, or closed for the discussion), the question and the
     class's answers come before the lead (on a phone they fit the first screen), and the
@@ -88,32 +113,31 @@ def step_header(t: Translator, step: int) -> None:
     While the class cannot be read at all, the page says so and stops before its numbers
     too (it cannot know whether a vote is open): it fails closed, and the class's poll
     redraws it once the class can be read."""
-    widgets.step_nav(t, step)
-    if step <= N_STEPS:
-        st.caption(t("common.step_of", step=step, total=N_STEPS))
-    st.title(t(f"step{step}.title"))
-    shown = votes.gate(t, step) if step <= N_STEPS else None
+    step_nav(t, step)
+    st.caption(t("common.step_of", step=steps.number(step), total=len(steps.steps())))
+    st.title(t(step.title_key))
+    shown = votes.gate(t, step)
     if shown == votes.HELD:
-        for qid in page_of(step).questions:
+        for qid in step.questions:
             votes.vote_panel(t, step, qid, widgets.show_figure)
     elif shown == votes.UNREAD:
         st.warning(t("class.unreadable"), icon=":material/cloud_off:")
         votes.pending_note(t)
-    widgets.prose(t, step, f"step{step}.lead")
+    widgets.prose(t, step, f"{step.key}.lead")
     if shown is not None:
         page_run.stop_page()
 
 
-def ask(t: Translator, step: int, sm) -> None:
+def ask(t: Translator, step: Step, sm) -> None:
     """Every question of a step's summary, in the order the step declares them."""
     for q in sm.questions:
         predict(t, step, q)
 
 
-def predict(t: Translator, step: int, q: Question) -> None:
+def predict(t: Translator, step: Step, q: Question) -> None:
     """Predict, then reveal: a question whose answer the page measures (``q`` comes from
-    ui.summary, as the page's numbers do; its id names its guess and reveal keys). In
-    every mode the answer waits until the reader picks an option or presses the reveal
+    the step's summary, as the page's numbers do; its id names its guess and reveal keys).
+    In every mode the answer waits until the reader picks an option or presses the reveal
     button (predicting first is the point: an answer standing under the question before
     anyone guesses teaches nothing). In a live class, the question is the class's vote
     (ui.classroom.votes.vote_panel)."""

@@ -11,33 +11,10 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from . import figures, keys, measures, session, served_model, setting_table
+from . import figures, keys, measures, served_model, session, setting_table
 from .i18n import ROOT, Translator
-from .steps import N_STEPS, PAGES
-from .setting_table import AVERAGE
-from .summary import head_label, layer_label
-
-
-def step_nav(t: Translator, number: int) -> None:
-    """Previous / next with "3 / 7" between them, drawn before anything that may stop
-    the page. PageUp / PageDown, what presentation clickers send, press them
-    (Streamlit's shortcuts leave keys typed in the text area alone)."""
-    i = next(k for k, p in enumerate(PAGES) if p.number == number)
-    prev = PAGES[i - 1] if i > 0 else None
-    nxt = PAGES[i + 1] if i + 1 < len(PAGES) else None
-    # presenter mode's larger type needs wider buttons ("Próximo" and its PageDown key were cut)
-    c1, c2, c3 = st.columns([3, 2, 3] if session.presenter() else [1, 2, 1], vertical_alignment="center")
-    target = None
-    if c1.button(t("nav.prev"), key="nav_prev", shortcut="PageUp", disabled=prev is None, width="stretch",
-                 icon=":material/arrow_back:", help=t("nav.keys_help")):
-        target = prev
-    if PAGES[i].is_step:
-        c2.markdown(t("nav.position", step=number, total=N_STEPS), text_alignment="center")
-    if c3.button(t("nav.next"), key="nav_next", shortcut="PageDown", disabled=nxt is None, width="stretch",
-                 icon=":material/arrow_forward:", icon_position="right", help=t("nav.keys_help")):
-        target = nxt
-    if target is not None:
-        st.switch_page(target.path, query_params=dict(st.query_params))
+from .setting_rows import AVERAGE, Dims, Setting
+from .step_parts import Step, head_label, layer_label
 
 
 # --- glossary terms, linked where a page first uses them -------------------------------
@@ -45,9 +22,6 @@ def step_nav(t: Translator, number: int) -> None:
 TERMS_ANCHOR = "terms"  # the id of each step's "terms on this page" heading
 
 
-def term_texts(step: int) -> list[str]:
-    """The prose of a step, in the order the page draws it: where its terms are sought."""
-    return [f"step{step}.lead", f"step{step}.outro"] + (["swap.lead"] if step == 6 else [])
 
 
 def _split_links(text: str) -> list[tuple[str, bool]]:
@@ -61,16 +35,17 @@ def _split_links(text: str) -> list[tuple[str, bool]]:
 
 
 @functools.cache
-def linked_prose(lang: str, step: int) -> tuple[dict[str, str], tuple[int, ...]]:
-    """Each prose text of a step with the first use of each glossary term linked to the
-    page's terms section, and the glossary entries so linked (text by text, in glossary order).
+def linked_prose(lang: str, prose: tuple[str, ...]) -> tuple[dict[str, str], tuple[int, ...]]:
+    """Each prose text of a step (``prose``: its locale keys, in the order its page draws
+    them: Step.prose_keys) with the first use of each glossary term linked to the page's
+    terms section, and the glossary entries so linked (text by text, in glossary order).
     A term is found by its forms (``forms`` in the glossary): in Japanese as written, in
     English and Portuguese at the start of a word, taking the rest of the word along
     ("token" links "tokens")."""
     t = Translator(lang)
     used: list[int] = []
     out = {}
-    for key in term_texts(step):
+    for key in prose:
         if not t.has(key):
             continue
         text = t(key)
@@ -98,14 +73,14 @@ def linked_prose(lang: str, step: int) -> tuple[dict[str, str], tuple[int, ...]]
     return out, tuple(used)
 
 
-def prose(t: Translator, step: int, key: str) -> None:
+def prose(t: Translator, step: Step, key: str) -> None:
     """One of a step's texts, its first uses of glossary terms linked to the terms section."""
-    st.markdown(linked_prose(t.lang, step)[0].get(key, t(key)))
+    st.markdown(linked_prose(t.lang, tuple(step.prose_keys()))[0].get(key, t(key)))
 
 
-def terms_footer(t: Translator, step: int) -> None:
+def terms_footer(t: Translator, step: Step) -> None:
     """The glossary entries a step's prose links to, with their meanings."""
-    used = linked_prose(t.lang, step)[1]
+    used = linked_prose(t.lang, tuple(step.prose_keys()))[1]
     if not used:
         return
     st.subheader(t("glossary.on_page"), anchor=TERMS_ANCHOR, divider="gray")
@@ -120,7 +95,7 @@ REFERENCE = {"delta_color": "off", "delta_arrow": "off"}
 KEEP = "session"  # every setting's widget keeps its value across pages (persist_state)
 
 
-def setting(t: Translator, key: str, a, label: str, *, where=None, ctx: setting_table.Context | None = None,
+def setting(t: Translator, key: str, a, label: str, *, where=None, ctx=None,
             names: Callable[[Any], str] | None = None, **extra):
     """Draw the widget of setting ``key`` from its row of ui.setting_table — the kind of
     widget, its range or options on this text, its value (``place``), kept across pages
@@ -149,7 +124,7 @@ def setting(t: Translator, key: str, a, label: str, *, where=None, ctx: setting_
     return draw(label, options, **kw) if row.widget != "select_slider" else draw(label, options=options, **kw)
 
 
-def option_names(t: Translator, row: setting_table.Setting, a, options, names) -> Callable[[Any], str]:
+def option_names(t: Translator, row: Setting, a, options, names) -> Callable[[Any], str]:
     """A choice's ``format_func``: the page's ``names``, else what the row's options are
     (tokens, layers, heads), else the options as written."""
     if names is not None:
@@ -163,7 +138,7 @@ def option_names(t: Translator, row: setting_table.Setting, a, options, names) -
     return labels(options, str)
 
 
-def place(key: str, a, ctx: setting_table.Context | None = None) -> None:
+def place(key: str, a, ctx=None) -> None:
     """Before drawing key's widget: its value in session state, put there by the app —
     the kept one when its widget takes it on this text, else its row's default (a value
     that came with a link and is dropped is said, ``session.forget_setting``). Through
@@ -208,7 +183,7 @@ def relabel(key: str, a) -> None:
 def span(key: str, a):
     """The values key's widget takes on this text: ``(lo, hi)`` for a number, else the
     list of its options (its row of ui.setting_table)."""
-    row, d = setting_table.row(key), setting_table.Dims.of(a)
+    row, d = setting_table.row(key), Dims.of(a)
     return row.bounds(d) if row.kind == "int" else list(row.choices(d))
 
 

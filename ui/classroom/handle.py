@@ -11,13 +11,13 @@ import streamlit as st
 from server import classes as live_classes
 from server import limits
 
-from .. import keys, share, steps
+from .. import keys, share
 
 
 @st.cache_resource(show_spinner=False)
 def _classes() -> live_classes.Classes:
     """The classes of this process's store (the share links' file)."""
-    return live_classes.Classes(share.store(), steps.first_questions())
+    return live_classes.Classes(share.store())
 
 
 def classes() -> live_classes.Classes | None:

@@ -15,7 +15,8 @@ from server import codes
 
 from .. import keys, prebuild, session, served_model, share
 from ..i18n import Translator
-from ..steps import page_of
+from .. import steps
+from ..step_parts import Step
 from .handle import Unreadable, classes, forget, guesses, read
 
 QUERY_CLASS, QUERY_ME = "class", "me"  # what a student's address carries
@@ -61,7 +62,7 @@ def farewell(t: Translator) -> tuple[str, str]:
     return t("class.ended"), ":material/logout:"
 
 
-def class_view(step: int) -> dict:
+def class_view(step: Step) -> dict:
     """What a class carries to its students: the model, the text and the settings (the
     language and presenter mode stay each reader's)."""
     view = share.current_view(step)
@@ -158,7 +159,7 @@ def _seat(found: live_classes.ClassState, seat: dict, notice: str, icon: str):
     _apply(found.view)
     prebuild.prebuild(found.view)
     session.notice_later(notice, icon)  # said on the class's page, after the switch there
-    return page_of(found.step)
+    return steps.by_id(found.page)
 
 
 def resume(t: Translator, code: str, key: str):
@@ -228,6 +229,6 @@ def back(t: Translator) -> None:
         return
     st.session_state.update({keys.FOLLOWING: True, keys.SEEN: found.version})
     _apply(found.view)
-    page = page_of(found.step)
+    page = steps.by_id(found.page)
     if page is not None:
-        st.switch_page(page.path, query_params=dict(st.query_params))
+        st.switch_page(page.page, query_params=dict(st.query_params))

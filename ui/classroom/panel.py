@@ -10,6 +10,7 @@ from attn import settings
 from server import codes
 
 from .. import keys, session
+from ..step_parts import Step
 from ..i18n import Translator
 from . import room
 from .membership import back, explore, is_teacher, join, member, resume
@@ -17,14 +18,14 @@ from .polling import poll
 from .teacher import START_KEY, end, join_slide, resume_url, start
 
 
-def sidebar(t: Translator, step: int) -> None:
+def sidebar(t: Translator, step: Step) -> None:
     """The sidebar's class panel: start or join; in a class, its code and its controls."""
     code = member()
     with st.expander(t("class.heading"), expanded=code is not None, icon=":material/groups:"):
         if code is None:
             if settings.read().start_key is not None:  # a public server: starting needs its passphrase
                 st.text_input(t("class.start_key_label"), key=START_KEY, type="password", max_chars=200)
-            st.button(t("class.start"), key="class_start", on_click=start, args=(step,), width="stretch",
+            st.button(t("class.start"), key="class_start", on_click=start, args=(step.id,), width="stretch",
                       icon=":material/co_present:", help=t("class.start_help"))
             typed = st.text_input(t("class.join_label"), key="class_code_typed", max_chars=16,
                                   placeholder="7KQ 2M9")
@@ -35,7 +36,7 @@ def sidebar(t: Translator, step: int) -> None:
                 else:
                     page = join(t, found)
                     if page is not None:
-                        st.switch_page(page.path, query_params=dict(st.query_params))
+                        st.switch_page(page.page, query_params=dict(st.query_params))
             if not session.presenter():  # the key is typed where the room cannot see it
                 take_back(t)
             return
@@ -81,4 +82,4 @@ def take_back(t: Translator) -> None:
             else:
                 page = resume(t, code, key.strip())
                 if page is not None:
-                    st.switch_page(page.path, query_params=dict(st.query_params))
+                    st.switch_page(page.page, query_params=dict(st.query_params))

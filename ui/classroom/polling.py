@@ -17,14 +17,14 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from server import follow
 from server.store import StoreError
 
-from .. import keys, page_run, prebuild, session
-from ..steps import page_of
+from .. import keys, page_run, prebuild, session, steps
+from ..step_parts import Step
 from .handle import classes, forget, versions
 from .membership import _apply, farewell, is_teacher, member
 from .teacher import pulse_panel
 
 
-def tick(step: int) -> None:
+def tick(step: Step) -> None:
     """One poll of a class member: move with the teacher, redraw on a change, leave an
     ended class; a student's presence written at most every 15 s. While the store is
     out of reach the page stays as it is (the next tick tries again; the class's
@@ -38,9 +38,9 @@ def tick(step: int) -> None:
         pass
 
 
-def _tick(code: str, step: int) -> None:
+def _tick(code: str, step: Step) -> None:
     found = versions(code)
-    seat = follow.Seat(teacher=is_teacher(), following=bool(st.session_state.get(keys.FOLLOWING)), page=step,
+    seat = follow.Seat(teacher=is_teacher(), following=bool(st.session_state.get(keys.FOLLOWING)), page=step.id,
                        seen_version=st.session_state.get(keys.SEEN, 0))
     version = None if found is None else found[0]
     action, to = follow.decide(version, None, seat) if version is None else _decide(code, version, seat)
@@ -75,9 +75,9 @@ def _tick(code: str, step: int) -> None:
         _apply(found.view)
         prebuild.prebuild(found.view)
     if action == follow.MOVE:
-        page = page_of(to)
+        page = steps.by_id(to)
         if page is not None:
-            st.switch_page(page.path, query_params=dict(st.query_params))
+            st.switch_page(page.page, query_params=dict(st.query_params))
     _redraw()
 
 
@@ -113,11 +113,11 @@ def _decide(code: str, version: int, seat: follow.Seat):
     if version == seat.seen_version or seat.teacher or not seat.following:
         return follow.decide(version, None, seat)
     found = classes().state(code)  # something moved: where is the class now
-    return follow.decide(version, found.step if found else None, seat)
+    return follow.decide(version, found.page if found else None, seat)
 
 
 @st.fragment(run_every=1.0)
-def poll(step: int) -> None:
+def poll(step: Step) -> None:
     """A class member's tick each second, in the sidebar's class panel; the teacher's
     shows the students present, counted live."""
     page_run.touch()  # a class polling keeps the server busy: no background compile meanwhile

@@ -17,7 +17,7 @@ from server import texts as room_texts
 from server.class_reads import ClassState
 from server.store import StoreError
 
-from .. import keys, session, room_work, share, widgets
+from .. import keys, room_figures, room_work, session, share, steps, widgets
 from ..i18n import LANGS, Translator
 from .handle import classes, forget, versions
 from .membership import current, is_teacher, member
@@ -41,8 +41,10 @@ def room_now(code: str) -> tuple[int, list] | None:
         return None
 
 
-def lang_label(t: Translator, lang: str) -> str:
-    return LANGS.get(lang) or t("room.lang_other")
+def csv_columns(done: list) -> list:
+    """The room's CSV columns after its first three: each page's own, in the walk's order
+    (ui.steps.<step>.csv), given every measured text's numbers."""
+    return [column for page in steps.pages() if page.csv for column in page.csv(done)]
 
 
 def student_panel(t: Translator, code: str) -> None:
@@ -56,9 +58,10 @@ def student_panel(t: Translator, code: str) -> None:
         st.caption(t("room.student_help", chars=t.int(room_texts.MAX_CHARS), tokens=t.int(room_numbers.ROOM_TOKENS)))
         if mine is not None:
             state, n, lang = mine
-            st.markdown(t(f"room.mine_{state}", n=t.int(n), language=lang_label(t, lang)))
+            st.markdown(t(f"room.mine_{state}", n=t.int(n), language=room_figures.language(t, lang)))
         st.text_area(t("room.text_label"), key="room_text", max_chars=room_texts.MAX_CHARS, height=140)
-        st.selectbox(t("room.lang_label"), LANG_CHOICES, key="room_lang", format_func=lambda x: lang_label(t, x),
+        st.selectbox(t("room.lang_label"), LANG_CHOICES, key="room_lang",
+                     format_func=lambda x: room_figures.language(t, x),
                      index=LANG_CHOICES.index(t.lang) if t.lang in LANG_CHOICES else 0)
         c1, c2 = st.columns(2)
         c1.button(t("room.send" if mine is None else "room.replace"), key="room_send", on_click=send, args=(code, me),
@@ -124,12 +127,13 @@ def teacher_panel(t: Translator, code: str) -> None:
         if not session.presenter():  # the texts' first words are for her eyes, never the projector's
             for x in texts:
                 c1, c2 = st.columns([5, 1], vertical_alignment="center")
-                c1.caption(t("room.item", language=lang_label(t, x.lang), preview=widgets.literal(x.preview),
+                c1.caption(t("room.item", language=room_figures.language(t, x.lang), preview=widgets.literal(x.preview),
                              state=t(f"room.state_{x.state}")))  # a reader's words: escaped, never Markdown
                 c2.button(" ", key=f"room_remove_{x.owner}", icon=":material/close:", on_click=remove,
                           args=(code, x.owner), help=t("room.remove"))
             st.text_area(t("room.add_label"), key="room_text", max_chars=room_texts.MAX_CHARS, height=100)
-            st.selectbox(t("room.lang_label"), LANG_CHOICES, key="room_lang", format_func=lambda v: lang_label(t, v),
+            st.selectbox(t("room.lang_label"), LANG_CHOICES, key="room_lang",
+                         format_func=lambda v: room_figures.language(t, v),
                          index=LANG_CHOICES.index(t.lang) if t.lang in LANG_CHOICES else 0)
             st.button(t("room.add"), key="room_add", on_click=send, args=(code, f"teacher:{secrets.token_hex(6)}"),
                       width="stretch", icon=":material/add:")
@@ -146,7 +150,7 @@ def counts(t: Translator, texts: list) -> None:
 
 def downloads(t: Translator, code: str, found, texts: list) -> None:
     """The room's numbers and the class's votes, as CSV files."""
-    st.download_button(t("room.download_room"), exports.room_csv(texts), file_name=f"room-{code}.csv",
+    st.download_button(t("room.download_room"), exports.room_csv(texts, csv_columns), file_name=f"room-{code}.csv",
                        mime="text/csv", key="room_csv", width="stretch", icon=":material/download:")
     answers = []
     with share.store_trouble():

@@ -12,7 +12,8 @@ from server import classes as live_classes
 from server import codes, follow
 from server.store import Refused, StoreError
 
-from .. import keys, prebuild, session, share
+from .. import keys, prebuild, session, share, steps
+from ..step_parts import Step
 from ..i18n import Translator
 from . import room
 from .handle import Unreadable, classes, forget
@@ -29,16 +30,16 @@ REFUSED_START = {"starts": "class.start_limited", "classes": "class.too_many_cla
 START_KEY = "class_start_key"  # the passphrase's field, when the server asks for one (ATLAS_START_KEY)
 
 
-def start(step: int) -> None:
+def start(page: str) -> None:
     """on_click of "Start a class": a class for this text and these settings (refused, and
     said what for, past the classes one client may start or the server may hold)."""
     room = classes()
     if room is None:
         return
-    view = class_view(step)
+    view = class_view(steps.get(page))
     with share.store_trouble() as trouble:
         try:
-            code, key = room.create(view, step, address=session.address(),
+            code, key = room.create(view, page, address=session.address(),
                                     passphrase=st.session_state.get(START_KEY))
         except Refused as exc:
             st.toast(session.tr()(REFUSED_START[exc.what]), icon=":material/block:")
@@ -83,7 +84,7 @@ def set_door(open_: bool) -> None:
     forget()
 
 
-def teacher_sync(step: int) -> None:
+def teacher_sync(step: Step) -> None:
     """On every teacher's run: the class's step and settings follow hers, as one change
     (which raises the version the students' polls watch). With the store away, nothing
     half done: the next run tries again."""
@@ -96,12 +97,12 @@ def teacher_sync(step: int) -> None:
         gone(t)
         return
     view = class_view(step)
-    if found.step == step and view == found.view:
+    if found.page == step.id and view == found.view:
         return
     room = classes()
     with share.store_trouble():
         try:
-            st.session_state[keys.SEEN] = room.lead(code, st.session_state.get(keys.HOST), step, view)
+            st.session_state[keys.SEEN] = room.lead(code, st.session_state.get(keys.HOST), step.id, view)
             forget()
             if view != found.view:
                 prebuild.prebuild(view)

@@ -10,25 +10,27 @@ import streamlit as st
 
 from server import classes as live_classes
 
-from .. import analyses, figures, keys, measures, session, served_model, setting_table, share, steps, summary
+from .. import analyses, figures, keys, measures, served_model, session, setting_table, share, steps, summaries
 from ..i18n import LANGS, Translator
+from ..step_parts import Step
 from .handle import Unreadable, classes, forget
 from .membership import current, gone, is_teacher, member
 from .teacher import pulse
 
 
-def question_copy(step: int, qid: str, a, text: str, model_id: str) -> dict:
+def question_copy(step: Step, qid: str, a, text: str, model_id: str) -> dict:
     """What a vote keeps of a step's question ``qid``, made when the teacher opens it: the
     option values, the measured answer's option, and the question's words in every
     language (each student reads it in their own), so that later changes to the page
     or its settings leave the vote as it was asked."""
     given = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
-    # step 7 needs no text
+    # a step that needs no text (the cost model) has nothing to fit its settings to
     cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), given) if a is not None else {}
     out = {"text": {}, "labels": {}, "value_text": {}}
     for lang in LANGS:
-        sm = summary.get(step, Translator(lang), a, text, model_id, summary.inputs(step, cfg))
-        q = summary.question(sm, qid)
+        sm = summaries.get(step, Translator(lang), a, text, model_id, summaries.inputs(step, cfg),
+                           **summaries.extra(step))
+        q = summaries.question(sm, qid)
         out["text"][lang], out["value_text"][lang] = q.text, q.value_text
         out["labels"][lang] = [q.label(o) for o in q.options]
         out["options"], out["answer"] = list(q.options), q.options.index(q.right)
@@ -40,18 +42,20 @@ def _words(question: dict, part: str, lang: str):
     return question[part].get(lang) or question[part].get("en")
 
 
-def open_first_vote(step: int, qid: str) -> None:
+def open_first_vote(page: str, qid: str) -> None:
     """on_click of "Open the vote": the step's question ``qid`` on the class's text and
-    settings, copied in every language (its arguments stay small: never the analysis)."""
+    settings, copied in every language (its arguments stay small: the step's id, never
+    the analysis)."""
+    step = steps.get(page)
     text, model_id = session.current_text(), served_model.model_id()
-    a = analyses.get_analysis(text, model_id) if step != 7 and text.strip() else None
-    if a is None and step != 7:
+    a = analyses.get_analysis(text, model_id) if step.needs_text and text.strip() else None
+    if a is None and step.needs_text:
         return
-    open_vote(step, qid, question_copy(step, qid, a, text, model_id))
+    open_vote(page, qid, question_copy(step, qid, a, text, model_id))
 
 
-def open_vote(step: int, qid: str, question: dict) -> None:
-    _host_action(lambda room, code, key: room.open_vote(code, key, step, qid, question))
+def open_vote(page: str, qid: str, question: dict) -> None:
+    _host_action(lambda room, code, key: room.open_vote(code, key, page, qid, question))
 
 
 def close_vote(vote: int) -> None:
@@ -81,7 +85,7 @@ def _host_action(action) -> None:
 HELD, UNREAD = "held", "unread"  # what a member's step page may show: the question alone; a notice alone
 
 
-def gate(t: Translator, step: int) -> str | None:
+def gate(t: Translator, step: Step) -> str | None:
     """What a class member's page of ``step`` may show, from the class as this run read
     it: ``HELD`` — a vote on one of the step's questions has not had its answer revealed
     (open, or closed for the discussion and a second vote: the question, the class's
@@ -100,7 +104,7 @@ def gate(t: Translator, step: int) -> str | None:
     if found is None:
         gone(t)
         return None
-    return HELD if found.unrevealed(step) else None
+    return HELD if found.unrevealed(step.id) else None
 
 
 def results(t: Translator) -> list[tuple[str, str, str]]:
@@ -113,8 +117,9 @@ def results(t: Translator) -> list[tuple[str, str, str]]:
         return []
     rows = []
     asked = {v.qid for v in found.votes}
-    for qid in (q for q in steps.QUESTIONS if q in asked):  # in the walk's order
-        step = steps.QUESTIONS[qid]
+    questions = steps.questions()
+    for qid in (q for q in questions if q in asked):  # in the walk's order
+        step = questions[qid]
         revealed = any(v.qid == qid and v.state == "revealed" for v in found.votes)  # its answer is known
         cells = []
         for r in (1, 2):
@@ -128,9 +133,8 @@ def results(t: Translator) -> list[tuple[str, str, str]]:
                                n=t.int(answered)))
             else:
                 cells.append(t("vote.result_cell_hidden", n=t.int(answered)))
-        label = t("vote.result_step", step=step)
-        ids = steps.page_of(step).questions
-        rows.append((label if len(ids) == 1 else f"{label} · {ids.index(qid) + 1}", *cells))
+        label = t("vote.result_step", step=steps.number(step))
+        rows.append((label if len(step.questions) == 1 else f"{label} · {step.questions.index(qid) + 1}", *cells))
     return rows
 
 
@@ -154,7 +158,7 @@ def answers_locked() -> bool:
     return isinstance(found, Unreadable) or (found is not None and bool(found.unrevealed()))
 
 
-def vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
+def vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
     """A step's question ``qid`` in a class: the teacher opens, closes and reveals the
     vote; each student answers once; once closed, the room's answers as a chart (both
     votes side by side after a second one); once revealed, the measured answer. With the
@@ -163,7 +167,7 @@ def vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
         _vote_panel(t, step, qid, show_figure)
 
 
-def _vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
+def _vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
     room, found = classes(), current()
     if room is None or not isinstance(found, live_classes.ClassState):
         return
@@ -175,7 +179,7 @@ def _vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
             st.markdown(f"**{t('predict.heading')}** · " + t("vote.not_open"))
             if teacher:
                 st.button(t("vote.open"), key=f"vote_open_{keys.slug(qid)}", type="primary",
-                          icon=":material/how_to_vote:", on_click=open_first_vote, args=(step, qid))
+                          icon=":material/how_to_vote:", on_click=open_first_vote, args=(step.id, qid))
             return
         question = vote.question
         labels = _words(question, "labels", t.lang)
@@ -207,7 +211,7 @@ def _vote_panel(t: Translator, step: int, qid: str, show_figure) -> None:
                           icon=":material/visibility:", width="stretch")
             if vote.round < 2:
                 c2.button(t("vote.again"), key=f"vote_again_{vote.vote}", on_click=open_vote,
-                          args=(step, qid, question), icon=":material/replay:", width="stretch")
+                          args=(step.id, qid, question), icon=":material/replay:", width="stretch")
 
 
 def held_note(t: Translator) -> str:

@@ -2,41 +2,140 @@
 ``attn.composition.PARTS`` and sees, on their own text, what it costs, what it can reach,
 what it keeps of the model's attention and what the model loses with it.
 
-The settings live in the session like every step's (``pg_*`` keys, kept across pages
-and carried by a share link); :func:`composition` turns them into a
-:class:`attn.composition.Composition`, or into a message naming the setting that does not
-fit the text. The numbers are cached per text and composition, for every reader."""
+The settings are rows like every step's (``pg_*`` keys, kept across pages and carried by a
+share link); :func:`composition` turns them into a :class:`attn.composition.Composition`,
+or into a message naming the setting that does not fit the text. The numbers are cached
+per text and composition, for every reader, each a typed record."""
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
 import torch
 
-from attn import costs as costs_model
-from attn import composition as algebra
 from attn import bench, graph, methods, patterns, stats
+from attn import composition as algebra
+from attn import costs as costs_model
+from attn.composition import Composition, CompositionError
 from attn.costs import Shape
 from attn.device import pick_device
-from attn.composition import Composition, CompositionError
 from server.lru import CountLRU
 
-from . import analyses, measures, model_swaps, setting_table, widgets
-from .i18n import Translator
-from .setting_table import DEFAULT_LAYER, HUB_MODES, MAX_SETTING, RANDOM_BLOCKS, SCOPES  # noqa: F401 (the page's)
-from .steps import PLAYGROUND
+from ... import analyses, measures, model_swaps, widgets
+from ...i18n import Translator
+from ...setting_rows import DEFAULT_LAYER, Context, Dims, Setting, first_layer, hubs_row, layers_of
+from ...step_parts import Step
+from .. import PLAYGROUND, page_file
 
+ID = PLAYGROUND
 PLAY_TOKENS = 96  # reach and hops on the first tokens: dense n×n matrices, drawn
 LARGE_N = 8192  # the cost ratio cost(2n)/cost(n) is taken here
 PRESETS = algebra.PRESETS
 PRESET_WINDOW = algebra.PRESET_WINDOW
 ANCHOR_HUBS = 3
-# the playground's settings are rows of ui.setting_table, like every step's
-KEYS = setting_table.keys(PLAYGROUND.number)
-DEFAULTS = {k: setting_table.row(k).default(setting_table.Dims(n=1, n_layers=DEFAULT_LAYER + 1, n_heads=1),
-                                            setting_table.Context()) for k in KEYS}  # on a model with layer 8
+RANDOM_BLOCKS = (16, 32, 64, 128)
+MAX_SETTING = 100_000  # the number inputs' upper end: anything past the text gets a message
+HUB_MODES = ("anchors", "chosen")
+SCOPES = ("all", "sliding")
+SEED_CHARS = 40
+
+
+def _count(key: str, lo: int, first: int) -> Setting:
+    return Setting(key, ID, "int", lambda d, c: first, bounds=lambda d: (lo, MAX_SETTING), widget="number")
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("pg_on", ID, "many", lambda d, c: ["window", "hubs"], choices=lambda d: tuple(algebra.PARTS),
+            widget="pills"),
+    _count("pg_w", 1, algebra.PRESET_WINDOW), _count("pg_dilated", 1, 8), _count("pg_stride", 1, 4),
+    Setting("pg_hub_mode", ID, "choice", lambda d, c: "anchors", choices=lambda d: HUB_MODES, widget="radio"),
+    hubs_row("pg_hubs", ID, lambda d, c: [0]),
+    _count("pg_random", 1, 2),
+    Setting("pg_rblock", ID, "choice", lambda d, c: 32, choices=lambda d: RANDOM_BLOCKS, widget="selectbox"),
+    Setting("pg_seed", ID, "text", lambda d, c: "0", chars=SEED_CHARS, widget="text"),
+    _count("pg_local", 2, 64),
+    Setting("pg_causal", ID, "bool", lambda d, c: d.causal, widget="toggle"),
+    Setting("pg_scope", ID, "choice", lambda d, c: "all", choices=lambda d: SCOPES, widget="radio"),
+    Setting("pg_layer", ID, "choice", lambda d, c: first_layer(d), choices=layers_of, widget="selectbox",
+            names="layer"),
+    Setting("pg_rl", ID, "int", lambda d, c: min(2, d.n_layers), bounds=lambda d: (1, d.n_layers), widget="slider"),
+)
+KEYS = tuple(s.key for s in SETTINGS)
+DEFAULTS = {s.key: s.default(Dims(n=1, n_layers=DEFAULT_LAYER + 1, n_heads=1), Context())
+            for s in SETTINGS}  # on a model with layer 8
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Exact cells against every pair, operations against full attention's, the numbers
+    held, and cells(2N)/cells(N) at N = LARGE_N beside full attention's."""
+
+    cells: int
+    every: int
+    share: float
+    flops: float
+    full_flops: float
+    numbers: int
+    ratio: float
+    full_ratio: float
+    large: int
+    doubled: int
+
+
+@dataclass(frozen=True)
+class Hops:
+    """One direction's hop grid on the first tokens: its farthest pair (None: some pair
+    never joined), the pairs never joined, and how many tokens reach the last one."""
+
+    grid: np.ndarray
+    farthest: int | None
+    never: int
+    reach_last: int
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Both directions on the first ``m`` tokens, and which one the page draws."""
+
+    m: int
+    causal: Hops
+    bidirectional: Hops
+    shown: str  # "causal" or "bidirectional"
+
+    @property
+    def drawn(self) -> Hops:
+        return self.causal if self.shown == "causal" else self.bidirectional
+
+
+@dataclass(frozen=True)
+class PatternKept:
+    """The share of real weight the pattern keeps, per layer and overall, and the layers it
+    is used in (the rest keep their own)."""
+
+    per_layer: np.ndarray
+    mean: float
+    scoped: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PatternError:
+    """The pattern's output error in one layer, and equal weights' (the floor)."""
+
+    mean: float
+    uniform: float
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The composed pattern's time and SDPA's on a layer, the kernel that ran it, and n."""
+
+    pattern: float
+    full: float
+    backend: str
+    n: int
 
 
 def settings(a) -> dict:
@@ -44,7 +143,7 @@ def settings(a) -> dict:
     its default (a value that does not fit is dropped, with a notice when it came with
     a link), written back so that every widget starts from it."""
     for key in KEYS:
-        widgets.place(key, a, setting_table.Context())
+        widgets.place(key, a, Context())
     return {k: st.session_state[k] for k in KEYS}
 
 
@@ -149,7 +248,7 @@ def grid(n: int, key: tuple, causal: bool) -> np.ndarray:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def costs(n: int, key: tuple, causal: bool, heads: int, d: int) -> dict:
+def costs(n: int, key: tuple, causal: bool, heads: int, d: int) -> Cost:
     """Exact cells against every pair, operations and numbers held (the registry's cost
     model at the model's shape), and cells(2N)/cells(N) at N = LARGE_N, beside full
     attention's, with the same parts (hubs where the reader put them)."""
@@ -163,30 +262,29 @@ def costs(n: int, key: tuple, causal: bool, heads: int, d: int) -> dict:
     large = algebra.composed_cells(LARGE_N, big, causal)
     doubled = algebra.composed_cells(2 * LARGE_N, big, causal)
     full_ratio = (2 * LARGE_N * (2 * LARGE_N + 1) / (LARGE_N * (LARGE_N + 1))) if causal else 4.0
-    return {"cells": cells, "every": every, "share": cells / every, "flops": flops, "full_flops": full_flops,
-            "numbers": costs_model.composed_memory(n, shape, c, causal),
-            "ratio": doubled / large, "full_ratio": full_ratio, "large": large, "doubled": doubled}
+    return Cost(cells=cells, every=every, share=cells / every, flops=flops, full_flops=full_flops,
+                numbers=costs_model.composed_memory(n, shape, c, causal), ratio=doubled / large,
+                full_ratio=full_ratio, large=large, doubled=doubled)
 
 
 # --- what it can reach ------------------------------------------------------------------
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def reach(n: int, key: tuple, layers: int, causal: bool) -> dict:
+def reach(n: int, key: tuple, layers: int, causal: bool) -> Reach:
     """On the first PLAY_TOKENS tokens, causal and bidirectional: the hop grids (−1:
     never), the farthest pair, the pairs never joined, and how many tokens reach the
     last one after ``layers`` layers."""
     m = min(n, PLAY_TOKENS)
     c = algebra.composition_on_prefix(m, _comp(key))
-    out = {"m": m, "composition": key_of(c)}
-    for name, causal_ in (("causal", True), ("bidirectional", False)):
+
+    def hops(causal_: bool) -> Hops:
         adj = patterns.dense(algebra.composed_mask(m, c, causal_), m)
         hop = graph.hops_of(adj)
-        out[name] = {"grid": hop.numpy(), "farthest": graph.farthest_pair(hop, causal_),
-                     "never": graph.pairs_never_joined(hop, causal_),
-                     "reach_last": int(graph.reach_of(adj, layers)[m - 1].sum())}
-    out["shown"] = "causal" if causal else "bidirectional"
-    return out
+        return Hops(hop.numpy(), graph.farthest_pair(hop, causal_), graph.pairs_never_joined(hop, causal_),
+                    int(graph.reach_of(adj, layers)[m - 1].sum()))
+
+    return Reach(m, hops(True), hops(False), "causal" if causal else "bidirectional")
 
 
 # --- what it keeps ----------------------------------------------------------------------
@@ -197,7 +295,7 @@ def _scoped(a, scope: str) -> list[int]:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def kept(text: str, model_id: str, key: tuple, scope: str) -> dict:
+def kept(text: str, model_id: str, key: tuple, scope: str) -> PatternKept:
     """Share of the model's real attention weight inside the pattern (read as the model
     reads: causal, or both ways on an encoder), per layer and overall; layers outside the
     scope keep their own pattern, so all of their weight."""
@@ -207,16 +305,17 @@ def kept(text: str, model_id: str, key: tuple, scope: str) -> dict:
     per_layer = np.ones(a.n_layers)
     if inside:
         per_layer[inside] = stats.share_kept(a.attentions[inside], allowed).mean(dim=-1).numpy()
-    return {"per_layer": per_layer, "mean": float(per_layer.mean()), "scoped": inside}
+    return PatternKept(per_layer, float(per_layer.mean()), tuple(inside))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def error(text: str, model_id: str, key: tuple, layer: int) -> dict:
+def error(text: str, model_id: str, key: tuple, layer: int) -> PatternError:
     """Output error of the pattern on one layer's own q, k, v against exact softmax."""
     a = analyses.get_analysis(text, model_id)
     q, k, v = a.qkv(layer)
-    return stats.pattern_error(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), parts=_comp(key),
-                               causal=a.causal)
+    r = stats.pattern_error(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), parts=_comp(key),
+                            causal=a.causal)
+    return PatternError(r["mean"], r["uniform"])
 
 
 def swap_settings(a, c: Composition, scope: str) -> list:
@@ -240,11 +339,11 @@ def _timings() -> CountLRU:
     return measures.finished_results("timings", TIMINGS)
 
 
-def timing(text: str, model_id: str, key: tuple, layer: int) -> dict | None:
+def timing(text: str, model_id: str, key: tuple, layer: int) -> Timing | None:
     return _timings().get((model_id, text, key, layer))
 
 
-def time_it(t: Translator, text: str, model_id: str, key: tuple, layer: int) -> dict:
+def time_it(t: Translator, text: str, model_id: str, key: tuple, layer: int) -> Timing:
     """The composed pattern against causal SDPA on the layer's own q, k, v (median of a
     few runs), through the queue."""
     a = analyses.get_analysis(text, model_id)
@@ -257,13 +356,15 @@ def time_it(t: Translator, text: str, model_id: str, key: tuple, layer: int) -> 
     device = pick_device()
 
     def work():
-        return {  # seconds by method name, the kernel that ran the composition, and n
-            pattern.name: bench.median_time(lambda: pattern.run(q, k, v, params), device, repeats=5, max_seconds=3.0),
-            full.name: bench.median_time(lambda: full.run(q, k, v, full_params), device, repeats=5, max_seconds=3.0),
-            "backend": pattern.backend(q, v, params), "n": a.n,
-        }
+        return Timing(
+            pattern=bench.median_time(lambda: pattern.run(q, k, v, params), device, repeats=5, max_seconds=3.0),
+            full=bench.median_time(lambda: full.run(q, k, v, full_params), device, repeats=5, max_seconds=3.0),
+            backend=pattern.backend(q, v, params), n=a.n)
 
     with st.spinner(t("playground.timing_running")):
         res = analyses.in_line("bench", work)
     _timings()[(model_id, text, key, layer)] = res
     return res
+
+
+STEP = Step(ID, order=90, icon=":material/science:", page=page_file(__file__), is_step=False, settings=SETTINGS)

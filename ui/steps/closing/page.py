@@ -3,28 +3,23 @@
 import streamlit as st
 
 from attn.swap import hub_pair
-from ui import analyses, boot, measures, model_swaps, session, served_model, step_page, widgets
-from ui.steps import CLOSING
-
-boot.through_app()
-
-NEAR = 16  # the neighbourhood the summary speaks of: the 16 most recent tokens, each token itself included
+from ui import analyses, measures, model_swaps, served_model, session, step_page, widgets
+from ui.steps import closing
 
 t = session.tr()
-widgets.step_nav(t, CLOSING.number)
-st.title(t("closing.title"))
+step_page.page_header(t, closing.STEP)
 text, model_id = session.current_text(), served_model.model_id()
 a = analyses.analysis_or_message() if text.strip() else None
 if a is None:
     if not text.strip():  # a text too short has been told so already, by the analysis
         st.info(t("closing.empty"))
 else:
-    near = measures.kept(text, model_id, NEAR, ())["mean"]
-    both = measures.kept(text, model_id, NEAR, (0,))["mean"]
+    near = measures.kept(text, model_id, closing.NEAR, ()).mean
+    both = measures.kept(text, model_id, closing.NEAR, (0,)).mean
     # an encoder's window reaches both ways: its neighbours lie on either side
     lead = "closing.lead_numbers" if a.causal else "closing.lead_numbers_both"
-    st.markdown(t(lead, n=t.int(a.n), sink=t.pct(measures.sink_share(text, model_id)), w=NEAR, near=t.pct(near),
-                  both=t.pct(both)))
+    st.markdown(t(lead, n=t.int(a.n), sink=t.pct(measures.sink_share(text, model_id)), w=closing.NEAR,
+                  near=t.pct(near), both=t.pct(both)))
     pair = hub_pair(4)
     measured = model_swaps.measured(text, pair)
     if model_swaps.complete(measured):
@@ -35,7 +30,7 @@ else:
     else:
         st.markdown(t("closing.swap_unmeasured"))
 st.markdown(t("closing.body"))
-step_page.room_verdict(t)  # in a class whose teacher shows the room: its verdict on each claim
+step_page.room(t, closing.STEP)  # in a class whose teacher shows the room: its verdict on each claim
 st.subheader(t("closing.glossary"))
 widgets.glossary_table(t)
 st.caption(served_model.credits(t))

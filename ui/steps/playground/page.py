@@ -5,16 +5,12 @@ import streamlit as st
 
 from attn import composition, methods
 from attn.device import pick_device
-from ui import analyses, boot, figures, measures, model_swaps, page_run, session, served_model, live_bench, widgets
-from ui import playground as pg
-from ui.steps import PLAYGROUND
-from ui.summary import layer_label
-
-boot.through_app()
+from ui import analyses, figures, live_bench, measures, model_swaps, page_run, served_model, session, step_page, widgets
+from ui.step_parts import layer_label
+from ui.steps import playground as pg
 
 t = session.tr()
-widgets.step_nav(t, PLAYGROUND.number)
-st.title(t("playground.title"))
+step_page.page_header(t, pg.STEP)
 st.markdown(t("playground.lead"))
 a = analyses.analysis_or_message()
 if a is None:
@@ -82,17 +78,17 @@ st.info(t("playground.composed" if pg.any_part(comp) else "playground.composed_a
 st.subheader(t("playground.cost_heading"))
 cost = pg.costs(n, key, causal, a.n_heads, a.q.shape[-1])
 m1, m2, m3, m4 = st.columns(4)
-m1.metric(t("playground.metric_cells"), t.int(cost["cells"]),
-          delta=t("playground.metric_cells_delta", share=t.pct(cost["share"]), every=t.int(cost["every"])),
+m1.metric(t("playground.metric_cells"), t.int(cost.cells),
+          delta=t("playground.metric_cells_delta", share=t.pct(cost.share), every=t.int(cost.every)),
           **widgets.REFERENCE)
-m2.metric(t("playground.metric_flops"), t.sci(cost["flops"]),
-          delta=t("playground.metric_flops_delta", full=t.sci(cost["full_flops"])), **widgets.REFERENCE)
-m3.metric(t("playground.metric_numbers"), t.int(cost["numbers"]), help=t("playground.metric_numbers_help"))
-m4.metric(t("playground.metric_ratio", n=t.int(pg.LARGE_N)), t.float(cost["ratio"], 2),
-          delta=t("playground.metric_ratio_delta", full=t.float(cost["full_ratio"], 2)), **widgets.REFERENCE)
+m2.metric(t("playground.metric_flops"), t.sci(cost.flops),
+          delta=t("playground.metric_flops_delta", full=t.sci(cost.full_flops)), **widgets.REFERENCE)
+m3.metric(t("playground.metric_numbers"), t.int(cost.numbers), help=t("playground.metric_numbers_help"))
+m4.metric(t("playground.metric_ratio", n=t.int(pg.LARGE_N)), t.float(cost.ratio, 2),
+          delta=t("playground.metric_ratio_delta", full=t.float(cost.full_ratio, 2)), **widgets.REFERENCE)
 widgets.formula(t, r"\text{@flops} = 4\,d\,h \cdot \text{@cells} = 4 \cdot " + f"{a.q.shape[-1]} \\cdot {a.n_heads}"
-                + r" \cdot " + widgets.tex_int(t, cost["cells"]),
-                t("playground.cost_caption", large=t.int(cost["large"]), doubled=t.int(cost["doubled"])))
+                + r" \cdot " + widgets.tex_int(t, cost.cells),
+                t("playground.cost_caption", large=t.int(cost.large), doubled=t.int(cost.doubled)))
 shown_sliding = a.layer_types[layer] == "sliding"
 if scope == "sliding" and not shown_sliding:
     st.caption(t("playground.grid_layer_own", layer=layer))
@@ -117,35 +113,32 @@ widgets.downsample_note(t, figures.pool_factor(n), n)
 st.subheader(t("playground.reach_heading"))
 rl = widgets.setting(t, "pg_rl", a, t("playground.pick_layers"))
 r = pg.reach(n, key, rl, causal)
-st.caption(t("playground.reach_caption", m=r["m"]))
+st.caption(t("playground.reach_caption", m=r.m))
 rows = []
-for name in ("causal", "bidirectional"):
-    g = r[name]
-    far = t("step4.never_value") if g["farthest"] is None else t.int(g["farthest"])
-    rows.append({t("playground.col_direction"): t(f"playground.{name}_word"), t("step4.metric_max_hops"): far,
-                 t("playground.col_never"): t.int(g["never"]),
-                 t("playground.col_reach", L=rl, i=r["m"] - 1): t.int(g["reach_last"])})
+for name, g in (("causal", r.causal), ("bidirectional", r.bidirectional)):
+    far = t("hubs.never_value") if g.farthest is None else t.int(g.farthest)
+    rows.append({t("playground.col_direction"): t(f"playground.{name}_word"), t("hubs.metric_max_hops"): far,
+                 t("playground.col_never"): t.int(g.never),
+                 t("playground.col_reach", L=rl, i=r.m - 1): t.int(g.reach_last)})
 widgets.data_table(rows)
-shown = r[r["shown"]]
 widgets.chart("pg_hops", (model_id, text, key, rl, causal), lambda: figures.integer_grid(
-    shown["grid"], a.tokens[:r["m"]], title=t("playground.hops_title", m=r["m"],
-                                               direction=t(f"playground.{r['shown']}_word")),
-    x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("step4.hover_hops"),
-    separators=t.separators, colorbar=t("step4.hops_unit"), missing_label=t("step4.never")))
+    r.drawn.grid, a.tokens[:r.m], title=t("playground.hops_title", m=r.m, direction=t(f"playground.{r.shown}_word")),
+    x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("hubs.hover_hops"),
+    separators=t.separators, colorbar=t("hubs.hops_unit"), missing_label=t("hubs.never")))
 
 # --- what it keeps ----------------------------------------------------------------------
 
 st.subheader(t("playground.keep_heading"))
 st.markdown(t("playground.keep_lead" if a.causal else "playground.keep_lead_both"))
 kept = pg.kept(text, model_id, key, scope)
-in_scope = layer in kept["scoped"]  # a layer outside the scope keeps its own attention: nothing to measure
+in_scope = layer in kept.scoped  # a layer outside the scope keeps its own attention: nothing to measure
 err = pg.error(text, model_id, key, layer) if in_scope else None
 k1, k2, k3 = st.columns(3)
-k1.metric(t("playground.metric_kept_all"), t.pct(kept["mean"]))
-k2.metric(t("playground.metric_kept_layer", layer=layer), t.pct(float(kept["per_layer"][layer])))
+k1.metric(t("playground.metric_kept_all"), t.pct(kept.mean))
+k2.metric(t("playground.metric_kept_layer", layer=layer), t.pct(float(kept.per_layer[layer])))
 if err is not None:
-    k3.metric(t("playground.metric_error", layer=layer), t.pct(err["mean"]),
-              delta=t("playground.metric_error_delta", floor=t.pct(err["uniform"])), **widgets.REFERENCE)
+    k3.metric(t("playground.metric_error", layer=layer), t.pct(err.mean),
+              delta=t("playground.metric_error_delta", floor=t.pct(err.uniform)), **widgets.REFERENCE)
 else:
     k3.metric(t("playground.metric_error", layer=layer), "—", help=t("playground.keeps_own", layer=layer))
 own = a.own_window(layer)
@@ -153,10 +146,10 @@ if err is not None and own is not None and comp.window > own and n > own:
     # the pattern keeps every weight the layer computes, and reads further back than the layer ever does
     st.caption(t("playground.wider_than_layer", w=t.int(comp.window), own=t.int(own), layer=layer))
 widgets.chart("pg_kept", (model_id, text, key, scope), lambda: figures.bars(
-    [str(i) for i in range(a.n_layers)], [float(x) for x in kept["per_layer"]],
+    [str(i) for i in range(a.n_layers)], [float(x) for x in kept.per_layer],
     title=t("playground.kept_title"), y_title=t("playground.kept_axis"), separators=t.separators,
-    hover=t("playground.hover_kept"), text=[t.pct(float(x), 0) for x in kept["per_layer"]],
-    colours=[figures.OKABE_ITO[0] if i in kept["scoped"] else "#BBBBBB" for i in range(a.n_layers)]))
+    hover=t("playground.hover_kept"), text=[t.pct(float(x), 0) for x in kept.per_layer],
+    colours=[figures.OKABE_ITO[0] if i in kept.scoped else "#BBBBBB" for i in range(a.n_layers)]))
 
 st.markdown(f"**{t('playground.swap_heading')}**")
 swap_n = model_swaps.swap_budget()
@@ -190,11 +183,11 @@ if timed is None and st.button(t("playground.timing_button"), key="pg_time"):
     timed = pg.time_it(t, text, model_id, key, layer)
 if timed is not None:
     f1, f2, f3 = st.columns(3)
-    mine, full = timed[methods.composed().name], timed[methods.exact().name]
-    f1.metric(t("playground.time_pattern", backend=live_bench.kernel_name(t, timed["backend"])),
-              t.float(mine * 1e3, 2) + " ms")
-    f2.metric(t("playground.time_sdpa" if a.causal else "playground.time_sdpa_both"), t.float(full * 1e3, 2) + " ms")
-    f3.metric(t("playground.time_ratio"), t.float(mine / max(full, 1e-12), 2))
-    st.caption(t("playground.timing_caption", n=t.int(timed["n"]), layer=layer))
+    f1.metric(t("playground.time_pattern", backend=live_bench.kernel_name(t, timed.backend)),
+              t.float(timed.pattern * 1e3, 2) + " ms")
+    f2.metric(t("playground.time_sdpa" if a.causal else "playground.time_sdpa_both"),
+              t.float(timed.full * 1e3, 2) + " ms")
+    f3.metric(t("playground.time_ratio"), t.float(timed.pattern / max(timed.full, 1e-12), 2))
+    st.caption(t("playground.timing_caption", n=t.int(timed.n), layer=layer))
 
 st.caption(t("playground.share_hint"))

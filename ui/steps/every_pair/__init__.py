@@ -1,0 +1,82 @@
+"""Step 1 — every pair: the real attention grid of the reader's text and its n² cells;
+what doubling the text does to them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from attn import methods, patterns
+
+from ... import measures, room_figures
+from ...i18n import Translator
+from ...setting_rows import Setting, head_row, layer_row, positions
+from ...step_parts import Question, RoomChart, RoomView, Step, Summary, head_caption, head_of, heatmap, who
+from .. import page_file
+
+ID = "every-pair"
+
+
+@dataclass(frozen=True)
+class Numbers:
+    """The layer and head drawn (head None: their average); the layer's own window (None:
+    a full layer); the cells it computes on the text and on a text twice as long; the
+    factor its grid was pooled by."""
+
+    layer: int
+    head: int | None
+    window: int | None
+    cells: int
+    doubled: int
+    factor: int
+
+
+def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
+    layer, head = cfg["s1_layer"], head_of(cfg["s1_head"])
+    n = a.n
+    own = methods.own()  # the layer's own pattern: causal (both ways on an encoder), its window if it slides
+    window = a.own_window(layer)
+    cells = own.cells(n, methods.Params(window=window, causal=a.causal))
+    doubled = own.cells(2 * n, methods.Params(window=window, causal=a.causal))
+    ratio = doubled / cells
+    grid = measures.grid(text, model_id, layer, head)
+    fig, factor = heatmap(t, grid, a.tokens, t("every_pair.grid_title", who=head_caption(t, a, layer, head)))
+    q = Question(t("every_pair.question"), [2, 4, 8], ratio, lambda x: t("predict.times", x=x),
+                 t("predict.times", x=t.float(ratio, 2)))
+    key = [(t("every_pair.metric_n"), t.int(n)), (t("every_pair.metric_causal"), t.int(cells)),
+           (t("every_pair.metric_doubled", n2=t.int(2 * n)), t.int(doubled))]
+    return Summary(ID, who(t, a, layer, head), key, fig, [q], Numbers(layer, head, window, cells, doubled, factor))
+
+
+def room_cells(t: Translator, done: list, cfg: dict) -> RoomView:
+    """Each text's cells against its n, on each kind of layer's curve."""
+    points, where = [], {}
+    window = done[0].numbers.window
+    layer_kinds = sorted({k for x in done for k in x.numbers.layer_types})
+    for x in done:
+        n = x.numbers.n
+        for layer_kind in layer_kinds:
+            y = patterns.cells(n, window if layer_kind == "sliding" else None, causal=x.numbers.causal)
+            points.append({"lang": x.lang, "x": n, "y": y, "symbol": "square" if layer_kind == "sliding" else "circle"})
+        where[x.owner] = (n, patterns.cells(n, None, causal=x.numbers.causal))
+    causal = done[0].numbers.causal
+    hi = max(2 * x.numbers.n for x in done)
+    xs = sorted({max(1, round(10 ** (e / 20))) for e in range(0, int(20 * math.log10(hi)) + 1)})
+    curves = [{"name": t("room.curve_full"), "x": xs, "y": [patterns.cells(m, None, causal=causal) for m in xs]}]
+    if "sliding" in layer_kinds:
+        curves.append({"name": t("room.curve_sliding", w=t.int(window)), "x": xs,
+                       "y": [patterns.cells(m, window, causal=causal) for m in xs], "dash": "dash"})
+    fig = room_figures.points_on_curves(points, curves, title=t("room.cells_title"), x_title=t("common.n_axis"),
+                                        y_title=t("room.cells_axis"), separators=t.separators,
+                                        lang_names=room_figures.languages(t, done), hover=t("room.hover_cells"))
+    return RoomView([t("room.cells_caption", n=t.int(len(done)))], fig, where)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    layer_row("s1_layer", ID), head_row("s1_head", ID),
+    Setting("s1_token", ID, "choice", lambda d, c: d.n - 1, choices=positions, widget="selectbox", names="token"),
+)
+
+STEP = Step(ID, order=10, icon=":material/grid_on:", page=page_file(__file__), questions=("s1.doubling",),
+            settings=SETTINGS, summary_from=("s1_layer", "s1_head"), summary=summary,
+            room=(RoomChart("cells", room_cells),))

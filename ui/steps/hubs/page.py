@@ -1,0 +1,147 @@
+"""Step 4 — hubs: a few global tokens join every pair in two hops (bidirectional),
+and in a causal model the first token is a sink; an encoder's own hubs are its
+special tokens ([CLS], [SEP])."""
+
+import streamlit as st
+
+from ui import figures, measures, model_swaps, step_page, widgets
+from ui.steps import hubs as step
+
+page = step_page.opened(step.STEP)
+t, a, text, model_id = page.t, page.a, page.text, page.model_id
+n = a.n
+found = measures.anchors(text, model_id, 5)
+if n <= measures.ANCHOR_DISTANCE:  # no row lies that far after another: there is nothing to score anchors by
+    st.caption(t("hubs.anchors_none" if a.causal else "hubs.anchors_none_both", n=t.int(n),
+                 d=t.int(measures.ANCHOR_DISTANCE)))
+else:
+    items = t.list(t("hubs.anchor_item", p=p, token=widgets.literal(a.tokens[p]), score=t.float(score, 3))
+                   for p, score in found)
+    st.caption(t("hubs.anchors_found" if a.causal else "hubs.anchors_found_both", found=items))
+hubs = tuple(sorted(widgets.setting(t, "s4_hubs", a, t("hubs.pick_hubs"))))
+w = widgets.setting(t, "s4_w", a, t("hubs.pick_w"))
+g = len(hubs)
+
+widgets.formula(t, r"\text{@cells} = O\big(n\,(w + g)\big) \ll n^2", t("hubs.formula_caption"))
+
+sm = page.summary()
+v: step.Numbers = sm.numbers
+cells_full = measures.cells(n, causal=a.causal)
+kept_s = measures.kept(text, model_id, w, (0,))
+c1, c2, c3, c4 = st.columns(4)
+c1.metric(t("hubs.metric_cells", g=g), t.int(v.cells_h),
+          delta=t("hubs.metric_cells_delta", share=t.pct(v.cells_h / cells_full)), **widgets.REFERENCE)
+c2.metric(t("hubs.metric_kept_window"), t.pct(v.kept_w.mean))
+c3.metric(t("hubs.metric_kept_hubs", g=g), t.pct(v.kept_h.mean),
+          delta=t("hubs.metric_kept_delta", d=t.float(100 * (v.kept_h.mean - v.kept_w.mean), 1)),
+          **widgets.REFERENCE)
+c4.metric(t("hubs.metric_kept_sink"), t.pct(kept_s.mean),
+          delta=t("hubs.metric_kept_delta", d=t.float(100 * (kept_s.mean - v.kept_w.mean), 1)),
+          **widgets.REFERENCE)
+
+st.subheader(t("hubs.hops_heading"))
+st.markdown(t("hubs.hops_lead"))
+hn, hop_hubs, hw, grids = v.hn, v.hop_hubs, v.hw, v.grids
+outside = [h for h in hubs if h >= hn]
+if not any(h < hn for h in hubs):  # the hop grid needs a hub: the first token stands in, and the page says so
+    st.caption(t("hubs.hub_stand_in", n=t.int(hn)))
+if outside:
+    st.caption(t("hubs.hubs_outside", n=hn, g=len(outside), outside=t.list(str(h) for h in outside)))
+
+
+def farthest_metric(res: measures.HopGrid) -> None:
+    st.metric(t("hubs.metric_max_hops"), step.distance(t, res),
+              help=t("hubs.metric_never_help", pairs=t.int(res.never)) if res.never else None)
+
+
+h1, h2 = st.columns(2)
+common = v.hop_style
+with h1:
+    widgets.chart("s4_hops_none", (text, model_id, hn, hw), lambda: figures.integer_grid(
+        grids.none.grid, a.tokens[:hn], title=t("hubs.hops_none", w=hw), **common))
+    farthest_metric(grids.none)
+with h2:
+    widgets.show_figure(sm.figure, key="s4_hops_hubs")
+    farthest_metric(grids.hubs)
+st.caption(t("hubs.hops_caption", n=hn, w=hw))
+if not a.causal:  # the grids above are how this very model reads: both ways
+    st.caption(t("hubs.hops_real"))
+
+far_i, far_j = hn - 1, next((j for j in range(hn) if j not in hop_hubs), 0)
+path = measures.route(hn, hw, hop_hubs, far_i, far_j)
+if path:
+    st.markdown(t("hubs.route_lead", i=far_i, j=far_j, hops=len(path) - 1))
+    st.text(" → ".join(f"{p} · {a.tokens[p]}" for p in path))
+    widgets.chart("s4_route", (text, model_id, hn, hw, hop_hubs, far_i, far_j), lambda: figures.route_diagram(
+        hn, path, hop_hubs, a.tokens[:hn], title=t("hubs.route_title"), separators=t.separators,
+        token_word=t("common.token"), hub_word=t("common.hub")))
+
+
+def causal_hubs() -> None:
+    """A causal model's hubs: the first token is a sink, a hub further in relays."""
+    st.subheader(t("hubs.sink_heading"))
+    sink, alone = grids.causal_sink, grids.causal_none
+    if sink.farthest is None or alone.farthest is None:
+        st.markdown(t("hubs.sink_text_never"))
+    else:
+        # the first token as hub joins no pair sooner: said once, not twice
+        same = sink.farthest == alone.farthest
+        st.markdown(t("hubs.sink_text_same" if same else "hubs.sink_text", far=t.int(sink.farthest),
+                      far0=t.int(alone.farthest)))
+    c1, c2 = st.columns(2)
+    with c1:
+        widgets.chart("s4_hops_causal", (text, model_id, hn, hw), lambda: figures.integer_grid(
+            sink.grid, a.tokens[:hn], title=t("hubs.hops_causal", w=hw), **common))
+        farthest_metric(sink)
+    with c2:
+        relay = [h for h in hubs if h > 0]  # the first token cannot relay: a hub further in can
+        if relay:
+            # a span of hn tokens around the first such hub (the first hn tokens when it lies among them)
+            start = max(0, min(relay[0] - hn // 2, n - hn))
+            inside = tuple(h - start for h in hubs if start <= h < start + hn)
+            span = measures.hop_grids(hn, hw, inside, inside)
+            mine, alone_span = span.causal_hubs, span.causal_none
+            where = t.list(str(h + start) for h in inside)
+            widgets.chart("s4_hops_causal_hubs", (text, model_id, hn, hw, start, inside), lambda: figures.integer_grid(
+                mine.grid, a.tokens[start:start + hn],
+                title=t("hubs.hops_causal_hubs", w=hw, g=len(inside), where=where), start=start,
+                **common))
+            farthest_metric(mine)
+            if start:
+                st.caption(t("hubs.span_caption", a=start, b=start + hn - 1, h=relay[0], w=hw))
+        else:
+            st.info(t("hubs.no_hub_drawn", n=hn))
+    if relay:
+        st.markdown(t("hubs.causal_hub_text", mine=step.reach_phrase(t, mine),
+                      alone=step.reach_phrase(t, alone_span)))
+
+
+def encoder_hubs() -> None:
+    """An encoder's own hubs: the tokenizer's special tokens, which many heads lean on."""
+    st.subheader(t("hubs.encoder_heading"))
+    got = measures.special_share(text, model_id)
+    if not got.columns:
+        st.markdown(t("hubs.encoder_no_specials"))
+        return
+    tokens = t.list(f"{p} · {widgets.literal(a.tokens[p])}" for p in got.columns)
+    st.markdown(t("hubs.encoder_text", tokens=tokens, g=len(got.columns), share=t.pct(got.mean),
+                  even=t.pct(got.even)))
+    top = max(range(len(got.per_layer)), key=lambda layer: got.per_layer[layer])
+    st.caption(t("hubs.encoder_layer", layer=top, share=t.pct(got.per_layer[top])))
+
+
+if a.causal:
+    causal_hubs()
+else:
+    encoder_hubs()
+sink_share = measures.sink_share(text, model_id)
+st.metric(t("hubs.metric_sink"), t.pct(sink_share), help=t("hubs.metric_sink_help"))
+if not a.first_is_special:  # GPT-2's tokenizer adds no start token: the sink is a piece of the text
+    st.caption(t("hubs.first_is_text"))
+
+st.subheader(t("hubs.model_heading"))
+st.markdown(t("hubs.model_text"))
+model_swaps.hub_evidence(t, a, text)
+
+page.room(window=w)
+page.close(sm)

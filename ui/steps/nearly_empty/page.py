@@ -1,0 +1,98 @@
+"""Step 2 — the grid is nearly empty: k(p) cells carry a share p of each row."""
+
+import streamlit as st
+
+from ui import figures, measures, step_page, widgets
+from ui.steps import nearly_empty
+
+page = step_page.opened(nearly_empty.STEP)
+t, a, text, model_id = page.t, page.a, page.text, page.model_id
+layer, head = widgets.layer_head_picker(t, a, "s2")
+p = widgets.setting(t, "s2_p", a, t("nearly_empty.pick_p"), names=lambda x: t.pct(x, 0))
+
+widgets.formula(t, r"k(p) = \min\Big\{k : \textstyle\sum_{\text{@top}\,k} a_{ij} \ge p\Big\} \qquad "
+                r"\text{@useful} \approx n \cdot \bar k", t("nearly_empty.formula_caption"))
+
+sm = page.summary()
+v: nearly_empty.Numbers = sm.numbers
+res = v.useful
+prefixes = res.prefixes
+n = a.n
+c1, c2, c3, c4 = st.columns(4)
+c1.metric(t("nearly_empty.metric_k", p=t.pct(p, 0)), t.float(res.k, 1))
+c2.metric(t("nearly_empty.metric_useful"), t.int(res.useful), help=t("nearly_empty.metric_useful_help"))
+c3.metric(t("nearly_empty.metric_share"), t.pct(res.share),
+          help=t("nearly_empty.metric_share_help", cells=t.int(res.cells)))
+c4.metric(t("nearly_empty.metric_all"), t.float(res.k_all, 1), help=t("nearly_empty.metric_all_help"))
+# the lead's "a small part of its cells", in this text's numbers
+st.caption(t("nearly_empty.all_caption", k=t.float(res.k_all, 1), p=t.pct(p, 0), n=t.int(n)))
+
+widgets.show_figure(sm.figure, key="s2_grid")
+widgets.downsample_note(t, v.factor, n)
+st.caption(t("nearly_empty.grid_caption", p=t.pct(p, 0), cells=t.int(res.mask_cells), total=t.int(res.cells)))
+if head is None:
+    st.caption(t("nearly_empty.grid_caption_average"))
+
+st.subheader(t("nearly_empty.prefix_heading"))
+xs = [r.n for r in prefixes]
+# a tick is left unlabelled where the whole text lies just past a doubling (128 and 130 would
+# print on top of each other and read as one number)
+ticks = (xs, [t.int(x) if i == len(xs) - 1 or xs[-1] / x > 1.25 else "" for i, x in enumerate(xs)])
+settings = (text, model_id, layer, head, p)
+
+
+def prefix_figure():
+    series = [
+        {"name": t("nearly_empty.series_share"), "x": xs, "y": [r.share for r in prefixes],
+         "hover": t("nearly_empty.hover_prefix")},
+        {"name": t("nearly_empty.series_uniform"), "x": xs, "y": [r.uniform_share for r in prefixes], "dash": "dot",
+         "colour": "#999999", "hover": t("nearly_empty.hover_uniform")},
+    ]
+    return figures.lines(series, title=t("nearly_empty.prefix_title", p=t.pct(p, 0)), x_title=t("common.n_axis"),
+                         y_title=t("nearly_empty.share_axis"), separators=t.separators, log_x=True, log_y=True,
+                         y_format=".0%", x_ticks=ticks)
+
+
+widgets.chart("s2_prefix", settings, prefix_figure)
+if len(prefixes) >= 2:
+    first, last = prefixes[0], prefixes[-1]
+    # said as this text measured it: the share falls on many layers and heads, rises on others
+    fell = last.share < first.share
+    said = ("nearly_empty.prefix_caption" if fell
+            else "nearly_empty.prefix_caption_rose" if last.share < 0.5  # still mostly empty
+            else "nearly_empty.prefix_caption_rose_dense")
+    # how each point was measured: a causal model's beginnings are read off the one run, an
+    # encoder's (whose tokens look ahead too) are runs of their own
+    how = "nearly_empty.prefix_how" if a.causal else "nearly_empty.prefix_how_encoder"
+    st.caption(t.sentences([t(said, n0=t.int(first.n), s0=t.pct(first.share), n1=t.int(last.n),
+                              s1=t.pct(last.share), p=t.pct(p, 0)), t(how)]))
+    trend = measures.share_trend(text, model_id, p)
+    every = trend.heads_fell == trend.heads and trend.layers_fell == trend.layers  # nothing else left
+    st.caption(t("nearly_empty.trend_caption_all" if every else "nearly_empty.trend_caption",
+                 n0=t.int(trend.first), n1=t.int(trend.n), fell=t.int(trend.layers_fell),
+                 layers=t.int(trend.layers), fell_heads=t.int(trend.heads_fell), heads=t.int(trend.heads)))
+
+
+def k_figure():
+    k_series = [
+        {"name": t("nearly_empty.series_k"), "x": xs, "y": [r.k for r in prefixes],
+         "hover": t("nearly_empty.hover_k")},
+        {"name": t("nearly_empty.series_uniform"), "x": xs, "y": [r.uniform_k for r in prefixes], "dash": "dot",
+         "colour": "#999999", "hover": t("nearly_empty.hover_k")},
+    ]
+    return figures.lines(k_series, title=t("nearly_empty.k_title", p=t.pct(p, 0)), x_title=t("common.n_axis"),
+                         y_title=t("nearly_empty.k_axis"), separators=t.separators, log_x=True, log_y=True,
+                         x_ticks=ticks)
+
+
+widgets.chart("s2_k", settings, k_figure)
+if len(prefixes) >= 2 and prefixes[0].k > 0:  # what the chart shows, said with its numbers (the title is neutral)
+    first, last = prefixes[0], prefixes[-1]
+    st.caption(t("nearly_empty.k_caption", k0=t.float(first.k, 1), n0=t.int(first.n), k1=t.float(last.k, 1),
+                 n1=t.int(last.n), nr=t.float(last.n / first.n, 1), kr=t.float(last.k / first.k, 1)))
+if res.window is not None and n > res.window:
+    st.caption(t("nearly_empty.window_cap", w=t.int(res.window)))
+widgets.prose(t, page.step, "nearly_empty.outro")
+
+page.room(layer=layer)
+page.close(sm)

@@ -1,0 +1,120 @@
+"""Step 3 — look only at your neighbours: a sliding window over the real grid, the share
+of real weight it keeps, and the reach that stacked layers give it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from attn import graph, room_numbers
+
+from ... import figures, measures, room_figures
+from ...i18n import Translator
+from ...setting_rows import Setting, head_row, layer_row, window_row
+from ...step_parts import Question, RoomChart, RoomView, Step, Summary, head_caption, head_of, heatmap, who
+from .. import page_file
+
+ID = "neighbours"
+REACH_W, REACH_W_DEFAULT = (2, 8), 3  # the reach's window: 2..8, 3 at first
+REACH_TOKENS = 64  # the reach is drawn on the first 64 tokens
+
+
+@dataclass(frozen=True)
+class Numbers:
+    """The layer and head drawn, the window w, what it keeps (measures.Kept) and its cells;
+    the grid's pooling; the reach: on the first ``rn`` tokens, each layer's frame for a
+    window ``rw`` over ``rl`` layers, the formula's size and the measured one."""
+
+    layer: int
+    head: int | None
+    w: int
+    rw: int
+    rl: int
+    kept: measures.Kept
+    cells: int
+    factor: int
+    rn: int
+    frames: list[np.ndarray]
+    formula_size: int
+    measured: int
+
+
+def reach_options(w: int, layers: int, rn: int) -> list[int]:
+    """The question's options: how many tokens reach token rn − 1 after ``layers`` layers
+    of a causal window ``w`` (itself included). The right one, min(L·(w − 1) + 1, rn) (the
+    formula, capped by the tokens before it, as the question says), among the usual
+    wrong guesses (L·w, counting each layer's whole window; w^L, as if windows
+    multiplied; the formula uncapped) — at least three, all different."""
+    right = min(graph.reach_size(w, layers), rn)
+    options = {right, layers * w, w**layers, graph.reach_size(w, layers)}
+    for extra in (2 * right, right + layers, max(1, right // 2), right + 1):  # when the guesses coincide (L = 1…)
+        if len(options) >= 3:
+            break
+        options.add(extra)
+    return sorted(options)
+
+
+def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
+    layer, head, w = cfg["s3_layer"], head_of(cfg["s3_head"]), cfg["s3_w"]
+    rw, rl = cfg["s3_rw"], cfg["s3_rl"]
+    n = a.n
+    kept = measures.kept(text, model_id, w, ())
+    cells = measures.cells(n, w, (), a.causal)
+    fig, factor = heatmap(t, measures.grid(text, model_id, layer, head), a.tokens,
+                          t("neighbours.grid_title", w=t.int(w), who=head_caption(t, a, layer, head)))
+    figures.add_band(fig, n, w, name=t("neighbours.band_name", w=t.int(w)), causal=a.causal)
+    rn = min(n, REACH_TOKENS)
+    frames = measures.reach_frames(rn, rw, rl, a.causal)
+    formula_size = graph.reach_size(rw, rl)
+    measured = int(frames[-1][rn - 1].sum())
+    q = Question(t("neighbours.question", L=rl, w=rw, i=t.int(rn - 1)), reach_options(rw, rl, rn), measured,
+                 lambda x: t.int(x), t.int(measured))
+    key = [(t("neighbours.metric_kept_all"), t.pct(kept.mean)), (t("neighbours.metric_cells"), t.int(cells)),
+           (t("neighbours.metric_reach_measured", i=rn - 1), t.int(measured))]
+    params = who(t, a, layer, head) + [(t("neighbours.pick_w"), t.int(w)), (t("neighbours.pick_reach_w"), t.int(rw)),
+                                       (t("neighbours.pick_layers"), t.int(rl))]
+    return Summary(ID, params, key, fig, [q], Numbers(layer, head, w, rw, rl, kept, cells, factor, rn, frames,
+                                                      formula_size, measured))
+
+
+def nearest_window(asked) -> int:
+    """The room's measured window nearest the page's (a log scale: 20 is nearer 16 than 64)."""
+    if not isinstance(asked, int) or asked < 1:
+        return room_numbers.ROOM_WINDOWS[1]
+    return min(room_numbers.ROOM_WINDOWS, key=lambda w: abs(math.log(w) - math.log(asked)))
+
+
+def room_window(t: Translator, done: list, cfg: dict) -> RoomView:
+    """The share of weight a window keeps, every text, by language."""
+    w = nearest_window(cfg.get("window"))
+    langs = room_figures.languages(t, done)
+    points = [{"group": langs[x.lang], "lang": x.lang, "y": x.numbers.kept[w].mean} for x in done]
+    fig, xs = room_figures.strips(list(langs.values()), points, title=t("room.window_title", w=t.int(w)),
+                                  y_title=t("room.kept_axis"), separators=t.separators, lang_names=langs,
+                                  hover=t("room.hover_share"), y_format=".0%")
+    where = {x.owner: (xs[i], points[i]["y"]) for i, x in enumerate(done)}
+    said = [t("room.window_measured", ws=t.list(t.int(v) for v in room_numbers.ROOM_WINDOWS), w=t.int(w))]
+    if cfg.get("window") not in (None, w):
+        said.append(t("room.window_nearest", asked=t.int(cfg["window"]), w=t.int(w)))
+    shorter = sum(1 for x in done if x.numbers.n <= w)
+    if shorter:
+        said.append(t("room.window_shorter", n=shorter, w=t.int(w)))
+    return RoomView(said, fig, where)
+
+
+def csv_columns(done: list) -> list:
+    """The share each of the room's windows keeps."""
+    return [(f"kept_window{w}", lambda x, w=w: x.kept[w].mean) for w in room_numbers.ROOM_WINDOWS]
+
+
+SETTINGS: tuple[Setting, ...] = (
+    layer_row("s3_layer", ID), head_row("s3_head", ID), window_row("s3_w", ID, 16, 512),
+    Setting("s3_rw", ID, "int", lambda d, c: REACH_W_DEFAULT, bounds=lambda d: REACH_W, widget="slider"),
+    Setting("s3_rl", ID, "int", lambda d, c: min(4, d.n_layers), bounds=lambda d: (1, d.n_layers), widget="slider"),
+)
+
+STEP = Step(ID, order=30, icon=":material/swap_horiz:", page=page_file(__file__), questions=("s3.reach",),
+            settings=SETTINGS, summary_from=("s3_layer", "s3_head", "s3_w", "s3_rw", "s3_rl"), summary=summary,
+            room=(RoomChart("window", room_window),), csv=csv_columns)

@@ -1,0 +1,79 @@
+"""Step 7 — length stops being a wall: the cost model as n doubles (cost(2n)/cost(n) → 4
+for the square, 2 for a line), and a live benchmark on this device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attn import bench, methods
+from attn.costs import Shape
+from attn.device import pick_device
+
+from ... import figures, live_bench
+from ...i18n import Translator
+from ...step_parts import Question, Step, Summary
+from .. import page_file
+
+ID = "payoff"
+SIZES = [2 ** e for e in range(9, 21)]  # the cost model: n = 512 … 2²⁰
+
+
+@dataclass(frozen=True)
+class Numbers:
+    """The shape the cost model counts (heads, head size, window, hubs), the lengths, each
+    method's operations at each length, and the live run's ratio when it was measured."""
+
+    shape: Shape
+    ns: list[int]
+    costs: dict
+    live_ratio: float | None
+
+
+def inputs() -> dict:
+    """What the summary reads besides the settings: this device's live run, where it was
+    run (its rows and largest length) — the page shows it, so the prebuild uses it too."""
+    rows, last = live_bench.on_this_device()
+    return {"live_rows": rows, "live_last": last} if rows else {}
+
+
+def summary(t: Translator, a, text: str, model_id: str, cfg: dict, live_rows: list | None = None,
+            live_last: int | None = None) -> Summary:
+    """The cost model always; the live run's ratio when ``live_rows`` were measured
+    (at sizes up to ``live_last``)."""
+    s = Shape()
+    ns = SIZES
+    costs = methods.operations(ns, s)
+    series = [{"name": live_bench.method_name(t, m, s), "x": ns, "y": costs[m], "hover": t("payoff.hover_flops")}
+              for m in costs]
+    full, window = methods.exact().name, methods.window().name
+    series.append({"name": t("payoff.ref_n2"), "x": ns, "y": [costs[full][0] * (n / ns[0]) ** 2 for n in ns],
+                   "dash": "dot", "colour": "#999999", "mode": "lines", "hover": t("payoff.hover_flops")})
+    series.append({"name": t("payoff.ref_n"), "x": ns, "y": [costs[window][0] * (n / ns[0]) for n in ns],
+                   "dash": "dash", "colour": "#999999", "mode": "lines", "hover": t("payoff.hover_flops")})
+    fig = figures.lines(series, title=t("payoff.model_title"), x_title=t("common.n_axis"),
+                        y_title=t("payoff.flops_axis"), separators=t.separators, log_x=True, log_y=True, height=460,
+                        x_ticks=(ns[::2], [t.int(n) for n in ns[::2]]))
+    live_ratio = bench.ratios(live_rows).get((window, live_last)) if live_rows else None
+    # the question asks what the lesson teaches, so the cost model grades it; one live timing
+    # (0.98 or 3.1 on a busy machine) is shown beside it as what this device measured
+    ratio = costs[window][-1] / costs[window][-2]
+    note = (t("predict.from_live", value=t.float(live_ratio, 2), n=t.int(live_last // 2), n2=t.int(live_last))
+            if live_ratio is not None else t("predict.from_model"))
+    q = Question(t("payoff.question"), [1, 2, 4], ratio, lambda x: t.int(x), t.float(ratio, 2), note, source="model")
+    key = [(t("payoff.metric_model_ratio", m=live_bench.method_name(t, m, s)), t.float(costs[m][-1] / costs[m][-2], 2))
+           for m in costs]
+    params = [("w", t.int(s.window)), ("g", t.int(s.hubs)), ("d", t.int(s.d)), ("h", t.int(s.heads))]
+    return Summary(ID, params, key, fig, [q], Numbers(s, ns, costs, live_ratio))
+
+
+def measured(t: Translator, a, text: str, model_id: str, cfg: dict):
+    """The handout's live run on this device, where it was run: (its heading's key, its
+    time and memory figures), or the key of the note that says it was not."""
+    rows, _ = live_bench.on_this_device()
+    if not rows:
+        return "handout.live_not_run"
+    return "payoff.live_heading", list(live_bench.figures_of(t, rows, bench.live_sizes(pick_device()), Shape()))
+
+
+STEP = Step(ID, order=70, icon=":material/speed:", page=page_file(__file__), questions=("s7.ratio",),
+            summary=summary, inputs=inputs, needs_text=False, measured=measured)

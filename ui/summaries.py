@@ -1,0 +1,110 @@
+"""Each step's summary, built once per text, language and settings and shared by every
+reader (each step's package says how: ui.steps.<step>.summary): the page, the handout,
+a class's votes and the summaries a class builds ahead all read it from here."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import streamlit as st
+
+from . import figures, measures, setting_table
+from . import steps
+from .i18n import LANGS, Translator
+from .setting_rows import AVERAGE
+from .step_parts import Question, Step, Summary
+
+
+def build(step: Step, t: Translator, a, text: str, model_id: str, cfg: dict, **inputs) -> Summary:
+    """A step's summary, built here (uncached: ``get`` shares one), its questions named by
+    the ids the step declares — as many as it declares, or a ValueError."""
+    made = step.summary(t, a, text, model_id, cfg, **inputs)
+    if len(step.questions) != len(made.questions):
+        raise ValueError(f"{step.id} declares {len(step.questions)} questions and its summary asks "
+                         f"{len(made.questions)}")
+    for qid, q in zip(step.questions, made.questions):
+        q.id = qid
+    return made
+
+
+def question(sm: Summary, qid: str) -> Question:
+    """The question ``qid`` of a summary."""
+    found = next((q for q in sm.questions if q.id == qid), None)
+    if found is None:
+        raise KeyError(f"{sm.step} asks no question {qid!r}")
+    return found
+
+
+SUMMARIES = 64  # summaries kept for every reader (a step's figure of 372 tokens is ≈ 1–2 MB)
+
+
+def _frozen(cfg: dict) -> tuple:
+    """The settings as a cache key; a set of positions (hubs) in one order whatever the
+    order it was picked or defaulted in."""
+    def one(k, v):
+        if k in setting_table.ROWS and setting_table.row(k).kind == "many":
+            return tuple(sorted(v))
+        return tuple(v) if isinstance(v, list) else v
+
+    return tuple(sorted((k, one(k, v)) for k, v in cfg.items()))
+
+
+BUILT: Counter = Counter()  # summaries built by this process, by step id (the cache's misses)
+
+
+@st.cache_resource(max_entries=SUMMARIES, show_spinner=False)
+def _cached_summary(step_id: str, lang: str, text: str, model_id: str, cfg: tuple, live: tuple, _a, _inputs):
+    BUILT[step_id] += 1
+    made = build(steps.get(step_id), Translator(lang), _a, text, model_id, dict(cfg), **_inputs)
+    made.figure, made.measured = figures.frozen(made.figure), figures.frozen(made.measured)
+    return made
+
+
+def get(step: Step, t: Translator, a, text: str, model_id: str, cfg: dict, **inputs) -> Summary:
+    """A step's summary, built once per text, language, settings and inputs (step 7's live
+    run: ``step.inputs``) and shared by every reader (read-only: a page that changes a
+    figure copies it first)."""
+    if set(cfg) != set(step.summary_from):  # one list of them: the step's declaration
+        raise ValueError(f"{step.id}'s summary is built from {step.summary_from}, given {tuple(cfg)}")
+    live = _inputs_key(inputs)
+    cfg = {k: (v if v is not None else AVERAGE) if k.endswith("_head") else v for k, v in cfg.items()}
+    return _cached_summary(step.id, t.lang, text, model_id, _frozen(cfg), live, a, inputs)
+
+
+def _inputs_key(inputs: dict) -> tuple:
+    """What a step's extra inputs are, as a cache key (a live run by its sizes and times)."""
+    rows = inputs.get("live_rows")
+    return (inputs.get("live_last"), tuple(r.seconds for r in rows)) if rows else ()
+
+
+def inputs(step: Step, cfg: dict) -> dict:
+    """The settings a step's summary is built from (its declaration's ``summary_from``),
+    taken from ``cfg``: the page gives the same ones, so that it finds what was built."""
+    return {k: cfg[k] for k in step.summary_from}
+
+
+def extra(step: Step) -> dict:
+    """What else a step's summary reads (``step.inputs``: step 7's live run), as its page
+    reads it now."""
+    return step.inputs() if step.inputs else {}
+
+
+def build_all(a, text: str, model_id: str, settings: dict, langs=LANGS, stop=lambda: False) -> int:
+    """Every step's summary for this text and these settings (each page's defaults where
+    a setting is not given or does not fit), in every language, into the cache the pages
+    read — with no reader's session: the language is given. A step's extra inputs are
+    those its page would read now (``step.inputs``). Returns how many were built here (0
+    when all were built already); ``stop()`` true ends it early."""
+    cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), settings or {})
+    made = 0
+    for step in steps.steps():
+        for lang in langs:
+            if stop():
+                return made
+            before = BUILT[step.id]
+            if step.needs_text:
+                get(step, Translator(lang), a, text, model_id, inputs(step, cfg), **extra(step))
+            else:
+                get(step, Translator(lang), None, "", "", inputs(step, cfg), **extra(step))
+            made += BUILT[step.id] - before
+    return made
