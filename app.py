@@ -8,8 +8,8 @@ from contextlib import nullcontext
 
 import streamlit as st
 
-from ui import handout, keys, page_run, served_model, session, share, steps, style, warmup, widgets
-from ui.classroom import handle, membership, panel, teacher, votes
+from ui import glossary, handout, keys, page_run, served_model, session, share, steps, style, warmup, widgets
+from ui.classroom import gate, handle, membership, panel, teacher, vote_results
 from ui.i18n import LANGS
 
 st.set_page_config(page_title="Attention Atlas", page_icon=":material/explore:", layout="wide")
@@ -54,11 +54,11 @@ with st.sidebar:
               on_change=session.on_presenter_change, help=t("sidebar.presenter_help"))
     session.write_url()  # the sidebar's page links drop the query: write language and mode back
     membership.write_url()  # and a student's class and id
-    locked = votes.answers_locked()  # a student while the class votes: no answers by another road
+    locked = gate.answers_locked()  # a student while the class votes: no answers by another road
     share_asked = share.share_button(t, locked)
     handout_slot = handout.offer(t, locked)
     panel.sidebar(t, here)
-    votes.results_table(t)  # the teacher's summary of her class's votes (empty for anyone else)
+    vote_results.results_table(t)  # the teacher's summary of her class's votes (empty for anyone else)
     # on a projector the controls fold away; the language stays one click away
     with st.expander(t("sidebar.controls"), expanded=False) if presenting else nullcontext():
         served_model.model_choice(t)  # ATLAS_MODELS: the reader picks the model their pages run
@@ -69,7 +69,7 @@ with st.sidebar:
         st.caption(t("sidebar.text_cap", n=t.int(session.MAX_CHARS), tokens=t.int(served_model.token_budget())))
         st.button(t("sidebar.restore"), on_click=session.restore_sample, width="stretch", key="restore_sample")
         with st.popover(t("closing.glossary"), icon=":material/menu_book:", width="stretch"):
-            widgets.glossary_table(t)
+            glossary.glossary_table(t)
         st.caption(t("sidebar.device", device=served_model.device_line()))
         st.caption(served_model.model_line(t))
 style.base_style()

@@ -14,7 +14,7 @@ import dataclasses
 
 import torch
 
-from . import flex, kernels, patterns
+from . import flex, kernels, patterns, sparse_kernels
 from .composition import Composition, composed_blocks, composed_mask, covers_every_pair, window_and_hubs
 
 BACKENDS = ("auto", "blocked", "flex")
@@ -95,7 +95,7 @@ def composed_attention(q, k, v, c: Composition, *, causal: bool = True, scale: f
             return out
     mask_mod = composed_mask(n, c, causal, device=q.device)
     block, visit = sparse_plan(n, c, causal, device=q.device)
-    return kernels.sparse_attention(q, k, v, mask_mod, visit, c.hubs, scale=scale, block=block)
+    return sparse_kernels.sparse_attention(q, k, v, mask_mod, visit, c.hubs, scale=scale, block=block)
 
 
 def _composed_compiled(q, k, v, c: Composition, causal: bool, scale: float, call):
@@ -201,7 +201,8 @@ def _check_pattern(q, v, n, causal, hubs, dtype) -> None:
         qq, kk, vv = (torch.randn_like(t[:, :, :nn_]).contiguous() for t in (q, q, v))
         got = _composed_compiled(qq, kk, vv, c, causal_, qq.shape[-1] ** -0.5, flex.call_sparse)
         mask_mod = composed_mask(nn_, c, causal_, device=q.device)
-        want = kernels.sparse_attention(qq, kk, vv, mask_mod, composed_blocks(nn_, c, causal_, kernels.BLOCK, q.device,
+        want = sparse_kernels.sparse_attention(qq, kk, vv, mask_mod,
+                                               composed_blocks(nn_, c, causal_, kernels.BLOCK, q.device,
                                                                               hub_lines=False), c.hubs)
         tol = 2e-2 if dtype != torch.float32 else 1e-4
         if not torch.allclose(got.float(), want.float(), atol=tol, rtol=tol):

@@ -18,7 +18,8 @@ from .composition import Composition, composed_blocks, composed_cells, covers_ev
 from .features import feature_size
 from .backend import sparse_plan
 from .flex import block_size, computed_cells, returns_lse
-from .kernels import CHUNK, GROUP, blocked_cells
+from .kernels import blocked_cells
+from .linear_kernels import CHUNK, GROUP
 
 
 @dataclass(frozen=True)

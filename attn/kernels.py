@@ -1,4 +1,4 @@
-"""Full, window (+ hubs) and linear attention on ``(batch, heads, n, d)`` tensors.
+"""Full and window (+ hubs) attention on ``(batch, heads, n, d)`` tensors.
 
 Every fast path has a plain, obviously correct twin here (``*_reference``) that
 builds the n×n grid; the tests compare the two. The fast paths never allocate
@@ -12,8 +12,9 @@ anything of size n×n:
   dense attention merged in through it, and the hub rows whole rows. (:mod:`attn.backend`
   runs a compiled FlexAttention kernel for the window instead once it has warmed up;
   this module chooses no backend.)
-* :func:`linear_attention` — φ(q)ᵀ(Σ φ(k) vᵀ) / φ(q)ᵀ(Σ φ(k)) in the O(n·m·d) order;
-  causal through a chunked scan (chunks of ``CHUNK``), memory O(n·m + m·d).
+
+Softmax over any other pattern (the playground's) is :mod:`attn.sparse_kernels`; linear
+attention, :mod:`attn.linear_kernels`.
 """
 
 from __future__ import annotations
@@ -24,18 +25,9 @@ import torch
 import torch.nn.functional as F
 
 from . import patterns
-from .features import apply_feature_map, feature_functions
 
 BLOCK = 64  # query block of the blocked window kernel (the cost model counts with it)
-CHUNK = 32  # chunk of the causal linear-attention scan (32 and 64 tied within noise at 16k; 32 computes less)
-GROUP = 16  # chunks whose features are made at once (16 beat 8 and 32: the group's working set stays in cache)
-
-# denominator guard: max(φ(q)·Σφ(k), ε), for rows where both parts are 0 (ReLU features can
-# make them so). ε is float32's smallest normal number: any larger guard leaves rows whose
-# denominator is small but real unnormalised (FAVOR+'s shifted exponentials reach 1e-20 on
-# long texts: a third of the rows of a 679-token text were, with ε = 1e-12)
-LINEAR_EPS = torch.finfo(torch.float32).tiny
-_GROUP_BYTES = {"cpu": 4 * 2**20, "cuda": 256 * 2**20}  # scores of one group of blocks: in cache on CPU
+GROUP_BYTES = {"cpu": 4 * 2**20, "cuda": 256 * 2**20}  # scores of one group of blocks: in cache on CPU
 
 
 # --- checks -----------------------------------------------------------------
@@ -233,7 +225,7 @@ def _window_torch_lse(q, k, v, *, window: int, causal: bool, scale: float, block
     out = torch.empty(b, h, n, dv, dtype=q.dtype, device=dev)
     lse = torch.empty(b, h, n, dtype=torch.float32, device=dev) if with_lse else None
     per_block = b * h * B * L * max(q.element_size(), 4) * 3
-    group = max(1, _GROUP_BYTES.get(q.device.type, _GROUP_BYTES["cpu"]) // max(per_block, 1))
+    group = max(1, GROUP_BYTES.get(q.device.type, GROUP_BYTES["cpu"]) // max(per_block, 1))
     for g0 in range(0, nb, group):
         g1 = min(nb, g0 + group)
         G, q0, q1 = g1 - g0, g0 * B, min(n, g1 * B)
@@ -346,166 +338,3 @@ def window_attention_reference(q, k, v, *, window: int, hubs=(), causal: bool = 
     n = check_qkv(q, k, v)[2]
     allowed = patterns.dense(patterns.pattern(n, window, hubs, causal), n, device=q.device)
     return masked_softmax_reference(q, k, v, allowed, scale)
-
-
-def sparse_attention(q, k, v, mask_mod, visit: torch.Tensor, hubs=(), *, scale: float | None = None,
-                     block: int = BLOCK) -> torch.Tensor:
-    """Softmax attention over any pattern (the playground's compositions), in pure torch:
-    each block of ``block`` queries against the key blocks ``visit`` marks for it (bool
-    blocks × blocks, hub rows and columns left out) and the hub columns, the predicate
-    ``mask_mod`` deciding inside; the hub rows are whole rows, O(g·n). Never n×n:
-    memory O(n · (blocks visited per query block · block + g)). Every row must hold its
-    diagonal cell, and ``visit`` every cell of the pattern outside the hub lines."""
-    b, h, n, d = check_qkv(q, k, v)
-    s = _scale(q, scale)
-    dv = v.shape[-1]
-    dev = q.device
-    B = block
-    nb = math.ceil(n / B)
-    if tuple(visit.shape) != (nb, nb):
-        raise ValueError(f"visit must be ({nb}, {nb}) blocks, got {tuple(visit.shape)}")
-    pad = nb * B - n
-    qp = F.pad(q, (0, 0, 0, pad)).reshape(b, h, nb, B, d)
-    kp = F.pad(k, (0, 0, 0, pad)).reshape(b, h, nb, B, d)
-    vp = F.pad(v, (0, 0, 0, pad)).reshape(b, h, nb, B, dv)
-    visit = visit.to(dev)
-    counts = visit.sum(dim=-1)
-    order = torch.argsort((~visit).to(torch.int8), dim=-1, stable=True)  # visited blocks first
-    hubs = tuple(hubs)
-    g = len(hubs)
-    hub_idx = torch.tensor(hubs, dtype=torch.long, device=dev)
-    k_hub, v_hub = k[:, :, hub_idx][:, :, None], v[:, :, hub_idx][:, :, None]  # (b, h, 1, g, ·)
-    pos = torch.arange(B, device=dev)
-    out = torch.empty(b, h, n, dv, dtype=q.dtype, device=dev)
-    per_block = b * h * B * (int(counts.max()) * B + g) * max(q.element_size(), 4) * 3
-    group = max(1, _GROUP_BYTES.get(dev.type, _GROUP_BYTES["cpu"]) // max(per_block, 1))
-    for g0 in range(0, nb, group):
-        g1 = min(nb, g0 + group)
-        G = g1 - g0
-        C = int(counts[g0:g1].max())
-        idx = order[g0:g1, :C]  # (G, C) key blocks of each query block, padded with unvisited ones
-        valid = torch.arange(C, device=dev)[None, :] < counts[g0:g1, None]
-        kg = kp[:, :, idx].reshape(b, h, G, C * B, d)
-        vg = vp[:, :, idx].reshape(b, h, G, C * B, dv)
-        qs = qp[:, :, g0:g1]  # (b, h, G, B, d)
-        scores = qs @ kg.transpose(-1, -2)  # (b, h, G, B, C·B)
-        qi = (torch.arange(g0, g1, device=dev) * B)[:, None] + pos[None, :]  # (G, B)
-        kj = ((idx * B)[:, :, None] + pos[None, None, :]).reshape(G, C * B)
-        inside = valid.repeat_interleave(B, dim=1) & (kj < n)
-        qc, kc = qi.clamp(max=n - 1), kj.clamp(max=n - 1)
-        allowed = mask_mod(0, 0, qc[:, :, None], kc[:, None, :]) & inside[:, None, :]
-        if g:  # hub columns whose block this query block does not visit (those it does are counted above)
-            seen = visit[g0:g1][:, hub_idx // B]  # (G, g)
-            allowed_h = mask_mod(0, 0, qc[:, :, None], hub_idx[None, None, :]) & ~seen[:, None, :]
-            scores = torch.cat([scores, qs @ k_hub.transpose(-1, -2)], dim=-1)
-            allowed = torch.cat([allowed, allowed_h], dim=-1)
-        p = torch.softmax((scores * s).masked_fill_(~allowed, float("-inf")), dim=-1)
-        o = p[..., :C * B] @ vg
-        if g:
-            o = o + p[..., C * B:] @ v_hub
-        q1 = min(n, g1 * B)
-        out[:, :, g0 * B:q1] = o.reshape(b, h, G * B, dv)[:, :, :q1 - g0 * B]
-    if g:  # hub rows: whole rows
-        rows = q[:, :, hub_idx] @ k.transpose(-1, -2) * s
-        allowed = mask_mod(0, 0, hub_idx[:, None], torch.arange(n, device=dev)[None, :])
-        out[:, :, hub_idx] = torch.softmax(rows.masked_fill(~allowed, float("-inf")), dim=-1) @ v
-    return out
-
-
-# --- linear attention -------------------------------------------------------
-
-
-def linear_attention(
-    q, k, v, *, feature: str = "elu", causal: bool = True, feature_dim: int | None = None,
-    seed: int = 0, scale: float | None = None, chunk: int = CHUNK,
-) -> torch.Tensor:
-    """φ(q)ᵀ(Σ_j φ(k_j) v_jᵀ) / max(φ(q)ᵀ Σ_j φ(k_j), ε), in the O(n·m·d) order.
-
-    The sums run over j ≤ i when ``causal``: a chunked scan carries the m×d summary
-    from chunk to chunk and handles each chunk's own causal triangle (chunk×chunk)
-    directly. φ is applied to q·√s and k·√s (see :mod:`attn.features`)."""
-    check_qkv(q, k, v)
-    phi_q, phi_k = feature_functions(feature, q, k, scale=scale, feature_dim=feature_dim, seed=seed)
-    if not causal:
-        fq, fk = phi_q(q), phi_k(k)  # (b, h, n, m)
-        summary = fk.transpose(-1, -2) @ v  # (b, h, m, dv): Σ φ(k) vᵀ
-        norm = fk.sum(dim=-2)  # (b, h, m): Σ φ(k)
-        num = fq @ summary  # (b, h, n, dv)
-        den = (fq @ norm[..., None]).clamp_min(LINEAR_EPS)  # (b, h, n, 1)
-        return num / den
-    return _causal_linear_scan(q, k, v, phi_q, phi_k, chunk)
-
-
-def _causal_linear_scan(q, k, v, phi_q, phi_k, chunk: int, group: int = GROUP) -> torch.Tensor:
-    """Tokens in groups of ``group`` chunks of C: φ applied to the group only (the
-    working set stays in cache), each chunk's own causal triangle directly (C×C), the
-    earlier chunks through the running m×(d+1) summary (Σφ(k)vᵀ beside Σφ(k): a
-    column of ones appended to v gives numerator and denominator in one product, and
-    the triangle's product and the summary's accumulate into it: one batched
-    multiply-add)."""
-    b, h, n, _ = q.shape
-    dv = v.shape[-1]
-    C = max(1, min(chunk, n))
-    out = torch.empty(b, h, n, dv, dtype=v.dtype, device=v.device)
-    state = None  # (b, h, m, dv+1): summary of every earlier group
-    span = C * group
-    for t0 in range(0, n, span):
-        t1 = min(n, t0 + span)
-        G = math.ceil((t1 - t0) / C)
-        pad = G * C - (t1 - t0)
-        fq, fk = phi_q(q[:, :, t0:t1]), phi_k(k[:, :, t0:t1])  # (b, h, r, m)
-        m = fq.shape[-1]
-        va = v.new_empty(b, h, G * C, dv + 1)  # v and a column of ones; padding rows zero
-        va[:, :, : t1 - t0, :dv] = v[:, :, t0:t1]
-        va[..., dv] = 1.0
-        if pad:
-            fq, fk = F.pad(fq, (0, 0, 0, pad)), F.pad(fk, (0, 0, 0, pad))
-            va[:, :, t1 - t0:] = 0.0
-        q_ = fq.reshape(b * h * G, C, m)
-        k_ = fk.reshape(b * h * G, C, m)
-        v_ = va.view(b * h * G, C, dv + 1)
-        inner = torch.bmm(q_, k_.transpose(1, 2)).tril_()  # each chunk's own causal triangle
-        kv = torch.bmm(k_.transpose(1, 2), v_).view(b, h, G, m, dv + 1)  # each chunk's own summary
-        running = kv.cumsum(dim=2)
-        before = torch.empty_like(kv)  # every earlier chunk's: the running sum, shifted by one
-        before[:, :, 0] = 0.0 if state is None else state
-        before[:, :, 1:] = running[:, :, :-1]
-        if state is not None:
-            before[:, :, 1:] += state[:, :, None]
-        num = torch.baddbmm(torch.bmm(inner, v_), q_, before.view(b * h * G, m, dv + 1))
-        num = num.view(b, h, G * C, dv + 1)[:, :, : t1 - t0]
-        torch.div(num[..., :dv], num[..., dv:].clamp_min(LINEAR_EPS), out=out[:, :, t0:t1])
-        last = running[:, :, -1]
-        state = last if state is None else state + last
-    return out
-
-
-def linear_attention_quadratic(
-    q, k, v, *, feature: str = "elu", causal: bool = True, feature_dim: int | None = None,
-    seed: int = 0, scale: float | None = None,
-) -> torch.Tensor:
-    """The same φ in the other order: build the n×n grid A = φ(Q)φ(K)ᵀ (lower
-    triangle when causal), then (A·V) / (A·1). Step 5 shows it beside the linear order."""
-    n = check_qkv(q, k, v)[2]
-    fq, fk = apply_feature_map(feature, q, k, scale=scale, feature_dim=feature_dim, seed=seed)
-    grid = fq @ fk.transpose(-1, -2)  # (b, h, n, n)
-    if causal:
-        grid = grid.masked_fill(~patterns.dense(patterns.causal_mask, n, device=q.device), 0.0)
-    return (grid @ v) / grid.sum(dim=-1, keepdim=True).clamp_min(LINEAR_EPS)
-
-
-def linear_attention_reference(q, k, v, **kwargs) -> torch.Tensor:
-    """float64 version of :func:`linear_attention_quadratic`, for the tests."""
-    out = linear_attention_quadratic(q.double(), k.double(), v.double(), **kwargs)
-    return out.to(q.dtype)
-
-
-def linear_weights(q, k, *, feature="elu", causal=True, feature_dim=None, seed=0, scale=None):
-    """The attention map a linear method implies, rows normalised: (b, h, n, n).
-    For drawing small grids only."""
-    n = q.shape[2]
-    fq, fk = apply_feature_map(feature, q, k, scale=scale, feature_dim=feature_dim, seed=seed)
-    grid = fq @ fk.transpose(-1, -2)
-    if causal:
-        grid = grid.masked_fill(~patterns.dense(patterns.causal_mask, n, device=q.device), 0.0)
-    return grid / grid.sum(dim=-1, keepdim=True).clamp_min(LINEAR_EPS)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from . import backend as backends
-from . import costs, kernels, patterns
+from . import costs, kernels, linear_kernels, patterns
 from .composition import Composition, check_composition, composed_cells, composed_mask
 from .features import FEATURE_MAPS
 
@@ -62,7 +62,7 @@ class Method:
     @property
     def scan_chunk(self) -> int | None:
         """The chunk of a linear method's causal scan, in tokens (None for the others)."""
-        return kernels.CHUNK if self.family == "linear" else None
+        return linear_kernels.CHUNK if self.family == "linear" else None
 
     @property
     def formula(self) -> str | None:
@@ -107,7 +107,8 @@ class Method:
         (``backend`` picks the window kernel: auto, blocked or flex; attn.backend chooses)."""
         n = kernels.check_qkv(q, k, v)[2]
         if self.family == "linear":
-            return kernels.linear_attention(q, k, v, feature=self.feature, causal=params.causal, scale=params.scale)
+            return linear_kernels.linear_attention(q, k, v, feature=self.feature, causal=params.causal,
+                                                   scale=params.scale)
         if self.family == "pattern":
             return backends.composed_attention(q, k, v, self.composition_of(n, params), causal=params.causal,
                                                scale=params.scale, backend=backend)
@@ -122,7 +123,7 @@ class Method:
         small texts)."""
         n = kernels.check_qkv(q, k, v)[2]
         if self.family == "linear":
-            return kernels.linear_attention_reference(q, k, v, feature=self.feature, causal=params.causal,
+            return linear_kernels.linear_attention_reference(q, k, v, feature=self.feature, causal=params.causal,
                                                       scale=params.scale)
         allowed = patterns.dense(self.mask(n, params), n, device=q.device)
         return kernels.masked_softmax_reference(q, k, v, allowed, params.scale)

@@ -11,166 +11,34 @@ layers with a method of the registry, :mod:`attn.methods`; used by
 and the q, k, v the attention really used (after projections, norms and rotary
 embedding), so that ``softmax(q·kᵀ·scale + mask)`` gives the weights back.
 
-Conversion of the packaged GGUF is :mod:`attn.convert`; token labels are
-:mod:`attn.tokens`; settings from the environment are :mod:`attn.settings`.
+What a run gives is an :class:`attn.analysis.Analysis`; how many tokens it reads,
+:mod:`attn.budgets`; loading the packaged or the tiny model, :mod:`attn.loading`.
 """
 
 from __future__ import annotations
 
-from . import settings  # first: puts the Hugging Face libraries offline
+from . import settings  # noqa: F401 (first: puts the Hugging Face libraries offline)
 
 import inspect
 import itertools
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
-from transformers import (AttentionInterface, AutoModelForCausalLM, AutoTokenizer, Gemma3ForCausalLM,
-                          Gemma3TextConfig)
+from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
-from . import arch as arch_, convert, methods, patterns, stats
-from .device import pick_device
-from .tokens import ByteTokenizer, HFTokenizer, Tokenizer, labels_from_offsets, words_from_offsets
+from . import arch as arch_
+from . import methods, stats
+from .analysis import Analysis
+from .budgets import model_token_budget
+from .tokens import Tokenizer, labels_from_offsets, words_from_offsets
 
-MODEL_LABEL = "Gemma-3-270m"
-QUANT_LABEL = "Q4_K_M GGUF"
-
-# Tokens analysed at most, from measured time and memory (docs/performance.md):
-# attention weights are kept as float16, (layers·heads·n²·2 bytes): 151 MB at
-# 1,024 tokens, 604 MB at 2,048. ATLAS_MAX_TOKENS overrides it.
-MAX_TOKENS = {"cpu": 1024, "cuda": 2048}
 _BASE_CACHE = 8  # unmodified hidden states kept (by token ids), for swaps on the same text
-
 _counter = itertools.count()
-
-
-# Gemma-3-270m's attention (layers, heads, key/value heads, head size): the device budgets
-# above were measured on it, so any model's analysis may hold what Gemma's holds at its
-# device's budget (264 MB on the CPU, 830 MB on CUDA) and no more
-_REFERENCE = (18, 4, 1, 256)
-
-
-def token_budget(device) -> int:
-    """Tokens an analysis reads at most: ATLAS_MAX_TOKENS, else the device's budget."""
-    return settings.read().max_tokens or MAX_TOKENS.get(torch.device(device).type, 1024)
-
-
-def reference_bytes(device) -> int:
-    """What an analysis of the packaged model holds at the device's budget."""
-    L, H, kv, d = _REFERENCE
-    n = MAX_TOKENS.get(torch.device(device).type, 1024)
-    return L * H * n * n * 2 + L * (H + 2 * kv) * n * d * 4
-
-
-def model_token_budget(arch: arch_.Architecture, device) -> int:
-    """Tokens an analysis of this model reads at most: ATLAS_MAX_TOKENS where set, else
-    the device's budget shrunk until the analysis holds no more than the packaged
-    model's would; never past the model's positions."""
-    explicit = settings.read().max_tokens
-    if explicit:
-        return min(explicit, arch.max_positions or explicit)
-    return arch.token_budget(token_budget(device), reference_bytes(device))
-
-
-# --- results -----------------------------------------------------------------
-
-
-@dataclass
-class Analysis:
-    """What one run of the model on a text gives the pages (read-only)."""
-
-    text: str
-    ids: list[int]
-    tokens: list[str]  # one readable label per token
-    words: list[int]  # word index per token (−1: special / whitespace)
-    offsets: list[tuple[int, int]]
-    attentions: torch.Tensor  # (layers, heads, n, n) float16, rows sum to 1
-    layer_types: list[str]  # "sliding" / "full"
-    sliding_window: int  # the sliding layers' window (0 when none slides)
-    truncated: int  # tokens dropped beyond the budget
-    total_tokens: int
-    scale: float  # the factor q·kᵀ is multiplied by (the first layer's: see ``scales``)
-    unknown: int  # tokens the tokenizer could not place
-    seconds: float
-    q: torch.Tensor = field(repr=False)  # (layers, 1, heads, n, d) float32
-    k: torch.Tensor = field(repr=False)  # (layers, 1, kv_heads, n, d): one shared key/value head
-    v: torch.Tensor = field(repr=False)
-    causal: bool = True  # False: an encoder, each token attends both ways
-    scales: tuple[float, ...] = ()  # each layer's factor (GPT-2 can divide it by the layer's number)
-    softcaps: tuple[float | None, ...] = ()  # each layer's logit soft cap (Gemma 2), or None
-    first_is_special: bool = True  # False: the tokenizer adds no start token (GPT-2), the first token is text
-    # an encoder's runs on the text's first m tokens (stats.prefix_lengths, the whole text
-    # left out), m → (layers, heads, m, m) float16: see ``prefix``
-    prefix_attentions: dict = field(default_factory=dict, repr=False)
-    specials: tuple[int, ...] = ()  # positions of the tokenizer's own tokens (<bos>, [CLS], [SEP]; not [UNK])
-
-    @property
-    def n(self) -> int:
-        return len(self.tokens)
-
-    @property
-    def n_layers(self) -> int:
-        return self.attentions.shape[0]
-
-    @property
-    def nbytes(self) -> int:
-        """Memory the analysis holds: its tensors, plus its token lists and text (a rough
-        100 bytes per token and 1 per character)."""
-        held = (self.attentions, self.q, self.k, self.v, *self.prefix_attentions.values())
-        tensors = sum(x.element_size() * x.numel() for x in held)
-        return tensors + 100 * self.n + len(self.text)
-
-    @property
-    def n_heads(self) -> int:
-        return self.attentions.shape[1]
-
-    def qkv(self, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(q, k, v) of one layer, each ``(1, heads, n, d)`` float32; keys and values
-        repeated to the query heads (grouped-query attention shares them)."""
-        if not 0 <= layer < self.n_layers:
-            raise ValueError(f"layer must be in 0..{self.n_layers - 1}, got {layer}")
-        q, k, v = self.q[layer], self.k[layer], self.v[layer]
-        h = q.shape[1]
-        return q, arch_.repeat_kv(k, h), arch_.repeat_kv(v, h)
-
-    def grid(self, layer: int, head: int | None = None) -> torch.Tensor:
-        """float32 (n, n): one head's weights, or the mean over heads (head=None)."""
-        w = self.attentions[layer]
-        return w.float().mean(dim=0) if head is None else w[head].float()
-
-    def prefix(self, m: int) -> torch.Tensor:
-        """(layers, heads, m, m): the model's attention on the text's first m tokens as
-        though the text stopped there. In a causal model that is the top-left block of the
-        whole run (no row sees later tokens); an encoder's rows see the tokens after them,
-        so its prefixes were run on their own (``analyze``: the first m − 1 tokens and the
-        text's closing special token, where it has one)."""
-        if m == self.n:
-            return self.attentions
-        if self.causal:
-            if not 1 <= m <= self.n:
-                raise ValueError(f"a prefix of 1..{self.n} tokens, got {m}")
-            return self.attentions[..., :m, :m]
-        if m not in self.prefix_attentions:
-            raise ValueError(f"no run on the first {m} tokens (runs on {sorted(self.prefix_attentions)})")
-        return self.prefix_attentions[m]
-
-    def own_window(self, layer: int) -> int | None:
-        """The layer's own sliding window, or None in a full layer."""
-        return self.sliding_window if self.layer_types[layer] == "sliding" else None
-
-    def layer_scale(self, layer: int) -> float:
-        return self.scales[layer] if self.scales else self.scale
-
-    def model_mask(self, layer: int) -> torch.Tensor:
-        """bool (n, n): the pairs the model's own layer attends to (causal, plus its
-        sliding window in sliding layers: the registry's ``own`` pattern; both ways on an
-        encoder)."""
-        params = methods.Params(window=self.own_window(layer), causal=self.causal)
-        return patterns.dense(methods.own().mask(self.n, params), self.n)
 
 
 @dataclass(frozen=True)
@@ -200,7 +68,7 @@ class LoadedModel:
     """One model shared by every reader. Every method that switches its attention
     holds ``self.lock`` and restores the model before returning."""
 
-    def __init__(self, model, tokenizer: Tokenizer, device: torch.device, name: str = MODEL_LABEL):
+    def __init__(self, model, tokenizer: Tokenizer, device: torch.device, name: str = "Gemma-3-270m"):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.device = torch.device(device)
@@ -436,37 +304,3 @@ class LoadedModel:
             while len(self._base_cache) > _BASE_CACHE:
                 self._base_cache.popitem(last=False)
             return hidden
-
-
-
-# --- loading -------------------------------------------------------------------
-
-
-def load(device=None, progress: convert.Progress | None = None) -> LoadedModel:
-    """The real model, converted on first use, on the picked device (float32).
-    Cache the returned object per process (the app does, with st.cache_resource)."""
-    device = pick_device() if device is None else torch.device(device)
-    path = convert.convert(progress)
-    tok = AutoTokenizer.from_pretrained(str(path))
-    model = AutoModelForCausalLM.from_pretrained(str(path), attn_implementation="eager", dtype=torch.float32)
-    model.to(device)
-    return LoadedModel(model, HFTokenizer(tok), device)
-
-
-def tiny(device=None, seed: int = 0, layers: int = 4, sliding_window: int = 8) -> LoadedModel:
-    """A tiny random-weight model of the same Gemma3 classes, with a byte tokenizer:
-    for fast tests and for the app's test mode (``ATLAS_MODEL=tiny``)."""
-    device = pick_device() if device is None else torch.device(device)
-    types = ["sliding_attention"] * (layers - 1) + ["full_attention"]
-    config = Gemma3TextConfig(
-        vocab_size=ByteTokenizer.vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
-        num_attention_heads=4, num_key_value_heads=1, head_dim=16, query_pre_attn_scalar=16,
-        sliding_window=sliding_window, layer_types=types, max_position_embeddings=1 << 16,
-        pad_token_id=0, bos_token_id=2, eos_token_id=1,
-    )
-    config._attn_implementation = "eager"
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        model = Gemma3ForCausalLM(config)
-    model.to(device)
-    return LoadedModel(model, ByteTokenizer(), device, name="tiny random-weight Gemma3")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from . import stats
+from . import outputs, stats
 
 ROOM_P = 0.9
 ROOM_WINDOWS = (4, 16, 64, 256)
@@ -145,7 +145,7 @@ def text_numbers(a) -> RoomNumbers:
     sink = tuple(_r(weights[layer, :, 1:, 0].mean()) if n > 1 else 0.0 for layer in range(layers))
     layer = min(ERROR_LAYER, layers - 1)
     q, k, v = a.qkv(layer)
-    errors = stats.output_errors(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer),
+    errors = outputs.output_errors(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer),
                                  window=ERROR_WINDOW, hubs=hubs, causal=a.causal)["mean"]
     return RoomNumbers(
         n=n, causal=a.causal, layers=layers, layer_types=tuple(a.layer_types), window=a.sliding_window, p=ROOM_P,

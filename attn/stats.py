@@ -1,4 +1,6 @@
-"""How a row's attention weight is spread, and what each shortcut costs.
+"""How a row's attention weight is spread: k(p) and the useful share (on growing
+prefixes too), the share a pattern keeps, the anchors and the first token's share.
+What each shortcut's output costs against exact softmax is :mod:`attn.outputs`.
 
 Weights are ``(..., n, n)`` with rows summing to 1 (float16 is fine: the sums
 here run in float32).
@@ -6,15 +8,10 @@ here run in float32).
 
 from __future__ import annotations
 
-import statistics
-import time
 
 import torch
-import torch.nn.functional as F
 
-from . import composition, kernels, methods, patterns
-from .device import compute_dtype
-from .features import FEATURE_MAPS, apply_feature_map, feature_size
+from . import patterns
 
 
 _CHUNK = 1 << 22  # weights handled at once (in float32: 16 MB), so all layers of a long text fit
@@ -235,176 +232,3 @@ def share_to(weights: torch.Tensor, columns, causal: bool = True) -> dict:
     per_row = ((torch.tensor(cols)[None, :] <= i[:, None]) if causal else torch.ones(n, len(cols), dtype=torch.bool))
     even = float((per_row.sum(dim=-1).double() / seen).mean())
     return {"mean": float(got.mean()), "per_layer": got.mean(dim=(1, 2)).tolist(), "even": even, "columns": cols}
-
-
-ORDER_RUNS = 5  # each order is timed this many times, in turn; the median is shown
-
-
-def linear_orders(q, k, v, *, scale: float, feature: str, causal: bool, runs: int = ORDER_RUNS) -> dict:
-    """Linear attention computed in both orders on the same φ: (φ(Q)φ(K)ᵀ)V with the
-    n×n grid, and φ(Q)(φ(K)ᵀV) with the m×d summary. Their largest difference is
-    rounding; the sizes show what the second order saves. Each order is timed ``runs``
-    times, the two in turn (a first, cold run is one noisy measurement): the medians."""
-    times_fast, times_slow = [], []
-    for _ in range(max(1, runs)):
-        t0 = time.perf_counter()
-        fast = kernels.linear_attention(q, k, v, feature=feature, causal=causal, scale=scale)
-        t1 = time.perf_counter()
-        slow = kernels.linear_attention_quadratic(q, k, v, feature=feature, causal=causal, scale=scale)
-        t2 = time.perf_counter()
-        times_fast.append(t1 - t0)
-        times_slow.append(t2 - t1)
-    n, d, dv = q.shape[2], q.shape[-1], v.shape[-1]
-    m = feature_size(feature, d)
-    diff = (fast - slow).abs()
-    return {
-        "max_diff": float(diff.max()),
-        "rel_diff": float(diff.norm() / slow.norm().clamp_min(1e-30)),
-        "n": n, "d": d, "m": m,
-        # the grid the first order needs: its causal triangle, or the whole square
-        "grid_numbers": n * (n + 1) // 2 if causal else n * n, "summary_numbers": patterns.linear_summary_size(m, dv),
-        "seconds_linear": statistics.median(times_fast), "seconds_quadratic": statistics.median(times_slow),
-        "runs": len(times_fast),
-    }
-
-
-# --- output error of each method on the model's own q, k, v --------------------
-
-
-def relative_error(out: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
-    """‖o − o_exact‖ / ‖o_exact‖ per head: ``(heads,)`` from ``(1, heads, n, d)``."""
-    diff = (out.double() - exact.double()).flatten(2).norm(dim=-1)[0]
-    return diff / exact.double().flatten(2).norm(dim=-1)[0].clamp_min(1e-30)
-
-
-def method_outputs(q, k, v, *, scale: float, own_window: int | None, window: int, hubs=(),
-                   features_list=tuple(FEATURE_MAPS), device=None, causal: bool = True) -> dict:
-    """Outputs of every method tagged ``errors`` (:mod:`attn.methods`) on one layer's
-    q, k, v ``(1, heads, n, d)``, plus the exact softmax output over the layer's own
-    pattern (causal, or both ways in an encoder; ``own_window`` in a sliding layer) in
-    float64. Every method reads as the model does (``causal``).
-
-    ``own`` is the layer's own pattern through the fused kernel, in the device's
-    compute dtype (bfloat16 on CUDA); the shortcuts run in float32."""
-    device = torch.device(device) if device is not None else q.device
-    dtype = compute_dtype(device)
-    n = q.shape[2]
-    own = methods.own()
-    exact = own.reference(q.double(), k.double(), v.double(),
-                          methods.Params(window=own_window, scale=scale, causal=causal))
-    outs = {}
-    for m in methods.tagged(methods.ERRORS, lambda m: m.family != "linear" or m.feature in features_list):
-        params = methods.Params(window=own_window if m.family == "own" else window, hubs=hubs, scale=scale,
-                                causal=causal)
-        if m.fused:
-            qd, kd, vd = (t.to(device=device, dtype=dtype) for t in (q, k, v))
-            w = params.window
-            # the fused kernel itself, with the layer's pattern as its mask
-            mask = None if w is None or w >= n else patterns.dense(m.mask(n, params), n, device=device)
-            is_causal = causal and mask is None  # a full bidirectional layer: no mask at all
-            outs[m.name] = F.scaled_dot_product_attention(qd, kd, vd, attn_mask=mask, is_causal=is_causal,
-                                                          scale=scale)
-            if dtype != torch.float32:  # the same fused kernel in float32: fusion and precision told apart
-                q32, k32, v32 = (t.to(device=device, dtype=torch.float32) for t in (q, k, v))
-                outs[methods.in_float32(m.name)] = F.scaled_dot_product_attention(
-                    q32, k32, v32, attn_mask=mask, is_causal=is_causal, scale=scale)
-        else:
-            qf, kf, vf = (t.to(device=device, dtype=torch.float32) for t in (q, k, v))
-            outs[m.name] = m.run(qf, kf, vf, params)
-    return {"exact": exact, "outputs": {k_: o.float().cpu() for k_, o in outs.items()},
-            "dtype": str(dtype).replace("torch.", "")}
-
-
-def uniform_error(v, exact: torch.Tensor, own_window: int | None, causal: bool = True) -> torch.Tensor:
-    """Per head: the error of uniform attention over the layer's own pattern (every
-    token it sees weighted equally), the floor a method must beat."""
-    n = v.shape[2]
-    own_mask = patterns.dense(methods.own().mask(n, methods.Params(window=own_window, causal=causal)), n).double()
-    return relative_error((own_mask / own_mask.sum(dim=-1, keepdim=True)) @ v.double(), exact)
-
-
-def output_errors(q, k, v, *, scale: float, own_window: int | None, window: int, hubs=(),
-                  features_list=tuple(FEATURE_MAPS), device=None, causal: bool = True) -> dict:
-    """Relative error of each method against exact softmax, per head and averaged,
-    keyed by method name. Also the error of uniform attention over the layer's own
-    pattern (every visible earlier token weighted equally), keyed ``uniform``: the
-    floor a method must beat to have learned anything."""
-    res = method_outputs(q, k, v, scale=scale, own_window=own_window, window=window, hubs=hubs,
-                         features_list=features_list, device=device, causal=causal)
-    exact = res["exact"]
-    n = q.shape[2]
-    errors = {name: relative_error(o, exact) for name, o in res["outputs"].items()}
-    errors["uniform"] = uniform_error(v, exact, own_window, causal)
-    return {"per_head": {k_: e.tolist() for k_, e in errors.items()},
-            "mean": {k_: float(e.mean()) for k_, e in errors.items()},
-            "dtype": res["dtype"], "n": n}
-
-
-def pattern_error(q, k, v, *, scale: float, own_window: int | None, parts: composition.Composition,
-                  causal: bool = True) -> dict:
-    """Relative error of softmax over a composed pattern (read as the model reads:
-    causal, or both ways in an encoder) against exact softmax over the layer's own
-    pattern, per head and averaged, beside uniform attention's (the floor)."""
-    exact = methods.own().reference(q.double(), k.double(), v.double(),
-                                    methods.Params(window=own_window, scale=scale, causal=causal))
-    out = methods.composed().run(q.float(), k.float(), v.float(),
-                                 methods.Params(parts=parts, scale=scale, causal=causal))
-    err, floor = relative_error(out.double(), exact), uniform_error(v, exact, own_window, causal)
-    return {"per_head": err.tolist(), "mean": float(err.mean()), "uniform": float(floor.mean())}
-
-
-def implied_weights(q, k, *, scale: float, method: str, params: methods.Params) -> torch.Tensor:
-    """The attention map a method of the registry implies on one layer ``(heads, n, n)``,
-    rows summing to 1 — for drawing (n small). Softmax methods: softmax over their
-    pattern; linear methods: φ(q)·φ(k), normalised per row."""
-    m = methods.get(method)
-    n = q.shape[2]
-    if m.family == "linear":
-        return kernels.linear_weights(q.float(), k.float(), feature=m.feature, causal=params.causal,
-                                      scale=scale)[0]
-    allowed = patterns.dense(m.mask(n, params), n)
-    scores = (q.double() @ k.double().transpose(-1, -2)) * scale
-    return torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)[0].float()
-
-
-def peak_weights(q, k, *, scale: float, own_window: int | None, window: int, hubs=(),
-                 features_list=tuple(FEATURE_MAPS), rows: int = 128, causal: bool = True) -> dict:
-    """How sharp each method's weights are on one layer: the largest weight of each
-    row, averaged over rows and heads, keyed like :func:`output_errors` (softmax
-    methods over their patterns, ``own`` being the exact one; linear methods' φ(q)·φ(k)
-    normalised; ``uniform`` = 1 / (cells in the row)). Queries go ``rows`` at a time,
-    so no n×n tensor is held (``(heads, rows, n)`` at most)."""
-    n = q.shape[2]
-    chosen = [m for m in methods.tagged(methods.ERRORS) if m.family != "linear" or m.feature in features_list]
-    sums = {m.name: 0.0 for m in chosen}
-    qf, kf = q.float(), k.float()
-    feats = {m.name: apply_feature_map(m.feature, qf, kf, scale=scale) for m in chosen if m.family == "linear"}
-    j = torch.arange(n)
-    for r0 in range(0, n, rows):
-        r1 = min(n, r0 + rows)
-        i = torch.arange(r0, r1)
-        scores = (qf[0, :, r0:r1] @ kf[0].transpose(-1, -2)) * scale  # (heads, r, n)
-        for m in chosen:
-            if m.family == "linear":
-                fq, fk = feats[m.name]
-                w = fq[0, :, r0:r1] @ fk[0].transpose(-1, -2)
-                if causal:
-                    w = w.masked_fill(j[None, None, :] > i[None, :, None], 0)
-                w = w / w.sum(-1, keepdim=True).clamp_min(1e-30)
-            else:
-                params = methods.Params(window=own_window if m.family == "own" else window, hubs=hubs, causal=causal)
-                allowed = m.mask(n, params)(0, 0, i[:, None], j[None, :])  # (r, n): the predicate, these rows only
-                w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-            sums[m.name] += float(w.amax(dim=-1).sum())
-    heads = q.shape[1]
-    out = {name: s / (n * heads) for name, s in sums.items()}
-    out["uniform"] = float((1.0 / row_cells(n, own_window, causal).double()).mean())
-    return out
-
-
-def median_norms(q, k, scale: float) -> dict:
-    """Median ‖q‖ and ‖k‖ over tokens and heads, raw and in the units a feature map
-    sees (×√scale): what FAVOR+'s variance, growing like exp(‖q‖² + ‖k‖²), depends on."""
-    qn, kn = q.float().norm(dim=-1).median(), k.float().norm(dim=-1).median()
-    root = scale ** 0.5
-    return {"q": float(qn), "k": float(kn), "q_scaled": float(qn) * root, "k_scaled": float(kn) * root}

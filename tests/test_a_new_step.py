@@ -65,14 +65,14 @@ STEP = Step(ID, order=25, icon=":material/straighten:", page=page_file(__file__)
 PAGE = '''
 import streamlit as st
 
-from ui import step_page, widgets
+from ui import drawing, step_page, widgets
 from ui.steps import text_length
 
 page = step_page.opened(text_length.STEP)
 widgets.setting(page.t, "tl_layer", page.a, page.t("common.layer"))
 sm = page.summary()
 st.metric(page.t("text_length.bar"), page.t.int(sm.numbers.n))
-widgets.show_figure(sm.figure, key="tl_bars")
+drawing.show_figure(sm.figure, key="tl_bars")
 page.room()
 page.close(sm)
 '''

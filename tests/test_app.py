@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from attn import model as atlas_model
-from attn import bench, patterns, stats
+from attn import loading
+from attn import bench, outputs, patterns, stats
 from helpers import LANGS, PAGES, WALK, revealed
 from ui import i18n
 from ui import live_bench
@@ -29,7 +29,7 @@ KEY_METRIC = {  # the one number each step is about: its locale key
 
 @pytest.fixture(scope="module")
 def tiny():
-    return atlas_model.tiny(device="cpu")
+    return loading.tiny(device="cpu")
 
 
 def parse(value: str, lang: str) -> float:
@@ -365,11 +365,11 @@ def test_step5_both_orders_agree_and_the_summary_is_m_by_d(make_app, tiny):
     assert parse(metric(at, "linear.metric_summary", "en", m=d, d=d), "en") == d * d + d
     at.radio(key="s5_feature").set_value("taylor").run()
     assert parse(metric(at, "linear.metric_summary", "en", m=273, d=d), "en") == 273 * d + 273
-    # the chunk the caption names is the scan's own (kernels.CHUNK), not a number written in the text
-    from attn import kernels
+    # the chunk the caption names is the scan's own (linear_kernels.CHUNK), not a number written in the text
+    from attn import linear_kernels
 
-    caption = i18n.translate("en", "linear.formula_caption", chunk=kernels.CHUNK)
-    assert caption.endswith(f"of {kernels.CHUNK} tokens.") and caption in [c.value for c in at.caption]
+    caption = i18n.translate("en", "linear.formula_caption", chunk=linear_kernels.CHUNK)
+    assert caption.endswith(f"of {linear_kernels.CHUNK} tokens.") and caption in [c.value for c in at.caption]
 
 
 def test_step5_says_on_which_side_of_the_break_even_the_text_lies(make_app, tiny):
@@ -405,7 +405,7 @@ def test_step6_captions_follow_the_measured_errors_and_sharpness(make_app, tiny,
     q, k, v = a.qkv(layer)
     found = tuple(sorted(p for p, _ in stats.anchors(a.attentions, top=3)))
     w = min(16, a.n)
-    err = stats.output_errors(q, k, v, scale=a.scale, own_window=a.own_window(layer), window=w, hubs=found)["mean"]
+    err = outputs.output_errors(q, k, v, scale=a.scale, own_window=a.own_window(layer), window=w, hubs=found)["mean"]
     linear = [name for name in err if name.startswith("linear_")]
     better = [name for name in linear if err[name] < err["uniform"]]
     captions = [c.value for c in at.caption]
@@ -419,7 +419,7 @@ def test_step6_captions_follow_the_measured_errors_and_sharpness(make_app, tiny,
         said = i18n.translate("en", "honest_catch.errors_caption_none")
     # after what the dotted line is: equal weights over the earlier tokens (a causal model)
     assert f"{i18n.translate('en', 'honest_catch.uniform_said')} {said}" in captions
-    peak = stats.peak_weights(q, k, scale=a.scale, own_window=a.own_window(layer), window=w, hubs=found)
+    peak = outputs.peak_weights(q, k, scale=a.scale, own_window=a.own_window(layer), window=w, hubs=found)
     flat = i18n.translate("en", "honest_catch.flat_caption", soft=i18n.fmt_pct(peak["own"], "en"),
                           uni=i18n.fmt_pct(peak["uniform"], "en"))
     sharpness = [c for c in captions if c.startswith(flat)]
@@ -430,7 +430,7 @@ def test_step6_captions_follow_the_measured_errors_and_sharpness(make_app, tiny,
         found_flat = re.search(r"^(.*?) comes? out nearly as flat", said[len(flat):])  # one map "comes", several "come"
         flat_part = found_flat.group(1) if found_flat else ""
         assert (label in flat_part) == (peak[name] <= 2 * peak["uniform"]), name
-    norms = stats.median_norms(q, k, a.scale)
+    norms = outputs.median_norms(q, k, a.scale)
     assert i18n.fmt_float(norms["q"], "en", 1) in " ".join(captions)
     over = i18n.translate("en", "honest_catch.over_100", names="§").split("§")[0]
     said_over = [c for c in captions if c.startswith(over)]
@@ -557,7 +557,7 @@ def test_predictions_on_steps_1_2_5_6_reveal_the_pages_own_number_for_each_text(
     layer = min(8, a.n_layers - 1)
     q, k, v = a.qkv(layer)
     hubs = tuple(sorted(p for p, _ in stats.anchors(a.attentions, top=3)))
-    err = stats.output_errors(q, k, v, scale=a.scale, own_window=a.own_window(layer), window=min(16, a.n),
+    err = outputs.output_errors(q, k, v, scale=a.scale, own_window=a.own_window(layer), window=min(16, a.n),
                               hubs=hubs)["mean"]
     closest = min((m for m in err if m not in ("own", "uniform")), key=err.get)
     assert revealed(at).endswith(f"({i18n.fmt_pct(err[closest], 'en')})")

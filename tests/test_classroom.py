@@ -15,7 +15,7 @@ import weakref
 import pytest
 import torch
 
-from attn import model as atlas_model
+from attn import loading
 from harness.live_class import ANSWERED, CLASS_CODE, answer, between, class_scenario
 from harness.proxy import haproxy_path, replicas_behind_proxy
 from harness.readers import Reader
@@ -47,7 +47,7 @@ async def class_of(url: str, mine: list[str], page: str = "") -> list:
 
 @pytest.fixture(scope="module")
 def tiny():
-    return atlas_model.tiny(device="cpu")
+    return loading.tiny(device="cpu")
 
 
 @pytest.fixture(scope="module")

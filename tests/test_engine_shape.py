@@ -59,7 +59,8 @@ def test_every_import_of_the_engine_stands_at_the_top_of_its_module(name):
 
 
 def test_each_module_keeps_to_its_job():
-    assert engine_imports("kernels") <= {"patterns", "features"}  # pure torch: no dispatch, no compiler
+    for kernel in ("kernels", "sparse_kernels", "linear_kernels"):  # pure torch: no dispatch, no compiler
+        assert engine_imports(kernel) <= {"patterns", "features", "kernels"}, kernel
     assert engine_imports("flex") == {"patterns"}  # compiles and calls; the self-check is backend's
     assert engine_imports("composition") == {"patterns"}  # the algebra of parts, over the patterns
     assert {"flex", "kernels"} <= engine_imports("backend")  # the one place that chooses a kernel
@@ -74,7 +75,7 @@ def test_pages_and_the_ui_reach_kernels_only_through_the_registry_or_backend():
     for p in root.glob("ui/**/*.py"):  # the pages' files among them
         text = p.read_text(encoding="utf-8")
         for call in ("flex.window_attention", "flex.sparse_attention", "kernels.window_attention_blocked",
-                     "kernels.sparse_attention"):
+                     "sparse_kernels.sparse_attention", "linear_kernels.linear_attention"):
             if call in text:
                 offenders.append((p.name, call))
     assert not offenders, offenders
@@ -111,7 +112,7 @@ def test_method_names_are_written_in_the_registry_only():
 def test_pages_import_no_kernel_module():
     """Pages read the engine through the registry, the summaries and the ui modules: none
     imports a kernel module, the compiler's, the backend or the feature maps."""
-    kernel_modules = {"kernels", "flex", "backend", "features", "patterns"}
+    kernel_modules = {"kernels", "sparse_kernels", "linear_kernels", "flex", "backend", "features", "patterns"}
     found = []
     for p in ATTN.parent.glob("ui/steps/*/page.py"):
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):

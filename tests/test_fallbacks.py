@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from attn import backend, bench, composition, flex, kernels, methods, patterns, stats
+from attn import backend, bench, composition, flex, kernels, methods, outputs, patterns
 from attn.costs import Shape
 
 PATTERN = methods.get("pattern")
@@ -186,7 +186,7 @@ def test_where_the_compiled_kernel_returns_its_log_sum_exp_a_compositions_hubs_a
 @pytest.fixture
 def bfloat16_compute(monkeypatch):
     """The device's compute dtype is bfloat16 (as on CUDA) while the tensors stay on the CPU."""
-    for module in (stats, bench):  # each imported compute_dtype by name
+    for module in (outputs, bench):  # each imported compute_dtype by name
         monkeypatch.setattr(module, "compute_dtype", lambda device: torch.bfloat16)
 
 
@@ -196,12 +196,12 @@ BF16 = {"atol": 2e-2, "rtol": 2e-2}  # bfloat16 keeps 8 bits of mantissa: ≈ 0.
 @pytest.mark.parametrize("own_window", [None, 8], ids=["full layer", "sliding layer"])
 def test_output_errors_in_bfloat16_show_the_fused_kernel_beside_its_float32_twin(bfloat16_compute, own_window):
     q, k, v = qkv(n=90, seed=4)
-    res = stats.method_outputs(q, k, v, scale=0.25, own_window=own_window, window=4, hubs=(0,), features_list=())
+    res = outputs.method_outputs(q, k, v, scale=0.25, own_window=own_window, window=4, hubs=(0,), features_list=())
     assert res["dtype"] == "bfloat16"
     exact = res["exact"].float()
     torch.testing.assert_close(res["outputs"]["own"], exact, **BF16)
     torch.testing.assert_close(res["outputs"]["own_float32"], exact, atol=1e-5, rtol=1e-5)
-    err = stats.output_errors(q, k, v, scale=0.25, own_window=own_window, window=4, hubs=(0,), features_list=())
+    err = outputs.output_errors(q, k, v, scale=0.25, own_window=own_window, window=4, hubs=(0,), features_list=())
     # the error of bfloat16 is rounding: above float32's, below a percent
     assert err["mean"]["own_float32"] < 1e-5 < err["mean"]["own"] < 1e-2
 

@@ -101,7 +101,7 @@ def test_a_copy_that_fails_to_load_is_repaired_once_then_loads(make_app, monkeyp
     """A damaged weight file of the right size passes the quick check and fails the
     load: the app checks in full, converts again (repair) and loads the mended copy."""
     from attn import convert
-    from attn import model as atlas_model
+    from attn import loading
 
     calls = []
     monkeypatch.setattr(convert, "is_converted", lambda *a, **k: True)
@@ -111,9 +111,9 @@ def test_a_copy_that_fails_to_load_is_repaired_once_then_loads(make_app, monkeyp
         calls.append("load")
         if calls.count("load") == 1:
             raise OSError("unable to read the weights (truncated)")
-        return atlas_model.tiny(device="cpu")
+        return loading.tiny(device="cpu")
 
-    monkeypatch.setattr(atlas_model, "load", load)
+    monkeypatch.setattr(loading, "load", load)
     at = make_app("gemma", "en")  # fresh_caches: no model loaded before, and the stand-in serves no later test
     at.run()
     assert_clean(at)

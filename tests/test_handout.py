@@ -11,7 +11,7 @@ from attn import bench, swap
 from attn.costs import Shape
 from attn.device import pick_device
 from helpers import LANGS, PAGES, revealed
-from ui import analyses, handout, live_bench, measures, model_swaps, served_model, setting_table, steps, widgets
+from ui import analyses, glossary, handout, live_bench, measures, model_swaps, served_model, setting_table, steps
 from ui.step_parts import ANSWER_FROM
 from ui.steps import neighbours
 from ui.i18n import Translator, translate
@@ -147,15 +147,15 @@ def test_the_sidebar_builds_the_handout_with_progress_then_offers_it(make_app):
 
 # --- glossary terms linked where first used -----------------------------------------------
 
-LINK = re.compile(r"\[([^\]]+)\]\(#" + widgets.TERMS_ANCHOR + r"\)")
+LINK = re.compile(r"\[([^\]]+)\]\(#" + glossary.TERMS_ANCHOR + r"\)")
 
 
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("step", steps.steps(), ids=lambda s: s.id)
 def test_each_term_is_linked_once_where_the_page_first_uses_it(lang, step):
     t = Translator(lang)
-    texts, used = widgets.linked_prose(lang, tuple(step.prose_keys()))
-    entries = widgets.glossary()
+    texts, used = glossary.linked_prose(lang, tuple(step.prose_keys()))
+    entries = glossary.entries()
     assert used, "every step links at least one term"
     linked = []
     for key in step.prose_keys():
@@ -181,9 +181,9 @@ def test_a_step_page_links_its_terms_to_their_meanings_at_its_end(make_app, lang
     assert not at.exception
     assert at.main.subheader[-1].value == translate(lang, "glossary.on_page")
     body = " ".join(m.value for m in at.markdown)
-    assert f"](#{widgets.TERMS_ANCHOR})" in body
-    entries = widgets.glossary()
-    for i in widgets.linked_prose(lang, tuple(steps.get("hubs").prose_keys()))[1]:
+    assert f"](#{glossary.TERMS_ANCHOR})" in body
+    entries = glossary.entries()
+    for i in glossary.linked_prose(lang, tuple(steps.get("hubs").prose_keys()))[1]:
         assert f"**{entries[i][lang]['term']}** — {entries[i][lang]['meaning']}" in at.main.markdown[-1].value
 
 
@@ -207,6 +207,6 @@ def test_linked_prose_renders_its_bold_and_links_with_no_mark_left_over(lang):
 
     md = MarkdownIt("commonmark")
     for step in steps.steps():
-        for key, text in widgets.linked_prose(lang, tuple(step.prose_keys()))[0].items():
+        for key, text in glossary.linked_prose(lang, tuple(step.prose_keys()))[0].items():
             shown = re.sub(r"<[^>]+>", "", md.render(text))
             assert "**" not in shown, (lang, key, text)

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn import backend, features, flex, kernels, patterns
+from attn import backend, features, flex, kernels, linear_kernels, patterns
 from helpers import dtype_for, tolerance
 
 
@@ -119,8 +119,8 @@ def test_window_of_n_or_more_equals_full_attention(device):
                                      (1100, 32), (600, 8)])  # several groups of chunks, the last one short
 def test_linear_attention_matches_the_explicit_feature_grid(feature, causal, n, chunk):
     q, k, v = qkv(2, 3, n, 16, dv=8, seed=n)
-    got = kernels.linear_attention(q, k, v, feature=feature, causal=causal, chunk=chunk, feature_dim=32)
-    ref = kernels.linear_attention_reference(q, k, v, feature=feature, causal=causal, feature_dim=32)
+    got = linear_kernels.linear_attention(q, k, v, feature=feature, causal=causal, chunk=chunk, feature_dim=32)
+    ref = linear_kernels.linear_attention_reference(q, k, v, feature=feature, causal=causal, feature_dim=32)
     torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
 
 
@@ -128,8 +128,8 @@ def test_linear_attention_matches_the_explicit_feature_grid(feature, causal, n, 
 @pytest.mark.parametrize("feature", list(features.FEATURE_MAPS))
 def test_linear_attention_on_cuda_matches_the_cpu_reference(feature):
     q, k, v = qkv(1, 4, 300, 32)
-    got = kernels.linear_attention(q.cuda(), k.cuda(), v.cuda(), feature=feature).cpu()
-    ref = kernels.linear_attention_reference(q, k, v, feature=feature)
+    got = linear_kernels.linear_attention(q.cuda(), k.cuda(), v.cuda(), feature=feature).cpu()
+    ref = linear_kernels.linear_attention_reference(q, k, v, feature=feature)
     torch.testing.assert_close(got, ref, atol=1e-4, rtol=1e-4)
 
 
@@ -137,8 +137,8 @@ def test_the_two_multiplication_orders_agree_for_each_feature_map():
     q, k, v = qkv(1, 2, 90, 16)
     for feature in features.FEATURE_MAPS:
         for causal in (True, False):
-            a = kernels.linear_attention(q, k, v, feature=feature, causal=causal)
-            b = kernels.linear_attention_quadratic(q, k, v, feature=feature, causal=causal)
+            a = linear_kernels.linear_attention(q, k, v, feature=feature, causal=causal)
+            b = linear_kernels.linear_attention_quadratic(q, k, v, feature=feature, causal=causal)
             assert (a - b).abs().max() < 1e-5
 
 
@@ -159,7 +159,7 @@ def test_feature_sizes_and_seeding():
 def test_relu_features_can_zero_the_denominator_without_nan():
     q = -torch.ones(1, 1, 5, 4)  # relu(q) = 0: numerator and denominator are both 0
     k, v = torch.ones(1, 1, 5, 4), torch.randn(1, 1, 5, 4)
-    out = kernels.linear_attention(q, k, v, feature="relu")
+    out = linear_kernels.linear_attention(q, k, v, feature="relu")
     assert torch.isfinite(out).all() and (out == 0).all()
 
 
@@ -171,8 +171,8 @@ def test_relu_features_can_zero_the_denominator_without_nan():
     lambda q, k, v: backend.window_attention(q, k[:, :, :5], v, window=3),
     lambda q, k, v: backend.window_attention(q[0], k[0], v[0], window=3),
     lambda q, k, v: kernels.full_attention(q, k[..., :3], v),
-    lambda q, k, v: kernels.linear_attention(q, k, v, feature="softmax"),
-    lambda q, k, v: kernels.linear_attention(q, k, v, feature="favor", feature_dim=0),
+    lambda q, k, v: linear_kernels.linear_attention(q, k, v, feature="softmax"),
+    lambda q, k, v: linear_kernels.linear_attention(q, k, v, feature="favor", feature_dim=0),
     lambda q, k, v: backend.window_attention(q, k, v, window=3, backend="gpu"),
 ])
 def test_bad_arguments_raise_a_clear_value_error(call):
@@ -298,11 +298,11 @@ def call_in_thread(fn, *args, timeout: float = 5.0, **kwargs):
 
 NO_NN_SCRIPT = textwrap.dedent("""
     import resource, torch
-    from attn import backend, kernels
+    from attn import backend, kernels, linear_kernels
     torch.set_num_threads(2)
     small = torch.randn(1, 1, 300, 16)
     backend.window_attention(small, small, small, window=8, hubs=(0,))
-    kernels.linear_attention(small, small, small)
+    linear_kernels.linear_attention(small, small, small)
     n = 65536
     q, k, v = (torch.randn(1, 1, n, 16) for _ in range(3))
     limit = 3 * 2**30  # an n×n float32 grid alone would take 16 GiB, a bool one 4 GiB
@@ -314,9 +314,9 @@ NO_NN_SCRIPT = textwrap.dedent("""
     out = backend.window_attention(q, k, v, window=64, hubs=(0, 1000, n - 1))
     assert out.shape == (1, 1, n, 16) and torch.isfinite(out).all()
     for feature in ("elu", "favor", "taylor"):
-        out = kernels.linear_attention(q, k, v, feature=feature)
+        out = linear_kernels.linear_attention(q, k, v, feature=feature)
         assert out.shape == (1, 1, n, 16) and torch.isfinite(out).all()
-    out = kernels.linear_attention(q, k, v, causal=False)
+    out = linear_kernels.linear_attention(q, k, v, causal=False)
     print("ok")
 """)
 
@@ -338,7 +338,7 @@ def test_linear_rows_with_a_tiny_but_real_denominator_are_still_normalised(featu
     q = torch.rand(1, 2, 24, 8, generator=g) * 1e-10 + 1e-11
     k = torch.rand(1, 2, 24, 8, generator=g) * 1e-10 + 1e-11
     v = torch.randn(1, 2, 24, 8, generator=g)
-    w = kernels.linear_weights(q, k, feature=feature, causal=True)
+    w = linear_kernels.linear_weights(q, k, feature=feature, causal=True)
     assert torch.allclose(w.double().sum(-1), torch.ones(1, 2, 24, dtype=torch.float64), atol=1e-5)
-    out = kernels.linear_attention(q, k, v, feature=feature, causal=True)
+    out = linear_kernels.linear_attention(q, k, v, feature=feature, causal=True)
     assert torch.allclose(out, w @ v, atol=1e-4, rtol=1e-4)

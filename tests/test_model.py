@@ -7,12 +7,13 @@ import torch
 
 from attn import methods, patterns, swap, tokens
 from attn import model as atlas_model
+from attn import loading
 from attn.swap import Swap
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    return atlas_model.tiny(device="cpu")
+    return loading.tiny(device="cpu")
 
 
 TEXT = "Olá! 日本語 and emoji 😀, then more words to pass the window of eight tokens."
@@ -127,7 +128,7 @@ def test_exact_control_reproduces_the_unmodified_model_beyond_its_own_window(tin
 
 
 def test_a_swapped_window_as_long_as_a_short_text_reproduces_the_model():
-    m = atlas_model.tiny(device="cpu", sliding_window=64)
+    m = loading.tiny(device="cpu", sliding_window=64)
     text = "short text, under the window"
     n = len(m.encode(text)[0])
     assert n < m.sliding_window

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attn import folders, methods, model, swap
+from attn import budgets, folders, methods, model, swap
 from harness import model_folders as mf
 
 TEXT = "Uma janela guarda as palavras vizinhas. 窓は近くの語を残します。 A window keeps the nearby words."
@@ -269,7 +269,7 @@ def test_budgets_follow_the_models_positions_and_size(loaded):
     a = m.arch
     assert a.analysis_bytes(100) == 3 * 4 * 100 * 100 * 2 + 3 * (4 + 2 * 4) * 100 * 32 * 4
     big = dataclasses.replace(a, n_layers=32, n_heads=32, kv_heads=8, head_dim=128, max_positions=None)
-    room = model.reference_bytes("cpu")  # Gemma-3-270m's analysis at 1,024 tokens
+    room = budgets.reference_bytes("cpu")  # Gemma-3-270m's analysis at 1,024 tokens
     n = big.token_budget(1024, room)
     assert big.analysis_bytes(n) <= room < big.analysis_bytes(n + 1)
     assert a.token_budget(1024, room) == 128  # the tiny model: its positions, not memory

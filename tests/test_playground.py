@@ -10,8 +10,9 @@ import types
 import pytest
 import torch
 
-from attn import backend, composition, flex, graph, kernels, methods, patterns, stats
+from attn import backend, composition, flex, graph, methods, outputs, patterns, sparse_kernels
 from attn import model as atlas_model
+from attn import loading
 from attn import swap as atlas_swap
 from attn.composition import Composition, CompositionError, window_and_hubs
 from helpers import page_path
@@ -85,7 +86,8 @@ def test_blocked_kernel_and_cells_match_the_dense_pattern_for_every_part_and_pai
         torch.testing.assert_close(PATTERN.run(q, k, v, p, backend="blocked"), want, atol=2e-5, rtol=2e-5)
         for block in (16, 32, 64):  # the kernel is right for any block size
             visit = composition.composed_blocks(n, c, causal, block, hub_lines=False)
-            got = kernels.sparse_attention(q, k, v, composition.composed_mask(n, c, causal), visit, c.hubs, scale=0.3,
+            got = sparse_kernels.sparse_attention(q, k, v, composition.composed_mask(n, c, causal), visit, c.hubs,
+                                                  scale=0.3,
                                            block=block)
             torch.testing.assert_close(got, want, atol=2e-5, rtol=2e-5)
         assert PATTERN.cells(n, p) == int(dense_of(n, c, causal).sum())
@@ -203,7 +205,7 @@ def test_presets_longformer_and_bigbird_join_every_pair_within_two_hops_bidirect
 
 @pytest.fixture(scope="module")
 def tiny():
-    return atlas_model.tiny(device="cpu", sliding_window=8)
+    return loading.tiny(device="cpu", sliding_window=8)
 
 
 TEXT = "The model's own pattern, swapped in, must give the model back to the last digit. " * 3
@@ -334,7 +336,7 @@ def test_every_preset_draws_its_numbers_and_each_equals_its_formula(make_app, ti
         shown = metric(at, "playground.metric_error", lang, layer=layer)
         if layer in scoped:
             q, k, v = a.qkv(layer)
-            want = stats.pattern_error(q, k, v, scale=a.scale, own_window=a.own_window(layer), parts=c)["mean"]
+            want = outputs.pattern_error(q, k, v, scale=a.scale, own_window=a.own_window(layer), parts=c)["mean"]
             assert parse(shown, lang) == pytest.approx(want, abs=0.0015)
         else:
             assert shown == "—"

@@ -10,6 +10,7 @@ import torch
 
 from attn import convert, methods, patterns, stats, swap, tokens
 from attn import model as atlas_model
+from attn import loading
 from attn.swap import Swap
 from ui.samples import sample_text
 
@@ -24,7 +25,7 @@ SHORT = {
 
 @pytest.fixture(scope="module")
 def real():
-    return atlas_model.load()
+    return loading.load()
 
 
 def test_the_model_is_the_one_the_app_names(real):
@@ -95,8 +96,8 @@ def test_loading_and_running_work_with_the_network_blocked():
         socket.socket.connect_ex = refuse
         socket.create_connection = refuse
         socket.getaddrinfo = refuse
-        from attn import model
-        m = model.load()
+        from attn import loading
+        m = loading.load()
         a = m.analyze("offline, and still working")
         print("tokens", a.n)
     """)

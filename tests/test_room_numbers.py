@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from attn import model as atlas_model
+from attn import loading
 from attn import room_numbers
 
 TEXT = "Every student's text is one point of the class's experiment, here measured twice. " * 6
@@ -16,7 +16,7 @@ TEXT = "Every student's text is one point of the class's experiment, here measur
 
 @pytest.fixture(scope="module")
 def measured():
-    a = atlas_model.tiny(device="cpu").analyze(TEXT, max_tokens=room_numbers.ROOM_TOKENS)
+    a = loading.tiny(device="cpu").analyze(TEXT, max_tokens=room_numbers.ROOM_TOKENS)
     return a, room_numbers.text_numbers(a)
 
 

@@ -134,8 +134,8 @@ def test_a_measured_text_keeps_a_few_kilobytes(rooms, tiny_numbers):
 
 @pytest.fixture(scope="module")
 def tiny_numbers():
-    from attn import model as atlas_model
+    from attn import loading
     from attn import room_numbers
 
-    a = atlas_model.tiny(device="cpu").analyze("Words " * 400, max_tokens=room_numbers.ROOM_TOKENS)
+    a = loading.tiny(device="cpu").analyze("Words " * 400, max_tokens=room_numbers.ROOM_TOKENS)
     return room_numbers.text_numbers(a)

@@ -4,7 +4,7 @@ link, and every value a widget would refuse is refused by the link with a notice
 
 import pytest
 
-from attn import model as atlas_model
+from attn import loading
 from helpers import PAGES, WALK, page_path
 from ui import i18n, measures, model_swaps, setting_table
 from ui.samples import sample_text
@@ -20,7 +20,7 @@ SWEEP = "honest-catch"  # the page whose sweep's own settings come after its run
 
 @pytest.fixture(scope="module")
 def dims():
-    a = atlas_model.tiny(device="cpu").analyze(TEXT)
+    a = loading.tiny(device="cpu").analyze(TEXT)
     return Dims.of(a)
 
 
@@ -155,7 +155,7 @@ def test_a_value_out_of_the_texts_range_is_refused_on_its_page_with_a_notice(mak
     each page drops it before its widget is drawn, says so, and starts from its default."""
     from ui import share
 
-    dims = Dims.of(atlas_model.tiny(device="cpu").analyze(SHORT))
+    dims = Dims.of(loading.tiny(device="cpu").analyze(SHORT))
 
     beyond = {"s1_token": dims.n + 5, "s3_w": window_hi(512, dims.n) + 1, "s3_rl": dims.n_layers + 1,
               "s4_hubs": [0, dims.n], "s6_head": dims.n_heads, "s1_layer": dims.n_layers, "pg_rl": dims.n_layers + 1,

@@ -3,7 +3,7 @@ from fractions import Fraction
 import pytest
 import torch
 
-from attn import methods, stats
+from attn import methods, outputs, stats
 
 
 def test_k_for_share_counts_the_largest_cells_needed():
@@ -97,11 +97,11 @@ def test_output_errors_fused_kernel_at_rounding_level_and_full_window_exact():
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 4, 70, 32) for _ in range(3))
     mask = torch.ones(70, 70, dtype=torch.bool).tril()
-    err = stats.output_errors(q, k, v, scale=0.2, own_window=None, window=4, hubs=(0,))
+    err = outputs.output_errors(q, k, v, scale=0.2, own_window=None, window=4, hubs=(0,))
     assert err["mean"]["own"] <= 1e-5
     assert err["mean"]["window"] > err["mean"]["own"]
     assert len(err["per_head"]["window"]) == 4
-    wide = stats.output_errors(q, k, v, scale=0.2, own_window=None, window=70, features_list=())
+    wide = outputs.output_errors(q, k, v, scale=0.2, own_window=None, window=70, features_list=())
     assert wide["mean"]["window"] <= 1e-5
     # the uniform floor, by hand: row i averages v over tokens 0…i; exact softmax in
     # float64; the error ‖o − o_exact‖ / ‖o_exact‖ over each head's (n, d) output
@@ -117,7 +117,7 @@ def test_output_errors_fused_kernel_at_rounding_level_and_full_window_exact():
 def test_output_errors_in_a_sliding_layer_compare_within_its_own_window():
     torch.manual_seed(2)
     q, k, v = (torch.randn(1, 2, 40, 16) for _ in range(3))
-    err = stats.output_errors(q, k, v, scale=0.25, own_window=8, window=8, hubs=())
+    err = outputs.output_errors(q, k, v, scale=0.25, own_window=8, window=8, hubs=())
     # the window of the layer's own size is the layer's own pattern: exact
     assert err["mean"]["own"] <= 1e-5 and err["mean"]["window"] <= 1e-5
 
@@ -127,7 +127,7 @@ def test_implied_weights_rows_sum_to_one():
     q, k = torch.randn(1, 2, 30, 8), torch.randn(1, 2, 30, 8)
     for method in methods.tagged(methods.MAPS):
         params = methods.Params(window=3, hubs=(0,))
-        w = stats.implied_weights(q, k, scale=0.3, method=method.name, params=params)
+        w = outputs.implied_weights(q, k, scale=0.3, method=method.name, params=params)
         sums = w.sum(-1)
         if method.feature == "relu":  # ReLU can leave a row with no weight at all: then it is all zeros
             sums = torch.where(sums == 0, torch.ones_like(sums), sums)
@@ -138,10 +138,10 @@ def test_implied_weights_rows_sum_to_one():
 def test_peak_weights_are_each_methods_largest_row_weight_on_average():
     torch.manual_seed(4)
     q, k = torch.randn(1, 2, 50, 8) * 2, torch.randn(1, 2, 50, 8) * 2
-    got = stats.peak_weights(q, k, scale=0.35, own_window=None, window=4, hubs=(0,), rows=16)
+    got = outputs.peak_weights(q, k, scale=0.35, own_window=None, window=4, hubs=(0,), rows=16)
     for m in methods.tagged(methods.ERRORS):
         params = methods.Params(window=None if m.family == "own" else 4, hubs=(0,))
-        w = stats.implied_weights(q, k, scale=0.35, method=m.name, params=params)  # dense, for the test
+        w = outputs.implied_weights(q, k, scale=0.35, method=m.name, params=params)  # dense, for the test
         assert got[m.name] == pytest.approx(float(w.amax(-1).mean()), rel=1e-4), m.name
     assert got["uniform"] == pytest.approx(sum(1 / (i + 1) for i in range(50)) / 50)
     assert got["own"] > got["uniform"]
@@ -150,7 +150,7 @@ def test_peak_weights_are_each_methods_largest_row_weight_on_average():
 def test_median_norms_in_the_units_a_feature_map_sees():
     q = torch.full((1, 1, 5, 4), 3.0)  # ‖q‖ = 6
     k = torch.full((1, 1, 5, 4), 1.0)  # ‖k‖ = 2
-    r = stats.median_norms(q, k, 0.25)
+    r = outputs.median_norms(q, k, 0.25)
     assert (r["q"], r["k"], r["q_scaled"], r["k_scaled"]) == pytest.approx((6, 2, 3, 1))
 
 
@@ -225,10 +225,10 @@ def test_anchors_both_ways_count_the_rows_on_either_side():
 def test_output_errors_both_ways_against_a_hand_made_bidirectional_softmax():
     torch.manual_seed(5)
     q, k, v = (torch.randn(1, 2, 30, 16) for _ in range(3))
-    err = stats.output_errors(q, k, v, scale=0.25, own_window=None, window=30, hubs=(), causal=False,
+    err = outputs.output_errors(q, k, v, scale=0.25, own_window=None, window=30, hubs=(), causal=False,
                               features_list=())
     assert err["mean"]["own"] <= 1e-5 and err["mean"]["window"] <= 1e-5  # w = n both ways: every pair
-    narrow = stats.output_errors(q, k, v, scale=0.25, own_window=None, window=4, hubs=(0,), causal=False,
+    narrow = outputs.output_errors(q, k, v, scale=0.25, own_window=None, window=4, hubs=(0,), causal=False,
                                  features_list=())
     # the window with hubs by hand: |i − j| < 4, row 0 and column 0 whole, softmax in float64
     keep = torch.tensor([[abs(i - j) < 4 or i == 0 or j == 0 for j in range(30)] for i in range(30)])
@@ -240,6 +240,6 @@ def test_output_errors_both_ways_against_a_hand_made_bidirectional_softmax():
     uniform = v.double().mean(dim=2, keepdim=True).expand_as(exact)  # every row: the mean of all 30 values
     floor = [float(torch.linalg.norm(uniform[0, h] - exact[0, h]) / torch.linalg.norm(exact[0, h])) for h in range(2)]
     assert narrow["per_head"]["uniform"] == pytest.approx(floor, rel=1e-9)
-    peak = stats.peak_weights(q, k, scale=0.25, own_window=None, window=4, hubs=(0,), causal=False, features_list=())
+    peak = outputs.peak_weights(q, k, scale=0.25, own_window=None, window=4, hubs=(0,), causal=False, features_list=())
     assert peak["own"] == pytest.approx(float(torch.softmax(scores, dim=-1).amax(-1).mean()), rel=1e-5)
     assert peak["uniform"] == pytest.approx(1 / 30)

@@ -58,7 +58,8 @@ def test_the_reader_of_imports_sees_every_kind_of_import():
     assert "server.pgstore" in GRAPH["server.store"]  # from . import pgstore
     assert "ui.analyses" in GRAPH["ui.handout"]  # inside a function
     assert "ui.steps" in GRAPH["ui.steps.every_pair"]  # from .. import page_file (a step's package)
-    assert "attn.model" in GRAPH["ui.served_model"]  # from attn import model as …
+    assert "attn.model" in GRAPH["attn.folders"]  # from .model import …
+    assert "attn.loading" in GRAPH["ui.served_model"]  # from attn import budgets, loading
     assert "ui.steps" in GRAPH["app"]
     assert "ui.classroom.handle" in GRAPH["ui.classroom.votes"]  # from .handle import … (a sub-package)
     assert "ui.share" in GRAPH["ui.classroom.handle"]  # from .. import share

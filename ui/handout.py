@@ -22,8 +22,8 @@ import plotly.offline
 from babel.dates import format_datetime
 from markdown_it import MarkdownIt
 
-from . import keys, measures, served_model, setting_table, steps, summaries, widgets
-from .classroom import votes
+from . import glossary, keys, measures, served_model, setting_table, steps, summaries
+from .classroom import vote_results
 from .i18n import Translator
 from .step_parts import Step, Summary, verdict
 
@@ -116,7 +116,7 @@ def build(t: Translator, a, text: str, model_id: str, kept: dict, *, device: str
                    + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
                              for row in class_results) + "</table>")
     out.append(f'<h2>{html.escape(t("closing.glossary"))}</h2>')
-    out.append(_rows([(g[t.lang]["term"], g[t.lang]["meaning"]) for g in widgets.glossary()]))
+    out.append(_rows([(g[t.lang]["term"], g[t.lang]["meaning"]) for g in glossary.entries()]))
     out.append('<p class="note">' + html.escape(served_model.credits(t)) + "</p>")
     if progress:
         progress(1.0)
@@ -202,7 +202,7 @@ def _build_and_offer(t: Translator) -> None:
     try:
         page = analyses.in_line("handout", lambda: build(
             t, a, text, model_id, kept, device=served_model.device_line(), model=served_model.model_line(t),
-            progress=progress, class_results=votes.results(t)))
+            progress=progress, class_results=vote_results.results(t)))
     finally:
         bar.empty()  # a failed build leaves no bar behind
     st.download_button(t("handout.download"), page.encode("utf-8"), file_name=f"attention-atlas-{t.lang}.html",

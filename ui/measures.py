@@ -12,7 +12,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from attn import graph, methods, patterns, stats
+from attn import graph, methods, outputs, patterns, stats
 from server.lru import CountLRU
 
 from . import analyses
@@ -294,7 +294,7 @@ def linear_orders(text: str, model_id: str, layer: int, feature: str, causal: bo
     """Both multiplication orders of one φ on the model's own q, k, v of a layer."""
     a = _analysis(text, model_id)
     q, k, v = a.qkv(layer)
-    r = stats.linear_orders(q, k, v, scale=a.layer_scale(layer), feature=feature, causal=causal)
+    r = outputs.linear_orders(q, k, v, scale=a.layer_scale(layer), feature=feature, causal=causal)
     return LinearOrders(**{f: r[f] for f in LinearOrders.__dataclass_fields__})
 
 
@@ -302,7 +302,7 @@ def linear_orders(text: str, model_id: str, layer: int, feature: str, causal: bo
 def errors(text: str, model_id: str, layer: int, window: int, hubs: tuple) -> Errors:
     a = _analysis(text, model_id)
     q, k, v = a.qkv(layer)
-    r = stats.output_errors(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), window=window,
+    r = outputs.output_errors(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), window=window,
                             hubs=hubs, causal=a.causal)
     return Errors(r["mean"], r["dtype"], r["n"])
 
@@ -323,7 +323,7 @@ def implied_maps(text: str, model_id: str, layer: int, head: int, window: int, h
     for method in methods.tagged(methods.MAPS, lambda x: x.family != "linear" or x.feature == feature):
         params = methods.Params(window=a.own_window(layer) if method.family == "own" else window, hubs=small_hubs,
                                 causal=a.causal)
-        w = stats.implied_weights(q, k, scale=a.layer_scale(layer), method=method.name, params=params)[0]
+        w = outputs.implied_weights(q, k, scale=a.layer_scale(layer), method=method.name, params=params)[0]
         if method.family == "window":  # cells the method skips: drawn empty
             w = torch.where(patterns.dense(method.mask(m, params), m), w, torch.nan)
         out[method.name] = _causal_view(w, a.causal)
@@ -336,9 +336,9 @@ def sharpness(text: str, model_id: str, layer: int, window: int, hubs: tuple) ->
     a = _analysis(text, model_id)
     q, k, _ = a.qkv(layer)
     scale = a.layer_scale(layer)
-    peak = stats.peak_weights(q, k, scale=scale, own_window=a.own_window(layer), window=window, hubs=hubs,
+    peak = outputs.peak_weights(q, k, scale=scale, own_window=a.own_window(layer), window=window, hubs=hubs,
                               causal=a.causal)
-    return Sharpness(peak, Norms(**stats.median_norms(q, k, scale)))
+    return Sharpness(peak, Norms(**outputs.median_norms(q, k, scale)))
 
 
 @st.cache_resource(show_spinner=False)

@@ -13,7 +13,7 @@ from attn.swap import SWAP_MAX_TOKENS, WINDOWS
 
 from server.lru import CountLRU
 
-from . import analyses, figures, measures, served_model, widgets
+from . import analyses, drawing, figures, glossary, measures, served_model, widgets
 from .i18n import Translator
 
 
@@ -44,9 +44,9 @@ def failure(t: Translator, results) -> bool:
     if not bad:
         return False
     if any(isinstance(r, swap.TextTooShort) for r in bad):
-        widgets.error_box(t, "swap.too_short")
+        drawing.error_box(t, "swap.too_short")
     else:
-        widgets.error_box(t, "swap.failed")
+        drawing.error_box(t, "swap.failed")
         st.code(f"{type(bad[0]).__name__}: {bad[0]}", language=None)  # the reason, as the engine said it
     return True
 
@@ -131,9 +131,9 @@ def hub_evidence(t: Translator, a, text: str) -> None:
     c1, c2, c3 = st.columns(3)
     c1.metric(t("swap.base_ppl"), t.float(base, 1))
     c2.metric(t("swap.w4_ppl"), t.float(alone.perplexity, 1),
-              delta=t("swap.times", x=t.float(alone.perplexity / base, 1)), **widgets.REFERENCE)
+              delta=t("swap.times", x=t.float(alone.perplexity / base, 1)), **drawing.REFERENCE)
     c3.metric(t("swap.w4_hub_ppl"), t.float(hub.perplexity, 1),
-              delta=t("swap.times", x=t.float(hub.perplexity / base, 1)), **widgets.REFERENCE)
+              delta=t("swap.times", x=t.float(hub.perplexity / base, 1)), **drawing.REFERENCE)
     st.caption(t("swap.hub_caption", kl0=t.float(alone.kl, 2), kl1=t.float(hub.kl, 2),
                  a0=t.pct(alone.top1_agreement, 0), a1=t.pct(hub.top1_agreement, 0)))
 
@@ -142,7 +142,7 @@ def sweep_section(t: Translator, a, text: str, step) -> None:
     """Step 6's second half: the whole model with its attention swapped (``step``: the
     page's Step, whose prose links the glossary's terms)."""
     st.subheader(t("swap.heading"))
-    widgets.prose(t, step, "swap.lead" if a.causal else "swap.lead_masked")
+    glossary.prose(t, step, "swap.lead" if a.causal else "swap.lead_masked")
     layer = widgets.setting(t, "s6_swap_layer", a, t("swap.pick_layer"))
     swaps = swap.standard_sweep((0,), layer)
     if a.causal:
@@ -166,10 +166,10 @@ def sweep_section(t: Translator, a, text: str, step) -> None:
 
     metric = widgets.setting(t, "s6_swap_metric", a, t("swap.pick_metric"), horizontal=True,
                              names=lambda m: t(f"swap.metric_{m}"))
-    by_window, by_map = widgets.figure_once("s6_swap", (_key(text, swaps, swap_budget()), metric, layer),
+    by_window, by_map = drawing.figure_once("s6_swap", (_key(text, swaps, swap_budget()), metric, layer),
                                        lambda: sweep_figures(t, res, metric, layer))
-    widgets.show_figure(by_window, key="s6_swap_window")
-    widgets.show_figure(by_map, key="s6_swap_linear")
+    drawing.show_figure(by_window, key="s6_swap_window")
+    drawing.show_figure(by_map, key="s6_swap_linear")
     st.markdown(t("swap.outro"))
 
 

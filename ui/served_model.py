@@ -16,7 +16,7 @@ import torch
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attn import convert, folders, settings
-from attn import model as atlas_model
+from attn import budgets, loading
 from attn.device import device_info, pick_device
 
 from . import keys
@@ -85,7 +85,7 @@ def refusals() -> list[folders.ModelFolderError]:
 
 def token_budget() -> int:
     """Tokens the analysis reads at most (the model's budget on this device, once known)."""
-    return _budgets.get(model_id()) or atlas_model.token_budget(pick_device())
+    return _budgets.get(model_id()) or budgets.token_budget(pick_device())
 
 
 @st.cache_resource(show_spinner=False, max_entries=2)
@@ -99,9 +99,9 @@ def get_model(model_id: str):
     if threads:  # a replica's share of the machine's cores (scripts/serve.sh), not every core
         torch.set_num_threads(threads)
     if model_id == "tiny":
-        model = atlas_model.tiny()
+        model = loading.tiny()
     elif model_id == "gemma":
-        model = atlas_model.load()
+        model = loading.load()
     else:
         try:
             model = folders.load_folder(model_id)
@@ -151,7 +151,7 @@ def resolve_folder() -> None:
 def model_name(t: Translator, model_id: str) -> str:
     """A model's short name, for the sidebar's choice."""
     if model_id == "gemma":
-        return atlas_model.MODEL_LABEL
+        return loading.MODEL_LABEL
     if model_id == "tiny":
         return t("sidebar.tiny_model")
     try:
@@ -241,8 +241,8 @@ def model_line(t: Translator) -> str:
                    else t("sidebar.folder_no_licence"))
         return t("sidebar.about_folder", family=d["family"], folder=Path(chosen).name,
                  millions=t.float(d["parameters"] / 1e6), licence=licence)
-    name = atlas_model.MODEL_LABEL if chosen == "gemma" else t("sidebar.tiny_model")
-    return t("sidebar.about", model=name, quant=atlas_model.QUANT_LABEL, licence=t("sidebar.licence"))
+    name = loading.MODEL_LABEL if chosen == "gemma" else t("sidebar.tiny_model")
+    return t("sidebar.about", model=name, quant=loading.QUANT_LABEL, licence=t("sidebar.licence"))
 
 
 @st.cache_resource(show_spinner=False)

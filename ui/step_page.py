@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from . import analyses, keys, page_run, served_model, session, steps, summaries, widgets
-from .classroom import membership, room_charts, votes
+from . import analyses, drawing, glossary, keys, page_run, served_model, session, steps, summaries, widgets
+from .classroom import gate, membership, room_charts, votes
 from .i18n import Translator
 from .step_parts import Question, Step, Summary, verdict
 
@@ -71,7 +71,7 @@ class StepPage:
 
     def end(self) -> None:
         """The glossary terms the step's prose linked, with their meanings."""
-        widgets.terms_footer(self.t, self.step)
+        glossary.terms_footer(self.t, self.step)
 
     def room(self, **settings) -> None:
         """In a class whose teacher shows the room: every text of the class on this step's
@@ -100,7 +100,7 @@ def opened(step: Step) -> StepPage:
         text, model_id = session.current_text(), served_model.model_id()
         a = analyses.analysis_or_message()
         if a is None:
-            widgets.terms_footer(t, step)
+            glossary.terms_footer(t, step)
             page_run.stop_page()
     return StepPage(step, t, a, text, model_id, st.container())
 
@@ -116,14 +116,14 @@ def step_header(t: Translator, step: Step) -> None:
     step_nav(t, step)
     st.caption(t("common.step_of", step=steps.number(step), total=len(steps.steps())))
     st.title(t(step.title_key))
-    shown = votes.gate(t, step)
-    if shown == votes.HELD:
+    shown = gate.gate(t, step)
+    if shown == gate.HELD:
         for qid in step.questions:
-            votes.vote_panel(t, step, qid, widgets.show_figure)
-    elif shown == votes.UNREAD:
+            votes.vote_panel(t, step, qid, drawing.show_figure)
+    elif shown == gate.UNREAD:
         st.warning(t("class.unreadable"), icon=":material/cloud_off:")
-        votes.pending_note(t)
-    widgets.prose(t, step, f"{step.key}.lead")
+        gate.pending_note(t)
+    glossary.prose(t, step, f"{step.key}.lead")
     if shown is not None:
         page_run.stop_page()
 
@@ -142,7 +142,7 @@ def predict(t: Translator, step: Step, q: Question) -> None:
     anyone guesses teaches nothing). In a live class, the question is the class's vote
     (ui.classroom.votes.vote_panel)."""
     if membership.member() is not None:
-        votes.vote_panel(t, step, q.id, widgets.show_figure)
+        votes.vote_panel(t, step, q.id, drawing.show_figure)
         return
     with st.container(border=True):
         st.markdown(f"**{t('predict.heading')}** · {q.text}")

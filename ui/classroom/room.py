@@ -17,7 +17,7 @@ from server import texts as room_texts
 from server.class_reads import ClassState
 from server.store import StoreError
 
-from .. import keys, room_figures, room_work, session, share, steps, widgets
+from .. import drawing, keys, room_figures, room_work, session, share, steps
 from ..i18n import LANGS, Translator
 from .handle import classes, forget, versions
 from .membership import current, is_teacher, member
@@ -127,7 +127,7 @@ def teacher_panel(t: Translator, code: str) -> None:
         if not session.presenter():  # the texts' first words are for her eyes, never the projector's
             for x in texts:
                 c1, c2 = st.columns([5, 1], vertical_alignment="center")
-                c1.caption(t("room.item", language=room_figures.language(t, x.lang), preview=widgets.literal(x.preview),
+                c1.caption(t("room.item", language=room_figures.language(t, x.lang), preview=drawing.literal(x.preview),
                              state=t(f"room.state_{x.state}")))  # a reader's words: escaped, never Markdown
                 c2.button(" ", key=f"room_remove_{x.owner}", icon=":material/close:", on_click=remove,
                           args=(code, x.owner), help=t("room.remove"))

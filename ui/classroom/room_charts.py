@@ -13,7 +13,7 @@ import dataclasses
 
 import streamlit as st
 
-from .. import figures, keys, room_figures, session, steps, widgets
+from .. import drawing, figures, keys, room_figures, session, steps
 from ..i18n import Translator
 from ..step_parts import RoomView, Step
 from .handle import Unreadable
@@ -57,7 +57,7 @@ def live(page: str, settings: tuple) -> None:
         return
     cfg = dict(settings)
     for chart in step.room:
-        view = widgets.figure_once(f"room_{page}_{chart.id}", (code, version, settings),
+        view = drawing.figure_once(f"room_{page}_{chart.id}", (code, version, settings),
                                    lambda chart=chart: frozen_view(chart.build(t, done, cfg)))
         if view.figure is not None:
             fig = view.figure
@@ -65,9 +65,9 @@ def live(page: str, settings: tuple) -> None:
             if me in view.where:  # their own point ringed: a figure of its own, built once per version and student
                 fig = ringed(t.lang, page, chart.id, code, version, settings, me, fig, view.where[me],
                              t("room.yours"))
-            widgets.show_figure(fig, key=f"room_chart_{step.key}_{chart.id}")
+            drawing.show_figure(fig, key=f"room_chart_{step.key}_{chart.id}")
         if view.table is not None:
-            widgets.data_table(view.table)
+            drawing.data_table(view.table)
         for line in view.said:
             st.caption(line)
 

@@ -1,8 +1,8 @@
-"""A class's votes, one job: opening, closing and revealing a question's vote (the
-teacher), one answer each (a student), the panel that draws them, the room's results
-and whether a student's answers are locked while a vote is open. The teacher's count of
-answers redraws in a fragment of its own, from the class's ``tally`` (an answer never
-redraws a following student's page). The SQL is server.classes'."""
+"""A question's vote as a class sees it: the panel that draws it (the teacher's open, close,
+reveal and vote-again; a student's one answer; once closed, the room's answers as a chart;
+once revealed, the measured answer), the teacher's live count of answers in a fragment of
+its own (an answer never redraws a following student's page). Its buttons' callbacks are
+ui.classroom.vote_actions'; what a member's page may show meanwhile, ui.classroom.gate."""
 
 from __future__ import annotations
 
@@ -10,152 +10,16 @@ import streamlit as st
 
 from server import classes as live_classes
 
-from .. import analyses, figures, keys, measures, served_model, session, setting_table, share, steps, summaries
-from ..i18n import LANGS, Translator
+from .. import figures, keys, session, share
+from ..i18n import Translator
 from ..step_parts import Step
-from .handle import Unreadable, classes, forget
-from .membership import current, gone, is_teacher, member
+from .handle import classes
+from .membership import current, is_teacher
 from .teacher import pulse
-
-
-def question_copy(step: Step, qid: str, a, text: str, model_id: str) -> dict:
-    """What a vote keeps of a step's question ``qid``, made when the teacher opens it: the
-    option values, the measured answer's option, and the question's words in every
-    language (each student reads it in their own), so that later changes to the page
-    or its settings leave the vote as it was asked."""
-    given = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
-    # a step that needs no text (the cost model) has nothing to fit its settings to
-    cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), given) if a is not None else {}
-    out = {"text": {}, "labels": {}, "value_text": {}}
-    for lang in LANGS:
-        sm = summaries.get(step, Translator(lang), a, text, model_id, summaries.inputs(step, cfg),
-                           **summaries.extra(step))
-        q = summaries.question(sm, qid)
-        out["text"][lang], out["value_text"][lang] = q.text, q.value_text
-        out["labels"][lang] = [q.label(o) for o in q.options]
-        out["options"], out["answer"] = list(q.options), q.options.index(q.right)
-        out["source"] = q.source  # measured on the class's text, or worked out by the cost model
-    return out
-
+from .vote_actions import close_vote, open_first_vote, open_vote, reveal_vote, send_answer
 
 def _words(question: dict, part: str, lang: str):
     return question[part].get(lang) or question[part].get("en")
-
-
-def open_first_vote(page: str, qid: str) -> None:
-    """on_click of "Open the vote": the step's question ``qid`` on the class's text and
-    settings, copied in every language (its arguments stay small: the step's id, never
-    the analysis)."""
-    step = steps.get(page)
-    text, model_id = session.current_text(), served_model.model_id()
-    a = analyses.get_analysis(text, model_id) if step.needs_text and text.strip() else None
-    if a is None and step.needs_text:
-        return
-    open_vote(page, qid, question_copy(step, qid, a, text, model_id))
-
-
-def open_vote(page: str, qid: str, question: dict) -> None:
-    _host_action(lambda room, code, key: room.open_vote(code, key, page, qid, question))
-
-
-def close_vote(vote: int) -> None:
-    _host_action(lambda room, code, key: room.set_state(code, key, vote, "closed"))
-
-
-def reveal_vote(vote: int) -> None:
-    _host_action(lambda room, code, key: room.set_state(code, key, vote, "revealed"))
-
-
-def _host_action(action) -> None:
-    """on_click of a teacher's vote button: the change, or a notice saying why not."""
-    room, code, t = classes(), member(), session.tr()
-    if room is None or code is None:
-        return
-    with share.store_trouble():
-        try:
-            action(room, code, st.session_state.get(keys.HOST))
-            found = room.versions(code)  # her own change: her poll need not redraw it again
-            if found is not None:
-                st.session_state[keys.SEEN] = found[0]
-        except live_classes.NotHost:
-            st.toast(t("class.not_host"), icon=":material/key_off:")
-    forget()
-
-
-HELD, UNREAD = "held", "unread"  # what a member's step page may show: the question alone; a notice alone
-
-
-def gate(t: Translator, step: Step) -> str | None:
-    """What a class member's page of ``step`` may show, from the class as this run read
-    it: ``HELD`` — a vote on one of the step's questions has not had its answer revealed
-    (open, or closed for the discussion and a second vote: the question, the class's
-    answers and nothing of the step's own numbers, on every member's screen, the
-    teacher's and the projector's too); ``UNREAD`` — the class cannot be read just now (a
-    notice alone: the step's numbers could answer a vote it cannot see); None — the whole
-    page (outside a class too; a class that is gone is said once, and its member's page
-    works on). A vote left closed when the teacher moves on holds its step until she
-    reveals it."""
-    if member() is None:
-        return None
-    found = current()
-    if isinstance(found, Unreadable):
-        st.session_state[keys.UNREAD] = True  # the poll redraws the page once the class can be read
-        return UNREAD
-    if found is None:
-        gone(t)
-        return None
-    return HELD if found.unrevealed(step.id) else None
-
-
-def results(t: Translator) -> list[tuple[str, str, str]]:
-    """The teacher's summary of every question her class has voted on, step by step: in
-    the first vote and in the second, how many answered once closed, and the share right
-    once the question's answer was revealed — never before (a share right would give the
-    right option away), "—" for none yet. Empty outside a class of hers, or when the class cannot be read."""
-    found = current() if is_teacher() else None
-    if not isinstance(found, live_classes.ClassState):
-        return []
-    rows = []
-    asked = {v.qid for v in found.votes}
-    questions = steps.questions()
-    for qid in (q for q in questions if q in asked):  # in the walk's order
-        step = questions[qid]
-        revealed = any(v.qid == qid and v.state == "revealed" for v in found.votes)  # its answer is known
-        cells = []
-        for r in (1, 2):
-            vote = next((v for v in found.votes if v.qid == qid and v.round == r), None)
-            counts = found.counts.get(vote.vote, []) if vote is not None and vote.state != "open" else []
-            answered = sum(counts)
-            if not answered:
-                cells.append("—")
-            elif revealed:
-                cells.append(t("vote.result_cell", right=t.pct(counts[vote.question["answer"]] / answered, 0),
-                               n=t.int(answered)))
-            else:
-                cells.append(t("vote.result_cell_hidden", n=t.int(answered)))
-        label = t("vote.result_step", step=steps.number(step))
-        rows.append((label if len(step.questions) == 1 else f"{label} · {step.questions.index(qid) + 1}", *cells))
-    return rows
-
-
-def results_table(t: Translator) -> None:
-    """The summary (``results``) on the teacher's screen, when her class has voted."""
-    rows = results(t)
-    if rows:  # lines, not a table: the sidebar is narrow (a table's third column was cut off)
-        st.markdown(f"**{t('vote.results_heading')}**")
-        st.markdown("\n".join("- " + t("vote.result_line", step=step, first=first, second=second,
-                                        first_label=t("vote.col_first"), second_label=t("vote.col_second"))
-                               for step, first, second in rows))
-
-
-def answers_locked() -> bool:
-    """Whether this session is a student whose class has a vote whose answer is not
-    revealed yet (open, or closed before the reveal) — or whose class cannot be read just
-    now (fail closed): the handout and share links, which show every step's answer, wait."""
-    if member() is None or is_teacher():
-        return False
-    found = current()
-    return isinstance(found, Unreadable) or (found is not None and bool(found.unrevealed()))
 
 
 def vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
@@ -244,33 +108,6 @@ def _open_panel(t: Translator, room, found, vote, labels: list[str], teacher: bo
         st.button(t("vote.send"), key=f"vote_send_{vote.vote}", type="primary", disabled=choice is None,
                   icon=":material/send:", width="stretch", on_click=send_answer, args=(code, vote.vote))
     st.caption(t("vote.page_waits"))
-
-
-def send_answer(code: str, vote: int) -> None:
-    """on_click of Send (a callback: it runs before the page, so a press is never lost to a
-    page that could not read the class): the answer, or why not; when the store cannot keep
-    it just now, it stays chosen and the poll sends it again until the vote closes."""
-    choice = st.session_state.get(f"vote_pick_{vote}")
-    room = classes()
-    if room is None or choice is None:
-        if choice is not None:
-            st.session_state[keys.PENDING] = {"code": code, "vote": vote, "choice": choice}
-        return
-    said = None
-    with share.store_trouble() as trouble:
-        said = room.answer(code, vote, st.session_state.get(keys.STUDENT, ""), choice)
-    if trouble:  # not lost: kept here and sent again by the poll
-        st.session_state[keys.PENDING] = {"code": code, "vote": vote, "choice": choice}
-    elif said != "taken":
-        st.toast(session.tr()(f"vote.refused_{said}"), icon=":material/block:")
-    forget()
-
-
-def pending_note(t: Translator) -> None:
-    """A student's answer still waiting for the store, said where the page stops."""
-    pending = st.session_state.get(keys.PENDING)
-    if pending:
-        st.warning(t("vote.pending_alone"), icon=":material/schedule_send:")
 
 
 @st.fragment(run_every=1.0)

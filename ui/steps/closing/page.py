@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attn.swap import hub_pair
-from ui import analyses, measures, model_swaps, served_model, session, step_page, widgets
+from ui import analyses, glossary, measures, model_swaps, served_model, session, step_page
 from ui.steps import closing
 
 t = session.tr()
@@ -32,5 +32,5 @@ else:
 st.markdown(t("closing.body"))
 step_page.room(t, closing.STEP)  # in a class whose teacher shows the room: its verdict on each claim
 st.subheader(t("closing.glossary"))
-widgets.glossary_table(t)
+glossary.glossary_table(t)
 st.caption(served_model.credits(t))

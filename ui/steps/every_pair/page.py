@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attn import methods, stats
-from ui import figures, measures, step_page, widgets
+from ui import drawing, figures, glossary, measures, step_page, widgets
 from ui.steps import every_pair
 
 page = step_page.opened(every_pair.STEP)
@@ -17,9 +17,9 @@ cells_square = full.cells(n, methods.Params(causal=False))
 both = not a.causal  # an encoder: every token looks both ways, the whole square
 
 if both:
-    widgets.formula(t, r"\text{@cells} = n^2", t("every_pair.formula_caption_both"))
+    drawing.formula(t, r"\text{@cells} = n^2", t("every_pair.formula_caption_both"))
 else:
-    widgets.formula(t, r"\text{@cells} = n^2 \qquad \text{@causal: } \frac{n(n+1)}{2}",
+    drawing.formula(t, r"\text{@cells} = n^2 \qquad \text{@causal: } \frac{n(n+1)}{2}",
                     t("every_pair.formula_caption"))
 
 c1, c2, c3, c4 = st.columns(4)
@@ -33,7 +33,7 @@ else:
                    else t("every_pair.metric_causal_help_sliding", w=t.int(window), w1=t.int(window - 1)))
 c3.metric(t("every_pair.metric_causal"), t.int(v.cells), help=help_causal)
 c4.metric(t("every_pair.metric_doubled", n2=t.int(2 * n)), t.int(v.doubled),
-          delta=t("every_pair.metric_doubled_delta", ratio=t.float(v.doubled / v.cells)), **widgets.REFERENCE)
+          delta=t("every_pair.metric_doubled_delta", ratio=t.float(v.doubled / v.cells)), **drawing.REFERENCE)
 # every head of every layer computes its own grid: the model's count is per head × heads
 model_cells = a.n_heads * sum(own.cells(n, methods.Params(window=a.own_window(i), causal=a.causal))
                               for i in range(a.n_layers))
@@ -46,8 +46,8 @@ st.caption(t(cells_key,
              cells=t.int(model_cells), all_full=t.int(all_full), layers=t.int(a.n_layers), sliding=t.int(sliding),
              full=t.int(a.n_layers - sliding), w=t.int(a.sliding_window), heads=t.int(a.n_heads)))
 
-widgets.show_figure(sm.figure, key="s1_grid")
-widgets.downsample_note(t, v.factor, n)
+drawing.show_figure(sm.figure, key="s1_grid")
+drawing.downsample_note(t, v.factor, n)
 st.caption(t("every_pair.grid_caption"))
 
 st.subheader(t("every_pair.row_heading"))
@@ -63,10 +63,10 @@ def row_figure():
     )
 
 
-widgets.chart("s1_row", (text, model_id, layer, head, token), row_figure)
+drawing.chart("s1_row", (text, model_id, layer, head, token), row_figure)
 row_cells = int(stats.row_cells(n, window, a.causal)[token])
 st.caption(t("every_pair.row_caption" if row_cells > 3 else "every_pair.row_caption_few", k=t.int(row_cells)))
-widgets.prose(t, page.step, "every_pair.outro" if a.causal else "every_pair.outro_both")
+glossary.prose(t, page.step, "every_pair.outro" if a.causal else "every_pair.outro_both")
 if window is not None and 2 * n > window:  # the lesson names a full layer; this one slides a window
     st.caption(t("every_pair.outro_sliding", w=t.int(window), ratio=t.float(v.doubled / v.cells)))
 

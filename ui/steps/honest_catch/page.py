@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attn import methods
-from ui import figures, measures, model_swaps, step_page, widgets
+from ui import drawing, figures, measures, model_swaps, step_page, widgets
 from ui.steps import honest_catch
 
 page = step_page.opened(honest_catch.STEP)
@@ -14,7 +14,7 @@ c1, c2 = st.columns(2)
 w = widgets.setting(t, "s6_w", a, t("honest_catch.pick_w"), where=c1)
 hubs = tuple(sorted(widgets.setting(t, "s6_hubs", a, t("honest_catch.pick_hubs"), where=c2)))
 
-widgets.formula(t, r"\text{@error} = \frac{\lVert o - o_{\text{@exact}} \rVert}{\lVert o_{\text{@exact}} \rVert}",
+drawing.formula(t, r"\text{@error} = \frac{\lVert o - o_{\text{@exact}} \rVert}{\lVert o_{\text{@exact}} \rVert}",
                 t("honest_catch.formula_caption"))
 
 sm = page.summary()
@@ -26,9 +26,9 @@ k1, k2, k3 = st.columns(3)
 k1.metric(t("honest_catch.metric_fused"), t.sci(mean[own]), help=t("honest_catch.metric_fused_help", dtype=err.dtype))
 k2.metric(t("honest_catch.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean[methods.window(hubs=True).name]))
 k3.metric(t("honest_catch.metric_best_linear", f=t(f"features.{best_linear.feature}")), t.pct(mean[best_linear.name]),
-          delta=t("honest_catch.metric_uniform", u=t.pct(err.uniform)), **widgets.REFERENCE)
+          delta=t("honest_catch.metric_uniform", u=t.pct(err.uniform)), **drawing.REFERENCE)
 
-widgets.show_figure(sm.figure, key="s6_errors")
+drawing.show_figure(sm.figure, key="s6_errors")
 st.caption(t("honest_catch.heads_note"))  # the errors average the layer's heads; the picked head draws the maps
 linear = [m for m in shown if m.family == "linear"]
 better = [m for m in linear if mean[m.name] < err.uniform]
@@ -55,7 +55,7 @@ sharpness = measures.sharpness(text, model_id, layer, w, hubs)
 peak = sharpness.peak
 flat_names = names[:1] + tuple(n_ for n_, k_ in zip(names, order) if k_ not in (own, own32))
 flat_values = [peak[own]] + [peak[k_] for k_ in order if k_ not in (own, own32)]
-widgets.chart("s6_flat", (text, model_id, layer, w, hubs), lambda: figures.bars(
+drawing.chart("s6_flat", (text, model_id, layer, w, hubs), lambda: figures.bars(
     [t("methods.own")] + list(flat_names[1:]), flat_values, title=t("honest_catch.flat_title", layer=layer),
     y_title=t("honest_catch.flat_axis"), separators=t.separators, log_y=True, hover=t("honest_catch.hover_peak"),
     reference=sharpness.uniform, reference_name=t(f"honest_catch.uniform_line{both}"),
@@ -103,7 +103,7 @@ def map_figure(key: str, grid):
 
 for i, (key, grid) in enumerate(maps.items()):
     with cols[i % 2]:
-        widgets.chart(f"s6_map_{key}", (text, model_id, layer, head, w, hubs, feature),
+        drawing.chart(f"s6_map_{key}", (text, model_id, layer, head, w, hubs, feature),
                       lambda key=key, grid=grid: map_figure(key, grid))
 st.caption(t("honest_catch.maps_caption", m=m, layer=layer, h=head))
 

@@ -4,7 +4,7 @@ special tokens ([CLS], [SEP])."""
 
 import streamlit as st
 
-from ui import figures, measures, model_swaps, step_page, widgets
+from ui import drawing, figures, measures, model_swaps, step_page, widgets
 from ui.steps import hubs as step
 
 page = step_page.opened(step.STEP)
@@ -15,14 +15,14 @@ if n <= measures.ANCHOR_DISTANCE:  # no row lies that far after another: there i
     st.caption(t("hubs.anchors_none" if a.causal else "hubs.anchors_none_both", n=t.int(n),
                  d=t.int(measures.ANCHOR_DISTANCE)))
 else:
-    items = t.list(t("hubs.anchor_item", p=p, token=widgets.literal(a.tokens[p]), score=t.float(score, 3))
+    items = t.list(t("hubs.anchor_item", p=p, token=drawing.literal(a.tokens[p]), score=t.float(score, 3))
                    for p, score in found)
     st.caption(t("hubs.anchors_found" if a.causal else "hubs.anchors_found_both", found=items))
 hubs = tuple(sorted(widgets.setting(t, "s4_hubs", a, t("hubs.pick_hubs"))))
 w = widgets.setting(t, "s4_w", a, t("hubs.pick_w"))
 g = len(hubs)
 
-widgets.formula(t, r"\text{@cells} = O\big(n\,(w + g)\big) \ll n^2", t("hubs.formula_caption"))
+drawing.formula(t, r"\text{@cells} = O\big(n\,(w + g)\big) \ll n^2", t("hubs.formula_caption"))
 
 sm = page.summary()
 v: step.Numbers = sm.numbers
@@ -30,14 +30,14 @@ cells_full = measures.cells(n, causal=a.causal)
 kept_s = measures.kept(text, model_id, w, (0,))
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(t("hubs.metric_cells", g=g), t.int(v.cells_h),
-          delta=t("hubs.metric_cells_delta", share=t.pct(v.cells_h / cells_full)), **widgets.REFERENCE)
+          delta=t("hubs.metric_cells_delta", share=t.pct(v.cells_h / cells_full)), **drawing.REFERENCE)
 c2.metric(t("hubs.metric_kept_window"), t.pct(v.kept_w.mean))
 c3.metric(t("hubs.metric_kept_hubs", g=g), t.pct(v.kept_h.mean),
           delta=t("hubs.metric_kept_delta", d=t.float(100 * (v.kept_h.mean - v.kept_w.mean), 1)),
-          **widgets.REFERENCE)
+          **drawing.REFERENCE)
 c4.metric(t("hubs.metric_kept_sink"), t.pct(kept_s.mean),
           delta=t("hubs.metric_kept_delta", d=t.float(100 * (kept_s.mean - v.kept_w.mean), 1)),
-          **widgets.REFERENCE)
+          **drawing.REFERENCE)
 
 st.subheader(t("hubs.hops_heading"))
 st.markdown(t("hubs.hops_lead"))
@@ -57,11 +57,11 @@ def farthest_metric(res: measures.HopGrid) -> None:
 h1, h2 = st.columns(2)
 common = v.hop_style
 with h1:
-    widgets.chart("s4_hops_none", (text, model_id, hn, hw), lambda: figures.integer_grid(
+    drawing.chart("s4_hops_none", (text, model_id, hn, hw), lambda: figures.integer_grid(
         grids.none.grid, a.tokens[:hn], title=t("hubs.hops_none", w=hw), **common))
     farthest_metric(grids.none)
 with h2:
-    widgets.show_figure(sm.figure, key="s4_hops_hubs")
+    drawing.show_figure(sm.figure, key="s4_hops_hubs")
     farthest_metric(grids.hubs)
 st.caption(t("hubs.hops_caption", n=hn, w=hw))
 if not a.causal:  # the grids above are how this very model reads: both ways
@@ -72,7 +72,7 @@ path = measures.route(hn, hw, hop_hubs, far_i, far_j)
 if path:
     st.markdown(t("hubs.route_lead", i=far_i, j=far_j, hops=len(path) - 1))
     st.text(" → ".join(f"{p} · {a.tokens[p]}" for p in path))
-    widgets.chart("s4_route", (text, model_id, hn, hw, hop_hubs, far_i, far_j), lambda: figures.route_diagram(
+    drawing.chart("s4_route", (text, model_id, hn, hw, hop_hubs, far_i, far_j), lambda: figures.route_diagram(
         hn, path, hop_hubs, a.tokens[:hn], title=t("hubs.route_title"), separators=t.separators,
         token_word=t("common.token"), hub_word=t("common.hub")))
 
@@ -90,7 +90,7 @@ def causal_hubs() -> None:
                       far0=t.int(alone.farthest)))
     c1, c2 = st.columns(2)
     with c1:
-        widgets.chart("s4_hops_causal", (text, model_id, hn, hw), lambda: figures.integer_grid(
+        drawing.chart("s4_hops_causal", (text, model_id, hn, hw), lambda: figures.integer_grid(
             sink.grid, a.tokens[:hn], title=t("hubs.hops_causal", w=hw), **common))
         farthest_metric(sink)
     with c2:
@@ -102,7 +102,7 @@ def causal_hubs() -> None:
             span = measures.hop_grids(hn, hw, inside, inside)
             mine, alone_span = span.causal_hubs, span.causal_none
             where = t.list(str(h + start) for h in inside)
-            widgets.chart("s4_hops_causal_hubs", (text, model_id, hn, hw, start, inside), lambda: figures.integer_grid(
+            drawing.chart("s4_hops_causal_hubs", (text, model_id, hn, hw, start, inside), lambda: figures.integer_grid(
                 mine.grid, a.tokens[start:start + hn],
                 title=t("hubs.hops_causal_hubs", w=hw, g=len(inside), where=where), start=start,
                 **common))
@@ -123,7 +123,7 @@ def encoder_hubs() -> None:
     if not got.columns:
         st.markdown(t("hubs.encoder_no_specials"))
         return
-    tokens = t.list(f"{p} · {widgets.literal(a.tokens[p])}" for p in got.columns)
+    tokens = t.list(f"{p} · {drawing.literal(a.tokens[p])}" for p in got.columns)
     st.markdown(t("hubs.encoder_text", tokens=tokens, g=len(got.columns), share=t.pct(got.mean),
                   even=t.pct(got.even)))
     top = max(range(len(got.per_layer)), key=lambda layer: got.per_layer[layer])

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attn import costs, methods
-from ui import step_page, widgets
+from ui import drawing, glossary, step_page, widgets
 from ui.steps import linear
 
 page = step_page.opened(linear.STEP)
@@ -14,7 +14,7 @@ feature = widgets.setting(t, "s5_feature", a, t("linear.pick_feature"), where=c1
                           names=lambda f: t(f"features.{f}"))
 causal = widgets.setting(t, "s5_causal", a, t("linear.causal"), where=c2)
 
-widgets.formula(t, r"\underbrace{\big(\phi(Q)\,\phi(K)^\top\big)}_{n \times n}\,V \;=\; "
+drawing.formula(t, r"\underbrace{\big(\phi(Q)\,\phi(K)^\top\big)}_{n \times n}\,V \;=\; "
                 r"\phi(Q)\,\underbrace{\big(\phi(K)^\top V\big)}_{m \times d}",
                 t("linear.formula_caption", chunk=methods.linear(feature).scan_chunk))
 st.latex(methods.linear(feature).formula)
@@ -43,8 +43,8 @@ st.markdown(t(side, n=t.int(r.n), nm=t.int(even.memory), no=t.int(even.operation
 if a.k.shape[2] == 1 and a.n_heads > 1:
     st.caption(t("linear.shared_kv", h=a.n_heads))
 
-widgets.show_figure(sm.figure, key="s5_sizes")
+drawing.show_figure(sm.figure, key="s5_sizes")
 st.caption(t("linear.sizes_caption"))
-widgets.prose(t, page.step, "linear.outro")
+glossary.prose(t, page.step, "linear.outro")
 
 page.close(sm)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import figures, measures, step_page, widgets
+from ui import drawing, figures, glossary, measures, step_page, widgets
 from ui.steps import nearly_empty
 
 page = step_page.opened(nearly_empty.STEP)
@@ -10,7 +10,7 @@ t, a, text, model_id = page.t, page.a, page.text, page.model_id
 layer, head = widgets.layer_head_picker(t, a, "s2")
 p = widgets.setting(t, "s2_p", a, t("nearly_empty.pick_p"), names=lambda x: t.pct(x, 0))
 
-widgets.formula(t, r"k(p) = \min\Big\{k : \textstyle\sum_{\text{@top}\,k} a_{ij} \ge p\Big\} \qquad "
+drawing.formula(t, r"k(p) = \min\Big\{k : \textstyle\sum_{\text{@top}\,k} a_{ij} \ge p\Big\} \qquad "
                 r"\text{@useful} \approx n \cdot \bar k", t("nearly_empty.formula_caption"))
 
 sm = page.summary()
@@ -27,8 +27,8 @@ c4.metric(t("nearly_empty.metric_all"), t.float(res.k_all, 1), help=t("nearly_em
 # the lead's "a small part of its cells", in this text's numbers
 st.caption(t("nearly_empty.all_caption", k=t.float(res.k_all, 1), p=t.pct(p, 0), n=t.int(n)))
 
-widgets.show_figure(sm.figure, key="s2_grid")
-widgets.downsample_note(t, v.factor, n)
+drawing.show_figure(sm.figure, key="s2_grid")
+drawing.downsample_note(t, v.factor, n)
 st.caption(t("nearly_empty.grid_caption", p=t.pct(p, 0), cells=t.int(res.mask_cells), total=t.int(res.cells)))
 if head is None:
     st.caption(t("nearly_empty.grid_caption_average"))
@@ -53,7 +53,7 @@ def prefix_figure():
                          y_format=".0%", x_ticks=ticks)
 
 
-widgets.chart("s2_prefix", settings, prefix_figure)
+drawing.chart("s2_prefix", settings, prefix_figure)
 if len(prefixes) >= 2:
     first, last = prefixes[0], prefixes[-1]
     # said as this text measured it: the share falls on many layers and heads, rises on others
@@ -85,14 +85,14 @@ def k_figure():
                          x_ticks=ticks)
 
 
-widgets.chart("s2_k", settings, k_figure)
+drawing.chart("s2_k", settings, k_figure)
 if len(prefixes) >= 2 and prefixes[0].k > 0:  # what the chart shows, said with its numbers (the title is neutral)
     first, last = prefixes[0], prefixes[-1]
     st.caption(t("nearly_empty.k_caption", k0=t.float(first.k, 1), n0=t.int(first.n), k1=t.float(last.k, 1),
                  n1=t.int(last.n), nr=t.float(last.n / first.n, 1), kr=t.float(last.k / first.k, 1)))
 if res.window is not None and n > res.window:
     st.caption(t("nearly_empty.window_cap", w=t.int(res.window)))
-widgets.prose(t, page.step, "nearly_empty.outro")
+glossary.prose(t, page.step, "nearly_empty.outro")
 
 page.room(layer=layer)
 page.close(sm)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import figures, measures, step_page, widgets
+from ui import drawing, figures, glossary, measures, step_page, widgets
 from ui.steps import neighbours
 
 page = step_page.opened(neighbours.STEP)
@@ -12,10 +12,10 @@ n = a.n
 w = widgets.setting(t, "s3_w", a, t("neighbours.pick_w"))
 
 if a.causal:
-    widgets.formula(t, r"\text{@visible}(i, j) \iff 0 \le i - j < w \qquad \text{@cells} \approx n \cdot w",
+    drawing.formula(t, r"\text{@visible}(i, j) \iff 0 \le i - j < w \qquad \text{@cells} \approx n \cdot w",
                     t("neighbours.formula_caption"))
 else:  # an encoder's window reaches both ways
-    widgets.formula(t, r"\text{@visible}(i, j) \iff |i - j| < w \qquad \text{@cells} \approx n \cdot (2w - 1)",
+    drawing.formula(t, r"\text{@visible}(i, j) \iff |i - j| < w \qquad \text{@cells} \approx n \cdot (2w - 1)",
                     t("neighbours.formula_caption_both"))
 top = st.container()  # the window's numbers and grid, filled once every setting below is read
 
@@ -35,29 +35,29 @@ with top:
     c2.metric(t("neighbours.metric_kept_all"), t.pct(kept.mean))
     c3.metric(t("neighbours.metric_cells"), t.int(v.cells),
               delta=t("neighbours.metric_cells_delta", share=t.pct(v.cells / measures.cells(n, causal=a.causal))),
-              **widgets.REFERENCE)
-    widgets.show_figure(sm.figure, key="s3_grid")
-    widgets.downsample_note(t, v.factor, n)
+              **drawing.REFERENCE)
+    drawing.show_figure(sm.figure, key="s3_grid")
+    drawing.downsample_note(t, v.factor, n)
     sliding = sum(1 for x in a.layer_types if x == "sliding")
     # on a text no longer than the window, a sliding layer still sees every earlier token
     note = ("neighbours.model_note_none" if not sliding else  # a model that slides no window
             "neighbours.model_note" if n > a.sliding_window else "neighbours.model_note_short")
     st.info(t(note, sliding=sliding, layers=a.n_layers, w=t.int(a.sliding_window), n=t.int(n)))
 
-widgets.formula(t, r"\text{@reach}(L) = L\,(w-1) + 1 = " + f"{rl}\\,({rw}-1)+1 = {v.formula_size}")
+drawing.formula(t, r"\text{@reach}(L) = L\,(w-1) + 1 = " + f"{rl}\\,({rw}-1)+1 = {v.formula_size}")
 m1, m2 = st.columns(2)
 m1.metric(t("neighbours.metric_reach_formula" if a.causal else "neighbours.metric_reach_formula_both"),
           t.int(v.formula_size))
 m2.metric(t("neighbours.metric_reach_measured", i=v.rn - 1), t.int(v.measured),
           help=t("neighbours.metric_reach_measured_help"))
-widgets.chart("s3_reach", (v.rn, rw, rl), lambda: figures.reach_animation(
+drawing.chart("s3_reach", (v.rn, rw, rl), lambda: figures.reach_animation(
     v.frames, title=t("neighbours.reach_title", n=v.rn, w=rw), x_title=t("neighbours.reach_x"),
     y_title=t("neighbours.reach_y"), separators=t.separators, layer_word=t("neighbours.layers_word"),
     play=t("common.play"), pause=t("common.pause"), hover=t("neighbours.hover_reach"),
 ))
 if not a.causal:
     st.caption(t("neighbours.reach_both"))
-widgets.prose(t, page.step, "neighbours.outro")
+glossary.prose(t, page.step, "neighbours.outro")
 
 page.room(window=w)
 page.close(sm)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from attn import bench, methods
 from attn.device import pick_device
-from ui import live_bench, served_model, step_page, summaries, widgets
+from ui import drawing, glossary, live_bench, served_model, step_page, summaries
 from ui.steps import payoff
 
 page = step_page.opened(payoff.STEP)  # the cost model and this device: no text
@@ -16,9 +16,9 @@ key = live_bench.key(device, sizes)
 sm = page.summary()  # with this device's live run, where it was run (payoff.inputs)
 v: payoff.Numbers = sm.numbers
 s, ns, costs = v.shape, v.ns, v.costs
-widgets.formula(t, r"\frac{\text{@cost}(2n)}{\text{@cost}(n)} \;\to\; 4 \;\;(n^2) \qquad \text{@vs} \qquad 2 \;\;(n)",
+drawing.formula(t, r"\frac{\text{@cost}(2n)}{\text{@cost}(n)} \;\to\; 4 \;\;(n^2) \qquad \text{@vs} \qquad 2 \;\;(n)",
                 t("payoff.formula_caption", w=s.window, g=s.hubs, d=s.d, h=s.heads))
-widgets.show_figure(sm.figure, key="s7_model")
+drawing.show_figure(sm.figure, key="s7_model")
 # the last step of the chart: from n = 2¹⁹ to 2n = 2²⁰
 st.markdown(f"**{t('payoff.ratio_heading', n=t.int(ns[-2]), n2=t.int(ns[-1]))}**")
 cols = st.columns(len(costs))
@@ -36,18 +36,18 @@ if rows is None:
         try:
             rows = live_bench.run(t, key, s, device, sizes)
         except Exception as exc:  # said, with what the engine reported; the page goes on
-            widgets.error_box(t, "payoff.failed")
+            drawing.error_box(t, "payoff.failed")
             st.code(f"{type(exc).__name__}: {exc}", language=None)
         else:
             sm = summaries.get(payoff.STEP, t, None, "", "", {}, **payoff.inputs())
 if rows:
-    fig_time, fig_mem = widgets.figure_once("s7_live", (key, tuple(r.seconds for r in rows)),
+    fig_time, fig_mem = drawing.figure_once("s7_live", (key, tuple(r.seconds for r in rows)),
                                             lambda: live_bench.figures_of(t, rows, sizes, s))
     g1, g2 = st.columns(2)
     with g1:
-        widgets.show_figure(fig_time, key="s7_time")
+        drawing.show_figure(fig_time, key="s7_time")
     with g2:
-        widgets.show_figure(fig_mem, key="s7_mem")
+        drawing.show_figure(fig_mem, key="s7_mem")
     st.info(t("payoff.walls_note"))
     st.caption(t("payoff.dtype_note"))
     ratios = bench.ratios(rows)
@@ -59,13 +59,13 @@ if rows:
         cols[i].metric(t("payoff.metric_live_ratio", m=live_bench.method_name(t, m, s, backend), n=t.int(last // 2),
                          n2=t.int(last)),
                        "—" if r is None else t.float(r, 2))
-    widgets.data_table(live_bench.table(t, rows, s))
+    drawing.data_table(live_bench.table(t, rows, s))
     full, window = (ratios.get((bench.row_key(m.name, "auto"), last)) for m in (methods.exact(), methods.window()))
     if full is None or window is None:
         st.caption(t("payoff.live_caption"))
     else:  # what this run measured, beside what the cost model says
         st.caption(t("payoff.live_caption_measured", n=t.int(last // 2), n2=t.int(last), full=t.float(full, 2),
                      window=t.float(window, 2)))
-widgets.prose(t, page.step, "payoff.outro")
+glossary.prose(t, page.step, "payoff.outro")
 
 page.close(sm)

@@ -16,7 +16,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from attn import bench, graph, methods, patterns, stats
+from attn import bench, graph, methods, outputs, patterns, stats
 from attn import composition as algebra
 from attn import costs as costs_model
 from attn.composition import Composition, CompositionError
@@ -313,7 +313,7 @@ def error(text: str, model_id: str, key: tuple, layer: int) -> PatternError:
     """Output error of the pattern on one layer's own q, k, v against exact softmax."""
     a = analyses.get_analysis(text, model_id)
     q, k, v = a.qkv(layer)
-    r = stats.pattern_error(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), parts=_comp(key),
+    r = outputs.pattern_error(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), parts=_comp(key),
                             causal=a.causal)
     return PatternError(r["mean"], r["uniform"])
 

@@ -5,7 +5,8 @@ import streamlit as st
 
 from attn import composition, methods
 from attn.device import pick_device
-from ui import analyses, figures, live_bench, measures, model_swaps, page_run, served_model, session, step_page, widgets
+from ui import (analyses, drawing, figures, live_bench, measures, model_swaps, page_run, served_model, session,
+                step_page, widgets)
 from ui.step_parts import layer_label
 from ui.steps import playground as pg
 
@@ -80,14 +81,14 @@ cost = pg.costs(n, key, causal, a.n_heads, a.q.shape[-1])
 m1, m2, m3, m4 = st.columns(4)
 m1.metric(t("playground.metric_cells"), t.int(cost.cells),
           delta=t("playground.metric_cells_delta", share=t.pct(cost.share), every=t.int(cost.every)),
-          **widgets.REFERENCE)
+          **drawing.REFERENCE)
 m2.metric(t("playground.metric_flops"), t.sci(cost.flops),
-          delta=t("playground.metric_flops_delta", full=t.sci(cost.full_flops)), **widgets.REFERENCE)
+          delta=t("playground.metric_flops_delta", full=t.sci(cost.full_flops)), **drawing.REFERENCE)
 m3.metric(t("playground.metric_numbers"), t.int(cost.numbers), help=t("playground.metric_numbers_help"))
 m4.metric(t("playground.metric_ratio", n=t.int(pg.LARGE_N)), t.float(cost.ratio, 2),
-          delta=t("playground.metric_ratio_delta", full=t.float(cost.full_ratio, 2)), **widgets.REFERENCE)
-widgets.formula(t, r"\text{@flops} = 4\,d\,h \cdot \text{@cells} = 4 \cdot " + f"{a.q.shape[-1]} \\cdot {a.n_heads}"
-                + r" \cdot " + widgets.tex_int(t, cost.cells),
+          delta=t("playground.metric_ratio_delta", full=t.float(cost.full_ratio, 2)), **drawing.REFERENCE)
+drawing.formula(t, r"\text{@flops} = 4\,d\,h \cdot \text{@cells} = 4 \cdot " + f"{a.q.shape[-1]} \\cdot {a.n_heads}"
+                + r" \cdot " + drawing.tex_int(t, cost.cells),
                 t("playground.cost_caption", large=t.int(cost.large), doubled=t.int(cost.doubled)))
 shown_sliding = a.layer_types[layer] == "sliding"
 if scope == "sliding" and not shown_sliding:
@@ -105,8 +106,8 @@ def grid_figure():
     return fig
 
 
-widgets.chart("pg_grid", (model_id, text, key, causal), grid_figure)
-widgets.downsample_note(t, figures.pool_factor(n), n)
+drawing.chart("pg_grid", (model_id, text, key, causal), grid_figure)
+drawing.downsample_note(t, figures.pool_factor(n), n)
 
 # --- what it can reach ------------------------------------------------------------------
 
@@ -120,8 +121,8 @@ for name, g in (("causal", r.causal), ("bidirectional", r.bidirectional)):
     rows.append({t("playground.col_direction"): t(f"playground.{name}_word"), t("hubs.metric_max_hops"): far,
                  t("playground.col_never"): t.int(g.never),
                  t("playground.col_reach", L=rl, i=r.m - 1): t.int(g.reach_last)})
-widgets.data_table(rows)
-widgets.chart("pg_hops", (model_id, text, key, rl, causal), lambda: figures.integer_grid(
+drawing.data_table(rows)
+drawing.chart("pg_hops", (model_id, text, key, rl, causal), lambda: figures.integer_grid(
     r.drawn.grid, a.tokens[:r.m], title=t("playground.hops_title", m=r.m, direction=t(f"playground.{r.shown}_word")),
     x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("hubs.hover_hops"),
     separators=t.separators, colorbar=t("hubs.hops_unit"), missing_label=t("hubs.never")))
@@ -138,14 +139,14 @@ k1.metric(t("playground.metric_kept_all"), t.pct(kept.mean))
 k2.metric(t("playground.metric_kept_layer", layer=layer), t.pct(float(kept.per_layer[layer])))
 if err is not None:
     k3.metric(t("playground.metric_error", layer=layer), t.pct(err.mean),
-              delta=t("playground.metric_error_delta", floor=t.pct(err.uniform)), **widgets.REFERENCE)
+              delta=t("playground.metric_error_delta", floor=t.pct(err.uniform)), **drawing.REFERENCE)
 else:
     k3.metric(t("playground.metric_error", layer=layer), "—", help=t("playground.keeps_own", layer=layer))
 own = a.own_window(layer)
 if err is not None and own is not None and comp.window > own and n > own:
     # the pattern keeps every weight the layer computes, and reads further back than the layer ever does
     st.caption(t("playground.wider_than_layer", w=t.int(comp.window), own=t.int(own), layer=layer))
-widgets.chart("pg_kept", (model_id, text, key, scope), lambda: figures.bars(
+drawing.chart("pg_kept", (model_id, text, key, scope), lambda: figures.bars(
     [str(i) for i in range(a.n_layers)], [float(x) for x in kept.per_layer],
     title=t("playground.kept_title"), y_title=t("playground.kept_axis"), separators=t.separators,
     hover=t("playground.hover_kept"), text=[t.pct(float(x), 0) for x in kept.per_layer],
@@ -164,9 +165,9 @@ if res and not model_swaps.failure(t, res):
     s1.metric(t("swap.base_ppl"), t.float(control.base_perplexity, 2))
     s2.metric(t("swap.control_ppl"), t.float(control.perplexity, 2))
     s3.metric(t("playground.pattern_ppl"), t.float(mine.perplexity, 2),
-              delta=t("swap.times", x=t.float(mine.perplexity / mine.base_perplexity, 2)), **widgets.REFERENCE)
+              delta=t("swap.times", x=t.float(mine.perplexity / mine.base_perplexity, 2)), **drawing.REFERENCE)
     s4.metric(t("playground.pattern_kl_top1"), t.float(max(mine.kl, 0.0), 3),
-              delta=t("playground.top1", a=t.pct(mine.top1_agreement, 0)), **widgets.REFERENCE)
+              delta=t("playground.top1", a=t.pct(mine.top1_agreement, 0)), **drawing.REFERENCE)
     st.caption(t("playground.swap_done", n=t.int(mine.n), control_kl=t.sci(max(control.kl, 0.0))))
 
 # --- the fast path ------------------------------------------------------------------------

@@ -1,0 +1,96 @@
+"""What a vote's buttons do, each an on_click callback (it runs before the page, so a press
+is never lost to a page that could not read the class): the teacher opens a question's
+vote (its words copied in every language), closes it, reveals its answer; a student sends
+one answer, kept for the poll to send again when the store cannot take it just now. The
+SQL is server.classes'."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from server import classes as live_classes
+
+from .. import analyses, keys, measures, served_model, session, setting_table, share, steps, summaries
+from ..i18n import LANGS, Translator
+from ..step_parts import Step
+from .handle import classes, forget
+from .membership import member
+
+def question_copy(step: Step, qid: str, a, text: str, model_id: str) -> dict:
+    """What a vote keeps of a step's question ``qid``, made when the teacher opens it: the
+    option values, the measured answer's option, and the question's words in every
+    language (each student reads it in their own), so that later changes to the page
+    or its settings leave the vote as it was asked."""
+    given = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
+    # a step that needs no text (the cost model) has nothing to fit its settings to
+    cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), given) if a is not None else {}
+    out = {"text": {}, "labels": {}, "value_text": {}}
+    for lang in LANGS:
+        sm = summaries.get(step, Translator(lang), a, text, model_id, summaries.inputs(step, cfg),
+                           **summaries.extra(step))
+        q = summaries.question(sm, qid)
+        out["text"][lang], out["value_text"][lang] = q.text, q.value_text
+        out["labels"][lang] = [q.label(o) for o in q.options]
+        out["options"], out["answer"] = list(q.options), q.options.index(q.right)
+        out["source"] = q.source  # measured on the class's text, or worked out by the cost model
+    return out
+
+
+def open_first_vote(page: str, qid: str) -> None:
+    """on_click of "Open the vote": the step's question ``qid`` on the class's text and
+    settings, copied in every language (its arguments stay small: the step's id, never
+    the analysis)."""
+    step = steps.get(page)
+    text, model_id = session.current_text(), served_model.model_id()
+    a = analyses.get_analysis(text, model_id) if step.needs_text and text.strip() else None
+    if a is None and step.needs_text:
+        return
+    open_vote(page, qid, question_copy(step, qid, a, text, model_id))
+
+
+def open_vote(page: str, qid: str, question: dict) -> None:
+    _host_action(lambda room, code, key: room.open_vote(code, key, page, qid, question))
+
+
+def close_vote(vote: int) -> None:
+    _host_action(lambda room, code, key: room.set_state(code, key, vote, "closed"))
+
+
+def reveal_vote(vote: int) -> None:
+    _host_action(lambda room, code, key: room.set_state(code, key, vote, "revealed"))
+
+
+def _host_action(action) -> None:
+    """on_click of a teacher's vote button: the change, or a notice saying why not."""
+    room, code, t = classes(), member(), session.tr()
+    if room is None or code is None:
+        return
+    with share.store_trouble():
+        try:
+            action(room, code, st.session_state.get(keys.HOST))
+            found = room.versions(code)  # her own change: her poll need not redraw it again
+            if found is not None:
+                st.session_state[keys.SEEN] = found[0]
+        except live_classes.NotHost:
+            st.toast(t("class.not_host"), icon=":material/key_off:")
+    forget()
+
+
+def send_answer(code: str, vote: int) -> None:
+    """on_click of Send (a callback: it runs before the page, so a press is never lost to a
+    page that could not read the class): the answer, or why not; when the store cannot keep
+    it just now, it stays chosen and the poll sends it again until the vote closes."""
+    choice = st.session_state.get(f"vote_pick_{vote}")
+    room = classes()
+    if room is None or choice is None:
+        if choice is not None:
+            st.session_state[keys.PENDING] = {"code": code, "vote": vote, "choice": choice}
+        return
+    said = None
+    with share.store_trouble() as trouble:
+        said = room.answer(code, vote, st.session_state.get(keys.STUDENT, ""), choice)
+    if trouble:  # not lost: kept here and sent again by the poll
+        st.session_state[keys.PENDING] = {"code": code, "vote": vote, "choice": choice}
+    elif said != "taken":
+        st.toast(session.tr()(f"vote.refused_{said}"), icon=":material/block:")
+    forget()

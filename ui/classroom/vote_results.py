@@ -1,0 +1,53 @@
+"""The teacher's summary of her class's votes, question by question: how many answered in
+the first vote and the second, and the share right once the answer was revealed — never
+before (it would give the right option away). Her sidebar and her handout show it."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from server import classes as live_classes
+
+from .. import steps
+from ..i18n import Translator
+from .membership import current, is_teacher
+
+def results(t: Translator) -> list[tuple[str, str, str]]:
+    """The teacher's summary of every question her class has voted on, step by step: in
+    the first vote and in the second, how many answered once closed, and the share right
+    once the question's answer was revealed — never before (a share right would give the
+    right option away), "—" for none yet. Empty outside a class of hers, or when the class cannot be read."""
+    found = current() if is_teacher() else None
+    if not isinstance(found, live_classes.ClassState):
+        return []
+    rows = []
+    asked = {v.qid for v in found.votes}
+    questions = steps.questions()
+    for qid in (q for q in questions if q in asked):  # in the walk's order
+        step = questions[qid]
+        revealed = any(v.qid == qid and v.state == "revealed" for v in found.votes)  # its answer is known
+        cells = []
+        for r in (1, 2):
+            vote = next((v for v in found.votes if v.qid == qid and v.round == r), None)
+            counts = found.counts.get(vote.vote, []) if vote is not None and vote.state != "open" else []
+            answered = sum(counts)
+            if not answered:
+                cells.append("—")
+            elif revealed:
+                cells.append(t("vote.result_cell", right=t.pct(counts[vote.question["answer"]] / answered, 0),
+                               n=t.int(answered)))
+            else:
+                cells.append(t("vote.result_cell_hidden", n=t.int(answered)))
+        label = t("vote.result_step", step=steps.number(step))
+        rows.append((label if len(step.questions) == 1 else f"{label} · {step.questions.index(qid) + 1}", *cells))
+    return rows
+
+
+def results_table(t: Translator) -> None:
+    """The summary (``results``) on the teacher's screen, when her class has voted."""
+    rows = results(t)
+    if rows:  # lines, not a table: the sidebar is narrow (a table's third column was cut off)
+        st.markdown(f"**{t('vote.results_heading')}**")
+        st.markdown("\n".join("- " + t("vote.result_line", step=step, first=first, second=second,
+                                        first_label=t("vote.col_first"), second_label=t("vote.col_second"))
+                               for step, first, second in rows))
