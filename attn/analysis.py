@@ -29,7 +29,7 @@ class Analysis:
     unknown: int  # tokens the tokenizer could not place
     seconds: float
     q: torch.Tensor = field(repr=False)  # (layers, 1, heads, n, d) float32
-    k: torch.Tensor = field(repr=False)  # (layers, 1, kv_heads, n, d): one shared key/value head
+    k: torch.Tensor = field(repr=False)  # (layers, 1, kv_heads, n, d): the model's own key/value heads
     v: torch.Tensor = field(repr=False)
     causal: bool = True  # False: an encoder, each token attends both ways
     scales: tuple[float, ...] = ()  # each layer's factor (GPT-2 can divide it by the layer's number)

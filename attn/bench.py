@@ -241,7 +241,7 @@ def ratios(rows: list[Row], key=lambda r: r.seconds) -> dict[tuple[str, int], fl
 
 def live_sizes(device) -> list[int]:
     """The lengths the app's live benchmark runs, each double the one before: up to
-    4,096 on the CPU (≈ 20 s on 2 cores), 16,384 on CUDA, or ``ATLAS_LIVE_MAX_N``."""
+    4,096 on the CPU, 16,384 on CUDA, or ``ATLAS_LIVE_MAX_N``."""
     cpu = torch.device(device).type == "cpu"
     top = settings.read().live_max_n or (4096 if cpu else 16384)
     return [top >> i for i in reversed(range(4 if cpu else 5))]

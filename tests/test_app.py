@@ -8,9 +8,10 @@ import json
 import re
 
 import pytest
+import torch
 
 from attn import loading
-from attn import bench, outputs, patterns, stats
+from attn import bench, methods, outputs, patterns, stats
 from helpers import LANGS, PAGES, WALK, revealed
 from ui import i18n
 from ui import live_bench
@@ -553,14 +554,24 @@ def test_predictions_on_steps_1_2_5_6_reveal_the_pages_own_number_for_each_text(
     summary = parse(metric_starting(at, "en", "linear.metric_summary"), "en")
     assert revealed(at) == i18n.translate("en", "predict.opt_grid" if grid < summary else "predict.opt_summary")
     at.switch_page(PAGES[5]).run()
+    # step 6's answer, computed apart from the page's code: exact attention written out over the
+    # layer's own pattern, each shortcut by its dense twin (never the fast kernel the page runs)
     a = tiny.analyze(text or sample_text("en"))
     layer = min(8, a.n_layers - 1)
-    q, k, v = a.qkv(layer)
+    q, k, v = (x.double() for x in a.qkv(layer))
     hubs = tuple(sorted(p for p, _ in stats.anchors(a.attentions, top=3)))
-    err = outputs.output_errors(q, k, v, scale=a.scale, own_window=a.own_window(layer), window=min(16, a.n),
-                              hubs=hubs)["mean"]
-    closest = min((m for m in err if m not in ("own", "uniform")), key=err.get)
-    assert revealed(at).endswith(f"({i18n.fmt_pct(err[closest], 'en')})")
+    n, own, w = a.n, a.own_window(layer), min(16, a.n)
+    allowed = torch.tensor([[j <= i and (own is None or i - j < own) for j in range(n)] for i in range(n)])
+    scores = (q @ k.transpose(-1, -2) * a.scale).masked_fill(~allowed, float("-inf"))
+    exact = torch.softmax(scores, dim=-1) @ v
+    errs = {}
+    for m in methods.tagged(methods.ERRORS):
+        if m.family == "own":
+            continue
+        got = m.reference(q.float(), k.float(), v.float(), methods.Params(window=w, hubs=hubs, scale=a.scale)).double()
+        errs[m.name] = float(((got - exact).norm(dim=(-2, -1)) / exact.norm(dim=(-2, -1))).mean())
+    closest = min(errs, key=errs.get)
+    assert revealed(at).endswith(f"({i18n.fmt_pct(errs[closest], 'en')})")
 
 
 def test_predictions_on_steps_3_4_7_follow_their_parameters(make_app, unmeasured):

@@ -46,10 +46,17 @@ def test_the_background_compile_is_on_unless_turned_off(monkeypatch, raw, on):
     assert settings.read().flex_warmup is on
 
 
-def test_the_tests_run_without_the_background_compile():
-    import os
+def test_with_the_background_compile_off_the_app_starts_none_and_with_it_on_starts_one(monkeypatch):
+    """What ATLAS_FLEX_WARMUP does to the app: off, nothing is compiled in the background;
+    on, the warm-up starts (its thread stood in for: nothing is compiled here)."""
+    from ui import warmup
 
-    assert os.environ["ATLAS_FLEX_WARMUP"] == "0" and not settings.read().flex_warmup
+    started = []
+    monkeypatch.setattr(warmup, "_flex_warmup", lambda: started.append("compile") or "a thread")
+    monkeypatch.setenv("ATLAS_FLEX_WARMUP", "0")
+    assert warmup.start_flex_warmup() is None and started == []
+    monkeypatch.setenv("ATLAS_FLEX_WARMUP", "1")
+    assert warmup.start_flex_warmup() == "a thread" and started == ["compile"]
 
 
 @pytest.mark.parametrize("bad", ["lots", "0", "63", "1000", "-1024"])

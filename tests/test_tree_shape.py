@@ -98,3 +98,23 @@ def test_no_shared_widget_imports_the_live_class():
     handout (the teacher's results) ask for it; the modules every page shares do not."""
     askers = {m for m, deps in GRAPH.items() for n in deps if n.startswith("ui.classroom")}
     assert askers - {m for m in MODULES if m.startswith("ui.classroom")} == {"app", "ui.step_page", "ui.handout"}
+
+
+def test_every_module_the_architecture_doc_names_exists():
+    """docs/architecture.md stays true to the tree: every path it names (``ui/steps.py``,
+    ``server/texts.Room``…) is a module or a folder, and every engine module its layer
+    drawing lists under attn/ is one."""
+    import re
+
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"\b((?:attn|ui|server|harness|bench|tests)/[\w/]*)", doc))
+    missing = [p for p in named if not ((ROOT / f"{p}.py").exists() or (ROOT / p).is_dir()
+                                        or (ROOT / p).exists())]
+    assert not missing, sorted(missing)
+    drawing = doc[doc.index(" attn/ "):doc.index(" harness/ ")]
+    engine = re.findall(r"^   (\w+) {2,}", drawing, re.M)
+    assert len(engine) >= 20 and not [m for m in engine if not (ROOT / "attn" / f"{m}.py").exists()], engine
+    for p in ("attn", "server", "ui", "ui/classroom"):  # and every module is named
+        for module in (ROOT / p).glob("*.py"):
+            if module.stem != "__init__":
+                assert module.stem in doc, f"docs/architecture.md names no {p}/{module.name}"

@@ -19,8 +19,8 @@ from .served_model import ensure_model, get_model, model_id, token_budget
 
 @st.cache_resource(show_spinner=False)
 def _analyses() -> ByteLRU:
-    """The analyses of this process, bounded in bytes (``ATLAS_ANALYSIS_MB``): one
-    text of 370 tokens holds ≈ 60 MB, one of 1,024 tokens ≈ 265 MB."""
+    """The analyses of this process, bounded in bytes (``ATLAS_ANALYSIS_MB``; what one
+    text holds: docs/deploy.md)."""
     return ByteLRU(settings.read().analysis_bytes, lambda a: a.nbytes)
 
 
@@ -55,9 +55,8 @@ def release_dropped() -> None:
     """Give back the memory of analyses the cache has just dropped. Readers' finished
     page runs may still hold them: each page runs in a module namespace of its own, and
     a function the page defines refers back to that namespace, so the namespace (and
-    the analysis in it) is a reference cycle that only a full collection frees. Left to
-    the collector's own schedule, thirty readers' own texts held every analysis they
-    had ever made (≈ 2 GB); collected here, at most the budget stays (docs/deploy.md).
+    the analysis in it) is a reference cycle that only a full collection frees: collected
+    here, at most the budget stays (docs/deploy.md).
     The libraries and the model are frozen (``get_model``), so this scans only what
     readers made since."""
     gc.collect()

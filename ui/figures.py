@@ -64,8 +64,8 @@ class FrozenFigure(go.Figure):
 
 def with_trace(fig: FrozenFigure, trace: go.Scatter) -> FrozenFigure:
     """A shared figure and one trace more, made from its dict: the figure's own traces are
-    neither copied nor validated again (≈ 0.1 ms, where ``go.Figure(fig)`` and a new
-    ``to_dict`` take ≈ 18 ms on a room chart). Like every FrozenFigure it is read-only, and
+    neither copied nor validated again (what it saves: docs/performance.md). Like every
+    FrozenFigure it is read-only, and
     it holds its traces only as a dict: ``go.Figure(fig.to_dict())`` gives one to change."""
     base = fig.to_dict()
     out = FrozenFigure()
@@ -99,8 +99,8 @@ def _width(text: str) -> int:
 
 def title_lines(title: str, width: int = TITLE_WIDTH) -> list[str]:
     """A chart's title in lines of at most ``width``, broken after its "·" separators
-    (Plotly never wraps a title: a long one, with the settings it names, was cut at the
-    chart's edge, in presenter mode's narrower main column first). A part longer than a
+    (Plotly never wraps a title: a long one, with the settings it names, would be cut at
+    the chart's edge, in presenter mode's narrower main column first). A part longer than a
     line stays whole on its own line."""
     pieces = re.split(r"(\s*·\s*)", str(title))  # parts, each separator kept as it is written
     lines = [pieces[0]]

@@ -93,7 +93,7 @@ def entries() -> list:
 @functools.cache
 def _glossary_arrow(lang: str):
     """The glossary of one language as an Arrow table, built once: the sidebar draws it
-    on every run, and turning a dict into Arrow each time was a tenth of a class's load."""
+    on every run."""
     import pyarrow as pa
 
     t = Translator(lang)

@@ -129,7 +129,7 @@ def labels(options, label: Callable[[Any], str]) -> Callable[[Any], str]:
     the session lives (and two minutes after the tab closes), so it must hold strings
     only: a lambda that closes over the analysis, or one defined in a page (whose
     globals hold the analysis), keeps each reader's analysis alive past the cache's
-    byte budget — thirty own texts held ≈ 2 GB that way (docs/deploy.md)."""
+    byte budget (docs/deploy.md)."""
     return {option: label(option) for option in options}.__getitem__
 
 

@@ -28,9 +28,9 @@ def classes() -> live_classes.Classes | None:
 
 
 @st.cache_data(ttl=1.0, max_entries=512, show_spinner=False)
-def versions(code: str) -> tuple[int, int] | None:
-    """A class's ``(version, tally)`` (server.classes), read at most once a second per
-    process whatever the number of members polling (None: the class has ended)."""
+def versions(code: str) -> tuple[int, int, int] | None:
+    """A class's ``(version, tally, room_version)`` (server.classes), read at most once a
+    second per process whatever the number of members polling (None: the class has ended)."""
     return _classes().versions(code)
 
 
