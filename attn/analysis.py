@@ -9,6 +9,7 @@ import torch
 
 from . import arch as arch_
 from . import methods, patterns
+from .layer import LayerAttention
 
 
 @dataclass
@@ -21,19 +22,17 @@ class Analysis:
     words: list[int]  # word index per token (−1: special / whitespace)
     offsets: list[tuple[int, int]]
     attentions: torch.Tensor  # (layers, heads, n, n) float16, rows sum to 1
-    layer_types: list[str]  # "sliding" / "full"
-    sliding_window: int  # the sliding layers' window (0 when none slides)
+    layers: tuple[LayerAttention, ...]  # how each layer attends (attn.arch): read from the model, never assumed
     truncated: int  # tokens dropped beyond the budget
     total_tokens: int
-    scale: float  # the factor q·kᵀ is multiplied by (the first layer's: see ``scales``)
     unknown: int  # tokens the tokenizer could not place
     seconds: float
     q: torch.Tensor = field(repr=False)  # (layers, 1, heads, n, d) float32
     k: torch.Tensor = field(repr=False)  # (layers, 1, kv_heads, n, d): the model's own key/value heads
     v: torch.Tensor = field(repr=False)
-    causal: bool = True  # False: an encoder, each token attends both ways
-    scales: tuple[float, ...] = ()  # each layer's factor (GPT-2 can divide it by the layer's number)
-    softcaps: tuple[float | None, ...] = ()  # each layer's logit soft cap (Gemma 2), or None
+    # an additive score bias the model passed in its mask, per layer that had one (layer →
+    # (heads or 1, n, n) float32): LayerAttention.score adds it
+    biases: dict = field(default_factory=dict, repr=False)
     first_is_special: bool = True  # False: the tokenizer adds no start token (GPT-2), the first token is text
     # an encoder's runs on the text's first m tokens (stats.prefix_lengths, the whole text
     # left out), m → (layers, heads, m, m) float16: see ``prefix``
@@ -90,16 +89,30 @@ class Analysis:
             raise ValueError(f"no run on the first {m} tokens (runs on {sorted(self.prefix_attentions)})")
         return self.prefix_attentions[m]
 
-    def own_window(self, layer: int) -> int | None:
-        """The layer's own sliding window, or None in a full layer."""
-        return self.sliding_window if self.layer_types[layer] == "sliding" else None
+    @property
+    def causal(self) -> bool:
+        """Each token looks back only (a decoder); False: both ways (an encoder)."""
+        return self.layers[0].causal
 
-    def layer_scale(self, layer: int) -> float:
-        return self.scales[layer] if self.scales else self.scale
+    @property
+    def layer_types(self) -> list[str]:
+        """"sliding" or "full", per layer."""
+        return ["sliding" if x.sliding else "full" for x in self.layers]
+
+    @property
+    def sliding_window(self) -> int:
+        """The window the sliding layers slide (the first sliding layer's; 0 when none
+        slides): for sentences about the model as a whole — a layer's own is
+        ``layers[i].window``."""
+        return next((x.window for x in self.layers if x.sliding), 0)
+
+    def bias(self, layer: int) -> torch.Tensor | None:
+        """The additive score bias the model passed to this layer (None: none)."""
+        return self.biases.get(layer)
 
     def model_mask(self, layer: int) -> torch.Tensor:
         """bool (n, n): the pairs the model's own layer attends to (causal, plus its
         sliding window in sliding layers: the registry's ``own`` pattern; both ways on an
         encoder)."""
-        params = methods.Params(window=self.own_window(layer), causal=self.causal)
+        params = methods.Params(window=self.layers[layer].window, causal=self.layers[layer].causal)
         return patterns.dense(methods.own().mask(self.n, params), self.n)

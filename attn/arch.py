@@ -1,6 +1,7 @@
 """What a model's attention is, read from the model itself: layers, heads, key/value
-heads, head size, each layer's scale, soft cap and sliding window, causal or
-bidirectional.
+heads, head size, each layer's scale, soft cap, learned sink logits and sliding window,
+causal or bidirectional — one :class:`LayerAttention` a layer, the one object every
+measurement of the app reads (never loose keywords).
 
 Nothing here is assumed of a family. :func:`probe` runs the model once on two tokens
 with an attention function that only records how each layer calls it (transformers'
@@ -22,6 +23,7 @@ import torch
 from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
+from .layer import LayerAttention
 from .stats import prefix_lengths
 
 _NOT_PASSED = object()
@@ -43,6 +45,15 @@ class Architecture:
     softcaps: tuple[float | None, ...]  # tanh soft-capping of the logits (Gemma 2), or None
     max_positions: int | None  # the longest input the model's positions allow
     parameters: int
+    sinks: tuple[tuple[float, ...] | None, ...] = ()  # each layer's learned sink logits per head (gpt-oss)
+
+    @property
+    def layers(self) -> tuple[LayerAttention, ...]:
+        """Each layer's attention, as one object."""
+        sinks = self.sinks or (None,) * self.n_layers
+        return tuple(LayerAttention(causal=self.causal, window=w, scale=s, softcap=c, sinks=k, heads=self.n_heads,
+                                    kv_heads=self.kv_heads)
+                     for w, s, c, k in zip(self.windows, self.scales, self.softcaps, sinks))
 
     @property
     def groups(self) -> int:
@@ -91,6 +102,7 @@ class Call:
     softcap: float | None
     window: object  # the layer's sliding_window argument, or _NOT_PASSED
     causal: bool | None
+    sinks: tuple[float, ...] | None = None  # the learned sink logits it passes (``s_aux``), per head
 
 
 def probe(model, forward_kwargs: dict | None = None) -> list[Call]:
@@ -104,7 +116,9 @@ def probe(model, forward_kwargs: dict | None = None) -> list[Call]:
         calls.append(Call(module=module, heads=query.shape[1], kv_heads=key.shape[1], head_dim=query.shape[-1],
                           scale=float(scale), softcap=kwargs.get("softcap"),
                           window=kwargs.get("sliding_window", _NOT_PASSED),
-                          causal=getattr(module, "is_causal", None)))
+                          causal=getattr(module, "is_causal", None),
+                          sinks=tuple(float(x) for x in kwargs["s_aux"].detach().flatten().tolist())
+                          if kwargs.get("s_aux") is not None else None))
         heads = query.shape[1]
         k = repeat_kv(key, heads)
         v = repeat_kv(value, heads)
@@ -180,8 +194,22 @@ def read(model, forward_kwargs: dict | None = None) -> tuple[Architecture, dict[
         softcaps=tuple(float(c.softcap) if c.softcap is not None else None for c in calls),
         max_positions=int(max_pos) if max_pos else None,
         parameters=sum(p.numel() for p in model.parameters()),
+        sinks=tuple(c.sinks for c in calls),
     )
     return arch, {id(c.module): i for i, c in enumerate(calls)}
+
+
+def additive_bias(attention_mask) -> torch.Tensor | None:
+    """What an additive attention mask adds to the scores it allows (an ALiBi-like bias, a
+    custom mask's values), apart from the pairs it forbids (its most negative values):
+    ``(b, heads or 1, n, n)`` with 0 on the forbidden pairs, or None when it adds nothing
+    (a plain causal or padding mask, a boolean one)."""
+    if attention_mask is None or attention_mask.dtype == torch.bool:
+        return None
+    allowed = attention_mask > torch.finfo(attention_mask.dtype).min / 2
+    bias = torch.where(allowed, attention_mask, torch.zeros((), dtype=attention_mask.dtype,
+                                                            device=attention_mask.device))
+    return bias if bool(bias.abs().max() > 0) else None
 
 
 def attend(query, key, value, attention_mask, scale: float, softcap: float | None = None):

@@ -26,7 +26,9 @@ from .linear_kernels import CHUNK, GROUP
 class Shape:
     """The benchmark's kind of call: ``(batch, heads, n, d)`` tensors, a window, a
     number of hubs (spread evenly, the first token among them) and a feature map
-    for linear attention."""
+    for linear attention — counted over ``layers`` layers, looking back only (``causal``)
+    or both ways. The default is the benchmark's one causal layer; :meth:`of_model` is a
+    model's own shape (its layers, heads, key/value heads, head size, direction)."""
 
     heads: int = 4
     d: int = 64
@@ -34,6 +36,16 @@ class Shape:
     hubs: int = 4
     feature: str = "elu"
     batch: int = 1
+    layers: int = 1
+    kv_heads: int = 0  # key/value heads (0: one per query head)
+    causal: bool = True
+
+    @classmethod
+    def of_model(cls, arch, **kw) -> Shape:
+        """A model's own shape, from its :class:`attn.arch.Architecture` (``kw``: the window,
+        hubs and feature the cost model counts)."""
+        return cls(heads=arch.n_heads, d=arch.head_dim, layers=arch.n_layers, kv_heads=arch.kv_heads,
+                   causal=arch.causal, **kw)
 
     def hub_positions(self, n: int) -> tuple[int, ...]:
         if self.hubs <= 0:
@@ -42,13 +54,14 @@ class Shape:
 
 
 def cell_flops(s: Shape) -> int:
-    """Operations of one computed cell over all batches and heads: 2d (q·k) + 2d (p·v)."""
-    return 4 * s.d * s.batch * s.heads
+    """Operations of one computed cell over all batches, heads and layers: 2d (q·k) + 2d (p·v)."""
+    return 4 * s.d * s.batch * s.heads * s.layers
 
 
 def pattern_flops(n: int, s: Shape, window: int | None, hubs: tuple[int, ...]) -> float:
-    """Useful operations of softmax attention over a causal pattern."""
-    return patterns.cells(n, None if window is None else min(window, n), hubs, True) * cell_flops(s)
+    """Useful operations of softmax attention over a pattern, read as the shape reads
+    (causal, or both ways)."""
+    return patterns.cells(n, None if window is None else min(window, n), hubs, s.causal) * cell_flops(s)
 
 
 def blocked_window_flops(n: int, s: Shape, window: int, hubs: tuple[int, ...], device="cpu") -> float:
@@ -65,11 +78,13 @@ def flex_window_flops(n: int, s: Shape, window: int, hubs: tuple[int, ...], devi
 
 
 def linear_flops(n: int, s: Shape, feature: str) -> tuple[float, float]:
-    """(useful, computed) operations of the chunked causal scan."""
+    """(useful, computed) operations of the chunked causal scan; both ways, the summary is
+    built once and read by every token (nothing else computed)."""
     m = feature_size(feature, s.d)
     C = min(CHUNK, n)
-    useful = n * 4 * m * s.d * s.batch * s.heads
-    computed = useful + n * C * 2 * (m + s.d) * s.batch * s.heads
+    per = s.batch * s.heads * s.layers
+    useful = n * 4 * m * s.d * per
+    computed = useful + (n * C * 2 * (m + s.d) * per if s.causal else 0)
     return useful, computed
 
 
@@ -77,18 +92,18 @@ def linear_memory(n: int, s: Shape, feature: str) -> int:
     """Numbers held by linear attention: the m×d summary and its m-vector per head,
     plus the features of one group of chunks (GROUP chunks) at a time."""
     m = feature_size(feature, s.d)
-    return s.batch * s.heads * (patterns.linear_summary_size(m, s.d) + 2 * min(n, GROUP * CHUNK) * m)
+    return s.batch * s.heads * s.layers * (patterns.linear_summary_size(m, s.d) + 2 * min(n, GROUP * CHUNK) * m)
 
 
 def window_memory(n: int, s: Shape, window: int, hubs: tuple[int, ...]) -> int:
     """Numbers held by window (+ hub) attention: the scores of the cells it computes."""
-    return s.batch * s.heads * patterns.cells(n, min(window, n), hubs, True)
+    return s.batch * s.heads * s.layers * patterns.cells(n, min(window, n), hubs, s.causal)
 
 
 def dense_memory(n: int, s: Shape) -> int:
     """The n×n score grid of full attention written out. (Fused kernels such as SDPA
     on CUDA hold blocks of it only: they remove this memory wall, not the n² work.)"""
-    return s.batch * s.heads * n * n
+    return s.batch * s.heads * s.layers * n * n
 
 
 @dataclass(frozen=True)
@@ -134,7 +149,7 @@ def shape_composition(n: int, shape: Shape) -> Composition:
 
 def composed_memory(n: int, shape: Shape, c: Composition, causal: bool = True) -> int:
     """Numbers a composition holds besides q, k, v and the output: the scores of its cells."""
-    return shape.batch * shape.heads * composed_cells(n, c, causal)
+    return shape.batch * shape.heads * shape.layers * composed_cells(n, c, causal)
 
 
 def composed_flops(n: int, shape: Shape, c: Composition, backend: str = "model",

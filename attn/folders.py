@@ -33,7 +33,7 @@ LICENCE_FILES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "LICENCE", "license.txt
 
 class ModelFolderError(ValueError):
     """A folder that cannot serve as the model: ``reason`` is one of missing, no_config,
-    unknown, no_head, no_weights, too_big, tokenizer, unreadable, broken."""
+    unknown, no_head, no_weights, too_big, tokenizer, unreadable, sinks, broken."""
 
     def __init__(self, folder, reason: str, detail: str, **figures):
         self.folder, self.reason, self.figures = str(folder), reason, figures
@@ -117,6 +117,14 @@ def import_family(folder) -> None:
         pass
 
 
+def head_missing(model, info: dict) -> tuple[str, ...]:
+    """The weights of the language-model head its folder lacked (transformers initialised
+    them at random): any missing key outside the base model. A head tied to the embeddings
+    (GPT-2, Gemma: ``decoder.weight`` of BERT) is no missing key, and really is its head."""
+    base = f"{model.base_model_prefix}."
+    return tuple(sorted(k for k in info.get("missing_keys", ()) if not k.startswith(base)))
+
+
 def load_folder(folder, device=None, memory: int | None = None) -> LoadedModel:
     """The model in ``folder``, on the picked device (float32), read through its own
     tokenizer. ``memory``: the bytes it may take (default: a share of what is free)."""
@@ -148,13 +156,20 @@ def load_folder(folder, device=None, memory: int | None = None) -> LoadedModel:
         raise ModelFolderError(folder, "tokenizer", "its tokenizer is not a fast one (no character offsets)")
     loader = AutoModelForCausalLM if head == "causal" else AutoModelForMaskedLM
     try:
-        model = loader.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float32,
-                                       local_files_only=True)
+        model, info = loader.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float32,
+                                             local_files_only=True, output_loading_info=True)
     except (ValueError, OSError, RuntimeError, KeyError) as exc:
         raise ModelFolderError(folder, "broken", f"transformers cannot load it ({exc})") from exc
     device = pick_device() if device is None else torch.device(device)
     model.to(device)
     try:
-        return LoadedModel(model, HFTokenizer(tok), device, name=f"{config.model_type} ({folder.name})")
+        loaded = LoadedModel(model, HFTokenizer(tok), device, name=f"{config.model_type} ({folder.name})",
+                             head_missing=head_missing(model, info))
     except ValueError as exc:
         raise ModelFolderError(folder, "unreadable", f"its attention cannot be read: {exc}") from exc
+    if any(x.sinks is not None for x in loaded.arch.layers):
+        # a learned sink logit per head joins each row's softmax (gpt-oss): the captured weights
+        # would no longer sum to one over the tokens, and every share of the app assumes they do
+        raise ModelFolderError(folder, "sinks", "its attention adds learned sink logits to each row, "
+                               "which the app's shares of a row's weight do not account for")
+    return loaded

@@ -151,14 +151,15 @@ class Method:
     # -- cost model -----------------------------------------------------------------
 
     def flops(self, n: int, shape: costs.Shape, backend: str = "model", device="cpu") -> tuple[float, float]:
-        """(useful, computed) floating-point operations at length n for the benchmark's
-        shape (causal). ``backend``: what ran ("flex", "blocked", "sdpa",
+        """(useful, computed) floating-point operations at length n for a shape (the
+        benchmark's, or a model's own: :meth:`attn.costs.Shape.of_model`). ``backend``: what ran ("flex", "blocked", "sdpa",
         "reference"), or "model" for the pattern's cells alone; ``device``: where (the
         kernels' blocks differ)."""
         if self.family == "linear":
             return costs.linear_flops(n, shape, self.feature)
         if self.family == "pattern":
-            return costs.composed_flops(n, shape, costs.shape_composition(n, shape), backend, device=device)
+            return costs.composed_flops(n, shape, costs.shape_composition(n, shape), backend, causal=shape.causal,
+                                        device=device)
         window = None if self.family == "full" else shape.window
         hubs = shape.hub_positions(n) if self.with_hubs else ()
         return costs.window_flops(n, shape, window, hubs, backend, device)
@@ -170,7 +171,7 @@ class Method:
         if self.family == "full":
             return costs.dense_memory(n, shape)
         if self.family == "pattern":
-            return costs.composed_memory(n, shape, costs.shape_composition(n, shape))
+            return costs.composed_memory(n, shape, costs.shape_composition(n, shape), shape.causal)
         hubs = shape.hub_positions(n) if self.with_hubs else ()
         return costs.window_memory(n, shape, shape.window, hubs)
 

@@ -32,7 +32,7 @@ from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from . import arch as arch_
-from . import methods, stats
+from . import methods, patterns, stats
 from .analysis import Analysis
 from .budgets import model_token_budget
 from .tokens import Tokenizer, labels_from_offsets, words_from_offsets
@@ -68,11 +68,15 @@ class LoadedModel:
     """One model shared by every reader. Every method that switches its attention
     holds ``self.lock`` and restores the model before returning."""
 
-    def __init__(self, model, tokenizer: Tokenizer, device: torch.device, name: str = "Gemma-3-270m"):
+    def __init__(self, model, tokenizer: Tokenizer, device: torch.device, name: str = "Gemma-3-270m",
+                 head_missing: tuple[str, ...] = ()):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.device = torch.device(device)
         self.name = name
+        # the weights of its language-model head its folder lacked (initialised at random on
+        # loading): nothing that reads the head (a perplexity, a masked word) is measured then
+        self.head_missing = tuple(head_missing)
         self.lock = threading.RLock()
         cfg = model.config
         self.config = cfg
@@ -87,7 +91,6 @@ class LoadedModel:
         self.causal = self.arch.causal
         self.sliding_window = self.arch.sliding_window
         self.layer_types = self.arch.layer_types
-        self.scale = self.arch.scales[0]
         self.max_tokens = model_token_budget(self.arch, self.device)
         self._own_impl = cfg._attn_implementation
         self._plan: Capture | Replace | None = None
@@ -118,10 +121,25 @@ class LoadedModel:
                 if rec[name] is not None:
                     rec[name][layer].copy_(x.detach())
             rec["w"][layer].copy_(weights.detach()[0])
+            bias = arch_.additive_bias(attention_mask)
+            if bias is not None and "bias" in rec:  # a score the model adds to (an ALiBi-like bias)
+                rec["bias"][layer] = bias[0].detach().float().cpu()
             return out, None
         k, v = arch_.repeat_kv(key, heads), arch_.repeat_kv(value, heads)  # (b, heads, n, d)
         if layer in plan.layers and plan.method != methods.own().name:
-            out = methods.get(plan.method).run(query, k, v, replace(plan.params, scale=scale))
+            method = methods.get(plan.method)
+            params = replace(plan.params, scale=scale)
+            bias = arch_.additive_bias(attention_mask)
+            if method.family != "linear" and (softcap is not None or bias is not None):
+                # the layer's own scores (soft cap, bias) over the shortcut's pattern: written out
+                own = self.arch.layers[layer]
+                n = query.shape[2]
+                allowed = patterns.dense(method.mask(n, params), n, device=query.device)
+                w = torch.softmax(own.score(query @ k.transpose(-1, -2), bias).masked_fill(~allowed, float("-inf")),
+                                  dim=-1, dtype=torch.float32).to(query.dtype)
+                out = w @ v
+            else:  # a linear method replaces the softmax, and with it the cap and the bias
+                out = method.run(query, k, v, params)
         elif softcap is not None:  # the fused kernel has no soft cap: the plain path
             return arch_.attend(query, key, value, attention_mask, scale, softcap)[0], None
         else:
@@ -129,6 +147,11 @@ class LoadedModel:
             # the fused SDPA kernel
             out = F.scaled_dot_product_attention(query, k, v, attn_mask=attention_mask, scale=scale)
         return out.transpose(1, 2).contiguous(), None  # (b, n, heads, d)
+
+    @property
+    def has_head(self) -> bool:
+        """Whether its language-model head is the folder's own (not initialised at random)."""
+        return not self.head_missing
 
     @property
     def plan(self) -> Capture | Replace | None:
@@ -162,10 +185,12 @@ class LoadedModel:
 
     # -- analysis -----------------------------------------------------------------
 
-    def analyze(self, text: str, max_tokens: int | None = None) -> Analysis:
+    def analyze(self, text: str, max_tokens: int | None = None, mask: torch.Tensor | None = None) -> Analysis:
         """Run the model on ``text`` (at most ``max_tokens`` tokens, default the model's
         budget for the device; never past its positions) and record its attention; on an
-        encoder, its runs on the text's beginnings too (Analysis.prefix)."""
+        encoder, its runs on the text's beginnings too (Analysis.prefix). ``mask``: an
+        additive 4-D mask handed to the model as it is, for a model whose scores carry a
+        bias (the app passes none: its families take none)."""
         budget = self.max_tokens if max_tokens is None else int(max_tokens)
         if budget < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
@@ -181,7 +206,7 @@ class LoadedModel:
             ids, offsets = ids[:budget], offsets[:budget]
         special = [self.tokenizer.special_label(i) for i in ids]
         n = len(ids)
-        rec = self._capture(ids)
+        rec = self._capture(ids, mask=mask)
         prefixes = {}
         if not self.causal:  # an encoder's prefixes are runs of their own (Analysis.prefix)
             for m in stats.prefix_lengths(n)[:-1]:
@@ -194,19 +219,15 @@ class LoadedModel:
             words=words_from_offsets(text, offsets, special),
             offsets=offsets,
             attentions=rec["w"],  # (layers, heads, n, n) float16
-            layer_types=list(self.layer_types),
-            sliding_window=self.sliding_window,
+            layers=self.arch.layers,
             truncated=total - n,
             total_tokens=total,
-            scale=self.scale,
             unknown=sum(1 for i in ids if i == self.tokenizer.unk_token_id),
             seconds=time.perf_counter() - t0,
             q=rec["q"],  # (layers, 1, heads, n, d) float32
             k=rec["k"],  # (layers, 1, kv_heads, n, d)
             v=rec["v"],
-            causal=self.causal,
-            scales=self.arch.scales,
-            softcaps=self.arch.softcaps,
+            biases=rec["bias"],
             first_is_special=bool(special) and special[0] is not None,
             prefix_attentions=prefixes,
             specials=tuple(i for i, (label, token) in enumerate(zip(special, ids))  # an unknown word is text
@@ -222,10 +243,12 @@ class LoadedModel:
             return None
         return ids[-1]
 
-    def _capture(self, ids: list[int], keep=("q", "k", "v", "w")) -> dict:
+    def _capture(self, ids: list[int], keep=("q", "k", "v", "w"), mask: torch.Tensor | None = None) -> dict:
         """One run of the model on ``ids`` with its attention recorded: ``q`` (layers, 1,
         heads, n, d), ``k``, ``v`` (layers, 1, kv heads, n, d) float32 and ``w`` (layers,
-        heads, n, n) float16, on the CPU — those named in ``keep``."""
+        heads, n, n) float16, on the CPU — those named in ``keep``; ``bias``: each layer's
+        additive score bias, where the model passed one. ``mask``: an additive 4-D mask
+        handed to the model as it is (a model whose scores carry a bias)."""
         n = len(ids)
         # the analysis' tensors, made once and filled layer by layer: stacking per-layer
         # copies at the end held every number twice (≈ 250 MB more at 1,024 tokens)
@@ -235,8 +258,11 @@ class LoadedModel:
                   "k": (self.n_layers, 1, kv, n, self.head_dim), "v": (self.n_layers, 1, kv, n, self.head_dim)}
         rec = {name: torch.empty(shape, device=cpu) if name in keep else None for name, shape in shapes.items()}
         rec["w"] = torch.empty(self.n_layers, self.n_heads, n, n, dtype=torch.float16, device=cpu)
+        rec["bias"] = {}
         input_ids = torch.tensor([ids], device=self.device)
-        self.run_plan(Capture(rec), lambda: self.model.base_model(input_ids=input_ids, **self._forward_kwargs))
+        extra = {} if mask is None else {"attention_mask": mask.to(self.device)}
+        self.run_plan(Capture(rec), lambda: self.model.base_model(input_ids=input_ids, **self._forward_kwargs,
+                                                                   **extra))
         return rec
 
     # -- running the model ------------------------------------------------------------

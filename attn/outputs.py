@@ -3,7 +3,14 @@
 softmax (and equal weights'), the weights each method implies and their peaks, the
 layer's q and k norms. How the real weights are spread is :mod:`attn.stats`.
 
-q, k, v are ``(batch, heads, n, d)``; each output is compared in float32.
+Every function takes the layer's :class:`attn.arch.LayerAttention`: which pairs it reads
+(its direction, its window) and what it does to a score (its scale, its soft cap; a
+``bias`` the model passed in its mask, where the analysis has one). The exact reference
+is softmax over the layer's own pattern with its own scores, as the model computes it; a
+softmax shortcut keeps the layer's scores and drops pairs; a linear one replaces the
+softmax (and with it the soft cap and the bias) by φ(q)·φ(k).
+
+q, k, v are ``(batch, heads, n, d)``; each output is compared in float64.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from . import composition, linear_kernels, methods, patterns
+from .layer import LayerAttention
 from .stats import row_cells
 from .device import compute_dtype
 from .features import FEATURE_MAPS, apply_feature_map, feature_size
@@ -23,11 +31,13 @@ from .features import FEATURE_MAPS, apply_feature_map, feature_size
 ORDER_RUNS = 5  # each order is timed this many times, in turn; the median is shown
 
 
-def linear_orders(q, k, v, *, scale: float, feature: str, causal: bool, runs: int = ORDER_RUNS) -> dict:
-    """Linear attention computed in both orders on the same φ: (φ(Q)φ(K)ᵀ)V with the
-    n×n grid, and φ(Q)(φ(K)ᵀV) with the m×d summary. Their largest difference is
-    rounding; the sizes show what the second order saves. Each order is timed ``runs``
-    times, the two in turn (a first, cold run is one noisy measurement): the medians."""
+def linear_orders(q, k, v, layer: LayerAttention, *, feature: str, causal: bool, runs: int = ORDER_RUNS) -> dict:
+    """Linear attention computed in both orders on the same φ (at the layer's scale): (φ(Q)φ(K)ᵀ)V
+    with the n×n grid, and φ(Q)(φ(K)ᵀV) with the m×d summary, looking back only or both
+    ways (``causal``: the reader's choice on step 5). Their largest difference is rounding;
+    the sizes show what the second order saves. Each order is timed ``runs`` times, the two
+    in turn (a first, cold run is one noisy measurement): the medians."""
+    scale = layer.scale
     times_fast, times_slow = [], []
     for _ in range(max(1, runs)):
         t0 = time.perf_counter()
@@ -60,113 +70,149 @@ def relative_error(out: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
     return diff / exact.double().flatten(2).norm(dim=-1)[0].clamp_min(1e-30)
 
 
-def method_outputs(q, k, v, *, scale: float, own_window: int | None, window: int, hubs=(),
-                   features_list=tuple(FEATURE_MAPS), device=None, causal: bool = True) -> dict:
-    """Outputs of every method tagged ``errors`` (:mod:`attn.methods`) on one layer's
-    q, k, v ``(1, heads, n, d)``, plus the exact softmax output over the layer's own
-    pattern (causal, or both ways in an encoder; ``own_window`` in a sliding layer) in
-    float64. Every method reads as the model does (``causal``).
+def own_params(layer: LayerAttention) -> methods.Params:
+    """The layer's own pattern as the registry's parameters."""
+    return methods.Params(window=layer.window, scale=layer.scale, causal=layer.causal)
 
-    ``own`` is the layer's own pattern through the fused kernel, in the device's
-    compute dtype (bfloat16 on CUDA); the shortcuts run in float32."""
+
+def scored_weights(q, k, allowed: torch.Tensor, layer: LayerAttention, bias=None, dtype=torch.float64):
+    """Softmax over ``allowed`` (bool (n, n), or rows of it) of the layer's own scores —
+    scaled, soft-capped, biased (LayerAttention.score) — with its learned sink logits, where
+    it has them, as a column with no value: ``(b, heads, rows, n)`` in ``dtype``."""
+    scores = layer.score(q.to(dtype) @ k.to(dtype).transpose(-1, -2), None if bias is None else bias.to(dtype))
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    if layer.sinks is not None:
+        sink = torch.tensor(layer.sinks, dtype=dtype, device=scores.device)[None, :, None, None]
+        full = torch.cat([scores, sink.expand(*scores.shape[:-1], 1)], dim=-1)
+        return torch.softmax(full, dim=-1)[..., :-1]
+    return torch.softmax(scores, dim=-1)
+
+
+def exact_output(q, k, v, layer: LayerAttention, bias=None, dtype=torch.float64) -> torch.Tensor:
+    """The layer's own attention, written out: softmax over its own pattern of its own
+    scores, times v (in ``dtype``): what the model computes, the reference of every error."""
+    n = q.shape[2]
+    allowed = patterns.dense(methods.own().mask(n, own_params(layer)), n, device=q.device)
+    return scored_weights(q, k, allowed, layer, bias, dtype) @ v.to(dtype)
+
+
+def method_outputs(q, k, v, layer: LayerAttention, *, window: int, hubs=(), features_list=tuple(FEATURE_MAPS),
+                   device=None, bias=None) -> dict:
+    """Outputs of every method tagged ``errors`` (:mod:`attn.methods`) on one layer's
+    q, k, v ``(1, heads, n, d)``, plus the exact output (:func:`exact_output`, float64).
+    Every method reads as the layer does (its direction).
+
+    ``own`` is the layer's own attention through the fused kernel, in the device's compute
+    dtype (bfloat16 on CUDA) — or, where the layer does more to a score than scale it (a
+    soft cap, a bias: ``plain``), the same softmax written out in that dtype, since the
+    fused kernel cannot. The softmax shortcuts keep the layer's scores (written out where
+    it soft-caps or biases them); the linear ones run in float32."""
     device = torch.device(device) if device is not None else q.device
     dtype = compute_dtype(device)
     n = q.shape[2]
-    own = methods.own()
-    exact = own.reference(q.double(), k.double(), v.double(),
-                          methods.Params(window=own_window, scale=scale, causal=causal))
+    plain = not layer.plain_scores or bias is not None or layer.sinks is not None
+    exact = exact_output(q, k, v, layer, bias)
     outs = {}
     for m in methods.tagged(methods.ERRORS, lambda m: m.family != "linear" or m.feature in features_list):
-        params = methods.Params(window=own_window if m.family == "own" else window, hubs=hubs, scale=scale,
-                                causal=causal)
+        params = methods.Params(window=layer.window if m.family == "own" else window, hubs=hubs, scale=layer.scale,
+                                causal=layer.causal)
         if m.fused:
             qd, kd, vd = (t.to(device=device, dtype=dtype) for t in (q, k, v))
+            if plain:
+                outs[m.name] = exact_output(qd, kd, vd, layer, bias, dtype=dtype)
+                continue
             w = params.window
             # the fused kernel itself, with the layer's pattern as its mask
             mask = None if w is None or w >= n else patterns.dense(m.mask(n, params), n, device=device)
-            is_causal = causal and mask is None  # a full bidirectional layer: no mask at all
+            is_causal = layer.causal and mask is None  # a full bidirectional layer: no mask at all
             outs[m.name] = F.scaled_dot_product_attention(qd, kd, vd, attn_mask=mask, is_causal=is_causal,
-                                                          scale=scale)
+                                                          scale=layer.scale)
             if dtype != torch.float32:  # the same fused kernel in float32: fusion and precision told apart
                 q32, k32, v32 = (t.to(device=device, dtype=torch.float32) for t in (q, k, v))
                 outs[methods.in_float32(m.name)] = F.scaled_dot_product_attention(
-                    q32, k32, v32, attn_mask=mask, is_causal=is_causal, scale=scale)
+                    q32, k32, v32, attn_mask=mask, is_causal=is_causal, scale=layer.scale)
+        elif plain and m.family != "linear":  # the layer's own scores over the shortcut's pattern
+            allowed = patterns.dense(m.mask(n, params), n, device=q.device)
+            outs[m.name] = scored_weights(q, k, allowed, layer, bias, torch.float32) @ v.float()
         else:
             qf, kf, vf = (t.to(device=device, dtype=torch.float32) for t in (q, k, v))
             outs[m.name] = m.run(qf, kf, vf, params)
     return {"exact": exact, "outputs": {k_: o.float().cpu() for k_, o in outs.items()},
-            "dtype": str(dtype).replace("torch.", "")}
+            "dtype": str(dtype).replace("torch.", ""), "plain": plain}
 
 
-def uniform_error(v, exact: torch.Tensor, own_window: int | None, causal: bool = True) -> torch.Tensor:
+def uniform_error(v, exact: torch.Tensor, layer: LayerAttention) -> torch.Tensor:
     """Per head: the error of uniform attention over the layer's own pattern (every
     token it sees weighted equally), the floor a method must beat."""
     n = v.shape[2]
-    own_mask = patterns.dense(methods.own().mask(n, methods.Params(window=own_window, causal=causal)), n).double()
+    own_mask = patterns.dense(methods.own().mask(n, own_params(layer)), n).double()
     return relative_error((own_mask / own_mask.sum(dim=-1, keepdim=True)) @ v.double(), exact)
 
 
-def output_errors(q, k, v, *, scale: float, own_window: int | None, window: int, hubs=(),
-                  features_list=tuple(FEATURE_MAPS), device=None, causal: bool = True) -> dict:
+def output_errors(q, k, v, layer: LayerAttention, *, window: int, hubs=(), features_list=tuple(FEATURE_MAPS),
+                  device=None, bias=None) -> dict:
     """Relative error of each method against exact softmax, per head and averaged,
     keyed by method name. Also the error of uniform attention over the layer's own
-    pattern (every visible earlier token weighted equally), keyed ``uniform``: the
-    floor a method must beat to have learned anything."""
-    res = method_outputs(q, k, v, scale=scale, own_window=own_window, window=window, hubs=hubs,
-                         features_list=features_list, device=device, causal=causal)
+    pattern (every visible token weighted equally), keyed ``uniform``: the floor a method
+    must beat to have learned anything. ``plain``: the layer's ``own`` was written out (a
+    soft cap, a bias), not the fused kernel."""
+    res = method_outputs(q, k, v, layer, window=window, hubs=hubs, features_list=features_list, device=device,
+                         bias=bias)
     exact = res["exact"]
     n = q.shape[2]
     errors = {name: relative_error(o, exact) for name, o in res["outputs"].items()}
-    errors["uniform"] = uniform_error(v, exact, own_window, causal)
+    errors["uniform"] = uniform_error(v, exact, layer)
     return {"per_head": {k_: e.tolist() for k_, e in errors.items()},
             "mean": {k_: float(e.mean()) for k_, e in errors.items()},
-            "dtype": res["dtype"], "n": n}
+            "dtype": res["dtype"], "n": n, "plain": res["plain"]}
 
 
-def pattern_error(q, k, v, *, scale: float, own_window: int | None, parts: composition.Composition,
-                  causal: bool = True) -> dict:
-    """Relative error of softmax over a composed pattern (read as the model reads:
-    causal, or both ways in an encoder) against exact softmax over the layer's own
-    pattern, per head and averaged, beside uniform attention's (the floor)."""
-    exact = methods.own().reference(q.double(), k.double(), v.double(),
-                                    methods.Params(window=own_window, scale=scale, causal=causal))
-    out = methods.composed().run(q.float(), k.float(), v.float(),
-                                 methods.Params(parts=parts, scale=scale, causal=causal))
-    err, floor = relative_error(out.double(), exact), uniform_error(v, exact, own_window, causal)
+def pattern_error(q, k, v, layer: LayerAttention, parts: composition.Composition, bias=None) -> dict:
+    """Relative error of softmax over a composed pattern (read as the layer reads, with its
+    own scores) against the layer's exact output, per head and averaged, beside uniform
+    attention's (the floor)."""
+    exact = exact_output(q, k, v, layer, bias)
+    params = methods.Params(parts=parts, scale=layer.scale, causal=layer.causal)
+    if layer.plain_scores and bias is None and layer.sinks is None:
+        out = methods.composed().run(q.float(), k.float(), v.float(), params)
+    else:
+        n = q.shape[2]
+        allowed = patterns.dense(methods.composed().mask(n, params), n, device=q.device)
+        out = scored_weights(q, k, allowed, layer, bias, torch.float32) @ v.float()
+    err, floor = relative_error(out.double(), exact), uniform_error(v, exact, layer)
     return {"per_head": err.tolist(), "mean": float(err.mean()), "uniform": float(floor.mean())}
 
 
-def implied_weights(q, k, *, scale: float, method: str, params: methods.Params) -> torch.Tensor:
+def implied_weights(q, k, layer: LayerAttention, *, method: str, params: methods.Params, bias=None) -> torch.Tensor:
     """The attention map a method of the registry implies on one layer ``(heads, n, n)``,
     rows summing to 1 — for drawing (n small). Softmax methods: softmax over their
-    pattern; linear methods: φ(q)·φ(k), normalised per row."""
+    pattern of the layer's own scores; linear methods: φ(q)·φ(k), normalised per row."""
     m = methods.get(method)
     n = q.shape[2]
     if m.family == "linear":
         return linear_kernels.linear_weights(q.float(), k.float(), feature=m.feature, causal=params.causal,
-                                      scale=scale)[0]
+                                             scale=layer.scale)[0]
     allowed = patterns.dense(m.mask(n, params), n)
-    scores = (q.double() @ k.double().transpose(-1, -2)) * scale
-    return torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)[0].float()
+    return scored_weights(q, k, allowed, layer, bias)[0].float()
 
 
-def peak_weights(q, k, *, scale: float, own_window: int | None, window: int, hubs=(),
-                 features_list=tuple(FEATURE_MAPS), rows: int = 128, causal: bool = True) -> dict:
+def peak_weights(q, k, layer: LayerAttention, *, window: int, hubs=(), features_list=tuple(FEATURE_MAPS),
+                 rows: int = 128, bias=None) -> dict:
     """How sharp each method's weights are on one layer: the largest weight of each
     row, averaged over rows and heads, keyed like :func:`output_errors` (softmax
-    methods over their patterns, ``own`` being the exact one; linear methods' φ(q)·φ(k)
-    normalised; ``uniform`` = 1 / (cells in the row)). Queries go ``rows`` at a time,
-    so no n×n tensor is held (``(heads, rows, n)`` at most)."""
+    methods over their patterns with the layer's own scores, ``own`` being the exact one;
+    linear methods' φ(q)·φ(k) normalised; ``uniform`` = 1 / (cells in the row)). Queries go
+    ``rows`` at a time, so no n×n tensor is held (``(heads, rows, n)`` at most)."""
     n = q.shape[2]
+    causal = layer.causal
     chosen = [m for m in methods.tagged(methods.ERRORS) if m.family != "linear" or m.feature in features_list]
     sums = {m.name: 0.0 for m in chosen}
     qf, kf = q.float(), k.float()
-    feats = {m.name: apply_feature_map(m.feature, qf, kf, scale=scale) for m in chosen if m.family == "linear"}
+    feats = {m.name: apply_feature_map(m.feature, qf, kf, scale=layer.scale) for m in chosen if m.family == "linear"}
     j = torch.arange(n)
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
         i = torch.arange(r0, r1)
-        scores = (qf[0, :, r0:r1] @ kf[0].transpose(-1, -2)) * scale  # (heads, r, n)
         for m in chosen:
             if m.family == "linear":
                 fq, fk = feats[m.name]
@@ -175,19 +221,21 @@ def peak_weights(q, k, *, scale: float, own_window: int | None, window: int, hub
                     w = w.masked_fill(j[None, None, :] > i[None, :, None], 0)
                 w = w / w.sum(-1, keepdim=True).clamp_min(1e-30)
             else:
-                params = methods.Params(window=own_window if m.family == "own" else window, hubs=hubs, causal=causal)
+                params = methods.Params(window=layer.window if m.family == "own" else window, hubs=hubs,
+                                        causal=causal)
                 allowed = m.mask(n, params)(0, 0, i[:, None], j[None, :])  # (r, n): the predicate, these rows only
-                w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+                rows_bias = None if bias is None else bias[..., r0:r1, :]
+                w = scored_weights(qf[:, :, r0:r1], kf, allowed, layer, rows_bias, torch.float32)[0]
             sums[m.name] += float(w.amax(dim=-1).sum())
     heads = q.shape[1]
     out = {name: s / (n * heads) for name, s in sums.items()}
-    out["uniform"] = float((1.0 / row_cells(n, own_window, causal).double()).mean())
+    out["uniform"] = float((1.0 / row_cells(n, layer).double()).mean())
     return out
 
 
-def median_norms(q, k, scale: float) -> dict:
+def median_norms(q, k, layer: LayerAttention) -> dict:
     """Median ‖q‖ and ‖k‖ over tokens and heads, raw and in the units a feature map
     sees (×√scale): what FAVOR+'s variance, growing like exp(‖q‖² + ‖k‖²), depends on."""
     qn, kn = q.float().norm(dim=-1).median(), k.float().norm(dim=-1).median()
-    root = scale ** 0.5
+    root = layer.scale ** 0.5
     return {"q": float(qn), "k": float(kn), "q_scaled": float(qn) * root, "k_scaled": float(kn) * root}

@@ -120,33 +120,32 @@ def _r(x: float) -> float:
 
 def hubs_of(a) -> tuple[int, ...]:
     """The room's hubs on a text: the first token and the text's own strongest anchors."""
-    found = [p for p, _ in stats.anchors(a.attentions, top=ANCHOR_HUBS, causal=a.causal)]
+    found = [p for p, _ in stats.anchors(a.attentions, a.layers[0], top=ANCHOR_HUBS)]
     return tuple(sorted({0, *found}))
 
 
 def text_numbers(a) -> RoomNumbers:
     """The room's numbers of one analysed text (see the module's doc)."""
     n, layers = a.n, a.n_layers
-    windows = [a.own_window(layer) for layer in range(layers)]
     prefixes = stats.prefix_lengths(n)
     useful = []
     for layer in range(layers):
-        rows = stats.useful_share_by_prefix(a.attentions[layer].float(), ROOM_P, prefixes, windows[layer], a.causal,
+        rows = stats.useful_share_by_prefix(a.attentions[layer].float(), ROOM_P, prefixes, a.layers[layer],
                                             prefix=lambda m, layer=layer: a.prefix(m)[layer].float())
         useful.append(tuple(UsefulPoint(r["n"], _r(r["k"]), _r(r["share"]), _r(r["uniform_share"])) for r in rows))
     weights = a.attentions.float()
     kept = {}
     for w in ROOM_WINDOWS:
-        res = stats.share_kept_by_pattern(weights, w, (), a.causal)
+        res = stats.share_kept_by_pattern(weights, w, (), a.layers[0])
         kept[w] = KeptShare(_r(res["mean"]), tuple(_r(x) for x in res["per_layer"].tolist()))
     hubs = hubs_of(a)
-    alone = stats.share_kept_by_pattern(weights, HUB_WINDOW, (), a.causal)["mean"]
-    with_hubs = stats.share_kept_by_pattern(weights, HUB_WINDOW, hubs, a.causal)["mean"]
+    alone = stats.share_kept_by_pattern(weights, HUB_WINDOW, (), a.layers[0])["mean"]
+    with_hubs = stats.share_kept_by_pattern(weights, HUB_WINDOW, hubs, a.layers[0])["mean"]
     sink = tuple(_r(weights[layer, :, 1:, 0].mean()) if n > 1 else 0.0 for layer in range(layers))
     layer = min(ERROR_LAYER, layers - 1)
     q, k, v = a.qkv(layer)
-    errors = outputs.output_errors(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer),
-                                 window=ERROR_WINDOW, hubs=hubs, causal=a.causal)["mean"]
+    errors = outputs.output_errors(q, k, v, a.layers[layer], window=ERROR_WINDOW, hubs=hubs,
+                                   bias=a.bias(layer))["mean"]
     return RoomNumbers(
         n=n, causal=a.causal, layers=layers, layer_types=tuple(a.layer_types), window=a.sliding_window, p=ROOM_P,
         useful=tuple(useful), kept=kept, sink=sink, sink_mean=_r(stats.sink_share(a.attentions)),

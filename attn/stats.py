@@ -9,9 +9,13 @@ here run in float32).
 from __future__ import annotations
 
 
+import dataclasses
+from collections.abc import Sequence
+
 import torch
 
 from . import patterns
+from .layer import LayerAttention
 
 
 _CHUNK = 1 << 22  # weights handled at once (in float32: 16 MB), so all layers of a long text fit
@@ -51,10 +55,11 @@ def top_share_mask(weights: torch.Tensor, p: float) -> torch.Tensor:
     return ranks < k[..., None]
 
 
-def row_cells(n: int, window: int | None = None, causal: bool = True) -> torch.Tensor:
-    """int64 ``(n,)``: the cells row i computes — in a causal layer min(i + 1, window);
-    in a bidirectional one (an encoder) n, or with a window the band |i − j| < window:
-    min(i, window − 1) + min(n − 1 − i, window − 1) + 1."""
+def row_cells(n: int, layer: LayerAttention) -> torch.Tensor:
+    """int64 ``(n,)``: the cells row i of the layer computes — in a causal layer
+    min(i + 1, window); in a bidirectional one (an encoder) n, or with a window the band
+    |i − j| < window: min(i, window − 1) + min(n − 1 − i, window − 1) + 1."""
+    window, causal = layer.window, layer.causal
     i = torch.arange(n, dtype=torch.int64)
     if causal:
         return (i + 1) if window is None else (i + 1).clamp_max(window)
@@ -63,17 +68,17 @@ def row_cells(n: int, window: int | None = None, causal: bool = True) -> torch.T
     return i.clamp_max(window - 1) + (n - 1 - i).clamp_max(window - 1) + 1
 
 
-def uniform_k(n: int, p: float, window: int | None = None, causal: bool = True) -> torch.Tensor:
-    """k(p) of a row with no preference (equal weight on each of its c cells): ⌈p·c⌉
-    per row ``(n,)``. Its share of the computed cells stays ≈ p whatever n: the
+def uniform_k(n: int, p: float, layer: LayerAttention) -> torch.Tensor:
+    """k(p) of a row of the layer with no preference (equal weight on each of its c cells):
+    ⌈p·c⌉ per row ``(n,)``. Its share of the computed cells stays ≈ p whatever n: the
     reference that shows the fall of the real k/n is no artefact of counting."""
-    c = row_cells(n, window, causal).double()
+    c = row_cells(n, layer).double()
     return torch.ceil(p * c - 1e-9).clamp_min(1).to(torch.int64)
 
 
-def useful_summary(weights: torch.Tensor, p: float, window: int | None = None, causal: bool = True) -> dict:
-    """For one head ``(n, n)`` or the heads of one layer ``(H, n, n)`` of a layer with
-    its own ``window`` (None: a full layer), causal or both ways (``causal``):
+def useful_summary(weights: torch.Tensor, p: float, layer: LayerAttention) -> dict:
+    """For one head ``(n, n)`` or the heads of one layer ``(H, n, n)`` of ``layer`` (its own
+    window, None: a full layer; causal or both ways):
 
     k̄ = k(p) averaged over the rows of every head given (for several heads, the mean
     of each head's own k̄ — never k of their averaged grid, which matches no head);
@@ -83,13 +88,13 @@ def useful_summary(weights: torch.Tensor, p: float, window: int | None = None, c
     n = weights.shape[-1]
     k = k_for_share(weights, p).float()
     mean_k = float(k.mean())
-    cells = int(row_cells(n, window, causal).sum())
+    cells = int(row_cells(n, layer).sum())
     return {"n": n, "k": mean_k, "useful": n * mean_k, "cells": cells, "share": n * mean_k / cells,
             "k_rows": k}
 
 
-def useful_share_by_prefix(weights: torch.Tensor, p: float, lengths: list[int], window: int | None = None,
-                           causal: bool = True, prefix=None) -> list:
+def useful_share_by_prefix(weights: torch.Tensor, p: float, lengths: list[int], layer: LayerAttention,
+                           prefix=None) -> list:
     """k̄, useful share and the no-preference reference on growing prefixes of the text.
     In a causal model the attention of a prefix is the top-left block of the whole
     text's grid (no row sees later tokens), so each prefix is read off the one run — and
@@ -97,10 +102,11 @@ def useful_share_by_prefix(weights: torch.Tensor, p: float, lengths: list[int], 
     are zero), so k is counted once, on the whole grid, and averaged over each prefix's
     rows (as ``useful_summary`` averages: each head's own k̄, then their mean).
 
-    In an encoder (``causal`` False) every row sees the tokens after it, so a prefix's
-    attention is its own run: ``prefix(m)`` gives the weights ``(..., m, m)`` of the
-    model run on the first m tokens (Analysis.prefix), and each prefix's k is counted on
-    those."""
+    In an encoder (the layer reads both ways) every row sees the tokens after it, so a
+    prefix's attention is its own run: ``prefix(m)`` gives the weights ``(..., m, m)`` of
+    the model run on the first m tokens (Analysis.prefix), and each prefix's k is counted
+    on those."""
+    causal = layer.causal
     if not causal and prefix is None:
         raise ValueError("an encoder's prefixes are runs of their own: give prefix(m)")
     n = weights.shape[-1]
@@ -112,23 +118,24 @@ def useful_share_by_prefix(weights: torch.Tensor, p: float, lengths: list[int], 
                 k = float(k_rows[..., :m].mean())
             else:  # the whole text is the run given; a shorter prefix, its own run
                 k = float(k_for_share(weights if m == n else prefix(m), p).double().mean())
-            cells = int(row_cells(m, window, causal).sum())
-            u = uniform_k(m, p, window, causal).double()
+            cells = int(row_cells(m, layer).sum())
+            u = uniform_k(m, p, layer).double()
             out.append({"n": m, "k": k, "share": m * k / cells, "cells": cells,
                         "uniform_k": float(u.mean()), "uniform_share": float(u.sum()) / cells})
     return out
 
 
-def share_trend(attentions: torch.Tensor, p: float, first: int, windows: list, causal: bool = True,
+def share_trend(attentions: torch.Tensor, p: float, first: int, layers: Sequence[LayerAttention],
                 first_attentions: torch.Tensor | None = None) -> dict:
     """Whether the useful share (step 2's k̄·n / cells) falls from the first ``first``
     tokens to the whole text, for every layer (its heads' k̄ averaged, as
     ``useful_summary`` does) and for every head of every layer. ``attentions``:
-    ``(L, H, n, n)``; ``windows[l]``: layer l's own window (None: full). Returns the
+    ``(L, H, n, n)``; ``layers[l]``: how layer l attends. Returns the
     counts that fell, the totals, each layer's and head's two shares, and k̄ over every
     row of every head (``k_mean``). In an encoder the first tokens' attention is a run
     of its own (``first_attentions``, ``(L, H, first, first)``: Analysis.prefix)."""
     n_layers, n_heads, n, _ = attentions.shape
+    causal = layers[0].causal
     if not causal and first_attentions is None:
         raise ValueError("an encoder's first tokens are a run of their own: give first_attentions")
     k_all = k_for_share(attentions, p).double()  # (L, H, n)
@@ -136,9 +143,9 @@ def share_trend(attentions: torch.Tensor, p: float, first: int, windows: list, c
     k_first = k_for_share(head, p).double()  # (L, H, first)
     share_first = torch.empty(n_layers, n_heads, dtype=torch.float64)
     share_all = torch.empty_like(share_first)
-    for layer, window in enumerate(windows):
-        share_first[layer] = k_first[layer].sum(-1) / row_cells(first, window, causal).sum()
-        share_all[layer] = k_all[layer].sum(-1) / row_cells(n, window, causal).sum()
+    for i, layer in enumerate(layers):
+        share_first[i] = k_first[i].sum(-1) / row_cells(first, layer).sum()
+        share_all[i] = k_all[i].sum(-1) / row_cells(n, layer).sum()
     layer_first, layer_all = share_first.mean(-1), share_all.mean(-1)
     return {"first": first, "n": n, "layers": n_layers, "heads": n_layers * n_heads, "k_mean": float(k_all.mean()),
             "layers_fell": int((layer_all < layer_first).sum()), "heads_fell": int((share_all < share_first).sum()),
@@ -169,10 +176,12 @@ def share_kept(weights: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
     return kept.reshape(weights.shape[:-1]).mean(dim=-1)
 
 
-def share_kept_by_pattern(weights: torch.Tensor, window: int, hubs=(), causal: bool = True) -> dict:
-    """Per layer and head (``(L, H)``), per layer and overall, for weights ``(L, H, n, n)``."""
+def share_kept_by_pattern(weights: torch.Tensor, window: int, hubs, reads: LayerAttention) -> dict:
+    """The share of the real weight a window (+ hubs) keeps, read as the model reads
+    (``reads``: a layer of it, for its direction): per layer and head (``(L, H)``), per
+    layer and overall, for weights ``(L, H, n, n)``."""
     n = weights.shape[-1]
-    allowed = patterns.pattern_grid(n, window, patterns.check_hubs(n, hubs), causal)
+    allowed = patterns.pattern_grid(n, window, patterns.check_hubs(n, hubs), reads.causal)
     per = share_kept(weights, allowed)
     return {"per_head": per, "per_layer": per.mean(dim=-1), "mean": float(per.mean())}
 
@@ -180,16 +189,17 @@ def share_kept_by_pattern(weights: torch.Tensor, window: int, hubs=(), causal: b
 ANCHOR_DISTANCE = 8  # an anchor is scored by the rows at least this far after it
 
 
-def anchors(weights: torch.Tensor, top: int = 5, min_distance: int = ANCHOR_DISTANCE,
-            causal: bool = True) -> list[tuple[int, float]]:
+def anchors(weights: torch.Tensor, reads: LayerAttention, top: int = 5,
+            min_distance: int = ANCHOR_DISTANCE) -> list[tuple[int, float]]:
     """Positions that receive the most weight from far away: for column j, the mean
     weight it gets from rows i ≥ j + min_distance (averaged over layers and heads
     when given ``(L, H, n, n)``), for columns with at least a quarter of the text
-    after them. In an encoder (``causal`` False) rows on both sides count:
+    after them. In an encoder (``reads``, a layer of it, reads both ways) rows on both sides count:
     |i − j| ≥ min_distance. Candidates for hubs: the <bos> sink, an encoder's [CLS]
     and [SEP], separators, punctuation.
     Returns [(position, mean far weight)], best first."""
     n = weights.shape[-1]
+    causal = reads.causal
     grids = weights.reshape(-1, n, n)
     w = torch.zeros(n, n)
     for g in grids:  # the mean over layers and heads, one grid at a time
@@ -217,18 +227,24 @@ def sink_share(weights: torch.Tensor) -> float:
     return float(weights[..., 1:, 0].float().mean())
 
 
-def share_to(weights: torch.Tensor, columns, causal: bool = True) -> dict:
+def share_to(weights: torch.Tensor, columns, reads: LayerAttention) -> dict:
     """The share of each row's weight that lands on ``columns`` (positions), for weights
     ``(L, H, n, n)``: averaged over every row, head and layer (``mean``), per layer
     (``per_layer``), and what rows spreading their weight evenly over the cells they see
-    would give those columns (``even``: in an encoder each row sees all n, so g / n)."""
+    would give those columns (``even``: in an encoder each row sees all n, so g / n);
+    each column on its own too (``each``: [(column, mean, even)]);
+    ``reads``: a layer of the model, for its direction."""
     n = weights.shape[-1]
+    causal = reads.causal
     cols = sorted({int(c) for c in columns if 0 <= int(c) < n})
     if not cols or n == 0:
-        return {"mean": 0.0, "per_layer": [0.0] * weights.shape[0], "even": 0.0, "columns": cols}
+        return {"mean": 0.0, "per_layer": [0.0] * weights.shape[0], "even": 0.0, "columns": cols, "each": []}
     got = weights[..., cols].float().sum(dim=-1)  # (L, H, n): each row's weight on those columns
     i = torch.arange(n)
-    seen = row_cells(n, None, causal).double()  # cells each row sees in a full layer
+    seen = row_cells(n, dataclasses.replace(reads, window=None)).double()  # cells each row sees in a full layer
     per_row = ((torch.tensor(cols)[None, :] <= i[:, None]) if causal else torch.ones(n, len(cols), dtype=torch.bool))
     even = float((per_row.sum(dim=-1).double() / seen).mean())
-    return {"mean": float(got.mean()), "per_layer": got.mean(dim=(1, 2)).tolist(), "even": even, "columns": cols}
+    each = [(c, float(weights[..., c].float().mean()), float((per_row[:, x].double() / seen).mean()))
+            for x, c in enumerate(cols)]
+    return {"mean": float(got.mean()), "per_layer": got.mean(dim=(1, 2)).tolist(), "even": even, "columns": cols,
+            "each": each}

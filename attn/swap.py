@@ -88,6 +88,11 @@ def hub_pair(window: int = 4) -> list[Swap]:
             Swap(methods.window(hubs=True).name, "all", window=window, hubs=(0,))]
 
 
+class NoLanguageHead(ValueError):
+    """The model's folder lacks the weights of its language-model head: a swap's numbers
+    (perplexity, KL, top-1) would read a head initialised at random, so none is made."""
+
+
 class TextTooShort(ValueError):
     """The text has fewer than two tokens: nothing to predict from (the one failure a
     reader can mend by writing more; any other is the app's)."""
@@ -104,7 +109,14 @@ def _ids(model: LoadedModel, text: str, max_tokens: int) -> tuple[list[int], int
     return ids[:budget], len(ids)
 
 
+def _needs_head(model: LoadedModel) -> None:
+    if not model.has_head:
+        raise NoLanguageHead("the model's folder has no language-model head (missing: "
+                             + ", ".join(model.head_missing) + ")")
+
+
 def _check(model: LoadedModel, swap: Swap) -> tuple[methods.Method, list[int]]:
+    _needs_head(model)
     if not isinstance(swap, Swap):
         raise ValueError(f"a swap must be a Swap, got {swap!r}")
     method = methods.get(swap.method)
@@ -184,6 +196,7 @@ def sweep(model: LoadedModel, text: str, swaps: list[Swap], *, max_tokens: int =
     """:func:`measure` for several swaps on one text, the unmodified model's
     predictions computed once. Each entry is a SwapResult, or the ValueError that
     swap raised."""
+    _needs_head(model)
     ids, total = _ids(model, text, max_tokens)
     masked = None if model.causal else _masked(model, ids)
     base = _base_logprobs(model, ids) if model.causal else _masked_logprobs(model, masked, None)

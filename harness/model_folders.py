@@ -13,9 +13,10 @@ from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-from transformers import (AutoModelForCausalLM, AutoModelForMaskedLM, BertConfig, DistilBertConfig, Gemma2Config,
-                          Gemma3TextConfig, GPT2Config, LlamaConfig, MistralConfig, Phi3Config,
-                          PreTrainedTokenizerFast, Qwen2Config, Qwen3Config, RobertaConfig, XLMRobertaConfig)
+from transformers import (AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, BertConfig, DistilBertConfig,
+                          Gemma2Config, Gemma3TextConfig, GPT2Config, GptOssConfig, LlamaConfig, MistralConfig,
+                          Phi3Config, PreTrainedTokenizerFast, Qwen2Config, Qwen3Config, RobertaConfig,
+                          XLMRobertaConfig)
 
 # sentences the tokenizers learn from (written for these tests), in the app's three languages
 CORPUS = [
@@ -31,6 +32,7 @@ SOFTCAP = 1.0  # Gemma 2's logit cap; its weights are drawn wide enough for scor
 DECODERS = ("llama", "qwen2", "qwen3", "mistral", "gemma2", "gemma3_text", "phi3", "gpt2")
 ENCODERS = ("bert", "roberta", "xlm-roberta", "distilbert")
 FAMILIES = DECODERS + ENCODERS
+REFUSED = ("gpt_oss",)  # families the app refuses, with a sentence (attn.folders): learned sink logits
 
 
 def _decoder_tokenizer(bos: bool) -> PreTrainedTokenizerFast:
@@ -96,6 +98,10 @@ def config_of(family: str, vocab: int, layers: int = 3):
     if family == "distilbert":
         return DistilBertConfig(vocab_size=vocab, dim=128, hidden_dim=64, n_layers=layers, n_heads=4,
                                 max_position_embeddings=128, pad_token_id=0)
+    if family == "gpt_oss":  # a learned sink logit per head joins each row's softmax
+        return GptOssConfig(**small, num_key_value_heads=2, head_dim=32, num_local_experts=2, num_experts_per_tok=1,
+                            sliding_window=WINDOW, layer_types=["sliding_attention", "full_attention"] * (layers // 2)
+                            + ["sliding_attention"] * (layers % 2), bos_token_id=1, eos_token_id=2)
     raise ValueError(f"no tiny config for {family!r}")
 
 
@@ -104,14 +110,17 @@ def import_families() -> None:
     pytree nodes, and dynamo guards the number of those: a family first imported after
     FlexAttention compiled would make the next call of every compiled kernel compile
     again (the test process imports them all before any compile: tests/conftest.py)."""
-    for family in FAMILIES:
+    for family in FAMILIES + REFUSED:
         name = {"gemma3_text": "gemma3"}.get(family, family).replace("-", "_")
         importlib.import_module(f"transformers.models.{name}.modeling_{name}")
 
 
-def build(family: str, folder, seed: int = 0, layers: int = 3) -> Path:
+def build(family: str, folder, seed: int = 0, layers: int = 3, head: bool = True, tied: bool | None = None) -> Path:
     """A tiny random-weight model of ``family`` saved in ``folder`` (made), with its
-    tokenizer; returns the folder."""
+    tokenizer; returns the folder. ``head=False`` saves the bare base model (``BertModel``,
+    ``LlamaModel``: what a sentence-transformers folder holds), without its language-model
+    head; ``tied`` sets whether the head shares the embeddings' weights (else the family's
+    default)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if family in ENCODERS:
@@ -119,10 +128,12 @@ def build(family: str, folder, seed: int = 0, layers: int = 3) -> Path:
     else:
         tok = _decoder_tokenizer(bos=family not in ("gpt2", "qwen2", "qwen3"))
     config = config_of(family, len(tok), layers)
+    if tied is not None:
+        config.tie_word_embeddings = tied
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         loader = AutoModelForMaskedLM if family in ENCODERS else AutoModelForCausalLM
-        model = loader.from_config(config, attn_implementation="eager")
+        model = (loader if head else AutoModel).from_config(config, attn_implementation="eager")
     model.save_pretrained(str(folder))
     tok.save_pretrained(str(folder))
     return folder

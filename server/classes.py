@@ -281,6 +281,8 @@ class Classes:
         """Open a vote on question ``qid`` of a page (its id; ``question``: its text, option labels
         and the measured answer's option, copied so that later changes leave it as asked).
         A second vote on the same question is its round 2; the vote open before it closes.
+        Opening the question that is open already changes nothing (a click replayed by a
+        rerun, or two of the teacher's tabs): its vote is returned.
         The seats held now bound the answers it takes (with the students who join later)."""
         if not isinstance(qid, str) or not qid:
             raise ValueError("a vote needs its question's id")
@@ -290,6 +292,10 @@ class Classes:
             raise ValueError("a vote needs 2 to 12 options")
         with self.store.transaction() as db:
             self._host(db, code, key)
+            already = db.execute("SELECT vote FROM votes WHERE code = ? AND qid = ? AND state = 'open'",
+                                 (code, qid)).fetchone()
+            if already is not None:
+                return already[0]
             db.execute("UPDATE votes SET state = 'closed' WHERE code = ? AND state = 'open'", (code,))
             last = db.execute("SELECT COALESCE(MAX(vote), 0) FROM votes WHERE code = ?", (code,)).fetchone()[0]
             rounds = db.execute("SELECT COUNT(*) FROM votes WHERE code = ? AND qid = ?", (code, qid)).fetchone()[0]

@@ -185,7 +185,7 @@ def test_step2_useful_is_n_times_k(make_app, tiny):
     useful = parse(metric(at, "nearly_empty.metric_useful", "en"), "en")
     assert useful == pytest.approx(a.n * k_bar, abs=a.n * 0.05 + 1)
     layer = a.n_layers - 1  # the page's default layer on the tiny model (a full one)
-    expect = stats.useful_summary(a.attentions[layer], 0.9)  # each head's own k, averaged
+    expect = stats.useful_summary(a.attentions[layer], 0.9, a.layers[layer])  # each head's own k, averaged
     assert useful == pytest.approx(expect["useful"], abs=1)
     # one denominator: the caption's total is the share's denominator, the cells the layer computes
     share = parse(metric(at, "nearly_empty.metric_share", "en"), "en")
@@ -199,7 +199,7 @@ def test_step2_useful_is_n_times_k(make_app, tiny):
     # a sliding layer: the denominator is Σ min(i+1, w), and its k is capped by the window
     at.sidebar.selectbox(key="s2_layer").set_value(0).run()
     w = tiny.sliding_window
-    slide = stats.useful_summary(a.attentions[0], 0.9, w)
+    slide = stats.useful_summary(a.attentions[0], 0.9, a.layers[0])
     assert parse(metric(at, "nearly_empty.metric_share", "en"), "en") == pytest.approx(slide["share"], abs=5e-4)
     assert slide["cells"] == sum(min(i + 1, w) for i in range(a.n))
     assert i18n.translate("en", "nearly_empty.window_cap", w=str(w)) in [c.value for c in at.caption]
@@ -215,7 +215,7 @@ def test_step3_reach_and_cells_follow_their_formulas(make_app, tiny):
     at.slider(key="s3_rl").set_value(3).run()  # the tiny model has 4 layers
     at.slider(key="s3_rw").set_value(5).run()
     assert parse(metric(at, "neighbours.metric_reach_formula", "en"), "en") == 3 * 4 + 1
-    kept = stats.share_kept_by_pattern(a.attentions, 16)["mean"]
+    kept = stats.share_kept_by_pattern(a.attentions, 16, (), a.layers[0])["mean"]
     assert parse(metric(at, "neighbours.metric_kept_all", "en"), "en") == pytest.approx(kept, abs=5e-4)
 
 
@@ -223,7 +223,7 @@ def test_step4_cells_with_hubs_and_hops(make_app, tiny):
     at = open_page(make_app, PAGES[3])
     assert_clean(at)
     a = tiny.analyze(sample_text("en"))
-    found = stats.anchors(a.attentions, top=5)
+    found = stats.anchors(a.attentions, a.layers[0], top=5)
     hubs = tuple(sorted(p for p, _ in found[:3]))
     assert tuple(sorted(at.multiselect(key="s4_hubs").value)) == hubs
     # each candidate with its score, as the engine measured it
@@ -231,7 +231,7 @@ def test_step4_cells_with_hubs_and_hops(make_app, tiny):
              for p, s in found]
     items = ", ".join(items[:-1]) + ", and " + items[-1]  # a list as English writes it
     assert i18n.translate("en", "hubs.anchors_found", found=items) in [c.value for c in at.caption]
-    sink = stats.share_kept_by_pattern(a.attentions, 8, (0,), True)["mean"]
+    sink = stats.share_kept_by_pattern(a.attentions, 8, (0,), a.layers[0])["mean"]
     assert parse(metric(at, "hubs.metric_kept_sink", "en"), "en") == pytest.approx(sink, abs=5e-4)
     shown = parse(metric(at, "hubs.metric_cells", "en", g=len(hubs)), "en")
     assert shown == patterns.cells(a.n, 8, hubs, True)
@@ -404,9 +404,9 @@ def test_step6_captions_follow_the_measured_errors_and_sharpness(make_app, tiny,
     a = tiny.analyze(text or sample_text("en"))
     layer = min(8, a.n_layers - 1)
     q, k, v = a.qkv(layer)
-    found = tuple(sorted(p for p, _ in stats.anchors(a.attentions, top=3)))
+    found = tuple(sorted(p for p, _ in stats.anchors(a.attentions, a.layers[0], top=3)))
     w = min(16, a.n)
-    err = outputs.output_errors(q, k, v, scale=a.scale, own_window=a.own_window(layer), window=w, hubs=found)["mean"]
+    err = outputs.output_errors(q, k, v, a.layers[layer], window=w, hubs=found)["mean"]
     linear = [name for name in err if name.startswith("linear_")]
     better = [name for name in linear if err[name] < err["uniform"]]
     captions = [c.value for c in at.caption]
@@ -420,7 +420,7 @@ def test_step6_captions_follow_the_measured_errors_and_sharpness(make_app, tiny,
         said = i18n.translate("en", "honest_catch.errors_caption_none")
     # after what the dotted line is: equal weights over the earlier tokens (a causal model)
     assert f"{i18n.translate('en', 'honest_catch.uniform_said')} {said}" in captions
-    peak = outputs.peak_weights(q, k, scale=a.scale, own_window=a.own_window(layer), window=w, hubs=found)
+    peak = outputs.peak_weights(q, k, a.layers[layer], window=w, hubs=found)
     flat = i18n.translate("en", "honest_catch.flat_caption", soft=i18n.fmt_pct(peak["own"], "en"),
                           uni=i18n.fmt_pct(peak["uniform"], "en"))
     sharpness = [c for c in captions if c.startswith(flat)]
@@ -431,7 +431,7 @@ def test_step6_captions_follow_the_measured_errors_and_sharpness(make_app, tiny,
         found_flat = re.search(r"^(.*?) comes? out nearly as flat", said[len(flat):])  # one map "comes", several "come"
         flat_part = found_flat.group(1) if found_flat else ""
         assert (label in flat_part) == (peak[name] <= 2 * peak["uniform"]), name
-    norms = outputs.median_norms(q, k, a.scale)
+    norms = outputs.median_norms(q, k, a.layers[layer])
     assert i18n.fmt_float(norms["q"], "en", 1) in " ".join(captions)
     over = i18n.translate("en", "honest_catch.over_100", names="§").split("§")[0]
     said_over = [c for c in captions if c.startswith(over)]
@@ -439,7 +439,7 @@ def test_step6_captions_follow_the_measured_errors_and_sharpness(make_app, tiny,
     assert i18n.translate("en", "honest_catch.heads_note") in captions
 
 
-def test_step7_cost_model_ratios_are_four_and_two(make_app):
+def test_step7_cost_model_ratios_are_four_and_two(make_app, tiny):
     at = open_page(make_app, PAGES[6])
     from attn import methods
     from attn.costs import Shape
@@ -455,6 +455,15 @@ def test_step7_cost_model_ratios_are_four_and_two(make_app):
     assert f"**{heading}**" in [m.value for m in at.markdown]
     # the full method's cost is the causal cell count times 4·d per head
     assert costs["full"][0] == patterns.cells(512) * 4 * s.d * s.heads
+    # the chart counts in the served model's own shape: n(n+1)/2 cells × 4·d, per head and layer
+    arch = tiny.arch
+    full = i18n.translate("en", "methods.full")
+    traces = [tr for ch in at.get("plotly_chart") for tr in json.loads(ch.proto.spec)["data"]]
+    drawn = next(tr for tr in traces if tr["name"].startswith(full))
+    assert drawn["y"][0] == 512 * 513 // 2 * 4 * arch.head_dim * arch.n_heads * arch.n_layers
+    said = i18n.translate("en", "payoff.formula_caption", layers=str(arch.n_layers), h=str(arch.n_heads),
+                          d=str(arch.head_dim), w="128", g="4")
+    assert said in [c.value for c in at.caption]
 
 
 def test_step7_live_benchmark_runs_on_a_button_press(make_app, unmeasured):
@@ -559,16 +568,17 @@ def test_predictions_on_steps_1_2_5_6_reveal_the_pages_own_number_for_each_text(
     a = tiny.analyze(text or sample_text("en"))
     layer = min(8, a.n_layers - 1)
     q, k, v = (x.double() for x in a.qkv(layer))
-    hubs = tuple(sorted(p for p, _ in stats.anchors(a.attentions, top=3)))
-    n, own, w = a.n, a.own_window(layer), min(16, a.n)
+    hubs = tuple(sorted(p for p, _ in stats.anchors(a.attentions, a.layers[0], top=3)))
+    n, own, w = a.n, a.layers[layer].window, min(16, a.n)
     allowed = torch.tensor([[j <= i and (own is None or i - j < own) for j in range(n)] for i in range(n)])
-    scores = (q @ k.transpose(-1, -2) * a.scale).masked_fill(~allowed, float("-inf"))
+    scores = (q @ k.transpose(-1, -2) * a.layers[layer].scale).masked_fill(~allowed, float("-inf"))
     exact = torch.softmax(scores, dim=-1) @ v
     errs = {}
     for m in methods.tagged(methods.ERRORS):
         if m.family == "own":
             continue
-        got = m.reference(q.float(), k.float(), v.float(), methods.Params(window=w, hubs=hubs, scale=a.scale)).double()
+        params = methods.Params(window=w, hubs=hubs, scale=a.layers[layer].scale)
+        got = m.reference(q.float(), k.float(), v.float(), params).double()
         errs[m.name] = float(((got - exact).norm(dim=(-2, -1)) / exact.norm(dim=(-2, -1))).mean())
     closest = min(errs, key=errs.get)
     assert revealed(at).endswith(f"({i18n.fmt_pct(errs[closest], 'en')})")
@@ -803,8 +813,8 @@ def test_closing_page_is_written_from_the_readers_numbers(make_app, tiny, unmeas
     a = tiny.analyze(text)
     at = open_page(make_app, PAGES[7])
     assert_clean(at)
-    near = stats.share_kept_by_pattern(a.attentions, 16, (), True)["mean"]
-    both = stats.share_kept_by_pattern(a.attentions, 16, (0,), True)["mean"]
+    near = stats.share_kept_by_pattern(a.attentions, 16, (), a.layers[0])["mean"]
+    both = stats.share_kept_by_pattern(a.attentions, 16, (0,), a.layers[0])["mean"]
     lead = i18n.translate("en", "closing.lead_numbers", n=i18n.fmt_int(a.n, "en"),
                           sink=i18n.fmt_pct(stats.sink_share(a.attentions), "en"), w=16,
                           near=i18n.fmt_pct(near, "en"), both=i18n.fmt_pct(both, "en"))
@@ -995,7 +1005,9 @@ def test_japanese_and_portuguese_pages_show_no_leftover_english_sentence(make_ap
 @pytest.mark.real
 @pytest.mark.parametrize("lang", LANGS)
 def test_real_model_pages_in_each_language(make_app, lang):
-    real = pytest.importorskip("attn.model").load()
+    from attn import loading
+
+    real = loading.load()
     a = real.analyze(sample_text(lang))
     at = open_page(make_app, PAGES[0], lang, model="gemma")
     assert_clean(at)
@@ -1164,8 +1176,8 @@ def test_step2_says_whether_the_share_fell_or_rose_and_on_how_many_layers_and_he
     p = at.select_slider(key="s2_p").value
     first = 16
     att = a.attentions.numpy()
-    shares = {(layer, head): (_useful_share_brute(att[layer, head, :first, :first], p, a.own_window(layer)),
-                              _useful_share_brute(att[layer, head], p, a.own_window(layer)))
+    shares = {(layer, head): (_useful_share_brute(att[layer, head, :first, :first], p, a.layers[layer].window),
+                              _useful_share_brute(att[layer, head], p, a.layers[layer].window))
               for layer in range(a.n_layers) for head in range(a.n_heads)}
     heads_fell = sum(1 for s0, s1 in shares.values() if s1 < s0)
     layers_fell = sum(1 for layer in range(a.n_layers)
@@ -1187,8 +1199,9 @@ def test_step2_says_whether_the_share_fell_or_rose_and_on_how_many_layers_and_he
     # then how the points were measured: a causal model's beginnings, read off the one run
     assert f"{said} {i18n.translate('en', 'nearly_empty.prefix_how')}" in captions
     # the k̄ chart's caption says what its two ends measured (its title claims no trend)
-    k0 = sum(_k_brute(att[layer, h, :first, :first], p, a.own_window(layer))[0] for h in range(a.n_heads)) / a.n_heads
-    k1 = sum(_k_brute(att[layer, h], p, a.own_window(layer))[0] for h in range(a.n_heads)) / a.n_heads
+    own = a.layers[layer].window
+    k0 = sum(_k_brute(att[layer, h, :first, :first], p, own)[0] for h in range(a.n_heads)) / a.n_heads
+    k1 = sum(_k_brute(att[layer, h], p, own)[0] for h in range(a.n_heads)) / a.n_heads
     f1 = lambda x: i18n.fmt_float(x, "en", 1)  # noqa: E731
     said = i18n.translate("en", "nearly_empty.k_caption", k0=f1(k0), n0="16", k1=f1(k1), n1=i18n.fmt_int(a.n, "en"),
                           nr=f1(a.n / first), kr=f1(k1 / k0))
@@ -1196,7 +1209,7 @@ def test_step2_says_whether_the_share_fell_or_rose_and_on_how_many_layers_and_he
     titles = [json.loads(ch.proto.spec)["layout"]["title"]["text"] for ch in at.get("plotly_chart")]
     assert i18n.translate("en", "nearly_empty.k_title", p=i18n.fmt_pct(p, "en", 0)) in titles  # neutral: no trend
     # the lead's "a small part of its cells", in numbers: k̄ over every row of every head of every layer
-    k_all = sum(_k_brute(att[layer, h], p, a.own_window(layer))[0] * a.n
+    k_all = sum(_k_brute(att[layer, h], p, a.layers[layer].window)[0] * a.n
                 for layer in range(a.n_layers) for h in range(a.n_heads)) / (a.n * a.n_layers * a.n_heads)
     said = i18n.translate("en", "nearly_empty.all_caption", k=f1(k_all), p=i18n.fmt_pct(p, "en", 0),
                           n=i18n.fmt_int(a.n, "en"))

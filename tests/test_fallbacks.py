@@ -12,6 +12,7 @@ import torch
 
 from attn import backend, bench, composition, flex, kernels, methods, outputs, patterns
 from attn.costs import Shape
+from attn.layer import LayerAttention
 
 PATTERN = methods.get("pattern")
 N = 200  # more than two flex blocks: the length from which a warm kernel serves
@@ -196,12 +197,13 @@ BF16 = {"atol": 2e-2, "rtol": 2e-2}  # bfloat16 keeps 8 bits of mantissa: ≈ 0.
 @pytest.mark.parametrize("own_window", [None, 8], ids=["full layer", "sliding layer"])
 def test_output_errors_in_bfloat16_show_the_fused_kernel_beside_its_float32_twin(bfloat16_compute, own_window):
     q, k, v = qkv(n=90, seed=4)
-    res = outputs.method_outputs(q, k, v, scale=0.25, own_window=own_window, window=4, hubs=(0,), features_list=())
+    layer = LayerAttention(causal=True, window=own_window, scale=0.25)
+    res = outputs.method_outputs(q, k, v, layer, window=4, hubs=(0,), features_list=())
     assert res["dtype"] == "bfloat16"
     exact = res["exact"].float()
     torch.testing.assert_close(res["outputs"]["own"], exact, **BF16)
     torch.testing.assert_close(res["outputs"]["own_float32"], exact, atol=1e-5, rtol=1e-5)
-    err = outputs.output_errors(q, k, v, scale=0.25, own_window=own_window, window=4, hubs=(0,), features_list=())
+    err = outputs.output_errors(q, k, v, layer, window=4, hubs=(0,), features_list=())
     # the error of bfloat16 is rounding: above float32's, below a percent
     assert err["mean"]["own_float32"] < 1e-5 < err["mean"]["own"] < 1e-2
 

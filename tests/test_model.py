@@ -54,7 +54,7 @@ def test_q_k_v_reproduce_the_models_own_attention_weights(tiny):
     a = tiny.analyze(TEXT)
     for layer in range(a.n_layers):
         q, k, v = a.qkv(layer)
-        scores = (q @ k.transpose(-1, -2)) * a.scale
+        scores = (q @ k.transpose(-1, -2)) * a.layers[layer].scale
         weights = torch.softmax(scores.masked_fill(~a.model_mask(layer), float("-inf")), dim=-1)[0]
         # the stored weights are float16: agreement to its rounding
         torch.testing.assert_close(weights, a.attentions[layer].float(), atol=1e-3, rtol=0)

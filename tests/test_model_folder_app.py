@@ -5,6 +5,8 @@ The expected numbers come from the folder's own config and tokenizer, counted he
 loops, never from the app's code; a folder that cannot serve gives its sentence and the
 packaged model runs instead."""
 
+import json
+
 import pytest
 import torch
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
@@ -205,6 +207,7 @@ def test_a_student_follows_on_the_teachers_model_and_leaves_by_picking_another(m
 
 def test_the_credits_and_the_models_own_preset_follow_the_model(make_app, folder_of):
     t = Translator("en")
+    (folder_of("gemma2") / "LICENSE").write_text("Terms written for this test.\n")  # the gpt2 folder has none
     for family, slides in (("gpt2", False), ("gemma2", True)):
         at = make_app(str(folder_of(family)))
         at.run()
@@ -213,7 +216,8 @@ def test_the_credits_and_the_models_own_preset_follow_the_model(make_app, folder
         button = at.button(key="pg_preset_model")
         assert button.disabled is not slides, family
         at.switch_page("ui/steps/closing/page.py").run()
-        credit = t("closing.credits_other", model=t("sidebar.folder_model", family=family, folder=family))
+        key = "closing.credits_other" if slides else "closing.credits_other_no_licence"  # never a file not there
+        credit = t(key, model=t("sidebar.folder_model", family=family, folder=family))
         assert credit in caption_values(at) and t("closing.credits") not in caption_values(at)
 
 
@@ -368,11 +372,14 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     headings = [h.value for h in at.subheader]
     assert t("hubs.encoder_heading") in headings and t("hubs.sink_heading") not in headings
     assert t("hubs.hops_real") in caption_values(at)
-    # the ends' share: [CLS] at 0 and [SEP] at n − 1, each row's weight on them, every layer and head
-    specials = float((attn[..., 0] + attn[..., n - 1]).mean())
-    text = " ".join(m.value for m in at.markdown)
-    assert t("hubs.encoder_text", g=2, tokens=t.list(["0 · [CLS]", f"{n - 1} · [SEP]"]), share=t.pct(specials),
-             even=t.pct(2 / n)) in text.replace("\\", ""), text
+    # each end on its own: [CLS] at 0 and [SEP] at n − 1, each row's weight on it (every layer and
+    # head) beside its even share 1/n, called a hub only at twice that
+    text = [m.value.replace("\\", "") for m in at.markdown]
+    for p, token in ((0, "[CLS]"), (n - 1, "[SEP]")):
+        share = float(attn[..., p].mean())
+        key = "hubs.encoder_token_hub" if share >= 2 / n else "hubs.encoder_token_plain"
+        said = t(key, token=f"{p} · {token}", share=t.pct(share), even=t.pct(1 / n), ratio=t.float(share * n, 1))
+        assert f"- {said}" in text, (said, text)
     # the model with a window of 4: masked words guessed from both sides, said on screen
     at.button(key="s4_swap").click().run()
     assert not at.exception
@@ -392,6 +399,15 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     assert at.toggle(key="pg_causal").value is False
     assert t("playground.keep_lead_both") in [m.value for m in at.markdown]
 
+    # step 7: the cost model in the encoder's own shape, the whole square in every layer and head
+    at.switch_page("ui/steps/payoff/page.py").run()
+    assert not at.exception
+    d = config.hidden_size // heads
+    traces = [tr for ch in at.get("plotly_chart") for tr in json.loads(ch.proto.spec)["data"]]
+    full = next(tr for tr in traces if tr["name"].startswith(t("methods.full")))
+    assert full["y"][0] == 512 * 512 * 4 * d * heads * layers
+    assert t("payoff.formula_caption_both", layers=layers, h=heads, d=d, w="128", g="4") in caption_values(at)
+
     # what to take home: the neighbours on either side, and with the first token, by hand
     at.switch_page("ui/steps/closing/page.py").run()
     assert not at.exception
@@ -402,3 +418,37 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     assert t("closing.lead_numbers_both", n=t.int(n), sink=t.pct(float(attn[..., 1:, 0].mean())), w=16,
              near=t.pct(float((attn * near).sum(-1).mean())),
              both=t.pct(float((attn * near_first).sum(-1).mean()))) in text, text
+
+
+@pytest.mark.parametrize("family", ["bert", "llama"])
+def test_a_folder_without_its_head_serves_every_page_and_shows_no_number_that_needs_the_head(make_app, tmp_path,
+                                                                                             family, monkeypatch):
+    """A BertModel checkpoint, a decoder saved as a bare AutoModel: every page's attention is
+    there; step 4's hub, step 6's sweep, the playground's swap and the closing page each say
+    in one sentence that this folder has no language-model head, with no button and no
+    number; the sidebar says it too; the handout's note says it."""
+    from ui import analyses, handout
+
+    folder = mf.build(family, tmp_path / family, head=False, tied=False)
+    t = Translator("pt")
+    at = make_app(str(folder), lang="pt")
+    at.run()
+    assert t("sidebar.no_head") in " ".join(c.value for c in at.sidebar.caption)
+    said = t("swap.no_head")
+    for page in WALK:
+        if page.id != WALK[0].id:
+            at.switch_page(page_path(page)).run()
+        assert not at.exception, (page.id, at.exception[0].message if at.exception else "")
+        shown = [i.value for i in at.info] + [m.value for m in at.markdown]
+        buttons = [b.key for b in at.button]
+        if page.id in ("hubs", "honest-catch", "playground", "closing"):
+            assert said in shown, page.id
+        assert not {"s4_swap", "s6_swap", "pg_swap"} & set(buttons), (page.id, buttons)
+        if page.id == "hubs":
+            assert not [m for m in at.metric if m.label == t("swap.w4_ppl")]
+    text = at.session_state["text"]
+    page = handout.build(t, analyses.get_analysis(text, str(folder)), text, str(folder), {}, device="cpu",
+                         model="x")
+    import html
+
+    assert html.escape(said) in page

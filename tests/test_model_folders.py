@@ -333,3 +333,151 @@ def test_weights_too_big_are_refused_before_loading_with_the_figures(tmp_path):
     assert e.value.reason == "too_big" and "GiB" in str(e.value)
     assert e.value.figures == {"parameters": want, "need": want * 4, "have": want * 4 - 1}
     assert folders.load_folder(folder, device="cpu", memory=want * 4).arch.parameters == want
+
+
+@pytest.mark.parametrize("family, tied, missing", [
+    ("bert", None, True),  # a BertModel checkpoint (a sentence-transformers folder): the head's transform and biases
+    ("llama", False, True),  # a decoder saved as a bare AutoModel, its head not tied to the embeddings
+    ("llama", True, False),  # … tied: the embeddings are its head, nothing is missing
+])
+def test_a_folder_without_its_language_model_head_is_said_to_lack_it_and_measures_nothing_with_it(
+        tmp_path, family, tied, missing):
+    from attn import swap
+
+    folder = mf.build(family, tmp_path / family, head=False, tied=tied)
+    m = folders.load_folder(folder, device="cpu")
+    assert m.has_head is (not missing)
+    base = f"{m.model.base_model_prefix}."
+    assert all(not k.startswith(base) for k in m.head_missing)  # a part outside the base model each
+    if family == "bert":
+        assert "cls.predictions.transform.dense.weight" in m.head_missing
+        assert not any("decoder.weight" in k for k in m.head_missing)  # tied to the embeddings: its own
+    if family == "llama" and missing:
+        assert m.head_missing == ("lm_head.weight",)
+    a = m.analyze("A window keeps the nearby words and lets the distant ones go.")
+    assert a.n > 5 and torch.isfinite(a.attentions.float()).all()  # its attention is real either way
+    if missing:
+        with pytest.raises(swap.NoLanguageHead):
+            swap.measure(m, "A window keeps the nearby words.", swap.Swap("own"))
+        with pytest.raises(swap.NoLanguageHead):
+            swap.sweep(m, "A window keeps the nearby words.", [swap.Swap("own")])
+    else:
+        assert swap.measure(m, "A window keeps the nearby words.", swap.Swap("own")).perplexity > 0
+
+
+# --- the layer's own attention, read once (attn.layer.LayerAttention) ---------------------
+
+
+def eager_outputs(m, x, **extra) -> list[torch.Tensor]:
+    """Each layer's attention output as transformers' own eager attention computes it (the
+    model with no plan of ours): what enters the layer's output projection, ``(1, heads, n, d)``."""
+    names = [name for name, _ in m.model.named_modules()
+             if name.endswith("self_attn.o_proj") or name.endswith("attention.output.dense")]
+    assert len(names) == m.n_layers
+    got = {}
+    hooks = [m.model.get_submodule(name).register_forward_pre_hook(
+        lambda mod, args, i=i: got.__setitem__(i, args[0].detach())) for i, name in enumerate(names)]
+    try:
+        with torch.no_grad():
+            m.model.base_model(input_ids=x, **m._forward_kwargs, **extra)
+    finally:
+        for h in hooks:
+            h.remove()
+    n = x.shape[1]
+    return [got[i].reshape(1, n, m.n_heads, m.head_dim).transpose(1, 2) for i in range(m.n_layers)]
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2", "gemma2", "gemma3_text", "bert"])
+def test_the_exact_reference_is_the_models_own_eager_attention_output(loaded, family):
+    """Step 6's reference, written out from the layer's description (its scale, soft cap,
+    window, direction, grouped key/value heads), equals the output of transformers' own
+    eager attention in every layer: a soft cap (gemma2), windows per layer (qwen2,
+    gemma3_text) and both directions (bert) each change it."""
+    from attn import outputs
+
+    m = loaded(family)
+    a = m.analyze(TEXT)
+    own = eager_outputs(m, torch.tensor([a.ids]))
+    assert tuple(x.window for x in a.layers) == EXPECTED[family]["windows"]
+    assert {x.causal for x in a.layers} == {EXPECTED[family]["causal"]}
+    for layer in range(a.n_layers):
+        q, k, v = a.qkv(layer)
+        ref = outputs.exact_output(q, k, v, a.layers[layer], a.bias(layer)).float()
+        torch.testing.assert_close(ref, own[layer], atol=2e-5, rtol=1e-4)
+    if family == "gemma2":  # the cap is read and bites: the same layer without it is another output
+        plain = dataclasses.replace(a.layers[0], softcap=None)
+        assert a.layers[0].softcap == mf.SOFTCAP
+        q, k, v = a.qkv(0)
+        assert (outputs.exact_output(q, k, v, plain).float() - own[0]).abs().max() > 1e-2
+
+
+def alibi_mask(n: int, heads: int) -> torch.Tensor:
+    """A causal additive mask with a per-head linear distance bias (as ALiBi makes), written
+    by hand: 0 − slope·(i − j) on pairs j ≤ i, the dtype's minimum on the others."""
+    mask = torch.full((1, heads, n, n), torch.finfo(torch.float32).min)
+    for h in range(heads):
+        slope = 2.0 ** -(h + 1)
+        for i in range(n):
+            for j in range(i + 1):
+                mask[0, h, i, j] = -slope * (i - j)
+    return mask
+
+
+def test_a_bias_in_the_mask_is_kept_in_the_reference_and_in_every_swap(loaded):
+    """A tiny Llama given a custom 4-D additive mask (transformers passes it through): the
+    analysis keeps each layer's bias, the reference with it equals the model's eager output,
+    and a swapped layer keeps it (a window as long as the text changes nothing)."""
+    from attn import outputs
+
+    m = loaded("llama")
+    ids, _ = m.encode(TEXT)
+    n, x = len(ids), torch.tensor([ids])
+    mask = alibi_mask(n, m.n_heads)
+    a = m.analyze(TEXT, mask=mask)
+    own = eager_outputs(m, x, attention_mask=mask)
+    for layer in range(a.n_layers):
+        bias = a.bias(layer)
+        assert bias is not None and bias.shape == (m.n_heads, n, n)
+        assert bias[1, 5, 2].item() == pytest.approx(-0.25 * 3)
+        q, k, v = a.qkv(layer)
+        torch.testing.assert_close(outputs.exact_output(q, k, v, a.layers[layer], bias).float(), own[layer],
+                                   atol=2e-5, rtol=1e-4)
+    # the captured weights are the biased softmax: recomputed by hand from q, k and the mask
+    q, k, _ = a.qkv(0)
+    by_hand = torch.softmax(q[0] @ k[0].transpose(-1, -2) * a.layers[0].scale + mask[0], dim=-1)
+    torch.testing.assert_close(a.attentions[0].float(), by_hand, atol=1e-3, rtol=0)
+
+    def hidden(plan=None, **extra):
+        run = lambda: m.model.base_model(input_ids=x, **m._forward_kwargs, **extra).last_hidden_state  # noqa: E731
+        if plan is None:
+            with torch.no_grad():
+                return run()
+        return m.run_plan(plan, run)
+
+    biased = hidden(attention_mask=mask)
+    everything = model.Replace("window", frozenset(range(m.n_layers)), methods.Params(window=n, causal=True))
+    assert torch.allclose(hidden(everything, attention_mask=mask), biased, atol=1e-5)
+    assert (hidden(everything) - biased).abs().max() > 1e-3  # the bias matters: without it, another output
+
+
+def test_a_swap_keeps_the_soft_cap_of_a_layer(loaded):
+    """Gemma 2's full layer (1) swapped for a window as long as the text: the same pairs, the
+    same capped scores, the same output (the cap bites on these weights: see above)."""
+    m = loaded("gemma2")
+    ids, _ = m.encode(TEXT)
+    x = torch.tensor([ids])
+    assert m.arch.layers[1].window is None and m.arch.layers[1].softcap == mf.SOFTCAP
+    whole = model.Replace("window", frozenset({1}), methods.Params(window=len(ids), causal=True))
+    torch.testing.assert_close(m.run_plan(whole, lambda: m.hidden(x)), m.base_hidden(ids), atol=1e-5, rtol=1e-5)
+
+
+
+def test_a_folder_whose_rows_give_weight_to_learned_sinks_is_refused_with_a_sentence(tmp_path):
+    """gpt-oss passes a learned sink logit per head (``s_aux``) that joins each row's
+    softmax: read, and refused, since every share of the app assumes a row sums to one."""
+    e = refusal(mf.build("gpt_oss", tmp_path / "gpt_oss"))
+    assert e.reason == "sinks"
+    from ui import i18n
+
+    for lang in ("en", "ja", "pt"):
+        assert i18n.translate(lang, "model.why_sinks") != "model.why_sinks"

@@ -336,7 +336,7 @@ def test_every_preset_draws_its_numbers_and_each_equals_its_formula(make_app, ti
         shown = metric(at, "playground.metric_error", lang, layer=layer)
         if layer in scoped:
             q, k, v = a.qkv(layer)
-            want = outputs.pattern_error(q, k, v, scale=a.scale, own_window=a.own_window(layer), parts=c)["mean"]
+            want = outputs.pattern_error(q, k, v, a.layers[layer], c)["mean"]
             assert parse(shown, lang) == pytest.approx(want, abs=0.0015)
         else:
             assert shown == "—"

@@ -45,7 +45,8 @@ def test_each_language_has_no_unknown_tokens_and_readable_labels(real, lang):
     q, k, v = a.qkv(5)
     for layer in (0, 5):
         q, k, v = a.qkv(layer)
-        w = torch.softmax(((q @ k.transpose(-1, -2)) * a.scale).masked_fill(~a.model_mask(layer), float("-inf")), -1)
+        scores = (q @ k.transpose(-1, -2)) * a.layers[layer].scale
+        w = torch.softmax(scores.masked_fill(~a.model_mask(layer), float("-inf")), -1)
         torch.testing.assert_close(w[0], a.attentions[layer].float(), atol=1e-3, rtol=0)
 
 
@@ -82,7 +83,7 @@ def test_sliding_layers_put_no_weight_beyond_their_window(real):
 @pytest.mark.parametrize("lang", ["en", "pt", "ja"])
 def test_the_first_token_is_found_as_the_sink(real, lang):
     a = real.analyze(sample_text(lang))
-    found = stats.anchors(a.attentions, top=3)
+    found = stats.anchors(a.attentions, a.layers[0], top=3)
     assert found[0][0] == 0
     assert stats.sink_share(a.attentions) > 0.2
 

@@ -98,6 +98,9 @@ def test_one_answer_per_student_per_vote_and_none_once_closed(room):
     for s in students:
         assert room.join(code, s) == IN
     vote = room.open_vote(code, key, "every-pair", "s1.q", QUESTION)
+    # the open question opened again (a click a rerun replays, a second tab): the same vote, no round 2
+    assert room.open_vote(code, key, "every-pair", "s1.q", QUESTION) == vote
+    assert room.state(code).vote_on("s1.q").round == 1
     assert room.answer(code, vote, students[0], 1) == "taken"
     assert room.answer(code, vote, students[0], 2) == "again"  # no second answer, no change
     assert room.answer(code, vote, students[1], 0) == "taken"

@@ -42,7 +42,7 @@ def test_the_useful_share_on_every_prefix_of_every_layer_against_rows_sorted_one
     a, nums = measured
     weights = a.attentions.float().numpy()
     for layer in range(a.n_layers):
-        window = a.own_window(layer)
+        window = a.layers[layer].window
         for point in nums.useful[layer]:
             m, k_bar, share, uniform = point.n, point.k, point.share, point.uniform_share
             ks = [np.mean([k_of_row(weights[layer, h, i, : i + 1], room_numbers.ROOM_P) for i in range(m)])
@@ -99,7 +99,8 @@ def test_each_shortcuts_error_against_attention_written_out(measured):
     layer = nums.error_layer
     assert layer == min(room_numbers.ERROR_LAYER, a.n_layers - 1)
     q, k, v = (x[0].double().numpy() for x in a.qkv(layer))
-    own, w, hubs = a.own_window(layer), nums.error_window, set(nums.hubs)
+    own, w, hubs = a.layers[layer].window, nums.error_window, set(nums.hubs)
+    scale = a.layers[layer].scale
 
     def in_own(i, j):
         return j <= i and (own is None or i - j < own)
@@ -109,9 +110,9 @@ def test_each_shortcuts_error_against_attention_written_out(measured):
 
     got = {"window": [], "window_hubs": [], "uniform": []}
     for h in range(a.n_heads):
-        exact = attend(q[h], k[h], v[h], a.scale, in_own)
-        got["window"].append(rel(attend(q[h], k[h], v[h], a.scale, lambda i, j: j <= i and i - j < w), exact))
-        got["window_hubs"].append(rel(attend(q[h], k[h], v[h], a.scale,
+        exact = attend(q[h], k[h], v[h], scale, in_own)
+        got["window"].append(rel(attend(q[h], k[h], v[h], scale, lambda i, j: j <= i and i - j < w), exact))
+        got["window_hubs"].append(rel(attend(q[h], k[h], v[h], scale,
                                              lambda i, j: j <= i and (i - j < w or i in hubs or j in hubs)), exact))
         n = q.shape[1]
         even = np.array([[1.0 if in_own(i, j) else 0.0 for j in range(n)] for i in range(n)])

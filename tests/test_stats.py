@@ -4,6 +4,11 @@ import pytest
 import torch
 
 from attn import methods, outputs, stats
+from attn.layer import LayerAttention
+
+
+def L(window=None, causal=True, scale=1.0):  # noqa: N802 — a layer, as the model's are read
+    return LayerAttention(causal=causal, window=window, scale=scale)
 
 
 def test_k_for_share_counts_the_largest_cells_needed():
@@ -37,12 +42,12 @@ def test_useful_summary_and_prefixes_follow_their_formulas():
     w = torch.zeros(n, n)
     w[:, 0] = 0.5  # a sink
     w[torch.arange(n), torch.arange(n)] += 0.5  # and itself
-    s = stats.useful_summary(w, 0.9)
+    s = stats.useful_summary(w, 0.9, L())
     assert s["k"] == pytest.approx((1 + 2 * (n - 1)) / n)
     # one denominator: the cells the (causal) layer computes
     assert s["cells"] == n * (n + 1) // 2
     assert s["useful"] == pytest.approx(n * s["k"]) and s["share"] == pytest.approx(n * s["k"] / s["cells"])
-    rows = stats.useful_share_by_prefix(w, 0.9, stats.prefix_lengths(n, 8))
+    rows = stats.useful_share_by_prefix(w, 0.9, stats.prefix_lengths(n, 8), L())
     assert [r["n"] for r in rows] == [8, 16, 32, 64]
     shares = [r["share"] for r in rows]
     assert shares == sorted(shares, reverse=True)  # k stays ~2 while n grows
@@ -56,7 +61,7 @@ def test_useful_summary_and_prefixes_follow_their_formulas():
         assert r["uniform_share"] == pytest.approx(kept / r["cells"])
         assert 0.9 <= r["uniform_share"] < 0.9 + 1.5 / r["n"]  # its share stays near p
     # a sliding layer: the denominator is Σ min(i+1, w)
-    slide = stats.useful_summary(w, 0.9, window=8)
+    slide = stats.useful_summary(w, 0.9, L(8))
     assert slide["cells"] == sum(min(i + 1, 8) for i in range(n))
 
 
@@ -64,9 +69,9 @@ def test_k_of_several_heads_is_the_mean_of_each_heads_own_k():
     torch.manual_seed(3)
     heads = torch.softmax(torch.randn(4, 30, 30) * 3, dim=-1).tril()
     heads = heads / heads.sum(-1, keepdim=True)
-    each = [stats.useful_summary(h, 0.9)["k"] for h in heads]
-    assert stats.useful_summary(heads, 0.9)["k"] == pytest.approx(sum(each) / 4)
-    assert stats.useful_summary(heads.mean(0), 0.9)["k"] != pytest.approx(sum(each) / 4)
+    each = [stats.useful_summary(h, 0.9, L())["k"] for h in heads]
+    assert stats.useful_summary(heads, 0.9, L())["k"] == pytest.approx(sum(each) / 4)
+    assert stats.useful_summary(heads.mean(0), 0.9, L())["k"] != pytest.approx(sum(each) / 4)
 
 
 def test_share_kept_by_a_window_is_the_weight_inside_it():
@@ -74,10 +79,10 @@ def test_share_kept_by_a_window_is_the_weight_inside_it():
     w = torch.full((n, n), 0.0)
     for i in range(n):
         w[i, : i + 1] = 1.0 / (i + 1)
-    res = stats.share_kept_by_pattern(w[None, None], window=2)
+    res = stats.share_kept_by_pattern(w[None, None], 2, (), L())
     expect = sum(min(i + 1, 2) / (i + 1) for i in range(n)) / n
     assert res["mean"] == pytest.approx(expect, rel=1e-6)
-    hub = stats.share_kept_by_pattern(w[None, None], window=2, hubs=(0,))
+    hub = stats.share_kept_by_pattern(w[None, None], 2, (0,), L())
     expect_h = sum(min(i + 1, 3 if i >= 2 else 2) / (i + 1) for i in range(n)) / n
     assert hub["mean"] == pytest.approx(expect_h, rel=1e-6)
 
@@ -89,7 +94,7 @@ def test_anchors_find_the_column_that_far_rows_look_at():
         w[i, i] = 0.3
         w[i, 0] += 0.5
         w[i, 17 if i > 17 else i] += 0.2
-    best = stats.anchors(w, top=2)
+    best = stats.anchors(w, L(), top=2)
     assert best[0][0] == 0 and best[1][0] == 17
 
 
@@ -97,11 +102,11 @@ def test_output_errors_fused_kernel_at_rounding_level_and_full_window_exact():
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 4, 70, 32) for _ in range(3))
     mask = torch.ones(70, 70, dtype=torch.bool).tril()
-    err = outputs.output_errors(q, k, v, scale=0.2, own_window=None, window=4, hubs=(0,))
+    err = outputs.output_errors(q, k, v, L(scale=0.2), window=4, hubs=(0,))
     assert err["mean"]["own"] <= 1e-5
     assert err["mean"]["window"] > err["mean"]["own"]
     assert len(err["per_head"]["window"]) == 4
-    wide = outputs.output_errors(q, k, v, scale=0.2, own_window=None, window=70, features_list=())
+    wide = outputs.output_errors(q, k, v, L(scale=0.2), window=70, features_list=())
     assert wide["mean"]["window"] <= 1e-5
     # the uniform floor, by hand: row i averages v over tokens 0…i; exact softmax in
     # float64; the error ‖o − o_exact‖ / ‖o_exact‖ over each head's (n, d) output
@@ -117,7 +122,7 @@ def test_output_errors_fused_kernel_at_rounding_level_and_full_window_exact():
 def test_output_errors_in_a_sliding_layer_compare_within_its_own_window():
     torch.manual_seed(2)
     q, k, v = (torch.randn(1, 2, 40, 16) for _ in range(3))
-    err = outputs.output_errors(q, k, v, scale=0.25, own_window=8, window=8, hubs=())
+    err = outputs.output_errors(q, k, v, L(8, scale=0.25), window=8, hubs=())
     # the window of the layer's own size is the layer's own pattern: exact
     assert err["mean"]["own"] <= 1e-5 and err["mean"]["window"] <= 1e-5
 
@@ -127,7 +132,7 @@ def test_implied_weights_rows_sum_to_one():
     q, k = torch.randn(1, 2, 30, 8), torch.randn(1, 2, 30, 8)
     for method in methods.tagged(methods.MAPS):
         params = methods.Params(window=3, hubs=(0,))
-        w = outputs.implied_weights(q, k, scale=0.3, method=method.name, params=params)
+        w = outputs.implied_weights(q, k, L(scale=0.3), method=method.name, params=params)
         sums = w.sum(-1)
         if method.feature == "relu":  # ReLU can leave a row with no weight at all: then it is all zeros
             sums = torch.where(sums == 0, torch.ones_like(sums), sums)
@@ -138,10 +143,10 @@ def test_implied_weights_rows_sum_to_one():
 def test_peak_weights_are_each_methods_largest_row_weight_on_average():
     torch.manual_seed(4)
     q, k = torch.randn(1, 2, 50, 8) * 2, torch.randn(1, 2, 50, 8) * 2
-    got = outputs.peak_weights(q, k, scale=0.35, own_window=None, window=4, hubs=(0,), rows=16)
+    got = outputs.peak_weights(q, k, L(scale=0.35), window=4, hubs=(0,), rows=16)
     for m in methods.tagged(methods.ERRORS):
         params = methods.Params(window=None if m.family == "own" else 4, hubs=(0,))
-        w = outputs.implied_weights(q, k, scale=0.35, method=m.name, params=params)  # dense, for the test
+        w = outputs.implied_weights(q, k, L(scale=0.35), method=m.name, params=params)  # dense, for the test
         assert got[m.name] == pytest.approx(float(w.amax(-1).mean()), rel=1e-4), m.name
     assert got["uniform"] == pytest.approx(sum(1 / (i + 1) for i in range(50)) / 50)
     assert got["own"] > got["uniform"]
@@ -150,7 +155,7 @@ def test_peak_weights_are_each_methods_largest_row_weight_on_average():
 def test_median_norms_in_the_units_a_feature_map_sees():
     q = torch.full((1, 1, 5, 4), 3.0)  # ‖q‖ = 6
     k = torch.full((1, 1, 5, 4), 1.0)  # ‖k‖ = 2
-    r = outputs.median_norms(q, k, 0.25)
+    r = outputs.median_norms(q, k, L(scale=0.25))
     assert (r["q"], r["k"], r["q_scaled"], r["k_scaled"]) == pytest.approx((6, 2, 3, 1))
 
 
@@ -160,9 +165,9 @@ def test_median_norms_in_the_units_a_feature_map_sees():
 def test_row_cells_both_ways_count_each_rows_band_by_loops():
     for n, window in ((1, None), (7, None), (7, 1), (7, 3), (12, 5), (5, 9)):
         want = [sum(1 for j in range(n) if window is None or abs(i - j) < window) for i in range(n)]
-        assert stats.row_cells(n, window, causal=False).tolist() == want, (n, window)
+        assert stats.row_cells(n, L(window, causal=False)).tolist() == want, (n, window)
         causal = [sum(1 for j in range(i + 1) if window is None or i - j < window) for i in range(n)]
-        assert stats.row_cells(n, window).tolist() == causal, (n, window)
+        assert stats.row_cells(n, L(window)).tolist() == causal, (n, window)
 
 
 def test_useful_summary_both_ways_divides_by_the_whole_square():
@@ -171,13 +176,13 @@ def test_useful_summary_both_ways_divides_by_the_whole_square():
     w[:, 0] = 0.5  # [CLS]
     w[:, n - 1] += 0.25  # [SEP]
     w[torch.arange(n), torch.arange(n)] += 0.25
-    s = stats.useful_summary(w, 0.9, causal=False)
+    s = stats.useful_summary(w, 0.9, L(causal=False))
     # rows 0 and n − 1: two cells (0.75 + 0.25); the others three
     k = (2 * 2 + 3 * (n - 2)) / n
     assert s["k"] == pytest.approx(k) and s["cells"] == n * n
     assert s["share"] == pytest.approx(n * k / (n * n))
     with pytest.raises(ValueError):  # an encoder's prefixes cannot be read off the whole run
-        stats.useful_share_by_prefix(w, 0.9, [8, n], causal=False)
+        stats.useful_share_by_prefix(w, 0.9, [8, n], L(causal=False))
 
 
 def test_an_encoders_prefixes_are_counted_on_their_own_runs():
@@ -186,12 +191,12 @@ def test_an_encoders_prefixes_are_counted_on_their_own_runs():
     n = 32
     whole = torch.full((n, n), 1.0 / n)  # no preference on the whole text
     own = {8: torch.eye(8), 16: torch.eye(16)}  # each prefix's own run: one cell a row
-    rows = stats.useful_share_by_prefix(whole, 0.9, [8, 16, n], causal=False, prefix=lambda m: own[m])
+    rows = stats.useful_share_by_prefix(whole, 0.9, [8, 16, n], L(causal=False), prefix=lambda m: own[m])
     assert [(r["n"], r["k"], r["cells"]) for r in rows[:2]] == [(8, 1.0, 64), (16, 1.0, 256)]
     assert rows[2]["k"] == pytest.approx(29.0)  # ⌈0.9·32⌉ cells of 1/32 each
     assert rows[0]["share"] == pytest.approx(8 / 64)
     assert rows[0]["uniform_k"] == pytest.approx(8.0)  # ⌈0.9·8⌉ of a row of 8 equal cells
-    trend = stats.share_trend(whole[None, None], 0.9, 8, [None], causal=False, first_attentions=own[8][None, None])
+    trend = stats.share_trend(whole[None, None], 0.9, 8, [L(causal=False)], first_attentions=own[8][None, None])
     assert trend["head_first"][0][0] == pytest.approx(8 / 64)
     assert trend["head_all"][0][0] == pytest.approx(29 * n / (n * n))
     assert trend["heads_fell"] == 0  # the share rose: 12.5 % → 90.6 %
@@ -200,15 +205,15 @@ def test_an_encoders_prefixes_are_counted_on_their_own_runs():
 def test_share_to_sums_the_special_columns_of_every_row():
     torch.manual_seed(3)
     w = torch.softmax(torch.randn(2, 3, 10, 10), dim=-1)
-    got = stats.share_to(w, (0, 9), causal=False)
+    got = stats.share_to(w, (0, 9), L(causal=False))
     by_loops = sum(float(w[l_, h, i, 0] + w[l_, h, i, 9]) for l_ in range(2) for h in range(3) for i in range(10))
     assert got["mean"] == pytest.approx(by_loops / 60, rel=1e-6)
     assert got["per_layer"][1] == pytest.approx(float((w[1, :, :, 0] + w[1, :, :, 9]).mean()), rel=1e-6)
     assert got["even"] == pytest.approx(2 / 10)
     # causal: column 9 is seen by row 9 only; column 0 by every row i (1 / (i + 1) each)
     even = sum((1 / (i + 1)) + (1 / 10 if i == 9 else 0) for i in range(10)) / 10
-    assert stats.share_to(w, (0, 9))["even"] == pytest.approx(even)
-    assert stats.share_to(w, ())["mean"] == 0.0
+    assert stats.share_to(w, (0, 9), L())["even"] == pytest.approx(even)
+    assert stats.share_to(w, (), L())["mean"] == 0.0
 
 
 def test_anchors_both_ways_count_the_rows_on_either_side():
@@ -218,18 +223,16 @@ def test_anchors_both_ways_count_the_rows_on_either_side():
         w[i, i] = 0.4
         w[i, n - 1] += 0.4  # a [SEP] at the end: causally only its own row sees it
         w[i, 20] += 0.2
-    assert stats.anchors(w, top=1, causal=False)[0] == (n - 1, pytest.approx(0.4))
-    assert all(p != n - 1 for p, _ in stats.anchors(w, top=3))  # causal: no row lies 8 after it
+    assert stats.anchors(w, L(causal=False), top=1)[0] == (n - 1, pytest.approx(0.4))
+    assert all(p != n - 1 for p, _ in stats.anchors(w, L(), top=3))  # causal: no row lies 8 after it
 
 
 def test_output_errors_both_ways_against_a_hand_made_bidirectional_softmax():
     torch.manual_seed(5)
     q, k, v = (torch.randn(1, 2, 30, 16) for _ in range(3))
-    err = outputs.output_errors(q, k, v, scale=0.25, own_window=None, window=30, hubs=(), causal=False,
-                              features_list=())
+    err = outputs.output_errors(q, k, v, L(causal=False, scale=0.25), window=30, hubs=(), features_list=())
     assert err["mean"]["own"] <= 1e-5 and err["mean"]["window"] <= 1e-5  # w = n both ways: every pair
-    narrow = outputs.output_errors(q, k, v, scale=0.25, own_window=None, window=4, hubs=(0,), causal=False,
-                                 features_list=())
+    narrow = outputs.output_errors(q, k, v, L(causal=False, scale=0.25), window=4, hubs=(0,), features_list=())
     # the window with hubs by hand: |i − j| < 4, row 0 and column 0 whole, softmax in float64
     keep = torch.tensor([[abs(i - j) < 4 or i == 0 or j == 0 for j in range(30)] for i in range(30)])
     scores = q.double() @ k.double().transpose(-1, -2) * 0.25
@@ -240,6 +243,6 @@ def test_output_errors_both_ways_against_a_hand_made_bidirectional_softmax():
     uniform = v.double().mean(dim=2, keepdim=True).expand_as(exact)  # every row: the mean of all 30 values
     floor = [float(torch.linalg.norm(uniform[0, h] - exact[0, h]) / torch.linalg.norm(exact[0, h])) for h in range(2)]
     assert narrow["per_head"]["uniform"] == pytest.approx(floor, rel=1e-9)
-    peak = outputs.peak_weights(q, k, scale=0.25, own_window=None, window=4, hubs=(0,), causal=False, features_list=())
+    peak = outputs.peak_weights(q, k, L(causal=False, scale=0.25), window=4, hubs=(0,), features_list=())
     assert peak["own"] == pytest.approx(float(torch.softmax(scores, dim=-1).amax(-1).mean()), rel=1e-5)
     assert peak["uniform"] == pytest.approx(1 / 30)

@@ -98,7 +98,7 @@ def build(t: Translator, a, text: str, model_id: str, kept: dict, *, device: str
     walk = steps.steps()
     for i, step in enumerate(walk):
         sm = summaries.build(step, t, a if step.needs_text else None, text if step.needs_text else "",
-                             model_id if step.needs_text else "", summaries.inputs(step, cfg), **summaries.extra(step))
+                             model_id, summaries.inputs(step, cfg), **summaries.extra(step))
         out.append(f'<h2 id="{html.escape(step.id)}">'
                    f'{html.escape(t("common.step_of", step=steps.number(step), total=len(walk)))} · '
                    f'{html.escape(t(step.title_key))}</h2>')

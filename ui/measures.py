@@ -13,6 +13,7 @@ import streamlit as st
 import torch
 
 from attn import graph, methods, outputs, patterns, stats
+from attn.layer import LayerAttention
 from server.lru import CountLRU
 
 from . import analyses
@@ -101,6 +102,7 @@ class SpecialShare:
     mean: float
     even: float
     per_layer: tuple[float, ...]
+    each: tuple[tuple[int, float, float], ...] = ()  # (column, its own share, its even share)
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,7 @@ class Errors:
     mean: dict
     dtype: str
     n: int
+    plain: bool = False  # the layer's own attention was written out (a soft cap, a bias, sinks), not fused
 
     @property
     def uniform(self) -> float:
@@ -188,13 +191,14 @@ def useful(text: str, model_id: str, layer: int, head, p: float) -> Useful:
     """k̄, useful cells and their share of the cells the layer computes, for one head or
     (head=None) the heads of the layer, each head's own k averaged; on prefixes too."""
     a = _analysis(text, model_id)
-    window = a.own_window(layer)
+    reads = a.layers[layer]
+    window = reads.window
     weights = a.attentions[layer] if head is None else a.attentions[layer, head]  # (H, n, n) or (n, n)
-    s = stats.useful_summary(weights, p, window, a.causal)
+    s = stats.useful_summary(weights, p, reads)
     # the drawn mask holds exactly k cells per row of the grid drawn (the averaged one for head=None)
     drawn = s["k_rows"] if head is not None else stats.k_for_share(a.grid(layer, None), p)
     prefixes = stats.useful_share_by_prefix(
-        weights, p, stats.prefix_lengths(a.n), window, a.causal,
+        weights, p, stats.prefix_lengths(a.n), reads,
         prefix=lambda m: a.prefix(m)[layer] if head is None else a.prefix(m)[layer, head])
     return Useful(k=s["k"], useful=s["useful"], share=s["share"], cells=s["cells"], mask_cells=int(drawn.sum()),
                   k_all=share_trend(text, model_id, p).k_mean,  # k(p) of every head once per text and p, shared
@@ -209,8 +213,7 @@ def share_trend(text: str, model_id: str, p: float) -> ShareTrend:
     draws to the whole text (stats.share_trend)."""
     a = _analysis(text, model_id)
     first = stats.prefix_lengths(a.n)[0]
-    windows = [a.own_window(layer) for layer in range(a.n_layers)]
-    r = stats.share_trend(a.attentions, p, first, windows, a.causal,
+    r = stats.share_trend(a.attentions, p, first, a.layers,
                           first_attentions=None if a.causal else a.prefix(first))
     return ShareTrend(first=r["first"], n=r["n"], layers=r["layers"], heads=r["heads"], layers_fell=r["layers_fell"],
                       heads_fell=r["heads_fell"], k_mean=r["k_mean"])
@@ -220,7 +223,7 @@ def share_trend(text: str, model_id: str, p: float) -> ShareTrend:
 def kept(text: str, model_id: str, window: int, hubs: tuple) -> Kept:
     """Share of the real weight a window (+ hubs) keeps, per layer and head."""
     a = _analysis(text, model_id)
-    res = stats.share_kept_by_pattern(a.attentions, window, hubs, a.causal)
+    res = stats.share_kept_by_pattern(a.attentions, window, hubs, a.layers[0])
     return Kept(res["per_head"].numpy(), res["per_layer"].numpy(), res["mean"])
 
 
@@ -230,12 +233,13 @@ ANCHOR_DISTANCE = stats.ANCHOR_DISTANCE  # an anchor is scored by rows at least 
 @st.cache_data(max_entries=16, show_spinner=False)
 def anchors(text: str, model_id: str, top: int = 5) -> list[tuple[int, float]]:
     a = _analysis(text, model_id)
-    return stats.anchors(a.attentions, top=top, causal=a.causal)
+    return stats.anchors(a.attentions, a.layers[0], top=top)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def reach_frames(n: int, window: int, layers: int, causal: bool = True) -> list[np.ndarray]:
-    return [graph.reach_after_layers(n, window, L, causal=causal).numpy() for L in range(layers + 1)]
+def reach_frames(n: int, window: int, layers: int, reads: LayerAttention) -> list[np.ndarray]:
+    """Which tokens reach which after 0…layers stacked windows, read as ``reads`` reads."""
+    return [graph.reach_after_layers(n, window, L, causal=reads.causal).numpy() for L in range(layers + 1)]
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -261,8 +265,10 @@ def route(n: int, window: int, hubs: tuple, i: int, j: int) -> list[int]:
     return graph.route(torch.from_numpy(hop), graph.adjacency(n, window, hubs, False), i, j)
 
 
-def cells(n: int, window=None, hubs=(), causal=True) -> int:
-    return patterns.cells(n, window, hubs, causal)
+def cells(n: int, reads: LayerAttention, window=None, hubs=()) -> int:
+    """Cells of a window (None: every pair) with hubs on n tokens, read as the model's
+    layer ``reads`` reads: looking back only, or both ways."""
+    return patterns.cells(n, window, hubs, reads.causal)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -277,8 +283,8 @@ def special_share(text: str, model_id: str) -> SpecialShare:
     share of each row, averaged over every row, layer and head (stats.share_to), per
     layer too, beside what an even spread over each row's cells would give them."""
     a = _analysis(text, model_id)
-    r = stats.share_to(a.attentions, a.specials, a.causal)
-    return SpecialShare(tuple(r["columns"]), r["mean"], r["even"], tuple(r["per_layer"]))
+    r = stats.share_to(a.attentions, a.specials, a.layers[0])
+    return SpecialShare(tuple(r["columns"]), r["mean"], r["even"], tuple(r["per_layer"]), tuple(r["each"]))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -294,7 +300,7 @@ def linear_orders(text: str, model_id: str, layer: int, feature: str, causal: bo
     """Both multiplication orders of one φ on the model's own q, k, v of a layer."""
     a = _analysis(text, model_id)
     q, k, v = a.qkv(layer)
-    r = outputs.linear_orders(q, k, v, scale=a.layer_scale(layer), feature=feature, causal=causal)
+    r = outputs.linear_orders(q, k, v, a.layers[layer], feature=feature, causal=causal)
     return LinearOrders(**{f: r[f] for f in LinearOrders.__dataclass_fields__})
 
 
@@ -302,9 +308,8 @@ def linear_orders(text: str, model_id: str, layer: int, feature: str, causal: bo
 def errors(text: str, model_id: str, layer: int, window: int, hubs: tuple) -> Errors:
     a = _analysis(text, model_id)
     q, k, v = a.qkv(layer)
-    r = outputs.output_errors(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), window=window,
-                            hubs=hubs, causal=a.causal)
-    return Errors(r["mean"], r["dtype"], r["n"])
+    r = outputs.output_errors(q, k, v, a.layers[layer], window=window, hubs=hubs, bias=a.bias(layer))
+    return Errors(r["mean"], r["dtype"], r["n"], r["plain"])
 
 
 MAP_TOKENS = 64  # the implied maps: small multiples, their tokens named on category axes
@@ -321,9 +326,13 @@ def implied_maps(text: str, model_id: str, layer: int, head: int, window: int, h
     small_hubs = tuple(h for h in hubs if h < m)
     out = {}
     for method in methods.tagged(methods.MAPS, lambda x: x.family != "linear" or x.feature == feature):
-        params = methods.Params(window=a.own_window(layer) if method.family == "own" else window, hubs=small_hubs,
-                                causal=a.causal)
-        w = outputs.implied_weights(q, k, scale=a.layer_scale(layer), method=method.name, params=params)[0]
+        params = methods.Params(window=a.layers[layer].window if method.family == "own" else window,
+                                hubs=small_hubs, causal=a.causal)
+        bias = a.bias(layer)
+        if bias is not None:  # (heads or 1, n, n): this head's, on the drawn tokens
+            h = head if bias.shape[0] > 1 else 0
+            bias = bias[h:h + 1, :m, :m]
+        w = outputs.implied_weights(q, k, a.layers[layer], method=method.name, params=params, bias=bias)[0]
         if method.family == "window":  # cells the method skips: drawn empty
             w = torch.where(patterns.dense(method.mask(m, params), m), w, torch.nan)
         out[method.name] = _causal_view(w, a.causal)
@@ -335,10 +344,9 @@ def sharpness(text: str, model_id: str, layer: int, window: int, hubs: tuple) ->
     """Mean largest weight per row of each method, and the layer's median ‖q‖, ‖k‖."""
     a = _analysis(text, model_id)
     q, k, _ = a.qkv(layer)
-    scale = a.layer_scale(layer)
-    peak = outputs.peak_weights(q, k, scale=scale, own_window=a.own_window(layer), window=window, hubs=hubs,
-                              causal=a.causal)
-    return Sharpness(peak, Norms(**outputs.median_norms(q, k, scale)))
+    reads = a.layers[layer]
+    peak = outputs.peak_weights(q, k, reads, window=window, hubs=hubs, bias=a.bias(layer))
+    return Sharpness(peak, Norms(**outputs.median_norms(q, k, reads)))
 
 
 @st.cache_resource(show_spinner=False)

@@ -76,7 +76,11 @@ def measured(text: str, swaps: list[swap.Swap], budget: int | None = None, model
 
 
 def run_or_show(t: Translator, text: str, swaps: list[swap.Swap], budget: int, button_label: str, key: str):
-    """The results when already measured; else a button that measures them."""
+    """The results when already measured; else a button that measures them — or, for a
+    model whose folder has no language-model head, the sentence that says nothing can be
+    measured (no number, no button)."""
+    if not no_head_said(t):
+        return None
     store = _store()
     k = _key(text, swaps, budget)
     if k in store:
@@ -92,6 +96,15 @@ def run_or_show(t: Translator, text: str, swaps: list[swap.Swap], budget: int, b
         bar.empty()
     store[k] = results
     return results
+
+
+def no_head_said(t: Translator) -> bool:
+    """True when the model has its language-model head; else says, in one sentence, that
+    nothing here can be measured with it (and shows no number), and is False."""
+    if served_model.has_head():
+        return True
+    st.info(t("swap.no_head"), icon=":material/block:")
+    return False
 
 
 def swap_budget(model_id: str | None = None) -> int:
@@ -119,6 +132,8 @@ def masked_note(t: Translator, a, result) -> None:
 
 def hub_evidence(t: Translator, a, text: str) -> None:
     """Step 4's borrowed number: one hub at a 4-token window, in every layer."""
+    if not no_head_said(t):
+        return
     budget_caption(t, a.n, "swap.budget")
     res = run_or_show(t, text, swap.hub_pair(4), swap_budget(), t("swap.measure_hub"), "s4_swap")
     if not res:
@@ -143,6 +158,8 @@ def sweep_section(t: Translator, a, text: str, step) -> None:
     page's Step, whose prose links the glossary's terms)."""
     st.subheader(t("swap.heading"))
     glossary.prose(t, step, "swap.lead" if a.causal else "swap.lead_masked")
+    if not no_head_said(t):
+        return
     layer = widgets.setting(t, "s6_swap_layer", a, t("swap.pick_layer"))
     swaps = swap.standard_sweep((0,), layer)
     if a.causal:

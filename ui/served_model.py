@@ -224,11 +224,21 @@ def _described(folder: str) -> dict:
 
 
 def credits(t: Translator) -> str:
-    """The closing page's (and the handout's) credit line for the model this reader ran."""
+    """The closing page's (and the handout's) credit line for the model this reader ran;
+    a folder without a licence file is not sent to one."""
     chosen = model_id()
     if chosen == "gemma":
         return t("closing.credits")
+    if is_folder(chosen) and _described(chosen)["licence"] is None:
+        return t("closing.credits_other_no_licence", model=model_name(t, chosen))
     return t("closing.credits_other", model=model_name(t, chosen))
+
+
+def has_head(chosen: str | None = None) -> bool:
+    """Whether the model (this reader's, unless given) has its own language-model head: a
+    folder saved without one (a sentence-transformers folder, a bare ``BertModel``) had it
+    initialised at random, and nothing that reads it is measured (attn.swap)."""
+    return get_model(chosen or model_id()).has_head
 
 
 def model_line(t: Translator) -> str:
@@ -239,8 +249,9 @@ def model_line(t: Translator) -> str:
         d = _described(chosen)
         licence = (t("sidebar.folder_licence", file=d["licence"]) if d["licence"]
                    else t("sidebar.folder_no_licence"))
-        return t("sidebar.about_folder", family=d["family"], folder=Path(chosen).name,
+        line = t("sidebar.about_folder", family=d["family"], folder=Path(chosen).name,
                  millions=t.float(d["parameters"] / 1e6), licence=licence)
+        return line if has_head(chosen) else t.sentences([line, t("sidebar.no_head")])
     name = loading.MODEL_LABEL if chosen == "gemma" else t("sidebar.tiny_model")
     return t("sidebar.about", model=name, quant=loading.QUANT_LABEL, licence=t("sidebar.licence"))
 

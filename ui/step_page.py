@@ -95,9 +95,9 @@ def opened(step: Step) -> StepPage:
     analysis of the reader's text — or the page stops after saying why there is none."""
     t = session.tr()
     step_header(t, step)
-    text, model_id, a = "", "", None
+    text, model_id, a = "", served_model.model_id(), None  # a step without a text still counts in the model's shape
     if step.needs_text:
-        text, model_id = session.current_text(), served_model.model_id()
+        text = session.current_text()
         a = analyses.analysis_or_message()
         if a is None:
             glossary.terms_footer(t, step)

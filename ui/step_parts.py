@@ -164,8 +164,9 @@ def head_of(value):
 
 
 def layer_label(t: Translator, a, layer: int) -> str:
-    if a.layer_types[layer] == "sliding":
-        return t("common.layer_sliding", layer=layer, w=t.int(a.sliding_window))
+    window = a.layers[layer].window
+    if window is not None:
+        return t("common.layer_sliding", layer=layer, w=t.int(window))
     return t("common.layer_full", layer=layer)
 
 

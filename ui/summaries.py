@@ -105,6 +105,6 @@ def build_all(a, text: str, model_id: str, settings: dict, langs=LANGS, stop=lam
             if step.needs_text:
                 get(step, Translator(lang), a, text, model_id, inputs(step, cfg), **extra(step))
             else:
-                get(step, Translator(lang), None, "", "", inputs(step, cfg), **extra(step))
+                get(step, Translator(lang), None, "", model_id, inputs(step, cfg), **extra(step))
             made += BUILT[step.id] - before
     return made

@@ -21,8 +21,10 @@ else:
     st.markdown(t(lead, n=t.int(a.n), sink=t.pct(measures.sink_share(text, model_id)), w=closing.NEAR,
                   near=t.pct(near), both=t.pct(both)))
     pair = hub_pair(4)
-    measured = model_swaps.measured(text, pair)
-    if model_swaps.complete(measured):
+    measured = model_swaps.measured(text, pair) if served_model.has_head() else None
+    if not served_model.has_head():  # a folder without its language-model head: nothing to measure with
+        st.markdown(t("swap.no_head"))
+    elif model_swaps.complete(measured):
         alone, hub = measured
         st.markdown(t("closing.swap_measured", w=alone.swap.window, m=t.int(alone.n),
                       x0=t.float(alone.perplexity / alone.base_perplexity, 1),

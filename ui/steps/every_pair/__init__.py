@@ -35,7 +35,7 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     layer, head = cfg["s1_layer"], head_of(cfg["s1_head"])
     n = a.n
     own = methods.own()  # the layer's own pattern: causal (both ways on an encoder), its window if it slides
-    window = a.own_window(layer)
+    window = a.layers[layer].window
     cells = own.cells(n, methods.Params(window=window, causal=a.causal))
     doubled = own.cells(2 * n, methods.Params(window=window, causal=a.causal))
     ratio = doubled / cells

@@ -35,8 +35,7 @@ c3.metric(t("every_pair.metric_causal"), t.int(v.cells), help=help_causal)
 c4.metric(t("every_pair.metric_doubled", n2=t.int(2 * n)), t.int(v.doubled),
           delta=t("every_pair.metric_doubled_delta", ratio=t.float(v.doubled / v.cells)), **drawing.REFERENCE)
 # every head of every layer computes its own grid: the model's count is per head × heads
-model_cells = a.n_heads * sum(own.cells(n, methods.Params(window=a.own_window(i), causal=a.causal))
-                              for i in range(a.n_layers))
+model_cells = a.n_heads * sum(own.cells(n, methods.Params(window=x.window, causal=x.causal)) for x in a.layers)
 all_full = a.n_heads * a.n_layers * full.cells(n, methods.Params(causal=a.causal))
 sliding = sum(1 for x in a.layer_types if x == "sliding")
 cells_key = ("every_pair.model_cells_less" if model_cells < all_full else
@@ -64,7 +63,7 @@ def row_figure():
 
 
 drawing.chart("s1_row", (text, model_id, layer, head, token), row_figure)
-row_cells = int(stats.row_cells(n, window, a.causal)[token])
+row_cells = int(stats.row_cells(n, a.layers[layer])[token])
 st.caption(t("every_pair.row_caption" if row_cells > 3 else "every_pair.row_caption_few", k=t.int(row_cells)))
 glossary.prose(t, page.step, "every_pair.outro" if a.causal else "every_pair.outro_both")
 if window is not None and 2 * n > window:  # the lesson names a full layer; this one slides a window

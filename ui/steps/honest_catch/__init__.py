@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from attn import methods, swap
 
-from ... import figures, measures, model_swaps, room_figures
+from ... import figures, measures, model_swaps, room_figures, served_model
 from ...i18n import Translator
 from ...setting_rows import Setting, hubs_row, layer_row, layers_of, linear_features, window_row
 from ...step_parts import Question, RoomChart, RoomView, Step, Summary, head_label, layer_label
@@ -81,6 +81,8 @@ def measured(t: Translator, a, text: str, model_id: str, cfg: dict):
     """The handout's run of the whole model with each shortcut, where it was run here:
     (its heading's key, its two figures), or the key of the note that says it was not."""
     layer, metric = cfg["s6_swap_layer"], cfg["s6_swap_metric"]
+    if not served_model.has_head(model_id):
+        return "swap.no_head"
     results = model_swaps.measured(text, swap.standard_sweep((0,), layer), model_id=model_id)
     if not model_swaps.complete(results):
         return "handout.sweep_not_run"

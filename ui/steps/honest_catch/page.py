@@ -47,7 +47,7 @@ else:
 over = [name for name, value in zip(names, values) if value > 1]
 if over:  # named, not guessed at: which methods moved the output past its own length
     st.caption(t("honest_catch.over_100", names=t.list(over)))
-own_window = a.own_window(layer)
+own_window = a.layers[layer].window
 if own_window is not None and n > own_window:
     st.caption(t("honest_catch.beyond_window", w=t.int(own_window)))
 

@@ -52,7 +52,7 @@ def reach_phrase(t: Translator, res: measures.HopGrid) -> str:
 def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     hubs, w = tuple(sorted(cfg["s4_hubs"])), cfg["s4_w"]
     n = a.n
-    cells_h = measures.cells(n, w, hubs, a.causal)
+    cells_h = measures.cells(n, a.layers[0], w, hubs)
     kept_w, kept_h = measures.kept(text, model_id, w, ()), measures.kept(text, model_id, w, hubs)
     hn = min(n, HOP_TOKENS)
     hop_hubs = tuple(h for h in hubs if h < hn) or (0,)

@@ -26,7 +26,7 @@ drawing.formula(t, r"\text{@cells} = O\big(n\,(w + g)\big) \ll n^2", t("hubs.for
 
 sm = page.summary()
 v: step.Numbers = sm.numbers
-cells_full = measures.cells(n, causal=a.causal)
+cells_full = measures.cells(n, a.layers[0])
 kept_s = measures.kept(text, model_id, w, (0,))
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(t("hubs.metric_cells", g=g), t.int(v.cells_h),
@@ -116,6 +116,9 @@ def causal_hubs() -> None:
                       alone=step.reach_phrase(t, alone_span)))
 
 
+HUB_FACTOR = 2  # a special token is called a hub where it takes at least twice its even share
+
+
 def encoder_hubs() -> None:
     """An encoder's own hubs: the tokenizer's special tokens, which many heads lean on."""
     st.subheader(t("hubs.encoder_heading"))
@@ -123,11 +126,15 @@ def encoder_hubs() -> None:
     if not got.columns:
         st.markdown(t("hubs.encoder_no_specials"))
         return
-    tokens = t.list(f"{p} · {drawing.literal(a.tokens[p])}" for p in got.columns)
-    st.markdown(t("hubs.encoder_text", tokens=tokens, g=len(got.columns), share=t.pct(got.mean),
-                  even=t.pct(got.even)))
-    top = max(range(len(got.per_layer)), key=lambda layer: got.per_layer[layer])
-    st.caption(t("hubs.encoder_layer", layer=top, share=t.pct(got.per_layer[top])))
+    st.markdown(t("hubs.encoder_text"))
+    hubs = [p for p, share, even in got.each if share >= HUB_FACTOR * even]
+    for p, share, even in got.each:  # each with its own share: a hub only where it takes clearly more
+        token = f"{p} · {drawing.literal(a.tokens[p])}"
+        key = "hubs.encoder_token_hub" if p in hubs else "hubs.encoder_token_plain"
+        st.markdown(f"- {t(key, token=token, share=t.pct(share), even=t.pct(even), ratio=t.float(share / even, 1))}")
+    if len(got.columns) > 1:
+        top = max(range(len(got.per_layer)), key=lambda layer: got.per_layer[layer])
+        st.caption(t("hubs.encoder_layer", layer=top, share=t.pct(got.per_layer[top])))
 
 
 if a.causal:

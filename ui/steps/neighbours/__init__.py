@@ -61,12 +61,12 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     rw, rl = cfg["s3_rw"], cfg["s3_rl"]
     n = a.n
     kept = measures.kept(text, model_id, w, ())
-    cells = measures.cells(n, w, (), a.causal)
+    cells = measures.cells(n, a.layers[0], w)
     fig, factor = heatmap(t, measures.grid(text, model_id, layer, head), a.tokens,
                           t("neighbours.grid_title", w=t.int(w), who=head_caption(t, a, layer, head)))
     figures.add_band(fig, n, w, name=t("neighbours.band_name", w=t.int(w)), causal=a.causal)
     rn = min(n, REACH_TOKENS)
-    frames = measures.reach_frames(rn, rw, rl, a.causal)
+    frames = measures.reach_frames(rn, rw, rl, a.layers[0])
     formula_size = graph.reach_size(rw, rl)
     measured = int(frames[-1][rn - 1].sum())
     q = Question(t("neighbours.question", L=rl, w=rw, i=t.int(rn - 1)), reach_options(rw, rl, rn), measured,

@@ -34,7 +34,7 @@ with top:
     c1.metric(t("neighbours.metric_kept_shown"), t.pct(shown), help=t("neighbours.metric_kept_shown_help"))
     c2.metric(t("neighbours.metric_kept_all"), t.pct(kept.mean))
     c3.metric(t("neighbours.metric_cells"), t.int(v.cells),
-              delta=t("neighbours.metric_cells_delta", share=t.pct(v.cells / measures.cells(n, causal=a.causal))),
+              delta=t("neighbours.metric_cells_delta", share=t.pct(v.cells / measures.cells(n, a.layers[0]))),
               **drawing.REFERENCE)
     drawing.show_figure(sm.figure, key="s3_grid")
     drawing.downsample_note(t, v.factor, n)

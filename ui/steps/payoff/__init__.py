@@ -9,13 +9,14 @@ from attn import bench, methods
 from attn.costs import Shape
 from attn.device import pick_device
 
-from ... import figures, live_bench
+from ... import figures, live_bench, served_model
 from ...i18n import Translator
 from ...step_parts import Question, Step, Summary
 from .. import page_file
 
 ID = "payoff"
 SIZES = [2 ** e for e in range(9, 21)]  # the cost model: n = 512 … 2²⁰
+BENCH_SHAPE = Shape()  # the live run: one causal layer of the benchmark's shape, on random q, k, v
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,14 @@ class Numbers:
     live_ratio: float | None
 
 
+def model_shape(model_id: str) -> Shape:
+    """The cost model's shape: the model's own (attn.costs.Shape.of_model) with the
+    benchmark's window, hubs and feature map; the benchmark's alone when no model is named."""
+    if not model_id:
+        return Shape()
+    return Shape.of_model(served_model.get_model(model_id).arch)
+
+
 def inputs() -> dict:
     """What the summary reads besides the settings: this device's live run, where it was
     run (its rows and largest length) — the page shows it, so the prebuild uses it too."""
@@ -38,9 +47,10 @@ def inputs() -> dict:
 
 def summary(t: Translator, a, text: str, model_id: str, cfg: dict, live_rows: list | None = None,
             live_last: int | None = None) -> Summary:
-    """The cost model always; the live run's ratio when ``live_rows`` were measured
-    (at sizes up to ``live_last``)."""
-    s = Shape()
+    """The cost model, counted in the served model's own shape (its layers, heads, head
+    size, direction), always; the live run's ratio when ``live_rows`` were measured (at
+    sizes up to ``live_last``)."""
+    s = model_shape(model_id)
     ns = SIZES
     costs = methods.operations(ns, s)
     series = [{"name": live_bench.method_name(t, m, s), "x": ns, "y": costs[m], "hover": t("payoff.hover_flops")}
@@ -62,7 +72,8 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict, live_rows: li
     q = Question(t("payoff.question"), [1, 2, 4], ratio, lambda x: t.int(x), t.float(ratio, 2), note, source="model")
     key = [(t("payoff.metric_model_ratio", m=live_bench.method_name(t, m, s)), t.float(costs[m][-1] / costs[m][-2], 2))
            for m in costs]
-    params = [("w", t.int(s.window)), ("g", t.int(s.hubs)), ("d", t.int(s.d)), ("h", t.int(s.heads))]
+    params = [("w", t.int(s.window)), ("g", t.int(s.hubs)), ("d", t.int(s.d)), ("h", t.int(s.heads)),
+              ("L", t.int(s.layers))]
     return Summary(ID, params, key, fig, [q], Numbers(s, ns, costs, live_ratio))
 
 
@@ -72,7 +83,7 @@ def measured(t: Translator, a, text: str, model_id: str, cfg: dict):
     rows, _ = live_bench.on_this_device()
     if not rows:
         return "handout.live_not_run"
-    return "payoff.live_heading", list(live_bench.figures_of(t, rows, bench.live_sizes(pick_device()), Shape()))
+    return "payoff.live_heading", list(live_bench.figures_of(t, rows, bench.live_sizes(pick_device()), BENCH_SHAPE))
 
 
 STEP = Step(ID, order=70, icon=":material/speed:", page=page_file(__file__), questions=("s7.ratio",),

@@ -17,7 +17,8 @@ sm = page.summary()  # with this device's live run, where it was run (payoff.inp
 v: payoff.Numbers = sm.numbers
 s, ns, costs = v.shape, v.ns, v.costs
 drawing.formula(t, r"\frac{\text{@cost}(2n)}{\text{@cost}(n)} \;\to\; 4 \;\;(n^2) \qquad \text{@vs} \qquad 2 \;\;(n)",
-                t("payoff.formula_caption", w=s.window, g=s.hubs, d=s.d, h=s.heads))
+                t("payoff.formula_caption" if s.causal else "payoff.formula_caption_both", w=t.int(s.window),
+                  g=t.int(s.hubs), d=t.int(s.d), h=t.int(s.heads), layers=t.int(s.layers)))
 drawing.show_figure(sm.figure, key="s7_model")
 # the last step of the chart: from n = 2¹⁹ to 2n = 2²⁰
 st.markdown(f"**{t('payoff.ratio_heading', n=t.int(ns[-2]), n2=t.int(ns[-1]))}**")
@@ -29,20 +30,22 @@ for i, m in enumerate(costs):
 
 st.subheader(t("payoff.live_heading"))
 st.markdown(t("payoff.live_lead", device=served_model.device_line()))  # the device line names its dtype
+bs = payoff.BENCH_SHAPE  # the live run times kernels, one layer of the benchmark's shape
+st.caption(t("payoff.live_shape", h=t.int(bs.heads), d=t.int(bs.d), w=t.int(bs.window), g=t.int(bs.hubs)))
 rows = live_bench.results(key)
 if rows is None:
     st.caption(t("payoff.live_bound", sizes=t.numbers(t.int(n) for n in sizes)))
     if st.button(t("payoff.run"), type="primary", key="s7_run"):
         try:
-            rows = live_bench.run(t, key, s, device, sizes)
+            rows = live_bench.run(t, key, bs, device, sizes)
         except Exception as exc:  # said, with what the engine reported; the page goes on
             drawing.error_box(t, "payoff.failed")
             st.code(f"{type(exc).__name__}: {exc}", language=None)
         else:
-            sm = summaries.get(payoff.STEP, t, None, "", "", {}, **payoff.inputs())
+            sm = summaries.get(payoff.STEP, t, None, "", page.model_id, {}, **payoff.inputs())
 if rows:
     fig_time, fig_mem = drawing.figure_once("s7_live", (key, tuple(r.seconds for r in rows)),
-                                            lambda: live_bench.figures_of(t, rows, sizes, s))
+                                            lambda: live_bench.figures_of(t, rows, sizes, bs))
     g1, g2 = st.columns(2)
     with g1:
         drawing.show_figure(fig_time, key="s7_time")
@@ -56,10 +59,10 @@ if rows:
     cols = st.columns(len(plan))
     for i, (m, backend) in enumerate(plan):
         r = ratios.get((bench.row_key(m, backend), last))
-        cols[i].metric(t("payoff.metric_live_ratio", m=live_bench.method_name(t, m, s, backend), n=t.int(last // 2),
+        cols[i].metric(t("payoff.metric_live_ratio", m=live_bench.method_name(t, m, bs, backend), n=t.int(last // 2),
                          n2=t.int(last)),
                        "—" if r is None else t.float(r, 2))
-    drawing.data_table(live_bench.table(t, rows, s))
+    drawing.data_table(live_bench.table(t, rows, bs))
     full, window = (ratios.get((bench.row_key(m.name, "auto"), last)) for m in (methods.exact(), methods.window()))
     if full is None or window is None:
         st.caption(t("payoff.live_caption"))

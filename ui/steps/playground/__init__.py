@@ -291,7 +291,7 @@ def reach(n: int, key: tuple, layers: int, causal: bool) -> Reach:
 
 
 def _scoped(a, scope: str) -> list[int]:
-    return [i for i in range(a.n_layers) if scope == "all" or a.layer_types[i] == "sliding"]
+    return [i for i in range(a.n_layers) if scope == "all" or a.layers[i].sliding]
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -313,8 +313,7 @@ def error(text: str, model_id: str, key: tuple, layer: int) -> PatternError:
     """Output error of the pattern on one layer's own q, k, v against exact softmax."""
     a = analyses.get_analysis(text, model_id)
     q, k, v = a.qkv(layer)
-    r = outputs.pattern_error(q, k, v, scale=a.layer_scale(layer), own_window=a.own_window(layer), parts=_comp(key),
-                            causal=a.causal)
+    r = outputs.pattern_error(q, k, v, a.layers[layer], _comp(key), bias=a.bias(layer))
     return PatternError(r["mean"], r["uniform"])
 
 
@@ -350,7 +349,7 @@ def time_it(t: Translator, text: str, model_id: str, key: tuple, layer: int) -> 
     q, k, v = a.qkv(layer)
     q, k, v = (x.contiguous() for x in (q, k, v))
     pattern, full = methods.composed(), methods.exact()
-    scale = a.layer_scale(layer)
+    scale = a.layers[layer].scale  # a timing: the soft cap or bias a layer may add is left out of both
     params = methods.Params(parts=_comp(key), causal=a.causal, scale=scale)
     full_params = methods.Params(scale=scale, causal=a.causal)
     device = pick_device()

@@ -90,7 +90,7 @@ m4.metric(t("playground.metric_ratio", n=t.int(pg.LARGE_N)), t.float(cost.ratio,
 drawing.formula(t, r"\text{@flops} = 4\,d\,h \cdot \text{@cells} = 4 \cdot " + f"{a.q.shape[-1]} \\cdot {a.n_heads}"
                 + r" \cdot " + drawing.tex_int(t, cost.cells),
                 t("playground.cost_caption", large=t.int(cost.large), doubled=t.int(cost.doubled)))
-shown_sliding = a.layer_types[layer] == "sliding"
+shown_sliding = a.layers[layer].sliding
 if scope == "sliding" and not shown_sliding:
     st.caption(t("playground.grid_layer_own", layer=layer))
 else:
@@ -142,7 +142,7 @@ if err is not None:
               delta=t("playground.metric_error_delta", floor=t.pct(err.uniform)), **drawing.REFERENCE)
 else:
     k3.metric(t("playground.metric_error", layer=layer), "—", help=t("playground.keeps_own", layer=layer))
-own = a.own_window(layer)
+own = a.layers[layer].window
 if err is not None and own is not None and comp.window > own and n > own:
     # the pattern keeps every weight the layer computes, and reads further back than the layer ever does
     st.caption(t("playground.wider_than_layer", w=t.int(comp.window), own=t.int(own), layer=layer))
