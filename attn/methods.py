@@ -152,8 +152,8 @@ class Method:
 
     def flops(self, n: int, shape: costs.Shape, backend: str = "model", device="cpu") -> tuple[float, float]:
         """(useful, computed) floating-point operations at length n for a shape (the
-        benchmark's, or a model's own: :meth:`attn.costs.Shape.of_model`). ``backend``: what ran ("flex", "blocked", "sdpa",
-        "reference"), or "model" for the pattern's cells alone; ``device``: where (the
+        benchmark's, or a model's own: :meth:`attn.costs.Shape.of_model`). ``backend``: what
+        ran ("flex", "blocked", "sdpa", "reference"), or "model" for the pattern's cells alone; ``device``: where (the
         kernels' blocks differ)."""
         if self.family == "linear":
             return costs.linear_flops(n, shape, self.feature)
