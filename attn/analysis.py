@@ -38,6 +38,10 @@ class Analysis:
     # left out), m → (layers, heads, m, m) float16: see ``prefix``
     prefix_attentions: dict = field(default_factory=dict, repr=False)
     specials: tuple[int, ...] = ()  # positions of the tokenizer's own tokens (<bos>, [CLS], [SEP]; not [UNK])
+    # the characters of the text read that the tokenizer's normaliser changes (character →
+    # what it reads), and their share of the text's non-space characters
+    changed: dict = field(default_factory=dict)
+    changed_share: float = 0.0
 
     @property
     def n(self) -> int:

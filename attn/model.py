@@ -206,6 +206,10 @@ class LoadedModel:
             ids, offsets = ids[:budget], offsets[:budget]
         special = [self.tokenizer.special_label(i) for i in ids]
         n = len(ids)
+        read = text[:max((e for _, e in offsets), default=0)]  # the characters the tokens cover
+        changed = getattr(self.tokenizer, "changed_characters", lambda s: {})(read)
+        letters = [c for c in read if not c.isspace()]
+        changed_share = sum(1 for c in letters if c in changed) / len(letters) if letters else 0.0
         rec = self._capture(ids, mask=mask)
         prefixes = {}
         if not self.causal:  # an encoder's prefixes are runs of their own (Analysis.prefix)
@@ -232,6 +236,8 @@ class LoadedModel:
             prefix_attentions=prefixes,
             specials=tuple(i for i, (label, token) in enumerate(zip(special, ids))  # an unknown word is text
                            if label is not None and token != self.tokenizer.unk_token_id),
+            changed=changed,
+            changed_share=changed_share,
         )
 
     def _closing(self, ids: list[int]) -> int | None:

@@ -65,13 +65,13 @@ class SwapResult:
     predicted: tuple[int, ...] = ()  # an encoder's masked positions (a decoder predicts positions 1 … n − 1)
 
 
-def standard_sweep(hubs: tuple[int, ...], single_layer: int) -> list[Swap]:
+def standard_sweep(hubs: tuple[int, ...], single_layer: int, sliding: bool = True) -> list[Swap]:
     """Step 6's sweep: the control; window and window + hubs at each of
-    :data:`WINDOWS` in every layer and in the sliding layers only; each linear φ in
-    every layer and in one layer."""
+    :data:`WINDOWS` in every layer and (``sliding``: where the model has sliding layers)
+    in the sliding layers only; each linear φ in every layer and in one layer."""
     out = [Swap(methods.own().name, "all", series="control")]
     plain, with_hubs = methods.window().name, methods.window(hubs=True).name
-    for layers in ("all", "sliding"):
+    for layers in ("all", "sliding") if sliding else ("all",):
         for w in WINDOWS:
             out.append(Swap(plain, layers, window=w, series=f"{plain}/{layers}"))
             out.append(Swap(with_hubs, layers, window=w, hubs=hubs, series=f"{with_hubs}/{layers}"))

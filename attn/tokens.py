@@ -121,3 +121,19 @@ class HFTokenizer:
 
     def special_label(self, token_id: int) -> str | None:
         return self._special.get(token_id)
+
+    def changed_characters(self, text: str) -> dict[str, str]:
+        """The characters of ``text`` the tokenizer's normaliser changes before reading them
+        (an uncased vocabulary lowercases, drops accents and voicing marks: パ read as ハ),
+        each with what it becomes; {} when it has no normaliser or changes none."""
+        backend = getattr(self.tok, "backend_tokenizer", None)
+        normalizer = getattr(backend, "normalizer", None)
+        if normalizer is None:
+            return {}
+        out = {}
+        for c in dict.fromkeys(text):
+            if not c.isspace():
+                made = normalizer.normalize_str(c)
+                if made != c:
+                    out[c] = made
+        return out

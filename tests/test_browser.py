@@ -267,6 +267,50 @@ def test_a_pasted_text_stays_through_next_pagedown_pageup_previous_and_a_page_li
     still_mine(4)
 
 
+SHORTER = "A shorter text of our own: forty-odd tokens, so that the window the reader chose still fits it well."
+
+
+@pytest.mark.parametrize("step_id, key", [("neighbours", "s3_w"), ("hubs", "s4_w"), ("honest-catch", "s6_w")])
+def test_the_readers_window_is_kept_when_a_shorter_text_is_pasted(page, tiny_url, step_id, key):
+    """The reader moves a window slider, then pastes a shorter text that still has room for
+    it: the slider keeps its value (a slider whose range changes is a new widget to
+    Streamlit, which started at 1) and the page's numbers use it — the weight the window
+    keeps, recomputed here from the tiny model's own attention on the new text."""
+    import torch
+
+    from attn import loading
+
+    step = steps.by_id(step_id)
+    page.goto(f"{tiny_url}/{steps.link(step)}?lang=en")
+    wait_title(page, i18n.translate("en", step.title_key))
+    label = i18n.translate("en", f"{step.key}.pick_w")
+    thumb = page.locator(f'input[type=range][aria-label="{label}"]')  # the slider's own input
+    start = int(thumb.input_value())
+    thumb.focus()
+    for _ in range(4):
+        thumb.press("ArrowRight")
+    page.wait_for_function("([l, v]) => document.querySelector(`input[type=range][aria-label=\"${l}\"]`).value == v",
+                           arg=[label, str(start + 4)], timeout=30_000)
+    wait_idle(page)
+    chosen = start + 4
+    a = loading.tiny(device="cpu").analyze(SHORTER)
+    assert chosen < a.n  # the shorter text still has room for the reader's window
+    paste(page, SHORTER)
+    assert int(thumb.input_value()) == chosen
+    metrics = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('[data-testid="stMetric"]')]
+        .map(m => [m.querySelector('[data-testid="stMetricLabel"]').innerText.trim(),
+                   m.querySelector('[data-testid="stMetricValue"]').innerText.trim()]))""")
+    if step_id == "honest-catch":  # the errors are those of the reader's window: its label says which
+        assert any(label.startswith(f"window {chosen}") for label in metrics), metrics
+        return
+    i = torch.arange(a.n)[:, None]
+    j = torch.arange(a.n)[None, :]
+    inside = (j <= i) & (i - j < chosen)  # the causal window, by hand
+    kept = float((a.attentions.float() * inside).sum(-1).mean())
+    label = "neighbours.metric_kept_all" if step_id == "neighbours" else "hubs.metric_kept_window"
+    assert metrics[i18n.translate("en", label)] == i18n.fmt_pct(kept, "en"), metrics
+
+
 def test_html_in_the_text_is_shown_as_text_never_run(page, url):
     payload = ('<img src="x" onerror="window.__atlasPwned = 1"><b id="atlas-bold">bold</b> **not bold** '
                '<script>window.__atlasPwned = 2</script>')

@@ -82,10 +82,11 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
 
 def test_settings_that_do_not_fit_the_text_fall_back_to_the_pages_defaults(tiny_analysis):
     text, a = tiny_analysis
-    bad = {"s3_w": 10_000, "s4_hubs": [0, a.n + 5], "s1_layer": 99, "s2_p": 0.42, "s5_feature": "nope", "s1_head": 7}
-    cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), bad)
+    bad = {"s4_hubs": [0, a.n + 5], "s1_layer": 99, "s2_p": 0.42, "s5_feature": "nope", "s1_head": 7}
+    cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), {**bad, "s3_w": 10_000})
     defaults = setting_table.defaults(a, measures.setting_context(text, "tiny"))
     assert all(cfg[k] == defaults[k] for k in bad)
+    assert cfg["s3_w"] == a.n  # a window past the text: the widest this text takes (its slider's end)
     good = {"s3_w": 2, "s4_hubs": [1], "s1_layer": 0, "s2_p": 0.5, "s5_feature": "relu", "s1_head": 0}
     cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), good)
     assert all(cfg[k] == v for k, v in good.items())

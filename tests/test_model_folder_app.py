@@ -357,6 +357,15 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     said = caption_values(at)
     assert t("neighbours.formula_caption_both") in said and t("neighbours.reach_both") in said
     assert any(t("neighbours.model_note_none", layers=layers, n=t.int(n), sliding=0, w=0) == i.value for i in at.info)
+    # the reach both ways: the middle of the first 64 tokens, reached from either side — by a
+    # breadth-first walk over the stacked windows here (window 3, as many layers as the model's)
+    rw, rl = at.slider(key="s3_rw").value, at.slider(key="s3_rl").value
+    reached = {32}
+    for _ in range(rl):
+        reached = {j for i in reached for j in range(64) if abs(i - j) < rw}
+    assert metrics[t("neighbours.metric_reach_measured", i=32)] == t.int(len(reached)) == t.int(2 * rl * (rw - 1) + 1)
+    assert metrics[t("neighbours.metric_reach_formula_both")] == t.int(len(reached))
+    assert t("neighbours.lead_both") in " ".join(m.value for m in at.markdown)
 
     # step 4: with hubs, any two tokens at most two layers apart (breadth-first search here)
     at.switch_page("ui/steps/hubs/page.py").run()
@@ -389,7 +398,9 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     # step 6's sweep: each run reads one copy of the text per hidden word, and says so
     at.switch_page("ui/steps/honest_catch/page.py").run()
     assert not at.exception
-    assert t("swap.budget_sweep_masked_all", runs=21, n=n, m=t.int(min(32, own))) in caption_values(at)
+    # the control, the two window series at three windows in every layer (no sliding-layer series:
+    # BERT slides no window), the four feature maps in every layer and in one: 1 + 6 + 8 runs
+    assert t("swap.budget_sweep_masked_all", runs=15, n=n, m=t.int(min(32, own))) in caption_values(at)
     assert any(c.startswith(t("honest_catch.uniform_said_both")) for c in caption_values(at))  # equal weights, both
     assert t("swap.lead_masked") in " ".join(m.value for m in at.markdown)
 
@@ -452,3 +463,53 @@ def test_a_folder_without_its_head_serves_every_page_and_shows_no_number_that_ne
     import html
 
     assert html.escape(said) in page
+
+
+@pytest.mark.parametrize("family, written", [("gemma2", True), ("llama", False)])
+def test_step_six_names_how_the_layers_own_attention_was_computed(make_app, folder_of, family, written):
+    """A soft-capped layer (Gemma 2) cannot go through the fused kernel: its own attention is
+    written out, and the metric says so; a plain layer's goes through the fused kernel."""
+    t = Translator("en")
+    at = make_app(str(folder_of(family)))
+    at.run()
+    at.switch_page("ui/steps/honest_catch/page.py").run()
+    assert not at.exception
+    labels = [m.label for m in at.metric]
+    assert (t("honest_catch.metric_written") in labels) is written
+    assert (t("honest_catch.metric_fused") in labels) is not written
+    shown = (t("honest_catch.metric_written"), t("honest_catch.metric_fused"))
+    value = next(m.value for m in at.metric if m.label in shown)
+    mantissa, _, power = value.partition(" × 10")  # "1.2 × 10⁻⁷": rounding, far below a percent
+    exponent = int(power.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")))
+    assert float(mantissa) * 10 ** exponent < 1e-4, value
+
+
+@pytest.mark.parametrize("lang", ["en", "ja", "pt"])
+def test_step_one_says_what_the_tokenizer_costs_the_text(make_app, tmp_path, lang):
+    """An uncased vocabulary that drops accents and voicing marks (BERT's normaliser) on a
+    text it barely knows: step 1 says which characters it reads otherwise and what share
+    of the tokens are unknown, each counted here apart from the app."""
+    folder = mf.build("bert", tmp_path / "uncased")
+    spec = json.loads((folder / "tokenizer.json").read_text())
+    spec["normalizer"] = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": False,
+                          "strip_accents": True, "lowercase": True}
+    (folder / "tokenizer.json").write_text(json.dumps(spec))
+    text = "Pão de queijo パン A window keeps the nearby words."
+    t = Translator(lang)
+    at = make_app(str(folder), lang)
+    at.run()
+    at.text_area(key="text").input(text).run()
+    assert not at.exception
+    # by hand: P → p, ã → a, パ → ハ, A → a (no other character of the text changes)
+    changed = {"P": "p", "ã": "a", "パ": "ハ", "A": "a"}
+    letters = [c for c in text if not c.isspace()]
+    share = sum(1 for c in letters if c in changed) / len(letters)
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    ids = tok(text)["input_ids"]
+    unknown = sum(1 for i in ids if i == tok.unk_token_id)
+    said = [t("every_pair.normalised_note", share=t.pct(share),
+              examples=t.list(f"{c} → {m}" for c, m in list(changed.items())[:3]))]
+    if unknown / len(ids) > 0.03:
+        said.insert(0, t("every_pair.unknown_note", share=t.pct(unknown / len(ids)), count=unknown))
+    assert unknown > 0  # this vocabulary never saw パ or ハ
+    assert t.sentences(said) in caption_values(at), caption_values(at)

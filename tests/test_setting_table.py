@@ -152,7 +152,8 @@ SHORT = "A short text of our own, so that a window of the longest text does not 
 
 def test_a_value_out_of_the_texts_range_is_refused_on_its_page_with_a_notice(make_app):
     """Past what this text and model take (valid for some text, so the link keeps it):
-    each page drops it before its widget is drawn, says so, and starts from its default."""
+    each page drops it before its widget is drawn, says so, and starts from its default —
+    but a window, kept at the largest this text takes."""
     from ui import share
 
     dims = Dims.of(loading.tiny(device="cpu").analyze(SHORT))
@@ -169,7 +170,7 @@ def test_a_value_out_of_the_texts_range_is_refused_on_its_page_with_a_notice(mak
         assert dropped in [t.value for t in at.toast], page
         for k in (k for k in beyond if setting_table.row(k).page == page):
             got = at.session_state[k]
-            first = setting_table.row(k).default(dims, ctx)
+            first = window_hi(512, dims.n) if k == "s3_w" else setting_table.row(k).default(dims, ctx)
             assert (list(got) if isinstance(got, tuple) else got) == first, k
 
 
@@ -232,3 +233,16 @@ def test_a_link_made_when_pages_were_numbered_opens_the_same_page_and_a_new_link
     assert made.split("?s=")[0].endswith("/neighbours")
     view = share.store().get(made.split("?s=")[1])
     assert view["page"] == "neighbours" and "step" not in view
+
+
+def test_a_window_past_a_shorter_text_is_kept_at_its_end_and_other_numbers_are_not():
+    """A reader's window of 64 on a text of 20 tokens is 20 (its slider's end); a layer past
+    the model is no layer of it: dropped, the widget starts from its default."""
+    dims_short = Dims(n=20, n_layers=4, n_heads=4)
+    a = type("A", (), {"n": 20, "n_layers": 4, "n_heads": 4})()
+    assert Dims.of(a) == dims_short
+    assert setting_table.kept("s3_w", 64, a) == 20
+    assert setting_table.kept("s3_w", 16, a) == 16
+    assert setting_table.kept("s3_w", 0, a) == 1
+    assert setting_table.kept("s3_rl", 9, a) is None
+    assert setting_table.kept("s3_w", "16", a) is None  # a word is no window

@@ -29,6 +29,7 @@ NOTICED = "_noticed"  # the store's troubles already said this run (once each)
 READER_ID = "_reader_id"  # this session's own id: who made a link (another's opening keeps it first)
 NOTICES = "_notices"  # notices to show on the next run (a page switch drops this run's)
 LABELLED = "_labelled"  # per token-named setting: the text its widget's labels were made for
+RANGES = "_ranges"  # per number setting: the range its widget was last drawn with
 CHANGED = "_changed"  # the settings (and "text") the reader changed by hand since the last run began
 
 

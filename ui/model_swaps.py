@@ -161,7 +161,7 @@ def sweep_section(t: Translator, a, text: str, step) -> None:
     if not no_head_said(t):
         return
     layer = widgets.setting(t, "s6_swap_layer", a, t("swap.pick_layer"))
-    swaps = swap.standard_sweep((0,), layer)
+    swaps = swap.standard_sweep((0,), layer, sliding=any(x.sliding for x in a.layers))
     if a.causal:
         budget_caption(t, a.n, "swap.budget_sweep", runs=len(swaps))
     else:  # each run reads one copy of the text per masked word: longer, and said so
@@ -179,7 +179,10 @@ def sweep_section(t: Translator, a, text: str, step) -> None:
     c2.metric(t("swap.control_ppl"), t.float(control.perplexity, 2))
     c3.metric(t("swap.control_kl"), t.sci(max(control.kl, 0.0)))
     c4.metric(t("swap.control_top1"), t.pct(control.top1_agreement, 0))
-    st.caption(t("swap.control_caption", n=t.int(control.n)))
+    if a.causal:
+        st.caption(t("swap.control_caption", n=t.int(control.n)))
+    else:  # an encoder is measured on the words it guesses, hidden one at a time
+        st.caption(t("swap.control_caption_masked", m=t.int(len(control.predicted))))
 
     metric = widgets.setting(t, "s6_swap_metric", a, t("swap.pick_metric"), horizontal=True,
                              names=lambda m: t(f"swap.metric_{m}"))
@@ -201,6 +204,8 @@ def sweep_figures(t: Translator, res: list, metric: str, layer: int):
              f"{with_hubs}/sliding": t("swap.series_hubs_sliding")}
     for tag, name in names.items():
         pts = [(r.swap.window, getattr(r, metric)) for r in res if r.swap.series == tag]
+        if not pts:  # a model without sliding layers has no such series: none is drawn
+            continue
         series.append({"name": name, "x": [p[0] for p in pts], "y": [p[1] for p in pts],
                        "dash": "dash" if "sliding" in tag else "solid", "hover": t("swap.hover_point")})
     fig = figures.lines(series, title=t("swap.chart_window", metric=t(f"swap.metric_{metric}")),

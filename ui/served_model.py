@@ -209,6 +209,11 @@ def ensure_model():
         stop_page()
 
 
+def reads_back_only() -> bool:
+    """Whether the served model looks back only (a decoder); False: both ways (an encoder)."""
+    return ensure_model().causal
+
+
 def check_environment() -> None:
     """Stop with one sentence naming an environment variable the server cannot use."""
     try:

@@ -79,6 +79,7 @@ class Setting:
     chars: int = 0
     widget: str = ""  # slider, select_slider, selectbox, radio, multiselect, pills, toggle, number, text
     names: str = ""  # "token", "layer", "head": options named by the text or the model (else by the page)
+    clamp: bool = False  # a number past its range on this text is kept at the nearest end (a window), not reset
 
     @property
     def tokens(self) -> bool:
@@ -152,7 +153,7 @@ def window_hi(cap: int, n: int) -> int:
 def window_row(key: str, page: str, first: int, cap: int) -> Setting:
     """A window slider: 1 up to the text's length or ``cap``, ``first`` at first."""
     return Setting(key, page, "int", lambda d, c: min(first, d.n), bounds=lambda d: (1, window_hi(cap, d.n)),
-                   widget="slider")
+                   widget="slider", clamp=True)
 
 
 def hubs_row(key: str, page: str, first: Callable[[Dims, Context], Any]) -> Setting:

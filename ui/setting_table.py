@@ -76,6 +76,22 @@ def fits(key: str, value, a) -> bool:
     return row(key).valid(value, Dims.of(a))
 
 
+def kept(key: str, value, a) -> Any:
+    """The reader's ``value`` of ``key`` as its widget keeps it on this text: as it is where
+    it fits; a window clamped into its range (a window of 64 on a 41-token text is 41: the
+    row's ``clamp``); else None (the widget starts from its default)."""
+    r = row(key)
+    d = Dims.of(a)
+    if r.valid(value, d):
+        return value
+    if r.clamp and isinstance(value, int) and not isinstance(value, bool):
+        lo, hi = r.bounds(d)
+        clamped = min(max(value, lo), hi)
+        if r.valid(clamped, d):
+            return clamped
+    return None
+
+
 def default(key: str, a, ctx: Context) -> Any:
     """The first value of key's widget on this text."""
     return row(key).default(Dims.of(a), ctx)
@@ -88,10 +104,10 @@ def defaults(a, ctx: Context) -> dict:
 
 
 def settings_for(a, ctx: Context, given: dict) -> dict:
-    """The pages' defaults, with each given setting that fits this text in its place."""
+    """The pages' defaults, with each given setting kept on this text (``kept``) in its place."""
     out = defaults(a, ctx)
     rows = _current()[1]
     for key, value in given.items():
-        if key in rows and rows[key].valid(value, Dims.of(a)):
+        if key in rows and (value := kept(key, value, a)) is not None:
             out[key] = value
     return out

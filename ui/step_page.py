@@ -123,7 +123,10 @@ def step_header(t: Translator, step: Step) -> None:
     elif shown == gate.UNREAD:
         st.warning(t("class.unreadable"), icon=":material/cloud_off:")
         gate.pending_note(t)
-    glossary.prose(t, step, f"{step.key}.lead")
+    lead = f"{step.key}.lead"
+    if t.has(f"{lead}_both") and not served_model.reads_back_only():  # the lead an encoder's direction needs
+        lead = f"{lead}_both"
+    glossary.prose(t, step, lead)
     if shown is not None:
         page_run.stop_page()
 

@@ -67,15 +67,30 @@ def place(key: str, a, ctx=None) -> None:
     that came with a link and is dropped is said, ``session.forget_setting``). Through
     session state, so the browser is sent it: a widget left to its own default keeps
     whatever the browser last held, and a token picker's browser holds the last text's
-    names, which match nothing here and come back as a stale label on the next click."""
-    if key in st.session_state and setting_table.fits(key, st.session_state[key], a):
-        if setting_table.row(key).tokens:
-            relabel(key, a)
-        return
+    names, which match nothing here and come back as a stale label on the next click.
+    The kept value is written again when the widget's range changed with the text: a
+    slider with other bounds is another widget to Streamlit (its id holds them), which
+    would otherwise start at its minimum. (Written on every run, it would send the value
+    of a run under way back over a slider the reader is still moving.)"""
+    if key in st.session_state:
+        value = setting_table.kept(key, st.session_state[key], a)
+        if value is not None:
+            row = setting_table.row(key)
+            bounds = row.bounds(Dims.of(a)) if row.kind == "int" else None
+            ranges = st.session_state.setdefault(keys.RANGES, {})
+            if value != st.session_state[key] or ranges.get(key, bounds) != bounds:
+                st.session_state[key] = value
+            ranges[key] = bounds
+            if row.tokens:
+                relabel(key, a)
+            return
     session.forget_setting(key)
     if ctx is None:
         ctx = measures.setting_context(session.current_text(), served_model.model_id())
     st.session_state[key] = setting_table.default(key, a, ctx)
+    row = setting_table.row(key)
+    if row.kind == "int":
+        st.session_state.setdefault(keys.RANGES, {})[key] = row.bounds(Dims.of(a))
     if setting_table.row(key).tokens:
         st.session_state.setdefault(keys.LABELLED, {})[key] = hash(tuple(a.tokens))
 

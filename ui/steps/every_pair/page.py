@@ -22,6 +22,17 @@ else:
     drawing.formula(t, r"\text{@cells} = n^2 \qquad \text{@causal: } \frac{n(n+1)}{2}",
                     t("every_pair.formula_caption"))
 
+UNKNOWN_SHARE = 0.03  # past this share of unknown tokens, the page says what the vocabulary lost
+said = []  # what the tokenizer costs this text, where it costs something
+if a.n and a.unknown / a.n > UNKNOWN_SHARE:
+    said.append(t("every_pair.unknown_note", share=t.pct(a.unknown / a.n), count=a.unknown))
+if a.changed:
+    shown_changes = list(a.changed.items())[:3]
+    said.append(t("every_pair.normalised_note", share=t.pct(a.changed_share), examples=t.list(
+        f"{drawing.literal(c)} → {drawing.literal(m) if m else '∅'}" for c, m in shown_changes)))
+if said:
+    st.caption(t.sentences(said))
+
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(t("every_pair.metric_n"), t.int(n))
 c2.metric(t("every_pair.metric_square"), t.int(cells_square))

@@ -83,7 +83,8 @@ def measured(t: Translator, a, text: str, model_id: str, cfg: dict):
     layer, metric = cfg["s6_swap_layer"], cfg["s6_swap_metric"]
     if not served_model.has_head(model_id):
         return "swap.no_head"
-    results = model_swaps.measured(text, swap.standard_sweep((0,), layer), model_id=model_id)
+    results = model_swaps.measured(text, swap.standard_sweep((0,), layer, sliding=any(x.sliding for x in a.layers)),
+                                   model_id=model_id)
     if not model_swaps.complete(results):
         return "handout.sweep_not_run"
     return "swap.heading", list(model_swaps.sweep_figures(t, results, metric, layer))

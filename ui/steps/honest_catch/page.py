@@ -23,7 +23,12 @@ err, shown, order, names, values, best_linear = v.errors, v.shown, v.order, v.na
 mean = err.mean
 own, own32 = methods.own().name, methods.in_float32(methods.own().name)  # the control, and it in float32 (GPU)
 k1, k2, k3 = st.columns(3)
-k1.metric(t("honest_catch.metric_fused"), t.sci(mean[own]), help=t("honest_catch.metric_fused_help", dtype=err.dtype))
+if err.plain:  # a soft cap, a bias: the fused kernel cannot, so the layer's own softmax was written out
+    k1.metric(t("honest_catch.metric_written"), t.sci(mean[own]), help=t("honest_catch.metric_written_help",
+                                                                         dtype=err.dtype))
+else:
+    k1.metric(t("honest_catch.metric_fused"), t.sci(mean[own]),
+              help=t("honest_catch.metric_fused_help", dtype=err.dtype))
 k2.metric(t("honest_catch.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean[methods.window(hubs=True).name]))
 k3.metric(t("honest_catch.metric_best_linear", f=t(f"features.{best_linear.feature}")), t.pct(mean[best_linear.name]),
           delta=t("honest_catch.metric_uniform", u=t.pct(err.uniform)), **drawing.REFERENCE)
@@ -81,7 +86,10 @@ if spiky:
     said.append(t("honest_catch.sharp_some", names=names_, range=range_, count=len(spiky)))
 st.caption(t.sentences(said))
 norms = sharpness.norms
-st.caption(t("honest_catch.favor_norms", q=t.float(norms.q, 1), k=t.float(norms.k, 1),
+favor = methods.linear("favor")
+favor_fails = mean.get(favor.name, err.uniform) >= err.uniform  # no better than equal weights on this layer
+st.caption(t("honest_catch.favor_norms" if favor_fails else "honest_catch.favor_norms_ok", q=t.float(norms.q, 1),
+             k=t.float(norms.k, 1),
              qs=t.float(norms.q_scaled, 1), ks=t.float(norms.k_scaled, 1)))
 
 st.subheader(t("honest_catch.maps_heading"))

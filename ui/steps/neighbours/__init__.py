@@ -39,6 +39,7 @@ class Numbers:
     frames: list[np.ndarray]
     formula_size: int
     measured: int
+    i: int  # the token the question asks about: the last drawn; on an encoder the middle one
 
 
 def reach_options(w: int, layers: int, rn: int) -> list[int]:
@@ -56,6 +57,21 @@ def reach_options(w: int, layers: int, rn: int) -> list[int]:
     return sorted(options)
 
 
+def reach_options_both(w: int, layers: int, rn: int, i: int) -> list[int]:
+    """The question's options on an encoder, where the window reaches both ways: how many
+    of the first ``rn`` tokens reach token i after ``layers`` layers, itself included. The
+    right one, min(i, L·(w − 1)) + min(rn − 1 − i, L·(w − 1)) + 1, among the usual wrong
+    guesses (one side only, L·(w − 1) + 1; each layer's whole window, 2·L·w) — at least three."""
+    side = layers * (w - 1)
+    right = min(i, side) + min(rn - 1 - i, side) + 1
+    options = {right, min(graph.reach_size(w, layers), rn), min(2 * layers * w, rn)}
+    for extra in (right + 2, max(1, right // 2), right + 1):
+        if len(options) >= 3:
+            break
+        options.add(extra)
+    return sorted(options)
+
+
 def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     layer, head, w = cfg["s3_layer"], head_of(cfg["s3_head"]), cfg["s3_w"]
     rw, rl = cfg["s3_rw"], cfg["s3_rl"]
@@ -67,16 +83,21 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     figures.add_band(fig, n, w, name=t("neighbours.band_name", w=t.int(w)), causal=a.causal)
     rn = min(n, REACH_TOKENS)
     frames = measures.reach_frames(rn, rw, rl, a.layers[0])
-    formula_size = graph.reach_size(rw, rl)
-    measured = int(frames[-1][rn - 1].sum())
-    q = Question(t("neighbours.question", L=rl, w=rw, i=t.int(rn - 1)), reach_options(rw, rl, rn), measured,
-                 lambda x: t.int(x), t.int(measured))
+    if a.causal:  # the last token drawn: every other one lies before it
+        i = rn - 1
+        formula_size, options = graph.reach_size(rw, rl), reach_options(rw, rl, rn)
+    else:  # an encoder's window reaches both ways: the middle token, reached from either side
+        i = rn // 2
+        formula_size, options = 2 * rl * (rw - 1) + 1, reach_options_both(rw, rl, rn, i)
+    measured = int(frames[-1][i].sum())
+    q = Question(t("neighbours.question" if a.causal else "neighbours.question_both", L=rl, w=rw, i=t.int(i)),
+                 options, measured, lambda x: t.int(x), t.int(measured))
     key = [(t("neighbours.metric_kept_all"), t.pct(kept.mean)), (t("neighbours.metric_cells"), t.int(cells)),
-           (t("neighbours.metric_reach_measured", i=rn - 1), t.int(measured))]
+           (t("neighbours.metric_reach_measured", i=i), t.int(measured))]
     params = who(t, a, layer, head) + [(t("neighbours.pick_w"), t.int(w)), (t("neighbours.pick_reach_w"), t.int(rw)),
                                        (t("neighbours.pick_layers"), t.int(rl))]
     return Summary(ID, params, key, fig, [q], Numbers(layer, head, w, rw, rl, kept, cells, factor, rn, frames,
-                                                      formula_size, measured))
+                                                      formula_size, measured, i))
 
 
 def nearest_window(asked) -> int:

@@ -20,7 +20,7 @@ else:  # an encoder's window reaches both ways
 top = st.container()  # the window's numbers and grid, filled once every setting below is read
 
 st.subheader(t("neighbours.reach_heading"))
-st.markdown(t("neighbours.reach_lead"))
+st.markdown(t("neighbours.reach_lead" if a.causal else "neighbours.reach_lead_both"))
 rc1, rc2 = st.columns(2)
 rw = widgets.setting(t, "s3_rw", a, t("neighbours.pick_reach_w"), where=rc1)
 rl = widgets.setting(t, "s3_rl", a, t("neighbours.pick_layers"), where=rc2)
@@ -44,12 +44,15 @@ with top:
             "neighbours.model_note" if n > a.sliding_window else "neighbours.model_note_short")
     st.info(t(note, sliding=sliding, layers=a.n_layers, w=t.int(a.sliding_window), n=t.int(n)))
 
-drawing.formula(t, r"\text{@reach}(L) = L\,(w-1) + 1 = " + f"{rl}\\,({rw}-1)+1 = {v.formula_size}")
+if a.causal:
+    drawing.formula(t, r"\text{@reach}(L) = L\,(w-1) + 1 = " + f"{rl}\\,({rw}-1)+1 = {v.formula_size}")
+else:  # both ways: L(w − 1) tokens on each side
+    drawing.formula(t, r"\text{@reach}(L) = 2L\,(w-1) + 1 = " + f"2 \\cdot {rl}\\,({rw}-1)+1 = {v.formula_size}")
 m1, m2 = st.columns(2)
 m1.metric(t("neighbours.metric_reach_formula" if a.causal else "neighbours.metric_reach_formula_both"),
           t.int(v.formula_size))
-m2.metric(t("neighbours.metric_reach_measured", i=v.rn - 1), t.int(v.measured),
-          help=t("neighbours.metric_reach_measured_help"))
+m2.metric(t("neighbours.metric_reach_measured", i=v.i), t.int(v.measured),
+          help=t("neighbours.metric_reach_measured_help" if a.causal else "neighbours.metric_reach_measured_help_both"))
 drawing.chart("s3_reach", (v.rn, rw, rl), lambda: figures.reach_animation(
     v.frames, title=t("neighbours.reach_title", n=v.rn, w=rw), x_title=t("neighbours.reach_x"),
     y_title=t("neighbours.reach_y"), separators=t.separators, layer_word=t("neighbours.layers_word"),

@@ -28,8 +28,9 @@ for col, name in zip(st.columns(len(pg.PRESETS)), pg.PRESETS):
     none = name == "model" and not a.sliding_window  # a model that slides no window has no such preset
     col.button(t(f"playground.preset_{name}"), key=f"pg_preset_{name}", on_click=pg.apply_preset,
                args=(name, a.sliding_window, a.causal), width="stretch", disabled=none,
-               help=t("playground.preset_model_none" if none else f"playground.preset_{name}_help",
-                      w=t.int(a.sliding_window)))
+               help=t("playground.preset_model_none" if none else
+                      "playground.preset_sink_help_both" if name == "sink" and not a.causal else
+                      f"playground.preset_{name}_help", w=t.int(a.sliding_window)))
 
 on = widgets.setting(t, "pg_on", a, t("playground.parts"), help=t("playground.parts_help"),
                      names=lambda p: t(composition.PARTS[p].label_key))
