@@ -215,3 +215,27 @@ def test_room_numbers_kept_before_they_had_a_version_are_upgraded_when_read_and_
     assert again == got
     with pytest.raises(ValueError, match="newer"):
         room_numbers.RoomNumbers.from_json({**old, "version": room_numbers.VERSION + 1})
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_the_rooms_step_one_chart_counts_the_cells_each_way(causal):
+    """An encoder's texts lie on n² (and a band on both sides), a decoder's on n(n+1)/2 —
+    each counted here by loops — and the curves are named for the direction."""
+    from types import SimpleNamespace
+
+    from ui.i18n import Translator
+    from ui.steps import every_pair
+
+    t = Translator("en")
+    done = [SimpleNamespace(lang="en", owner=f"s{i}", numbers=made(n=n, causal=causal, layers=2, window=4,
+                                                                     layer_types=("sliding", "full")))
+            for i, n in enumerate((9, 13))]
+    view = every_pair.room_cells(t, done, {})
+    seen = lambda n, w: sum(1 for i in range(n) for j in range(n)  # noqa: E731
+                            if (j <= i or not causal) and (w is None or abs(i - j) < w))
+    assert view.where == {"s0": (9, seen(9, None)), "s1": (13, seen(13, None))}
+    names = [tr.name for tr in view.figure.data]
+    both = "" if causal else "_both"
+    assert t(f"room.curve_full{both}") in names and t(f"room.curve_sliding{both}", w="4") in names
+    sliding = next(tr for tr in view.figure.data if tr.name == t(f"room.curve_sliding{both}", w="4"))
+    assert [y for x, y in zip(sliding.x, sliding.y) if x == 13] == [seen(13, 4)]

@@ -62,9 +62,10 @@ def room_cells(t: Translator, done: list, cfg: dict) -> RoomView:
     causal = done[0].numbers.causal
     hi = max(2 * x.numbers.n for x in done)
     xs = sorted({max(1, round(10 ** (e / 20))) for e in range(0, int(20 * math.log10(hi)) + 1)})
-    curves = [{"name": t("room.curve_full"), "x": xs, "y": [patterns.cells(m, None, causal=causal) for m in xs]}]
+    both = "" if causal else "_both"  # an encoder's layers fill the square, its windows a band on both sides
+    curves = [{"name": t(f"room.curve_full{both}"), "x": xs, "y": [patterns.cells(m, None, causal=causal) for m in xs]}]
     if "sliding" in layer_kinds:
-        curves.append({"name": t("room.curve_sliding", w=t.int(window)), "x": xs,
+        curves.append({"name": t(f"room.curve_sliding{both}", w=t.int(window)), "x": xs,
                        "y": [patterns.cells(m, window, causal=causal) for m in xs], "dash": "dash"})
     fig = room_figures.points_on_curves(points, curves, title=t("room.cells_title"), x_title=t("common.n_axis"),
                                         y_title=t("room.cells_axis"), separators=t.separators,
