@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from . import settings  # noqa: F401  (first: puts the Hugging Face libraries offline)
 
+import functools
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -38,6 +40,21 @@ class ModelFolderError(ValueError):
     def __init__(self, folder, reason: str, detail: str, **figures):
         self.folder, self.reason, self.figures = str(folder), reason, figures
         super().__init__(f"{folder}: {detail}")
+
+
+@functools.lru_cache(maxsize=16)
+def fingerprint(folder) -> str:
+    """What identifies a folder's model besides its path: a short hash of its config and of
+    its weight files' names, sizes and times (the same folder with other weights is another
+    model; nothing is read but the config)."""
+    folder = Path(folder)
+    h = hashlib.sha256()
+    config = folder / "config.json"
+    h.update(config.read_bytes() if config.is_file() else b"")
+    for f in sorted([*folder.glob("*.safetensors"), *folder.glob("*.bin")]):
+        stat = f.stat()
+        h.update(f"{f.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return h.hexdigest()[:12]
 
 
 def memory_available() -> int:

@@ -37,7 +37,8 @@ ERROR_WINDOW = 16
 ANCHOR_HUBS = 3  # the text's own anchors taken as hubs, besides the first token
 ROOM_TOKENS = 512  # a room text is analysed on its first tokens at most (the screen says so)
 DIGITS = 5
-VERSION = 2  # 1: the numbers as a plain dict, without a version (and, before encoders, without "causal")
+VERSION = 3  # 1: the numbers as a plain dict, without a version (and, before encoders, without "causal");
+# 2: no ``model``
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class RoomNumbers:
     error_layer: int
     error_window: int
     errors: dict  # method name (and "uniform") → its output error
+    model: str = ""  # what measured them: the model's id and, for a folder, its weights' fingerprint ("" before 3)
     version: int = VERSION
 
     def to_json(self) -> dict:
@@ -93,7 +95,8 @@ class RoomNumbers:
     def from_json(cls, raw: dict) -> RoomNumbers:
         """A stored record of any layout, upgraded here (the one place that knows the
         layouts): 1 had no version, and before encoders no ``causal`` (every text was read
-        by a causal model)."""
+        by a causal model); 1 and 2 name no model ("": drawn on every model's charts, as
+        they were)."""
         version = raw.get("version", 1)
         if version > VERSION:
             raise ValueError(f"room numbers of layout {version}, newer than this release's {VERSION}")
@@ -107,7 +110,8 @@ class RoomNumbers:
             kept={int(w): KeptShare(v["mean"], tuple(v["layers"])) for w, v in raw["kept"].items()},
             sink=tuple(raw["sink"]), sink_mean=raw["sink_mean"], hub_window=int(raw["hub_window"]),
             hubs=tuple(raw["hubs"]), kept_window=raw["kept_window"], kept_window_hubs=raw["kept_window_hubs"],
-            error_layer=int(raw["error_layer"]), error_window=int(raw["error_window"]), errors=dict(raw["errors"]))
+            error_layer=int(raw["error_layer"]), error_window=int(raw["error_window"]), errors=dict(raw["errors"]),
+            model=str(raw.get("model", "")))
 
 
 def _r(x: float) -> float:
@@ -124,8 +128,9 @@ def hubs_of(a) -> tuple[int, ...]:
     return tuple(sorted({0, *found}))
 
 
-def text_numbers(a) -> RoomNumbers:
-    """The room's numbers of one analysed text (see the module's doc)."""
+def text_numbers(a, model: str = "") -> RoomNumbers:
+    """The room's numbers of one analysed text (see the module's doc), recording ``model``:
+    what made them."""
     n, layers = a.n, a.n_layers
     prefixes = stats.prefix_lengths(n)
     useful = []
@@ -150,7 +155,7 @@ def text_numbers(a) -> RoomNumbers:
         n=n, causal=a.causal, layers=layers, layer_types=tuple(a.layer_types), window=a.sliding_window, p=ROOM_P,
         useful=tuple(useful), kept=kept, sink=sink, sink_mean=_r(stats.sink_share(a.attentions)),
         hub_window=HUB_WINDOW, hubs=tuple(hubs), kept_window=_r(alone), kept_window_hubs=_r(with_hubs),
-        error_layer=layer, error_window=ERROR_WINDOW, errors={name: _r(e) for name, e in errors.items()})
+        error_layer=layer, error_window=ERROR_WINDOW, errors={name: _r(e) for name, e in errors.items()}, model=model)
 
 
 def share_fell(numbers: RoomNumbers, layer: int) -> bool | None:

@@ -24,8 +24,10 @@ analysed), then:
           count including it; the full-page reruns of following students the answers
           caused), closes and reveals it; meanwhile a reader outside the class views
           one step again and again, against the same views with nobody polling
-  room    the room: a teacher shows it on step 1, N students each send a text of their
-          own (≈ 300 tokens) at once; the time from each send to the teacher's chart
+  room    the room: a teacher shows it on step 1, N students (an address each) send a
+          text of their own (≈ 300 tokens) at once: what each send was told (taken with
+          the press, kept for the poll to send again, refused) and its page run's p95;
+          the time from each send to the teacher's chart
           showing it, until all N are there, a student's page view with the room shown
           against the same with it hidden, the store's bytes per text
 
@@ -181,6 +183,10 @@ async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], flo
         res = await room_scenario(url, n, texts, str(read().store_path))
         print(f"\nthe room: {n} students each send a text of ≈ 300 tokens at once (the whole scenario "
               f"{time.perf_counter() - t0:.0f} s)")
+        told = res["told"]
+        print(summary_row("the press of Send", res["send"], 0, None))
+        print(f"  sends taken with the press {told['taken']}, kept to send again {told['kept']}, refused "
+              f"{told['refused']} (goal: {n} taken, none refused)")
         print(summary_row("send → on the teacher's chart", *res["point"], None) + "   (goal p95 ≤ 30 s)")
         print(f"  all {n} on the chart: {res['all']:.1f} s after the first send (goal ≤ 60 s); measured "
               f"{res['measured']} of {n}; the store holds {res['bytes_per_text'] / 1024:.1f} KB a text (goal ≤ 16 KB)")

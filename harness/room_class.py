@@ -1,6 +1,8 @@
 """The room at the protocol level (bench/classroom.py --scenarios room): a teacher shows
-the room on step 1; N students, following, each send a text of their own to it at once;
-the time from each send to the teacher's chart showing it (her room fragment redraws
+the room on step 1; N students, following, each from an address of its own, send a text
+of their own to it at once ("everyone, send now"); what each send was told (taken, kept
+for the poll to send again, or refused) and its page run's time; the time from each send
+to the teacher's chart showing it (her room fragment redraws
 every ROOM_REFRESH seconds), the time until every point is there, a student's page views
 with the room shown against the same with it hidden, and what the store holds per text."""
 
@@ -12,6 +14,8 @@ import time
 
 from server.store import store_at
 from server.texts import Room
+
+from ui.i18n import translate
 
 from .live_class import CLASS_CODE, LANG_CYCLE, _until, between
 from .readers import Reader
@@ -31,19 +35,48 @@ def _points(run) -> int | None:
     return len(xs)
 
 
-async def room_scenario(url: str, n: int, texts: list[str], store_path: str, wait: float = 300.0) -> dict:
-    out: dict = {"n": n}
+async def join_class(url: str, n: int) -> tuple[Reader, list[Reader], str]:
+    """A teacher starts a class and shows the room on step 1; n students, each from an
+    address of its own and in the three languages in turn, join it, five at a time."""
     teacher = Reader(url, "en")
     await teacher.connect()
     await teacher.run("")
     started = await teacher.run(None, click="class_start")
     code = (between(started.markdown, CLASS_CODE) or "").replace(" ", "")
     await teacher.run(None, values={"room_shown": True})
-    students = [Reader(url, LANG_CYCLE[i % 3], query={"class": code}) for i in range(n)]
+    students = [Reader(url, LANG_CYCLE[i % 3], query={"class": code}, address=f"10.7.{i // 250}.{i % 250 + 1}")
+                for i in range(n)]
     for start in range(0, n, 5):
         group = students[start:start + 5]
         await asyncio.gather(*(r.connect() for r in group))
         await asyncio.gather(*(r.run("") for r in group))
+    return teacher, students, code
+
+
+async def send_at_once(students: list[Reader], texts: list[str]) -> tuple[dict[str, int], list[float]]:
+    """Every student presses Send at once, each with their text: how many were told their
+    text was taken, kept in their session for the poll to send again, or refused; and each
+    press's page-run time."""
+    told = {"taken": 0, "kept": 0, "refused": 0}
+    send_times: list[float] = []
+
+    async def send(i: int, r: Reader) -> None:
+        run = await r.run(None, values={"room_text": texts[i]}, click="room_send")
+        if run.exceptions:
+            raise RuntimeError(run.exceptions)
+        send_times.append(run.seconds)
+        said = " ".join(run.toasts or [])
+        lang = LANG_CYCLE[i % 3]
+        told["taken" if translate(lang, "room.sent") in said
+             else "kept" if translate(lang, "room.pending") in said else "refused"] += 1
+
+    await asyncio.gather(*(send(i, r) for i, r in enumerate(students)))
+    return told, send_times
+
+
+async def room_scenario(url: str, n: int, texts: list[str], store_path: str, wait: float = 300.0) -> dict:
+    out: dict = {"n": n}
+    teacher, students, code = await join_class(url, n)
     shown: list[tuple[float, int]] = []  # (time, texts on the teacher's chart)
     stop = asyncio.Event()
 
@@ -55,16 +88,8 @@ async def room_scenario(url: str, n: int, texts: list[str], store_path: str, wai
     polls = [asyncio.create_task(teacher.poll(10**6, seen, stop))]
     polls += [asyncio.create_task(r.poll(10**6, None, stop)) for r in students]
     try:
-        sent: dict[int, float] = {}
-
-        async def send(i: int, r: Reader) -> None:
-            sent[i] = time.perf_counter()
-            run = await r.run(None, values={"room_text": texts[i]}, click="room_send")
-            if run.exceptions:
-                raise RuntimeError(run.exceptions)
-
         t0 = time.perf_counter()
-        await asyncio.gather(*(send(i, r) for i, r in enumerate(students)))
+        out["told"], out["send"] = await send_at_once(students, texts)
         await _until(lambda: shown and shown[-1][1] >= n, wait)
         out["all"] = (shown[-1][0] - t0) if shown and shown[-1][1] >= n else float("nan")
         room = Room(store_at(store_path))

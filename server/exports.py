@@ -2,7 +2,7 @@
 text: its language, its tokens, then each step's columns — never its words) and the
 class's votes (a row an option of each vote: its count, whether it was the measured
 answer, and for a question voted twice how many students changed their answer). Pure
-Python, no Streamlit; the room's columns after the first three are given by the caller
+Python, no Streamlit; the room's columns after the first four are given by the caller
 (each step declares its own: ui.steps), read from the typed record attn.room_numbers.
 RoomNumbers; column names are stable English identifiers (a spreadsheet's, not the page's)."""
 
@@ -30,11 +30,13 @@ def _csv(header: list[str], rows: list[list]) -> str:
 
 def room_csv(texts: list, columns: Callable[[list[RoomNumbers]], list[Column]] = lambda done: []) -> str:
     """One row a measured text of the room (server.texts.RoomText), in the order sent: its
-    number, language and tokens, then ``columns(every measured text's numbers)``."""
+    number, language, tokens and the model that measured it (its id, and for a folder its
+    weights' fingerprint), then ``columns(every measured text's numbers)``."""
     done = [t for t in texts if t.numbers]
     cols = columns([t.numbers for t in done]) if done else []
-    header = ["text", "language", "tokens"] + [name for name, _ in cols]
-    rows = [[i, t.lang, t.numbers.n, *(value(t.numbers) for _, value in cols)] for i, t in enumerate(done, start=1)]
+    header = ["text", "language", "tokens", "model"] + [name for name, _ in cols]
+    rows = [[i, t.lang, t.numbers.n, t.numbers.model or t.model, *(value(t.numbers) for _, value in cols)]
+            for i, t in enumerate(done, start=1)]
     return _csv(header, rows)
 
 

@@ -111,9 +111,10 @@ class PgStore(Backend):
             with self.pool.connection(timeout=CONNECT_SECONDS) as conn:
                 yield conn
         except psycopg_pool.PoolTimeout as exc:
-            self._down = self._why(exc)
-            self._down_until = time.monotonic() + DOWN_SECONDS
-            raise self._down from None
+            why = self._why(exc)
+            if why.reason != "locked":  # away: said at once for a moment; merely busy: tried anew each time
+                self._down, self._down_until = why, time.monotonic() + DOWN_SECONDS
+            raise why from None
         except psycopg.OperationalError as exc:
             if conn_broken(exc):
                 self._down = explain(exc, self.url)
@@ -124,12 +125,16 @@ class PgStore(Backend):
 
     def _why(self, timeout: BaseException) -> StoreError:
         """Why the pool has no connection to give: one connection tried by hand says
-        (the server away, a refused password, a missing database)."""
+        (the server away, a refused password, a missing database). When that one connects,
+        the server is there and every pooled connection is busy — this process's writes
+        queued behind another's lock (a whole class pressing Send at once): "locked", as a
+        lock that was waited for too long."""
         try:
             psycopg.connect(self.url, connect_timeout=int(CONNECT_SECONDS)).close()
         except psycopg.Error as exc:
             return explain(exc, self.url)
-        return explain(timeout, self.url)
+        return StoreError("locked", f"every pooled connection to the database was busy for {CONNECT_SECONDS:g} s "
+                                    f"({hide_password(self.url)}): {timeout}")
 
     @contextlib.contextmanager
     def transaction(self):

@@ -149,7 +149,7 @@ def test_a_new_step_in_a_package_of_its_own_joins_every_part_of_the_app(make_app
     # the room: the student's text measured, drawn on the step's own chart, and its CSV column
     student.sidebar.text_area(key="room_text").input("My own words for the class's experiment, sent once. " * 3)
     student.sidebar.button(key="room_send").click().run()
-    while room_work.work_once(room_work.rooms(), "test-worker", "tiny"):
+    while room_work.work_once(room_work.rooms(), "test-worker", ["tiny"]):
         pass
     teacher.sidebar.toggle(key="room_shown").set_value(True).run()
     handle.versions.clear()

@@ -57,7 +57,7 @@ def send(student, text):
 
 def measure_all():
     room = room_work.rooms()
-    while room_work.work_once(room, "test-worker", "tiny"):
+    while room_work.work_once(room, "test-worker", ["tiny"]):
         pass
 
 
@@ -205,3 +205,49 @@ def test_the_exports_hold_what_the_room_measured_and_how_the_votes_went(klass, l
     right = vote.question["answer"]
     assert [r["measured_answer"] for r in first] == ["1" if i == right else "0" for i in range(len(first))]
     assert np.isclose(len(first), len(vote.question["options"]))
+
+
+def test_each_classs_texts_are_measured_on_its_model_and_drawn_on_its_charts(make_app, store, monkeypatch,
+                                                                            tmp_path):
+    """A server offering the tiny model and a BERT folder; one class on each. The worker
+    measures every text on its class's model — read back from the numbers: the tiny
+    model's 4 causal layers, the encoder's 3 layers reading both ways — each chart draws
+    its own model's texts only, and the CSV names the model on each row."""
+    from harness import model_folders
+
+    folder = str(model_folders.build("bert", tmp_path / "bert").resolve())
+    monkeypatch.setenv("ATLAS_MODELS", f"tiny, {folder}")
+    classes = {}
+    for model in ("tiny", folder):
+        teacher = make_app("tiny", "en")
+        teacher.run()
+        teacher.sidebar.selectbox(key="model_choice").set_value(model).run()
+        teacher.sidebar.button(key="class_start").click().run()
+        code = clean(teacher).session_state[keys.CLASS]
+        student = make_app("tiny", "pt")
+        student.query_params["class"] = code
+        clean(student.run())
+        send(student, MINE["pt"])
+        classes[model] = (teacher, student, code)
+    room = room_work.rooms()
+    while room_work.work_once(room, "test-worker", ["tiny", folder]):
+        pass
+    read = {model: [x.numbers for x in room.texts(code)] for model, (_, _, code) in classes.items()}
+    assert [(n.layers, n.causal) for n in read["tiny"]] == [(4, True)]
+    assert [(n.layers, n.causal) for n in read[folder]] == [(3, False)]
+    assert read["tiny"][0].model == "tiny" and read[folder][0].model.startswith(f"{folder}#")
+    for model, (teacher, student, code) in classes.items():
+        teacher.sidebar.toggle(key="room_shown").set_value(True).run()
+        tick(student)
+        chart = next(json.loads(c.proto.spec) for c in student.get("plotly_chart")
+                     if "room_chart_every_pair_cells" in c.proto.id)
+        xs = {x for tr in chart["data"] for x in (tr.get("x") or []) if tr.get("mode") == "markers"}
+        assert read[model][0].n in xs  # its own text's point
+        rows = list(csv.DictReader(io.StringIO(room_panel.exports.room_csv(room.texts(code)))))
+        assert [r["model"] for r in rows] == [read[model][0].model]
+    # the teacher of the tiny class switches to the encoder: the texts measured on the tiny model are set aside
+    teacher, student, code = classes["tiny"]
+    teacher.sidebar.selectbox(key="model_choice").set_value(folder).run()
+    tick(student)
+    said = i18n.translate("pt", "room.other_model", n=1)
+    assert said in [c.value for c in student.caption], [c.value for c in student.caption]

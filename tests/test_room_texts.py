@@ -139,3 +139,103 @@ def tiny_numbers():
 
     a = loading.tiny(device="cpu").analyze("Words " * 400, max_tokens=room_numbers.ROOM_TOKENS)
     return room_numbers.text_numbers(a)
+
+
+# --- each class on its model; a fair queue; a bounded lease; texts a store can hold ---------
+
+
+def test_each_text_waits_for_a_replica_that_offers_its_classs_model(where):
+    """Two classes on two models: a replica measures only the texts of the models it
+    offers, each claim names the model to measure on, and a teacher whose model no
+    replica offers now is told so (the workers say which models they measure)."""
+    store = store_at(where)
+    klass, room = Classes(store), Room(store)
+    codes = {}
+    for model in ("tiny", "/models/encoder"):
+        code, _ = klass.create({**VIEW, "model": model}, page="every-pair", now=0.0)
+        klass.join(code, "pupil-0001", now=1.0)
+        assert room.send(code, "pupil-0001", f"A text for the class on {model}.", "en", now=2.0) == "taken"
+        codes[model] = code
+    assert {t.model for c in codes.values() for t in room.texts(c)} == {"tiny", "/models/encoder"}
+    room.heartbeat("replica-tiny", ["tiny"], now=3.0)
+    assert room.unserved(codes["/models/encoder"], now=4.0) == ["/models/encoder"]
+    assert room.unserved(codes["tiny"], now=4.0) == []
+    first = room.claim("replica-tiny", ["tiny"], now=4.0)
+    assert (first.code, first.model) == (codes["tiny"], "tiny")
+    assert room.claim("replica-tiny", ["tiny"], now=5.0) is None  # the encoder's text is not its to measure
+    assert room.pending(["tiny"], now=5.0) is False and room.pending(["/models/encoder"], now=5.0) is True
+    room.heartbeat("replica-both", ["tiny", "/models/encoder"], now=6.0)
+    assert room.unserved(codes["/models/encoder"], now=7.0) == []
+    other = room.claim("replica-both", ["tiny", "/models/encoder"], now=7.0)
+    assert (other.code, other.model) == (codes["/models/encoder"], "/models/encoder")
+    assert room.finish(first, "replica-tiny", NUMBERS, now=8.0)
+    assert room.unserved(codes["tiny"], now=6.0 + 200) == []  # nothing of the tiny class waits any more
+    # a worker not heard from for a minute no longer counts
+    room.send(codes["tiny"], "pupil-0001", "Sent again, later.", "en", now=300.0)
+    assert room.unserved(codes["tiny"], now=300.0) == ["tiny"]
+
+
+def test_one_addresss_flood_does_not_hold_up_another_classs_text(where):
+    """One address sends 60 texts to one class (a script with minted students); then a
+    teacher's text arrives in another class: it is the second text measured, not the
+    61st. Within a class, addresses take turns the same way."""
+    from server.classes import new_student
+
+    store = store_at(where)
+    klass, room = Classes(store), Room(store)
+    flooded, _ = klass.create(VIEW, page="every-pair", now=0.0)
+    other, _ = klass.create(VIEW, page="every-pair", now=0.0)
+    minted = [new_student() for _ in range(60)]
+    for s in minted:
+        klass.join(flooded, s, now=1.0)
+    for i, s in enumerate(minted):
+        assert room.send(flooded, s, f"Flood text {i}.", "en", now=2.0 + i * 0.01, address="203.0.113.5") == "taken"
+    klass.join(flooded, "pupil-late", now=3.0)
+    assert room.send(flooded, "pupil-late", "A real student's text.", "pt", now=3.0, address="192.0.2.44") == "taken"
+    assert room.send(other, "teacher:abc", "The other teacher's own text.", "en", now=4.0,
+                     address="198.51.100.7") == "taken"
+    order = []
+    for k in range(5):
+        claim = room.claim("replica", now=10.0 + k)
+        order.append((claim.code, claim.owner))
+    assert order[0] == (flooded, minted[0])  # the oldest text first
+    assert order[1] == (other, "teacher:abc")  # then the other class's: classes take turns
+    assert order[2] == (flooded, "pupil-late")  # then, within the flooded class, the other address
+    assert order[3:] == [(flooded, minted[1]), (flooded, minted[2])]
+
+
+def test_a_lease_is_renewed_while_measuring_and_a_text_that_keeps_killing_replicas_fails(rooms):
+    from server.texts import MAX_ATTEMPTS
+
+    klass, room, code, key = rooms
+    room.send(code, "pupil-0001", "A text that takes long, then one that kills.", "en", now=0.0)
+    working = room.claim("replica-a", now=1.0)
+    assert room.renew(working, "replica-a", now=1.0 + 0.8 * LEASE_SECONDS)  # still at it
+    assert room.claim("replica-b", now=1.0 + 1.5 * LEASE_SECONDS) is None  # renewed: not taken over
+    assert room.finish(working, "replica-a", NUMBERS, now=1.0 + 1.6 * LEASE_SECONDS)
+    room.send(code, "pupil-0002", "A text whose measuring kills its process.", "en", now=100.0)
+    t, taken = 101.0, []
+    while (claim := room.claim(f"replica-{len(taken)}", now=t)) is not None:
+        taken.append(claim)
+        t += LEASE_SECONDS + 1  # its process died: the lease runs out
+    assert len(taken) == MAX_ATTEMPTS
+    assert not room.renew(taken[0], "replica-0", now=t)  # the first holder no longer holds it
+    found = {x.owner: x for x in room.texts(code)}["pupil-0002"]
+    assert (found.state, found.reason) == ("failed", "crashed")
+    with room.store.reading() as db:  # its words are gone with it
+        assert db.execute("SELECT text FROM room_texts WHERE owner = 'pupil-0002'").fetchone()[0] is None
+
+
+def test_control_characters_never_reach_the_store_and_reordering_ones_never_the_preview(rooms):
+    """A text with NUL (which PostgreSQL cannot hold) and other control characters is kept
+    without them; bidirectional controls and zero-width marks stay in the text measured
+    but never in the teacher's preview."""
+    klass, room, code, key = rooms
+    sent = "Olá\x00 mundo\x07,\r\nsegunda linha \u202eevil\u202c and\u200b hidden\u2066 marks."
+    assert room.send(code, "pupil-0001", sent, "pt", now=2.0) == "taken"
+    claim = room.claim("replica", now=3.0)
+    assert claim.text == "Olá mundo,\nsegunda linha \u202eevil\u202c and\u200b hidden\u2066 marks."
+    preview = room.texts(code)[0].preview
+    assert not any(c in preview for c in "\x00\x07\u202e\u202c\u200b\u2066")
+    assert preview.startswith("Olá mundo, segunda linha evil and hidden")
+    assert room.send(code, "pupil-0002", "\x00\x01\x02 \t", "en", now=4.0) == "empty"  # nothing left to measure

@@ -24,6 +24,7 @@ PRESENCE_AT = "_class_presence_at"  # when this student's presence was last writ
 CLASS_ASKED = "_class_asked"  # the ?class= this session has already acted on
 CLASS_READ = "_class_read"  # the class as this page run read it (ui.classroom.handle.read: once a run)
 PENDING = "_class_pending"  # a student's answer the store could not keep yet: sent again by the poll
+ROOM_PENDING = "_room_pending"  # a text for the room the store could not take yet: sent again by the poll
 UNREAD = "_class_unread"  # the page stopped because the class could not be read: the poll redraws it
 NOTICED = "_noticed"  # the store's troubles already said this run (once each)
 READER_ID = "_reader_id"  # this session's own id: who made a link (another's opening keeps it first)

@@ -3,7 +3,9 @@ students sent (a lease in the store, server.texts.Room.claim: every replica take
 share, and takes over a text whose replica died), runs the model on each once through
 the process's work queue (a room's tier: after the readers' own texts, before heavy
 work), keeps its numbers (attn.room_numbers) and drops the analysis (it never enters the
-readers' analysis cache). Started the first time this process serves a class."""
+readers' analysis cache). Started the first time this process serves a class. Each text
+is measured on its class's model (one this process offers: the others' texts are left to
+a replica that offers theirs), its lease renewed while it is."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import streamlit as st
 from attn import room_numbers
 from attn import settings
 from server.store import StoreError
+from server import texts
 from server.texts import Room
 
 from . import analyses, served_model, share
@@ -32,25 +35,57 @@ def rooms() -> Room:
     return Room(share.store())
 
 
-def measure(claim, model_id: str) -> dict:
-    """The numbers of one claimed text: one run of the model on its first ROOM_TOKENS
-    tokens, through the process's queue, the analysis dropped after."""
+def measure(claim, model_id: str) -> room_numbers.RoomNumbers:
+    """The numbers of one claimed text on ``model_id`` (its class's model): one run of the
+    model on its first ROOM_TOKENS tokens, through the process's queue, the analysis
+    dropped after; they record what made them (served_model.measured_as)."""
     model = served_model.get_model(model_id)
+    made_by = served_model.measured_as(model_id)
 
     def work():
-        return room_numbers.text_numbers(model.analyze(claim.text, max_tokens=room_numbers.ROOM_TOKENS))
+        a = model.analyze(claim.text, max_tokens=room_numbers.ROOM_TOKENS)
+        return room_numbers.text_numbers(a, model=made_by)
 
     weight = min(len(claim.text), 5 * room_numbers.ROOM_TOKENS) / 1000 + 0.2
     return analyses.work_queue().run("room", work, None, weight=weight)
 
 
-def work_once(room: Room, worker: str, model_id: str) -> bool:
-    """Take one waiting text, measure it, keep its numbers: True when one was taken."""
-    claim = room.claim(worker)
+class Renewing:
+    """While a text is measured, its lease renewed every third of LEASE_SECONDS (a thread
+    of its own: the measuring may wait in the queue and run for long); stopped on exit."""
+
+    def __init__(self, room: Room, claim, worker: str):
+        self.room, self.claim, self.worker = room, claim, worker
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="atlas-room-lease", daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(texts.LEASE_SECONDS / 3):
+            try:
+                if not self.room.renew(self.claim, self.worker):
+                    return  # replaced, withdrawn or taken over: its finish will be ignored
+            except StoreError:
+                pass  # the next renewal tries again; the lease is long enough for one miss
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+
+
+def work_once(room: Room, worker: str, models=None) -> bool:
+    """Take one waiting text of ``models`` (the ones this process offers; None: any),
+    measure it on its class's model with its lease renewed meanwhile, keep its numbers:
+    True when one was taken."""
+    claim = room.claim(worker, models)
     if claim is None:
         return False
+    model_id = claim.model or served_model.default_model()  # a text of an older release names none
     try:
-        numbers = measure(claim, model_id)
+        with Renewing(room, claim, worker):
+            numbers = measure(claim, model_id)
     except Exception as exc:  # said: the text shows as failed in the room, and the log has why
         FAILED[type(exc).__name__] += 1
         logging.getLogger(__name__).exception("measuring a text sent to a class's room")
@@ -60,6 +95,9 @@ def work_once(room: Room, worker: str, model_id: str) -> bool:
     return True
 
 
+HEARTBEAT = 10.0  # seconds between two of this worker's words on the models it measures
+
+
 def start() -> threading.Thread | None:
     """The process's one room worker, unless ``ATLAS_ROOM_WORKER=0``."""
     return _start() if settings.read().room_worker else None
@@ -67,15 +105,20 @@ def start() -> threading.Thread | None:
 
 @st.cache_resource(show_spinner=False)
 def _start() -> threading.Thread:
-    """The process's one room worker (a daemon thread), started once."""
-    model_id = served_model.model_id()
+    """The process's one room worker (a daemon thread), started once: it measures the
+    texts of every class whose model this process offers, each on its class's model."""
     worker = f"{secrets.token_hex(4)}-{threading.get_native_id()}"
 
     def loop():
+        said = 0.0
         while True:
             try:
                 room = rooms()
-                if not (room.pending() and work_once(room, worker, model_id)):
+                models = served_model.offered()
+                if time.monotonic() - said > HEARTBEAT:
+                    room.heartbeat(worker, models)
+                    said = time.monotonic()
+                if not (room.pending(models) and work_once(room, worker, models)):
                     time.sleep(IDLE_WAIT)
             except StoreError:
                 time.sleep(5 * IDLE_WAIT)  # the store is away: look again later

@@ -47,6 +47,12 @@ def offered() -> list[str]:
     return out
 
 
+def measured_as(model_id: str) -> str:
+    """What a number made by a model records of it: its id, and for a folder its weights'
+    fingerprint (the same path with other weights is another model)."""
+    return f"{model_id}#{folders.fingerprint(model_id)}" if is_folder(model_id) else model_id
+
+
 def default_model() -> str:
     """The model a reader runs until they pick another (and every background task)."""
     return offered()[0]

@@ -7,7 +7,7 @@ import secrets
 
 import streamlit as st
 
-from server import limits
+from server import limits, texts
 
 from . import keys
 from .i18n import Translator, detect_language
@@ -80,7 +80,9 @@ def init_text() -> None:
 
 
 def current_text() -> str:
-    return st.session_state.get(keys.TEXT, "")
+    """The reader's text as the app keeps it (server.texts.clean: no NUL nor other control
+    characters but tab and newline), for the analysis, links and classes alike."""
+    return texts.clean(st.session_state.get(keys.TEXT, ""))
 
 
 def presenter() -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sys
 from urllib.parse import urlsplit
 
 import streamlit as st
@@ -28,12 +29,20 @@ LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]", "0.0.0.0")
 
 
 STORE_WAIT = 3.0  # seconds a page run waits for the store's lock at most, before saying so
+SWITCH_SECONDS = 0.005  # the interpreter's thread switch interval in a serving process (Python's: 0.005)
 
 
 @st.cache_resource(show_spinner=False)
 def store() -> sharestore.Backend:
     """One store per process (SQLite or PostgreSQL: server.store.open_store); a page run
-    waits STORE_WAIT for another process's lock at most, never the store's own 30 s."""
+    waits STORE_WAIT for another process's lock at most, never the store's own 30 s.
+
+    A write holds SQLite's one lock across its statements, and its thread takes the
+    interpreter back after each of them: at Python's switch interval of 5 ms, with a whole
+    class's page runs busy at once ("everyone, send your text now"), each send held the
+    lock 50–80 ms and 23–40 of 100 sends waited past STORE_WAIT; at SWITCH_SECONDS none did
+    (bench/classroom.py --scenarios room, docs/deploy.md). Set once, for the process."""
+    sys.setswitchinterval(SWITCH_SECONDS)
     return sharestore.open_store(timeout=STORE_WAIT)
 
 

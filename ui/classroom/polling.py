@@ -19,6 +19,7 @@ from server.store import StoreError
 
 from .. import keys, page_run, prebuild, session, steps
 from ..step_parts import Step
+from . import room as room_panel
 from .handle import classes, forget, versions
 from .membership import _apply, farewell, is_teacher, member
 from .teacher import pulse_panel
@@ -53,7 +54,8 @@ def _tick(code: str, step: Step) -> None:
                 room.join(code, st.session_state.get(keys.STUDENT, ""), now, address=session.address())
         except StoreError:
             pass  # presence is a count on the teacher's screen: the next tick tries again
-    if action != follow.GONE and (_send_pending(code) or st.session_state.pop(keys.UNREAD, False)):
+    if action != follow.GONE and (_send_pending(code) | room_panel.send_pending(code)
+                                  or st.session_state.pop(keys.UNREAD, False)):
         forget()  # the answer is kept (or the class readable again): the page redraws with it
         _redraw()
         return

@@ -17,7 +17,7 @@ from server import texts as room_texts
 from server.class_reads import ClassState
 from server.store import StoreError
 
-from .. import drawing, keys, room_figures, room_work, session, share, steps
+from .. import drawing, keys, room_figures, room_work, served_model, session, share, steps
 from ..i18n import LANGS, Translator
 from .handle import classes, forget, versions
 from .membership import current, is_teacher, member
@@ -59,6 +59,8 @@ def student_panel(t: Translator, code: str) -> None:
         if mine is not None:
             state, n, lang = mine
             st.markdown(t(f"room.mine_{state}", n=t.int(n), language=room_figures.language(t, lang)))
+        if keys.ROOM_PENDING in st.session_state:  # not lost: the poll sends it as soon as the store takes it
+            st.info(t("room.pending"), icon=":material/schedule_send:")
         st.text_area(t("room.text_label"), key="room_text", max_chars=room_texts.MAX_CHARS, height=140)
         st.selectbox(t("room.lang_label"), LANG_CHOICES, key="room_lang",
                      format_func=lambda x: room_figures.language(t, x),
@@ -73,19 +75,46 @@ def student_panel(t: Translator, code: str) -> None:
 
 def send(code: str, owner: str) -> None:
     """on_click of the room's Send: the text from the form, for the room (not the page's
-    text: the student's screen still follows the class)."""
+    text: the student's screen still follows the class). When the store cannot take it
+    just now (a whole class pressing Send at once), it is kept in this session and the
+    poll sends it again until it is taken or refused for a reason (``send_pending``)."""
     t = session.tr()
-    said = None
-    with share.store_trouble():
-        said = room_work.rooms().send(code, owner, st.session_state.get("room_text", ""),
-                                      st.session_state.get("room_lang", t.lang), address=session.address())
-        room_work.start()  # this process measures texts too (every replica that serves a class does)
+    text, lang = st.session_state.get("room_text", ""), st.session_state.get("room_lang", t.lang)
+    said = offer(t, code, owner, text, lang)
     if said == "taken":
         st.session_state["room_text"] = ""
-        st.toast(t("room.sent"), icon=":material/send:")
-    elif said is not None:
-        st.toast(t(f"room.refused_{said}", chars=t.int(room_texts.MAX_CHARS)), icon=":material/block:")
     forget()
+
+
+def offer(t: Translator, code: str, owner: str, text: str, lang: str) -> str | None:
+    """One try at a text for the room, its outcome said: "taken", a refusal, or None when
+    the store could not take it now — then kept for the poll (keys.ROOM_PENDING)."""
+    try:
+        said = room_work.rooms().send(code, owner, text, lang, address=session.address())
+    except StoreError as exc:
+        if exc.reason != "locked":  # away, full, read-only: said as every use of the store says it
+            share.store_notice(exc)
+            return None
+        if keys.ROOM_PENDING not in st.session_state:
+            st.toast(t("room.pending"), icon=":material/schedule_send:")
+        st.session_state[keys.ROOM_PENDING] = {"code": code, "owner": owner, "text": text, "lang": lang}
+        return None
+    st.session_state.pop(keys.ROOM_PENDING, None)
+    room_work.start()  # this process measures texts too (every replica that serves a class does)
+    if said == "taken":
+        st.toast(t("room.sent"), icon=":material/send:")
+    else:
+        st.toast(t(f"room.refused_{said}", chars=t.int(room_texts.MAX_CHARS)), icon=":material/block:")
+    return said
+
+
+def send_pending(code: str) -> bool:
+    """A text for the room the store could not take, offered again (by the poll): True
+    once it is settled — taken, or refused for a reason (both said)."""
+    pending = st.session_state.get(keys.ROOM_PENDING)
+    if not pending or pending.get("code") != code:
+        return False
+    return offer(session.tr(), code, pending["owner"], pending["text"], pending["lang"]) is not None
 
 
 def withdraw(code: str, owner: str) -> None:
@@ -124,11 +153,18 @@ def teacher_panel(t: Translator, code: str) -> None:
         st.session_state["room_shown"] = shown
         st.toggle(t("room.show"), key="room_shown", on_change=show, args=(code,), help=t("room.show_help"))
         counts(t, texts)
+        unserved = []
+        with share.store_trouble():
+            unserved = room_work.rooms().unserved(code)
+        if unserved:  # texts that wait for a model no server here measures now
+            st.warning(t("room.unserved", models=t.list(served_model.model_name(t, m or served_model.default_model())
+                                                        for m in unserved)), icon=":material/hourglass_disabled:")
         if not session.presenter():  # the texts' first words are for her eyes, never the projector's
             for x in texts:
                 c1, c2 = st.columns([5, 1], vertical_alignment="center")
+                state = t("room.state_failed_crashed" if x.reason == "crashed" else f"room.state_{x.state}")
                 c1.caption(t("room.item", language=room_figures.language(t, x.lang), preview=drawing.literal(x.preview),
-                             state=t(f"room.state_{x.state}")))  # a reader's words: escaped, never Markdown
+                             state=state))  # a reader's words: escaped, never Markdown
                 c2.button(" ", key=f"room_remove_{x.owner}", icon=":material/close:", on_click=remove,
                           args=(code, x.owner), help=t("room.remove"))
             st.text_area(t("room.add_label"), key="room_text", max_chars=room_texts.MAX_CHARS, height=100)

@@ -13,7 +13,7 @@ import dataclasses
 
 import streamlit as st
 
-from .. import drawing, figures, keys, room_figures, session, steps
+from .. import drawing, figures, keys, room_figures, served_model, session, steps
 from ..i18n import Translator
 from ..step_parts import RoomView, Step
 from .handle import Unreadable
@@ -48,22 +48,27 @@ def live(page: str, settings: tuple) -> None:
     if now is None:
         return
     version, texts = now
-    done = [x for x in texts if x.state == "done" and x.numbers]
+    model = served_model.measured_as(served_model.model_id())
+    measured = [x for x in texts if x.state == "done" and x.numbers]
+    # a chart draws the numbers of the page's model only (those of a release that named none, too)
+    done = [x for x in measured if x.numbers.model in (model, "")]
     waiting = sum(1 for x in texts if x.state in ("waiting", "working"))
     if step.is_step:
         st.caption(t("room.status", n=t.int(len(done)), waiting=t.int(waiting)))
+    if len(done) < len(measured):
+        st.caption(t("room.other_model", n=len(measured) - len(done)))
     if not done:
         st.info(t("room.none_yet"), icon=":material/hourglass_top:")
         return
     cfg = dict(settings)
     for chart in step.room:
-        view = drawing.figure_once(f"room_{page}_{chart.id}", (code, version, settings),
+        view = drawing.figure_once(f"room_{page}_{chart.id}", (code, version, settings, model),
                                    lambda chart=chart: frozen_view(chart.build(t, done, cfg)))
         if view.figure is not None:
             fig = view.figure
             me = st.session_state.get(keys.STUDENT)
             if me in view.where:  # their own point ringed: a figure of its own, built once per version and student
-                fig = ringed(t.lang, page, chart.id, code, version, settings, me, fig, view.where[me],
+                fig = ringed(t.lang, page, chart.id, code, version, settings, model, me, fig, view.where[me],
                              t("room.yours"))
             drawing.show_figure(fig, key=f"room_chart_{step.key}_{chart.id}")
         if view.table is not None:
@@ -78,8 +83,8 @@ def frozen_view(view: RoomView) -> RoomView:
 
 
 @st.cache_resource(max_entries=RINGED, show_spinner=False)
-def ringed(lang: str, page: str, chart: str, code: str, version: int, settings: tuple, me: str, _fig, _at,
-           _name: str):
+def ringed(lang: str, page: str, chart: str, code: str, version: int, settings: tuple, model: str, me: str, _fig,
+           _at, _name: str):
     """A shared room chart with one student's own point ringed: made once per room version
     and student, from the figure's dict (room_figures.ring)."""
     return room_figures.ring(_fig, *_at, _name)
