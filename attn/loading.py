@@ -11,7 +11,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, Gemma3ForCausalLM,
 
 from . import convert
 from .device import pick_device
-from .model import LoadedModel
+from .model import BUILDING, LoadedModel
 from .tokens import ByteTokenizer, HFTokenizer
 
 MODEL_LABEL = "Gemma-3-270m"
@@ -23,9 +23,10 @@ def load(device=None, progress: convert.Progress | None = None) -> LoadedModel:
     Cache the returned object per process (the app does, with st.cache_resource)."""
     device = pick_device() if device is None else torch.device(device)
     path = convert.convert(progress)
-    tok = AutoTokenizer.from_pretrained(str(path))
-    model = AutoModelForCausalLM.from_pretrained(str(path), attn_implementation="eager", dtype=torch.float32)
-    model.to(device)
+    with BUILDING:
+        tok = AutoTokenizer.from_pretrained(str(path))
+        model = AutoModelForCausalLM.from_pretrained(str(path), attn_implementation="eager", dtype=torch.float32)
+        model.to(device)
     return LoadedModel(model, HFTokenizer(tok), device)
 
 
@@ -41,8 +42,8 @@ def tiny(device=None, seed: int = 0, layers: int = 4, sliding_window: int = 8) -
         pad_token_id=0, bos_token_id=2, eos_token_id=1,
     )
     config._attn_implementation = "eager"
-    with torch.random.fork_rng():
+    with BUILDING, torch.random.fork_rng():
         torch.manual_seed(seed)
         model = Gemma3ForCausalLM(config)
-    model.to(device)
+        model.to(device)
     return LoadedModel(model, ByteTokenizer(), device, name="tiny random-weight Gemma3")

@@ -39,6 +39,10 @@ from .tokens import Tokenizer, labels_from_offsets, words_from_offsets
 
 _BASE_CACHE = 8  # unmodified hidden states kept (by token ids), for swaps on the same text
 _counter = itertools.count()
+# transformers' loading patches process-wide state while it builds a model (torch.nn.init's
+# functions emptied, parameters made on the meta device): a model built in another thread
+# meanwhile comes out uninitialised or on the meta device. Every model is built under this.
+BUILDING = threading.RLock()
 
 
 @dataclass(frozen=True)

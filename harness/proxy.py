@@ -55,15 +55,15 @@ def proxy(backends: list[str], port: int | None = None, timeout: float = 60):
 
 @contextlib.contextmanager
 def replicas_behind_proxy(n: int, model: str = "gemma", port: int | None = None, extra: list[str] = (),
-                          timeout: float = 900, envs: list[dict] | None = None):
+                          timeout: float = 900, envs: list[dict] | None = None, warm: bool = False):
     """n app processes on this machine (and ``extra`` host:port backends) behind one
     HAProxy; yields (proxy URL, the local replicas' pids). Each replica gets its share
     of the cores for torch (``ATLAS_TORCH_THREADS``, unless set), and ``envs[i]`` (when
     given) on top of the environment (e.g. a cache folder of its own, as on another
-    machine)."""
+    machine). ``warm``: each replica loads its model from the start (ui/launch.py)."""
     share = {"ATLAS_TORCH_THREADS": os.environ.get("ATLAS_TORCH_THREADS") or str(max(1, (os.cpu_count() or 1) // n))}
     with contextlib.ExitStack() as stack:
-        urls = [stack.enter_context(app_server(model, timeout=timeout,
+        urls = [stack.enter_context(app_server(model, timeout=timeout, warm=warm,
                                                extra_env={**share, **(envs[i] if envs else {})})) for i in range(n)]
         backends = [u.removeprefix("http://") for u in urls] + list(extra)
         url = stack.enter_context(proxy(backends, port))
@@ -79,7 +79,7 @@ def main() -> int:
     args = ap.parse_args()
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    with replicas_behind_proxy(args.replicas, args.model, args.port, args.backend) as (url, pids):
+    with replicas_behind_proxy(args.replicas, args.model, args.port, args.backend, warm=True) as (url, pids):
         print(f"Attention Atlas: {args.replicas} replica(s) (pids {', '.join(map(str, pids))})"
               f"{' + ' + ', '.join(args.backend) if args.backend else ''} behind HAProxy at "
               f"http://0.0.0.0:{args.port} (Ctrl+C stops them all)", flush=True)

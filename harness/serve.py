@@ -17,6 +17,7 @@ from ui import steps
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER_PIDS: dict[str, int] = {}  # url -> pid of the app serving it
+SERVER_LOGS: dict[str, str] = {}  # url -> the file its output goes to
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
@@ -48,10 +49,11 @@ def running(cmd: list[str], url: str, *, name: str, env: dict, timeout: float, s
             if time.time() > deadline:
                 raise TimeoutError(f"{name} did not answer")
             time.sleep(0.3)
-        SERVER_PIDS[url] = proc.pid
+        SERVER_PIDS[url], SERVER_LOGS[url] = proc.pid, log.name
         yield url
     finally:
         SERVER_PIDS.pop(url, None)
+        SERVER_LOGS.pop(url, None)
         proc.terminate()
         try:
             proc.wait(timeout=stop_wait)
@@ -63,12 +65,16 @@ def running(cmd: list[str], url: str, *, name: str, env: dict, timeout: float, s
 
 @contextlib.contextmanager
 def app_server(model: str = "gemma", timeout: float = 300, extra_env: dict | None = None, script: str = "app.py",
-               port: int | None = None):
-    """Yield the base URL of a running app (or another Streamlit script); stop it afterwards."""
+               port: int | None = None, warm: bool = False):
+    """Yield the base URL of a running app (or another Streamlit script); stop it afterwards.
+    ``warm``: started as scripts/run.sh starts it (ui/launch.py: the model loaded and the
+    sample text's pages built from the start); else plain ``streamlit run``, the model
+    loaded by the first page that needs it."""
     port = port or free_port()
     env = {"MALLOC_ARENA_MAX": "2", **os.environ, "ATLAS_MODEL": model, "PYTHONUNBUFFERED": "1",
            **(extra_env or {})}  # as scripts/run.sh starts it
-    cmd = [sys.executable, "-m", "streamlit", "run", os.path.join(ROOT, script), "--server.port", str(port),
+    run = ["-m", "ui.launch"] if warm else ["-m", "streamlit", "run"]
+    cmd = [sys.executable, *run, os.path.join(ROOT, script), "--server.port", str(port),
            "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"]
     with running(cmd, f"http://127.0.0.1:{port}", name="the app", env=env, timeout=timeout) as url:
         yield url

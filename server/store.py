@@ -6,7 +6,8 @@ for a part's tables; ``put`` / ``get`` a view; the classes' own SQL in server.cl
 
 * ``Store``: an embedded SQLite file (standard library), the default: nothing to start,
   every process on one machine shares it (WAL journal, a busy timeout, every write one
-  transaction). A file that is not a database, or fails SQLite's check, is set aside
+  transaction; a few connections kept open for the process's page runs, which run each on
+  a thread of their own). A file that is not a database, or fails SQLite's check, is set aside
   and a fresh one made (the caller is told, so it can say it); a file deleted while the
   app runs is made again in place, with every part's tables, at the next use.
 * ``server.pgstore.PgStore``: PostgreSQL, when ``ATLAS_DATABASE_URL`` names one: every
@@ -22,8 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from attn import settings
@@ -60,6 +62,9 @@ def store_at(where, **bounds) -> Backend:
     return Store(Path(where), **bounds)
 
 
+KEPT_CONNECTIONS = 8  # SQLite connections a process keeps open for its page runs (opening one: ≈ 0.5 ms)
+
+
 def _is_damaged(exc: sqlite3.DatabaseError) -> bool:
     """A file that is not a database, or a damaged one (nothing else: a lock, a full disk
     or a read-only file is a moment's trouble, not a reason to set the links aside)."""
@@ -79,6 +84,8 @@ class Store(Backend):
     recreated: bool = False  # the file was not a database (or failed its check) and has been replaced
     problem: str | None = None  # a StoreError's reason met at start (the store is left as it is)
     remade: int = 0  # times the file vanished while in use and was made again in place
+    _idle: list = field(default_factory=list, repr=False)  # (connection, the file's inode when opened)
+    _idle_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
@@ -109,7 +116,8 @@ class Store(Backend):
             self.problem = exc.reason
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)  # autocommit; explicit transactions
+        # autocommit (explicit transactions); any thread: a kept connection serves the next page run's thread
+        db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
         try:
             db.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
             db.execute("PRAGMA journal_mode=WAL")
@@ -118,16 +126,52 @@ class Store(Backend):
             raise
         return db
 
-    def _open(self) -> sqlite3.Connection:
-        """A connection, or a StoreError saying why there is none. A file that vanished
-        (deleted while the app runs) is made again first, with every part's tables: what
-        it held is gone, and the callers find their rows missing and say so."""
+    def _open(self) -> tuple[sqlite3.Connection, int | None]:
+        """A connection (and the file's inode it is open on), or a StoreError saying why
+        there is none. A file that vanished (deleted while the app runs) is made again
+        first, with every part's tables: what it held is gone, and the callers find their
+        rows missing and say so. A kept connection is reused only while the file is the
+        one it opened (its inode): one kept across a deletion would read the old file."""
         if self.parts and not self.path.exists():
             self._remake()
         try:
-            return self._connect()
+            inode = self.path.stat().st_ino
+        except OSError:
+            inode = None
+        db = self._kept(inode)
+        if db is not None:
+            return db, inode
+        try:
+            return self._connect(), inode
         except (OSError, sqlite3.Error) as exc:
             raise StoreError.of(exc) from exc
+
+    def _kept(self, inode: int | None) -> sqlite3.Connection | None:
+        """A kept connection open on the file at ``inode`` (those on another are closed), or None."""
+        with self._idle_lock:
+            while self._idle:
+                db, was = self._idle.pop()
+                if inode is not None and was == inode:
+                    return db
+                db.close()
+        return None
+
+    def _close(self, db: sqlite3.Connection, inode: int | None, healthy: bool) -> None:
+        """A connection back: kept for the next use (KEPT_CONNECTIONS at most) when it
+        ended cleanly, outside a transaction, on the file it opened; closed otherwise."""
+        if healthy and inode is not None and not db.in_transaction:
+            with self._idle_lock:
+                if len(self._idle) < KEPT_CONNECTIONS:
+                    self._idle.append((db, inode))
+                    return
+        db.close()
+
+    def close(self) -> None:
+        """Close the connections kept for reuse (a test's store, before its file goes)."""
+        with self._idle_lock:
+            idle, self._idle = self._idle, []
+        for db, _ in idle:
+            db.close()
 
     def _remake(self) -> None:
         parts, self.parts = dict(self.parts), {}
@@ -154,7 +198,8 @@ class Store(Backend):
         """A connection inside ``BEGIN IMMEDIATE`` … ``COMMIT``: everything or nothing.
         A failed BEGIN raises its own StoreError (there is nothing to roll back); any
         failure inside rolls back and is raised (an sqlite3 error as a StoreError)."""
-        db = self._open()
+        db, inode = self._open()
+        healthy = False
         try:
             try:
                 db.execute("BEGIN IMMEDIATE")
@@ -163,6 +208,7 @@ class Store(Backend):
             try:
                 yield db
                 db.execute("COMMIT")
+                healthy = True
             except BaseException as exc:
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
@@ -170,24 +216,30 @@ class Store(Backend):
                     raise StoreError.of(exc) from exc
                 raise
         finally:
-            db.close()
+            self._close(db, inode, healthy)
 
     @contextlib.contextmanager
     def reading(self):
         """A connection for reads (WAL: never blocked by a writer); an sqlite3 error
         inside is raised as a StoreError."""
-        db = self._open()
+        db, inode = self._open()
+        healthy = False
         try:
             yield db
+            healthy = True
         except sqlite3.Error as exc:
             raise StoreError.of(exc) from exc
         finally:
-            db.close()
+            self._close(db, inode, healthy)
 
     def _touch(self, db, key: str, kept: bool = False) -> None:
         with contextlib.suppress(sqlite3.Error):
             db.execute("PRAGMA busy_timeout=100")  # a moment, not the writers' wait
-            db.execute("UPDATE views SET used = ?, kept = MAX(kept, ?) WHERE key = ?", (time.time(), int(kept), key))
+            try:
+                db.execute("UPDATE views SET used = ?, kept = MAX(kept, ?) WHERE key = ?",
+                           (time.time(), int(kept), key))
+            finally:  # the connection is kept for others: the writers' wait again
+                db.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
 
     def _missing_table(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.OperationalError) and "no such table" in str(exc)

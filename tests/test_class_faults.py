@@ -85,7 +85,7 @@ class FullDisk:
 
 @contextlib.contextmanager
 def connections_that(monkeypatch, fault: str):
-    """Every connection the store opens meets ``fault``: the disk full (every write fails
+    """Every connection the store uses meets ``fault`` (none kept from before): the disk full (every write fails
     as SQLite's SQLITE_FULL does), the file read-only (opened read-only: SQLite's own
     SQLITE_READONLY on a write), or the store not opened at all (as when its folder
     cannot be read)."""
@@ -103,6 +103,8 @@ def connections_that(monkeypatch, fault: str):
 
     with monkeypatch.context() as m:
         m.setattr(Store, "_connect", faulty)
+        m.setattr(Store, "_kept", lambda self, inode: None)  # no connection kept from before the fault,
+        m.setattr(Store, "_close", lambda self, db, inode, healthy: db.close())  # nor a faulty one for after
         yield
 
 

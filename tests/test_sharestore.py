@@ -86,7 +86,9 @@ def _hold(path, how: str):
 
 def test_a_lock_held_past_the_timeout_at_start_leaves_the_links_in_place(tmp_path):
     path = tmp_path / "v.sqlite3"
-    key = Store(path).put({"text": "kept through a lock"})
+    first = Store(path)
+    key = first.put({"text": "kept through a lock"})
+    first.close()  # its kept connection would stop another process taking the file for itself
     holder = _hold(path, "all")
     try:
         s = Store(path, timeout=0.2)
@@ -169,9 +171,13 @@ def test_the_store_closes_the_connection_it_checks_with_at_start(tmp_path, monke
         return db
 
     monkeypatch.setattr(sqlite3, "connect", tracking)
-    Store(tmp_path / "v.sqlite3")
+    s = Store(tmp_path / "v.sqlite3")
     assert opened
+    kept = [db for db, _ in s._idle]
+    assert len(kept) <= 1  # at most the one the tables were made with, kept for the next use
     for db in opened:
+        if any(db is k for k in kept):
+            continue
         with pytest.raises(sqlite3.ProgrammingError):  # closed: no statement runs on it
             db.execute("SELECT 1")
 
@@ -273,3 +279,25 @@ def test_postgres_writers_wait_their_turn_and_a_lock_held_too_long_is_said(pg_se
         assert caught.value.reason == "locked"
         assert s.get(kept) == {"text": "before the lock"}  # reading does not wait
     assert s.get(s.put({"text": "waits too long"})) == {"text": "waits too long"}  # the lock gone: written
+
+
+def test_a_kept_connection_serves_the_next_uses_and_never_outlives_its_file(tmp_path, monkeypatch):
+    """Page runs reuse the store's connections (each run is a thread of its own, and
+    opening one costs more than most reads); one is never reused across a file that was
+    deleted under the app: the next use opens the new file."""
+    path = tmp_path / "v.sqlite3"
+    s = Store(path)
+    key = s.put({"text": "first"})
+    opened = []
+    real = Store._connect
+    monkeypatch.setattr(Store, "_connect", lambda self: opened.append(1) or real(self))
+    for _ in range(20):
+        assert s.get(key) == {"text": "first"}
+    s.put({"text": "second"})
+    assert opened == []  # every read and the write on the kept connection
+    path.unlink()  # deleted while the app runs (its -wal and -shm too, as an operator would)
+    for extra in tmp_path.glob("v.sqlite3-*"):
+        extra.unlink()
+    assert s.get(key) is None  # made again in place: the new file holds nothing of the old
+    assert opened  # a new connection, on the new file
+    assert s.remade == 1

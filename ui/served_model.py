@@ -27,6 +27,7 @@ from .session import tr
 _convert_lock = threading.Lock()
 _log = logging.getLogger(__name__)
 # folders that could not serve, by path: the process runs the packaged model instead
+background = {"loading": None}  # the model ui.warm's thread is loading just now (None: none)
 _refused: dict[str, folders.ModelFolderError] = {}
 _budgets: dict[str, int] = {}  # each loaded model's token budget
 _imported: set[str] = set()  # folders whose model family was imported (folders.import_family)
@@ -204,6 +205,9 @@ def ensure_model():
         if chosen == "gemma" and not convert.is_converted():
             _converting(lambda progress: convert.is_converted() or convert.convert(progress))
         try:
+            if background["loading"] == chosen:  # the server has just started: its own thread loads the model
+                with st.spinner(tr()("model.loading")):
+                    return get_model(chosen)
             return get_model(chosen)
         except Exception:
             if chosen != "gemma":

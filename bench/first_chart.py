@@ -1,0 +1,124 @@
+"""A later start, to the first chart, in a real browser (the model already converted):
+the server started plainly (``streamlit run``: the model loads on the first visit) and as
+scripts/run.sh starts it (``ui/launch.py``: the model loaded and the sample text's pages
+built from the start), back to back in one run, each beside a step switch.
+
+    .venv/bin/python bench/first_chart.py [--model gemma] [--idle 0]
+
+Rows, for each way of starting: the start until the health check answers; a page opened
+at once then → its first chart; a page opened once the server has had time to get ready
+(the warmed server's "ready" line, the same wait for the plain one) → its first chart;
+a step switch (step 2 → step 1, median of 3) → its chart; and Streamlit's own floor, a
+trivial page with one heatmap (bench/floor_app.py) in a new tab → its chart (a new tab
+loads Streamlit's and Plotly's code in the browser, which a step switch does not). Times with the machine's
+matmul rate beside them: trust the ratios."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from harness.serve import SERVER_LOGS, app_server, launch, wait_idle
+from ui import i18n, steps
+
+CHART = ".js-plotly-plot"
+
+
+def matmul_rate() -> float:
+    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    a @ b
+    t = time.perf_counter()
+    for _ in range(5):
+        a @ b
+    return 2 * 2048**3 * 5 / (time.perf_counter() - t) / 1e9
+
+
+def first_chart(browser, url: str, query: str = "/?lang=en") -> float:
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
+    t = time.perf_counter()
+    page.goto(url + query)
+    page.wait_for_selector(CHART, timeout=600_000)
+    took = time.perf_counter() - t
+    if query:  # the app's run ends (the floor page has no navigation to wait for)
+        wait_idle(page, 300_000)
+    page.close()
+    return took
+
+
+def step_switch(browser, url: str) -> float:
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
+    page.goto(url + "/?lang=en")
+    page.wait_for_selector(CHART, timeout=600_000)
+    wait_idle(page, 300_000)
+    nav = page.locator('[data-testid="stSidebarNav"] a')
+    title = i18n.translate("en", steps.pages()[0].title_key)
+    times = []
+    for _ in range(3):
+        nav.nth(1).click()
+        wait_idle(page, 300_000)
+        t = time.perf_counter()
+        nav.nth(0).click()
+        page.wait_for_function("""(title) => { const h = document.querySelector('h1');
+            return h && h.innerText.trim() === title && !document.querySelector('[data-testid="stStatusWidget"]')
+                && document.querySelectorAll('.js-plotly-plot').length >= 1; }""", arg=title, timeout=300_000,
+                               polling=25)
+        times.append(time.perf_counter() - t)
+        wait_idle(page)
+    page.close()
+    return statistics.median(times)
+
+
+def ready_after(url: str, since: float, limit: float = 600) -> float:
+    """Seconds from ``since`` until the server's log says it is ready (ui/warm.py)."""
+    while time.perf_counter() - since < limit:
+        with open(SERVER_LOGS[url], encoding="utf-8", errors="replace") as f:
+            if "Attention Atlas: ready" in f.read():
+                return time.perf_counter() - since
+        time.sleep(0.1)
+    return float("nan")
+
+
+def main() -> int:
+    from playwright.sync_api import sync_playwright
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="gemma")
+    args = ap.parse_args()
+    print(f"a later start to the first chart ({args.model}; matmul {matmul_rate():.0f} GFLOP/s)")
+    rows, ready_wait = {}, None
+    with sync_playwright() as p:
+        browser = launch(p)
+        for warm in (True, False):  # the warmed server first: its ready time is the plain one's wait
+            for opened in ("at once", "once ready"):
+                t0 = time.perf_counter()
+                with app_server(args.model, warm=warm) as url:
+                    healthy = time.perf_counter() - t0
+                    if opened == "once ready":
+                        if warm:
+                            ready_wait = ready_after(url, t0)
+                        else:
+                            time.sleep(max(0.0, (ready_wait or 0) - (time.perf_counter() - t0)))
+                    chart = first_chart(browser, url)
+                    switch = step_switch(browser, url) if opened == "at once" else None
+                rows[(warm, opened)] = (healthy, chart, switch)
+        with app_server(args.model, script="bench/floor_app.py") as url:  # Streamlit's own floor
+            floor = statistics.median(first_chart(browser, url, "") for _ in range(3))
+        browser.close()
+    print(f"  the warmed server said it was ready {ready_wait:.1f} s after its start")
+    print(f"  {'started':<28}{'opened':<12}{'healthy':>9}{'first chart':>13}{'step switch':>13}{'ratio':>7}")
+    for warm in (False, True):
+        switch = rows[(warm, "at once")][2]
+        for opened in ("at once", "once ready"):
+            healthy, chart, _ = rows[(warm, opened)]
+            name = "ui/launch.py (warmed)" if warm else "streamlit run (plain)"
+            print(f"  {name:<28}{opened:<12}{healthy:>8.1f}s{chart:>12.2f}s{switch:>12.2f}s{chart / switch:>6.1f}×")
+    print(f"  Streamlit's floor (bench/floor_app.py: a trivial page, one heatmap), a new tab → its chart: "
+          f"{floor:.2f} s (median of 3)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

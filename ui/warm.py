@@ -1,0 +1,100 @@
+"""Ready when the server says so: as soon as a serving process starts (``ui/launch.py``),
+a background thread loads the model and builds the sample text's pages, in every
+language, into the caches the pages read — before the first visitor, so that opening the
+page shows the first chart about as fast as a step switch. The health check does not wait
+for it (Streamlit answers it as soon as it serves); a page opened while the model still
+loads says so (``ui.served_model.ensure_model``).
+
+The packaged model is never converted here: a first start converts it in
+``scripts/run.sh`` before the server starts (and a page converts it with its progress bar
+when it is missing); a folder that cannot serve is left to the page, which says why."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import urllib.request
+
+
+RUNTIME_WAIT = 120.0  # seconds the thread waits for Streamlit's runtime (its caches) to exist
+ANSWER_WAIT = 15.0  # then, at most, for the server to answer its health check on the loopback
+_log = logging.getLogger(__name__)
+_state = {"ready": None, "thread": None}  # when the pages were built; the thread
+
+
+def ready() -> float | None:
+    """When the sample text's pages were built (time.time()), or None: not (yet)."""
+    return _state["ready"]
+
+
+def start() -> threading.Thread:
+    """The warming thread, started once per process."""
+    if _state["thread"] is None:
+        _state["thread"] = threading.Thread(target=_warm, daemon=True, name="atlas-warm")
+        _state["thread"].start()
+    return _state["thread"]
+
+
+def _serving() -> bool:
+    """Streamlit's runtime (whose caches the pages read) has started: the server answers
+    its health check from now on, and the heavy imports below no longer delay it."""
+    from streamlit.runtime import Runtime
+    from streamlit.runtime.runtime import RuntimeState
+
+    return Runtime.exists() and Runtime.instance().state != RuntimeState.INITIAL
+
+
+def _answers() -> bool:
+    """The server answers its health check (the heavy work waits for it: its imports
+    alone would hold the interpreter while the server binds its port)."""
+    from streamlit import config
+
+    address = config.get_option("server.address") or "127.0.0.1"
+    host = "127.0.0.1" if address in ("0.0.0.0", "::", "") else address
+    host = f"[{host}]" if ":" in host else host
+    try:
+        with urllib.request.urlopen(f"http://{host}:{config.get_option('server.port')}/_stcore/health",
+                                    timeout=1) as r:
+            return r.status == 200
+    except (OSError, ValueError):
+        return False
+
+
+def _warm() -> None:
+    t0 = time.perf_counter()
+    end = time.monotonic() + RUNTIME_WAIT
+    while not _serving():
+        if time.monotonic() > end:
+            _log.warning("warm: Streamlit's runtime did not start; the first visitor loads the model")
+            return
+        time.sleep(0.05)
+    end = time.monotonic() + ANSWER_WAIT
+    while not _answers() and time.monotonic() < end:  # not answering on the loopback (TLS): start anyway
+        time.sleep(0.1)
+    try:  # the heavy imports (torch, transformers) only now: before, they would delay the health check
+        from attn import convert
+
+        from . import analyses, served_model, summaries
+        from .i18n import DEFAULT, LANGS
+        from .samples import sample_text
+
+        model_id = served_model.default_model()
+        if model_id == "gemma" and not convert.is_converted():
+            _log.warning("warm: the model is not converted yet; the first page converts it with its progress bar")
+            return
+        served_model.background["loading"] = model_id  # a page opened meanwhile says so
+        try:
+            served_model.get_model(model_id)
+        finally:
+            served_model.background["loading"] = None
+        loaded = time.perf_counter() - t0
+        for lang in [DEFAULT, *(lang for lang in LANGS if lang != DEFAULT)]:  # the default language's first
+            text = sample_text(lang)
+            a = analyses.analysis_unseen(text, model_id)
+            summaries.build_all(a, text, model_id, {}, langs=(lang,))
+        _state["ready"] = time.time()
+        print(f"Attention Atlas: ready — the model ({model_id}) loaded in {loaded:.1f} s, the sample texts' "
+              f"pages built in {time.perf_counter() - t0:.1f} s after the start", flush=True)
+    except Exception:  # the first visitor then meets the same error on their page, said there
+        _log.exception("warm: the model or the sample text's pages could not be prepared in the background")
