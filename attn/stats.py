@@ -19,6 +19,7 @@ from .layer import LayerAttention
 
 
 _CHUNK = 1 << 22  # weights handled at once (in float32: 16 MB), so all layers of a long text fit
+_FIRST_CELLS = 32  # k(p) looks first among a row's 32 largest cells (7 rows in 10 of the model's need no more)
 
 
 def _rows(weights: torch.Tensor):
@@ -36,12 +37,21 @@ def k_for_share(weights: torch.Tensor, p: float) -> torch.Tensor:
     if not 0 < p <= 1:
         raise ValueError(f"p must be in (0, 1], got {p}")
     n = weights.shape[-1]
+    first = min(n, _FIRST_CELLS)
     out = torch.empty(weights.shape[:-1], dtype=torch.int64).reshape(-1)
     for s, e, w in _rows(weights):
-        total = w.sum(dim=-1, keepdim=True)
-        top = torch.sort(w, dim=-1, descending=True).values.cumsum(dim=-1)
-        # cells strictly below the target, plus the one that reaches it (float slack 1e-6)
-        out[s:e] = ((top < p * total - 1e-6).sum(dim=-1) + 1).clamp_max(n)
+        target = p * w.sum(dim=-1) - 1e-6  # (float slack 1e-6)
+        # most rows reach the target within their largest few cells: those cells alone
+        # (topk, sorted) give the same running sums as a sort of the whole row, and only
+        # the rows that do not reach it are sorted whole (bench/room_text.py, every layer of
+        # a 354-token text: 156 → 104 ms)
+        top = torch.topk(w, first, dim=-1).values.cumsum(dim=-1)
+        k = (top < target[:, None]).sum(dim=-1) + 1  # cells strictly below it, plus the one that reaches it
+        longer = top[:, -1] < target
+        if first < n and bool(longer.any()):
+            whole = torch.sort(w[longer], dim=-1, descending=True).values.cumsum(dim=-1)
+            k[longer] = (whole < target[longer, None]).sum(dim=-1) + 1
+        out[s:e] = k.clamp_max(n)
     return out.reshape(weights.shape[:-1])
 
 

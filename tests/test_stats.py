@@ -246,3 +246,50 @@ def test_output_errors_both_ways_against_a_hand_made_bidirectional_softmax():
     peak = outputs.peak_weights(q, k, L(causal=False, scale=0.25), window=4, hubs=(0,), features_list=())
     assert peak["own"] == pytest.approx(float(torch.softmax(scores, dim=-1).amax(-1).mean()), rel=1e-5)
     assert peak["uniform"] == pytest.approx(1 / 30)
+
+
+def _k_by_hand(row: list[float], p: float) -> tuple[int, bool]:
+    """k(p) by a plain loop in float64: the largest cells taken one by one until their sum
+    reaches p; and whether a running sum came within float32's rounding of the target
+    (there float32 sums may land on either side: one cell more or less is no error)."""
+    total, taken, close = sum(row), 0.0, False
+    for count, x in enumerate(sorted(row, reverse=True), start=1):
+        taken += x
+        close = close or abs(taken - p * total) < 1e-5
+        if taken >= p * total - 1e-6:
+            return count, close
+    return len(row), close
+
+
+def _agrees(got: list[int], rows: list[list[float]], p: float) -> bool:
+    for k, row in zip(got, rows):
+        want, close = _k_by_hand(row, p)
+        if k != want and not (close and abs(k - want) == 1):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("n", [1, 5, 31, 32, 33, 200])
+def test_k_for_share_matches_a_plain_loop_on_rows_short_and_long_flat_and_peaked(n):
+    g = torch.Generator().manual_seed(n)
+    rows = [torch.softmax(torch.randn(n, generator=g) * scale, dim=0) for scale in (0.1, 1.0, 4.0, 12.0)]
+    rows.append(torch.full((n,), 1.0 / n))  # every cell tied
+    causal = torch.softmax(torch.randn(n, n, generator=g) * 3, dim=-1).tril()  # zeros past the diagonal
+    w = torch.cat([torch.stack(rows), causal / causal.sum(-1, keepdim=True)])
+    for p in (0.5, 0.9, 0.99, 1.0):
+        assert _agrees(stats.k_for_share(w, p).tolist(), w.tolist(), p), p
+    # float16 weights (as the analyses keep them) count as their float32 values
+    assert _agrees(stats.k_for_share(w.half(), 0.9).tolist(), w.half().float().tolist(), 0.9)
+
+
+def test_k_for_share_is_the_whole_rows_sort_when_most_rows_need_more_than_the_first_cells():
+    """Rows past the first cells (flat rows of 300) and rows within them, mixed in one
+    chunk: the same counts as sorting every row whole (the rule before the shortcut)."""
+    g = torch.Generator().manual_seed(7)
+    w = torch.softmax(torch.randn(64, 300, generator=g) * torch.linspace(0.05, 8, 64)[:, None], dim=-1)
+    for p in (0.5, 0.9):
+        top = torch.sort(w, dim=-1, descending=True).values.cumsum(dim=-1)
+        whole = ((top < p * w.sum(-1, keepdim=True) - 1e-6).sum(-1) + 1).clamp_max(300)
+        got = stats.k_for_share(w, p)
+        assert (got > 32).any() and (got <= 32).any()
+        assert torch.equal(got, whole)
