@@ -19,21 +19,12 @@ import argparse
 import statistics
 import time
 
-import torch
 
+from attn.bench import matmul_gflops
 from harness.serve import SERVER_LOGS, app_server, launch, wait_idle
 from ui import i18n, steps
 
 CHART = ".js-plotly-plot"
-
-
-def matmul_rate() -> float:
-    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
-    a @ b
-    t = time.perf_counter()
-    for _ in range(5):
-        a @ b
-    return 2 * 2048**3 * 5 / (time.perf_counter() - t) / 1e9
 
 
 def first_chart(browser, url: str, query: str = "/?lang=en") -> float:
@@ -87,7 +78,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="gemma")
     args = ap.parse_args()
-    print(f"a later start to the first chart ({args.model}; matmul {matmul_rate():.0f} GFLOP/s)")
+    print(f"a later start to the first chart ({args.model}; matmul {matmul_gflops('cpu'):.0f} GFLOP/s)")
     rows, ready_wait = {}, None
     with sync_playwright() as p:
         browser = launch(p)

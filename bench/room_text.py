@@ -21,8 +21,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from attn import outputs, room_numbers, stats  # noqa: E402
+from attn.bench import matmul_gflops  # noqa: E402
 from classroom import own_text  # noqa: E402
-from first_chart import matmul_rate  # noqa: E402
 
 
 def parts_of(a, times: dict) -> None:
@@ -63,7 +63,7 @@ def main() -> int:
     from ui import served_model
 
     model = served_model.get_model(args.model)
-    print(f"one room text by part ({args.model}; matmul {matmul_rate():.0f} GFLOP/s; torch threads "
+    print(f"one room text by part ({args.model}; matmul {matmul_gflops('cpu'):.0f} GFLOP/s; torch threads "
           f"{torch.get_num_threads()})")
     times: dict[str, list[float]] = defaultdict(list)
     for i in range(args.runs + 1):

@@ -42,7 +42,7 @@ echo "ruff check …"
 # the packaged model converted once, before two test processes could both start on it
 .venv/bin/python -m attn.convert
 # the machine's speed beside the run's time: these machines differ by 3× or more
-.venv/bin/python -c "import time, torch; a = torch.randn(2048, 2048); a @ a; t = time.perf_counter(); [a @ a for _ in range(5)]; print(f'this machine: one 2,048² float32 matmul at {2 * 2048**3 * 5 / (time.perf_counter() - t) / 1e9:.0f} GFLOP/s on {torch.get_num_threads()} threads')"
+.venv/bin/python -c "import torch; from attn.bench import matmul_gflops; print(f'this machine: one 2,048² float32 matmul at {matmul_gflops(\"cpu\"):.0f} GFLOP/s on {torch.get_num_threads()} threads')"
 # two test processes, each test file in one of them (a file's servers and fixtures stay
 # together): the browser tests' waits overlap the engine's work. ATLAS_TEST_WORKERS=0: one.
 # Afterwards, the CPU time of the tests alone (user + sys of every process they ran).
