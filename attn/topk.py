@@ -1,0 +1,154 @@
+"""Top-k selection: each query keeps only the k keys it scores highest, and softmax runs
+over those alone (the idea behind DeepSeek's sparse attention and Native Sparse
+Attention's chosen blocks).
+
+Two ways to choose:
+
+* the **oracle** chooses by the exact scores q·kᵀ: no method that keeps k keys per query
+  can keep more of the exact weight, so its error is the floor of every such method. It
+  still scores every visible pair (n²·d operations): only the attention over the chosen
+  keys (n·k·d) is saved;
+* an **indexer** chooses by cheap scores: q and k projected onto a few directions, the
+  text's own keys' top principal directions (uncentred: the right singular vectors of the
+  head's key matrix; deterministic, no seed). Exact attention then runs over the keys it
+  chose. Its *recall*, how many of the oracle's k it found, is its honest number.
+
+Queries go :data:`ROWS` at a time: at most ``(b, h, ROWS, n)`` scores are held, never an
+n×n grid, and the attention over the chosen keys gathers ``(b, h, ROWS, k, d)``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+ROWS = 128  # queries scored at a time
+
+
+def check_keep(keep) -> int:
+    """The number of keys each query keeps: a whole number ≥ 1 (a row needs a key)."""
+    if isinstance(keep, bool):
+        raise ValueError(f"k must be a whole number >= 1, got {keep!r}")
+    if not isinstance(keep, int):
+        try:
+            as_int = int(keep)
+        except (TypeError, ValueError):
+            raise ValueError(f"k must be a whole number >= 1, got {keep!r}") from None
+        if as_int != keep:
+            raise ValueError(f"k must be a whole number >= 1, got {keep!r}")
+        keep = as_int
+    if keep < 1:
+        raise ValueError(f"k must be >= 1 (each query keeps at least one key), got {keep}")
+    return keep
+
+
+def for_window(window: int, causal: bool) -> int:
+    """The k that keeps as many cells a row as a window of ``window`` tokens does away from
+    the text's ends: w looking back only, 2w − 1 both ways."""
+    return window if causal else 2 * window - 1
+
+
+def cells(n: int, keep: int, causal: bool) -> int:
+    """Cells top-k attention computes the attention over: each row min(k, the keys it may see)."""
+    keep = check_keep(keep)
+    if not causal:
+        return n * min(keep, n)
+    full = min(keep, n)  # rows 0 … keep-1 see i + 1 keys, the rest keep k
+    return full * (full + 1) // 2 + (n - full) * keep
+
+
+def _scale(q, scale):
+    return q.shape[-1] ** -0.5 if scale is None else scale
+
+
+def principal_directions(k: torch.Tensor, dims: int) -> torch.Tensor:
+    """The indexer's projection: the ``dims`` top right singular vectors of each head's keys
+    ``(b, h, n, d)`` → ``(b, h, d, dims)`` (uncentred, so q·k is kept where the keys lie)."""
+    if dims < 1:
+        raise ValueError(f"the indexer needs at least one dimension, got {dims}")
+    dims = min(dims, k.shape[-1])
+    _, _, vh = torch.linalg.svd(k.double(), full_matrices=False)  # (b, h, min(n, d), d)
+    return vh[..., :dims, :].transpose(-1, -2).to(k.dtype)
+
+
+def _visible(r0: int, r1: int, n: int, causal: bool, device) -> torch.Tensor | None:
+    if not causal:
+        return None
+    i = torch.arange(r0, r1, device=device)[:, None]
+    return torch.arange(n, device=device)[None, :] <= i
+
+
+def chosen_keys(q, k, keep: int, *, causal: bool, r0: int, r1: int, by=None):
+    """The keys rows r0…r1-1 keep: indices ``(b, h, r, kk)`` (kk = min(k, n)) and a flag for
+    each that it is visible (a causal row near the start sees fewer than k keys).
+    ``by``: (q, k) to choose by instead (the indexer's projections); None: the exact scores."""
+    n = k.shape[2]
+    sq, sk = (q, k) if by is None else by
+    scores = sq[:, :, r0:r1] @ sk.transpose(-1, -2)  # (b, h, r, n): the scoring, every visible pair
+    vis = _visible(r0, r1, n, causal, q.device)
+    if vis is not None:
+        scores = scores.masked_fill(~vis, float("-inf"))
+    kk = min(keep, n)
+    top = scores.topk(kk, dim=-1)
+    return top.indices, torch.isfinite(top.values)
+
+
+def topk_attention(q, k, v, keep: int, *, causal: bool = True, scale: float | None = None,
+                   indexer_dims: int | None = None, rows: int = ROWS) -> torch.Tensor:
+    """Softmax over each query's top ``keep`` keys (by the exact scores, or with
+    ``indexer_dims`` by the indexer's), on ``(b, h, n, d)`` tensors, ``rows`` queries at a
+    time: never an n×n tensor."""
+    keep = check_keep(keep)
+    s = _scale(q, scale)
+    n = q.shape[2]
+    by = None
+    if indexer_dims is not None:
+        p = principal_directions(k, indexer_dims)
+        by = (q @ p, k @ p)
+    out = torch.empty(*q.shape[:3], v.shape[-1], dtype=q.dtype, device=q.device)
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
+        idx, ok = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1, by=by)
+        b, h, r, kk = idx.shape
+        flat = idx.reshape(b, h, r * kk, 1)
+        kc = k.gather(2, flat.expand(b, h, r * kk, k.shape[-1])).reshape(b, h, r, kk, -1)
+        vc = v.gather(2, flat.expand(b, h, r * kk, v.shape[-1])).reshape(b, h, r, kk, -1)
+        scores = (q[:, :, r0:r1, None, :] * kc).sum(-1) * s  # (b, h, r, kk): exact, the chosen keys only
+        w = torch.softmax(scores.masked_fill(~ok, float("-inf")), dim=-1)
+        out[:, :, r0:r1] = (w[..., None] * vc).sum(-2)
+    return out
+
+
+def selection(q, k, keep: int, *, causal: bool, indexer_dims: int | None = None, rows: int = ROWS) -> torch.Tensor:
+    """Which cells top-k keeps, written out ``(b, h, n, n)`` bool (for references and small
+    texts; the kernel never builds it)."""
+    keep = check_keep(keep)
+    b, h, n, _ = q.shape
+    by = None
+    if indexer_dims is not None:
+        p = principal_directions(k, indexer_dims)
+        by = (q @ p, k @ p)
+    grid = torch.zeros(b, h, n, n, dtype=torch.bool, device=q.device)
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
+        idx, ok = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1, by=by)
+        grid[:, :, r0:r1].scatter_(-1, idx, ok)
+    return grid
+
+
+def recall(q, k, keep: int, indexer_dims: int, *, causal: bool, rows: int = ROWS) -> float:
+    """The indexer's recall: the share of the oracle's chosen keys it chose too, over every
+    row and head (``rows`` queries at a time)."""
+    keep = check_keep(keep)
+    p = principal_directions(k, indexer_dims)
+    by = (q @ p, k @ p)
+    n = q.shape[2]
+    hit = total = 0
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
+        idx, ok = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1)
+        found, found_ok = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1, by=by)
+        mark = torch.zeros(*idx.shape[:3], n, dtype=torch.bool, device=q.device)
+        mark.scatter_(-1, found, found_ok)
+        hit += int((mark.gather(-1, idx) & ok).sum())
+        total += int(ok.sum())
+    return hit / max(1, total)

@@ -1,0 +1,110 @@
+"""Top-k selection against a brute force written apart from the kernel: each row's
+scores sorted in plain Python, the k largest kept, softmax in float64."""
+
+import math
+
+import pytest
+import torch
+
+from attn import topk
+
+
+def brute(q, k, v, keep, causal, scale=None, choose=None):
+    """Row by row, in Python: sort the visible keys by score (or by ``choose``'s scores),
+    keep the first ``keep``, softmax of the exact scores over those."""
+    b, h, n, d = q.shape
+    s = d ** -0.5 if scale is None else scale
+    out = torch.zeros(b, h, n, v.shape[-1], dtype=torch.float64)
+    for bi in range(b):
+        for hi in range(h):
+            for i in range(n):
+                seen = range(i + 1) if causal else range(n)
+                exact = {j: float(q[bi, hi, i].double() @ k[bi, hi, j].double()) * s for j in seen}
+                rank = exact if choose is None else {j: choose(bi, hi, i, j) for j in seen}
+                kept = sorted(seen, key=lambda j: -rank[j])[:keep]
+                top = max(exact[j] for j in kept)
+                e = {j: math.exp(exact[j] - top) for j in kept}
+                total = sum(e.values())
+                for j in kept:
+                    out[bi, hi, i] += e[j] / total * v[bi, hi, j].double()
+    return out
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "both ways"])
+@pytest.mark.parametrize("n,keep,rows", [(13, 4, 5), (9, 1, 128), (7, 20, 3), (16, 16, 4)])
+def test_the_oracle_is_softmax_over_each_rows_k_highest_scores(causal, n, keep, rows):
+    g = torch.Generator().manual_seed(n * 31 + keep)
+    q, k, v = (torch.randn(2, 3, n, 8, generator=g) for _ in range(3))
+    got = topk.topk_attention(q, k, v, keep, causal=causal, rows=rows)
+    assert torch.allclose(got.double(), brute(q, k, v, keep, causal), atol=1e-5)
+
+
+def test_a_scale_is_honoured_and_the_dense_selection_counts_each_rows_cells():
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(1, 2, 11, 4, generator=g) for _ in range(3))
+    got = topk.topk_attention(q, k, v, 3, causal=True, scale=0.7)
+    assert torch.allclose(got.double(), brute(q, k, v, 3, True, scale=0.7), atol=1e-5)
+    for causal in (True, False):
+        grid = topk.selection(q, k, 3, causal=causal, rows=4)
+        per_row = grid.sum(-1)[0, 0].tolist()
+        assert per_row == [min(3, i + 1) if causal else 3 for i in range(11)]
+        assert int(grid[0, 0].sum()) == topk.cells(11, 3, causal)
+        if causal:  # nothing after the query
+            assert not torch.triu(grid[0, 0], diagonal=1).any()
+
+
+def test_cells_by_hand():
+    assert topk.cells(10, 4, causal=False) == 40
+    assert topk.cells(10, 4, causal=True) == 1 + 2 + 3 + 4 * 7
+    assert topk.cells(3, 8, causal=True) == 6
+    assert topk.for_window(5, True) == 5 and topk.for_window(5, False) == 9
+
+
+def test_the_oracle_keeps_at_least_the_weight_a_window_of_the_same_cells_keeps():
+    g = torch.Generator().manual_seed(7)
+    q, k = torch.randn(1, 2, 40, 16, generator=g) * 2, torch.randn(1, 2, 40, 16, generator=g)
+    w = 6
+    scores = (q @ k.transpose(-1, -2)) / 4
+    i, j = torch.arange(40)[:, None], torch.arange(40)[None, :]
+    causal = j <= i
+    weights = torch.softmax(scores.masked_fill(~causal, float("-inf")), -1)
+    window = causal & (i - j < w)
+    chosen = topk.selection(q, k, topk.for_window(w, True), causal=True)
+    kept_top = (weights * chosen).sum(-1)
+    kept_window = (weights * window).sum(-1)
+    assert (kept_top >= kept_window - 1e-6).all()
+    assert (kept_top > kept_window + 1e-3).any()  # on random scores the window is not the best choice
+
+
+def test_an_indexer_with_every_direction_chooses_as_the_oracle_and_fewer_directions_recall_less():
+    g = torch.Generator().manual_seed(11)
+    n, d = 48, 16
+    q, k, v = (torch.randn(1, 2, n, d, generator=g, dtype=torch.float64) for _ in range(3))
+    assert topk.recall(q, k, 8, d, causal=True, rows=7) == pytest.approx(1.0)
+    full = topk.topk_attention(q, k, v, 8, causal=False, indexer_dims=d)
+    assert torch.allclose(full, topk.topk_attention(q, k, v, 8, causal=False), atol=1e-10)
+    few = topk.recall(q, k, 8, 2, causal=False)
+    assert 0 < few < 1
+
+
+def test_the_indexers_choice_against_a_brute_force_with_its_projection():
+    g = torch.Generator().manual_seed(5)
+    n, d, dims = 12, 6, 2
+    q, k, v = (torch.randn(1, 1, n, d, generator=g, dtype=torch.float64) for _ in range(3))
+    # the projection by hand: the top right singular vectors of the key matrix = the top
+    # eigenvectors of kᵀk
+    vals, vecs = torch.linalg.eigh(k[0, 0].T @ k[0, 0])
+    p = vecs[:, vals.argsort(descending=True)[:dims]]
+    qp, kp = q[0, 0] @ p, k[0, 0] @ p
+    got = topk.topk_attention(q, k, v, 3, causal=True, indexer_dims=dims)
+    want = brute(q, k, v, 3, True, choose=lambda b, h, i, j: float(qp[i] @ kp[j]))
+    assert torch.allclose(got, want, atol=1e-10)
+    found = topk.selection(q, k, 3, causal=True, indexer_dims=dims)
+    oracle = topk.selection(q, k, 3, causal=True)
+    assert topk.recall(q, k, 3, dims, causal=True) == pytest.approx(float((found & oracle).sum() / oracle.sum()))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "x", None, True])
+def test_a_bad_k_says_so(bad):
+    with pytest.raises(ValueError, match="k must be"):
+        topk.check_keep(bad)
