@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from . import backend as backends
-from . import costs, kernels, linear_kernels, patterns
+from . import costs, kernels, linear_kernels, patterns, topk
 from .composition import Composition, check_composition, composed_cells, composed_mask
 from .features import FEATURE_MAPS
 
@@ -46,18 +46,25 @@ class Params:
     causal: bool = True
     scale: float | None = None
     parts: Composition | None = None
+    k: int | None = None  # keys each query keeps (top-k); None: as many cells a row as the window
 
 
 @dataclass(frozen=True)
 class Method:
     name: str  # stable, used everywhere: URLs, cache keys, swaps, tables
-    family: str  # "full", "own", "window", "pattern" (the playground's composition) or "linear"
+    family: str  # "full", "own", "window", "pattern" (the playground's composition), "topk" or "linear"
     label_key: str  # locale key; placeholders {w}, {g}, {dtype} may be filled
     tags: frozenset[str]
     feature: str | None = None  # the feature map φ of a linear method
     fused: bool = False  # runs in the device's compute dtype (bfloat16 on CUDA), as a fused kernel
     reference_label_key: str | None = None  # label when its dense reference is timed
     with_hubs: bool = False  # a window method that adds the hub rows and columns
+    indexer_dims: int | None = None  # top-k: choose by scores projected to this many dimensions (None: the oracle)
+
+    @property
+    def data_dependent(self) -> bool:
+        """Whether its pairs depend on q and k (top-k), not on n and the parameters alone."""
+        return self.family == "topk"
 
     @property
     def scan_chunk(self) -> int | None:
@@ -79,6 +86,15 @@ class Method:
             return params.window
         return None
 
+    def keep_of(self, params: Params) -> int:
+        """Top-k's k: ``params.k``, else as many cells a row as the window
+        (:func:`attn.topk.for_window`)."""
+        if params.k is not None:
+            return topk.check_keep(params.k)
+        if params.window is None:
+            raise ValueError(f"method {self.name!r} needs k or a window")
+        return topk.for_window(patterns.check_window(params.window), params.causal)
+
     def hubs_of(self, n: int, params: Params) -> tuple[int, ...]:
         return patterns.check_hubs(n, params.hubs) if self.with_hubs else ()
 
@@ -89,12 +105,39 @@ class Method:
 
     def mask(self, n: int, params: Params = Params()) -> patterns.MaskMod:
         """The pattern (mask_mod) of the pairs this method lets each query see. Linear
-        attention sees every (causal) pair, its weights blurred by φ."""
+        attention sees every (causal) pair, its weights blurred by φ. Top-k has none
+        (its pairs depend on q and k): see :meth:`allowed`."""
+        if self.data_dependent:
+            raise ValueError(f"method {self.name!r} chooses its pairs from q and k: use allowed(q, k, params)")
         if self.family == "pattern":
             return composed_mask(n, self.composition_of(n, params), params.causal)
         return patterns.pattern(n, self.window_of(n, params), self.hubs_of(n, params), params.causal)
 
+    def allowed(self, q, k, params: Params = Params()) -> torch.Tensor:
+        """The pairs each query sees on these tensors, written out: ``(b, h, n, n)`` for
+        top-k, ``(n, n)`` for the others (for references, small texts and drawing)."""
+        n = q.shape[2]
+        if self.data_dependent:
+            return topk.selection(q, k, self.keep_of(params), causal=params.causal, indexer_dims=self.indexer_dims)
+        return patterns.dense(self.mask(n, params), n, device=q.device)
+
+    def allowed_rows(self, q, k, params: Params, r0: int, r1: int) -> torch.Tensor:
+        """The same for queries r0…r1-1 only: ``(b, h, r, n)`` or ``(r, n)``."""
+        n = k.shape[2]
+        if self.data_dependent:
+            by = None
+            if self.indexer_dims is not None:
+                p = topk.principal_directions(k, self.indexer_dims)
+                by = (q @ p, k @ p)
+            idx, ok = topk.chosen_keys(q, k, self.keep_of(params), causal=params.causal, r0=r0, r1=r1, by=by)
+            grid = torch.zeros(*idx.shape[:3], n, dtype=torch.bool, device=q.device)
+            return grid.scatter_(-1, idx, ok)
+        i, j = torch.arange(r0, r1, device=q.device), torch.arange(n, device=q.device)
+        return torch.broadcast_to(self.mask(n, params)(0, 0, i[:, None], j[None, :]), (r1 - r0, n))
+
     def cells(self, n: int, params: Params = Params()) -> int:
+        if self.data_dependent:
+            return topk.cells(n, self.keep_of(params), params.causal) if n else 0
         if self.family == "pattern":
             return composed_cells(n, self.composition_of(n, params), params.causal) if n else 0
         w = self.window_of(n, params)
@@ -109,6 +152,9 @@ class Method:
         if self.family == "linear":
             return linear_kernels.linear_attention(q, k, v, feature=self.feature, causal=params.causal,
                                                    scale=params.scale)
+        if self.data_dependent:
+            return topk.topk_attention(q, k, v, self.keep_of(params), causal=params.causal, scale=params.scale,
+                                       indexer_dims=self.indexer_dims)
         if self.family == "pattern":
             return backends.composed_attention(q, k, v, self.composition_of(n, params), causal=params.causal,
                                                scale=params.scale, backend=backend)
@@ -121,17 +167,18 @@ class Method:
     def reference(self, q, k, v, params: Params = Params()) -> torch.Tensor:
         """The plain dense twin of :meth:`run` (builds the n×n grid; for tests and
         small texts)."""
-        n = kernels.check_qkv(q, k, v)[2]
+        kernels.check_qkv(q, k, v)
         if self.family == "linear":
             return linear_kernels.linear_attention_reference(q, k, v, feature=self.feature, causal=params.causal,
                                                       scale=params.scale)
-        allowed = patterns.dense(self.mask(n, params), n, device=q.device)
-        return kernels.masked_softmax_reference(q, k, v, allowed, params.scale)
+        return kernels.masked_softmax_reference(q, k, v, self.allowed(q, k, params), params.scale)
 
     def backend(self, q, v, params: Params = Params(), backend: str = "auto") -> str:
         """Which kernel :meth:`run` uses for these tensors."""
         if self.family == "linear":
             return "chunked scan"
+        if self.data_dependent:
+            return "gather"
         n = q.shape[2]
         if self.family == "pattern":
             return backends.composed_backend(q, v, n, self.composition_of(n, params), params.causal, backend)
@@ -157,6 +204,9 @@ class Method:
         kernels' blocks differ)."""
         if self.family == "linear":
             return costs.linear_flops(n, shape, self.feature)
+        if self.data_dependent:
+            useful = self.cells(n, Params(window=shape.window, causal=shape.causal)) * costs.cell_flops(shape)
+            return useful, useful + self.scoring_flops(n, shape)
         if self.family == "pattern":
             return costs.composed_flops(n, shape, costs.shape_composition(n, shape), backend, causal=shape.causal,
                                         device=device)
@@ -164,12 +214,28 @@ class Method:
         hubs = shape.hub_positions(n) if self.with_hubs else ()
         return costs.window_flops(n, shape, window, hubs, backend, device)
 
+    def scoring_flops(self, n: int, shape: costs.Shape) -> float:
+        """Top-k's choosing, counted apart from the attention over the chosen keys: a
+        score for every visible pair (2d each for the oracle, 2·dims for an indexer, plus
+        projecting q and k: 4·n·d·dims); 0 for the others."""
+        if not self.data_dependent:
+            return 0.0
+        per = shape.batch * shape.heads * shape.layers
+        pairs = patterns.cells(n, None, (), shape.causal)
+        if self.indexer_dims is None:
+            return float(pairs * 2 * shape.d * per)
+        dims = min(self.indexer_dims, shape.d)
+        return float((pairs * 2 * dims + 4 * n * shape.d * dims) * per)
+
     def memory(self, n: int, shape: costs.Shape) -> int:
         """Numbers the method holds besides q, k, v and the output (see :mod:`attn.costs`)."""
         if self.family == "linear":
             return costs.linear_memory(n, shape, self.feature)
         if self.family == "full":
             return costs.dense_memory(n, shape)
+        if self.data_dependent:  # one block of queries' scores, and the chosen keys' weights
+            per = shape.batch * shape.heads * shape.layers
+            return per * (min(topk.ROWS, n) * n + self.cells(n, Params(window=shape.window, causal=shape.causal)))
         if self.family == "pattern":
             return costs.composed_memory(n, shape, costs.shape_composition(n, shape), shape.causal)
         hubs = shape.hub_positions(n) if self.with_hubs else ()
@@ -181,6 +247,8 @@ def _linear(feature: str) -> Method:
     return Method(f"linear_{feature}", "linear", f"methods.linear_{feature}", frozenset(tags), feature=feature)
 
 
+INDEXER_DIMS = 16  # the indexer's directions (its label says so)
+
 METHODS: dict[str, Method] = {
     m.name: m
     for m in [
@@ -191,6 +259,8 @@ METHODS: dict[str, Method] = {
         Method("window_hubs", "window", "methods.window_hubs", frozenset({ERRORS, BENCH, COST_MODEL, SWAP, MAPS}),
                with_hubs=True),
         Method("pattern", "pattern", "methods.pattern", frozenset({SWAP})),
+        Method("topk", "topk", "methods.topk", frozenset({ERRORS, SWAP})),
+        Method("topk_indexer", "topk", "methods.topk_indexer", frozenset({ERRORS, SWAP}), indexer_dims=INDEXER_DIMS),
         *[_linear(f) for f in FEATURE_MAPS],
     ]
 }
@@ -223,6 +293,11 @@ def exact() -> Method:
 def window(hubs: bool = False) -> Method:
     """The sliding window, alone or with hub tokens."""
     return _one("window method", lambda m: m.family == "window" and m.with_hubs == hubs)
+
+
+def top_k(indexer: bool = False) -> Method:
+    """Top-k selection: the oracle (exact scores), or the indexer."""
+    return _one("top-k method", lambda m: m.family == "topk" and (m.indexer_dims is not None) == indexer)
 
 
 def composed() -> Method:

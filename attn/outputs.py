@@ -21,7 +21,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from . import composition, linear_kernels, methods, patterns
+from . import composition, linear_kernels, methods, patterns, topk
 from .layer import LayerAttention
 from .stats import row_cells
 from .device import compute_dtype
@@ -132,13 +132,28 @@ def method_outputs(q, k, v, layer: LayerAttention, *, window: int, hubs=(), feat
                 outs[methods.in_float32(m.name)] = F.scaled_dot_product_attention(
                     q32, k32, v32, attn_mask=mask, is_causal=is_causal, scale=layer.scale)
         elif plain and m.family != "linear":  # the layer's own scores over the shortcut's pattern
-            allowed = patterns.dense(m.mask(n, params), n, device=q.device)
+            allowed = chosen_pairs(m, q, k, params, layer, bias)
             outs[m.name] = scored_weights(q, k, allowed, layer, bias, torch.float32) @ v.float()
         else:
             qf, kf, vf = (t.to(device=device, dtype=torch.float32) for t in (q, k, v))
             outs[m.name] = m.run(qf, kf, vf, params)
     return {"exact": exact, "outputs": {k_: o.float().cpu() for k_, o in outs.items()},
             "dtype": str(dtype).replace("torch.", ""), "plain": plain}
+
+
+def chosen_pairs(m: methods.Method, q, k, params: methods.Params, layer: LayerAttention, bias=None,
+                 rows: tuple[int, int] | None = None) -> torch.Tensor:
+    """The pairs a softmax method sees, for the rows ``rows`` (r0, r1; None: every row). Top-k's
+    oracle chooses by the scores the layer itself computes (its bias added, its cap applied);
+    the indexer by its projections, as its kernel does; the others by their pattern."""
+    r0, r1 = rows or (0, q.shape[2])
+    if m.data_dependent and m.indexer_dims is None and not (layer.plain_scores and bias is None):
+        qf = q.float()[:, :, r0:r1]
+        scores = layer.score(qf @ k.float().transpose(-1, -2), None if bias is None else bias[..., r0:r1, :].float())
+        return topk.top_of_scores(scores, m.keep_of(params), causal=params.causal, r0=r0)
+    if rows is None:
+        return m.allowed(q, k, params)
+    return m.allowed_rows(q, k, params, r0, r1)
 
 
 def uniform_error(v, exact: torch.Tensor, layer: LayerAttention) -> torch.Tensor:
@@ -188,12 +203,10 @@ def implied_weights(q, k, layer: LayerAttention, *, method: str, params: methods
     rows summing to 1 — for drawing (n small). Softmax methods: softmax over their
     pattern of the layer's own scores; linear methods: φ(q)·φ(k), normalised per row."""
     m = methods.get(method)
-    n = q.shape[2]
     if m.family == "linear":
         return linear_kernels.linear_weights(q.float(), k.float(), feature=m.feature, causal=params.causal,
                                              scale=layer.scale)[0]
-    allowed = patterns.dense(m.mask(n, params), n)
-    return scored_weights(q, k, allowed, layer, bias)[0].float()
+    return scored_weights(q, k, chosen_pairs(m, q, k, params, layer, bias), layer, bias)[0].float()
 
 
 def peak_weights(q, k, layer: LayerAttention, *, window: int, hubs=(), features_list=tuple(FEATURE_MAPS),
@@ -223,7 +236,7 @@ def peak_weights(q, k, layer: LayerAttention, *, window: int, hubs=(), features_
             else:
                 params = methods.Params(window=layer.window if m.family == "own" else window, hubs=hubs,
                                         causal=causal)
-                allowed = m.mask(n, params)(0, 0, i[:, None], j[None, :])  # (r, n): the predicate, these rows only
+                allowed = chosen_pairs(m, qf, kf, params, layer, bias, (r0, r1))  # these rows only
                 rows_bias = None if bias is None else bias[..., r0:r1, :]
                 w = scored_weights(qf[:, :, r0:r1], kf, allowed, layer, rows_bias, torch.float32)[0]
             sums[m.name] += float(w.amax(dim=-1).sum())

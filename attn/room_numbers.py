@@ -9,7 +9,8 @@ a claim can show it for every text of the class at once.
   reference: whether "k/n shrinks as the text grows" holds on this text, layer by layer (an
   encoder's prefixes are runs of their own: Analysis.prefix);
 * step 3: the share of every row's weight a window of each of ROOM_WINDOWS keeps, for
-  every layer and overall;
+  every layer and overall; beside it, what each row's top k cells keep at the same cells a
+  row (top-k selection by the real weights: the most any choice of k cells keeps);
 * step 4: the first token's share of each row's weight, per layer; what a window of
   HUB_WINDOW keeps alone, and with the first token and the text's own anchors as hubs;
 * step 6: each shortcut's output error against exact softmax in one layer (ERROR_LAYER,
@@ -27,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from . import outputs, stats
+from . import outputs, stats, topk
 
 ROOM_P = 0.9
 ROOM_WINDOWS = (4, 16, 64, 256)
@@ -37,8 +38,8 @@ ERROR_WINDOW = 16
 ANCHOR_HUBS = 3  # the text's own anchors taken as hubs, besides the first token
 ROOM_TOKENS = 512  # a room text is analysed on its first tokens at most (the screen says so)
 DIGITS = 5
-VERSION = 3  # 1: the numbers as a plain dict, without a version (and, before encoders, without "causal");
-# 2: no ``model``
+VERSION = 4  # 1: the numbers as a plain dict, without a version (and, before encoders, without "causal");
+# 2: no ``model``; 3: no ``kept_top``
 
 
 @dataclass(frozen=True)
@@ -82,12 +83,15 @@ class RoomNumbers:
     error_window: int
     errors: dict  # method name (and "uniform") → its output error
     model: str = ""  # what measured them: the model's id and, for a folder, its weights' fingerprint ("" before 3)
+    kept_top: dict | None = None  # window → KeptShare of top-k at the window's cells a row (None before 4)
     version: int = VERSION
 
     def to_json(self) -> dict:
         """The record as the store keeps it (JSON: the windows' keys as strings)."""
         out = asdict(self)
         out["kept"] = {str(w): {"mean": k.mean, "layers": list(k.layers)} for w, k in self.kept.items()}
+        if self.kept_top is not None:
+            out["kept_top"] = {str(w): {"mean": k.mean, "layers": list(k.layers)} for w, k in self.kept_top.items()}
         out["useful"] = [[[u.n, u.k, u.share, u.uniform_share] for u in layer] for layer in self.useful]
         return out
 
@@ -96,7 +100,7 @@ class RoomNumbers:
         """A stored record of any layout, upgraded here (the one place that knows the
         layouts): 1 had no version, and before encoders no ``causal`` (every text was read
         by a causal model); 1 and 2 name no model ("": drawn on every model's charts, as
-        they were)."""
+        they were); before 4 no ``kept_top`` (None: not measured, and said so)."""
         version = raw.get("version", 1)
         if version > VERSION:
             raise ValueError(f"room numbers of layout {version}, newer than this release's {VERSION}")
@@ -111,7 +115,9 @@ class RoomNumbers:
             sink=tuple(raw["sink"]), sink_mean=raw["sink_mean"], hub_window=int(raw["hub_window"]),
             hubs=tuple(raw["hubs"]), kept_window=raw["kept_window"], kept_window_hubs=raw["kept_window_hubs"],
             error_layer=int(raw["error_layer"]), error_window=int(raw["error_window"]), errors=dict(raw["errors"]),
-            model=str(raw.get("model", "")))
+            model=str(raw.get("model", "")),
+            kept_top=({int(w): KeptShare(v["mean"], tuple(v["layers"])) for w, v in raw["kept_top"].items()}
+                      if raw.get("kept_top") is not None else None))
 
 
 def _r(x: float) -> float:
@@ -143,6 +149,10 @@ def text_numbers(a, model: str = "") -> RoomNumbers:
     for w in ROOM_WINDOWS:
         res = stats.share_kept_by_pattern(weights, w, (), a.layers[0])
         kept[w] = KeptShare(_r(res["mean"]), tuple(_r(x) for x in res["per_layer"].tolist()))
+    kept_top = {}
+    for w in ROOM_WINDOWS:
+        res = stats.share_kept_by_top(weights, topk.for_window(w, a.causal))
+        kept_top[w] = KeptShare(_r(res["mean"]), tuple(_r(x) for x in res["per_layer"].tolist()))
     hubs = hubs_of(a)
     alone = stats.share_kept_by_pattern(weights, HUB_WINDOW, (), a.layers[0])["mean"]
     with_hubs = stats.share_kept_by_pattern(weights, HUB_WINDOW, hubs, a.layers[0])["mean"]
@@ -155,7 +165,8 @@ def text_numbers(a, model: str = "") -> RoomNumbers:
         n=n, causal=a.causal, layers=layers, layer_types=tuple(a.layer_types), window=a.sliding_window, p=ROOM_P,
         useful=tuple(useful), kept=kept, sink=sink, sink_mean=_r(stats.sink_share(a.attentions)),
         hub_window=HUB_WINDOW, hubs=tuple(hubs), kept_window=_r(alone), kept_window_hubs=_r(with_hubs),
-        error_layer=layer, error_window=ERROR_WINDOW, errors={name: _r(e) for name, e in errors.items()}, model=model)
+        error_layer=layer, error_window=ERROR_WINDOW, errors={name: _r(e) for name, e in errors.items()}, model=model,
+        kept_top=kept_top)
 
 
 def share_fell(numbers: RoomNumbers, layer: int) -> bool | None:

@@ -196,6 +196,17 @@ def share_kept_by_pattern(weights: torch.Tensor, window: int, hubs, reads: Layer
     return {"per_head": per, "per_layer": per.mean(dim=-1), "mean": float(per.mean())}
 
 
+def share_kept_by_top(weights: torch.Tensor, keep: int) -> dict:
+    """The share of the real weight each row's ``keep`` largest cells hold (top-k selection
+    by the exact weights, the oracle: no choice of ``keep`` cells holds more), averaged over
+    rows: per layer and head (``(L, H)``), per layer and overall, for weights ``(L, H, n, n)``.
+    A row that sees fewer cells keeps all of them. One layer at a time."""
+    n = weights.shape[-1]
+    kk = max(1, min(keep, n))
+    per = torch.stack([w.float().topk(kk, dim=-1).values.sum(dim=-1).mean(dim=-1) for w in weights])
+    return {"per_head": per, "per_layer": per.mean(dim=-1), "mean": float(per.mean())}
+
+
 ANCHOR_DISTANCE = 8  # an anchor is scored by the rows at least this far after it
 
 

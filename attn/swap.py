@@ -12,7 +12,9 @@ reading both ways as the model does; all the copies go through one batched forwa
 its own window in a layer that slides one) through the fused SDPA kernel: the control,
 which must reproduce the model.
 ``window`` / ``window_hubs`` replace the pattern of the swapped layers, whatever it
-was (so w means w in a sliding layer too); ``linear_φ`` replaces softmax by φ.
+was (so w means w in a sliding layer too); ``topk`` / ``topk_indexer`` keep each query's
+k highest-scoring keys among every key it may see (k: the swap's, else the window's cells a
+row); ``linear_φ`` replaces softmax by φ.
 Layers not swapped keep their own attention.
 """
 
@@ -49,6 +51,7 @@ class Swap:
     hubs: tuple[int, ...] = ()
     series: str = ""
     parts: composition.Composition | None = None  # the ``pattern`` method's composition (always made causal)
+    k: int | None = None  # top-k's keys a query keeps (None: as many cells a row as ``window``)
 
 
 @dataclass(frozen=True)
@@ -68,13 +71,17 @@ class SwapResult:
 def standard_sweep(hubs: tuple[int, ...], single_layer: int, sliding: bool = True) -> list[Swap]:
     """Step 6's sweep: the control; window and window + hubs at each of
     :data:`WINDOWS` in every layer and (``sliding``: where the model has sliding layers)
-    in the sliding layers only; each linear φ in every layer and in one layer."""
+    in the sliding layers only; top-k (oracle and indexer) at each window's cells a row in
+    every layer; each linear φ in every layer and in one layer."""
     out = [Swap(methods.own().name, "all", series="control")]
     plain, with_hubs = methods.window().name, methods.window(hubs=True).name
     for layers in ("all", "sliding") if sliding else ("all",):
         for w in WINDOWS:
             out.append(Swap(plain, layers, window=w, series=f"{plain}/{layers}"))
             out.append(Swap(with_hubs, layers, window=w, hubs=hubs, series=f"{with_hubs}/{layers}"))
+    for m in methods.tagged(methods.SWAP, lambda m: m.data_dependent):  # top-k at each window's cells a row
+        for w in WINDOWS:
+            out.append(Swap(m.name, "all", window=w, series=f"{m.name}/all"))
     for m in methods.tagged(methods.SWAP, lambda m: m.family == "linear"):
         out.append(Swap(m.name, "all", series="linear/all"))
         out.append(Swap(m.name, (single_layer,), series="linear/one"))
@@ -128,6 +135,8 @@ def _check(model: LoadedModel, swap: Swap) -> tuple[methods.Method, list[int]]:
         if swap.window is None:
             raise ValueError(f"method {swap.method!r} needs a window size")
         patterns.check_window(swap.window)
+    if method.data_dependent:
+        method.keep_of(methods.Params(window=swap.window, k=swap.k))  # a k, or a window to take it from
     return method, model.resolve_layers(swap.layers)
 
 
@@ -179,7 +188,7 @@ def _measure_masked(model: LoadedModel, ids, total, masked: dict, base: torch.Te
     hubs = patterns.check_hubs(n, swap.hubs) if methods.get(swap.method).with_hubs else ()
     if swap.parts is not None:
         composition.check_composition(n, swap.parts)
-    params = methods.Params(window=swap.window, hubs=hubs, parts=swap.parts, causal=False)
+    params = methods.Params(window=swap.window, hubs=hubs, parts=swap.parts, causal=False, k=swap.k)
     ls = _masked_logprobs(model, masked, Replace(swap.method, frozenset(layers), params))
     t = masked["targets"][:, None]
     p = len(masked["positions"])
@@ -221,7 +230,7 @@ def _measure(model: LoadedModel, ids, total, base, swap: Swap, layers: list[int]
     x = torch.tensor([ids], device=model.device)
     # causal always: a token that could see the one it is asked to predict would make
     # the model look better than it is
-    params = methods.Params(window=swap.window, hubs=hubs, parts=swap.parts, causal=True)
+    params = methods.Params(window=swap.window, hubs=hubs, parts=swap.parts, causal=True, k=swap.k)
     if swap.parts is not None:
         composition.check_composition(n, swap.parts)
     plan = Replace(swap.method, frozenset(layers), params)

@@ -92,6 +92,18 @@ def chosen_keys(q, k, keep: int, *, causal: bool, r0: int, r1: int, by=None):
     return top.indices, torch.isfinite(top.values)
 
 
+def top_of_scores(scores: torch.Tensor, keep: int, *, causal: bool, r0: int = 0) -> torch.Tensor:
+    """The k highest of scores already computed for rows r0… ``(b, h, r, n)`` → bool of the
+    same shape (a causal row sees no key after it)."""
+    keep = check_keep(keep)
+    r, n = scores.shape[-2:]
+    vis = _visible(r0, r0 + r, n, causal, scores.device)
+    if vis is not None:
+        scores = scores.masked_fill(~vis, float("-inf"))
+    top = scores.topk(min(keep, n), dim=-1)
+    return torch.zeros_like(scores, dtype=torch.bool).scatter_(-1, top.indices, torch.isfinite(top.values))
+
+
 def topk_attention(q, k, v, keep: int, *, causal: bool = True, scale: float | None = None,
                    indexer_dims: int | None = None, rows: int = ROWS) -> torch.Tensor:
     """Softmax over each query's top ``keep`` keys (by the exact scores, or with

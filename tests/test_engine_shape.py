@@ -63,6 +63,7 @@ def test_each_module_keeps_to_its_job():
         assert engine_imports(kernel) <= {"patterns", "features", "kernels"}, kernel
     assert engine_imports("flex") == {"patterns"}  # compiles and calls; the self-check is backend's
     assert engine_imports("composition") == {"patterns"}  # the algebra of parts, over the patterns
+    assert engine_imports("topk") == set()  # top-k selection: pure torch, chosen by the registry
     assert {"flex", "kernels"} <= engine_imports("backend")  # the one place that chooses a kernel
     assert "flex" not in engine_imports("methods")  # the registry asks backend, never the compiler
 
@@ -133,3 +134,5 @@ def test_the_registry_names_each_role_once():
     assert methods.composed().family == "pattern"
     assert [m for m in methods.METHODS.values() if m.with_hubs] == [methods.window(hubs=True)]
     assert methods.linear("elu").formula and methods.own().formula is None
+    assert methods.top_k().indexer_dims is None and methods.top_k(indexer=True).indexer_dims == methods.INDEXER_DIMS
+    assert [m for m in methods.METHODS.values() if m.data_dependent] == [methods.top_k(), methods.top_k(indexer=True)]

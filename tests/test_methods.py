@@ -34,7 +34,17 @@ def test_every_method_counts_the_cells_of_its_own_pattern(method):
     for n in (1, 9, 70):
         for causal in (True, False):
             p = params_for(n, causal)
-            assert method.cells(n, p) == int(patterns.dense(method.mask(n, p), n).sum())
+            q, k = torch.randn(1, 2, n, 8), torch.randn(1, 2, n, 8)
+            seen = method.allowed(q, k, p)
+            for grid in seen.reshape(-1, n, n):  # every head of a data-dependent pattern alike
+                assert method.cells(n, p) == int(grid.sum())
+            if not method.data_dependent:
+                assert torch.equal(seen, patterns.dense(method.mask(n, p), n))
+            else:
+                with pytest.raises(ValueError, match="q and k"):
+                    method.mask(n, p)
+            rows = torch.cat([method.allowed_rows(q, k, p, r0, min(n, r0 + 4)) for r0 in range(0, n, 4)], dim=-2)
+            assert torch.equal(rows.expand_as(seen) if seen.dim() == 4 else rows, seen)
 
 
 @pytest.mark.parametrize("method", ALL, ids=lambda m: m.name)
@@ -58,8 +68,25 @@ def test_useful_operations_of_softmax_methods_are_their_cells_times_a_hand_count
     hubs = s.hub_positions(n) if method.name in ("window_hubs", "pattern") else ()
     assert s.hub_positions(n) == (0, 75, 150, 224)  # 299·i/4 rounded, i = 0…3
     p = methods.Params(window=window, hubs=hubs, causal=True)
-    cells = int(patterns.dense(method.mask(n, p), n).sum())
+    if method.data_dependent:  # top-k at the window's cells a row: each row min(i + 1, 128) keys
+        cells = sum(min(i + 1, s.window) for i in range(n))
+    else:
+        cells = int(patterns.dense(method.mask(n, p), n).sum())
     assert method.flops(n, s)[0] == cells * 1024
+
+
+def test_top_k_counts_its_choosing_apart_from_its_attention():
+    s = Shape()  # 4 heads of 64, causal, window 128
+    n = 300
+    pairs = n * (n + 1) // 2  # every visible pair is scored
+    oracle, indexer = methods.top_k(), methods.top_k(indexer=True)
+    assert oracle.scoring_flops(n, s) == pairs * 2 * 64 * 4
+    dims = methods.INDEXER_DIMS
+    assert indexer.scoring_flops(n, s) == (pairs * 2 * dims + 4 * n * 64 * dims) * 4
+    useful, computed = oracle.flops(n, s)
+    assert computed == useful + oracle.scoring_flops(n, s)
+    assert methods.get("window").scoring_flops(n, s) == 0
+    assert str(dims) in i18n.translate("en", indexer.label_key, w=4)
 
 
 def test_efficient_methods_grow_linearly_and_full_attention_quadratically():

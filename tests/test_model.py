@@ -141,6 +141,27 @@ def test_a_swapped_window_as_long_as_a_short_text_reproduces_the_model():
     assert r.kl < 1e-6 and r.top1_agreement == 1.0
 
 
+@pytest.mark.parametrize("method", ["topk", "topk_indexer"])
+def test_top_k_keeping_every_key_reproduces_the_model_and_fewer_keys_do_not(method):
+    m = loading.tiny(device="cpu", sliding_window=64)
+    text = "a short text to choose keys in"
+    n = len(m.encode(text)[0])
+    assert 8 < n < m.sliding_window
+    torch.testing.assert_close(swapped_logits(m, text, method, k=n), own_logits(m, text), atol=1e-4, rtol=1e-4)
+    few = swapped_logits(m, text, method, k=2)
+    assert (few - own_logits(m, text)).abs().max() > 1e-3
+    r = swap.measure(m, text, Swap(method, window=n))  # k from the window: n cells a row, every key
+    assert r.kl < 1e-6 and r.top1_agreement == 1.0
+    with pytest.raises(ValueError, match="k or a window"):
+        swap.measure(m, text, Swap(method))
+
+
+def test_the_sweep_runs_top_k_at_each_windows_cells_in_every_layer():
+    got = [s for s in swap.standard_sweep((0,), 1) if methods.get(s.method).data_dependent]
+    assert sorted((s.method, s.window, s.layers) for s in got) == sorted(
+        (name, w, "all") for name in ("topk", "topk_indexer") for w in swap.WINDOWS)
+
+
 def test_a_swapped_window_replaces_the_layers_own_pattern(tiny):
     # a window wider than the model's own 8 in its sliding layers changes the output:
     # the engine's pattern replaces the layer's, not min(w, 8)

@@ -399,8 +399,9 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     at.switch_page("ui/steps/honest_catch/page.py").run()
     assert not at.exception
     # the control, the two window series at three windows in every layer (no sliding-layer series:
-    # BERT slides no window), the four feature maps in every layer and in one: 1 + 6 + 8 runs
-    assert t("swap.budget_sweep_masked_all", runs=15, n=n, m=t.int(min(32, own))) in caption_values(at)
+    # BERT slides no window), top-k (oracle, indexer) at the three windows' cells in every layer,
+    # the four feature maps in every layer and in one: 1 + 6 + 6 + 8 runs
+    assert t("swap.budget_sweep_masked_all", runs=21, n=n, m=t.int(min(32, own))) in caption_values(at)
     assert any(c.startswith(t("honest_catch.uniform_said_both")) for c in caption_values(at))  # equal weights, both
     assert t("swap.lead_masked") in " ".join(m.value for m in at.markdown)
 

@@ -81,6 +81,21 @@ def test_what_a_window_keeps_with_and_without_hubs_and_the_sink_against_written_
     assert close(nums.sink_mean, float(weights[:, :, 1:, 0].mean()))
 
 
+def test_what_each_rows_top_cells_keep_at_the_windows_cells_against_rows_sorted_one_by_one(measured):
+    a, nums = measured
+    weights = a.attentions.double().numpy()
+    L, H, n, _ = weights.shape
+    for w in room_numbers.ROOM_WINDOWS:
+        keep = w  # a causal model: the window's cells a row
+        per_layer = []
+        for layer in range(L):
+            rows = [sum(sorted(weights[layer, h, i].tolist(), reverse=True)[:keep]) for h in range(H) for i in range(n)]
+            per_layer.append(sum(rows) / len(rows))
+        assert close(nums.kept_top[w].mean, sum(per_layer) / L)
+        assert close(nums.kept_top[w].layers[-1], per_layer[-1])
+        assert nums.kept_top[w].mean >= nums.kept[w].mean - 1e-4  # no choice of w cells keeps more
+
+
 def attend(q, k, v, scale, allowed) -> np.ndarray:
     """Softmax attention written out, row by row, over the allowed keys."""
     n = q.shape[0]
@@ -215,6 +230,11 @@ def test_room_numbers_kept_before_they_had_a_version_are_upgraded_when_read_and_
     assert again == got
     with pytest.raises(ValueError, match="newer"):
         room_numbers.RoomNumbers.from_json({**old, "version": room_numbers.VERSION + 1})
+    assert got.kept_top is None  # layouts before 4 did not measure top-k: not made up
+    three = room_numbers.RoomNumbers.from_json({**old, "version": 3, "causal": False, "model": "gemma"})
+    assert three.kept_top is None and three.model == "gemma" and three.causal is False
+    four = made(kept_top={4: room_numbers.KeptShare(0.9, (0.9,))})
+    assert room_numbers.RoomNumbers.from_json(json.loads(json.dumps(four.to_json()))) == four
 
 
 @pytest.mark.parametrize("causal", [True, False])

@@ -108,3 +108,53 @@ def test_the_indexers_choice_against_a_brute_force_with_its_projection():
 def test_a_bad_k_says_so(bad):
     with pytest.raises(ValueError, match="k must be"):
         topk.check_keep(bad)
+
+
+def _error(out, exact):
+    return float((out.double() - exact.double()).norm() / exact.double().norm())
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "both ways"])
+def test_step_sixs_errors_measure_top_k_at_the_windows_cells_against_a_brute_force(causal):
+    from attn import outputs
+    from attn.layer import LayerAttention
+
+    g = torch.Generator().manual_seed(21)
+    n, d, w = 30, 8, 4
+    q, k, v = (torch.randn(1, 1, n, d, generator=g) for _ in range(3))
+    layer = LayerAttention(causal=causal, window=None, scale=0.5)
+    res = outputs.output_errors(q, k, v, layer, window=w)
+    exact = brute(q, k, v, n, causal, scale=0.5)  # every key kept: the exact layer
+    keep = w if causal else 2 * w - 1  # the window's cells a row
+    assert res["mean"]["topk"] == pytest.approx(_error(brute(q, k, v, keep, causal, scale=0.5), exact), rel=1e-4)
+    p = topk.principal_directions(k, 16)  # d = 8 < 16 directions: the indexer sees every one, as the oracle
+    assert p.shape[-1] == d
+    assert res["mean"]["topk_indexer"] == pytest.approx(res["mean"]["topk"], rel=1e-4)
+
+
+def test_with_a_bias_the_oracle_chooses_by_the_scores_the_layer_computes():
+    from attn import outputs
+    from attn.layer import LayerAttention
+
+    g = torch.Generator().manual_seed(8)
+    n, d = 12, 4
+    q, k, v = (torch.randn(1, 1, n, d, generator=g) for _ in range(3))
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    bias = (-3.0 * (i - j).abs()).float()[None, None]  # an ALiBi-like bias: near keys win
+    layer = LayerAttention(causal=True, window=None, scale=1.0)
+    res = outputs.output_errors(q, k, v, layer, window=3, bias=bias)
+
+    def choose(b, h, i_, j_):
+        return float(q[b, h, i_] @ k[b, h, j_]) + float(bias[0, 0, i_, j_])
+
+    # softmax over the chosen cells of the biased scores, by hand
+    out = torch.zeros(1, 1, n, d, dtype=torch.float64)
+    for r in range(n):
+        seen = sorted(range(r + 1), key=lambda c: -choose(0, 0, r, c))[:3]
+        s = torch.tensor([choose(0, 0, r, c) for c in seen], dtype=torch.float64)
+        out[0, 0, r] = torch.softmax(s, 0) @ v[0, 0, seen].double()
+    full = torch.zeros(1, 1, n, d, dtype=torch.float64)
+    for r in range(n):
+        s = torch.tensor([choose(0, 0, r, c) for c in range(r + 1)], dtype=torch.float64)
+        full[0, 0, r] = torch.softmax(s, 0) @ v[0, 0, : r + 1].double()
+    assert res["mean"]["topk"] == pytest.approx(_error(out, full), rel=1e-4)

@@ -12,7 +12,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from attn import graph, methods, outputs, patterns, stats
+from attn import graph, methods, outputs, patterns, stats, topk
 from attn.layer import LayerAttention
 from server.lru import CountLRU
 
@@ -310,6 +310,17 @@ def errors(text: str, model_id: str, layer: int, window: int, hubs: tuple) -> Er
     q, k, v = a.qkv(layer)
     r = outputs.output_errors(q, k, v, a.layers[layer], window=window, hubs=hubs, bias=a.bias(layer))
     return Errors(r["mean"], r["dtype"], r["n"], r["plain"])
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def topk_recall(text: str, model_id: str, layer: int, window: int) -> float:
+    """Top-k's indexer on one layer: the share of the oracle's keys it chose too, at the
+    window's cells a row (k of :meth:`attn.methods.Method.keep_of`)."""
+    a = _analysis(text, model_id)
+    q, k, _ = a.qkv(layer)
+    m = methods.top_k(indexer=True)
+    keep = m.keep_of(methods.Params(window=window, causal=a.causal))
+    return topk.recall(q.float(), k.float(), keep, m.indexer_dims, causal=a.causal)
 
 
 MAP_TOKENS = 64  # the implied maps: small multiples, their tokens named on category axes

@@ -201,13 +201,17 @@ def sweep_figures(t: Translator, res: list, metric: str, layer: int):
     plain, with_hubs = methods.window().name, methods.window(hubs=True).name  # the sweep's series, by method
     names = {f"{plain}/all": t("swap.series_window_all"), f"{with_hubs}/all": t("swap.series_hubs_all"),
              f"{plain}/sliding": t("swap.series_window_sliding"),
-             f"{with_hubs}/sliding": t("swap.series_hubs_sliding")}
+             f"{with_hubs}/sliding": t("swap.series_hubs_sliding"),
+             f"{methods.top_k().name}/all": t("swap.series_topk_all"),
+             f"{methods.top_k(indexer=True).name}/all": t("swap.series_topk_indexer_all",
+                                                          dims=methods.top_k(indexer=True).indexer_dims)}
     for tag, name in names.items():
         pts = [(r.swap.window, getattr(r, metric)) for r in res if r.swap.series == tag]
         if not pts:  # a model without sliding layers has no such series: none is drawn
             continue
         series.append({"name": name, "x": [p[0] for p in pts], "y": [p[1] for p in pts],
-                       "dash": "dash" if "sliding" in tag else "solid", "hover": t("swap.hover_point")})
+                       "dash": "dash" if "sliding" in tag else "dot" if methods.get(tag.split("/")[0]).data_dependent else "solid",
+                       "hover": t("swap.hover_point")})
     fig = figures.lines(series, title=t("swap.chart_window", metric=t(f"swap.metric_{metric}")),
                         x_title=t("swap.w_axis"), y_title=t(f"swap.metric_{metric}"), separators=t.separators,
                         log_x=True, log_y=(metric != "top1_agreement"),

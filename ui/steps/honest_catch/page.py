@@ -55,6 +55,13 @@ if over:  # named, not guessed at: which methods moved the output past its own l
 own_window = a.layers[layer].window
 if own_window is not None and n > own_window:
     st.caption(t("honest_catch.beyond_window", w=t.int(own_window)))
+oracle, indexer = methods.top_k(), methods.top_k(indexer=True)
+if oracle.name in mean and indexer.name in mean:
+    keep = oracle.keep_of(methods.Params(window=w, causal=a.causal))
+    st.caption(t("honest_catch.topk_caption", k=t.int(keep), w=t.int(w), oracle=t.pct(mean[oracle.name]),
+                 indexer=t.pct(mean[indexer.name]), dims=indexer.indexer_dims,
+                 recall=t.pct(measures.topk_recall(text, model_id, layer, w)),
+                 window=t.pct(mean[methods.window().name])))
 
 sharpness = measures.sharpness(text, model_id, layer, w, hubs)
 peak = sharpness.peak

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attn import graph, room_numbers
+from attn import graph, room_numbers, topk
 
 from ... import figures, measures, room_figures
 from ...i18n import Translator
@@ -122,12 +122,21 @@ def room_window(t: Translator, done: list, cfg: dict) -> RoomView:
     shorter = sum(1 for x in done if x.numbers.n <= w)
     if shorter:
         said.append(t("room.window_shorter", n=shorter, w=t.int(w)))
+    with_top = [x.numbers for x in done if x.numbers.kept_top is not None]
+    if with_top:  # top-k at the same cells a row, beside the window (texts measured before it have none)
+        keep = topk.for_window(w, with_top[0].causal)
+        said.append(t("room.window_top", k=t.int(keep), texts=len(with_top),
+                      top=t.pct(room_numbers.median([nums.kept_top[w].mean for nums in with_top])),
+                      window=t.pct(room_numbers.median([nums.kept[w].mean for nums in with_top]))))
     return RoomView(said, fig, where)
 
 
 def csv_columns(done: list) -> list:
-    """The share each of the room's windows keeps."""
-    return [(f"kept_window{w}", lambda x, w=w: x.kept[w].mean) for w in room_numbers.ROOM_WINDOWS]
+    """The share each of the room's windows keeps, and each row's top cells at the same
+    cells a row (empty for a text measured before top-k was)."""
+    return ([(f"kept_window{w}", lambda x, w=w: x.kept[w].mean) for w in room_numbers.ROOM_WINDOWS]
+            + [(f"kept_top{w}", lambda x, w=w: None if x.kept_top is None else x.kept_top[w].mean)
+               for w in room_numbers.ROOM_WINDOWS])
 
 
 SETTINGS: tuple[Setting, ...] = (

@@ -55,6 +55,16 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict, live_rows: li
     costs = methods.operations(ns, s)
     series = [{"name": live_bench.method_name(t, m, s), "x": ns, "y": costs[m], "hover": t("payoff.hover_flops")}
               for m in costs]
+    # top-k: the attention over the chosen keys grows like the window's, the choosing does
+    # not (the oracle scores every pair; an indexer every pair too, in fewer dimensions)
+    oracle, indexer = methods.top_k(), methods.top_k(indexer=True)
+    keep = oracle.keep_of(methods.Params(window=s.window, causal=s.causal))
+    series.append({"name": t("payoff.topk_attention", k=t.int(keep)), "x": ns,
+                   "y": [oracle.flops(n, s)[0] for n in ns], "hover": t("payoff.hover_flops")})
+    series.append({"name": t("payoff.topk_oracle_scoring"), "x": ns, "y": [oracle.scoring_flops(n, s) for n in ns],
+                   "hover": t("payoff.hover_flops"), "dash": "dashdot"})
+    series.append({"name": t("payoff.topk_indexer_scoring", dims=indexer.indexer_dims), "x": ns,
+                   "y": [indexer.scoring_flops(n, s) for n in ns], "hover": t("payoff.hover_flops"), "dash": "dashdot"})
     full, window = methods.exact().name, methods.window().name
     series.append({"name": t("payoff.ref_n2"), "x": ns, "y": [costs[full][0] * (n / ns[0]) ** 2 for n in ns],
                    "dash": "dot", "colour": "#999999", "mode": "lines", "hover": t("payoff.hover_flops")})
