@@ -86,6 +86,8 @@ def test_top_k_counts_its_choosing_apart_from_its_attention():
     useful, computed = oracle.flops(n, s)
     assert computed == useful + oracle.scoring_flops(n, s)
     assert methods.get("window").scoring_flops(n, s) == 0
+    for m in (300, 2**16):  # step 7 says the oracle's choosing alone is half of full attention at every length
+        assert oracle.scoring_flops(m, s) == pytest.approx(0.5 * methods.exact().flops(m, s)[0])
     assert str(dims) in i18n.translate("en", indexer.label_key, w=4)
 
 

@@ -209,8 +209,9 @@ def sweep_figures(t: Translator, res: list, metric: str, layer: int):
         pts = [(r.swap.window, getattr(r, metric)) for r in res if r.swap.series == tag]
         if not pts:  # a model without sliding layers has no such series: none is drawn
             continue
+        chosen = methods.get(tag.split("/")[0]).data_dependent  # top-k: dotted, beside the windows
         series.append({"name": name, "x": [p[0] for p in pts], "y": [p[1] for p in pts],
-                       "dash": "dash" if "sliding" in tag else "dot" if methods.get(tag.split("/")[0]).data_dependent else "solid",
+                       "dash": "dash" if "sliding" in tag else "dot" if chosen else "solid",
                        "hover": t("swap.hover_point")})
     fig = figures.lines(series, title=t("swap.chart_window", metric=t(f"swap.metric_{metric}")),
                         x_title=t("swap.w_axis"), y_title=t(f"swap.metric_{metric}"), separators=t.separators,

@@ -20,6 +20,8 @@ drawing.formula(t, r"\frac{\text{@cost}(2n)}{\text{@cost}(n)} \;\to\; 4 \;\;(n^2
                 t("payoff.formula_caption" if s.causal else "payoff.formula_caption_both", w=t.int(s.window),
                   g=t.int(s.hubs), d=t.int(s.d), h=t.int(s.heads), layers=t.int(s.layers)))
 drawing.show_figure(sm.figure, key="s7_model")
+indexer = methods.top_k(indexer=True)
+st.caption(t("payoff.topk_caption", d=t.int(s.d), dims=t.int(min(indexer.indexer_dims, s.d))))
 # the last step of the chart: from n = 2¹⁹ to 2n = 2²⁰
 st.markdown(f"**{t('payoff.ratio_heading', n=t.int(ns[-2]), n2=t.int(ns[-1]))}**")
 cols = st.columns(len(costs))
