@@ -8,7 +8,8 @@ from contextlib import nullcontext
 
 import streamlit as st
 
-from ui import glossary, handout, keys, page_run, served_model, session, share, steps, style, warmup, widgets
+from ui import (glossary, handout, keys, page_run, served_model, session, share, step_page, steps, style, warmup,
+                widgets)
 from ui.classroom import gate, handle, membership, panel, teacher, vote_results
 from ui.i18n import LANGS
 
@@ -27,10 +28,7 @@ lang, presenting, t = st.session_state[keys.LANG], session.presenter(), session.
 membership.notice_if_left(t)  # a following student who changed the text or a setting explores now
 
 home = steps.home()
-nav = st.navigation([
-    st.Page(p.page, title=steps.nav_title(t, p), url_path=p.id, icon=p.icon, default=p.id == home.id)
-    for p in steps.pages()
-])
+nav = st.navigation(step_page.nav_pages(t))
 here = steps.by_id(nav.url_path) or home
 if link_page is not None and link_page.id != here.id:
     st.switch_page(link_page.page, query_params={"lang": lang, **({"present": "1"} if presenting else {}),

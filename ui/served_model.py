@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import logging
 import threading
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -31,6 +32,8 @@ background = {"loading": None}  # the model ui.warm's thread is loading just now
 _refused: dict[str, folders.ModelFolderError] = {}
 _budgets: dict[str, int] = {}  # each loaded model's token budget
 _imported: set[str] = set()  # folders whose model family was imported (folders.import_family)
+CONVERTED_SECONDS = 5.0  # a converted copy found whole is not looked at again for this long
+_converted_ok: list = [None, 0.0]  # [the check that found it whole, when]
 
 
 def is_folder(model_id: str) -> bool:
@@ -189,6 +192,21 @@ def model_choice(t: Translator) -> None:
                  on_change=on_model_change, help=t("sidebar.model_help"))
 
 
+def converted() -> bool:
+    """Whether the packaged model's converted copy is whole (``convert.is_converted``: a
+    stat of each of its files), looked at once every CONVERTED_SECONDS at most: under a
+    hundred page runs at once each file-system call gives up the interpreter lock and waits
+    to get it back (5.7 % of a following student's page run in a profile). A copy damaged
+    meanwhile fails its load, which checks in full and repairs it (``ensure_model``)."""
+    check = convert.is_converted
+    found_by, when = _converted_ok
+    if found_by is check and time.monotonic() - when < CONVERTED_SECONDS:
+        return True
+    ok = check()
+    _converted_ok[:] = [check, time.monotonic()] if ok else [None, 0.0]
+    return ok
+
+
 def ensure_model():
     """The model, converting it first (once, with a progress bar) when needed. A copy
     that fails to load is checked in full and converted again once (a damaged file
@@ -202,7 +220,7 @@ def ensure_model():
             _refused[chosen] = exc
             st.rerun()  # the page again, on the model that serves instead, with the sentence
     try:
-        if chosen == "gemma" and not convert.is_converted():
+        if chosen == "gemma" and not converted():
             _converting(lambda progress: convert.is_converted() or convert.convert(progress))
         try:
             if background["loading"] == chosen:  # the server has just started: its own thread loads the model

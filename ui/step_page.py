@@ -8,14 +8,33 @@ of a class, and the steps' own packages know nothing of the walk around them."""
 
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from . import analyses, drawing, glossary, keys, page_run, served_model, session, steps, summaries, widgets
 from .classroom import gate, membership, room_charts, votes
 from .i18n import Translator
 from .step_parts import Question, Step, Summary, verdict
+
+
+@functools.lru_cache(maxsize=32)
+def _page_made(path: str, title: str, url_path: str, icon: str, default: bool) -> st.Page:
+    return st.Page(path, title=title, url_path=url_path, icon=icon, default=default)
+
+
+def nav_pages(t: Translator) -> list:
+    """The walk's pages for st.navigation in the reader's language. Each st.Page is made
+    once per process and title (making one resolves its file's path: a file-system call per
+    folder, each giving up the interpreter lock, 16 % of a following student's page run
+    among a hundred), and each run gets its own copy: st.navigation marks the page it
+    returns as callable once, so one object shared by two readers' runs would refuse one."""
+    home = steps.home()
+    made = _page_made if get_script_run_ctx() is not None else _page_made.__wrapped__  # outside a run: not kept
+    return [copy.copy(made(p.page, steps.nav_title(t, p), p.id, p.icon, p.id == home.id)) for p in steps.pages()]
 
 
 def step_nav(t: Translator, step: Step) -> None:
