@@ -68,11 +68,31 @@ class SwapResult:
     predicted: tuple[int, ...] = ()  # an encoder's masked positions (a decoder predicts positions 1 … n − 1)
 
 
-def standard_sweep(hubs: tuple[int, ...], single_layer: int, sliding: bool = True) -> list[Swap]:
+STACK_EVERY = 4  # a hybrid stack: the method in three of every four layers, every fourth kept exact
+WINDOW_STACK_EVERY = 6  # a window in five of every six layers, every sixth full (Gemma 3's own layout)
+
+
+def stack_layers(n_layers: int, every: int) -> tuple[int, ...]:
+    """The layers a hybrid stack replaces: each layer i except those with (i + 1) mod
+    ``every`` = 0, which keep their own attention."""
+    return tuple(i for i in range(n_layers) if (i + 1) % every)
+
+
+def kept_exact(n_layers: int, every: int) -> tuple[int, ...]:
+    """The layers a hybrid stack leaves as the model has them."""
+    return tuple(i for i in range(n_layers) if (i + 1) % every == 0)
+
+
+def standard_sweep(hubs: tuple[int, ...], single_layer: int, sliding: bool = True, *, n_layers: int = 0,
+                   sliding_layers: tuple[int, ...] = ()) -> list[Swap]:
     """Step 6's sweep: the control; window and window + hubs at each of
     :data:`WINDOWS` in every layer and (``sliding``: where the model has sliding layers)
     in the sliding layers only; top-k (oracle and indexer) at each window's cells a row in
-    every layer; each linear φ in every layer and in one layer."""
+    every layer; each linear φ in every layer and in one layer. With ``n_layers`` (at least
+    :data:`STACK_EVERY`), the hybrid stacks too: each linear φ and top-k (the oracle, at
+    each window's cells) in three of every four layers, and a window in five of every six
+    (left out where that is the model's own sliding layers, ``sliding_layers``: the
+    sliding-layers series measures it already)."""
     out = [Swap(methods.own().name, "all", series="control")]
     plain, with_hubs = methods.window().name, methods.window(hubs=True).name
     for layers in ("all", "sliding") if sliding else ("all",):
@@ -85,6 +105,19 @@ def standard_sweep(hubs: tuple[int, ...], single_layer: int, sliding: bool = Tru
     for m in methods.tagged(methods.SWAP, lambda m: m.family == "linear"):
         out.append(Swap(m.name, "all", series="linear/all"))
         out.append(Swap(m.name, (single_layer,), series="linear/one"))
+    if n_layers >= STACK_EVERY:
+        stack = stack_layers(n_layers, STACK_EVERY)
+        for m in methods.tagged(methods.SWAP, lambda m: m.family == "linear"):
+            out.append(Swap(m.name, stack, series="linear/stack"))
+        oracle = methods.top_k().name
+        for w in WINDOWS:
+            out.append(Swap(oracle, stack, window=w, series=f"{oracle}/stack"))
+    if n_layers >= WINDOW_STACK_EVERY:
+        stack = stack_layers(n_layers, WINDOW_STACK_EVERY)
+        if stack != tuple(sliding_layers):
+            plain = methods.window().name
+            for w in WINDOWS:
+                out.append(Swap(plain, stack, window=w, series=f"{plain}/stack"))
     return out
 
 

@@ -337,7 +337,6 @@ def test_step4_page_passes_the_count_of_hubs_it_leaves_out(make_app):
 def test_the_swaps_say_the_tokens_they_run_on(make_app, tiny):
     """A text shorter than the swaps' budget is measured whole, and said so with its own
     count (never "the first 256 tokens" of a 114-token text); a longer one on its first 256."""
-    from attn import swap
     from attn.swap import SWAP_MAX_TOKENS
 
     short = "Um texto curto, de poucas palavras."
@@ -348,7 +347,11 @@ def test_the_swaps_say_the_tokens_they_run_on(make_app, tiny):
         at = open_page(make_app, page, text=short)
         assert_clean(at)
         captions = " ".join(c.value for c in at.caption)
-        runs = {} if key == "swap.budget" else {"runs": len(swap.standard_sweep((0,), 0))}
+        # the tiny model's sweep, counted by hand (4 layers, 0–2 sliding, 3 full): the control; window and
+        # window + hubs at 3 windows, in every layer and in the sliding ones (12); top-k, oracle and indexer, at
+        # 3 windows (6); 4 feature maps in every layer and in one (8); the stacks of 3 layers in 4: the 4 maps
+        # and the oracle at 3 windows (7); no 5-in-6 window stack in 4 layers
+        runs = {} if key == "swap.budget" else {"runs": 1 + 12 + 6 + 8 + 7}
         said = i18n.translate("en", f"{key}_all", n=n_short, **runs)
         assert f"({n_short} tokens)" in said and said in captions
         assert f"first {SWAP_MAX_TOKENS}" not in captions

@@ -120,7 +120,7 @@ def test_measured_runs_join_the_handout_only_when_measured(tiny_analysis, unmeas
                           repeats=1, max_seconds=0.5)
     live_bench._results()[live_bench.key(pick_device(), sizes)] = rows
     model = served_model.get_model("tiny")
-    swaps = swap.standard_sweep((0,), 0)
+    swaps = model_swaps.sweep_of(a, 0)  # the page's sweep on this model (its stacks included)
     results = swap.sweep(model, text, swaps)
     assert all(not isinstance(r, Exception) for r in results)
     model_swaps._store()[model_swaps._key(text, swaps, model_swaps.swap_budget("tiny"), "tiny")] = results

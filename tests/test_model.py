@@ -162,6 +162,29 @@ def test_the_sweep_runs_top_k_at_each_windows_cells_in_every_layer():
         (name, w, "all") for name in ("topk", "topk_indexer") for w in swap.WINDOWS)
 
 
+def test_hybrid_stacks_keep_every_fourth_or_sixth_layer_exact():
+    assert swap.stack_layers(8, 4) == (0, 1, 2, 4, 5, 6) and swap.kept_exact(8, 4) == (3, 7)
+    assert swap.kept_exact(18, 6) == (5, 11, 17) and len(swap.stack_layers(18, 6)) == 15
+    gemma_sliding = swap.stack_layers(18, 6)  # Gemma 3: five sliding layers, then a full one
+    plain = swap.standard_sweep((0,), 1, n_layers=18, sliding_layers=gemma_sliding)
+    other = swap.standard_sweep((0,), 1, n_layers=18)
+    stacks = [s for s in other if s.series.endswith("/stack")]
+    assert sorted({s.series for s in stacks}) == ["linear/stack", "topk/stack", "window/stack"]
+    assert all(s.layers == swap.stack_layers(18, 6 if s.series == "window/stack" else 4) for s in stacks)
+    assert len(other) - len(plain) == len(swap.WINDOWS)  # where the model's own layout is 5 in 6, no copy of it
+    assert not [s for s in swap.standard_sweep((0,), 1, n_layers=3) if s.series.endswith("/stack")]
+
+
+def test_a_stack_leaves_its_exact_layers_as_the_model_has_them():
+    m = loading.tiny(device="cpu", layers=4)
+    text = TEXT
+    stack = swap.stack_layers(4, 4)  # 0, 1, 2 replaced; 3 kept
+    got = swapped_logits(m, text, "linear_elu", layers=stack)
+    # the tiny model slides in layers 0–2 and is full in 3: its own sliding layers are that stack
+    torch.testing.assert_close(got, swapped_logits(m, text, "linear_elu", layers="sliding"))
+    assert (got - swapped_logits(m, text, "linear_elu")).abs().max() > 1e-4  # layer 3 exact changes the output
+
+
 def test_a_swapped_window_replaces_the_layers_own_pattern(tiny):
     # a window wider than the model's own 8 in its sliding layers changes the output:
     # the engine's pattern replaces the layer's, not min(w, 8)

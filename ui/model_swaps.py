@@ -153,6 +153,12 @@ def hub_evidence(t: Translator, a, text: str) -> None:
                  a0=t.pct(alone.top1_agreement, 0), a1=t.pct(hub.top1_agreement, 0)))
 
 
+def sweep_of(a, layer: int) -> list:
+    """Step 6's sweep on this model: its layers, which of them slide, the layer picked."""
+    return swap.standard_sweep((0,), layer, sliding=any(x.sliding for x in a.layers), n_layers=a.n_layers,
+                               sliding_layers=tuple(i for i, x in enumerate(a.layers) if x.sliding))
+
+
 def sweep_section(t: Translator, a, text: str, step) -> None:
     """Step 6's second half: the whole model with its attention swapped (``step``: the
     page's Step, whose prose links the glossary's terms)."""
@@ -161,7 +167,7 @@ def sweep_section(t: Translator, a, text: str, step) -> None:
     if not no_head_said(t):
         return
     layer = widgets.setting(t, "s6_swap_layer", a, t("swap.pick_layer"))
-    swaps = swap.standard_sweep((0,), layer, sliding=any(x.sliding for x in a.layers))
+    swaps = sweep_of(a, layer)
     if a.causal:
         budget_caption(t, a.n, "swap.budget_sweep", runs=len(swaps))
     else:  # each run reads one copy of the text per masked word: longer, and said so
@@ -190,6 +196,9 @@ def sweep_section(t: Translator, a, text: str, step) -> None:
                                        lambda: sweep_figures(t, res, metric, layer))
     drawing.show_figure(by_window, key="s6_swap_window")
     drawing.show_figure(by_map, key="s6_swap_linear")
+    if any(s.series.endswith("/stack") for s in swaps):  # the hybrid stacks: what they copy, which layers stayed
+        st.caption(t("swap.stacks_note", exact4=t.list(str(i) for i in swap.kept_exact(a.n_layers, swap.STACK_EVERY)),
+                     exact6=t.list(str(i) for i in swap.kept_exact(a.n_layers, swap.WINDOW_STACK_EVERY))))
     st.markdown(t("swap.outro"))
 
 
@@ -205,6 +214,13 @@ def sweep_figures(t: Translator, res: list, metric: str, layer: int):
              f"{methods.top_k().name}/all": t("swap.series_topk_all"),
              f"{methods.top_k(indexer=True).name}/all": t("swap.series_topk_indexer_all",
                                                           dims=methods.top_k(indexer=True).indexer_dims)}
+    # the hybrid stacks: which layers stayed exact, said in the series' names (the control
+    # swaps every layer: its layers are the model's)
+    n_layers = max((max(r.layers) + 1 for r in res if r.layers), default=0)
+    exact4 = t.list(str(i) for i in swap.kept_exact(n_layers, swap.STACK_EVERY))
+    exact6 = t.list(str(i) for i in swap.kept_exact(n_layers, swap.WINDOW_STACK_EVERY))
+    names[f"{methods.top_k().name}/stack"] = t("swap.series_topk_stack", exact=exact4)
+    names[f"{plain}/stack"] = t("swap.series_window_stack", exact=exact6)
     for tag, name in names.items():
         pts = [(r.swap.window, getattr(r, metric)) for r in res if r.swap.series == tag]
         if not pts:  # a model without sliding layers has no such series: none is drawn
@@ -219,8 +235,11 @@ def sweep_figures(t: Translator, res: list, metric: str, layer: int):
                         x_ticks=(list(WINDOWS), [t.int(w) for w in WINDOWS]))
     groups = []
     for tag, name in (("linear/all", t("swap.series_linear_all")),
-                      ("linear/one", t("swap.series_linear_one", layer=layer))):
-        groups.append({"name": name, "values": [getattr(r, metric) for r in res if r.swap.series == tag]})
+                      ("linear/one", t("swap.series_linear_one", layer=layer)),
+                      ("linear/stack", t("swap.series_linear_stack", exact=exact4))):
+        values = [getattr(r, metric) for r in res if r.swap.series == tag]
+        if values:  # a model with fewer layers than a stack's period has no stack
+            groups.append({"name": name, "values": values})
     linear = [r.swap.method for r in res if r.swap.series == "linear/all"]
     fig2 = figures.grouped_bars(groups, [t(methods.get(m).label_key) for m in linear],
                                 title=t("swap.chart_linear", metric=t(f"swap.metric_{metric}")),

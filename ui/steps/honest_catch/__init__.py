@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attn import methods, swap
+from attn import methods
 
 from ... import figures, measures, model_swaps, room_figures, served_model
 from ...i18n import Translator
@@ -83,8 +83,7 @@ def measured(t: Translator, a, text: str, model_id: str, cfg: dict):
     layer, metric = cfg["s6_swap_layer"], cfg["s6_swap_metric"]
     if not served_model.has_head(model_id):
         return "swap.no_head"
-    results = model_swaps.measured(text, swap.standard_sweep((0,), layer, sliding=any(x.sliding for x in a.layers)),
-                                   model_id=model_id)
+    results = model_swaps.measured(text, model_swaps.sweep_of(a, layer), model_id=model_id)
     if not model_swaps.complete(results):
         return "handout.sweep_not_run"
     return "swap.heading", list(model_swaps.sweep_figures(t, results, metric, layer))
