@@ -419,6 +419,20 @@ class Classes:
         with self.store.reading() as db:
             return read_of(db, code, student)
 
+    def shared_read(self, code: str) -> ClassState | None:
+        """What every member's page run reads alike: the state and every vote's counts
+        (:meth:`read` without anyone's own answers)."""
+        with self.store.reading() as db:
+            return read_of(db, code)
+
+    def mine(self, code: str, student: str) -> dict[int, int]:
+        """One student's own answers: vote → choice."""
+        if not student:
+            return {}
+        with self.store.reading() as db:
+            return dict(db.execute("SELECT vote, choice FROM answers WHERE code = ? AND student = ?",
+                                   (code, student)).fetchall())
+
     def counts(self, code: str, vote: int) -> list[int]:
         """How many students chose each option of a vote."""
         return self.all_counts(code).get(int(vote), [])

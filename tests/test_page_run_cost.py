@@ -56,3 +56,34 @@ def test_the_converted_copy_is_looked_at_once_every_few_seconds(monkeypatch):
     monkeypatch.setattr(convert, "is_converted", lambda: calls.append(0) or False)
     assert not served_model.converted() and not served_model.converted()
     assert calls.count(0) == 2
+
+
+def test_a_hundred_members_at_one_version_read_the_class_once_and_each_their_own_answers(tmp_path, monkeypatch):
+    """A teacher's move reruns every following student's page at once: what they all read
+    alike (the state, the counts) is read once at that version and tally; a change raises
+    one of them, and the next read is fresh; each student's own answers are theirs."""
+    from server.classes import Classes
+    from server.store import store_at
+    from ui.classroom import handle
+
+    room = Classes(store_at(tmp_path / "s.sqlite3"))
+    monkeypatch.setattr(handle, "_classes", lambda: room)
+    handle.state_at.clear()
+    code, key = room.create({"text": "x"}, page="every-pair")
+    shared = []
+    real = Classes.shared_read
+    monkeypatch.setattr(Classes, "shared_read", lambda self, c: shared.append(c) or real(self, c))
+    vote = room.open_vote(code, key, "every-pair", "s1.q", {"text": "q", "options": ["a", "b"], "answer": 0})
+    students = [f"s{i:03d}" for i in range(100)]
+    for s in students[:3]:
+        room.join(code, s)
+    room.answer(code, vote, students[1], 1)
+    got = [handle._read(room, code, s) for s in students]
+    assert len(shared) == 1
+    assert got[1].mine == {vote: 1} and got[0].mine == {} and got[0].counts[vote] == [0, 1]
+    assert all(g.page == "every-pair" and g.version == room.version(code) for g in got)
+    room.move(code, key, "neighbours")  # the version moves: read afresh, once
+    again = [handle._read(room, code, s) for s in students]
+    assert len(shared) == 2 and {g.page for g in again} == {"neighbours"}
+    room.answer(code, vote, students[2], 0)  # the tally moves: the counts are read afresh
+    assert handle._read(room, code, students[0]).counts[vote] == [1, 1] and len(shared) == 3

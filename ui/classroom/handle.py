@@ -4,6 +4,7 @@ it: once, failing closed when the store cannot say."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import streamlit as st
@@ -32,6 +33,17 @@ def versions(code: str) -> tuple[int, int, int] | None:
     """A class's ``(version, tally, room_version)`` (server.classes), read at most once a
     second per process whatever the number of members polling (None: the class has ended)."""
     return _classes().versions(code)
+
+
+@st.cache_data(ttl=2.0, max_entries=512, show_spinner=False)
+def state_at(code: str, version: int, tally: int):
+    """The class as every member reads it alike (its state and every vote's counts, no one's
+    own answers) at ``version`` and ``tally`` (from :func:`versions`): read once for every
+    member of this process whose page runs at that moment — a teacher's move reruns every
+    following student's page at once, and each read gives up the interpreter lock while
+    SQLite works (a fifth of a following student's page run among a hundred, in a profile).
+    Every change to what members see raises one of the two, so the key names the state."""
+    return _classes().shared_read(code)
 
 
 @st.cache_resource(show_spinner=False)
@@ -65,11 +77,24 @@ def read(code: str, student: str = ""):
     found = Unreadable("unavailable") if room is None else None
     if room is not None:
         with share.store_trouble() as trouble:
-            found = room.read(code, student)
+            found = _read(room, code, student)
         if trouble:
             found = Unreadable(trouble.error.reason)
     st.session_state[keys.CLASS_READ] = ((code, student), found)
     return found
+
+
+def _read(room, code: str, student: str):
+    """:meth:`Classes.read` through :func:`state_at`: the version and tally read now (a page
+    run shows the class as it is, not as it was up to a second ago on another replica), the
+    shared part once for everyone at them, the student's own answers apart."""
+    now = room.versions(code)
+    if now is None:
+        return None
+    shared = state_at(code, now[0], now[1])
+    if shared is None:
+        return None
+    return dataclasses.replace(shared, mine=room.mine(code, student))
 
 
 def forget() -> None:

@@ -20,7 +20,7 @@ from server.store import StoreError
 from .. import keys, page_run, prebuild, session, steps
 from ..step_parts import Step
 from . import room as room_panel
-from .handle import classes, forget, versions
+from .handle import classes, forget, state_at, versions
 from .membership import _apply, farewell, is_teacher, member
 from .teacher import pulse_panel
 
@@ -43,8 +43,8 @@ def _tick(code: str, step: Step) -> None:
     found = versions(code)
     seat = follow.Seat(teacher=is_teacher(), following=bool(st.session_state.get(keys.FOLLOWING)), page=step.id,
                        seen_version=st.session_state.get(keys.SEEN, 0))
-    version = None if found is None else found[0]
-    action, to = follow.decide(version, None, seat) if version is None else _decide(code, version, seat)
+    version, tally = (None, None) if found is None else found[:2]
+    action, to = follow.decide(version, None, seat) if version is None else _decide(code, version, tally, seat)
     now = time.time()
     if not seat.teacher and follow.presence_due(st.session_state.get(keys.PRESENCE_AT), now):
         st.session_state[keys.PRESENCE_AT] = now
@@ -72,7 +72,7 @@ def _tick(code: str, step: Step) -> None:
     if seat.teacher:  # the class moved by another session of hers (her other device): her page redraws
         _redraw()
         return
-    found = classes().state(code)
+    found = state_at(code, version, tally) if classes() is not None else None
     if found is not None:
         _apply(found.view)
         prebuild.prebuild(found.view)
@@ -111,10 +111,11 @@ def _redraw() -> None:
         st.rerun(scope="app")
 
 
-def _decide(code: str, version: int, seat: follow.Seat):
+def _decide(code: str, version: int, tally: int, seat: follow.Seat):
     if version == seat.seen_version or seat.teacher or not seat.following:
         return follow.decide(version, None, seat)
-    found = classes().state(code)  # something moved: where is the class now
+    room = classes()  # something moved: where is the class now (read once for every member polling)
+    found = state_at(code, version, tally) if room is not None else None
     return follow.decide(version, found.page if found else None, seat)
 
 
