@@ -203,7 +203,7 @@ def share_kept_by_top(weights: torch.Tensor, keep: int) -> dict:
     A row that sees fewer cells keeps all of them. One layer at a time."""
     n = weights.shape[-1]
     kk = max(1, min(keep, n))
-    per = torch.stack([w.float().topk(kk, dim=-1).values.sum(dim=-1).mean(dim=-1) for w in weights])
+    per = torch.stack([w.float().topk(kk, dim=-1, sorted=False).values.sum(dim=-1).mean(dim=-1) for w in weights])
     return {"per_head": per, "per_layer": per.mean(dim=-1), "mean": float(per.mean())}
 
 

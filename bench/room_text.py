@@ -3,7 +3,8 @@
     .venv/bin/python bench/room_text.py [--model gemma] [--runs 5]
 
 The model's run (with its attention and q, k, v recorded), then each of the room's
-numbers: step 2's useful share by prefix (every layer), the share kept by each window,
+numbers: step 2's useful share by prefix (every layer), the share kept by each window
+and by each row's top cells at the window's count,
 the hubs, the sink, step 6's output errors. Medians of ``--runs`` texts (the bench's
 own texts of ≈ 300 tokens, three languages in turn), with the matmul rate beside them."""
 
@@ -20,7 +21,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from attn import outputs, room_numbers, stats  # noqa: E402
+from attn import outputs, room_numbers, stats, topk  # noqa: E402
 from attn.bench import matmul_gflops  # noqa: E402
 from classroom import own_text  # noqa: E402
 
@@ -42,6 +43,8 @@ def parts_of(a, times: dict) -> None:
     weights = a.attentions.float()
     timed("share kept by each window", lambda: [
         stats.share_kept_by_pattern(weights, w, (), a.layers[0]) for w in room_numbers.ROOM_WINDOWS])
+    timed("each row's top cells, at each window's", lambda: [
+        stats.share_kept_by_top(weights, topk.for_window(w, a.causal)) for w in room_numbers.ROOM_WINDOWS])
     hubs = timed("the hubs", lambda: room_numbers.hubs_of(a))
     timed("window with and without hubs", lambda: [
         stats.share_kept_by_pattern(weights, room_numbers.HUB_WINDOW, h, a.layers[0]) for h in ((), hubs)])
