@@ -195,3 +195,19 @@ def window_flops(n: int, shape: Shape, window: int | None, hubs: tuple[int, ...]
     if backend == "flex":
         return useful, flex_window_flops(n, shape, window, hubs, device)
     return useful, blocked_window_flops(n, shape, window, hubs, device)
+
+
+# --- the memory a long text keeps: the key/value cache ---------------------------
+
+
+def kv_cache(n: int, windows, kv_heads: int, d: int, batch: int = 1) -> int:
+    """Numbers a decoder keeps to write the token after ``n``: each layer's keys and
+    values (2·kv_heads·d a token) for the tokens it still reads — all n in a full layer
+    (``None`` in ``windows``), the last w in a layer sliding a window of w."""
+    return batch * sum(2 * kv_heads * d * (n if w is None else min(n, w)) for w in windows)
+
+
+def linear_state(layers: int, kv_heads: int, d: int, feature: str = "elu", batch: int = 1) -> int:
+    """Numbers linear attention keeps instead, whatever n: for each layer and key/value
+    head, the summary Σφ(k)vᵀ and its normaliser Σφ(k) (``patterns.linear_summary_size``)."""
+    return batch * layers * kv_heads * patterns.linear_summary_size(feature_size(feature, d), d)

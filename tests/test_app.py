@@ -451,8 +451,15 @@ def test_step7_cost_model_ratios_are_four_and_two(make_app, tiny):
     ns = [2 ** e for e in range(9, 21)]
     costs = methods.operations(ns, s)
     assert costs["full"][-1] / costs["full"][-2] == pytest.approx(4.0, abs=0.01)
-    values = [parse(m.value, "en") for m in at.metric]
+    values = [parse(m.value, "en") for m in at.metric[:4]]
     assert values[0] == pytest.approx(4.0, abs=0.01)
+    # the key/value cache at 131,072 tokens, by hand from the tiny model's own layers: a key and a
+    # value per key/value head of each layer, for every token (a full layer) or its window (sliding)
+    arch, n = tiny.arch, 2 ** 17
+    kept = sum(2 * arch.kv_heads * arch.head_dim * (n if w is None else min(n, w)) for w in arch.windows)
+    full = 2 * arch.kv_heads * arch.head_dim * n * arch.n_layers
+    assert [m.value for m in at.metric[4:6]] == [f"{i18n.fmt_float(kept * 2 / 1e6, 'en', 1)} MB",
+                                                 f"{i18n.fmt_float(full * 2 / 1e6, 'en', 1)} MB"]
     assert all(v == pytest.approx(2.0, abs=0.02) for v in values[1:4])
     heading = i18n.translate("en", "payoff.ratio_heading", n=i18n.fmt_int(ns[-2], "en"), n2=i18n.fmt_int(ns[-1], "en"))
     assert f"**{heading}**" in [m.value for m in at.markdown]

@@ -141,3 +141,25 @@ def test_linear_break_even_is_where_the_summary_order_first_gets_cheaper(m, d, c
         assert (b.memory, b.operations) == ((363, 512) if causal else (257, 257))
     if (m, d) == (273, 256):  # Taylor's m on the model's head size: counted by hand, 279,552 / 529 and 139,776 / 529
         assert b.operations == (528 if causal else 265)
+
+
+def test_the_key_value_cache_by_hand_for_gemma_3s_shape():
+    from types import SimpleNamespace
+
+    from ui.steps import payoff
+
+    # Gemma-3-270m: 18 layers, five sliding (window 512) then one full, one key/value head of 256
+    windows = ((512,) * 5 + (None,)) * 3
+    n = 2 ** 17
+    per_token = 2 * 1 * 256  # a key and a value of one head
+    assert costs.kv_cache(n, windows, 1, 256) == per_token * (3 * n + 15 * 512) == 205_258_752
+    assert costs.kv_cache(100, windows, 1, 256) == per_token * 18 * 100  # a short text: every layer keeps it all
+    assert costs.linear_state(18, 1, 256) == 18 * (256 * 256 + 256)  # elu + 1: m = d
+    arch = SimpleNamespace(windows=windows, kv_heads=1, head_dim=256, n_layers=18)
+    c = payoff.cache(arch, 128)
+    at = c.ns.index(payoff.CACHE_AT)
+    assert c.model[at] == pytest.approx(205_258_752 * 2 / 1e6)  # 410.5 MB in bfloat16
+    assert c.full[at] == pytest.approx(per_token * 18 * n * 2 / 1e6)  # 2,415.9 MB
+    assert c.window[at] == pytest.approx(per_token * 18 * 128 * 2 / 1e6)
+    assert c.linear[at] == pytest.approx(18 * 65_792 * 2 / 1e6) and len(set(c.linear)) == 1
+    assert (c.full_layers, c.sliding_layers) == (3, 15)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attn import bench, methods
+from attn import bench, costs as cost_model, methods
 from attn.costs import Shape
 from attn.device import pick_device
 
@@ -16,6 +16,8 @@ from .. import page_file
 
 ID = "payoff"
 SIZES = [2 ** e for e in range(9, 21)]  # the cost model: n = 512 … 2²⁰
+CACHE_BYTES = 2  # a cached number in bfloat16, as models are served
+CACHE_AT = 2 ** 17  # the cache's figures said at 131,072 tokens, a long context of 2026
 BENCH_SHAPE = Shape()  # the live run: one causal layer of the benchmark's shape, on random q, k, v
 
 
@@ -36,6 +38,51 @@ def model_shape(model_id: str) -> Shape:
     if not model_id:
         return Shape()
     return Shape.of_model(served_model.get_model(model_id).arch)
+
+
+@dataclass(frozen=True)
+class Cache:
+    """The key/value cache of the served model at each of SIZES, in MB (CACHE_BYTES a
+    number): as it is (its sliding layers keep their window), with every layer full, with
+    every layer a window of ``window``, and linear attention's fixed state."""
+
+    ns: tuple[int, ...]
+    model: tuple[float, ...]
+    full: tuple[float, ...]
+    window: tuple[float, ...]
+    linear: tuple[float, ...]
+    window_size: int
+    full_layers: int
+    sliding_layers: int
+
+
+def cache(arch, window: int = 128) -> Cache:
+    """The served model's cache, counted from its own layers (attn.costs.kv_cache)."""
+    mb = CACHE_BYTES / 1e6
+    windows = tuple(arch.windows)
+
+    def of(ws):
+        return tuple(cost_model.kv_cache(n, ws, arch.kv_heads, arch.head_dim) * mb for n in SIZES)
+
+    state = cost_model.linear_state(arch.n_layers, arch.kv_heads, arch.head_dim) * mb
+    return Cache(tuple(SIZES), of(windows), of((None,) * arch.n_layers), of((window,) * arch.n_layers),
+                 (state,) * len(SIZES), window, sum(w is None for w in windows), sum(w is not None for w in windows))
+
+
+def cache_figure(t: Translator, c: Cache):
+    """The cache against n, one line each way (log scales)."""
+    series = [
+        {"name": t("payoff.cache_model", full=c.full_layers, sliding=c.sliding_layers), "x": list(c.ns),
+         "y": list(c.model), "hover": t("payoff.hover_cache")},
+        {"name": t("payoff.cache_full"), "x": list(c.ns), "y": list(c.full), "hover": t("payoff.hover_cache")},
+        {"name": t("payoff.cache_window", w=t.int(c.window_size)), "x": list(c.ns), "y": list(c.window),
+         "hover": t("payoff.hover_cache"), "dash": "dash"},
+        {"name": t("payoff.cache_linear"), "x": list(c.ns), "y": list(c.linear), "hover": t("payoff.hover_cache"),
+         "dash": "dot"},
+    ]
+    return figures.lines(series, title=t("payoff.cache_title"), x_title=t("common.n_axis"),
+                         y_title=t("payoff.cache_axis"), separators=t.separators, log_x=True, log_y=True, height=420,
+                         x_ticks=(list(c.ns[::2]), [t.int(n) for n in c.ns[::2]]))
 
 
 def inputs() -> dict:

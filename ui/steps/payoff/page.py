@@ -30,6 +30,23 @@ for i, m in enumerate(costs):
                    t.float(costs[m][-1] / costs[m][-2], 2),
                    help=t("payoff.metric_model_ratio_help", n=t.int(ns[-2]), n2=t.int(ns[-1])))
 
+st.subheader(t("payoff.cache_heading"))
+if not s.causal:  # an encoder reads the whole text at once: nothing is kept to write a next token
+    st.markdown(t("payoff.cache_encoder"))
+elif page.model_id:
+    arch = served_model.get_model(page.model_id).arch
+    kept = payoff.cache(arch, s.window)
+    st.markdown(t("payoff.cache_lead", kv=t.int(arch.kv_heads), d=t.int(arch.head_dim),
+                  per=t.int(2 * arch.kv_heads * arch.head_dim)))
+    drawing.chart("s7_cache", (page.model_id, s.window), lambda: payoff.cache_figure(t, kept))
+    at = kept.ns.index(payoff.CACHE_AT)
+    c1, c2, c3 = st.columns(3)
+    c1.metric(t("payoff.metric_cache_model", n=t.int(payoff.CACHE_AT)), t("payoff.mb", mb=t.float(kept.model[at], 1)))
+    c2.metric(t("payoff.metric_cache_full"), t("payoff.mb", mb=t.float(kept.full[at], 1)),
+              delta=t("payoff.cache_times", x=t.float(kept.full[at] / kept.model[at], 1)), **drawing.REFERENCE)
+    c3.metric(t("payoff.metric_cache_linear"), t("payoff.mb", mb=t.float(kept.linear[at], 2)))
+    st.caption(t("payoff.cache_caption", bytes=payoff.CACHE_BYTES))
+
 st.subheader(t("payoff.live_heading"))
 st.markdown(t("payoff.live_lead", device=served_model.device_line()))  # the device line names its dtype
 bs = payoff.BENCH_SHAPE  # the live run times kernels, one layer of the benchmark's shape
