@@ -115,12 +115,12 @@ def test_every_page_opens_in_every_language_with_its_key_number(make_app, page, 
         parse(values[0], lang)
     else:
         glossary = at.main.table[0].value  # the glossary, in the page's language
-        assert len(at.main.table) == 1 and len(glossary) == 10
+        assert len(at.main.table) == 1 and len(glossary) == 15
         assert list(glossary.columns) == [i18n.translate(lang, "closing.col_term"),
                                           i18n.translate(lang, "closing.col_meaning")]
     # the sidebar is drawn on every page, in the page's language, with the glossary at hand
     assert at.sidebar.text_area[0].label == i18n.translate(lang, "sidebar.text")
-    assert len(at.sidebar.table) == 1 and len(at.sidebar.table[0].value) == 10
+    assert len(at.sidebar.table) == 1 and len(at.sidebar.table[0].value) == 15
     assert at.sidebar.table[0].value.columns[0] == i18n.translate(lang, "closing.col_term")
 
 
@@ -483,7 +483,7 @@ def test_step7_live_benchmark_runs_on_a_button_press(make_app, unmeasured):
     sizes = [i18n.fmt_int(n, "en") for n in bench.live_sizes("cpu")[-2:]]
     ratios = [m for m in at.metric if m.label.endswith(f": t({sizes[1]}) / t({sizes[0]})")]
     assert len(ratios) == 5 and all(parse(m.value, "en") > 0 for m in ratios)
-    assert len(at.dataframe) == 1
+    assert len(at.dataframe) == 2  # the live run's table, and the key/value cache's
     # the two walls, and each line labelled with its kernel and dtype (linear keeps float32)
     assert i18n.translate("en", "payoff.walls_note") in [i.value for i in at.info]
     names = [tr["name"] for ch in at.get("plotly_chart") for tr in json.loads(ch.proto.spec)["data"]]
@@ -687,11 +687,11 @@ def test_presenter_mode_enlarges_chart_text_and_draws_tables_it_can_enlarge(make
     at = open_page(make_app, PAGES[6])
     at.button(key="s7_run").click().run(timeout=300)
     glossary = len(at.table)  # the sidebar's glossary is a static table in every mode
-    assert len(at.dataframe) == 1
+    assert len(at.dataframe) == 2  # the live run and the cache
     at.session_state["presenter"] = True
     at.run()
     assert_clean(at)
-    assert len(at.table) == glossary + 1 and not at.dataframe
+    assert len(at.table) == glossary + 2 and not at.dataframe
     for chart in at.get("plotly_chart"):
         layout = json.loads(chart.proto.spec)["layout"]
         assert layout["xaxis"]["tickfont"]["size"] == 16 and layout["yaxis"]["title"]["font"]["size"] == 18

@@ -205,7 +205,7 @@ def test_every_step_draws_its_chart_in_every_language(page, url, lang):
             main = '[data-testid="stMain"] [data-testid="stTable"]'
             page.wait_for_selector(main, timeout=60_000)
             wait_idle(page)
-            assert page.locator(f"{main} tbody tr").count() == 10  # the glossary
+            assert page.locator(f"{main} tbody tr").count() == 15  # the glossary
         assert page.locator('[data-testid="stException"]').count() == 0, path
         wrong = markup_and_cuts(page)
         assert not wrong["marks"] and not wrong["cut"] and not wrong["covered"], (path, wrong)

@@ -163,3 +163,18 @@ def test_the_key_value_cache_by_hand_for_gemma_3s_shape():
     assert c.window[at] == pytest.approx(per_token * 18 * 128 * 2 / 1e6)
     assert c.linear[at] == pytest.approx(18 * 65_792 * 2 / 1e6) and len(set(c.linear)) == 1
     assert (c.full_layers, c.sliding_layers) == (3, 15)
+    from ui.i18n import Translator
+
+    t = Translator("en")
+    rows = payoff.cache_rows(t, arch, Shape(window=128, hubs=4))
+    col = t("payoff.cache_col_n", n=t.int(4096))
+    got = {r[t("payoff.cache_col_way")]: r[col] for r in rows}
+
+    def mb(numbers):
+        return t.float(numbers * 2 / 1e6, 1)
+
+    assert got[t("payoff.cache_full")] == got[t("payoff.cache_topk")] == mb(per_token * 18 * 4096)
+    assert got[t("payoff.cache_model_short")] == mb(per_token * (3 * 4096 + 15 * 512))
+    assert got[t("payoff.cache_window_hubs", w=t.int(128), g=4)] == mb(per_token * 18 * 132)  # 128 + 4 tokens kept
+    # the 3-in-4 hybrid: layers 3, 7, 11 and 15 full, the other 14 a linear summary each
+    assert got[t("payoff.cache_hybrid", exact=4, layers=18)] == mb(per_token * 4 * 4096 + 14 * 65_792)

@@ -272,3 +272,27 @@ def test_readers_in_parallel_see_an_unmodified_model(tiny):
     assert not errors
     for r in results:
         assert torch.equal(r, expected)
+
+
+def test_the_exact_share_chart_puts_each_swap_at_the_share_of_layers_it_left_alone():
+    from types import SimpleNamespace
+
+    from ui import model_swaps
+    from ui.i18n import Translator
+
+    def result(method, layers, series, kl, window=None):
+        return SimpleNamespace(swap=Swap(method, layers, window=window, series=series), layers=tuple(layers), kl=kl)
+
+    res = [result("own", range(8), "control", 0.0),
+           result("linear_elu", range(8), "linear/all", 3.0), result("linear_elu", (2,), "linear/one", 0.5),
+           result("linear_elu", swap.stack_layers(8, 4), "linear/stack", 1.5),
+           result("topk", range(8), "topk/all", 0.4, window=16), result("topk", range(8), "topk/all", 0.1, window=64),
+           result("topk", swap.stack_layers(8, 4), "topk/stack", 0.2, window=16)]
+    fig = model_swaps.exact_share_figure(Translator("en"), res, "kl", 8)
+    lines = {tr["name"]: (list(tr["x"]), list(tr["y"])) for tr in fig.to_dict()["data"]}
+    linear = next(v for k, v in lines.items() if "elu" in k)
+    top = next(v for k, v in lines.items() if "top-k" in k)
+    # by hand: every layer swapped = 0 exact; 3 of 4 in 8 layers = 2 of 8 exact; one layer = 7 of 8; the control
+    assert linear == ([0.0, 0.25, 0.875, 1.0], [3.0, 1.5, 0.5, 0.0])
+    assert top == ([0.0, 0.25, 1.0], [0.4, 0.2, 0.0])  # at window 16's cells only
+    assert model_swaps.exact_share_figure(Translator("en"), res[:3], "kl", 8) is None  # no stack, no chart

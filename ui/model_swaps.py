@@ -192,10 +192,12 @@ def sweep_section(t: Translator, a, text: str, step) -> None:
 
     metric = widgets.setting(t, "s6_swap_metric", a, t("swap.pick_metric"), horizontal=True,
                              names=lambda m: t(f"swap.metric_{m}"))
-    by_window, by_map = drawing.figure_once("s6_swap", (_key(text, swaps, swap_budget()), metric, layer),
-                                       lambda: sweep_figures(t, res, metric, layer))
+    by_window, by_map, *by_exact = drawing.figure_once("s6_swap", (_key(text, swaps, swap_budget()), metric, layer),
+                                                       lambda: sweep_figures(t, res, metric, layer))
     drawing.show_figure(by_window, key="s6_swap_window")
     drawing.show_figure(by_map, key="s6_swap_linear")
+    for fig in by_exact:  # with the hybrid stacks: the metric against the share of layers kept exact
+        drawing.show_figure(fig, key="s6_swap_exact")
     if any(s.series.endswith("/stack") for s in swaps):  # the hybrid stacks: what they copy, which layers stayed
         st.caption(t("swap.stacks_note", exact4=t.list(str(i) for i in swap.kept_exact(a.n_layers, swap.STACK_EVERY)),
                      exact6=t.list(str(i) for i in swap.kept_exact(a.n_layers, swap.WINDOW_STACK_EVERY))))
@@ -245,4 +247,32 @@ def sweep_figures(t: Translator, res: list, metric: str, layer: int):
                                 title=t("swap.chart_linear", metric=t(f"swap.metric_{metric}")),
                                 y_title=t(f"swap.metric_{metric}"), separators=t.separators,
                                 log_y=(metric != "top1_agreement"))
-    return fig, fig2
+    return (fig, fig2) + ((fig3,) if (fig3 := exact_share_figure(t, res, metric, n_layers)) is not None else ())
+
+
+EXACT_SHARE_WINDOW = 16  # top-k's line on the exact-share chart: at the cells of this window
+
+
+def exact_share_figure(t: Translator, res: list, metric: str, n_layers: int):
+    """The metric against the share of layers kept exact, one line per method swapped in
+    every layer, in a hybrid stack and (linear) in one layer, ending at the control (every
+    layer its own): how much exactness buys back. None without stacks."""
+    if not any(r.swap.series.endswith("/stack") for r in res) or not n_layers:
+        return None
+    control = next(r for r in res if r.swap.series == "control")
+    oracle = methods.top_k().name
+    series = []
+    for name in dict.fromkeys(r.swap.method for r in res if r.swap.series in ("linear/all", f"{oracle}/all")):
+        rows = [r for r in res if r.swap.method == name and r.swap.series != "control"
+                and (not methods.get(name).data_dependent or r.swap.window == EXACT_SHARE_WINDOW)]
+        pts = sorted({1 - len(r.layers) / n_layers: getattr(r, metric) for r in rows}.items())
+        pts.append((1.0, getattr(control, metric)))
+        label = t(methods.get(name).label_key, w=EXACT_SHARE_WINDOW, g=0)
+        if methods.get(name).data_dependent:
+            label = t("swap.series_topk_at", name=label, w=EXACT_SHARE_WINDOW)
+        series.append({"name": label, "x": [x for x, _ in pts], "y": [y for _, y in pts],
+                       "hover": t("swap.hover_exact"), "dash": "dot" if methods.get(name).data_dependent else "solid"})
+    return figures.lines(series, title=t("swap.chart_exact", metric=t(f"swap.metric_{metric}")),
+                         x_title=t("swap.exact_axis"), y_title=t(f"swap.metric_{metric}"), separators=t.separators,
+                         log_y=(metric != "top1_agreement"), x_ticks=([0, 0.25, 0.5, 0.75, 1.0],
+                                                                      [t.pct(x, 0) for x in (0, 0.25, 0.5, 0.75, 1.0)]))

@@ -103,4 +103,5 @@ SETTINGS: tuple[Setting, ...] = (hubs_row("s4_hubs", ID, lambda d, c: c.anchors(
 
 STEP = Step(ID, order=40, icon=":material/hub:", page=page_file(__file__), questions=("s4.hops",),
             settings=SETTINGS, summary_from=("s4_hubs", "s4_w"), summary=summary,
-            room=(RoomChart("sink", room_sink),), csv=csv_columns)
+            room=(RoomChart("sink", room_sink),), csv=csv_columns,
+            prose=("lead", "sink_why", "sink_why_both", "outro"))

@@ -4,7 +4,7 @@ special tokens ([CLS], [SEP])."""
 
 import streamlit as st
 
-from ui import drawing, figures, measures, model_swaps, step_page, widgets
+from ui import drawing, figures, glossary, measures, model_swaps, step_page, widgets
 from ui.steps import hubs as step
 
 page = step_page.opened(step.STEP)
@@ -145,6 +145,7 @@ sink_share = measures.sink_share(text, model_id)
 st.metric(t("hubs.metric_sink"), t.pct(sink_share), help=t("hubs.metric_sink_help"))
 if not a.first_is_special:  # GPT-2's tokenizer adds no start token: the sink is a piece of the text
     st.caption(t("hubs.first_is_text"))
+glossary.prose(t, step.STEP, "hubs.sink_why" if a.causal else "hubs.sink_why_both")
 
 st.subheader(t("hubs.model_heading"))
 st.markdown(t("hubs.model_text"))

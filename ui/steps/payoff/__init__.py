@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attn import bench, costs as cost_model, methods
+from attn import bench, costs as cost_model, methods, swap
 from attn.costs import Shape
 from attn.device import pick_device
 
@@ -67,6 +67,38 @@ def cache(arch, window: int = 128) -> Cache:
     state = cost_model.linear_state(arch.n_layers, arch.kv_heads, arch.head_dim) * mb
     return Cache(tuple(SIZES), of(windows), of((None,) * arch.n_layers), of((window,) * arch.n_layers),
                  (state,) * len(SIZES), window, sum(w is None for w in windows), sum(w is not None for w in windows))
+
+
+CACHE_TABLE_NS = (4096, 2 ** 17, 2 ** 20)  # the table's lengths: 4,096, 131,072 and 1,048,576 tokens
+
+
+def cache_rows(t: Translator, arch, shape: Shape) -> list[dict]:
+    """The cache each way of attending keeps, in MB at CACHE_TABLE_NS, counted in the
+    model's own shape: every layer full; the model as it is; a window; the window with the
+    shape's hubs (their keys and values kept too); top-k (every key, since any may be
+    chosen); linear attention; the 3-in-4 hybrid stack (linear, every fourth layer full)."""
+    mb = CACHE_BYTES / 1e6
+    kv, d, layers = arch.kv_heads, arch.head_dim, arch.n_layers
+    exact = len(swap.kept_exact(layers, swap.STACK_EVERY))
+
+    def full(n, count=layers):
+        return cost_model.kv_cache(n, (None,) * count, kv, d)
+
+    ways = [
+        (t("payoff.cache_full"), lambda n: full(n)),
+        (t("payoff.cache_model_short"), lambda n: cost_model.kv_cache(n, arch.windows, kv, d)),
+        (t("payoff.cache_window", w=t.int(shape.window)), lambda n: cost_model.kv_cache(n, (shape.window,) * layers,
+                                                                                       kv, d)),
+        (t("payoff.cache_window_hubs", w=t.int(shape.window), g=shape.hubs),
+         lambda n: cost_model.kv_cache(n, (shape.window + shape.hubs,) * layers, kv, d)),
+        (t("payoff.cache_topk"), lambda n: full(n)),
+        (t("payoff.cache_linear"), lambda n: cost_model.linear_state(layers, kv, d)),
+        (t("payoff.cache_hybrid", exact=exact, layers=layers),
+         lambda n: full(n, exact) + cost_model.linear_state(layers - exact, kv, d)),
+    ]
+    head = t("payoff.cache_col_way")
+    return [{head: name, **{t("payoff.cache_col_n", n=t.int(n)): t.float(f(n) * mb, 1) for n in CACHE_TABLE_NS}}
+            for name, f in ways]
 
 
 def cache_figure(t: Translator, c: Cache):

@@ -45,6 +45,7 @@ elif page.model_id:
     c2.metric(t("payoff.metric_cache_full"), t("payoff.mb", mb=t.float(kept.full[at], 1)),
               delta=t("payoff.cache_times", x=t.float(kept.full[at] / kept.model[at], 1)), **drawing.REFERENCE)
     c3.metric(t("payoff.metric_cache_linear"), t("payoff.mb", mb=t.float(kept.linear[at], 2)))
+    drawing.data_table(payoff.cache_rows(t, arch, s))
     st.caption(t("payoff.cache_caption", bytes=payoff.CACHE_BYTES))
 
 st.subheader(t("payoff.live_heading"))
