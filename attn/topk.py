@@ -77,18 +77,21 @@ def _visible(r0: int, r1: int, n: int, causal: bool, device) -> torch.Tensor | N
     return torch.arange(n, device=device)[None, :] <= i
 
 
-def chosen_keys(q, k, keep: int, *, causal: bool, r0: int, r1: int, by=None):
+def chosen_keys(q, k, keep: int, *, causal: bool, r0: int, r1: int, by=None, values: bool = False):
     """The keys rows r0…r1-1 keep: indices ``(b, h, r, kk)`` (kk = min(k, n)) and a flag for
-    each that it is visible (a causal row near the start sees fewer than k keys).
+    each that it is visible (a causal row near the start sees fewer than k keys); with
+    ``values``, their scores too (q·k unscaled, or the indexer's).
     ``by``: (q, k) to choose by instead (the indexer's projections); None: the exact scores."""
-    n = k.shape[2]
+    n = r1 if causal else k.shape[2]  # looking back, rows r0…r1-1 see no key from r1 on
     sq, sk = (q, k) if by is None else by
-    scores = sq[:, :, r0:r1] @ sk.transpose(-1, -2)  # (b, h, r, n): the scoring, every visible pair
-    vis = _visible(r0, r1, n, causal, q.device)
-    if vis is not None:
-        scores = scores.masked_fill(~vis, float("-inf"))
+    scores = sq[:, :, r0:r1] @ sk[:, :, :n].transpose(-1, -2)  # (b, h, r, n): the scoring, every visible pair
+    if causal:  # keys before r0 are seen by every row of the block: only its own diagonal square is masked
+        i = torch.arange(r0, r1, device=q.device)[:, None]
+        scores[..., r0:r1].masked_fill_(torch.arange(r0, r1, device=q.device)[None, :] > i, float("-inf"))
     kk = min(keep, n)
-    top = scores.topk(kk, dim=-1)
+    top = scores.topk(kk, dim=-1, sorted=False)  # the order of the chosen keys does not matter
+    if values:
+        return top.indices, torch.isfinite(top.values), top.values
     return top.indices, torch.isfinite(top.values)
 
 
@@ -119,12 +122,15 @@ def topk_attention(q, k, v, keep: int, *, causal: bool = True, scale: float | No
     out = torch.empty(*q.shape[:3], v.shape[-1], dtype=q.dtype, device=q.device)
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
-        idx, ok = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1, by=by)
+        idx, ok, chosen = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1, by=by, values=True)
         b, h, r, kk = idx.shape
         flat = idx.reshape(b, h, r * kk, 1)
-        kc = k.gather(2, flat.expand(b, h, r * kk, k.shape[-1])).reshape(b, h, r, kk, -1)
         vc = v.gather(2, flat.expand(b, h, r * kk, v.shape[-1])).reshape(b, h, r, kk, -1)
-        scores = (q[:, :, r0:r1, None, :] * kc).sum(-1) * s  # (b, h, r, kk): exact, the chosen keys only
+        if by is None:  # the oracle chose by the exact scores: they are the chosen keys' scores
+            scores = chosen * s
+        else:  # the indexer's scores chose: the exact ones of the chosen keys only
+            kc = k.gather(2, flat.expand(b, h, r * kk, k.shape[-1])).reshape(b, h, r, kk, -1)
+            scores = (q[:, :, r0:r1, None, :] * kc).sum(-1) * s  # (b, h, r, kk)
         w = torch.softmax(scores.masked_fill(~ok, float("-inf")), dim=-1)
         out[:, :, r0:r1] = (w[..., None] * vc).sum(-2)
     return out

@@ -44,7 +44,7 @@ def main(argv=None) -> int:
             mb = "—" if r.peak_bytes is None else f"{r.peak_bytes / 1e6:.1f}"
             mem_ratio = "—" if not (r.peak_bytes and w.peak_bytes) else f"{r.peak_bytes / w.peak_bytes:.1f}"
             print(f"{m:<14}{n:>8}{r.seconds:>11.3f}{r.seconds / w.seconds:>10.1f}{grow:>7}{mb:>10}{mem_ratio:>10}"
-                  f"{r.computed / 1e9:>9.1f}")
+                  f"{r.computed_flops / 1e9:>9.1f}")
     print(f"\nmatmul after the run: {bench.matmul_gflops(device):.0f} GFLOP/s")
     return 0
 
