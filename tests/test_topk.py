@@ -158,3 +158,19 @@ def test_with_a_bias_the_oracle_chooses_by_the_scores_the_layer_computes():
         s = torch.tensor([choose(0, 0, r, c) for c in range(r + 1)], dtype=torch.float64)
         full[0, 0, r] = torch.softmax(s, 0) @ v[0, 0, : r + 1].double()
     assert res["mean"]["topk"] == pytest.approx(_error(out, full), rel=1e-4)
+
+
+@pytest.mark.parametrize("dims", [None, 4], ids=["oracle", "indexer"])
+def test_top_k_never_holds_an_n_by_n_grid(dims):
+    """Queries go in blocks: at 16,384 tokens an n×n float32 grid alone is 1 GiB; a call
+    adds a small fraction of it at its peak (the process's high-water mark, as the
+    benchmark reads it)."""
+    from attn import bench
+
+    n = 16384
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(1, 1, n, 16, generator=g) for _ in range(3))
+    peak = bench.peak_memory(lambda: topk.topk_attention(q, k, v, 32, causal=True, indexer_dims=dims), "cpu")
+    if peak is None:
+        pytest.skip("this platform cannot say a call's peak memory")
+    assert peak < 0.1 * n * n * 4, peak
