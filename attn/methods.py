@@ -125,13 +125,8 @@ class Method:
         """The same for queries r0…r1-1 only: ``(b, h, r, n)`` or ``(r, n)``."""
         n = k.shape[2]
         if self.data_dependent:
-            by = None
-            if self.indexer_dims is not None:
-                p = topk.principal_directions(k, self.indexer_dims)
-                by = (q @ p, k @ p)
-            idx, ok = topk.chosen_keys(q, k, self.keep_of(params), causal=params.causal, r0=r0, r1=r1, by=by)
-            grid = torch.zeros(*idx.shape[:3], n, dtype=torch.bool, device=q.device)
-            return grid.scatter_(-1, idx, ok)
+            return topk.rows_chosen(q, k, self.keep_of(params), causal=params.causal, r0=r0, r1=r1,
+                                    by=topk.projected(q, k, self.indexer_dims))
         i, j = torch.arange(r0, r1, device=q.device), torch.arange(n, device=q.device)
         return torch.broadcast_to(self.mask(n, params)(0, 0, i[:, None], j[None, :]), (r1 - r0, n))
 

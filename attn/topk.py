@@ -70,6 +70,21 @@ def principal_directions(k: torch.Tensor, dims: int) -> torch.Tensor:
     return vh[..., :dims, :].transpose(-1, -2).to(k.dtype)
 
 
+def projected(q, k, dims: int | None):
+    """What the indexer chooses by: q and k projected on the keys' ``dims`` top principal
+    directions (None without an indexer: the oracle chooses by q and k themselves)."""
+    if dims is None:
+        return None
+    p = principal_directions(k, dims)
+    return q @ p, k @ p
+
+
+def rows_chosen(q, k, keep: int, *, causal: bool, r0: int, r1: int, by=None) -> torch.Tensor:
+    """Which cells rows r0…r1-1 keep, ``(b, h, r, n)`` bool."""
+    idx, ok = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1, by=by)
+    return torch.zeros(*idx.shape[:3], k.shape[2], dtype=torch.bool, device=q.device).scatter_(-1, idx, ok)
+
+
 def _visible(r0: int, r1: int, n: int, causal: bool, device) -> torch.Tensor | None:
     if not causal:
         return None
@@ -115,10 +130,7 @@ def topk_attention(q, k, v, keep: int, *, causal: bool = True, scale: float | No
     keep = check_keep(keep)
     s = _scale(q, scale)
     n = q.shape[2]
-    by = None
-    if indexer_dims is not None:
-        p = principal_directions(k, indexer_dims)
-        by = (q @ p, k @ p)
+    by = projected(q, k, indexer_dims)
     out = torch.empty(*q.shape[:3], v.shape[-1], dtype=q.dtype, device=q.device)
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
@@ -141,15 +153,11 @@ def selection(q, k, keep: int, *, causal: bool, indexer_dims: int | None = None,
     texts; the kernel never builds it)."""
     keep = check_keep(keep)
     b, h, n, _ = q.shape
-    by = None
-    if indexer_dims is not None:
-        p = principal_directions(k, indexer_dims)
-        by = (q @ p, k @ p)
+    by = projected(q, k, indexer_dims)
     grid = torch.zeros(b, h, n, n, dtype=torch.bool, device=q.device)
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
-        idx, ok = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1, by=by)
-        grid[:, :, r0:r1].scatter_(-1, idx, ok)
+        grid[:, :, r0:r1] = rows_chosen(q, k, keep, causal=causal, r0=r0, r1=r1, by=by)
     return grid
 
 
@@ -157,16 +165,13 @@ def recall(q, k, keep: int, indexer_dims: int, *, causal: bool, rows: int = ROWS
     """The indexer's recall: the share of the oracle's chosen keys it chose too, over every
     row and head (``rows`` queries at a time)."""
     keep = check_keep(keep)
-    p = principal_directions(k, indexer_dims)
-    by = (q @ p, k @ p)
+    by = projected(q, k, indexer_dims)
     n = q.shape[2]
     hit = total = 0
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
         idx, ok = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1)
-        found, found_ok = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1, by=by)
-        mark = torch.zeros(*idx.shape[:3], n, dtype=torch.bool, device=q.device)
-        mark.scatter_(-1, found, found_ok)
+        mark = rows_chosen(q, k, keep, causal=causal, r0=r0, r1=r1, by=by)
         hit += int((mark.gather(-1, idx) & ok).sum())
         total += int(ok.sum())
     return hit / max(1, total)
