@@ -130,6 +130,14 @@ class Method:
         i, j = torch.arange(r0, r1, device=q.device), torch.arange(n, device=q.device)
         return torch.broadcast_to(self.mask(n, params)(0, 0, i[:, None], j[None, :]), (r1 - r0, n))
 
+    def allowed_scored(self, q, k, params: Params, scores: torch.Tensor, r0: int = 0) -> torch.Tensor:
+        """The pairs rows r0… see when the layer's own scores for them (its cap and bias
+        applied, ``(b, h, r, n)``) are at hand: top-k's oracle chooses by those; the others
+        as :meth:`allowed_rows`."""
+        if self.data_dependent and self.indexer_dims is None:
+            return topk.top_of_scores(scores, self.keep_of(params), causal=params.causal, r0=r0)
+        return self.allowed_rows(q, k, params, r0, r0 + scores.shape[-2])
+
     def cells(self, n: int, params: Params = Params()) -> int:
         if self.data_dependent:
             return topk.cells(n, self.keep_of(params), params.causal) if n else 0

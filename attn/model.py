@@ -32,7 +32,7 @@ from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from . import arch as arch_
-from . import methods, patterns, stats, topk
+from . import methods, stats
 from .analysis import Analysis
 from .budgets import model_token_budget
 from .tokens import Tokenizer, labels_from_offsets, words_from_offsets
@@ -137,14 +137,8 @@ class LoadedModel:
             if method.family != "linear" and (softcap is not None or bias is not None):
                 # the layer's own scores (soft cap, bias) over the shortcut's pattern: written out
                 own = self.arch.layers[layer]
-                n = query.shape[2]
                 scores = own.score(query @ k.transpose(-1, -2), bias)
-                if method.data_dependent and method.indexer_dims is None:  # the oracle: by the layer's own scores
-                    allowed = topk.top_of_scores(scores, method.keep_of(params), causal=params.causal)
-                elif method.data_dependent:
-                    allowed = method.allowed(query, k, params)
-                else:
-                    allowed = patterns.dense(method.mask(n, params), n, device=query.device)
+                allowed = method.allowed_scored(query, k, params, scores)
                 w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1,
                                   dtype=torch.float32).to(query.dtype)
                 out = w @ v

@@ -21,7 +21,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from . import composition, linear_kernels, methods, patterns, topk
+from . import composition, linear_kernels, methods, patterns
 from .layer import LayerAttention
 from .stats import row_cells
 from .device import compute_dtype
@@ -150,7 +150,7 @@ def chosen_pairs(m: methods.Method, q, k, params: methods.Params, layer: LayerAt
     if m.data_dependent and m.indexer_dims is None and not (layer.plain_scores and bias is None):
         qf = q.float()[:, :, r0:r1]
         scores = layer.score(qf @ k.float().transpose(-1, -2), None if bias is None else bias[..., r0:r1, :].float())
-        return topk.top_of_scores(scores, m.keep_of(params), causal=params.causal, r0=r0)
+        return m.allowed_scored(q, k, params, scores, r0)
     if rows is None:
         return m.allowed(q, k, params)
     return m.allowed_rows(q, k, params, r0, r1)
