@@ -39,7 +39,8 @@ MAPS = "maps"  # step 6: the attention map a method implies
 class Params:
     """What a method is asked for. ``window``: the window of window methods, and for
     ``own`` the layer's own sliding window (None: a full layer). ``parts``: the
-    composition of the ``pattern`` method (None: window + hubs as a composition)."""
+    composition of the ``pattern`` method (None: window + hubs as a composition), and for
+    top-k the fixed cells kept beside each query's chosen keys (None: the chosen keys alone)."""
 
     window: int | None = None
     hubs: tuple[int, ...] = ()
@@ -118,15 +119,31 @@ class Method:
         top-k, ``(n, n)`` for the others (for references, small texts and drawing)."""
         n = q.shape[2]
         if self.data_dependent:
-            return topk.selection(q, k, self.keep_of(params), causal=params.causal, indexer_dims=self.indexer_dims)
+            chosen = topk.selection(q, k, self.keep_of(params), causal=params.causal, indexer_dims=self.indexer_dims)
+            fixed = self._fixed(n, params)
+            return chosen if fixed is None else chosen | patterns.dense(fixed, n, device=q.device)
         return patterns.dense(self.mask(n, params), n, device=q.device)
+
+    def _fixed(self, n: int, params: Params) -> patterns.MaskMod | None:
+        """Top-k's fixed cells beside the chosen keys (``params.parts``, with its diagonal),
+        None without parts."""
+        if not self.data_dependent or params.parts is None:
+            return None
+        return composed_mask(n, check_composition(n, params.parts), params.causal)
+
+    def _with_fixed(self, chosen: torch.Tensor, n: int, params: Params, r0: int) -> torch.Tensor:
+        fixed = self._fixed(n, params)
+        if fixed is None:
+            return chosen
+        i = torch.arange(r0, r0 + chosen.shape[-2], device=chosen.device)[:, None]
+        return chosen | fixed(0, 0, i, torch.arange(n, device=chosen.device)[None, :])
 
     def allowed_rows(self, q, k, params: Params, r0: int, r1: int) -> torch.Tensor:
         """The same for queries r0…r1-1 only: ``(b, h, r, n)`` or ``(r, n)``."""
         n = k.shape[2]
         if self.data_dependent:
-            return topk.rows_chosen(q, k, self.keep_of(params), causal=params.causal, r0=r0, r1=r1,
-                                    by=topk.projected(q, k, self.indexer_dims))
+            return self._with_fixed(topk.rows_chosen(q, k, self.keep_of(params), causal=params.causal, r0=r0, r1=r1,
+                                                     by=topk.projected(q, k, self.indexer_dims)), n, params, r0)
         i, j = torch.arange(r0, r1, device=q.device), torch.arange(n, device=q.device)
         return torch.broadcast_to(self.mask(n, params)(0, 0, i[:, None], j[None, :]), (r1 - r0, n))
 
@@ -135,11 +152,14 @@ class Method:
         applied, ``(b, h, r, n)``) are at hand: top-k's oracle chooses by those; the others
         as :meth:`allowed_rows`."""
         if self.data_dependent and self.indexer_dims is None:
-            return topk.top_of_scores(scores, self.keep_of(params), causal=params.causal, r0=r0)
+            chosen = topk.top_of_scores(scores, self.keep_of(params), causal=params.causal, r0=r0)
+            return self._with_fixed(chosen, k.shape[2], params, r0)
         return self.allowed_rows(q, k, params, r0, r0 + scores.shape[-2])
 
     def cells(self, n: int, params: Params = Params()) -> int:
         if self.data_dependent:
+            if params.parts is not None:
+                raise ValueError("top-k beside fixed parts: its cells depend on the text; count them on it (allowed)")
             return topk.cells(n, self.keep_of(params), params.causal) if n else 0
         if self.family == "pattern":
             return composed_cells(n, self.composition_of(n, params), params.causal) if n else 0
@@ -156,6 +176,10 @@ class Method:
             return linear_kernels.linear_attention(q, k, v, feature=self.feature, causal=params.causal,
                                                    scale=params.scale)
         if self.data_dependent:
+            fixed = self._fixed(n, params)
+            if fixed is not None:
+                return topk.beside_parts(q, k, v, self.keep_of(params), fixed, causal=params.causal,
+                                         scale=params.scale, indexer_dims=self.indexer_dims)
             return topk.topk_attention(q, k, v, self.keep_of(params), causal=params.causal, scale=params.scale,
                                        indexer_dims=self.indexer_dims)
         if self.family == "pattern":
@@ -181,7 +205,7 @@ class Method:
         if self.family == "linear":
             return "chunked scan"
         if self.data_dependent:
-            return "gather"
+            return "gather" if params.parts is None else "blocked"  # beside parts: a block of queries' scores
         n = q.shape[2]
         if self.family == "pattern":
             return backends.composed_backend(q, v, n, self.composition_of(n, params), params.causal, backend)

@@ -182,17 +182,19 @@ def output_errors(q, k, v, layer: LayerAttention, *, window: int, hubs=(), featu
             "dtype": res["dtype"], "n": n, "plain": res["plain"]}
 
 
-def pattern_error(q, k, v, layer: LayerAttention, parts: composition.Composition, bias=None) -> dict:
+def pattern_error(q, k, v, layer: LayerAttention, parts: composition.Composition, bias=None,
+                  method: methods.Method | None = None, keep: int | None = None) -> dict:
     """Relative error of softmax over a composed pattern (read as the layer reads, with its
     own scores) against the layer's exact output, per head and averaged, beside uniform
-    attention's (the floor)."""
+    attention's (the floor). ``method``: a top-k method keeping ``keep`` keys a query beside
+    the pattern (None: the pattern alone)."""
     exact = exact_output(q, k, v, layer, bias)
-    params = methods.Params(parts=parts, scale=layer.scale, causal=layer.causal)
+    method = method or methods.composed()
+    params = methods.Params(parts=parts, scale=layer.scale, causal=layer.causal, k=keep)
     if layer.plain_scores and bias is None and layer.sinks is None:
-        out = methods.composed().run(q.float(), k.float(), v.float(), params)
+        out = method.run(q.float(), k.float(), v.float(), params)
     else:
-        n = q.shape[2]
-        allowed = patterns.dense(methods.composed().mask(n, params), n, device=q.device)
+        allowed = chosen_pairs(method, q, k, params, layer, bias)
         out = scored_weights(q, k, allowed, layer, bias, torch.float32) @ v.float()
     err, floor = relative_error(out.double(), exact), uniform_error(v, exact, layer)
     return {"per_head": err.tolist(), "mean": float(err.mean()), "uniform": float(floor.mean())}

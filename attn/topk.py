@@ -148,6 +148,29 @@ def topk_attention(q, k, v, keep: int, *, causal: bool = True, scale: float | No
     return out
 
 
+def beside_parts(q, k, v, keep: int, fixed, *, causal: bool = True, scale: float | None = None,
+                 indexer_dims: int | None = None, rows: int = ROWS) -> torch.Tensor:
+    """Softmax over each query's top ``keep`` keys *and* the cells of a fixed pattern
+    (``fixed``: a mask_mod of :mod:`attn.patterns`, causality its own), as Native Sparse
+    Attention keeps a window beside its chosen blocks; ``rows`` queries at a time: the
+    block's exact scores ``(b, h, rows, n)`` are held, never an n×n tensor."""
+    keep = check_keep(keep)
+    s = _scale(q, scale)
+    n = q.shape[2]
+    by = projected(q, k, indexer_dims)
+    j = torch.arange(n, device=q.device)
+    out = torch.empty(*q.shape[:3], v.shape[-1], dtype=q.dtype, device=q.device)
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
+        i = torch.arange(r0, r1, device=q.device)[:, None]
+        allowed = rows_chosen(q, k, keep, causal=causal, r0=r0, r1=r1, by=by) | fixed(0, 0, i, j[None, :])
+        if causal:
+            allowed &= j[None, :] <= i
+        scores = (q[:, :, r0:r1] @ k.transpose(-1, -2)) * s
+        out[:, :, r0:r1] = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1) @ v
+    return out
+
+
 def selection(q, k, keep: int, *, causal: bool, indexer_dims: int | None = None, rows: int = ROWS) -> torch.Tensor:
     """Which cells top-k keeps, written out ``(b, h, n, n)`` bool (for references and small
     texts; the kernel never builds it)."""

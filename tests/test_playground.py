@@ -438,3 +438,96 @@ def test_a_window_wider_than_the_layers_own_says_where_its_error_comes_from(make
     assert said in [c.value for c in at.caption]
     at.number_input(key="pg_w").set_value(8).run()
     assert said.split("20")[0] not in " ".join(c.value for c in at.caption)
+
+
+# --- the top-k part and a hybrid stack ---------------------------------------------------------
+
+
+def test_top_k_beside_parts_with_every_key_is_the_model_and_a_stack_keeps_every_kth_layer(tiny):
+    """k as long as the text keeps every key: top-k beside any parts is the model itself in
+    the layers it replaces (a check the fixed parts cannot fool); with a small k the
+    stack's layers change the model and the kept ones are the model's own."""
+    ids, _ = tiny.encode(TEXT)
+    n = len(ids)
+    every = 2
+    stack = atlas_swap.stack_layers(tiny.arch.n_layers, every)
+    assert stack == tuple(i for i in range(tiny.arch.n_layers) if i % 2 == 0)
+    for indexer in (False, True):
+        name = methods.top_k(indexer).name
+        # every key: the model back in its full layers (they see every earlier token; a
+        # sliding layer sees a window, which top-k beside parts does not keep)
+        full_layers = tuple(i for i in range(tiny.arch.n_layers) if tiny.arch.layers[i].window is None)
+        assert full_layers
+        same = atlas_swap.measure(tiny, TEXT, atlas_swap.Swap(name, full_layers, parts=Composition(window=2), k=n))
+        assert abs(same.kl) < 1e-6 and same.top1_agreement == 1.0
+        small = atlas_swap.measure(tiny, TEXT, atlas_swap.Swap(name, stack, parts=Composition(window=2), k=2))
+        assert small.layers == stack and small.kl > 1e-4
+
+
+def _hand_cells(q, k, keep, w, causal):
+    """Per head, in Python: each row's top ``keep`` keys by q·k among those it sees, and the
+    window |i − j| < w (the diagonal inside it)."""
+    h, n = q.shape[1], q.shape[2]
+    total = 0
+    for hi in range(h):
+        s = (q[0, hi].double() @ k[0, hi].double().T).tolist()
+        for i in range(n):
+            seen = list(range(i + 1)) if causal else list(range(n))
+            top = set(sorted(seen, key=lambda j: -s[i][j])[:keep])
+            total += len(top | {j for j in seen if abs(i - j) < w})
+    return total
+
+
+@pytest.mark.apptest
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_the_top_k_part_and_a_stack_show_numbers_counted_by_hand(make_app, tiny, lang):
+    from test_app import metric, parse
+    from ui import i18n, samples
+
+    at = open_playground(make_app, lang)
+    a = tiny.analyze(samples.sample_text(lang))
+    at.pills(key="pg_on").set_value(["window", "topk"]).run()
+    at.number_input(key="pg_w").set_value(3).run()
+    at.number_input(key="pg_k").set_value(4).run()
+    at.radio(key="pg_scope").set_value("stack").run()
+    at.number_input(key="pg_every").set_value(2).run()
+    assert not at.exception and not at.error, [e.value for e in at.exception]
+    layer, causal = at.session_state["pg_layer"], at.session_state["pg_causal"]
+    q, k, v = a.qkv(layer)
+    h, d, n = a.n_heads, q.shape[-1], a.n
+    cells = _hand_cells(q, k, 4, 3, causal)
+    shown = metric(at, "playground.metric_cells_topk", lang, layer=layer)
+    assert parse(shown, lang) == pytest.approx(cells / h, abs=0.005)
+    # operations: 4d per cell over the heads, and the oracle's choosing: 2d per visible pair and head
+    pairs = n * (n + 1) // 2 if causal else n * n
+    assert parse(metric(at, "playground.metric_flops", lang), lang) == pytest.approx(
+        4 * d * cells + 2 * d * h * pairs, rel=0.05)
+    # the stack: every second layer kept exact, said on the page and measured so
+    exact = [i for i in range(a.n_layers) if (i + 1) % 2 == 0]
+    tr = i18n.Translator(lang)
+    assert any(c.value == i18n.translate(lang, "playground.stack_kept", every=2,
+                                         layers=tr.list(str(i) for i in exact)) for c in at.caption)
+    weights = []
+    for i in range(a.n_layers):
+        if i in exact:
+            weights.append(1.0)
+            continue
+        qi, ki, _ = a.qkv(i)
+        s = qi[0].double() @ ki[0].double().transpose(-1, -2)
+        w_ = a.attentions[i].double()
+        kept_rows = []
+        for hi in range(h):
+            for r in range(n):
+                seen = list(range(r + 1)) if a.causal else list(range(n))
+                top = set(sorted(seen, key=lambda j: -float(s[hi, r, j]))[:4]) | {j for j in seen if abs(r - j) < 3}
+                kept_rows.append(float(sum(w_[hi, r, j] for j in top)))
+        weights.append(sum(kept_rows) / len(kept_rows))
+    assert parse(metric(at, "playground.metric_kept_all", lang), lang) == pytest.approx(
+        sum(weights) / len(weights), abs=0.0015)
+    # the indexer: the same page, the choosing at 16 numbers a pair instead of d
+    at.radio(key="pg_chooser").set_value("indexer").run()
+    assert not at.exception and not at.error
+    dims = min(methods.INDEXER_DIMS, d)
+    flops = parse(metric(at, "playground.metric_flops", lang), lang)
+    shown = parse(metric(at, "playground.metric_cells_topk", lang, layer=layer), lang)
+    assert flops == pytest.approx(4 * d * shown * h + (2 * dims * pairs + 4 * n * d * dims) * h, rel=0.05)

@@ -9,9 +9,10 @@ import torch
 from attn import topk
 
 
-def brute(q, k, v, keep, causal, scale=None, choose=None):
+def brute(q, k, v, keep, causal, scale=None, choose=None, also=None):
     """Row by row, in Python: sort the visible keys by score (or by ``choose``'s scores),
-    keep the first ``keep``, softmax of the exact scores over those."""
+    keep the first ``keep`` (and the keys ``also(i, j)`` keeps besides), softmax of the
+    exact scores over those."""
     b, h, n, d = q.shape
     s = d ** -0.5 if scale is None else scale
     out = torch.zeros(b, h, n, v.shape[-1], dtype=torch.float64)
@@ -22,6 +23,8 @@ def brute(q, k, v, keep, causal, scale=None, choose=None):
                 exact = {j: float(q[bi, hi, i].double() @ k[bi, hi, j].double()) * s for j in seen}
                 rank = exact if choose is None else {j: choose(bi, hi, i, j) for j in seen}
                 kept = sorted(seen, key=lambda j: -rank[j])[:keep]
+                if also is not None:
+                    kept = sorted(set(kept) | {j for j in seen if also(i, j)})
                 top = max(exact[j] for j in kept)
                 e = {j: math.exp(exact[j] - top) for j in kept}
                 total = sum(e.values())
@@ -174,3 +177,70 @@ def test_top_k_never_holds_an_n_by_n_grid(dims):
     if peak is None:
         pytest.skip("this platform cannot say a call's peak memory")
     assert peak < 0.1 * n * n * 4, peak
+
+
+def _window_and_hub(w, hub):
+    """A window of w (|i − j| < w) and one hub's row and column, with the diagonal: by hand."""
+    return lambda i, j: abs(i - j) < w or i == hub or j == hub or i == j
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "both ways"])
+@pytest.mark.parametrize("dims", [None, 2], ids=["oracle", "indexer"])
+@pytest.mark.parametrize("n,keep,w,hub,rows", [(13, 2, 3, 5, 4), (9, 4, 1, 0, 128), (6, 9, 2, 5, 2)])
+def test_top_k_beside_fixed_parts_is_softmax_over_the_chosen_keys_and_the_parts(causal, dims, n, keep, w, hub, rows):
+    """The playground's top-k part: each query's k chosen keys and the fixed pattern's
+    cells, against a brute force (the parts written by hand, the indexer's projection by
+    an eigen-decomposition)."""
+    from attn import methods
+    from attn.composition import Composition
+
+    g = torch.Generator().manual_seed(n * 7 + keep)
+    q, k, v = (torch.randn(1, 2, n, 6, generator=g, dtype=torch.float64) for _ in range(3))
+    choose = None
+    if dims is not None:
+        ps = []
+        for hi in range(2):
+            vals, vecs = torch.linalg.eigh(k[0, hi].T @ k[0, hi])
+            ps.append(vecs[:, vals.argsort(descending=True)[:dims]])
+        qp = [q[0, hi] @ ps[hi] for hi in range(2)]
+        kp = [k[0, hi] @ ps[hi] for hi in range(2)]
+        choose = lambda b, h, i, j: float(qp[h][i] @ kp[h][j])  # noqa: E731
+    also = _window_and_hub(w, hub)
+    want = brute(q, k, v, keep, causal, choose=choose, also=also)
+    m = methods.top_k(indexer=dims is not None)
+    if dims is not None:
+        m = methods.Method(m.name, m.family, m.label_key, m.tags, indexer_dims=dims)
+    params = methods.Params(parts=Composition(window=w, hubs=(hub,)), k=keep, causal=causal)
+    got = topk.beside_parts(q, k, v, keep, methods.composed().mask(n, params), causal=causal, indexer_dims=dims,
+                            rows=rows)
+    assert torch.allclose(got, want, atol=1e-10)
+    assert torch.allclose(m.run(q, k, v, params), want, atol=1e-10)
+    assert torch.allclose(m.reference(q, k, v, params), want, atol=1e-10)
+    assert m.backend(q, v, params) == "blocked"
+    # the cells, counted by hand: the union of the chosen keys and the parts, per head
+    grid = m.allowed(q, k, params)
+    for hi in range(2):
+        for i in range(n):
+            seen = range(i + 1) if causal else range(n)
+            rank = ({j: float(q[0, hi, i] @ k[0, hi, j]) for j in seen} if choose is None
+                    else {j: choose(0, hi, i, j) for j in seen})
+            kept = set(sorted(seen, key=lambda j: -rank[j])[:keep]) | {j for j in seen if also(i, j)}
+            assert set(torch.nonzero(grid[0, hi, i]).flatten().tolist()) == kept
+    rows_grid = torch.cat([m.allowed_rows(q, k, params, r0, min(n, r0 + rows)) for r0 in range(0, n, rows)], dim=2)
+    assert torch.equal(rows_grid, grid)
+    with pytest.raises(ValueError, match="depend on the text"):
+        m.cells(n, params)
+
+
+def test_beside_parts_the_oracle_chooses_by_the_scores_the_layer_computes():
+    """With a soft cap (the layer's own scores at hand) the oracle's choice beside parts is
+    the same cells as from q and k: the cap keeps each row's order."""
+    from attn import methods
+    from attn.composition import Composition
+
+    g = torch.Generator().manual_seed(2)
+    q, k = (torch.randn(1, 2, 10, 4, generator=g, dtype=torch.float64) for _ in range(2))
+    params = methods.Params(parts=Composition(window=2), k=3, causal=True)
+    scores = 5 * torch.tanh((q @ k.transpose(-1, -2)) / 5)
+    got = methods.top_k().allowed_scored(q, k, params, scores[:, :, 4:], r0=4)
+    assert torch.equal(got, methods.top_k().allowed(q, k, params)[:, :, 4:])

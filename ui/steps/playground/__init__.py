@@ -16,12 +16,13 @@ import numpy as np
 import streamlit as st
 import torch
 
-from attn import bench, graph, methods, outputs, patterns, stats
+from attn import bench, graph, methods, outputs, patterns, stats, topk
 from attn import composition as algebra
 from attn import costs as costs_model
 from attn.composition import Composition, CompositionError
 from attn.costs import Shape
 from attn.device import pick_device
+from attn.swap import STACK_EVERY, stack_layers
 from server.lru import CountLRU
 
 from ... import analyses, measures, model_swaps, widgets
@@ -39,7 +40,10 @@ ANCHOR_HUBS = 3
 RANDOM_BLOCKS = (16, 32, 64, 128)
 MAX_SETTING = 100_000  # the number inputs' upper end: anything past the text gets a message
 HUB_MODES = ("anchors", "chosen")
-SCOPES = ("all", "sliding")
+SCOPES = ("all", "sliding", "stack")  # "stack": every layer but every k-th, which stays exact
+TOPK = "topk"  # the part chosen on the text itself (not one of attn.composition.PARTS: no fixed predicate)
+CHOOSERS = ("oracle", "indexer")
+PART_NAMES = (*algebra.PARTS, TOPK)
 SEED_CHARS = 40
 
 
@@ -48,8 +52,7 @@ def _count(key: str, lo: int, first: int) -> Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("pg_on", ID, "many", lambda d, c: ["window", "hubs"], choices=lambda d: tuple(algebra.PARTS),
-            widget="pills"),
+    Setting("pg_on", ID, "many", lambda d, c: ["window", "hubs"], choices=lambda d: PART_NAMES, widget="pills"),
     _count("pg_w", 1, algebra.PRESET_WINDOW), _count("pg_dilated", 1, 8), _count("pg_stride", 1, 4),
     Setting("pg_hub_mode", ID, "choice", lambda d, c: "anchors", choices=lambda d: HUB_MODES, widget="radio"),
     hubs_row("pg_hubs", ID, lambda d, c: [0]),
@@ -57,8 +60,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("pg_rblock", ID, "choice", lambda d, c: 32, choices=lambda d: RANDOM_BLOCKS, widget="selectbox"),
     Setting("pg_seed", ID, "text", lambda d, c: "0", chars=SEED_CHARS, widget="text"),
     _count("pg_local", 2, 64),
+    _count("pg_k", 1, 32),
+    Setting("pg_chooser", ID, "choice", lambda d, c: "oracle", choices=lambda d: CHOOSERS, widget="radio"),
     Setting("pg_causal", ID, "bool", lambda d, c: d.causal, widget="toggle"),
     Setting("pg_scope", ID, "choice", lambda d, c: "all", choices=lambda d: SCOPES, widget="radio"),
+    Setting("pg_every", ID, "int", lambda d, c: min(STACK_EVERY, max(2, d.n_layers)),
+            bounds=lambda d: (2, max(2, d.n_layers)), widget="number"),
     Setting("pg_layer", ID, "choice", lambda d, c: first_layer(d), choices=layers_of, widget="selectbox",
             names="layer"),
     Setting("pg_rl", ID, "int", lambda d, c: min(2, d.n_layers), bounds=lambda d: (1, d.n_layers), widget="slider"),
@@ -138,6 +145,59 @@ class Timing:
     n: int
 
 
+@dataclass(frozen=True)
+class TopK:
+    """The top-k part: each query keeps the ``keep`` keys it scores highest, chosen by the
+    exact scores (the oracle) or by the indexer, beside the fixed parts."""
+
+    keep: int
+    indexer: bool
+
+    @property
+    def method(self) -> methods.Method:
+        return methods.top_k(indexer=self.indexer)
+
+
+@dataclass(frozen=True)
+class TopKCost:
+    """Top-k beside the parts on one layer of the text: the cells computed in every head
+    (the chosen keys and the parts' cells, each once), the operations of the attention over
+    them and of the choosing apart, every visible pair, the numbers a block of queries'
+    scores holds, and operations(2N)/operations(N) at N = LARGE_N (the chosen keys counted
+    apart from the parts: at most) beside full attention's."""
+
+    cells: int  # over the heads
+    heads: int
+    every: int
+    attend: float
+    scoring: float
+    full_flops: float
+    numbers: int
+    ratio: float
+    full_ratio: float
+
+
+def top_k_part(cfg: dict) -> TopK | None:
+    """The top-k part the settings switch on, or None."""
+    return TopK(int(cfg["pg_k"]), cfg["pg_chooser"] == "indexer") if TOPK in cfg["pg_on"] else None
+
+
+def top_key(top: TopK | None) -> tuple | None:
+    return None if top is None else (top.keep, top.indexer)
+
+
+def _top(key: tuple | None) -> TopK | None:
+    return None if key is None else TopK(*key)
+
+
+def scoped_layers(n_layers: int, sliding: tuple[int, ...], scope: str, every: int) -> tuple[int, ...]:
+    """The layers the pattern replaces: every one, the sliding ones, or a hybrid stack's
+    (every layer but each ``every``-th, which keeps its own attention)."""
+    if scope == "stack":
+        return stack_layers(n_layers, every)
+    return tuple(i for i in range(n_layers) if scope == "all" or i in sliding)
+
+
 def settings(a) -> dict:
     """The playground's settings on this text: each kept value its widget takes, else
     its default (a value that does not fit is dropped, with a notice when it came with
@@ -208,7 +268,7 @@ def any_part(c: Composition) -> bool:
     return bool(c.window or c.dilated or c.hubs or c.random or c.local > 1)
 
 
-def parts_label(t: Translator, c: Composition) -> str:
+def parts_label(t: Translator, c: Composition, top: TopK | None = None) -> str:
     """The parts that are on, in the reader's language, with their settings."""
     out = []
     if c.window:
@@ -221,6 +281,9 @@ def parts_label(t: Translator, c: Composition) -> str:
         out.append(t("parts.random_n", r=t.int(c.random), b=t.int(c.random_block), seed=c.seed))
     if c.local > 1:
         out.append(t("parts.local_n", b=t.int(c.local)))
+    if top is not None:
+        out.append(t("parts.topk_indexer_n" if top.indexer else "parts.topk_n", k=top.keep,
+                     dims=methods.INDEXER_DIMS))
     return " + ".join(out) or t("parts.diagonal_only")
 
 
@@ -237,11 +300,36 @@ def _comp(key: tuple) -> Composition:
 # --- what it costs ----------------------------------------------------------------------
 
 
+def _top_params(key: tuple, top: TopK, causal: bool) -> methods.Params:
+    return methods.Params(parts=_comp(key), k=top.keep, causal=causal)
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def grid(n: int, key: tuple, causal: bool) -> np.ndarray:
     """The pattern over the text: 1 where a cell is computed, 0 where it is skipped,
     empty above the diagonal of a causal pattern."""
-    g = patterns.dense(algebra.composed_mask(n, _comp(key), causal), n).float()
+    return _grid_of(patterns.dense(algebra.composed_mask(n, _comp(key), causal), n), causal)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def top_grid(text: str, model_id: str, key: tuple, top_key_: tuple, layer: int, causal: bool) -> np.ndarray:
+    """The cells top-k beside the parts computes in one layer's first head, chosen on the
+    layer's own q and k: as :func:`grid`."""
+    a = analyses.get_analysis(text, model_id)
+    top = _top(top_key_)
+    return _grid_of(_top_cells(a, key, top, layer, causal)[0, 0], causal)
+
+
+def _top_cells(a, key: tuple, top: TopK, layer: int, causal: bool) -> torch.Tensor:
+    """``(1, heads, n, n)`` bool: the cells top-k beside the parts computes in a layer, the
+    oracle choosing by the layer's own scores (its cap and bias), as the swap does."""
+    q, k, _ = a.qkv(layer)
+    return outputs.chosen_pairs(top.method, q, k, _top_params(key, top, causal), a.layers[layer], a.bias(layer))
+
+
+def _grid_of(allowed: torch.Tensor, causal: bool) -> np.ndarray:
+    n = allowed.shape[-1]
+    g = allowed.float()
     if causal:
         g[torch.ones(n, n, dtype=torch.bool).triu(1)] = torch.nan
     return g.numpy()
@@ -267,6 +355,30 @@ def costs(n: int, key: tuple, causal: bool, heads: int, d: int) -> Cost:
                 full_ratio=full_ratio, large=large, doubled=doubled)
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def top_costs(text: str, model_id: str, key: tuple, top_key_: tuple, layer: int, causal: bool) -> TopKCost:
+    """Top-k beside the parts on one layer of the text (its own q and k): the cells counted
+    in every head, the attention's operations over them and the choosing's apart (the
+    registry's cost model at the model's shape), and operations(2N)/operations(N)."""
+    a = analyses.get_analysis(text, model_id)
+    top, c = _top(top_key_), _comp(key)
+    n, h, d = a.n, a.n_heads, a.q.shape[-1]
+    shape = Shape(heads=h, d=d, causal=causal)
+    cells = int(_top_cells(a, key, top, layer, causal).sum())
+    every = n * (n + 1) // 2 if causal else n * n
+
+    def operations(m: int) -> float:  # at length m: the parts' cells and the chosen keys apart (at most)
+        big = dataclasses.replace(c, random=min(c.random, m // max(1, c.random_block) - 1))
+        attended = algebra.composed_cells(m, big, causal) + topk.cells(m, top.keep, causal)
+        return attended * costs_model.cell_flops(shape) + top.method.scoring_flops(m, shape)
+
+    full_ratio = (2 * LARGE_N * (2 * LARGE_N + 1) / (LARGE_N * (LARGE_N + 1))) if causal else 4.0
+    return TopKCost(cells=cells, heads=h, every=every, attend=cells * 4.0 * d,
+                    scoring=top.method.scoring_flops(n, shape), full_flops=every * costs_model.cell_flops(shape),
+                    numbers=h * min(topk.ROWS, n) * n, ratio=operations(2 * LARGE_N) / operations(LARGE_N),
+                    full_ratio=full_ratio)
+
+
 # --- what it can reach ------------------------------------------------------------------
 
 
@@ -290,41 +402,54 @@ def reach(n: int, key: tuple, layers: int, causal: bool) -> Reach:
 # --- what it keeps ----------------------------------------------------------------------
 
 
-def _scoped(a, scope: str) -> list[int]:
-    return [i for i in range(a.n_layers) if scope == "all" or a.layers[i].sliding]
+def scoped(a, scope: str, every: int) -> tuple[int, ...]:
+    """The layers of this model the pattern replaces (:func:`scoped_layers`)."""
+    return scoped_layers(a.n_layers, tuple(i for i in range(a.n_layers) if a.layers[i].sliding), scope, every)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def kept(text: str, model_id: str, key: tuple, scope: str) -> PatternKept:
+def kept(text: str, model_id: str, key: tuple, scope: str, top_key_: tuple | None = None,
+         every: int = STACK_EVERY) -> PatternKept:
     """Share of the model's real attention weight inside the pattern (read as the model
     reads: causal, or both ways on an encoder), per layer and overall; layers outside the
-    scope keep their own pattern, so all of their weight."""
+    scope keep their own pattern, so all of their weight. With top-k, each layer's own
+    chosen keys beside the parts."""
     a = analyses.get_analysis(text, model_id)
     allowed = patterns.dense(algebra.composed_mask(a.n, _comp(key), a.causal), a.n)
-    inside = _scoped(a, scope)
+    inside = list(scoped(a, scope, every))
     per_layer = np.ones(a.n_layers)
-    if inside:
+    top = _top(top_key_)
+    for i in inside if top is not None else ():
+        per_layer[i] = float((a.attentions[i].float() * _top_cells(a, key, top, i, a.causal)[0]).sum(-1).mean())
+    if inside and top is None:
         per_layer[inside] = stats.share_kept(a.attentions[inside], allowed).mean(dim=-1).numpy()
     return PatternKept(per_layer, float(per_layer.mean()), tuple(inside))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def error(text: str, model_id: str, key: tuple, layer: int) -> PatternError:
-    """Output error of the pattern on one layer's own q, k, v against exact softmax."""
+def error(text: str, model_id: str, key: tuple, layer: int, top_key_: tuple | None = None) -> PatternError:
+    """Output error of the pattern (with top-k's chosen keys, when on) on one layer's own
+    q, k, v against exact softmax."""
     a = analyses.get_analysis(text, model_id)
     q, k, v = a.qkv(layer)
-    r = outputs.pattern_error(q, k, v, a.layers[layer], _comp(key), bias=a.bias(layer))
+    top = _top(top_key_)
+    r = outputs.pattern_error(q, k, v, a.layers[layer], _comp(key), bias=a.bias(layer),
+                              method=None if top is None else top.method, keep=None if top is None else top.keep)
     return PatternError(r["mean"], r["uniform"])
 
 
-def swap_settings(a, c: Composition, scope: str) -> list:
+def swap_settings(a, c: Composition, scope: str, top: TopK | None = None, every: int = STACK_EVERY) -> list:
     """The swap's two runs on the first tokens a swap reads: the control (the
-    model's own attention in the same layers) and the pattern, made causal."""
+    model's own attention in the same layers) and the pattern (with top-k's chosen keys
+    when on), made causal."""
     from attn.swap import Swap
 
     m = min(a.n, model_swaps.swap_budget())
-    return [Swap(methods.own().name, scope, series="control"),
-            Swap(methods.composed().name, scope, parts=algebra.composition_on_prefix(m, c), series="pattern")]
+    layers = scoped(a, scope, every) if scope == "stack" else scope
+    parts = algebra.composition_on_prefix(m, c)
+    pattern = (Swap(methods.composed().name, layers, parts=parts, series="pattern") if top is None else
+               Swap(top.method.name, layers, parts=parts, k=top.keep, series="pattern"))
+    return [Swap(methods.own().name, layers, series="control"), pattern]
 
 
 # --- the fast path, timed on a button -------------------------------------------------------
@@ -338,19 +463,20 @@ def _timings() -> CountLRU:
     return measures.finished_results("timings", TIMINGS)
 
 
-def timing(text: str, model_id: str, key: tuple, layer: int) -> Timing | None:
-    return _timings().get((model_id, text, key, layer))
+def timing(text: str, model_id: str, key: tuple, layer: int, top_key_: tuple | None = None) -> Timing | None:
+    return _timings().get((model_id, text, key, layer, top_key_))
 
 
-def time_it(t: Translator, text: str, model_id: str, key: tuple, layer: int) -> Timing:
-    """The composed pattern against causal SDPA on the layer's own q, k, v (median of a
-    few runs), through the queue."""
+def time_it(t: Translator, text: str, model_id: str, key: tuple, layer: int, top_key_: tuple | None = None) -> Timing:
+    """The composed pattern (with top-k's chosen keys, when on) against causal SDPA on the
+    layer's own q, k, v (median of a few runs), through the queue."""
     a = analyses.get_analysis(text, model_id)
     q, k, v = a.qkv(layer)
     q, k, v = (x.contiguous() for x in (q, k, v))
-    pattern, full = methods.composed(), methods.exact()
+    top = _top(top_key_)
+    pattern, full = (methods.composed() if top is None else top.method), methods.exact()
     scale = a.layers[layer].scale  # a timing: the soft cap or bias a layer may add is left out of both
-    params = methods.Params(parts=_comp(key), causal=a.causal, scale=scale)
+    params = methods.Params(parts=_comp(key), causal=a.causal, scale=scale, k=None if top is None else top.keep)
     full_params = methods.Params(scale=scale, causal=a.causal)
     device = pick_device()
 
@@ -362,7 +488,7 @@ def time_it(t: Translator, text: str, model_id: str, key: tuple, layer: int) -> 
 
     with st.spinner(t("playground.timing_running")):
         res = analyses.in_line("bench", work)
-    _timings()[(model_id, text, key, layer)] = res
+    _timings()[(model_id, text, key, layer, top_key_)] = res
     return res
 
 

@@ -32,12 +32,15 @@ for col, name in zip(st.columns(len(pg.PRESETS)), pg.PRESETS):
                       "playground.preset_sink_help_both" if name == "sink" and not a.causal else
                       f"playground.preset_{name}_help", w=t.int(a.sliding_window)))
 
-on = widgets.setting(t, "pg_on", a, t("playground.parts"), help=t("playground.parts_help"),
-                     names=lambda p: t(composition.PARTS[p].label_key))
-cols = st.columns(len(composition.PARTS), border=True)
-for col, part in zip(cols, composition.PARTS.values()):
-    col.markdown(f"**{t(part.label_key)}**")
-    if part.name not in on:
+def part_name(p: str) -> str:
+    return t("parts.topk") if p == pg.TOPK else t(composition.PARTS[p].label_key)
+
+
+on = widgets.setting(t, "pg_on", a, t("playground.parts"), help=t("playground.parts_help"), names=part_name)
+cols = st.columns(len(pg.PART_NAMES), border=True)
+for col, name in zip(cols, pg.PART_NAMES):
+    col.markdown(f"**{part_name(name)}**")
+    if name not in on:
         col.caption(t("playground.part_off"))
 with cols[0]:
     widgets.setting(t, "pg_w", a, t("playground.pick_w"))
@@ -55,6 +58,10 @@ with cols[3]:
     widgets.setting(t, "pg_seed", a, t("playground.pick_seed"))
 with cols[4]:
     widgets.setting(t, "pg_local", a, t("playground.pick_local"))
+with cols[5]:
+    widgets.setting(t, "pg_k", a, t("playground.pick_k"), help=t("playground.pick_k_help"))
+    widgets.setting(t, "pg_chooser", a, t("playground.pick_chooser"),
+                    names=lambda c: t(f"playground.chooser_{c}", dims=methods.INDEXER_DIMS))
 
 c1, c2, c3 = st.columns(3)
 causal = widgets.setting(t, "pg_causal", a, t("playground.causal"), where=c1,
@@ -62,8 +69,16 @@ causal = widgets.setting(t, "pg_causal", a, t("playground.causal"), where=c1,
 scope = widgets.setting(t, "pg_scope", a, t("playground.scope"), where=c2, horizontal=True,
                         names=lambda s: t(f"playground.scope_{s}"))
 layer = widgets.setting(t, "pg_layer", a, t("common.layer"), where=c3)
+every = widgets.setting(t, "pg_every", a, t("playground.pick_every"), where=c2) if scope == "stack" else cfg["pg_every"]
+scoped = pg.scoped(a, scope, every)
+if scope == "stack":
+    exact = [i for i in range(a.n_layers) if i not in scoped]
+    c2.caption(t("playground.stack_kept", every=every, layers=t.list(str(i) for i in exact)) if exact else
+               t("playground.stack_none", every=every, L=a.n_layers))
 
 cfg = {k: st.session_state[k] for k in pg.KEYS}  # as the widgets now hold them
+top = pg.top_k_part(cfg)
+tk = pg.top_key(top)
 comp, problem = pg.composition(cfg, n, anchors)
 if problem is not None:
     st.error(pg.error_text(t, problem), icon=":material/tune:")
@@ -71,43 +86,67 @@ if problem is not None:
 key = pg.key_of(comp)
 if comp.window >= n:
     st.warning(t("playground.window_covers", w=t.int(comp.window), n=t.int(n)), icon=":material/open_in_full:")
-st.info(t("playground.composed" if pg.any_part(comp) else "playground.composed_alone", parts=pg.parts_label(t, comp),
+st.info(t("playground.composed" if pg.any_part(comp) or top else "playground.composed_alone",
+          parts=pg.parts_label(t, comp, top),
           direction=t("playground.causal_word" if causal else "playground.bidirectional_word")),
         icon=":material/join:")
 
 # --- what it costs --------------------------------------------------------------------
 
 st.subheader(t("playground.cost_heading"))
-cost = pg.costs(n, key, causal, a.n_heads, a.q.shape[-1])
 m1, m2, m3, m4 = st.columns(4)
-m1.metric(t("playground.metric_cells"), t.int(cost.cells),
-          delta=t("playground.metric_cells_delta", share=t.pct(cost.share), every=t.int(cost.every)),
-          **drawing.REFERENCE)
-m2.metric(t("playground.metric_flops"), t.sci(cost.flops),
-          delta=t("playground.metric_flops_delta", full=t.sci(cost.full_flops)), **drawing.REFERENCE)
-m3.metric(t("playground.metric_numbers"), t.int(cost.numbers), help=t("playground.metric_numbers_help"))
-m4.metric(t("playground.metric_ratio", n=t.int(pg.LARGE_N)), t.float(cost.ratio, 2),
-          delta=t("playground.metric_ratio_delta", full=t.float(cost.full_ratio, 2)), **drawing.REFERENCE)
-drawing.formula(t, r"\text{@flops} = 4\,d\,h \cdot \text{@cells} = 4 \cdot " + f"{a.q.shape[-1]} \\cdot {a.n_heads}"
-                + r" \cdot " + drawing.tex_int(t, cost.cells),
-                t("playground.cost_caption", large=t.int(cost.large), doubled=t.int(cost.doubled)))
-shown_sliding = a.layers[layer].sliding
-if scope == "sliding" and not shown_sliding:
+if top is not None:
+    tc = pg.top_costs(text, model_id, key, tk, layer, causal)
+    mean_cells = tc.cells / tc.heads
+    m1.metric(t("playground.metric_cells_topk", layer=layer),
+              t.int(tc.cells // tc.heads) if tc.cells % tc.heads == 0 else t.float(mean_cells, 2),
+              delta=t("playground.metric_cells_delta", share=t.pct(mean_cells / tc.every), every=t.int(tc.every)),
+              **drawing.REFERENCE)
+    m2.metric(t("playground.metric_flops"), t.sci(tc.attend + tc.scoring),
+              delta=t("playground.metric_flops_delta", full=t.sci(tc.full_flops)), **drawing.REFERENCE)
+    m3.metric(t("playground.metric_numbers_topk"), t.int(tc.numbers),
+              help=t("playground.metric_numbers_topk_help", rows=t.int(min(n, pg.topk.ROWS))))
+    m4.metric(t("playground.metric_ratio_ops", n=t.int(pg.LARGE_N)), t.float(tc.ratio, 2),
+              delta=t("playground.metric_ratio_delta", full=t.float(tc.full_ratio, 2)), **drawing.REFERENCE)
+    drawing.formula(t, r"\text{@flops} = 4\,d \cdot \text{@cells} + \text{@choosing} = 4 \cdot "
+                    + f"{a.q.shape[-1]}" + r" \cdot " + drawing.tex_int(t, tc.cells) + r" + "
+                    + drawing.tex_int(t, int(tc.scoring)),
+                    t("playground.cost_caption_indexer" if top.indexer else "playground.cost_caption_topk",
+                      heads=a.n_heads, dims=methods.INDEXER_DIMS, d=a.q.shape[-1], layer=layer))
+    cost = None
+else:
+    cost = pg.costs(n, key, causal, a.n_heads, a.q.shape[-1])
+if cost is not None:
+    m1.metric(t("playground.metric_cells"), t.int(cost.cells),
+              delta=t("playground.metric_cells_delta", share=t.pct(cost.share), every=t.int(cost.every)),
+              **drawing.REFERENCE)
+    m2.metric(t("playground.metric_flops"), t.sci(cost.flops),
+              delta=t("playground.metric_flops_delta", full=t.sci(cost.full_flops)), **drawing.REFERENCE)
+    m3.metric(t("playground.metric_numbers"), t.int(cost.numbers), help=t("playground.metric_numbers_help"))
+    m4.metric(t("playground.metric_ratio", n=t.int(pg.LARGE_N)), t.float(cost.ratio, 2),
+              delta=t("playground.metric_ratio_delta", full=t.float(cost.full_ratio, 2)), **drawing.REFERENCE)
+    drawing.formula(t, r"\text{@flops} = 4\,d\,h \cdot \text{@cells} = 4 \cdot " + f"{a.q.shape[-1]} \\cdot {a.n_heads}"
+                    + r" \cdot " + drawing.tex_int(t, cost.cells),
+                    t("playground.cost_caption", large=t.int(cost.large), doubled=t.int(cost.doubled)))
+if top is not None:
+    st.caption(t("playground.grid_layer_topk", which=layer_label(t, a, layer)))
+elif scope != "all" and layer not in scoped:
     st.caption(t("playground.grid_layer_own", layer=layer))
 else:
     st.caption(t("playground.grid_layer", which=layer_label(t, a, layer)))
 
 
 def grid_figure():
+    g = pg.grid(n, key, causal) if top is None else pg.top_grid(text, model_id, key, tk, layer, causal)
     fig, _ = figures.attention_heatmap(
-        pg.grid(n, key, causal), a.tokens, title=t("playground.grid_title", parts=pg.parts_label(t, comp)),
+        g, a.tokens, title=t("playground.grid_title", parts=pg.parts_label(t, comp, top)),
         x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("playground.hover_grid"),
         separators=t.separators, colorbar=t("playground.grid_colorbar"), colorscale=figures.PATTERN,
         named_axes=n <= 128)  # tokens named on the axes of short texts; positions numbered on longer ones
     return fig
 
 
-drawing.chart("pg_grid", (model_id, text, key, causal), grid_figure)
+drawing.chart("pg_grid", (model_id, text, key, causal, tk, layer if top else None), grid_figure)
 drawing.downsample_note(t, figures.pool_factor(n), n)
 
 # --- what it can reach ------------------------------------------------------------------
@@ -116,6 +155,8 @@ st.subheader(t("playground.reach_heading"))
 rl = widgets.setting(t, "pg_rl", a, t("playground.pick_layers"))
 r = pg.reach(n, key, rl, causal)
 st.caption(t("playground.reach_caption", m=r.m))
+if top is not None:
+    st.caption(t("playground.reach_topk"))
 rows = []
 for name, g in (("causal", r.causal), ("bidirectional", r.bidirectional)):
     far = t("hubs.never_value") if g.farthest is None else t.int(g.farthest)
@@ -132,9 +173,9 @@ drawing.chart("pg_hops", (model_id, text, key, rl, causal), lambda: figures.inte
 
 st.subheader(t("playground.keep_heading"))
 st.markdown(t("playground.keep_lead" if a.causal else "playground.keep_lead_both"))
-kept = pg.kept(text, model_id, key, scope)
+kept = pg.kept(text, model_id, key, scope, tk, every)
 in_scope = layer in kept.scoped  # a layer outside the scope keeps its own attention: nothing to measure
-err = pg.error(text, model_id, key, layer) if in_scope else None
+err = pg.error(text, model_id, key, layer, tk) if in_scope else None
 k1, k2, k3 = st.columns(3)
 k1.metric(t("playground.metric_kept_all"), t.pct(kept.mean))
 k2.metric(t("playground.metric_kept_layer", layer=layer), t.pct(float(kept.per_layer[layer])))
@@ -144,10 +185,10 @@ if err is not None:
 else:
     k3.metric(t("playground.metric_error", layer=layer), "—", help=t("playground.keeps_own", layer=layer))
 own = a.layers[layer].window
-if err is not None and own is not None and comp.window > own and n > own:
+if err is not None and own is not None and comp.window > own and n > own and top is None:
     # the pattern keeps every weight the layer computes, and reads further back than the layer ever does
     st.caption(t("playground.wider_than_layer", w=t.int(comp.window), own=t.int(own), layer=layer))
-drawing.chart("pg_kept", (model_id, text, key, scope), lambda: figures.bars(
+drawing.chart("pg_kept", (model_id, text, key, scope, tk, every), lambda: figures.bars(
     [str(i) for i in range(a.n_layers)], [float(x) for x in kept.per_layer],
     title=t("playground.kept_title"), y_title=t("playground.kept_axis"), separators=t.separators,
     hover=t("playground.hover_kept"), text=[t.pct(float(x), 0) for x in kept.per_layer],
@@ -155,10 +196,12 @@ drawing.chart("pg_kept", (model_id, text, key, scope), lambda: figures.bars(
 
 st.markdown(f"**{t('playground.swap_heading')}**")
 swap_n = model_swaps.swap_budget()
+scope_words = (t("playground.scope_stack_n", layers=t.list(str(i) for i in range(a.n_layers) if i not in scoped))
+               if scope == "stack" else t(f"playground.scope_{scope}"))
 st.caption(t("playground.swap_caption" if a.causal else "playground.swap_caption_both", n=t.int(swap_n),
-             scope=t(f"playground.scope_{scope}")))
-res = model_swaps.run_or_show(t, text, pg.swap_settings(a, comp, scope), swap_n, t("playground.swap_button"),
-                        "pg_swap")
+             scope=scope_words))
+res = model_swaps.run_or_show(t, text, pg.swap_settings(a, comp, scope, top, every), swap_n,
+                              t("playground.swap_button"), "pg_swap")
 if res and not model_swaps.failure(t, res):
     control, mine = res
     model_swaps.masked_note(t, a, control)
@@ -175,14 +218,16 @@ if res and not model_swaps.failure(t, res):
 
 st.subheader(t("playground.fast_heading"))
 st.markdown(t("playground.fast_lead"))
-if pick_device().type != "cuda":
+if top is not None:
+    st.caption(t("playground.fast_topk", rows=pg.topk.ROWS))
+elif pick_device().type != "cuda":
     st.caption(t("playground.fast_cpu"))
 else:
     ready = methods.composed().compiled(pick_device())
     st.caption(t("playground.fast_ready" if ready else "playground.fast_blocked"))
-timed = pg.timing(text, model_id, key, layer)
+timed = pg.timing(text, model_id, key, layer, tk)
 if timed is None and st.button(t("playground.timing_button"), key="pg_time"):
-    timed = pg.time_it(t, text, model_id, key, layer)
+    timed = pg.time_it(t, text, model_id, key, layer, tk)
 if timed is not None:
     f1, f2, f3 = st.columns(3)
     f1.metric(t("playground.time_pattern", backend=live_bench.kernel_name(t, timed.backend)),
