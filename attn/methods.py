@@ -286,8 +286,9 @@ METHODS: dict[str, Method] = {
         Method("window_hubs", "window", "methods.window_hubs", frozenset({ERRORS, BENCH, COST_MODEL, SWAP, MAPS}),
                with_hubs=True),
         Method("pattern", "pattern", "methods.pattern", frozenset({SWAP})),
-        Method("topk", "topk", "methods.topk", frozenset({ERRORS, SWAP})),
-        Method("topk_indexer", "topk", "methods.topk_indexer", frozenset({ERRORS, SWAP}), indexer_dims=INDEXER_DIMS),
+        Method("topk", "topk", "methods.topk", frozenset({ERRORS, SWAP, BENCH})),
+        Method("topk_indexer", "topk", "methods.topk_indexer", frozenset({ERRORS, SWAP, BENCH}),
+               indexer_dims=INDEXER_DIMS),
         *[_linear(f) for f in FEATURE_MAPS],
     ]
 }

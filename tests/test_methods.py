@@ -114,7 +114,8 @@ def test_every_tag_names_a_place_and_selects_in_registry_order():
     for tag in (methods.ERRORS, methods.BENCH, methods.COST_MODEL, methods.SWAP, methods.MAPS):
         chosen = [m.name for m in methods.tagged(tag)]
         assert chosen and chosen == sorted(chosen, key=names.index)
-    assert [m.name for m in methods.tagged(methods.BENCH)] == ["full", "window", "window_hubs", "linear_elu"]
+    assert [m.name for m in methods.tagged(methods.BENCH)] == ["full", "window", "window_hubs", "topk", "topk_indexer",
+                                                                "linear_elu"]
     with pytest.raises(ValueError):
         methods.get("sdpa")  # one name per method: full attention is "full"
 

@@ -32,7 +32,8 @@ def method_name(t: Translator, method: str, s: Shape, backend: str = "auto") -> 
     return t(key, w=s.window, g=s.hubs)
 
 
-KERNEL_KEYS = {"sdpa": "sdpa", "flex": "flex", "blocked": "blocked", "chunked scan": "scan", "reference": "reference"}
+KERNEL_KEYS = {"sdpa": "sdpa", "flex": "flex", "blocked": "blocked", "chunked scan": "scan", "reference": "reference",
+               "gather": "gather"}
 
 
 def kernel_name(t: Translator, backend: str) -> str:

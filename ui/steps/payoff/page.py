@@ -76,10 +76,12 @@ if rows:
     ratios = bench.ratios(rows)
     last = sizes[-1]
     plan = live_bench.plan_methods()
-    cols = st.columns(len(plan))
+    per_row = 4
     for i, (m, backend) in enumerate(plan):
+        if i % per_row == 0:
+            cols = st.columns(per_row)
         r = ratios.get((bench.row_key(m, backend), last))
-        cols[i].metric(t("payoff.metric_live_ratio", m=live_bench.method_name(t, m, bs, backend), n=t.int(last // 2),
+        cols[i % per_row].metric(t("payoff.metric_live_ratio", m=live_bench.method_name(t, m, bs, backend), n=t.int(last // 2),
                          n2=t.int(last)),
                        "—" if r is None else t.float(r, 2))
     drawing.data_table(live_bench.table(t, rows, bs))
@@ -89,6 +91,9 @@ if rows:
     else:  # what this run measured, beside what the cost model says
         st.caption(t("payoff.live_caption_measured", n=t.int(last // 2), n2=t.int(last), full=t.float(full, 2),
                      window=t.float(window, 2)))
+    oracle, found = (ratios.get((bench.row_key(m.name, "auto"), last)) for m in (methods.top_k(), methods.top_k(True)))
+    if oracle is not None and found is not None:
+        st.caption(t("payoff.live_topk", w=t.int(bs.window), oracle=t.float(oracle, 2), indexer=t.float(found, 2)))
 glossary.prose(t, page.step, "payoff.outro")
 
 page.close(sm)

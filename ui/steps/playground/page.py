@@ -217,14 +217,15 @@ if res and not model_swaps.failure(t, res):
 # --- the fast path ------------------------------------------------------------------------
 
 st.subheader(t("playground.fast_heading"))
-st.markdown(t("playground.fast_lead"))
-if top is not None:
-    st.caption(t("playground.fast_topk", rows=pg.topk.ROWS))
-elif pick_device().type != "cuda":
-    st.caption(t("playground.fast_cpu"))
+if top is not None:  # chosen on each text: nothing compiled once
+    st.markdown(t("playground.fast_topk", rows=pg.topk.ROWS))
 else:
-    ready = methods.composed().compiled(pick_device())
-    st.caption(t("playground.fast_ready" if ready else "playground.fast_blocked"))
+    st.markdown(t("playground.fast_lead"))
+    if pick_device().type != "cuda":
+        st.caption(t("playground.fast_cpu"))
+    else:
+        ready = methods.composed().compiled(pick_device())
+        st.caption(t("playground.fast_ready" if ready else "playground.fast_blocked"))
 timed = pg.timing(text, model_id, key, layer, tk)
 if timed is None and st.button(t("playground.timing_button"), key="pg_time"):
     timed = pg.time_it(t, text, model_id, key, layer, tk)
