@@ -482,7 +482,13 @@ def test_step7_live_benchmark_runs_on_a_button_press(make_app, unmeasured):
     assert_clean(at)
     sizes = [i18n.fmt_int(n, "en") for n in bench.live_sizes("cpu")[-2:]]
     ratios = [m for m in at.metric if m.label.endswith(f": t({sizes[1]}) / t({sizes[0]})")]
-    assert len(ratios) == 5 and all(parse(m.value, "en") > 0 for m in ratios)
+    # full (fused and written out), window, window + hubs, top-k (oracle, indexer), linear
+    assert len(ratios) == 7 and all(parse(m.value, "en") > 0 for m in ratios)
+    top = {m.label.split(":")[0]: m.value for m in ratios if m.label.startswith("top-k")}
+    assert set(top) == {i18n.translate("en", "methods.topk"), i18n.translate("en", "methods.topk_indexer")}
+    said = i18n.translate("en", "payoff.live_topk", w="128", oracle=top[i18n.translate("en", "methods.topk")],
+                          indexer=top[i18n.translate("en", "methods.topk_indexer")])
+    assert said in [c.value for c in at.caption]  # the caption reads the run's own ratios
     assert len(at.dataframe) == 2  # the live run's table, and the key/value cache's
     # the two walls, and each line labelled with its kernel and dtype (linear keeps float32)
     assert i18n.translate("en", "payoff.walls_note") in [i.value for i in at.info]

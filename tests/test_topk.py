@@ -177,6 +177,12 @@ def test_top_k_never_holds_an_n_by_n_grid(dims):
     if peak is None:
         pytest.skip("this platform cannot say a call's peak memory")
     assert peak < 0.1 * n * n * 4, peak
+    # beside fixed parts (the playground's top-k part): a block of queries' scores at a time
+    from attn import patterns
+
+    fixed = patterns.window_mask(64)
+    peak = bench.peak_memory(lambda: topk.beside_parts(q, k, v, 32, fixed, causal=True, indexer_dims=dims), "cpu")
+    assert peak < 0.1 * n * n * 4, peak
 
 
 def _window_and_hub(w, hub):

@@ -81,9 +81,9 @@ if rows:
         if i % per_row == 0:
             cols = st.columns(per_row)
         r = ratios.get((bench.row_key(m, backend), last))
-        cols[i % per_row].metric(t("payoff.metric_live_ratio", m=live_bench.method_name(t, m, bs, backend), n=t.int(last // 2),
-                         n2=t.int(last)),
-                       "—" if r is None else t.float(r, 2))
+        label = t("payoff.metric_live_ratio", m=live_bench.method_name(t, m, bs, backend), n=t.int(last // 2),
+                  n2=t.int(last))
+        cols[i % per_row].metric(label, "—" if r is None else t.float(r, 2))
     drawing.data_table(live_bench.table(t, rows, bs))
     full, window = (ratios.get((bench.row_key(m.name, "auto"), last)) for m in (methods.exact(), methods.window()))
     if full is None or window is None:
