@@ -33,6 +33,7 @@ class ClassState:
     counts: dict = field(default_factory=dict)  # vote → how many chose each option (``read`` fills it)
     mine: dict = field(default_factory=dict)  # vote → the reading student's own answer (``read``)
     room: bool = False  # the room's texts shown on the steps (the teacher's choice)
+    shown: dict = field(default_factory=dict)  # vote → the reasons the teacher shows the class: ((option, text), …)
 
     def vote_on(self, qid: str) -> Vote | None:
         """The latest vote on a question (by its id), or None."""
@@ -78,9 +79,13 @@ def state_of(db, code: str) -> ClassState | None:
         return None
     votes = db.execute("SELECT vote, page, qid, round, state, question FROM votes WHERE code = ? "
                        "ORDER BY vote", (code,)).fetchall()
+    shown: dict[int, list] = {}
+    for vote, choice, reason in db.execute("SELECT vote, choice, reason FROM answers WHERE code = ? AND shown = 1 "
+                                           "ORDER BY vote, at, student", (code,)).fetchall():
+        shown.setdefault(vote, []).append((choice, reason))
     return ClassState(code, row[0], row[1], json.loads(row[2]),
                       tuple(Vote(v, s, qid, r, st, json.loads(q)) for v, s, qid, r, st, q in votes), row[3],
-                      bool(row[4]), room=bool(row[5]))
+                      bool(row[4]), room=bool(row[5]), shown={v: tuple(r) for v, r in shown.items()})
 
 
 def counts_of(db, code: str, votes) -> dict[int, list[int]]:
@@ -102,7 +107,7 @@ def read_of(db, code: str, student: str = "") -> ClassState | None:
     mine = dict(db.execute("SELECT vote, choice FROM answers WHERE code = ? AND student = ?",
                            (code, student)).fetchall()) if student else {}
     return ClassState(found.code, found.page, found.version, found.view, found.votes, found.tally, found.door,
-                      counts_of(db, code, found.votes), mine, found.room)
+                      counts_of(db, code, found.votes), mine, found.room, found.shown)
 
 
 def pulse_of(db, code: str, present_since: float, now: float) -> Pulse | None:

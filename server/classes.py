@@ -41,6 +41,7 @@ import hmac
 import json
 import secrets
 import time
+import unicodedata
 from attn import settings
 
 from . import codes, limits, texts
@@ -53,6 +54,7 @@ MAX_CLASSES = 500
 IDLE_HOURS = 12
 EMPTY_MINUTES = 60  # a class that no student has joined ends after an hour untouched
 MAX_OPTIONS = 12
+MAX_REASON = 200  # characters of a student's written reason
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS classes (
@@ -69,13 +71,14 @@ SCHEMA = (
         opened REAL NOT NULL DEFAULT 0, page TEXT NOT NULL DEFAULT '', PRIMARY KEY (code, vote))""",
     """CREATE TABLE IF NOT EXISTS answers (
         code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
-        at REAL NOT NULL, PRIMARY KEY (code, vote, student))""",
+        at REAL NOT NULL, reason TEXT NOT NULL DEFAULT '', shown INTEGER NOT NULL DEFAULT 0, number REAL,
+        PRIMARY KEY (code, vote, student))""",
     # why a class ended when its teacher could not know (made room for another: "unused"),
     # kept IDLE_HOURS so that she is told if she comes back
     """CREATE TABLE IF NOT EXISTS ended_classes (
         code TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL)""",
 )
-VERSION = 5  # the layout of these tables (server.store records it; ``upgrades`` moves an older one on)
+VERSION = 6  # the layout of these tables (server.store records it; ``upgrades`` moves an older one on)
 # What the layouts before 5 (and the share links made before them) numbered the pages by: a
 # page's place in the walk then. History, never changed: a page is named by its id now.
 NUMBERED_PAGES = {1: "every-pair", 2: "nearly-empty", 3: "neighbours", 4: "hubs", 5: "linear", 6: "honest-catch",
@@ -103,6 +106,16 @@ def new_student() -> str:
     return secrets.token_urlsafe(12)
 
 
+def clean_reason(value) -> str | None:
+    """A student's reason as kept: plain text on one line (line breaks and other control
+    characters become spaces, runs of spaces one), at most MAX_REASON characters; None
+    when it is no text or longer."""
+    if not isinstance(value, str):
+        return None
+    text = " ".join("".join(" " if unicodedata.category(c)[0] == "C" else c for c in value).split())
+    return text if len(text) <= MAX_REASON else None
+
+
 def is_student(value) -> bool:
     return isinstance(value, str) and 8 <= len(value) <= 32 and all(c.isalnum() or c in "-_" for c in value)
 
@@ -124,7 +137,10 @@ def upgrades() -> dict[int, list]:
     by the students who ever joined); whether the room's texts are shown, and a third
     version, ``room_version``, that the room's charts poll (server.texts). 4: why a class
     ended, kept for its teacher (``ended_classes``: made by ``SCHEMA``). 5: a class and a
-    vote name their page by its id, never by its number (NUMBERED_PAGES)."""
+    vote name their page by its id, never by its number (NUMBERED_PAGES). 6: peer
+    instruction — an answer's written reason, whether the teacher shows it to the class,
+    and a number (an estimate's answer); an answer kept before has no reason, shown to no
+    one."""
     return {2: ["ALTER TABLE votes ADD COLUMN qid TEXT NOT NULL DEFAULT ''",
                 *(("UPDATE votes SET qid = ? WHERE step = ?", (qid, step)) for step, qid in FIRST_QUESTIONS.items())],
             3: ["ALTER TABLE classes ADD COLUMN tally INTEGER NOT NULL DEFAULT 0",
@@ -135,7 +151,10 @@ def upgrades() -> dict[int, list]:
                 "ALTER TABLE votes ADD COLUMN seats INTEGER NOT NULL DEFAULT 0",
                 "ALTER TABLE votes ADD COLUMN opened REAL NOT NULL DEFAULT 0"],
             4: [],
-            5: [*_page_of_step("classes"), *_page_of_step("votes")]}
+            5: [*_page_of_step("classes"), *_page_of_step("votes")],
+            6: ["ALTER TABLE answers ADD COLUMN reason TEXT NOT NULL DEFAULT ''",
+                "ALTER TABLE answers ADD COLUMN shown INTEGER NOT NULL DEFAULT 0",
+                "ALTER TABLE answers ADD COLUMN number REAL"]}
 
 
 def _seated(db, code: str, now: float) -> int:
@@ -317,6 +336,26 @@ class Classes:
             db.execute("UPDATE votes SET state = ? WHERE code = ? AND vote = ?", (state, code, int(vote)))
             return self._bump(db, code, now)
 
+    def show_reason(self, code: str, key, vote: int, student: str, shown: bool, now: float | None = None) -> int:
+        """Show one student's reason to the whole class, or take it back (the teacher's
+        choice; nothing a student wrote reaches another student's screen otherwise).
+        Returns the version (every member's page shows the reasons shown)."""
+        now = time.time() if now is None else now
+        with self.store.transaction() as db:
+            self._host(db, code, key)
+            db.execute("UPDATE answers SET shown = ? WHERE code = ? AND vote = ? AND student = ? AND reason != ''",
+                       (int(bool(shown)), code, int(vote), student))
+            return self._bump(db, code, now)
+
+    def reasons(self, code: str, key, vote: int) -> list[tuple[str, int, str, bool]]:
+        """Every reason written with a vote, for its teacher only: (student, option, reason,
+        shown), in the order written (``NotHost`` without the class's host key)."""
+        with self.store.reading() as db:
+            self._host(db, code, key)
+            return [(s, c, r, bool(sh)) for s, c, r, sh in db.execute(
+                "SELECT student, choice, reason, shown FROM answers WHERE code = ? AND vote = ? AND reason != '' "
+                "ORDER BY at, student", (code, int(vote))).fetchall()]
+
     def end(self, code: str, key) -> None:
         """End the class: its text, students, votes and answers are deleted."""
         with self.store.transaction() as db:
@@ -361,15 +400,23 @@ class Classes:
             self._tally(db, code, now)
         return IN
 
-    def answer(self, code: str, vote: int, student: str, choice: int, now: float | None = None) -> str:
-        """A student's answer: ``"taken"``, or why not — ``"closed"`` (the vote is not
-        open), ``"again"`` (this student answered this vote already), ``"full"`` (the vote
+    def answer(self, code: str, vote: int, student: str, choice: int, now: float | None = None,
+               reason: str = "", address: str | None = None) -> str:
+        """A student's answer, with the first vote on a question an optional written
+        ``reason`` (:func:`clean_reason`): ``"taken"``, or why not — ``"closed"`` (the vote is
+        not open), ``"again"`` (this student answered this vote already), ``"full"`` (the vote
         took as many answers as seats were held when it opened, plus the students who
-        joined since), ``"unknown"`` (no such class, vote, student or option). One
-        transaction: two answers at once from one student leave one."""
+        joined since), ``"busy"`` (too many reasons from this client ``address`` just now:
+        server.limits.reasons(); the answer is not taken either, so that it can be sent
+        again with or without its reason), ``"unknown"`` (no such class, vote, student or
+        option; a reason too long, or with a second vote). One transaction: two answers at
+        once from one student leave one."""
         now = time.time() if now is None else now
+        reason = clean_reason(reason)
+        if reason is None:
+            return "unknown"
         with self.store.transaction() as db:
-            row = db.execute("SELECT state, question, seats, opened FROM votes WHERE code = ? AND vote = ?",
+            row = db.execute("SELECT state, question, seats, opened, round FROM votes WHERE code = ? AND vote = ?",
                              (code, int(vote))).fetchone()
             joined = db.execute("SELECT 1 FROM students WHERE code = ? AND student = ?", (code, student)).fetchone()
             if row is None or joined is None:
@@ -387,9 +434,13 @@ class Classes:
                                (code, row[3])).fetchone()[0]
             if taken >= row[2] + since:
                 return "full"
-            done = db.execute("INSERT INTO answers (code, vote, student, choice, at) VALUES (?, ?, ?, ?, ?) "
+            if reason and row[4] != 1:
+                return "unknown"  # a reason goes with the first vote on a question
+            if reason and not limits.take(db, limits.reasons(), address, now):
+                return "busy"
+            done = db.execute("INSERT INTO answers (code, vote, student, choice, at, reason) VALUES (?, ?, ?, ?, ?, ?) "
                               "ON CONFLICT DO NOTHING",
-                              (code, int(vote), student, choice, now)).rowcount
+                              (code, int(vote), student, choice, now, reason)).rowcount
             if not done:
                 return "again"
             self._tally(db, code, now)  # the teacher's count moved; nothing a student follows did
@@ -444,11 +495,12 @@ class Classes:
             found = state_of(db, code)
             return {} if found is None else counts_of(db, code, found.votes)
 
-    def answers_of(self, code: str) -> list[tuple[int, str, int]]:
-        """Every answer of the class: (vote, student, choice) — for the teacher's export."""
+    def answers_of(self, code: str) -> list[tuple[int, str, int, str]]:
+        """Every answer of the class: (vote, student, choice, reason) — for the teacher's
+        export."""
         with self.store.reading() as db:
-            return [tuple(r) for r in db.execute("SELECT vote, student, choice FROM answers WHERE code = ? "
-                                                 "ORDER BY vote, student", (code,)).fetchall()]
+            return [tuple(r) for r in db.execute("SELECT vote, student, choice, reason FROM answers WHERE code = ? "
+                                                 "ORDER BY vote, at, student", (code,)).fetchall()]
 
     def my_answer(self, code: str, vote: int, student: str) -> int | None:
         with self.store.reading() as db:

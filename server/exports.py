@@ -20,11 +20,20 @@ from .class_reads import ClassState
 Column = tuple[str, Callable[[RoomNumbers], Any]]  # a header, and its value for one text's numbers ("" for none)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may read as a formula
+
+
+def neutral(cell):
+    """A text cell a spreadsheet shows as text: one that starts as a formula could (=, +, -,
+    @, a tab or a carriage return) gets a leading apostrophe; numbers as they are."""
+    return "'" + cell if isinstance(cell, str) and cell.startswith(FORMULA_STARTS) else cell
+
+
 def _csv(header: list[str], rows: list[list]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
-    writer.writerows(rows)
+    writer.writerows([[neutral(c) for c in row] for row in rows])
     return out.getvalue()
 
 
@@ -40,14 +49,20 @@ def room_csv(texts: list, columns: Callable[[list[RoomNumbers]], list[Column]] =
     return _csv(header, rows)
 
 
-def votes_csv(found: ClassState, answers: list[tuple[int, str, int]]) -> str:
+def votes_csv(found: ClassState, answers: list[tuple[int, str, int, str]]) -> str:
     """A row an option of every vote, in the order opened: question id, page (its id), round,
     state, option (its value as asked), the students who chose it, whether it is the
-    measured answer, and — on a question's second round — how many students who answered
-    both rounds changed their answer (``answers``: (vote, student, choice) rows)."""
+    measured answer, on a question's second round how many students who answered
+    both rounds changed their answer, and the reasons written with that option, one a line
+    (``answers``: (vote, student, choice, reason) rows, in the order written; no student's
+    id is written). A cell a spreadsheet could read as a formula is written as text
+    (:func:`neutral`, each reason's line too)."""
     by_vote: dict[int, dict[str, int]] = {}
-    for vote, student, choice in answers:
+    reasons: dict[tuple[int, int], list[str]] = {}
+    for vote, student, choice, reason in answers:
         by_vote.setdefault(vote, {})[student] = choice
+        if reason:
+            reasons.setdefault((vote, choice), []).append(neutral(reason))
     rows = []
     for v in found.votes:
         changed = ""
@@ -59,6 +74,6 @@ def votes_csv(found: ClassState, answers: list[tuple[int, str, int]]) -> str:
         counts = found.counts.get(v.vote) or [0] * len(v.question["options"])
         for option, value in enumerate(v.question["options"]):
             rows.append([v.qid, v.page, v.round, v.state, value, counts[option],
-                         int(option == v.question["answer"]), changed])
-    return _csv(["question", "page", "round", "state", "option", "count", "measured_answer", "changed_answer"],
-                rows)
+                         int(option == v.question["answer"]), changed, "\n".join(reasons.get((v.vote, option), []))])
+    return _csv(["question", "page", "round", "state", "option", "count", "measured_answer", "changed_answer",
+                 "reasons"], rows)

@@ -54,6 +54,17 @@ LINK_BYTES = Limit("link_bytes", burst=16 * 2**20, every=3600.0 / (16 * 2**20)) 
 JOIN_EVERY = 10.0  # after its burst, one more student from one address every 10 s: 6 a minute
 
 
+REASON_EVERY = 2.0  # after its burst, one more reason from one address every 2 s
+
+
+def reasons() -> Limit:
+    """Written reasons from one address (each with one student's answer): twice the join
+    burst at once — a hall behind one NAT writes one each, twice — then one every
+    REASON_EVERY seconds, faster than a class of 120 writes them on a question every few
+    minutes."""
+    return Limit("reason", burst=2 * settings.read().join_burst, every=REASON_EVERY)
+
+
 def joins() -> Limit:
     """New students from one address: ``ATLAS_JOIN_BURST`` (120) at once — a lecture hall
     behind one school NAT gets in — then one every JOIN_EVERY seconds: a script minting ids
@@ -134,7 +145,7 @@ def forget_full(db, now: float | None = None) -> None:
     """Drop the buckets that have refilled (a full bucket is no row): the table holds only
     clients seen lately."""
     now = time.time() if now is None else now
-    for limit in (STARTS, joins(), LINKS, LINK_BYTES):
+    for limit in (STARTS, joins(), reasons(), LINKS, LINK_BYTES):
         db.execute("DELETE FROM limits WHERE what = ? AND at < ?", (limit.what, now - limit.burst * limit.every))
 
 

@@ -294,11 +294,27 @@ RELEASE_3 = (
 # before pages were named by their ids
 RELEASE_4 = RELEASE_3 + ("""CREATE TABLE IF NOT EXISTS ended_classes (
         code TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL)""",)
+# ... and as the release of layout 5 wrote them (pages named by their ids): the release before
+# an answer could carry a reason
+RELEASE_5 = (
+    """CREATE TABLE IF NOT EXISTS classes (
+        code TEXT PRIMARY KEY, host TEXT NOT NULL, view TEXT NOT NULL,
+        version INTEGER NOT NULL, created REAL NOT NULL, touched REAL NOT NULL, tally INTEGER NOT NULL DEFAULT 0,
+        door INTEGER NOT NULL DEFAULT 1, room INTEGER NOT NULL DEFAULT 0, room_version INTEGER NOT NULL DEFAULT 0,
+        page TEXT NOT NULL DEFAULT '')""",
+    RELEASE_3[1],
+    """CREATE TABLE IF NOT EXISTS votes (
+        code TEXT NOT NULL, vote INTEGER NOT NULL, round INTEGER NOT NULL,
+        state TEXT NOT NULL, question TEXT NOT NULL, qid TEXT NOT NULL, seats INTEGER NOT NULL DEFAULT 0,
+        opened REAL NOT NULL DEFAULT 0, page TEXT NOT NULL DEFAULT '', PRIMARY KEY (code, vote))""",
+    RELEASE_3[3],
+    RELEASE_4[4],
+)
 OLD_KEY = "a-host-key-the-teachers-session-kept"
 
 
 def _write_release(where, layout: int = 1) -> str:
-    """A store as an earlier release left it mid-class (``layout`` 1 to 4): a share link,
+    """A store as an earlier release left it mid-class (``layout`` 1 to 5): a share link,
     a class at step 3 with three students, step 3's question voted twice (closed, then
     revealed) and step 1's open; returns the share link's key."""
     import json as json_lib
@@ -307,18 +323,22 @@ def _write_release(where, layout: int = 1) -> str:
     link = store.put(VIEW)
     question = json_lib.dumps(QUESTION)
     with store.transaction() as db:
-        for statement in (RELEASE_1, RELEASE_2, RELEASE_3, RELEASE_4)[layout - 1]:
+        for statement in (RELEASE_1, RELEASE_2, RELEASE_3, RELEASE_4, RELEASE_5)[layout - 1]:
             db.execute(statement)
         db.execute("INSERT INTO atlas_schema VALUES ('classes', ?) ON CONFLICT(part) DO UPDATE SET version = ?",
                    (layout, layout))
-        db.execute("INSERT INTO classes (code, host, view, step, version, created, touched) "
+        by_id = layout >= 5  # a page by its id, not its number
+        db.execute(f"INSERT INTO classes (code, host, view, {'page' if by_id else 'step'}, version, created, touched) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   ("7KQ2M9", classes.host_hash(OLD_KEY), json_lib.dumps(VIEW), 3, 9, 100.0, 1e9 + 0.25))
+                   ("7KQ2M9", classes.host_hash(OLD_KEY), json_lib.dumps(VIEW),
+                    classes.NUMBERED_PAGES[3] if by_id else 3, 9, 100.0, 1e9 + 0.25))
         for s in ("ana-0001", "bea-0002", "caio-003"):
             db.execute("INSERT INTO students (code, student, seen) VALUES (?, ?, ?)", ("7KQ2M9", s, 1e9))
         for vote, step, rnd, state in ((1, 3, 1, "closed"), (2, 3, 2, "revealed"), (3, 1, 1, "open")):
-            row = ("7KQ2M9", vote, step, rnd, state, question) + (() if layout == 1 else (FIRST[step],))
-            columns = "code, vote, step, round, state, question" + ("" if layout == 1 else ", qid")
+            row = ("7KQ2M9", vote, classes.NUMBERED_PAGES[step] if by_id else step, rnd, state, question) + (
+                () if layout == 1 else (FIRST[step],))
+            columns = f"code, vote, {'page' if by_id else 'step'}, round, state, question" + (
+                "" if layout == 1 else ", qid")
             db.execute(f"INSERT INTO votes ({columns}) VALUES ({', '.join('?' * len(row))})", row)
         for vote, student, choice in ((1, "ana-0001", 0), (1, "bea-0002", 1), (2, "ana-0001", 1), (2, "bea-0002", 1),
                                       (2, "caio-003", 2), (3, "ana-0001", 2)):
@@ -341,9 +361,9 @@ def _check_release_kept(room: Classes, link: str) -> None:
         assert db.execute("SELECT touched FROM classes WHERE code = '7KQ2M9'").fetchone()[0] == 1e9 + 0.25
 
 
-@pytest.mark.parametrize("layout", [1, 2, 3, 4])
+@pytest.mark.parametrize("layout", [1, 2, 3, 4, 5])
 def test_a_store_written_by_an_earlier_release_opens_with_nothing_lost(where, layout):
-    """Layout 1 to 4 (4: the release before pages had ids) → today's once, in one transaction,
+    """Layout 1 to 5 (5: the release before an answer had a reason) → today's once, in one transaction,
     on both backends: every link, class,
     vote (named by its step's first question where layout 1 named none), round, state,
     answer and host key as it was, the tally at 0; the class goes on (an answer to its
@@ -353,8 +373,11 @@ def test_a_store_written_by_an_earlier_release_opens_with_nothing_lost(where, la
     room = Classes(store_at(where))
     assert room.store.version_of("classes") == classes.VERSION
     _check_release_kept(room, link)
-    assert room.answer("7KQ2M9", 3, "bea-0002", 0) == "taken"
+    assert room.answer("7KQ2M9", 3, "bea-0002", 0, reason="the grid is a square") == "taken"
     assert room.versions("7KQ2M9") == (9, 1, 0)
+    # the answers kept before have no reason; the one written now is there, shown to no one
+    assert room.reasons("7KQ2M9", OLD_KEY, 3) == [("bea-0002", 0, "the grid is a square", False)]
+    assert room.reasons("7KQ2M9", OLD_KEY, 1) == [] and room.state("7KQ2M9").shown == {}
     assert room.answer("7KQ2M9", 2, "bea-0002", 0) == "closed"
     assert room.open_vote("7KQ2M9", OLD_KEY, "neighbours", "s3.reach", QUESTION) == 4  # the open vote closes first
     assert room.state("7KQ2M9").vote_on("s3.reach").round == 3 and room.state("7KQ2M9").votes[2].state == "closed"
@@ -393,3 +416,86 @@ def test_a_store_of_a_newer_release_is_refused_and_left_as_it_is(where):
     with pytest.raises(StoreError, match="newer release"):
         Classes(store_at(where))
     assert store.version_of("classes") == classes.VERSION + 1
+
+
+def _seated(room, n=3):
+    code, key = room.create(VIEW, page="every-pair")
+    students = [f"student-{i:03d}" for i in range(n)]
+    for student in students:
+        assert room.join(code, student) == IN
+    return code, key, students
+
+
+def test_a_reason_goes_with_the_first_vote_and_no_student_sees_it_until_the_teacher_shows_it(room):
+    code, key, (ana, bea, caio) = _seated(room)
+    first = room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION)
+    # plain text on one line: line breaks and control characters become spaces
+    assert room.answer(code, first, ana, 1, reason="  each row\nhas n cells\x00 ") == "taken"
+    assert room.answer(code, first, bea, 0, reason="x" * (classes.MAX_REASON + 1)) == "unknown"  # too long
+    assert room.my_answer(code, first, bea) is None  # nothing taken with it
+    assert room.answer(code, first, bea, 0, reason="é" * classes.MAX_REASON) == "taken"
+    assert room.answer(code, first, caio, 2) == "taken"  # a reason is optional
+    before = room.version(code)
+    assert room.state(code).shown == {} and room.read(code, ana).shown == {}  # nothing shown yet
+    assert room.reasons(code, key, first) == [(ana, 1, "each row has n cells", False),
+                                              (bea, 0, "é" * classes.MAX_REASON, False)]
+    for forged in ("", key + "x", None):
+        with pytest.raises(NotHost):
+            room.reasons(code, forged, first)
+        with pytest.raises(NotHost):
+            room.show_reason(code, forged, first, ana, True)
+    # the teacher shows one: every member's page reads it (the version moves), and only it
+    assert room.show_reason(code, key, first, ana, True) == before + 1
+    assert room.state(code).shown == {first: ((1, "each row has n cells"),)}
+    assert room.read(code, caio).shown == room.state(code).shown
+    room.show_reason(code, key, first, caio, True)  # no reason written: nothing to show
+    assert room.state(code).shown == {first: ((1, "each row has n cells"),)}
+    room.show_reason(code, key, first, ana, False)  # taken back
+    assert room.state(code).shown == {}
+    # the second vote after the discussion takes answers, not reasons
+    room.set_state(code, key, first, "closed")
+    second = room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION)
+    assert second != first and room.state(code).votes[-1].round == 2
+    assert room.answer(code, second, ana, 1, reason="still n²") == "unknown"
+    assert room.answer(code, second, ana, 1) == "taken"
+    for bad in (None, 3, b"bytes"):
+        assert room.answer(code, second, bea, 1, reason=bad) == "unknown"
+    room.end(code, key)  # the reasons end with the class
+    with room.store.reading() as db:
+        assert db.execute("SELECT COUNT(*) FROM answers WHERE code = ?", (code,)).fetchone()[0] == 0
+
+
+def test_reasons_from_one_address_are_rate_limited_and_a_refused_one_takes_no_answer(room, monkeypatch):
+    from server import limits
+
+    monkeypatch.setattr(limits, "reasons", lambda: limits.Limit("reason", burst=2, every=1000.0))
+    code, key, students = _seated(room, 4)
+    vote = room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION)
+    here, there = "198.51.100.7", "203.0.113.9"
+    assert [room.answer(code, vote, s, 1, reason="n² cells", address=here, now=1e9) for s in students[:3]] == [
+        "taken", "taken", "busy"]
+    assert room.my_answer(code, vote, students[2]) is None
+    assert room.answer(code, vote, students[2], 1, address=here, now=1e9) == "taken"  # without a reason: counted
+    assert room.answer(code, vote, students[3], 1, reason="another network", address=there, now=1e9) == "taken"
+
+
+def test_the_votes_csv_holds_each_options_reasons_and_no_cell_a_spreadsheet_runs():
+    import csv
+    import io
+
+    from server import exports
+    from server.class_reads import ClassState, Vote
+
+    q = {"text": "?", "options": ["2", "4", "-8"], "answer": 1}
+    found = ClassState("7KQ2M9", "every-pair", 3, VIEW, (Vote(1, "every-pair", "s1.doubling", 1, "closed", q),),
+                       counts={1: [1, 3, 0]})
+    answers = [(1, "a", 1, "=HYPERLINK(\"http://x\")"), (1, "b", 1, "it is a square"), (1, "c", 1, "+1 per token"),
+               (1, "d", 0, "@SUM(A1)"), (1, "e", 1, "")]
+    rows = list(csv.DictReader(io.StringIO(exports.votes_csv(found, answers))))
+    assert [r["reasons"] for r in rows] == [
+        "'@SUM(A1)", "'=HYPERLINK(\"http://x\")\nit is a square\n'+1 per token", ""]
+    assert rows[2]["option"] == "'-8"  # any text cell, not only a reason
+    assert [r["count"] for r in rows] == ["1", "3", "0"] and "a" not in {v for r in rows for v in r.values()}
+    for cell in ("=1+1", "+1", "-1", "@x", "\tx", "\rx"):
+        assert exports.neutral(cell) == "'" + cell
+    assert exports.neutral("a=1") == "a=1" and exports.neutral(-1) == -1

@@ -89,7 +89,12 @@ def _send_pending(code: str) -> bool:
     pending = st.session_state.get(keys.PENDING)
     if not pending or pending.get("code") != code:
         return False
-    said = classes().answer(code, pending["vote"], st.session_state.get(keys.STUDENT, ""), pending["choice"])
+    said = classes().answer(code, pending["vote"], st.session_state.get(keys.STUDENT, ""), pending["choice"],
+                            reason=pending.get("reason", ""), address=session.address())
+    if said == "busy":  # too many reasons from this network: the answer goes without its own
+        said = classes().answer(code, pending["vote"], st.session_state.get(keys.STUDENT, ""), pending["choice"])
+        if said == "taken":
+            session.notice_later(session.tr()("vote.lost_reason"), ":material/comments_disabled:")
     st.session_state.pop(keys.PENDING, None)
     if said in ("closed", "full"):
         session.notice_later(session.tr()(f"vote.lost_{said}"), ":material/block:")

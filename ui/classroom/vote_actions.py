@@ -60,6 +60,11 @@ def reveal_vote(vote: int) -> None:
     _host_action(lambda room, code, key: room.set_state(code, key, vote, "revealed"))
 
 
+def show_reason(vote: int, student: str, shown: bool) -> None:
+    """on_click of a reason's "Show the class" / "Take it back" (the teacher's)."""
+    _host_action(lambda room, code, key: room.show_reason(code, key, vote, student, shown))
+
+
 def _host_action(action) -> None:
     """on_click of a teacher's vote button: the change, or a notice saying why not."""
     room, code, t = classes(), member(), session.tr()
@@ -78,19 +83,23 @@ def _host_action(action) -> None:
 
 def send_answer(code: str, vote: int) -> None:
     """on_click of Send (a callback: it runs before the page, so a press is never lost to a
-    page that could not read the class): the answer, or why not; when the store cannot keep
-    it just now, it stays chosen and the poll sends it again until the vote closes."""
+    page that could not read the class): the answer and its reason, if the student wrote
+    one, or why not; when the store cannot keep it just now, it stays chosen and the poll
+    sends it again until the vote closes."""
     choice = st.session_state.get(f"vote_pick_{vote}")
+    reason = st.session_state.get(f"vote_reason_{vote}") or ""
+    pending = {"code": code, "vote": vote, "choice": choice, "reason": reason}
     room = classes()
     if room is None or choice is None:
         if choice is not None:
-            st.session_state[keys.PENDING] = {"code": code, "vote": vote, "choice": choice}
+            st.session_state[keys.PENDING] = pending
         return
     said = None
     with share.store_trouble() as trouble:
-        said = room.answer(code, vote, st.session_state.get(keys.STUDENT, ""), choice)
+        said = room.answer(code, vote, st.session_state.get(keys.STUDENT, ""), choice, reason=reason,
+                           address=session.address())
     if trouble:  # not lost: kept here and sent again by the poll
-        st.session_state[keys.PENDING] = {"code": code, "vote": vote, "choice": choice}
+        st.session_state[keys.PENDING] = pending
     elif said != "taken":
         st.toast(session.tr()(f"vote.refused_{said}"), icon=":material/block:")
     forget()

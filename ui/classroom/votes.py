@@ -16,7 +16,7 @@ from ..step_parts import Step
 from .handle import classes
 from .membership import current, is_teacher
 from .teacher import pulse
-from .vote_actions import close_vote, open_first_vote, open_vote, reveal_vote, send_answer
+from .vote_actions import close_vote, open_first_vote, open_vote, reveal_vote, send_answer, show_reason
 
 def _words(question: dict, part: str, lang: str):
     return question[part].get(lang) or question[part].get("en")
@@ -50,8 +50,10 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
         st.markdown(f"**{t('predict.heading')}** · {_words(question, 'text', t.lang)}")
         if vote.round > 1:
             st.caption(t("vote.second"))
+        first = votes[0]  # reasons are written with a question's first vote
         if vote.state == "open":
             _open_panel(t, room, found, vote, labels, teacher)
+            shown_reasons(t, found, first, labels)
             return
         rounds = [(v, found.counts.get(v.vote, [0] * len(labels))) for v in votes[-2:]]
         st.markdown(f"**{t('vote.chart_title')}**")  # above the chart: a phone's chart toolbar covers its own title
@@ -68,7 +70,9 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
             revealed = "vote.revealed_model" if question.get("source") == "model" else "vote.revealed"
             st.markdown(t(revealed, value=_words(question, "value_text", t.lang), answer=labels[right],
                           right=t.pct(share_right, 0)))
+        shown_reasons(t, found, first, labels)
         if teacher:
+            reasons_panel(t, room, found.code, first, labels)
             c1, c2 = st.columns(2)
             if vote.state == "closed":
                 c1.button(t("vote.reveal"), key=f"vote_reveal_{vote.vote}", on_click=reveal_vote, args=(vote.vote,),
@@ -76,6 +80,41 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
             if vote.round < 2:
                 c2.button(t("vote.again"), key=f"vote_again_{vote.vote}", on_click=open_vote,
                           args=(step.id, qid, question), icon=":material/replay:", width="stretch")
+
+
+def shown_reasons(t: Translator, found, vote, labels: list[str]) -> None:
+    """The reasons the teacher shows the class, under their option, each as plain text (a
+    student's words are never read as Markdown or HTML)."""
+    shown = found.shown.get(vote.vote, ())
+    if not shown:
+        return
+    st.markdown(f"**{t('vote.shown_heading')}**")
+    for option, reason in sorted(shown, key=lambda r: r[0]):
+        st.caption(t("vote.shown_option", answer=labels[option]) if 0 <= option < len(labels) else "")
+        st.text(reason)
+
+
+def reasons_panel(t: Translator, room, code: str, vote, labels: list[str]) -> None:
+    """The teacher's view of the reasons written with a question's first vote, grouped by
+    option and without names; one click shows one to the class, another takes it back."""
+    try:
+        written = room.reasons(code, st.session_state.get(keys.HOST), vote.vote)
+    except live_classes.NotHost:
+        return
+    with st.expander(t("vote.reasons_heading", n=len(written)), expanded=bool(written)):
+        if not written:
+            st.caption(t("vote.reasons_none"))
+        for option, label in enumerate(labels):
+            mine = [(i, s, r, sh) for i, (s, c, r, sh) in enumerate(written) if c == option]
+            if not mine:
+                continue
+            st.markdown(f"**{label}**")
+            for i, student, reason, shown in mine:
+                c1, c2 = st.columns([4, 1], vertical_alignment="center")
+                c1.text(reason)
+                c2.button(t("vote.hide_reason" if shown else "vote.show_reason"), key=f"reason_{vote.vote}_{i}",
+                          on_click=show_reason, args=(vote.vote, student, not shown),
+                          icon=":material/visibility_off:" if shown else ":material/cast:", width="stretch")
 
 
 def held_note(t: Translator) -> str:
@@ -102,6 +141,9 @@ def _open_panel(t: Translator, room, found, vote, labels: list[str], teacher: bo
     waiting = pending is not None and (pending.get("code"), pending.get("vote")) == (code, vote.vote)
     choice = st.radio(t("predict.pick"), list(range(len(labels))), index=None, key=f"vote_pick_{vote.vote}",
                       format_func=labels.__getitem__, disabled=waiting)
+    if vote.round == 1:  # a reason goes with the first vote: what the class discusses before the second
+        st.text_input(t("vote.reason"), key=f"vote_reason_{vote.vote}", max_chars=live_classes.MAX_REASON,
+                      placeholder=t("vote.reason_placeholder"), help=t("vote.reason_help"), disabled=waiting)
     if waiting:  # the choice stays selected; the poll sends it when the store can keep it
         st.warning(t("vote.pending", answer=labels[pending["choice"]]), icon=":material/schedule_send:")
     else:

@@ -69,7 +69,7 @@ causal = widgets.setting(t, "pg_causal", a, t("playground.causal"), where=c1,
 scope = widgets.setting(t, "pg_scope", a, t("playground.scope"), where=c2, horizontal=True,
                         names=lambda s: t(f"playground.scope_{s}"))
 layer = widgets.setting(t, "pg_layer", a, t("common.layer"), where=c3)
-every = widgets.setting(t, "pg_every", a, t("playground.pick_every"), where=c2) if scope == "stack" else cfg["pg_every"]
+every = widgets.setting(t, "pg_every", a, t("playground.pick_every"), where=c2, disabled=scope != "stack")
 scoped = pg.scoped(a, scope, every)
 if scope == "stack":
     exact = [i for i in range(a.n_layers) if i not in scoped]
