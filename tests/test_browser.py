@@ -674,3 +674,68 @@ def test_the_room_on_phones_each_student_sees_their_own_point_and_nobody_elses_w
         desk.close()
         for ctx in phones.values():
             ctx.close()
+
+
+REASONS = {"ja": "行が倍になり、列も倍になるから", "pt": "cada token olha para todos os outros",
+           "en": "the grid is a square: rows and columns both double"}
+
+
+def test_three_phones_send_reasons_and_see_only_the_one_their_teacher_shows(browser, tiny_url):
+    """Peer instruction's first half on phones: the teacher opens step 1's vote; three
+    students (ja, pt, en) each answer with a written reason; nothing one wrote is on
+    another's screen; the teacher closes the vote, reads the three reasons and shows one:
+    every phone then shows that one, as text, and still neither of the other two."""
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    desk = browser.new_context(viewport={"width": 1400, "height": 1600}, locale="en-US")
+    phones = {lang: browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US", is_mobile=True,
+                                        has_touch=True) for lang in REASONS}
+    try:
+        teacher = desk.new_page()
+        teacher.goto(tiny_url + "/?lang=en")
+        wait_title(teacher, i18n.translate("en", "every_pair.title"))
+        teacher.locator('[data-testid="stSidebar"] summary', has_text=i18n.translate("en", "class.heading")).click()
+        teacher.get_by_role("button", name=i18n.translate("en", "class.start")).click()
+        said = teacher.locator('[data-testid="stSidebar"] strong').filter(has_text=re.compile(r"^\w{3} \w{3}$"))
+        said.first.wait_for(timeout=60_000)
+        code = said.first.inner_text().replace(" ", "")
+        students = {}
+        for lang, ctx in phones.items():
+            pg = ctx.new_page()
+            pg.goto(f"{tiny_url}/?lang={lang}&class={code}")
+            wait_title(pg, i18n.translate(lang, "every_pair.title"))
+            students[lang] = pg
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.open")).click()
+        for lang, pg in students.items():
+            pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').first.wait_for(timeout=15_000)
+            pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').first.click()
+            box = pg.locator('[class*="st-key-vote_reason_"] input')
+            box.fill(REASONS[lang])
+            box.press("Enter")
+            pg.wait_for_function(SEND_ENABLED, timeout=15_000)
+            if lang == "ja":
+                pg.screenshot(path=os.path.join(ARTIFACTS, "class-phone-ja-1-reason.png"), full_page=True)
+            pg.locator('[class*="st-key-vote_send_"] button').click()
+            pg.get_by_text(i18n.translate(lang, "vote.sent", answer="§").split("§")[0].replace("**", "")).wait_for(
+                timeout=15_000)
+        for lang, pg in students.items():  # no student's words on another's screen
+            body = pg.evaluate("() => document.body.innerText")
+            assert not [other for other_lang, other in REASONS.items() if other_lang != lang and other in body], lang
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.close")).click()
+        shown = teacher.locator('[data-testid="stText"]', has_text=REASONS["pt"])
+        shown.wait_for(timeout=15_000)
+        for reason in REASONS.values():  # the teacher reads all three
+            teacher.locator('[data-testid="stText"]', has_text=reason).wait_for(timeout=5_000)
+        teacher.screenshot(path=os.path.join(ARTIFACTS, "class-teacher-reasons-en.png"), full_page=True)
+        row = teacher.locator('[data-testid="stHorizontalBlock"]').filter(has=shown)
+        row.get_by_role("button", name=i18n.translate("en", "vote.show_reason")).click()
+        for lang, pg in students.items():
+            pg.locator('[data-testid="stText"]', has_text=REASONS["pt"]).wait_for(timeout=15_000)
+            pg.get_by_text(i18n.translate(lang, "vote.shown_heading")).wait_for(timeout=5_000)
+            body = pg.evaluate("() => document.body.innerText")
+            assert not [other for other_lang, other in REASONS.items() if other_lang != "pt" and other in body], lang
+            assert pg.evaluate("() => document.documentElement.scrollWidth") <= 391
+            pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-1-shown-reason.png"), full_page=True)
+    finally:
+        desk.close()
+        for ctx in phones.values():
+            ctx.close()

@@ -469,3 +469,47 @@ def test_a_server_with_a_start_passphrase_asks_for_it(make_app, store, monkeypat
     plain = make_app("tiny", "en")
     plain.run()
     assert not [w for w in plain.sidebar.text_input if w.key == "class_start_key"]  # unset: anyone may start
+
+
+def test_a_reason_with_the_first_vote_reaches_only_the_teacher_until_she_shows_it_as_plain_text(
+        make_app, teacher, live_classes):
+    """Two students answer with a reason (one written as Markdown and HTML would read it);
+    the teacher sees both, grouped by option and without names; neither student sees the
+    other's; the teacher shows one: both students see that one, as plain text, and never the
+    other; she takes it back; the second vote asks for no reason."""
+    code = teacher.session_state[keys.CLASS]
+    ana, bea = student_of(make_app, code, "pt"), student_of(make_app, code, "ja")
+    teacher.button(key="vote_open_s3_reach").click().run()
+    vote = live_classes.state(code).vote_on("s3.reach")
+    marked = "**bold** <b>tag</b> [link](http://x)"
+    for at, choice, reason in ((tick(ana), 0, marked), (tick(bea), 1, "three hops, each one a window")):
+        at.radio(key=f"vote_pick_{vote.vote}").set_value(choice).run()
+        at.text_input(key=f"vote_reason_{vote.vote}").input(reason).run()
+        at.button(key=f"vote_send_{vote.vote}").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+    teacher.button(key=f"vote_close_{vote.vote}").click().run()
+    tick(teacher)
+    texts = [x.value for x in teacher.text]
+    assert marked in texts and "three hops, each one a window" in texts  # the teacher reads both, as typed
+    heading = i18n.translate("en", "vote.reasons_heading", n=2)
+    assert heading in [e.label for e in teacher.expander]
+    for at in (tick(ana), tick(bea)):  # nothing a student wrote is on another student's screen
+        assert not [x.value for x in at.text if x.value in (marked, "three hops, each one a window")]
+    shown = [b for b in teacher.button if (b.key or "").startswith(f"reason_{vote.vote}_")]
+    assert len(shown) == 2
+    shown[0].click().run()  # the first written: ana's
+    assert live_classes.state(code).shown == {vote.vote: ((0, marked),)}
+    for at, lang in ((tick(ana), "pt"), (tick(bea), "ja")):
+        assert [x.value for x in at.text] == [marked]  # plain text, never Markdown or HTML
+        assert i18n.translate(lang, "vote.shown_heading") in " ".join(m.value for m in at.markdown)
+        assert not any("<b>" in m.value or "bold" in m.value for m in at.markdown)
+        assert "three hops, each one a window" not in " ".join(x.value for x in at.text)
+    tick(teacher)
+    hide = i18n.translate("en", "vote.hide_reason")
+    [b for b in teacher.button if b.label == hide][0].click().run()
+    assert live_classes.state(code).shown == {}
+    assert not tick(ana).text
+    teacher.button(key=f"vote_again_{vote.vote}").click().run()
+    second = live_classes.state(code).vote_on("s3.reach")
+    tick(ana)
+    assert second.round == 2 and not [w for w in ana.text_input if w.key == f"vote_reason_{second.vote}"]

@@ -55,6 +55,7 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
             _open_panel(t, room, found, vote, labels, teacher)
             shown_reasons(t, found, first, labels)
             return
+        shown_reasons(t, found, first, labels)  # what the class discusses, above its answers
         rounds = [(v, found.counts.get(v.vote, [0] * len(labels))) for v in votes[-2:]]
         st.markdown(f"**{t('vote.chart_title')}**")  # above the chart: a phone's chart toolbar covers its own title
         show_figure(_results_chart(t, rounds, labels), f"vote_chart_{keys.slug(qid)}")
@@ -70,7 +71,6 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
             revealed = "vote.revealed_model" if question.get("source") == "model" else "vote.revealed"
             st.markdown(t(revealed, value=_words(question, "value_text", t.lang), answer=labels[right],
                           right=t.pct(share_right, 0)))
-        shown_reasons(t, found, first, labels)
         if teacher:
             reasons_panel(t, room, found.code, first, labels)
             c1, c2 = st.columns(2)
@@ -142,13 +142,16 @@ def _open_panel(t: Translator, room, found, vote, labels: list[str], teacher: bo
     choice = st.radio(t("predict.pick"), list(range(len(labels))), index=None, key=f"vote_pick_{vote.vote}",
                       format_func=labels.__getitem__, disabled=waiting)
     if vote.round == 1:  # a reason goes with the first vote: what the class discusses before the second
+        # its label read by screen readers and shown as the placeholder: Send stays on a phone's first screen
         st.text_input(t("vote.reason"), key=f"vote_reason_{vote.vote}", max_chars=live_classes.MAX_REASON,
-                      placeholder=t("vote.reason_placeholder"), help=t("vote.reason_help"), disabled=waiting)
+                      placeholder=t("vote.reason"), label_visibility="collapsed", disabled=waiting)
     if waiting:  # the choice stays selected; the poll sends it when the store can keep it
         st.warning(t("vote.pending", answer=labels[pending["choice"]]), icon=":material/schedule_send:")
     else:
         st.button(t("vote.send"), key=f"vote_send_{vote.vote}", type="primary", disabled=choice is None,
                   icon=":material/send:", width="stretch", on_click=send_answer, args=(code, vote.vote))
+    if vote.round == 1:
+        st.caption(t("vote.reason_help"))
     st.caption(t("vote.page_waits"))
 
 
