@@ -739,3 +739,51 @@ def test_three_phones_send_reasons_and_see_only_the_one_their_teacher_shows(brow
         desk.close()
         for ctx in phones.values():
             ctx.close()
+
+
+def test_a_tap_on_the_strip_beside_a_grid_row_follows_that_token_on_a_phone(browser, tiny_url):
+    """Step 1 on a phone: a finger on the strip beside the grid, a third of the way down
+    (a first tap names the row, a second follows it: a touch screen has no hover to say
+    which point is under the finger before it lands), makes that row's token the one
+    followed below — the strip marks it, the row's chart and the drop-down say it — and a
+    tap lower follows a later token. The rows are under a pixel apart on a phone, so the
+    finger picks a row near the one aimed at."""
+    ctx = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US", is_mobile=True, has_touch=True)
+    try:
+        pg = ctx.new_page()
+        pg.goto(tiny_url + "/?lang=en")
+        wait_title(pg, i18n.translate("en", "every_pair.title"))
+        chart = pg.locator(".st-key-s1_grid .js-plotly-plot")
+        chart.scroll_into_view_if_needed()
+        wait_idle(pg)
+        picked = []
+        for share in (1 / 3, 2 / 3):
+            aim = pg.evaluate("""(share) => {
+                const g = document.querySelector('.st-key-s1_grid .js-plotly-plot');
+                const d = g._fullData[g._fullData.length - 1], i = Math.floor(d.y.length * share);
+                const r = g.querySelector('.nsewdrag').getBoundingClientRect();
+                return {x: r.left + g._fullLayout.xaxis.l2p(d.x[i]), y: r.top + g._fullLayout.yaxis.l2p(d.y[i]),
+                        i: i, rows: d.y.length}; }""", share)
+            before = pg.evaluate(MARKED)
+            for _ in range(2):
+                pg.touchscreen.tap(aim["x"], aim["y"])
+                pg.wait_for_timeout(700)
+            pg.wait_for_function(MARKED + "[0] !== " + str(before[0]), timeout=15_000)
+            wait_idle(pg)
+            row, token = pg.evaluate(MARKED)
+            assert abs(row - aim["i"]) <= max(3, 0.05 * aim["rows"]), (row, aim)  # near the finger
+            pg.get_by_text(i18n.translate("en", "every_pair.row_title", i=token)).first.wait_for(timeout=15_000)
+            shown = pg.locator(".st-key-s1_token").evaluate("e => e.textContent + ' ' + [...e.querySelectorAll("
+                                                             "'input')].map(i => i.value).join(' ')")
+            assert f"{token} · " in shown, shown  # the drop-down follows it
+            picked.append(token)
+        assert picked[0] < picked[1]
+        assert pg.evaluate("() => document.documentElement.scrollWidth") <= 391
+        pg.screenshot(path=os.path.join(ARTIFACTS, "phone-en-1-tapped-row.png"))
+    finally:
+        ctx.close()
+
+
+MARKED = """(() => { const g = document.querySelector('.st-key-s1_grid .js-plotly-plot');
+    const d = g._fullData[g._fullData.length - 1], c = Array.from(d.marker.color);
+    const i = c.findIndex(x => x !== '#BBBBBB'); return [i, i < 0 ? null : d.customdata[i][0]]; })()"""

@@ -164,3 +164,26 @@ def test_grouped_bars_on_a_log_axis_label_one_tick_a_decade():
     assert list(one.layout.yaxis.tickvals) == [0.01, 0.1]  # inside one decade: both of its ends are labelled
     flat = figures.grouped_bars(groups, ["ReLU", "ELU+1"], title="t", y_title="share", separators=".,")
     assert flat.layout.yaxis.tickvals is None  # a linear axis keeps Plotly's own ticks
+
+
+def test_the_tappable_strip_names_each_drawn_rows_middle_token_and_marks_the_followed_one():
+    """Ten tokens pooled by 3: drawn rows 0–2, 3–5, 6–8, 9; each strip point names its
+    row's middle token (1, 4, 7, 9: the last row has one), the followed token 5 marks row 1;
+    a tap on another trace names none."""
+    import plotly.graph_objects as go
+
+    from ui import figures
+
+    base = figures.FrozenFigure.of(go.Figure(go.Heatmap(z=[[0.0]])))
+    labels = [f"t{i}" for i in range(10)]
+    fig = figures.row_strip(base, labels, 3, 5, "%{customdata[0]}")
+    strip = fig.data[-1]
+    assert len(fig.data) == 2 and len(base.data) == 1  # the shared figure is left as it was
+    assert [int(c[0]) for c in strip.customdata] == [1, 4, 7, 9] and [c[1] for c in strip.customdata] == [
+        "t1", "t4", "t7", "t9"]
+    assert list(strip.y) == [1.0, 4.0, 7.0, 10.0] and all(x < -0.5 for x in strip.x)  # left of column 0
+    assert [c != "#BBBBBB" for c in strip.marker.color] == [False, True, False, False]
+    assert [figures.strip_token({"curve_number": 1, "point_index": i}, 1, 10, 3) for i in range(4)] == [1, 4, 7, 9]
+    assert figures.strip_token({"curve_number": 0, "point_index": 2}, 1, 10, 3) is None
+    unpooled = figures.row_strip(base, labels[:4], 1, 0, "")
+    assert [int(c[0]) for c in unpooled.data[-1].customdata] == [0, 1, 2, 3]

@@ -47,17 +47,20 @@ def downsample_note(t: Translator, factor: int, n: int) -> None:
         st.caption(t("common.downsampled", f=factor, n=n))
 
 
-def show_figure(fig, key: str | None = None) -> None:
+def show_figure(fig, key: str | None = None, on_select=None) -> None:
     """A figure with the chart's own camera button (a print-friendly PNG named after the
-    chart and language). Figures are shared between readers: presenter mode styles a copy."""
+    chart and language). Figures are shared between readers: presenter mode styles a copy.
+    ``on_select``: a callback run when the reader taps a point (its selection is in
+    ``st.session_state[key]``)."""
     if session.presenter():  # readable from the back of a room: chart text scaled with the page's
         fig = go.Figure(fig.to_dict() if isinstance(fig, figures.FrozenFigure) else fig)  # a room chart: a dict only
         fig.update_layout(font={"size": 18}, title_font={"size": 24})
         fig.update_xaxes(tickfont={"size": 16}, title_font={"size": 18})  # the token axes set their own 10 px
         fig.update_yaxes(tickfont={"size": 16}, title_font={"size": 18})
     name = f"attention-atlas-{st.session_state.get(keys.LANG, 'en')}-{key or 'chart'}"
+    chosen = {} if on_select is None else {"on_select": on_select, "selection_mode": "points"}
     st.plotly_chart(fig, width="stretch", key=key, config={
-        "displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}})
+        "displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}}, **chosen)
 
 
 FIGURES = 256  # figures kept for every reader, besides the steps' summaries

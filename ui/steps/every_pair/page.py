@@ -56,12 +56,29 @@ st.caption(t(cells_key,
              cells=t.int(model_cells), all_full=t.int(all_full), layers=t.int(a.n_layers), sliding=t.int(sliding),
              full=t.int(a.n_layers - sliding), w=t.int(a.sliding_window), heads=t.int(a.n_heads)))
 
-drawing.show_figure(sm.figure, key="s1_grid")
+widgets.place("s1_token", a)  # its kept value, before the grid marks it
+strip_curve = len(sm.figure.data)  # the strip comes after the figure's own traces
+
+
+def follow_tapped() -> None:
+    """on_select of the grid: a tap on the strip beside a row follows that row's token
+    (as the drop-down below does, for keyboards and screen readers)."""
+    points = st.session_state["s1_grid"]["selection"]["points"]
+    found = [x for x in (figures.strip_token(p, strip_curve, n, v.factor) for p in points) if x is not None]
+    if found:
+        st.session_state["s1_token"] = found[0]
+        widgets.changed_by_reader("s1_token")
+
+
+followed = st.session_state["s1_token"]
+tapped = drawing.figure_once("s1_tap", (text, model_id, layer, head, followed), lambda: figures.row_strip(
+    sm.figure, a.tokens, v.factor, followed, t("every_pair.hover_strip")))
+drawing.show_figure(tapped, key="s1_grid", on_select=follow_tapped)
 drawing.downsample_note(t, v.factor, n)
-st.caption(t("every_pair.grid_caption"))
+st.caption(t("every_pair.grid_caption") + " " + t("every_pair.strip_caption"))
 
 st.subheader(t("every_pair.row_heading"))
-token = widgets.setting(t, "s1_token", a, t("every_pair.pick_token"))
+token = widgets.setting(t, "s1_token", a, t("every_pair.pick_token"), help=t("every_pair.pick_token_help"))
 
 
 def row_figure():
