@@ -163,11 +163,14 @@ def beside_parts(q, k, v, keep: int, fixed, *, causal: bool = True, scale: float
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
         i = torch.arange(r0, r1, device=q.device)[:, None]
-        allowed = rows_chosen(q, k, keep, causal=causal, r0=r0, r1=r1, by=by) | fixed(0, 0, i, j[None, :])
+        scores = q[:, :, r0:r1] @ k.transpose(-1, -2)  # the block's exact scores, unscaled: the oracle chooses by them
+        chosen = (top_of_scores(scores, keep, causal=causal, r0=r0) if by is None
+                  else rows_chosen(q, k, keep, causal=causal, r0=r0, r1=r1, by=by))
+        allowed = chosen | fixed(0, 0, i, j[None, :])
         if causal:
             allowed &= j[None, :] <= i
-        scores = (q[:, :, r0:r1] @ k.transpose(-1, -2)) * s
-        out[:, :, r0:r1] = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1) @ v
+        scores.mul_(s).masked_fill_(~allowed, float("-inf"))  # in place: one block's scores held, not three
+        out[:, :, r0:r1] = torch.softmax(scores, dim=-1) @ v
     return out
 
 

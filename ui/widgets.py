@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from . import keys, measures, served_model, session, setting_table
+from . import figures, keys, measures, served_model, session, setting_table
 from .i18n import Translator
 from .setting_rows import AVERAGE, Dims, Setting
 from .step_parts import head_label, layer_label
@@ -61,7 +61,7 @@ def option_names(t: Translator, row: Setting, a, options, names) -> Callable[[An
     return labels(options, str)
 
 
-def place(key: str, a, ctx=None) -> None:
+def place(key: str, a, ctx=None) -> Any:
     """Before drawing key's widget: its value in session state, put there by the app —
     the kept one when its widget takes it on this text, else its row's default (a value
     that came with a link and is dropped is said, ``session.forget_setting``). Through
@@ -71,7 +71,7 @@ def place(key: str, a, ctx=None) -> None:
     The kept value is written again when the widget's range changed with the text: a
     slider with other bounds is another widget to Streamlit (its id holds them), which
     would otherwise start at its minimum. (Written on every run, it would send the value
-    of a run under way back over a slider the reader is still moving.)"""
+    of a run under way back over a slider the reader is still moving.) Returns the value."""
     if key in st.session_state:
         value = setting_table.kept(key, st.session_state[key], a)
         if value is not None:
@@ -83,7 +83,7 @@ def place(key: str, a, ctx=None) -> None:
             ranges[key] = bounds
             if row.tokens:
                 relabel(key, a)
-            return
+            return st.session_state[key]
     session.forget_setting(key)
     if ctx is None:
         ctx = measures.setting_context(session.current_text(), served_model.model_id())
@@ -93,6 +93,19 @@ def place(key: str, a, ctx=None) -> None:
         st.session_state.setdefault(keys.RANGES, {})[key] = row.bounds(Dims.of(a))
     if setting_table.row(key).tokens:
         st.session_state.setdefault(keys.LABELLED, {})[key] = hash(tuple(a.tokens))
+    return st.session_state[key]
+
+
+def follow_tapped(chart: str, key: str, strip_curve: int, n: int, factor: int) -> None:
+    """on_select of a grid with a tappable row strip (``figures.row_strip``): a tap on the
+    strip makes that row's token setting ``key``'s value, as the reader's own change. Given
+    its arguments by ``functools.partial`` (small numbers: a callback kept in the reader's
+    session must never hold the page's analysis)."""
+    points = st.session_state[chart]["selection"]["points"]
+    found = [x for x in (figures.strip_token(p, strip_curve, n, factor) for p in points) if x is not None]
+    if found:
+        st.session_state[key] = found[0]
+        changed_by_reader(key)
 
 
 def changed_by_reader(key: str) -> None:

@@ -1,5 +1,7 @@
 """Step 1 — every pair: the real attention grid and its n² cells."""
 
+import functools
+
 import streamlit as st
 
 from attn import methods, stats
@@ -56,24 +58,12 @@ st.caption(t(cells_key,
              cells=t.int(model_cells), all_full=t.int(all_full), layers=t.int(a.n_layers), sliding=t.int(sliding),
              full=t.int(a.n_layers - sliding), w=t.int(a.sliding_window), heads=t.int(a.n_heads)))
 
-widgets.place("s1_token", a)  # its kept value, before the grid marks it
-strip_curve = len(sm.figure.data)  # the strip comes after the figure's own traces
-
-
-def follow_tapped() -> None:
-    """on_select of the grid: a tap on the strip beside a row follows that row's token
-    (as the drop-down below does, for keyboards and screen readers)."""
-    points = st.session_state["s1_grid"]["selection"]["points"]
-    found = [x for x in (figures.strip_token(p, strip_curve, n, v.factor) for p in points) if x is not None]
-    if found:
-        st.session_state["s1_token"] = found[0]
-        widgets.changed_by_reader("s1_token")
-
-
-followed = st.session_state["s1_token"]
+followed = widgets.place("s1_token", a)  # its kept value, before the grid marks it
 tapped = drawing.figure_once("s1_tap", (text, model_id, layer, head, followed), lambda: figures.row_strip(
     sm.figure, a.tokens, v.factor, followed, t("every_pair.hover_strip")))
-drawing.show_figure(tapped, key="s1_grid", on_select=follow_tapped)
+# a tap on the strip (the figure's last trace) follows that row's token, as the drop-down below does
+drawing.show_figure(tapped, key="s1_grid", on_select=functools.partial(
+    widgets.follow_tapped, "s1_grid", "s1_token", len(sm.figure.data), n, v.factor))
 drawing.downsample_note(t, v.factor, n)
 st.caption(t("every_pair.grid_caption") + " " + t("every_pair.strip_caption"))
 
