@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 
 ROWS = 128  # queries scored at a time
+PART_ROWS = 64  # beside fixed parts: the parts' cells are worked out for each block too, so half as many
 
 
 def check_keep(keep) -> int:
@@ -149,7 +150,7 @@ def topk_attention(q, k, v, keep: int, *, causal: bool = True, scale: float | No
 
 
 def beside_parts(q, k, v, keep: int, fixed, *, causal: bool = True, scale: float | None = None,
-                 indexer_dims: int | None = None, rows: int = ROWS) -> torch.Tensor:
+                 indexer_dims: int | None = None, rows: int = PART_ROWS) -> torch.Tensor:
     """Softmax over each query's top ``keep`` keys *and* the cells of a fixed pattern
     (``fixed``: a mask_mod of :mod:`attn.patterns`, causality its own), as Native Sparse
     Attention keeps a window beside its chosen blocks; ``rows`` queries at a time: the

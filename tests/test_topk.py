@@ -173,16 +173,18 @@ def test_top_k_never_holds_an_n_by_n_grid(dims):
     n = 16384
     g = torch.Generator().manual_seed(1)
     q, k, v = (torch.randn(1, 1, n, 16, generator=g) for _ in range(3))
-    peak = bench.peak_memory(lambda: topk.topk_attention(q, k, v, 32, causal=True, indexer_dims=dims), "cpu")
-    if peak is None:
-        pytest.skip("this platform cannot say a call's peak memory")
-    assert peak < 0.1 * n * n * 4, peak
-    # beside fixed parts (the playground's top-k part): a block of queries' scores at a time
     from attn import patterns
 
     fixed = patterns.window_mask(64)
-    peak = bench.peak_memory(lambda: topk.beside_parts(q, k, v, 32, fixed, causal=True, indexer_dims=dims), "cpu")
-    assert peak < 0.1 * n * n * 4, peak
+    calls = [lambda: topk.topk_attention(q, k, v, 32, causal=True, indexer_dims=dims),
+             # beside fixed parts (the playground's top-k part): a block of queries' scores at a time
+             lambda: topk.beside_parts(q, k, v, 32, fixed, causal=True, indexer_dims=dims)]
+    for call in calls:
+        call()  # once first: what a library sets up on its first use in a process is not the call's own
+        peak = bench.peak_memory(call, "cpu")
+        if peak is None:
+            pytest.skip("this platform cannot say a call's peak memory")
+        assert peak < 0.1 * n * n * 4, peak
 
 
 def _window_and_hub(w, hub):

@@ -375,7 +375,7 @@ def top_costs(text: str, model_id: str, key: tuple, top_key_: tuple, layer: int,
     full_ratio = (2 * LARGE_N * (2 * LARGE_N + 1) / (LARGE_N * (LARGE_N + 1))) if causal else 4.0
     return TopKCost(cells=cells, heads=h, every=every, attend=cells * 4.0 * d,
                     scoring=top.method.scoring_flops(n, shape), full_flops=every * costs_model.cell_flops(shape),
-                    numbers=h * min(topk.ROWS, n) * n, ratio=operations(2 * LARGE_N) / operations(LARGE_N),
+                    numbers=h * min(topk.PART_ROWS, n) * n, ratio=operations(2 * LARGE_N) / operations(LARGE_N),
                     full_ratio=full_ratio)
 
 

@@ -105,7 +105,7 @@ if top is not None:
     m2.metric(t("playground.metric_flops"), t.sci(tc.attend + tc.scoring),
               delta=t("playground.metric_flops_delta", full=t.sci(tc.full_flops)), **drawing.REFERENCE)
     m3.metric(t("playground.metric_numbers_topk"), t.int(tc.numbers),
-              help=t("playground.metric_numbers_topk_help", rows=t.int(min(n, pg.topk.ROWS))))
+              help=t("playground.metric_numbers_topk_help", rows=t.int(min(n, pg.topk.PART_ROWS))))
     m4.metric(t("playground.metric_ratio_ops", n=t.int(pg.LARGE_N)), t.float(tc.ratio, 2),
               delta=t("playground.metric_ratio_delta", full=t.float(tc.full_ratio, 2)), **drawing.REFERENCE)
     drawing.formula(t, r"\text{@flops} = 4\,d \cdot \text{@cells} + \text{@choosing} = 4 \cdot "
@@ -218,7 +218,7 @@ if res and not model_swaps.failure(t, res):
 
 st.subheader(t("playground.fast_heading"))
 if top is not None:  # chosen on each text: nothing compiled once
-    st.markdown(t("playground.fast_topk", rows=pg.topk.ROWS))
+    st.markdown(t("playground.fast_topk", rows=pg.topk.PART_ROWS))
 else:
     st.markdown(t("playground.fast_lead"))
     if pick_device().type != "cuda":
