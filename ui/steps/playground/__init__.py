@@ -335,6 +335,11 @@ def _grid_of(allowed: torch.Tensor, causal: bool) -> np.ndarray:
     return g.numpy()
 
 
+def _every(n: int, causal: bool) -> int:
+    """Every pair a layer may compute: n(n+1)/2 looking back, n² both ways."""
+    return methods.exact().cells(n, methods.Params(causal=causal))
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def costs(n: int, key: tuple, causal: bool, heads: int, d: int) -> Cost:
     """Exact cells against every pair, operations and numbers held (the registry's cost
@@ -343,16 +348,15 @@ def costs(n: int, key: tuple, causal: bool, heads: int, d: int) -> Cost:
     c = _comp(key)
     shape = Shape(heads=heads, d=d)
     cells = algebra.composed_cells(n, c, causal)
-    every = n * (n + 1) // 2 if causal else n * n
+    every = _every(n, causal)
     flops = costs_model.composed_flops(n, shape, c, causal=causal)[0]  # the registry's cost model
     full_flops = methods.exact().flops(n, shape)[0] if causal else every * costs_model.cell_flops(shape)
     big = dataclasses.replace(c, random=min(c.random, LARGE_N // max(1, c.random_block) - 1))
     large = algebra.composed_cells(LARGE_N, big, causal)
     doubled = algebra.composed_cells(2 * LARGE_N, big, causal)
-    full_ratio = (2 * LARGE_N * (2 * LARGE_N + 1) / (LARGE_N * (LARGE_N + 1))) if causal else 4.0
     return Cost(cells=cells, every=every, share=cells / every, flops=flops, full_flops=full_flops,
                 numbers=costs_model.composed_memory(n, shape, c, causal), ratio=doubled / large,
-                full_ratio=full_ratio, large=large, doubled=doubled)
+                full_ratio=_every(2 * LARGE_N, causal) / _every(LARGE_N, causal), large=large, doubled=doubled)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -365,18 +369,17 @@ def top_costs(text: str, model_id: str, key: tuple, top_key_: tuple, layer: int,
     n, h, d = a.n, a.n_heads, a.q.shape[-1]
     shape = Shape(heads=h, d=d, causal=causal)
     cells = int(_top_cells(a, key, top, layer, causal).sum())
-    every = n * (n + 1) // 2 if causal else n * n
+    every = _every(n, causal)
 
     def operations(m: int) -> float:  # at length m: the parts' cells and the chosen keys apart (at most)
         big = dataclasses.replace(c, random=min(c.random, m // max(1, c.random_block) - 1))
         attended = algebra.composed_cells(m, big, causal) + topk.cells(m, top.keep, causal)
         return attended * costs_model.cell_flops(shape) + top.method.scoring_flops(m, shape)
 
-    full_ratio = (2 * LARGE_N * (2 * LARGE_N + 1) / (LARGE_N * (LARGE_N + 1))) if causal else 4.0
     return TopKCost(cells=cells, heads=h, every=every, attend=cells * 4.0 * d,
                     scoring=top.method.scoring_flops(n, shape), full_flops=every * costs_model.cell_flops(shape),
                     numbers=h * min(topk.PART_ROWS, n) * n, ratio=operations(2 * LARGE_N) / operations(LARGE_N),
-                    full_ratio=full_ratio)
+                    full_ratio=_every(2 * LARGE_N, causal) / _every(LARGE_N, causal))
 
 
 # --- what it can reach ------------------------------------------------------------------
