@@ -65,7 +65,7 @@ tapped = drawing.figure_once("s1_tap", (text, model_id, layer, head, followed), 
 drawing.show_figure(tapped, key="s1_grid", on_select=functools.partial(
     widgets.follow_tapped, "s1_grid", "s1_token", len(sm.figure.data), n, v.factor))
 drawing.downsample_note(t, v.factor, n)
-st.caption(t("every_pair.grid_caption") + " " + t("every_pair.strip_caption"))
+st.caption(t.sentences([t("every_pair.grid_caption"), t("every_pair.strip_caption")]))
 
 st.subheader(t("every_pair.row_heading"))
 token = widgets.setting(t, "s1_token", a, t("every_pair.pick_token"), help=t("every_pair.pick_token_help"))
