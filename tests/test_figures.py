@@ -172,18 +172,18 @@ def test_the_tappable_strip_names_each_drawn_rows_middle_token_and_marks_the_fol
     a tap on another trace names none."""
     import plotly.graph_objects as go
 
-    from ui import figures
+    from ui import figures, tap_strip
 
     base = figures.FrozenFigure.of(go.Figure(go.Heatmap(z=[[0.0]])))
     labels = [f"t{i}" for i in range(10)]
-    fig = figures.row_strip(base, labels, 3, 5, "%{customdata[0]}")
+    fig = tap_strip.added(base, labels, 3, 5, "%{customdata[0]}")
     strip = fig.data[-1]
     assert len(fig.data) == 2 and len(base.data) == 1  # the shared figure is left as it was
     assert [int(c[0]) for c in strip.customdata] == [1, 4, 7, 9] and [c[1] for c in strip.customdata] == [
         "t1", "t4", "t7", "t9"]
     assert list(strip.y) == [1.0, 4.0, 7.0, 10.0] and all(x < -0.5 for x in strip.x)  # left of column 0
     assert [c != "#BBBBBB" for c in strip.marker.color] == [False, True, False, False]
-    assert [figures.strip_token({"curve_number": 1, "point_index": i}, 1, 10, 3) for i in range(4)] == [1, 4, 7, 9]
-    assert figures.strip_token({"curve_number": 0, "point_index": 2}, 1, 10, 3) is None
-    unpooled = figures.row_strip(base, labels[:4], 1, 0, "")
+    assert [tap_strip.token_of({"curve_number": 1, "point_index": i}, 1, 10, 3) for i in range(4)] == [1, 4, 7, 9]
+    assert tap_strip.token_of({"curve_number": 0, "point_index": 2}, 1, 10, 3) is None
+    unpooled = tap_strip.added(base, labels[:4], 1, 0, "")
     assert [int(c[0]) for c in unpooled.data[-1].customdata] == [0, 1, 2, 3]

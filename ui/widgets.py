@@ -10,7 +10,8 @@ from typing import Any
 
 import streamlit as st
 
-from . import figures, keys, measures, served_model, session, setting_table
+from . import keys, measures, served_model, session, setting_table
+from . import tap_strip
 from .i18n import Translator
 from .setting_rows import AVERAGE, Dims, Setting
 from .step_parts import head_label, layer_label
@@ -97,12 +98,12 @@ def place(key: str, a, ctx=None) -> Any:
 
 
 def follow_tapped(chart: str, key: str, strip_curve: int, n: int, factor: int) -> None:
-    """on_select of a grid with a tappable row strip (``figures.row_strip``): a tap on the
+    """on_select of a grid with a tappable row strip (``tap_strip.added``): a tap on the
     strip makes that row's token setting ``key``'s value, as the reader's own change. Given
     its arguments by ``functools.partial`` (small numbers: a callback kept in the reader's
     session must never hold the page's analysis)."""
     points = st.session_state[chart]["selection"]["points"]
-    found = [x for x in (figures.strip_token(p, strip_curve, n, factor) for p in points) if x is not None]
+    found = [x for x in (tap_strip.token_of(p, strip_curve, n, factor) for p in points) if x is not None]
     if found:
         st.session_state[key] = found[0]
         changed_by_reader(key)

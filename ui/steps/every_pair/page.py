@@ -5,7 +5,7 @@ import functools
 import streamlit as st
 
 from attn import methods, stats
-from ui import drawing, figures, glossary, measures, step_page, widgets
+from ui import drawing, figures, glossary, measures, step_page, tap_strip, widgets
 from ui.steps import every_pair
 
 page = step_page.opened(every_pair.STEP)
@@ -59,7 +59,7 @@ st.caption(t(cells_key,
              full=t.int(a.n_layers - sliding), w=t.int(a.sliding_window), heads=t.int(a.n_heads)))
 
 followed = widgets.place("s1_token", a)  # its kept value, before the grid marks it
-tapped = drawing.figure_once("s1_tap", (text, model_id, layer, head, followed), lambda: figures.row_strip(
+tapped = drawing.figure_once("s1_tap", (text, model_id, layer, head, followed), lambda: tap_strip.added(
     sm.figure, a.tokens, v.factor, followed, t("every_pair.hover_strip")))
 # a tap on the strip (the figure's last trace) follows that row's token, as the drop-down below does
 drawing.show_figure(tapped, key="s1_grid", on_select=functools.partial(

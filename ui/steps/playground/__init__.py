@@ -16,7 +16,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from attn import bench, graph, methods, outputs, patterns, stats, topk
+from attn import bench, graph, methods, outputs, patterns, stats
 from attn import composition as algebra
 from attn import costs as costs_model
 from attn.composition import Composition, CompositionError
@@ -30,6 +30,8 @@ from ...i18n import Translator
 from ...setting_rows import DEFAULT_LAYER, Context, Dims, Setting, first_layer, hubs_row, layers_of
 from ...step_parts import Step
 from .. import PLAYGROUND, page_file
+from . import topk_part
+from .topk_part import TopK
 
 ID = PLAYGROUND
 PLAY_TOKENS = 96  # reach and hops on the first tokens: dense n×n matrices, drawn
@@ -41,9 +43,7 @@ RANDOM_BLOCKS = (16, 32, 64, 128)
 MAX_SETTING = 100_000  # the number inputs' upper end: anything past the text gets a message
 HUB_MODES = ("anchors", "chosen")
 SCOPES = ("all", "sliding", "stack")  # "stack": every layer but every k-th, which stays exact
-TOPK = "topk"  # the part chosen on the text itself (not one of attn.composition.PARTS: no fixed predicate)
-CHOOSERS = ("oracle", "indexer")
-PART_NAMES = (*algebra.PARTS, TOPK)
+PART_NAMES = (*algebra.PARTS, topk_part.NAME)
 SEED_CHARS = 40
 
 
@@ -61,7 +61,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("pg_seed", ID, "text", lambda d, c: "0", chars=SEED_CHARS, widget="text"),
     _count("pg_local", 2, 64),
     _count("pg_k", 1, 32),
-    Setting("pg_chooser", ID, "choice", lambda d, c: "oracle", choices=lambda d: CHOOSERS, widget="radio"),
+    Setting("pg_chooser", ID, "choice", lambda d, c: "oracle", choices=lambda d: topk_part.CHOOSERS,
+            widget="radio"),
     Setting("pg_causal", ID, "bool", lambda d, c: d.causal, widget="toggle"),
     Setting("pg_scope", ID, "choice", lambda d, c: "all", choices=lambda d: SCOPES, widget="radio"),
     Setting("pg_every", ID, "int", lambda d, c: min(STACK_EVERY, max(2, d.n_layers)),
@@ -143,51 +144,6 @@ class Timing:
     full: float
     backend: str
     n: int
-
-
-@dataclass(frozen=True)
-class TopK:
-    """The top-k part: each query keeps the ``keep`` keys it scores highest, chosen by the
-    exact scores (the oracle) or by the indexer, beside the fixed parts."""
-
-    keep: int
-    indexer: bool
-
-    @property
-    def method(self) -> methods.Method:
-        return methods.top_k(indexer=self.indexer)
-
-
-@dataclass(frozen=True)
-class TopKCost:
-    """Top-k beside the parts on one layer of the text: the cells computed in every head
-    (the chosen keys and the parts' cells, each once), the operations of the attention over
-    them and of the choosing apart, every visible pair, the numbers a block of queries'
-    scores holds, and operations(2N)/operations(N) at N = LARGE_N (the chosen keys counted
-    apart from the parts: at most) beside full attention's."""
-
-    cells: int  # over the heads
-    heads: int
-    every: int
-    attend: float
-    scoring: float
-    full_flops: float
-    numbers: int
-    ratio: float
-    full_ratio: float
-
-
-def top_k_part(cfg: dict) -> TopK | None:
-    """The top-k part the settings switch on, or None."""
-    return TopK(int(cfg["pg_k"]), cfg["pg_chooser"] == "indexer") if TOPK in cfg["pg_on"] else None
-
-
-def top_key(top: TopK | None) -> tuple | None:
-    return None if top is None else (top.keep, top.indexer)
-
-
-def _top(key: tuple | None) -> TopK | None:
-    return None if key is None else TopK(*key)
 
 
 def scoped_layers(n_layers: int, sliding: tuple[int, ...], scope: str, every: int) -> tuple[int, ...]:
@@ -300,10 +256,6 @@ def _comp(key: tuple) -> Composition:
 # --- what it costs ----------------------------------------------------------------------
 
 
-def _top_params(key: tuple, top: TopK, causal: bool) -> methods.Params:
-    return methods.Params(parts=_comp(key), k=top.keep, causal=causal)
-
-
 @st.cache_data(max_entries=64, show_spinner=False)
 def grid(n: int, key: tuple, causal: bool) -> np.ndarray:
     """The pattern over the text: 1 where a cell is computed, 0 where it is skipped,
@@ -316,15 +268,7 @@ def top_grid(text: str, model_id: str, key: tuple, top_key_: tuple, layer: int, 
     """The cells top-k beside the parts computes in one layer's first head, chosen on the
     layer's own q and k: as :func:`grid`."""
     a = analyses.get_analysis(text, model_id)
-    top = _top(top_key_)
-    return _grid_of(_top_cells(a, key, top, layer, causal)[0, 0], causal)
-
-
-def _top_cells(a, key: tuple, top: TopK, layer: int, causal: bool) -> torch.Tensor:
-    """``(1, heads, n, n)`` bool: the cells top-k beside the parts computes in a layer, the
-    oracle choosing by the layer's own scores (its cap and bias), as the swap does."""
-    q, k, _ = a.qkv(layer)
-    return outputs.chosen_pairs(top.method, q, k, _top_params(key, top, causal), a.layers[layer], a.bias(layer))
+    return _grid_of(topk_part.cells(a, _comp(key), topk_part.of_key(top_key_), layer, causal)[0, 0], causal)
 
 
 def _grid_of(allowed: torch.Tensor, causal: bool) -> np.ndarray:
@@ -335,11 +279,6 @@ def _grid_of(allowed: torch.Tensor, causal: bool) -> np.ndarray:
     return g.numpy()
 
 
-def _every(n: int, causal: bool) -> int:
-    """Every pair a layer may compute: n(n+1)/2 looking back, n² both ways."""
-    return methods.exact().cells(n, methods.Params(causal=causal))
-
-
 @st.cache_data(max_entries=64, show_spinner=False)
 def costs(n: int, key: tuple, causal: bool, heads: int, d: int) -> Cost:
     """Exact cells against every pair, operations and numbers held (the registry's cost
@@ -348,38 +287,22 @@ def costs(n: int, key: tuple, causal: bool, heads: int, d: int) -> Cost:
     c = _comp(key)
     shape = Shape(heads=heads, d=d)
     cells = algebra.composed_cells(n, c, causal)
-    every = _every(n, causal)
+    every = topk_part.every_pair(n, causal)
     flops = costs_model.composed_flops(n, shape, c, causal=causal)[0]  # the registry's cost model
     full_flops = methods.exact().flops(n, shape)[0] if causal else every * costs_model.cell_flops(shape)
-    big = dataclasses.replace(c, random=min(c.random, LARGE_N // max(1, c.random_block) - 1))
-    large = algebra.composed_cells(LARGE_N, big, causal)
-    doubled = algebra.composed_cells(2 * LARGE_N, big, causal)
+    large = algebra.composed_cells(LARGE_N, algebra.composition_on_prefix(LARGE_N, c), causal)
+    doubled = algebra.composed_cells(2 * LARGE_N, algebra.composition_on_prefix(2 * LARGE_N, c), causal)
     return Cost(cells=cells, every=every, share=cells / every, flops=flops, full_flops=full_flops,
                 numbers=costs_model.composed_memory(n, shape, c, causal), ratio=doubled / large,
-                full_ratio=_every(2 * LARGE_N, causal) / _every(LARGE_N, causal), large=large, doubled=doubled)
+                full_ratio=topk_part.every_pair(2 * LARGE_N, causal) / topk_part.every_pair(LARGE_N, causal),
+                large=large, doubled=doubled)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def top_costs(text: str, model_id: str, key: tuple, top_key_: tuple, layer: int, causal: bool) -> TopKCost:
-    """Top-k beside the parts on one layer of the text (its own q and k): the cells counted
-    in every head, the attention's operations over them and the choosing's apart (the
-    registry's cost model at the model's shape), and operations(2N)/operations(N)."""
+def top_costs(text: str, model_id: str, key: tuple, top_key_: tuple, layer: int, causal: bool) -> topk_part.TopKCost:
+    """Top-k beside the parts on one layer of the text (``topk_part.cost``), at N = LARGE_N."""
     a = analyses.get_analysis(text, model_id)
-    top, c = _top(top_key_), _comp(key)
-    n, h, d = a.n, a.n_heads, a.q.shape[-1]
-    shape = Shape(heads=h, d=d, causal=causal)
-    cells = int(_top_cells(a, key, top, layer, causal).sum())
-    every = _every(n, causal)
-
-    def operations(m: int) -> float:  # at length m: the parts' cells and the chosen keys apart (at most)
-        big = dataclasses.replace(c, random=min(c.random, m // max(1, c.random_block) - 1))
-        attended = algebra.composed_cells(m, big, causal) + topk.cells(m, top.keep, causal)
-        return attended * costs_model.cell_flops(shape) + top.method.scoring_flops(m, shape)
-
-    return TopKCost(cells=cells, heads=h, every=every, attend=cells * 4.0 * d,
-                    scoring=top.method.scoring_flops(n, shape), full_flops=every * costs_model.cell_flops(shape),
-                    numbers=h * min(topk.PART_ROWS, n) * n, ratio=operations(2 * LARGE_N) / operations(LARGE_N),
-                    full_ratio=_every(2 * LARGE_N, causal) / _every(LARGE_N, causal))
+    return topk_part.cost(a, _comp(key), topk_part.of_key(top_key_), layer, causal, LARGE_N)
 
 
 # --- what it can reach ------------------------------------------------------------------
@@ -421,9 +344,10 @@ def kept(text: str, model_id: str, key: tuple, scope: str, top_key_: tuple | Non
     allowed = patterns.dense(algebra.composed_mask(a.n, _comp(key), a.causal), a.n)
     inside = list(scoped(a, scope, every))
     per_layer = np.ones(a.n_layers)
-    top = _top(top_key_)
+    top = topk_part.of_key(top_key_)
     for i in inside if top is not None else ():
-        per_layer[i] = float((a.attentions[i].float() * _top_cells(a, key, top, i, a.causal)[0]).sum(-1).mean())
+        cells = topk_part.cells(a, _comp(key), top, i, a.causal)[0]
+        per_layer[i] = float((a.attentions[i].float() * cells).sum(-1).mean())
     if inside and top is None:
         per_layer[inside] = stats.share_kept(a.attentions[inside], allowed).mean(dim=-1).numpy()
     return PatternKept(per_layer, float(per_layer.mean()), tuple(inside))
@@ -435,7 +359,7 @@ def error(text: str, model_id: str, key: tuple, layer: int, top_key_: tuple | No
     q, k, v against exact softmax."""
     a = analyses.get_analysis(text, model_id)
     q, k, v = a.qkv(layer)
-    top = _top(top_key_)
+    top = topk_part.of_key(top_key_)
     r = outputs.pattern_error(q, k, v, a.layers[layer], _comp(key), bias=a.bias(layer),
                               method=None if top is None else top.method, keep=None if top is None else top.keep)
     return PatternError(r["mean"], r["uniform"])
@@ -476,7 +400,7 @@ def time_it(t: Translator, text: str, model_id: str, key: tuple, layer: int, top
     a = analyses.get_analysis(text, model_id)
     q, k, v = a.qkv(layer)
     q, k, v = (x.contiguous() for x in (q, k, v))
-    top = _top(top_key_)
+    top = topk_part.of_key(top_key_)
     pattern, full = (methods.composed() if top is None else top.method), methods.exact()
     scale = a.layers[layer].scale  # a timing: the soft cap or bias a layer may add is left out of both
     params = methods.Params(parts=_comp(key), causal=a.causal, scale=scale, k=None if top is None else top.keep)

@@ -4,11 +4,13 @@ costs, what it can reach, what it keeps and what the model loses with it."""
 import streamlit as st
 
 from attn import composition, methods
+from attn.topk import PART_ROWS
 from attn.device import pick_device
 from ui import (analyses, drawing, figures, live_bench, measures, model_swaps, page_run, served_model, session,
                 step_page, widgets)
 from ui.step_parts import layer_label
 from ui.steps import playground as pg
+from ui.steps.playground import topk_part
 
 t = session.tr()
 step_page.page_header(t, pg.STEP)
@@ -33,7 +35,7 @@ for col, name in zip(st.columns(len(pg.PRESETS)), pg.PRESETS):
                       f"playground.preset_{name}_help", w=t.int(a.sliding_window)))
 
 def part_name(p: str) -> str:
-    return t("parts.topk") if p == pg.TOPK else t(composition.PARTS[p].label_key)
+    return t("parts.topk") if p == topk_part.NAME else t(composition.PARTS[p].label_key)
 
 
 on = widgets.setting(t, "pg_on", a, t("playground.parts"), help=t("playground.parts_help"), names=part_name)
@@ -77,8 +79,8 @@ if scope == "stack":
                t("playground.stack_none", every=every, L=a.n_layers))
 
 cfg = {k: st.session_state[k] for k in pg.KEYS}  # as the widgets now hold them
-top = pg.top_k_part(cfg)
-tk = pg.top_key(top)
+top = topk_part.of_settings(cfg)
+tk = None if top is None else top.key
 comp, problem = pg.composition(cfg, n, anchors)
 if problem is not None:
     st.error(pg.error_text(t, problem), icon=":material/tune:")
@@ -105,7 +107,7 @@ if top is not None:
     m2.metric(t("playground.metric_flops"), t.sci(tc.attend + tc.scoring),
               delta=t("playground.metric_flops_delta", full=t.sci(tc.full_flops)), **drawing.REFERENCE)
     m3.metric(t("playground.metric_numbers_topk"), t.int(tc.numbers),
-              help=t("playground.metric_numbers_topk_help", rows=t.int(min(n, pg.topk.PART_ROWS))))
+              help=t("playground.metric_numbers_topk_help", rows=t.int(min(n, PART_ROWS))))
     m4.metric(t("playground.metric_ratio_ops", n=t.int(pg.LARGE_N)), t.float(tc.ratio, 2),
               delta=t("playground.metric_ratio_delta", full=t.float(tc.full_ratio, 2)), **drawing.REFERENCE)
     drawing.formula(t, r"\text{@flops} = 4\,d \cdot \text{@cells} + \text{@choosing} = 4 \cdot "
@@ -218,7 +220,7 @@ if res and not model_swaps.failure(t, res):
 
 st.subheader(t("playground.fast_heading"))
 if top is not None:  # chosen on each text: nothing compiled once
-    st.markdown(t("playground.fast_topk", rows=pg.topk.PART_ROWS))
+    st.markdown(t("playground.fast_topk", rows=PART_ROWS))
 else:
     st.markdown(t("playground.fast_lead"))
     if pick_device().type != "cuda":
