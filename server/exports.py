@@ -1,7 +1,8 @@
 """What a teacher takes home from a class, as CSV: the room's numbers (one row a measured
-text: its language, its tokens, then each step's columns — never its words) and the
+text: its language, its tokens, then each step's columns — never its words), the
 class's votes (a row an option of each vote: its count, whether it was the measured
-answer, and for a question voted twice how many students changed their answer). Pure
+answer, and for a question voted twice how many students changed their answer) and the
+shares right question by question (first vote, second vote, matched question). Pure
 Python, no Streamlit; the room's columns after the first four are given by the caller
 (each step declares its own: ui.steps), read from the typed record attn.room_numbers.
 RoomNumbers; column names are stable English identifiers (a spreadsheet's, not the page's)."""
@@ -77,3 +78,28 @@ def votes_csv(found: ClassState, answers: list[tuple[int, str, int, str]]) -> st
                          int(option == v.question["answer"]), changed, "\n".join(reasons.get((v.vote, option), []))])
     return _csv(["question", "page", "round", "state", "option", "count", "measured_answer", "changed_answer",
                  "reasons"], rows)
+
+
+def shares_csv(found: ClassState) -> str:
+    """A row a question the class voted on, in the order first opened: its page, then for
+    its first vote, its second and its matched question (the vote whose copied question
+    ``matches`` it) the share of the students who chose the measured answer and how many
+    answered — the three numbers peer instruction's studies report. A vote still open, or
+    not held, leaves its two cells empty."""
+    def share(vote):
+        if vote is None or vote.state == "open":
+            return ["", ""]
+        counts = found.counts.get(vote.vote) or []
+        answered = sum(counts)
+        return [round(counts[vote.question["answer"]] / answered, 4) if answered else "", answered]
+
+    rows = []
+    for qid in dict.fromkeys(v.qid for v in found.votes if not v.question.get("matches")):
+        first = next((v for v in found.votes if v.qid == qid and v.round == 1), None)
+        second = next((v for v in found.votes if v.qid == qid and v.round == 2), None)
+        matched = [v for v in found.votes if v.question.get("matches") == qid]
+        page = (first or second).page
+        rows.append([qid, page, *share(first), *share(second), matched[-1].qid if matched else "",
+                     *share(matched[-1] if matched else None)])
+    return _csv(["question", "page", "first_right", "first_answered", "second_right", "second_answered",
+                 "matched_question", "matched_right", "matched_answered"], rows)

@@ -304,39 +304,78 @@ def test_the_teacher_link_and_key_are_never_offered_in_presenter_mode(make_app, 
     assert not [w for w in room.sidebar.text_input if w.key == "class_take_key"]  # never typed on a projector
 
 
-def test_the_teachers_summary_counts_each_vote_and_the_handout_carries_it(make_app, teacher, monkeypatch, live_classes):
+def summary_line(t, step: str, first: str, second: str, matched: str) -> str:
+    return "- " + t("vote.result_line", step=step, first=first, second=second, matched=matched,
+                    first_label=t("vote.col_first"), second_label=t("vote.col_second"),
+                    matched_label=t("vote.col_matched"))
+
+
+def answer(students, vote, choices) -> None:
+    for s, choice in zip(students, choices):
+        tick(s)
+        s.radio(key=f"vote_pick_{vote.vote}").set_value(choice).run()
+        s.button(key=f"vote_send_{vote.vote}").click().run()
+
+
+def test_the_teachers_summary_counts_each_vote_and_the_matched_question_and_the_handout_carries_it(
+        make_app, teacher, monkeypatch, live_classes):
+    """Peer instruction's three numbers: one right of three alone, three of three after
+    talking it over, two of three on the matched question (the same idea on another window,
+    answered alone) — on the teacher's sidebar, in her handout and in the shares' CSV, each
+    share only once its question's answer was revealed."""
+    import csv
+    import io
+
+    from server import exports
+
     code = teacher.session_state[keys.CLASS]
     students = [student_of(make_app, code, lang) for lang in ("en", "ja", "pt")]
     teacher.button(key="vote_open_s3_reach").click().run()
     vote = live_classes.state(code).vote_on("s3.reach")
     right = vote.question["answer"]
     wrong = (right + 1) % len(vote.question["options"])
-    for s, choice in zip(students, (right, wrong, wrong)):  # one right of three
-        tick(s)
-        s.radio(key=f"vote_pick_{vote.vote}").set_value(choice).run()
-        s.button(key=f"vote_send_{vote.vote}").click().run()
+    answer(students, vote, (right, wrong, wrong))  # one right of three
     teacher.button(key=f"vote_close_{vote.vote}").click().run()
     teacher.button(key=f"vote_again_{vote.vote}").click().run()
     second = live_classes.state(code).vote_on("s3.reach")
-    for s in students:  # after talking it over, all three right
-        tick(s)
-        s.radio(key=f"vote_pick_{second.vote}").set_value(right).run()
-        s.button(key=f"vote_send_{second.vote}").click().run()
+    answer(students, second, (right,) * 3)  # after talking it over, all three right
     teacher.button(key=f"vote_close_{second.vote}").click().run()
     t = i18n.Translator("en")
     # closed, not revealed: how many answered, and nothing that tells the right option (three
     # answers split 1 / 2 would give it away as a share right)
-    hidden = "- " + t("vote.result_line", step=t("vote.result_step", step=3),
-                      first=t("vote.result_cell_hidden", n="3"), second=t("vote.result_cell_hidden", n="3"),
-                      first_label=t("vote.col_first"), second_label=t("vote.col_second"))
-    assert hidden in [m.value for m in teacher.sidebar.markdown]
+    hidden = t("vote.result_cell_hidden", n="3")
+    lines = [m.value for m in teacher.sidebar.markdown]
+    assert summary_line(t, t("vote.result_step", step=3), hidden, hidden, "—") in lines
     assert not [m.value for m in teacher.sidebar.markdown if "%" in m.value]
+    assert not [b for b in teacher.button if b.key == "vote_open_s3_reach_other_window"]  # only after the reveal
     teacher.button(key=f"vote_reveal_{second.vote}").click().run()
+
+    # the matched question: the reach on another window, measured as the page measures its own
+    teacher.button(key="vote_open_s3_reach_other_window").click().run()
+    assert not teacher.exception, [e.value for e in teacher.exception]
+    matched = live_classes.state(code).vote_on("s3.reach_other_window")
+    q = matched.question
+    assert matched.round == 1 and q["matches"] == "s3.reach" and q["text"]["en"] != vote.question["text"]["en"]
+    rw = 3 + 2  # the page's reach window at first (3), two wider; 4 layers, the last of 64 tokens
+    assert f"window of {rw}" in q["text"]["en"]
+    assert q["options"][q["answer"]] == 4 * (rw - 1) + 1  # by hand: L·(w − 1) tokens back, and itself
+    tick(students[1])
+    assert i18n.translate("ja", "vote.matched_alone") in [c.value for c in students[1].caption]
+    assert not [w for w in students[1].text_input if w.key == f"vote_reason_{matched.vote}"]  # answered alone
+    m_right = q["answer"]
+    answer(students, matched, (m_right, m_right, (m_right + 1) % len(q["options"])))  # two of three
+    teacher.button(key=f"vote_close_{matched.vote}").click().run()
     cells = [t("vote.result_step", step=3), t("vote.result_cell", right=t.pct(1 / 3, 0), n="3"),
              t("vote.result_cell", right=t.pct(1.0, 0), n="3")]
-    line = "- " + t("vote.result_line", step=cells[0], first=cells[1], second=cells[2],
-                    first_label=t("vote.col_first"), second_label=t("vote.col_second"))
-    assert line in [m.value for m in teacher.sidebar.markdown]  # one right of three, then three of three
+    lines = [m.value for m in teacher.sidebar.markdown]
+    assert summary_line(t, *cells, t("vote.result_cell_hidden", n="3")) in lines  # the matched one not revealed
+    teacher.button(key=f"vote_reveal_{matched.vote}").click().run()
+    cells.append(t("vote.result_cell", right=t.pct(2 / 3, 0), n="3"))
+    assert summary_line(t, *cells) in [m.value for m in teacher.sidebar.markdown]
+    rows = list(csv.DictReader(io.StringIO(exports.shares_csv(live_classes.read(code)))))
+    assert rows == [{"question": "s3.reach", "page": "neighbours", "first_right": "0.3333", "first_answered": "3",
+                     "second_right": "1.0", "second_answered": "3", "matched_question": "s3.reach_other_window",
+                     "matched_right": "0.6667", "matched_answered": "3"}]
     # the handout her sidebar builds carries the same table (the page it built, caught on its way out)
     import html as html_lib
 
@@ -347,6 +386,7 @@ def test_the_teachers_summary_counts_each_vote_and_the_handout_carries_it(make_a
     assert not teacher.exception, [e.value for e in teacher.exception]
     assert teacher.get("download_button") and len(built) == 1
     assert html_lib.escape(t("vote.results_heading")) in built[0]
+    assert f"<th>{html_lib.escape(t('vote.col_matched'))}</th>" in built[0]
     for cell in cells:
         assert f"<td>{html_lib.escape(cell)}</td>" in built[0]
 
@@ -386,12 +426,14 @@ def test_the_teachers_summary_line_takes_each_languages_colon():
     from ui.i18n import Translator
 
     ja = Translator("ja")
-    line = ja("vote.result_line", step="ステップ 3", first="正解率 100%（3 人）", second="—",
-              first_label=ja("vote.col_first"), second_label=ja("vote.col_second"))
-    assert line == "**ステップ 3** · 1 回目の投票：正解率 100%（3 人） · 2 回目の投票：—"
+    line = ja("vote.result_line", step="ステップ 3", first="正解率 100%（3 人）", second="—", matched="—",
+              first_label=ja("vote.col_first"), second_label=ja("vote.col_second"),
+              matched_label=ja("vote.col_matched"))
+    assert line == "**ステップ 3** · 1 回目の投票：正解率 100%（3 人） · 2 回目の投票：— · 類題：—"
     en = Translator("en")
-    assert en("vote.result_line", step="Step 3", first="a", second="b", first_label=en("vote.col_first"),
-              second_label=en("vote.col_second")) == "**Step 3** · First vote: a · Second vote: b"
+    said = en("vote.result_line", step="Step 3", first="a", second="b", matched="c", first_label=en("vote.col_first"),
+              second_label=en("vote.col_second"), matched_label=en("vote.col_matched"))
+    assert said == "**Step 3** · First vote: a · Second vote: b · Matched question: c"
 
 
 def test_with_the_store_away_mid_class_the_vote_panel_and_back_say_so_and_never_raise(make_app, teacher,

@@ -111,7 +111,7 @@ def build(t: Translator, a, text: str, model_id: str, kept: dict, *, device: str
             progress((i + 1) / (len(walk) + 1))
     if class_results:  # a teacher's live class: what the room answered, question by question
         out.append(f'<h2>{html.escape(t("vote.results_heading"))}</h2>')
-        head = (t("vote.col_step"), t("vote.col_first"), t("vote.col_second"))
+        head = (t("vote.col_step"), t("vote.col_first"), t("vote.col_second"), t("vote.col_matched"))
         out.append('<table class="numbers"><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"
                    + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
                              for row in class_results) + "</table>")

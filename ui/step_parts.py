@@ -41,6 +41,22 @@ class Question:
         return nearest_option(self.options, self.answer)
 
 
+@dataclass(frozen=True)
+class Matched:
+    """A question's matched question: the same idea on other numbers (another window,
+    length or layer), which a teacher asks after the reveal — the class's share right on it,
+    answered alone, says whether the discussion taught the idea (peer instruction's third
+    number beside the two votes). ``of`` is the question it matches, ``id`` its own stable
+    id. Either ``change(a, cfg)`` gives other settings, on which the step's own summary asks
+    ``of`` again (its words name the numbers that changed), or ``ask(t, a, text, model_id,
+    cfg)`` builds it (numbers no setting holds: a text three times as long)."""
+
+    of: str
+    id: str
+    change: Callable[[Any, dict], dict] | None = None
+    ask: Callable[..., Question] | None = None
+
+
 @dataclass
 class Summary:
     """A step's summary for one text, language and settings: what its page and the
@@ -95,7 +111,8 @@ class Step:
     RoomNumbers)], given every measured text's numbers); ``prose`` the locale keys whose
     glossary terms are linked on it; ``measured(t, a, text, model_id, cfg)`` what the handout adds
     that a button ran on the server: (a heading's key, figures), or the key of a note
-    saying it was not run."""
+    saying it was not run; ``matched`` a matched question for each of its questions
+    (:class:`Matched`)."""
 
     id: str
     order: int
@@ -112,6 +129,7 @@ class Step:
     csv: Callable[[list], list] | None = None
     prose: tuple[str, ...] = ("lead", "outro")
     measured: Callable | None = None
+    matched: tuple[Matched, ...] = ()
 
     @property
     def key(self) -> str:

@@ -4,6 +4,7 @@ a class's votes and the summaries a class builds ahead all read it from here."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import streamlit as st
@@ -33,6 +34,25 @@ def question(sm: Summary, qid: str) -> Question:
     if found is None:
         raise KeyError(f"{sm.step} asks no question {qid!r}")
     return found
+
+
+def matched(step: Step, mid: str):
+    """The step's matched question ``mid`` (ui.step_parts.Matched), or None."""
+    return next((m for m in step.matched if m.id == mid), None)
+
+
+def asked(step: Step, qid: str, t: Translator, a, text: str, model_id: str, cfg: dict) -> Question:
+    """The question ``qid`` of a step — one of its own, or a matched one — on the text and
+    the page's whole settings ``cfg``, in ``t``'s language: a matched question by its own
+    builder, or by the step's summary on the other settings it names."""
+    m = matched(step, qid)
+    if m is not None and m.ask is not None:
+        q = m.ask(t, a, text, model_id, cfg)
+    else:
+        base = m.of if m is not None else qid
+        cfg = m.change(a, dict(cfg)) if m is not None else cfg
+        q = question(get(step, t, a, text, model_id, inputs(step, cfg), **extra(step)), base)
+    return dataclasses.replace(q, id=qid)
 
 
 SUMMARIES = 64  # summaries kept for every reader (a step's figure of 372 tokens is ≈ 1–2 MB)

@@ -185,7 +185,7 @@ def counts(t: Translator, texts: list) -> None:
 
 
 def downloads(t: Translator, code: str, found, texts: list) -> None:
-    """The room's numbers and the class's votes, as CSV files."""
+    """The room's numbers, the class's votes and its shares right question by question, as CSV files."""
     st.download_button(t("room.download_room"), exports.room_csv(texts, csv_columns), file_name=f"room-{code}.csv",
                        mime="text/csv", key="room_csv", width="stretch", icon=":material/download:")
     answers = []
@@ -193,6 +193,8 @@ def downloads(t: Translator, code: str, found, texts: list) -> None:
         answers = classes().answers_of(code)
     st.download_button(t("room.download_votes"), exports.votes_csv(found, answers), file_name=f"votes-{code}.csv",
                        mime="text/csv", key="votes_csv", width="stretch", icon=":material/download:")
+    st.download_button(t("room.download_shares"), exports.shares_csv(found), file_name=f"shares-{code}.csv",
+                       mime="text/csv", key="shares_csv", width="stretch", icon=":material/download:")
 
 
 def panel(t: Translator) -> None:

@@ -17,29 +17,31 @@ from .handle import classes, forget
 from .membership import member
 
 def question_copy(step: Step, qid: str, a, text: str, model_id: str) -> dict:
-    """What a vote keeps of a step's question ``qid``, made when the teacher opens it: the
-    option values, the measured answer's option, and the question's words in every
-    language (each student reads it in their own), so that later changes to the page
-    or its settings leave the vote as it was asked."""
+    """What a vote keeps of a step's question ``qid`` (one of its own or a matched one),
+    made when the teacher opens it: the option values, the measured answer's option, the
+    question's words in every language (each student reads it in their own), and for a
+    matched question the question it matches — so that later changes to the page or its
+    settings leave the vote as it was asked."""
     given = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
     # a step that needs no text (the cost model) has nothing to fit its settings to
     cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), given) if a is not None else {}
     out = {"text": {}, "labels": {}, "value_text": {}}
     for lang in LANGS:
-        sm = summaries.get(step, Translator(lang), a, text, model_id, summaries.inputs(step, cfg),
-                           **summaries.extra(step))
-        q = summaries.question(sm, qid)
+        q = summaries.asked(step, qid, Translator(lang), a, text, model_id, cfg)
         out["text"][lang], out["value_text"][lang] = q.text, q.value_text
         out["labels"][lang] = [q.label(o) for o in q.options]
         out["options"], out["answer"] = list(q.options), q.options.index(q.right)
         out["source"] = q.source  # measured on the class's text, or worked out by the cost model
+    m = summaries.matched(step, qid)
+    if m is not None:
+        out["matches"] = m.of  # the question whose discussion it checks
     return out
 
 
 def open_first_vote(page: str, qid: str) -> None:
-    """on_click of "Open the vote": the step's question ``qid`` on the class's text and
-    settings, copied in every language (its arguments stay small: the step's id, never
-    the analysis)."""
+    """on_click of "Open the vote" (and of "Ask the matched question"): the step's question
+    ``qid`` on the class's text and settings, copied in every language (its arguments stay
+    small: the step's id, never the analysis)."""
     step = steps.get(page)
     text, model_id = session.current_text(), served_model.model_id()
     a = analyses.get_analysis(text, model_id) if step.needs_text and text.strip() else None

@@ -1,6 +1,7 @@
 """The teacher's summary of her class's votes, question by question: how many answered in
-the first vote and the second, and the share right once the answer was revealed — never
-before (it would give the right option away). Her sidebar and her handout show it."""
+the first vote, the second and the matched question, and the share right of each once its
+answer was revealed — never before (it would give the right option away): the three numbers
+the studies of peer instruction report. Her sidebar and her handout show it."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from .. import steps
 from ..i18n import Translator
 from .membership import current, is_teacher
 
-def results(t: Translator) -> list[tuple[str, str, str]]:
+def results(t: Translator) -> list[tuple[str, str, str, str]]:
     """The teacher's summary of every question her class has voted on, step by step: in
-    the first vote and in the second, how many answered once closed, and the share right
-    once the question's answer was revealed — never before (a share right would give the
-    right option away), "—" for none yet. Empty outside a class of hers, or when the class cannot be read."""
+    the first vote, the second and the step's matched question, how many answered once
+    closed, and the share right once that question's answer was revealed — never before (a
+    share right would give the right option away), "—" for none yet. Empty outside a class
+    of hers, or when the class cannot be read."""
     found = current() if is_teacher() else None
     if not isinstance(found, live_classes.ClassState):
         return []
@@ -25,22 +27,25 @@ def results(t: Translator) -> list[tuple[str, str, str]]:
     questions = steps.questions()
     for qid in (q for q in questions if q in asked):  # in the walk's order
         step = questions[qid]
-        revealed = any(v.qid == qid and v.state == "revealed" for v in found.votes)  # its answer is known
-        cells = []
-        for r in (1, 2):
-            vote = next((v for v in found.votes if v.qid == qid and v.round == r), None)
-            counts = found.counts.get(vote.vote, []) if vote is not None and vote.state != "open" else []
-            answered = sum(counts)
-            if not answered:
-                cells.append("—")
-            elif revealed:
-                cells.append(t("vote.result_cell", right=t.pct(counts[vote.question["answer"]] / answered, 0),
-                               n=t.int(answered)))
-            else:
-                cells.append(t("vote.result_cell_hidden", n=t.int(answered)))
+        m = next((m for m in step.matched if m.of == qid), None)
+        rounds = [(qid, 1), (qid, 2)] + ([(m.id, 1)] if m is not None else [])
+        cells = [cell(t, found, q, r) for q, r in rounds] + ["—"] * (3 - len(rounds))
         label = t("vote.result_step", step=steps.number(step))
         rows.append((label if len(step.questions) == 1 else f"{label} · {step.questions.index(qid) + 1}", *cells))
     return rows
+
+
+def cell(t: Translator, found, qid: str, r: int) -> str:
+    """Round ``r`` of question ``qid``: "—" (not voted, or still open), how many answered, and
+    once the question's answer was revealed, the share right."""
+    vote = next((v for v in found.votes if v.qid == qid and v.round == r), None)
+    counts = found.counts.get(vote.vote, []) if vote is not None and vote.state != "open" else []
+    answered = sum(counts)
+    if not answered:
+        return "—"
+    if any(v.qid == qid and v.state == "revealed" for v in found.votes):  # its answer is known
+        return t("vote.result_cell", right=t.pct(counts[vote.question["answer"]] / answered, 0), n=t.int(answered))
+    return t("vote.result_cell_hidden", n=t.int(answered))
 
 
 def results_table(t: Translator) -> None:
@@ -48,6 +53,7 @@ def results_table(t: Translator) -> None:
     rows = results(t)
     if rows:  # lines, not a table: the sidebar is narrow (a table's third column was cut off)
         st.markdown(f"**{t('vote.results_heading')}**")
-        st.markdown("\n".join("- " + t("vote.result_line", step=step, first=first, second=second,
-                                        first_label=t("vote.col_first"), second_label=t("vote.col_second"))
-                               for step, first, second in rows))
+        st.markdown("\n".join("- " + t("vote.result_line", step=step, first=first, second=second, matched=matched,
+                                        first_label=t("vote.col_first"), second_label=t("vote.col_second"),
+                                        matched_label=t("vote.col_matched"))
+                               for step, first, second, matched in rows))

@@ -1,6 +1,7 @@
 """A question's vote as a class sees it: the panel that draws it (the teacher's open, close,
 reveal and vote-again; a student's one answer; once closed, the room's answers as a chart;
-once revealed, the measured answer), the teacher's live count of answers in a fragment of
+once revealed, the measured answer, and then the step's matched question — the same idea on
+other numbers, answered alone), the teacher's live count of answers in a fragment of
 its own (an answer never redraws a following student's page). Its buttons' callbacks are
 ui.classroom.vote_actions'; what a member's page may show meanwhile, ui.classroom.gate."""
 
@@ -25,34 +26,45 @@ def _words(question: dict, part: str, lang: str):
 def vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
     """A step's question ``qid`` in a class: the teacher opens, closes and reveals the
     vote; each student answers once; once closed, the room's answers as a chart (both
-    votes side by side after a second one); once revealed, the measured answer. With the
-    store away mid-class, a notice (never an error box) and the panel as far as it got."""
+    votes side by side after a second one); once revealed, the measured answer — and the
+    step's matched question beneath, which the teacher may then open (its own panel, a
+    vote of one round without reasons). With the store away mid-class, a notice (never an
+    error box) and the panel as far as it got."""
     with share.store_trouble():
-        _vote_panel(t, step, qid, show_figure)
+        found = current()
+        if classes() is None or not isinstance(found, live_classes.ClassState):
+            return
+        _vote_panel(t, step, qid, show_figure, found)
+        m = next((m for m in step.matched if m.of == qid), None)
+        if m is not None and any(v.qid == qid and v.state == "revealed" for v in found.votes):
+            _vote_panel(t, step, m.id, show_figure, found, matched=True)
 
 
-def _vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
-    room, found = classes(), current()
-    if room is None or not isinstance(found, live_classes.ClassState):
-        return
+def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, matched: bool = False) -> None:
+    room = classes()
     votes = [v for v in found.votes if v.qid == qid]
     vote = votes[-1] if votes else None
     teacher = is_teacher()
+    heading = t("vote.matched_heading") if matched else t("predict.heading")
+    if vote is None and matched and not teacher:
+        return  # not asked yet: only the teacher sees that she may
     with st.container(border=True):
         if vote is None:
-            st.markdown(f"**{t('predict.heading')}** · " + t("vote.not_open"))
+            st.markdown(f"**{heading}** · " + t("vote.matched_not_open" if matched else "vote.not_open"))
             if teacher:
-                st.button(t("vote.open"), key=f"vote_open_{keys.slug(qid)}", type="primary",
-                          icon=":material/how_to_vote:", on_click=open_first_vote, args=(step.id, qid))
+                st.button(t("vote.matched_open" if matched else "vote.open"), key=f"vote_open_{keys.slug(qid)}",
+                          type="primary", icon=":material/how_to_vote:", on_click=open_first_vote, args=(step.id, qid))
             return
         question = vote.question
         labels = _words(question, "labels", t.lang)
-        st.markdown(f"**{t('predict.heading')}** · {_words(question, 'text', t.lang)}")
+        st.markdown(f"**{heading}** · {_words(question, 'text', t.lang)}")
         if vote.round > 1:
             st.caption(t("vote.second"))
+        elif matched and vote.state == "open":
+            st.caption(t("vote.matched_alone"))
         first = votes[0]  # reasons are written with a question's first vote
         if vote.state == "open":
-            _open_panel(t, room, found, vote, labels, teacher)
+            _open_panel(t, room, found, vote, labels, teacher, reasons=not matched)
             shown_reasons(t, found, first, labels)
             return
         shown_reasons(t, found, first, labels)  # what the class discusses, above its answers
@@ -72,12 +84,13 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
             st.markdown(t(revealed, value=_words(question, "value_text", t.lang), answer=labels[right],
                           right=t.pct(share_right, 0)))
         if teacher:
-            reasons_panel(t, room, found.code, first, labels)
+            if not matched:
+                reasons_panel(t, room, found.code, first, labels)
             c1, c2 = st.columns(2)
             if vote.state == "closed":
                 c1.button(t("vote.reveal"), key=f"vote_reveal_{vote.vote}", on_click=reveal_vote, args=(vote.vote,),
                           icon=":material/visibility:", width="stretch")
-            if vote.round < 2:
+            if vote.round < 2 and not matched:
                 c2.button(t("vote.again"), key=f"vote_again_{vote.vote}", on_click=open_vote,
                           args=(step.id, qid, question), icon=":material/replay:", width="stretch")
 
@@ -124,7 +137,7 @@ def held_note(t: Translator) -> str:
     return t("vote.page_waits") if session.presenter() else t("vote.held_teacher")
 
 
-def _open_panel(t: Translator, room, found, vote, labels: list[str], teacher: bool) -> None:
+def _open_panel(t: Translator, room, found, vote, labels: list[str], teacher: bool, reasons: bool = True) -> None:
     code = found.code
     if teacher:
         live_count(code, vote.vote)
@@ -141,7 +154,8 @@ def _open_panel(t: Translator, room, found, vote, labels: list[str], teacher: bo
     waiting = pending is not None and (pending.get("code"), pending.get("vote")) == (code, vote.vote)
     choice = st.radio(t("predict.pick"), list(range(len(labels))), index=None, key=f"vote_pick_{vote.vote}",
                       format_func=labels.__getitem__, disabled=waiting)
-    if vote.round == 1:  # a reason goes with the first vote: what the class discusses before the second
+    reasons = reasons and vote.round == 1
+    if reasons:  # a reason goes with the first vote: what the class discusses before the second
         # its label read by screen readers and shown as the placeholder: Send stays on a phone's first screen
         st.text_input(t("vote.reason"), key=f"vote_reason_{vote.vote}", max_chars=live_classes.MAX_REASON,
                       placeholder=t("vote.reason"), label_visibility="collapsed", disabled=waiting)
@@ -150,7 +164,7 @@ def _open_panel(t: Translator, room, found, vote, labels: list[str], teacher: bo
     else:
         st.button(t("vote.send"), key=f"vote_send_{vote.vote}", type="primary", disabled=choice is None,
                   icon=":material/send:", width="stretch", on_click=send_answer, args=(code, vote.vote))
-    if vote.round == 1:
+    if reasons:
         st.caption(t("vote.reason_help"))
     st.caption(t("vote.page_waits"))
 

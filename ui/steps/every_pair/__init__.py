@@ -11,7 +11,7 @@ from attn import methods, patterns
 from ... import measures, room_figures
 from ...i18n import Translator
 from ...setting_rows import Setting, head_row, layer_row, positions
-from ...step_parts import Question, RoomChart, RoomView, Step, Summary, head_caption, head_of, heatmap, who
+from ...step_parts import Matched, Question, RoomChart, RoomView, Step, Summary, head_caption, head_of, heatmap, who
 from .. import page_file
 
 ID = "every-pair"
@@ -48,6 +48,16 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     return Summary(ID, who(t, a, layer, head), key, fig, [q], Numbers(layer, head, window, cells, doubled, factor))
 
 
+def tripled(t: Translator, a, text: str, model_id: str, cfg: dict) -> Question:
+    """The matched question: the same layer on a text three times as long (9× on a full
+    layer; less on a sliding one whose window the longer text outgrows)."""
+    window = a.layers[cfg["s1_layer"]].window
+    own, params = methods.own(), methods.Params(window=window, causal=a.causal)
+    ratio = own.cells(3 * a.n, params) / own.cells(a.n, params)
+    return Question(t("every_pair.question_matched"), [3, 6, 9], ratio, lambda x: t("predict.times", x=x),
+                    t("predict.times", x=t.float(ratio, 2)))
+
+
 def room_cells(t: Translator, done: list, cfg: dict) -> RoomView:
     """Each text's cells against its n, on each kind of layer's curve."""
     points, where = [], {}
@@ -80,4 +90,4 @@ SETTINGS: tuple[Setting, ...] = (
 
 STEP = Step(ID, order=10, icon=":material/grid_on:", page=page_file(__file__), questions=("s1.doubling",),
             settings=SETTINGS, summary_from=("s1_layer", "s1_head"), summary=summary,
-            room=(RoomChart("cells", room_cells),))
+            room=(RoomChart("cells", room_cells),), matched=(Matched("s1.doubling", "s1.tripling", ask=tripled),))

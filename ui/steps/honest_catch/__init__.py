@@ -10,7 +10,7 @@ from attn import methods
 from ... import figures, measures, model_swaps, room_figures, served_model
 from ...i18n import Translator
 from ...setting_rows import Setting, hubs_row, layer_row, layers_of, linear_features, window_row
-from ...step_parts import Question, RoomChart, RoomView, Step, Summary, head_label, layer_label
+from ...step_parts import Matched, Question, RoomChart, RoomView, Step, Summary, head_label, layer_label
 from .. import page_file
 
 ID = "honest-catch"
@@ -63,7 +63,7 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     label_of = dict(zip(order, names))
     shortcuts = [name for name in order if name not in (own, own32)]
     closest = min(shortcuts, key=lambda name: mean[name])
-    q = Question(t("honest_catch.question"), shortcuts, closest, lambda name: label_of[name],
+    q = Question(t("honest_catch.question", layer=layer), shortcuts, closest, lambda name: label_of[name],
                  f"{label_of[closest]} ({t.pct(mean[closest])})")
     best_linear = min((m for m in shown if m.family == "linear"), key=lambda m: mean[m.name])
     key = [(t("honest_catch.metric_fused"), t.sci(mean[own])),
@@ -139,7 +139,21 @@ SETTINGS: tuple[Setting, ...] = (
             widget="radio"),
 )
 
+def other_layer(a, cfg: dict) -> dict:
+    """The matched question's layer: the first of the other kind (a full layer after a
+    sliding one, and back), else the layer half the stack away; on a model of one layer,
+    another window."""
+    layer, kinds = cfg["s6_layer"], [x.window is None for x in a.layers]
+    other = next((i for i, full in enumerate(kinds) if full != kinds[layer]), None)
+    if other is None and len(kinds) > 1:
+        other = (layer + len(kinds) // 2) % len(kinds)
+    if other is None:
+        w = cfg["s6_w"]
+        return {**cfg, "s6_w": w // 2 if w >= 32 else w * 2}
+    return {**cfg, "s6_layer": other}
+
+
 STEP = Step(ID, order=60, icon=":material/balance:", page=page_file(__file__), questions=("s6.closest",),
             settings=SETTINGS, summary_from=("s6_layer", "s6_head", "s6_w", "s6_hubs"), summary=summary,
             room=(RoomChart("errors", room_errors),), csv=csv_columns, prose=("lead", "outro", "swap.lead"),
-            measured=measured)
+            measured=measured, matched=(Matched("s6.closest", "s6.closest_other_layer", change=other_layer),))

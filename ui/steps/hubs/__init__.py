@@ -10,7 +10,7 @@ from attn import room_numbers
 from ... import figures, measures, room_figures
 from ...i18n import Translator
 from ...setting_rows import Setting, hubs_row, window_row
-from ...step_parts import Question, RoomChart, RoomView, Step, Summary
+from ...step_parts import Matched, Question, RoomChart, RoomView, Step, Summary
 from .. import page_file
 
 ID = "hubs"
@@ -101,7 +101,15 @@ def csv_columns(done: list) -> list:
 
 SETTINGS: tuple[Setting, ...] = (hubs_row("s4_hubs", ID, lambda d, c: c.anchors(5)[:3]), window_row("s4_w", ID, 8, 256))
 
+def other_window(a, cfg: dict) -> dict:
+    """The matched question's window: the hop grids' window (at most HOP_WINDOW) changes —
+    2 after a wider one, HOP_WINDOW after 2 or less."""
+    hw = min(cfg["s4_w"], HOP_WINDOW)
+    return {**cfg, "s4_w": 2 if hw > 2 else min(HOP_WINDOW, max(2, a.n))}
+
+
 STEP = Step(ID, order=40, icon=":material/hub:", page=page_file(__file__), questions=("s4.hops",),
             settings=SETTINGS, summary_from=("s4_hubs", "s4_w"), summary=summary,
             room=(RoomChart("sink", room_sink),), csv=csv_columns,
-            prose=("lead", "sink_why", "sink_why_both", "outro"))
+            prose=("lead", "sink_why", "sink_why_both", "outro"),
+            matched=(Matched("s4.hops", "s4.hops_other_window", change=other_window),))

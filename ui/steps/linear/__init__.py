@@ -10,7 +10,7 @@ from attn.features import FEATURE_MAPS
 from ... import figures, measures
 from ...i18n import Translator
 from ...setting_rows import Setting, head_row, layer_row
-from ...step_parts import Question, Step, Summary, layer_label
+from ...step_parts import Matched, Question, Step, Summary, layer_label
 from .. import page_file
 
 ID = "linear"
@@ -54,6 +54,18 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     return Summary(ID, params, key, fig, [q], Numbers(layer, feature, causal, r))
 
 
+def shorter(t: Translator, a, text: str, model_id: str, cfg: dict) -> Question:
+    """The matched question: the same layer and feature map on a text an eighth as long —
+    the grid shrinks with n², the summary (m × d) not at all; counted as the page's chart
+    counts them."""
+    r = measures.linear_orders(text, model_id, cfg["s5_layer"], cfg["s5_feature"], cfg["s5_causal"])
+    n = max(4, r.n // 8)
+    grid = n * (n + 1) // 2 if cfg["s5_causal"] else n * n
+    smaller = "grid" if grid < r.summary_numbers else "summary"
+    return Question(t("linear.question_matched", n=t.int(n)), ["grid", "summary"], smaller,
+                    lambda o: t(f"predict.opt_{o}"), t(f"predict.opt_{smaller}"), source="model")
+
+
 SETTINGS: tuple[Setting, ...] = (
     layer_row("s5_layer", ID), head_row("s5_head", ID),
     Setting("s5_feature", ID, "choice", lambda d, c: next(iter(FEATURE_MAPS)), choices=lambda d: tuple(FEATURE_MAPS),
@@ -62,4 +74,5 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 STEP = Step(ID, order=50, icon=":material/linear_scale:", page=page_file(__file__), questions=("s5.order",),
-            settings=SETTINGS, summary_from=("s5_layer", "s5_feature", "s5_causal"), summary=summary)
+            settings=SETTINGS, summary_from=("s5_layer", "s5_feature", "s5_causal"), summary=summary,
+            matched=(Matched("s5.order", "s5.order_shorter", ask=shorter),))

@@ -10,7 +10,7 @@ from attn import room_numbers
 from ... import measures, room_figures
 from ...i18n import Translator
 from ...setting_rows import Setting, head_row, layer_row
-from ...step_parts import Question, RoomChart, RoomView, Step, Summary, head_caption, head_of, heatmap, who
+from ...step_parts import Matched, Question, RoomChart, RoomView, Step, Summary, head_caption, head_of, heatmap, who
 from .. import page_file
 
 ID = "nearly-empty"
@@ -43,6 +43,11 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
            (t("nearly_empty.metric_useful"), t.int(res.useful)), (t("nearly_empty.metric_share"), t.pct(res.share))]
     params = who(t, a, layer, head) + [(t("nearly_empty.pick_p"), t.pct(p, 0))]
     return Summary(ID, params, key, fig, [q], Numbers(layer, head, p, res, factor))
+
+
+def other_p(a, cfg: dict) -> dict:
+    """The matched question's share: half a row's weight after a large share, 95 % after a small one."""
+    return {**cfg, "s2_p": 0.5 if cfg["s2_p"] >= 0.8 else 0.95}
 
 
 def room_useful(t: Translator, done: list, cfg: dict) -> RoomView:
@@ -95,4 +100,5 @@ SETTINGS: tuple[Setting, ...] = (
 
 STEP = Step(ID, order=20, icon=":material/grain:", page=page_file(__file__), questions=("s2.cells",),
             settings=SETTINGS, summary_from=("s2_layer", "s2_head", "s2_p"), summary=summary,
-            room=(RoomChart("useful", room_useful),), csv=csv_columns)
+            room=(RoomChart("useful", room_useful),), csv=csv_columns,
+            matched=(Matched("s2.cells", "s2.cells_other_p", change=other_p),))

@@ -11,7 +11,7 @@ from attn.device import pick_device
 
 from ... import figures, live_bench, served_model
 from ...i18n import Translator
-from ...step_parts import Question, Step, Summary
+from ...step_parts import Matched, Question, Step, Summary
 from .. import page_file
 
 ID = "payoff"
@@ -175,5 +175,15 @@ def measured(t: Translator, a, text: str, model_id: str, cfg: dict):
     return "payoff.live_heading", list(live_bench.figures_of(t, rows, bench.live_sizes(pick_device()), BENCH_SHAPE))
 
 
+def for_full(t: Translator, a, text: str, model_id: str, cfg: dict) -> Question:
+    """The matched question: the same doubling for full attention, by the same cost model."""
+    costs = methods.operations(SIZES, model_shape(model_id))
+    full = costs[methods.exact().name]
+    ratio = full[-1] / full[-2]
+    return Question(t("payoff.question_matched"), [1, 2, 4], ratio, lambda x: t.int(x), t.float(ratio, 2),
+                    source="model")
+
+
 STEP = Step(ID, order=70, icon=":material/speed:", page=page_file(__file__), questions=("s7.ratio",),
-            summary=summary, inputs=inputs, needs_text=False, measured=measured)
+            summary=summary, inputs=inputs, needs_text=False, measured=measured,
+            matched=(Matched("s7.ratio", "s7.ratio_full", ask=for_full),))
