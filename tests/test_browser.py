@@ -680,11 +680,17 @@ REASONS = {"ja": "行が倍になり、列も倍になるから", "pt": "cada to
            "en": "the grid is a square: rows and columns both double"}
 
 
-def test_three_phones_send_reasons_and_see_only_the_one_their_teacher_shows(browser, tiny_url):
-    """Peer instruction's first half on phones: the teacher opens step 1's vote; three
-    students (ja, pt, en) each answer with a written reason; nothing one wrote is on
-    another's screen; the teacher closes the vote, reads the three reasons and shows one:
-    every phone then shows that one, as text, and still neither of the other two."""
+def test_three_phones_send_reasons_see_the_one_shown_then_answer_the_matched_question(browser, tiny_url, tmp_path):
+    """Peer instruction on phones: the teacher opens step 1's vote; three students (ja, pt,
+    en) each answer with a written reason; nothing one wrote is on another's screen; the
+    teacher closes the vote, reads the three reasons and shows one: every phone then shows
+    that one, as text, and still neither of the other two. She reveals the answer and opens
+    the matched question; each phone answers it alone (no reason field); once revealed,
+    her sidebar and the shares' CSV hold the first vote's share right and the matched
+    question's (each option chosen once: a third right, whichever is right)."""
+    import csv
+    import io
+
     os.makedirs(ARTIFACTS, exist_ok=True)
     desk = browser.new_context(viewport={"width": 1400, "height": 1600}, locale="en-US")
     phones = {lang: browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US", is_mobile=True,
@@ -705,9 +711,9 @@ def test_three_phones_send_reasons_and_see_only_the_one_their_teacher_shows(brow
             wait_title(pg, i18n.translate(lang, "every_pair.title"))
             students[lang] = pg
         teacher.get_by_role("button", name=i18n.translate("en", "vote.open")).click()
-        for lang, pg in students.items():
+        for i, (lang, pg) in enumerate(students.items()):  # each option once
             pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').first.wait_for(timeout=15_000)
-            pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').first.click()
+            pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').nth(i).click()
             box = pg.locator('[class*="st-key-vote_reason_"] input')
             box.fill(REASONS[lang])
             box.press("Enter")
@@ -735,6 +741,41 @@ def test_three_phones_send_reasons_and_see_only_the_one_their_teacher_shows(brow
             assert not [other for other_lang, other in REASONS.items() if other_lang != "pt" and other in body], lang
             assert pg.evaluate("() => document.documentElement.scrollWidth") <= 391
             pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-1-shown-reason.png"), full_page=True)
+
+        # the reveal, then the matched question, answered alone
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.reveal")).click()
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.matched_open")).click()
+        for i, (lang, pg) in enumerate(students.items()):
+            pg.get_by_text(i18n.translate(lang, "vote.matched_alone")).wait_for(timeout=30_000)
+            picks = pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label')
+            assert picks.count() == 3 and pg.locator('[class*="st-key-vote_reason_"]').count() == 0
+            picks.nth(i).click()
+            pg.wait_for_function(SEND_ENABLED, timeout=15_000)
+            if lang == "ja":
+                pg.screenshot(path=os.path.join(ARTIFACTS, "class-phone-ja-1-matched.png"), full_page=True)
+            pg.locator('[class*="st-key-vote_send_"] button').click()
+            pg.get_by_text(i18n.translate(lang, "vote.sent", answer="§").split("§")[0].replace("**", "")).wait_for(
+                timeout=15_000)
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.close")).click()
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.reveal")).click()
+        t = i18n.Translator("en")
+        third = t("vote.result_cell", right=t.pct(1 / 3, 0), n="3")
+        line = (f"{t('vote.col_first')}: {third} · {t('vote.col_second')}: — · "
+                f"{t('vote.col_matched')}: {third}")
+        teacher.locator('[data-testid="stSidebar"]').get_by_text(line).wait_for(timeout=30_000)
+        for lang, pg in students.items():  # the matched answer revealed on every phone
+            pg.get_by_text(i18n.translate(lang, "vote.matched_heading")).first.wait_for(timeout=30_000)
+            assert pg.locator('[class*="st-key-vote_pick_"]').count() == 0
+        teacher.locator("button", has_text=i18n.translate("en", "room.teacher_heading")).first.click()
+        with teacher.expect_download(timeout=60_000) as info:
+            teacher.get_by_role("button", name=i18n.translate("en", "room.download_shares")).click()
+        path = tmp_path / "shares.csv"
+        info.value.save_as(path)
+        rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+        assert [(r["question"], r["first_right"], r["first_answered"], r["second_answered"], r["matched_question"],
+                 r["matched_right"], r["matched_answered"]) for r in rows] == [
+            ("s1.doubling", "0.3333", "3", "", "s1.tripling", "0.3333", "3")]
+        teacher.screenshot(path=os.path.join(ARTIFACTS, "class-teacher-matched-en.png"), full_page=True)
     finally:
         desk.close()
         for ctx in phones.values():
