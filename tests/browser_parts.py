@@ -1,0 +1,110 @@
+"""What the browser tests share (tests/test_browser.py: a reader's pages; tests/
+test_browser_class.py: a class, phones and the projector — two files, so that two test
+processes share the browser's waits): headless Chromium (Debian's) driven by Playwright,
+the app started on a free port by the test module that asks for it — the tiny model where
+the app's plumbing is the point (``tiny_url``), the real one where its numbers are
+(``url``). In CI a missing browser fails."""
+
+import os
+
+import pytest
+
+from helpers import ROOT, WALK
+from harness.serve import app_server, chromium_path, launch, wait_idle
+from ui import steps
+
+ARTIFACTS = os.path.join(ROOT, "test-artifacts")
+
+
+URLS = [steps.link(p) for p in WALK]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if chromium_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("no Chromium in CI: the browser tests must run (install Debian's chromium)")
+        pytest.skip("no Chromium here (install Debian's chromium package)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def url():
+    with app_server("gemma", timeout=600) as u:
+        yield u
+
+
+@pytest.fixture(scope="module")
+def tiny_url():
+    with app_server("tiny", timeout=300, extra_env={"ATLAS_ROOM_WORKER": "1"}) as u:  # it measures the room's texts
+        yield u
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 2600}, locale="en-US")
+    pg = ctx.new_page()
+    dialogs = []
+    pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    pg.dialogs = dialogs
+    yield pg
+    ctx.close()
+
+
+def h1(page) -> str:
+    return page.locator("h1").first.inner_text().strip()
+
+
+def wait_title(page, title: str, timeout: float = 300_000, idle: bool = True) -> None:
+    """The page's h1 reads ``title``; then (unless the caller waits for something of its
+    own and then for idle) the run has ended."""
+    page.wait_for_function("t => { const h = document.querySelector('h1'); return h && h.innerText.trim() === t; }",
+                           arg=title, timeout=timeout)
+    if idle:
+        wait_idle(page, timeout)
+
+
+def axe_violations(page) -> list:
+    """axe-core's serious and critical WCAG 2 A/AA violations on the page as drawn."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    result = Axe().run(page, options={"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa"]}})
+    # axe-core ships inside the package: nothing is fetched
+    return [(v["id"], [n["target"] for n in v["nodes"][:2]])
+            for v in result.response["violations"] if v["impact"] in ("serious", "critical")]
+
+
+MARKUP_AND_CUTS = """() => {
+  const text = [...document.querySelectorAll('[data-testid="stMain"], [data-testid="stSidebar"]')]
+    .map(e => e.innerText).join('\\n');
+  const marks = ['**', '__', '(s)'].filter(m => text.includes(m));
+  const boxes = '[data-testid="stSidebarNav"] a [data-testid="stMarkdownContainer"], [data-testid="stMetricLabel"], '
+    + '[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"], [data-testid="stTable"] th, '
+    + '[data-testid="stWidgetLabel"], [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"], '
+    + '[data-testid="stMetricDelta"] [data-testid="stMarkdownContainer"], button [data-testid="stMarkdownContainer"]';
+  const cut = [...document.querySelectorAll(boxes)]
+    .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
+    .map(e => e.innerText.slice(0, 60));
+  // a slider's value drawn over its own thumb and track
+  const covered = [...document.querySelectorAll('[data-testid="stSliderThumbValue"]')]
+    .filter(v => v.offsetParent !== null
+      && v.getBoundingClientRect().bottom > v.parentElement.getBoundingClientRect().top + 1)
+    .map(v => v.innerText);
+  return {marks, cut, covered};
+}"""
+
+
+def markup_and_cuts(page) -> dict:
+    """What the reader would see wrong: literal Markdown marks or "(s)" in the rendered
+    text; navigation links, metric labels and deltas, widget labels, buttons or table
+    headings whose text is wider than their box (cut off); a slider's value over its thumb."""
+    return page.evaluate(MARKUP_AND_CUTS)
+
+
+SEND_ENABLED = ("() => { const b = document.querySelector('[class*=\"st-key-vote_send_\"] button');"
+                " return b && !b.disabled; }")

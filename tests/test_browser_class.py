@@ -1,0 +1,403 @@
+"""A live class and the projector in a real browser (the shared fixtures: tests/
+browser_parts.py): presenter mode on every page in every language (sizes, axe-core, no
+label cut), a teacher and phones in three languages through every page with a vote on each
+step, the room on phones, reasons and the matched question, a tap on step 1's grid."""
+
+import os
+import re
+
+import pytest
+
+from browser_parts import ARTIFACTS, SEND_ENABLED, URLS, axe_violations, markup_and_cuts, wait_title
+from helpers import LANGS, WALK
+from harness.serve import paste, wait_idle
+from ui import i18n, steps
+
+pytestmark = pytest.mark.browser
+
+def test_presenter_mode_is_large_on_a_projector_and_every_page_passes_axe(browser, url):
+    """On a projector (1920 × 1080, in Japanese): body text at least 22 px and each key
+    number at least 48 px; every page passes axe-core's WCAG 2 A and AA rules in
+    presenter mode (the normal mode is checked in Japanese and English on every page as
+    the screenshots are taken)."""
+    ctx = browser.new_context(viewport={"width": 1920, "height": 1080}, locale="en-US")
+    page = ctx.new_page()
+    found = {}
+    try:
+        for step in WALK:
+            page.goto(f"{url}/{steps.link(step)}?lang=ja&present=1")
+            wait_title(page, i18n.translate("ja", step.title_key), 600_000, idle=False)
+            if step.is_step:
+                page.wait_for_selector('[data-testid="stMetricValue"]', timeout=300_000)  # the numbers are in
+            wait_idle(page)
+            bad = axe_violations(page)
+            if bad:
+                found[step.id] = bad
+            if step.id != "neighbours":
+                continue
+            size = page.evaluate("""() => parseFloat(getComputedStyle(
+                document.querySelector('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p')).fontSize)""")
+            assert size >= 22
+            value = page.evaluate("""() => { const v = document.querySelector('[data-testid="stMetricValue"]');
+                let e = v; while (e.firstElementChild) e = e.firstElementChild;  // the element that holds the digits
+                return parseFloat(getComputedStyle(e).fontSize); }""")
+            assert value >= 48  # each key number large
+            assert "present=1" in page.url
+            page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+            wait_idle(page)
+            os.makedirs(ARTIFACTS, exist_ok=True)
+            page.screenshot(path=os.path.join(ARTIFACTS, "presenter-ja-3-neighbours.png"))
+    finally:
+        ctx.close()
+    assert not found, found
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_in_presenter_mode_no_page_shows_markup_or_cuts_a_label(page, url, lang):
+    """Presenter mode's larger type, on every page in every language: no literal "**",
+    "__" or "(s)", no navigation link, metric label or delta, widget label, button or table
+    heading cut off, and no slider's value drawn over its thumb."""
+    found = {}
+    for i, path in enumerate(URLS):
+        page.goto(f"{url}/{path}?lang={lang}&present=1")
+        wait_title(page, i18n.translate(lang, WALK[i].title_key), 600_000)
+        wrong = markup_and_cuts(page)
+        if wrong["marks"] or wrong["cut"] or wrong["covered"]:
+            found[path or "every-pair"] = wrong
+    assert not found, found
+
+
+OWN_TEXT = ("O rio atravessa a cidade velha devagar, passando por baixo de sete pontes de pedra. Nas manhãs de "
+            "inverno, a névoa cobre as margens e os pescadores esperam em silêncio. Quando o sol aparece, as crianças "
+            "correm para a escola e os barcos sobem o rio, carregados de frutas, peixe e notícias das aldeias.")
+
+
+@pytest.mark.parametrize("text", ["own", "sample"])
+def test_students_in_three_languages_follow_the_teacher_through_every_page_with_a_vote_on_each_step(
+        browser, tiny_url, text):
+    """A class on the teacher's own text (a Portuguese paragraph, not a sample) and on the
+    sample: the teacher on a projector (presenter mode) and three students on phones, in
+    ja, pt and en, who join by the link and follow her PageDown through the seven steps,
+    the closing page and the playground; on each step she opens the vote, every phone
+    answers, she closes and reveals it. No student is ever switched to exploring: what
+    their page sets itself (a default worked out on the text, a token picker's labels for
+    the new text) is no change of theirs. On the own text's walk, the phones are checked
+    as a room uses them: no sideways scrolling, axe at a phone's size, the vote's controls
+    large and on the first screen, the count live on the join slide; screenshots kept."""
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    checked = text == "own"
+    desk = browser.new_context(viewport={"width": 1920, "height": 1080}, locale="en-US")
+    phones = {lang: browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US", is_mobile=True,
+                                        has_touch=True) for lang in ("ja", "pt", "en")}
+    try:
+        teacher = desk.new_page()
+        teacher.goto(tiny_url + "/?lang=en&present=1")
+        wait_title(teacher, i18n.translate("en", "every_pair.title"))
+        teacher.locator('[data-testid="stSidebar"] [data-testid="stExpander"] summary',
+                        has_text=i18n.translate("en", "sidebar.controls")).click()
+        if text == "own":
+            paste(teacher, OWN_TEXT)
+        teacher.locator('[data-testid="stSidebar"] summary', has_text=i18n.translate("en", "class.heading")).click()
+        teacher.get_by_role("button", name=i18n.translate("en", "class.start")).click()
+        said = teacher.locator('[data-testid="stSidebar"] strong').filter(has_text=re.compile(r"^\w{3} \w{3}$"))
+        said.first.wait_for(timeout=60_000)
+        code = said.first.inner_text().replace(" ", "")
+        students = {}
+        for lang, ctx in phones.items():
+            pg = ctx.new_page()
+            pg.goto(f"{tiny_url}/?lang={lang}&class={code.lower()}")
+            wait_title(pg, i18n.translate(lang, "every_pair.title"))
+            students[lang] = pg
+        if checked:
+            teacher.get_by_role("button", name=i18n.translate("en", "class.show_slide")).click()
+            teacher.locator('[role="dialog"]').get_by_text(i18n.translate("en", "class.present", n="3")).wait_for(
+                timeout=10_000)  # live on the slide
+            teacher.screenshot(path=os.path.join(ARTIFACTS, "class-join-slide-en.png"))
+            teacher.keyboard.press("Escape")
+            for pg in students.values():
+                assert pg.locator('[data-testid="stSidebar"] textarea').input_value() == OWN_TEXT  # the class's text
+                assert "me=" in pg.url and "class=" in pg.url
+                width = pg.evaluate("() => document.documentElement.scrollWidth")
+                assert width <= 390 + 1, width  # no sideways scrolling on the phone
+        exploring = {lang: i18n.translate(lang, "class.exploring") for lang in students}
+        heads = {lang: re.compile("|".join(re.escape(i18n.translate(lang, key, value="§", answer="§", right="§")
+                                                     .split("§")[0].replace("**", ""))
+                                           for key in ("vote.revealed", "vote.revealed_model")))
+                 for lang in students}
+        for i, page in enumerate(WALK):
+            if i:
+                teacher.locator("h1").first.click()
+                teacher.keyboard.press("PageDown")
+                wait_title(teacher, i18n.translate("en", page.title_key))
+            for lang, pg in students.items():
+                wait_title(pg, i18n.translate(lang, page.title_key), 15_000, idle=False)  # followed
+            if not page.questions:
+                continue
+            slug = page.questions[0].replace(".", "_")
+            teacher.get_by_role("button", name=i18n.translate("en", "vote.open")).click()
+            for pg in students.values():  # every phone picks an option as soon as the vote reaches it
+                pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').first.wait_for(timeout=15_000)
+                assert pg.locator('[data-testid="stMetricValue"]').count() == 0  # nothing answers it yet
+                pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').first.click()
+            for lang, pg in students.items():  # then sends it, once Send is enabled
+                send = pg.locator('[class*="st-key-vote_send_"] button')
+                pg.wait_for_function(SEND_ENABLED, timeout=15_000)
+                if checked and page.id == "hubs":  # the vote's own controls, checked on a phone
+                    assert not axe_violations(pg)
+                    heights = pg.evaluate("""() => [...document.querySelectorAll(
+                        '[class*="st-key-vote_pick_"] [role="radiogroup"] label, [class*="st-key-vote_send_"] button')]
+                        .map(e => e.getBoundingClientRect().height)""")
+                    assert heights and min(heights) >= 44, heights  # large touch targets
+                    bottom = pg.evaluate("""() => { window.scrollTo(0, 0); const b = document.querySelector(
+                        '[class*="st-key-vote_send_"] button'); return b.getBoundingClientRect().bottom; }""")
+                    assert bottom <= 844, bottom  # the question, its options and Send on the first screen
+                    pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-vote.png"))
+                send.click()
+            for lang, pg in students.items():
+                pg.get_by_text(i18n.translate(lang, "vote.sent", answer="§").split("§")[0].replace("**", "")).wait_for(
+                    timeout=15_000)
+            answered = i18n.translate("en", "vote.answered", k="3", n="§").split("§")[0].replace("**", "")
+            teacher.get_by_text(answered).wait_for(timeout=10_000)  # her count, live
+            teacher.get_by_role("button", name=i18n.translate("en", "vote.close")).click()
+            for lang, pg in students.items():  # closed, for the discussion: the answers' chart and nothing else
+                pg.locator(f".st-key-vote_chart_{slug} .js-plotly-plot").wait_for(timeout=15_000)
+                pg.get_by_text(i18n.translate(lang, "vote.page_waits")).wait_for(timeout=15_000)
+                assert pg.locator('[data-testid="stMetricValue"]').count() == 0, (page.id, lang)
+                assert pg.locator(".js-plotly-plot").count() == 1, (page.id, lang)
+                if checked and page.id == "hubs":
+                    pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-closed.png"), full_page=True)
+            assert teacher.locator('[data-testid="stMetricValue"]').count() == 0  # the projector holds too
+            teacher.get_by_role("button", name=i18n.translate("en", "vote.reveal")).click()
+            for lang, pg in students.items():
+                pg.locator(f".st-key-vote_chart_{slug} .js-plotly-plot").wait_for(timeout=15_000)
+                pg.get_by_text(heads[lang]).first.wait_for(timeout=15_000)
+            for lang, pg in students.items():
+                side = pg.evaluate("() => document.querySelector('[data-testid=stSidebar]').textContent")
+                assert exploring[lang] not in side, (page.id, lang)
+                assert i18n.translate(lang, "class.following") in side, (page.id, lang)
+                if checked and page.id == "hubs":
+                    wait_idle(pg)
+                    assert not axe_violations(pg)  # WCAG 2 A/AA at a phone's size
+                    pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-revealed.png"), full_page=True)
+            bars = teacher.evaluate(f"""() => {{
+                const g = document.querySelector('.st-key-vote_chart_{slug} .js-plotly-plot');
+                return g.data.map(t => t.y.reduce((a, b) => a + b, 0)); }}""")
+            assert bars == [3]  # one vote, the three answers counted
+    finally:
+        desk.close()
+        for ctx in phones.values():
+            ctx.close()
+
+
+ROOM_TEXTS = {"ja": "山あいの小さな町では、朝いちばんの列車が来る前に、駅長さんがホームの雪をかきます。" * 2,
+              "pt": "Na feira de sábado, as bancas de frutas abrem antes do sol e o cheiro de café enche a rua. " * 2}
+
+
+def test_the_room_on_phones_each_student_sees_their_own_point_and_nobody_elses_words(browser, tiny_url):
+    """Two students on phones send texts of their own to the room from the class panel;
+    the teacher shows the room; each phone's step 1 draws every text's point with the
+    student's own ringed, never another student's words; no sideways scrolling, and axe
+    passes at a phone's size."""
+    desk = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
+    phones = {lang: browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US", is_mobile=True,
+                                        has_touch=True) for lang in ROOM_TEXTS}
+    try:
+        teacher = desk.new_page()
+        teacher.goto(tiny_url + "/?lang=en")
+        wait_title(teacher, i18n.translate("en", "every_pair.title"))
+        teacher.locator('[data-testid="stSidebar"] summary', has_text=i18n.translate("en", "class.heading")).click()
+        teacher.get_by_role("button", name=i18n.translate("en", "class.start")).click()
+        said = teacher.locator('[data-testid="stSidebar"] strong').filter(has_text=re.compile(r"^\w{3} \w{3}$"))
+        said.first.wait_for(timeout=60_000)
+        code = said.first.inner_text().replace(" ", "")
+        students = {}
+        for lang, ctx in phones.items():
+            pg = ctx.new_page()
+            pg.goto(f"{tiny_url}/?lang={lang}&class={code}")
+            wait_title(pg, i18n.translate(lang, "every_pair.title"))
+            pg.locator('[data-testid="stExpandSidebarButton"], [data-testid="stSidebarCollapsedControl"] button'
+                       ).first.click()
+            pg.get_by_role("button", name=i18n.translate(lang, "room.student_heading"), exact=True).click()
+            pg.locator(".st-key-room_text textarea").fill(ROOM_TEXTS[lang])
+            pg.get_by_role("button", name=i18n.translate(lang, "room.send"), exact=True).click()
+            pg.get_by_text(i18n.translate(lang, "room.sent")).wait_for(timeout=15_000)
+            pg.keyboard.press("Escape")
+            students[lang] = pg
+        teacher.get_by_role("button", name=i18n.translate("en", "room.teacher_heading"), exact=True).click()
+        teacher.locator(".st-key-room_shown").click()
+        teacher.keyboard.press("Escape")
+        for lang, pg in students.items():
+            chart = ".st-key-room_chart_every_pair_cells .js-plotly-plot"
+            pg.locator(chart).wait_for(timeout=60_000)
+            pg.wait_for_function("""() => { const g = document.querySelector('""" + chart + """');
+                return g && g.data.filter(t => t.mode === 'markers' && !(t.marker.line && t.marker.line.color))
+                    .reduce((a, t) => a + t.x.length, 0) >= 2 * 2; }""", timeout=60_000)  # 2 texts × 2 kinds of layer
+            wait_idle(pg)
+            ringed = pg.evaluate("""() => document.querySelector('""" + chart + """').data
+                .filter(t => t.marker && t.marker.line && t.marker.line.color === '#000000').length""")
+            assert ringed == 1, lang  # their own point, and no one else's
+            other = next(text for other_lang, text in ROOM_TEXTS.items() if other_lang != lang)
+            body = pg.evaluate("() => document.body.innerText + JSON.stringify([...document.querySelectorAll("
+                               "'.js-plotly-plot')].map(g => g.data))")
+            assert other[:12] not in body, lang  # never another student's words
+            assert pg.evaluate("() => document.documentElement.scrollWidth") <= 391
+            assert not axe_violations(pg)
+            pg.screenshot(path=os.path.join(ARTIFACTS, f"room-phone-{lang}-1.png"), full_page=True)
+    finally:
+        desk.close()
+        for ctx in phones.values():
+            ctx.close()
+
+
+REASONS = {"ja": "行が倍になり、列も倍になるから", "pt": "cada token olha para todos os outros",
+           "en": "the grid is a square: rows and columns both double"}
+
+
+def test_three_phones_send_reasons_see_the_one_shown_then_answer_the_matched_question(browser, tiny_url, tmp_path):
+    """Peer instruction on phones: the teacher opens step 1's vote; three students (ja, pt,
+    en) each answer with a written reason; nothing one wrote is on another's screen; the
+    teacher closes the vote, reads the three reasons and shows one: every phone then shows
+    that one, as text, and still neither of the other two. She reveals the answer and opens
+    the matched question; each phone answers it alone (no reason field); once revealed,
+    her sidebar and the shares' CSV hold the first vote's share right and the matched
+    question's (each option chosen once: a third right, whichever is right)."""
+    import csv
+    import io
+
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    desk = browser.new_context(viewport={"width": 1400, "height": 1600}, locale="en-US")
+    phones = {lang: browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US", is_mobile=True,
+                                        has_touch=True) for lang in REASONS}
+    try:
+        teacher = desk.new_page()
+        teacher.goto(tiny_url + "/?lang=en")
+        wait_title(teacher, i18n.translate("en", "every_pair.title"))
+        teacher.locator('[data-testid="stSidebar"] summary', has_text=i18n.translate("en", "class.heading")).click()
+        teacher.get_by_role("button", name=i18n.translate("en", "class.start")).click()
+        said = teacher.locator('[data-testid="stSidebar"] strong').filter(has_text=re.compile(r"^\w{3} \w{3}$"))
+        said.first.wait_for(timeout=60_000)
+        code = said.first.inner_text().replace(" ", "")
+        students = {}
+        for lang, ctx in phones.items():
+            pg = ctx.new_page()
+            pg.goto(f"{tiny_url}/?lang={lang}&class={code}")
+            wait_title(pg, i18n.translate(lang, "every_pair.title"))
+            students[lang] = pg
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.open")).click()
+        for i, (lang, pg) in enumerate(students.items()):  # each option once
+            pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').first.wait_for(timeout=15_000)
+            pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').nth(i).click()
+            box = pg.locator('[class*="st-key-vote_reason_"] input')
+            box.fill(REASONS[lang])
+            box.press("Enter")
+            pg.wait_for_function(SEND_ENABLED, timeout=15_000)
+            if lang == "ja":
+                pg.screenshot(path=os.path.join(ARTIFACTS, "class-phone-ja-1-reason.png"), full_page=True)
+            pg.locator('[class*="st-key-vote_send_"] button').click()
+            pg.get_by_text(i18n.translate(lang, "vote.sent", answer="§").split("§")[0].replace("**", "")).wait_for(
+                timeout=15_000)
+        for lang, pg in students.items():  # no student's words on another's screen
+            body = pg.evaluate("() => document.body.innerText")
+            assert not [other for other_lang, other in REASONS.items() if other_lang != lang and other in body], lang
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.close")).click()
+        shown = teacher.locator('[data-testid="stText"]', has_text=REASONS["pt"])
+        shown.wait_for(timeout=15_000)
+        for reason in REASONS.values():  # the teacher reads all three
+            teacher.locator('[data-testid="stText"]', has_text=reason).wait_for(timeout=5_000)
+        teacher.screenshot(path=os.path.join(ARTIFACTS, "class-teacher-reasons-en.png"), full_page=True)
+        row = teacher.locator('[data-testid="stHorizontalBlock"]').filter(has=shown)
+        row.get_by_role("button", name=i18n.translate("en", "vote.show_reason")).click()
+        for lang, pg in students.items():
+            pg.locator('[data-testid="stText"]', has_text=REASONS["pt"]).wait_for(timeout=15_000)
+            pg.get_by_text(i18n.translate(lang, "vote.shown_heading")).wait_for(timeout=5_000)
+            body = pg.evaluate("() => document.body.innerText")
+            assert not [other for other_lang, other in REASONS.items() if other_lang != "pt" and other in body], lang
+            assert pg.evaluate("() => document.documentElement.scrollWidth") <= 391
+            pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-1-shown-reason.png"), full_page=True)
+
+        # the reveal, then the matched question, answered alone
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.reveal")).click()
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.matched_open")).click()
+        for i, (lang, pg) in enumerate(students.items()):
+            pg.get_by_text(i18n.translate(lang, "vote.matched_alone")).wait_for(timeout=30_000)
+            picks = pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label')
+            assert picks.count() == 3 and pg.locator('[class*="st-key-vote_reason_"]').count() == 0
+            picks.nth(i).click()
+            pg.wait_for_function(SEND_ENABLED, timeout=15_000)
+            if lang == "ja":
+                pg.screenshot(path=os.path.join(ARTIFACTS, "class-phone-ja-1-matched.png"), full_page=True)
+            pg.locator('[class*="st-key-vote_send_"] button').click()
+            pg.get_by_text(i18n.translate(lang, "vote.sent", answer="§").split("§")[0].replace("**", "")).wait_for(
+                timeout=15_000)
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.close")).click()
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.reveal")).click()
+        t = i18n.Translator("en")
+        third = t("vote.result_cell", right=t.pct(1 / 3, 0), n="3")
+        line = (f"{t('vote.col_first')}: {third} · {t('vote.col_second')}: — · "
+                f"{t('vote.col_matched')}: {third}")
+        teacher.locator('[data-testid="stSidebar"]').get_by_text(line).wait_for(timeout=30_000)
+        for lang, pg in students.items():  # the matched answer revealed on every phone
+            pg.get_by_text(i18n.translate(lang, "vote.matched_heading")).first.wait_for(timeout=30_000)
+            assert pg.locator('[class*="st-key-vote_pick_"]').count() == 0
+        teacher.locator("button", has_text=i18n.translate("en", "room.teacher_heading")).first.click()
+        with teacher.expect_download(timeout=60_000) as info:
+            teacher.get_by_role("button", name=i18n.translate("en", "room.download_shares")).click()
+        path = tmp_path / "shares.csv"
+        info.value.save_as(path)
+        rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+        assert [(r["question"], r["first_right"], r["first_answered"], r["second_answered"], r["matched_question"],
+                 r["matched_right"], r["matched_answered"]) for r in rows] == [
+            ("s1.doubling", "0.3333", "3", "", "s1.tripling", "0.3333", "3")]
+        teacher.screenshot(path=os.path.join(ARTIFACTS, "class-teacher-matched-en.png"), full_page=True)
+    finally:
+        desk.close()
+        for ctx in phones.values():
+            ctx.close()
+
+
+def test_a_tap_on_the_strip_beside_a_grid_row_follows_that_token_on_a_phone(browser, tiny_url):
+    """Step 1 on a phone: a finger on the strip beside the grid, a third of the way down
+    (a first tap names the row, a second follows it: a touch screen has no hover to say
+    which point is under the finger before it lands), makes that row's token the one
+    followed below — the strip marks it, the row's chart and the drop-down say it — and a
+    tap lower follows a later token. The rows are under a pixel apart on a phone, so the
+    finger picks a row near the one aimed at."""
+    ctx = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US", is_mobile=True, has_touch=True)
+    try:
+        pg = ctx.new_page()
+        pg.goto(tiny_url + "/?lang=en")
+        wait_title(pg, i18n.translate("en", "every_pair.title"))
+        chart = pg.locator(".st-key-s1_grid .js-plotly-plot")
+        chart.scroll_into_view_if_needed()
+        wait_idle(pg)
+        picked = []
+        for share in (1 / 3, 2 / 3):
+            aim = pg.evaluate("""(share) => {
+                const g = document.querySelector('.st-key-s1_grid .js-plotly-plot');
+                const d = g._fullData[g._fullData.length - 1], i = Math.floor(d.y.length * share);
+                const r = g.querySelector('.nsewdrag').getBoundingClientRect();
+                return {x: r.left + g._fullLayout.xaxis.l2p(d.x[i]), y: r.top + g._fullLayout.yaxis.l2p(d.y[i]),
+                        i: i, rows: d.y.length}; }""", share)
+            before = pg.evaluate(MARKED)
+            for _ in range(2):
+                pg.touchscreen.tap(aim["x"], aim["y"])
+                pg.wait_for_timeout(700)
+            pg.wait_for_function(MARKED + "[0] !== " + str(before[0]), timeout=15_000)
+            wait_idle(pg)
+            row, token = pg.evaluate(MARKED)
+            assert abs(row - aim["i"]) <= max(3, 0.05 * aim["rows"]), (row, aim)  # near the finger
+            pg.get_by_text(i18n.translate("en", "every_pair.row_title", i=token)).first.wait_for(timeout=15_000)
+            shown = pg.locator(".st-key-s1_token").evaluate("e => e.textContent + ' ' + [...e.querySelectorAll("
+                                                             "'input')].map(i => i.value).join(' ')")
+            assert f"{token} · " in shown, shown  # the drop-down follows it
+            picked.append(token)
+        assert picked[0] < picked[1]
+        assert pg.evaluate("() => document.documentElement.scrollWidth") <= 391
+        pg.screenshot(path=os.path.join(ARTIFACTS, "phone-en-1-tapped-row.png"))
+    finally:
+        ctx.close()
+
+
+MARKED = """(() => { const g = document.querySelector('.st-key-s1_grid .js-plotly-plot');
+    const d = g._fullData[g._fullData.length - 1], c = Array.from(d.marker.color);
+    const i = c.findIndex(x => x !== '#BBBBBB'); return [i, i < 0 ? null : d.customdata[i][0]]; })()"""
