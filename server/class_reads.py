@@ -34,6 +34,8 @@ class ClassState:
     mine: dict = field(default_factory=dict)  # vote → the reading student's own answer (``read``)
     room: bool = False  # the room's texts shown on the steps (the teacher's choice)
     shown: dict = field(default_factory=dict)  # vote → the reasons the teacher shows the class: ((option, text), …)
+    guesses: dict = field(default_factory=dict)  # estimate vote, once closed → the class's numbers, sorted (``read``)
+    mine_numbers: dict = field(default_factory=dict)  # estimate vote → the reading student's number (``read``)
 
     def vote_on(self, qid: str) -> Vote | None:
         """The latest vote on a question (by its id), or None."""
@@ -98,16 +100,31 @@ def counts_of(db, code: str, votes) -> dict[int, list[int]]:
     return out
 
 
+def guesses_of(db, code: str, votes) -> dict[int, tuple[float, ...]]:
+    """The numbers the class sent to each estimate vote among ``votes`` that is no longer
+    open (while it is, no one's estimate is shown: it would anchor the others), sorted, with
+    no student's id."""
+    done = {v.vote for v in votes if v.question.get("kind") == "estimate" and v.state != "open"}
+    out: dict[int, list[float]] = {v: [] for v in done}
+    if done:
+        for vote, number in db.execute("SELECT vote, number FROM answers WHERE code = ? AND number IS NOT NULL",
+                                       (code,)).fetchall():
+            if vote in out:
+                out[vote].append(float(number))
+    return {v: tuple(sorted(x)) for v, x in out.items()}
+
+
 def read_of(db, code: str, student: str = "") -> ClassState | None:
-    """Everything a page run shows of the class: its state, every vote's counts and the
-    reading student's own answers."""
+    """Everything a page run shows of the class: its state, every vote's counts, the class's
+    estimates once their vote closed, and the reading student's own answers."""
     found = state_of(db, code)
     if found is None:
         return None
-    mine = dict(db.execute("SELECT vote, choice FROM answers WHERE code = ? AND student = ?",
-                           (code, student)).fetchall()) if student else {}
+    rows = db.execute("SELECT vote, choice, number FROM answers WHERE code = ? AND student = ?",
+                      (code, student)).fetchall() if student else []
     return ClassState(found.code, found.page, found.version, found.view, found.votes, found.tally, found.door,
-                      counts_of(db, code, found.votes), mine, found.room, found.shown)
+                      counts_of(db, code, found.votes), {v: c for v, c, _ in rows}, found.room, found.shown,
+                      guesses_of(db, code, found.votes), {v: x for v, _, x in rows if x is not None})
 
 
 def pulse_of(db, code: str, present_since: float, now: float) -> Pulse | None:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import secrets
 import time
 import unicodedata
@@ -55,6 +56,11 @@ IDLE_HOURS = 12
 EMPTY_MINUTES = 60  # a class that no student has joined ends after an hour untouched
 MAX_OPTIONS = 12
 MAX_REASON = 200  # characters of a student's written reason
+# an estimate (a number asked for instead of an option) within this factor of the measured
+# value counts as right; its vote's two options, in this order: off by more, within
+ESTIMATE_FACTOR = 1.5
+ESTIMATE_OPTIONS = ("off", "within")
+MAX_ESTIMATE = 1e15  # the largest number an estimate may be (the app's counts stay far below)
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS classes (
@@ -104,6 +110,17 @@ def host_hash(key: str) -> str:
 def new_student() -> str:
     """An anonymous student id (in the student's address, so a reload keeps it)."""
     return secrets.token_urlsafe(12)
+
+
+def estimate_choice(number, value: float) -> int | None:
+    """An estimate's option: 1 when ``number`` lies within ESTIMATE_FACTOR of the measured
+    ``value`` (either way), else 0; None when it is no finite number in (0, MAX_ESTIMATE]."""
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        return None
+    number = float(number)
+    if not (math.isfinite(number) and 0 < number <= MAX_ESTIMATE):
+        return None
+    return int(value / ESTIMATE_FACTOR <= number <= value * ESTIMATE_FACTOR)
 
 
 def clean_reason(value) -> str | None:
@@ -400,16 +417,19 @@ class Classes:
             self._tally(db, code, now)
         return IN
 
-    def answer(self, code: str, vote: int, student: str, choice: int, now: float | None = None,
-               reason: str = "", address: str | None = None) -> str:
+    def answer(self, code: str, vote: int, student: str, choice: int | None, now: float | None = None,
+               reason: str = "", address: str | None = None, number: float | None = None) -> str:
         """A student's answer, with the first vote on a question an optional written
-        ``reason`` (:func:`clean_reason`): ``"taken"``, or why not — ``"closed"`` (the vote is
+        ``reason`` (:func:`clean_reason`) — or, on an estimate's vote, the ``number`` the
+        student estimates (its option, within the factor or not, is worked out here:
+        :func:`estimate_choice`; ``choice`` is not read): ``"taken"``, or why not — ``"closed"`` (the vote is
         not open), ``"again"`` (this student answered this vote already), ``"full"`` (the vote
         took as many answers as seats were held when it opened, plus the students who
         joined since), ``"busy"`` (too many reasons from this client ``address`` just now:
         server.limits.reasons(); the answer is not taken either, so that it can be sent
         again with or without its reason), ``"unknown"`` (no such class, vote, student or
-        option; a reason too long, or with a second vote). One transaction: two answers at
+        option; a reason too long, or with a second vote; an estimate that is no positive
+        finite number or comes with a reason, or a number on an options vote). One transaction: two answers at
         once from one student leave one."""
         now = time.time() if now is None else now
         reason = clean_reason(reason)
@@ -423,7 +443,12 @@ class Classes:
                 return "unknown"
             if row[0] != "open":
                 return "closed"
-            if not (isinstance(choice, int) and 0 <= choice < len(json.loads(row[1])["options"])):
+            question = json.loads(row[1])
+            if question.get("kind") == "estimate":
+                choice = estimate_choice(number, float(question["value"]))
+                if choice is None or reason:
+                    return "unknown"  # a number, alone
+            elif number is not None or not (isinstance(choice, int) and 0 <= choice < len(question["options"])):
                 return "unknown"
             if db.execute("SELECT 1 FROM answers WHERE code = ? AND vote = ? AND student = ?",
                           (code, int(vote), student)).fetchone() is not None:
@@ -438,9 +463,10 @@ class Classes:
                 return "unknown"  # a reason goes with the first vote on a question
             if reason and not limits.take(db, limits.reasons(), address, now):
                 return "busy"
-            done = db.execute("INSERT INTO answers (code, vote, student, choice, at, reason) VALUES (?, ?, ?, ?, ?, ?) "
-                              "ON CONFLICT DO NOTHING",
-                              (code, int(vote), student, choice, now, reason)).rowcount
+            done = db.execute("INSERT INTO answers (code, vote, student, choice, at, reason, number) "
+                              "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                              (code, int(vote), student, choice, now, reason,
+                               None if number is None else float(number))).rowcount
             if not done:
                 return "again"
             self._tally(db, code, now)  # the teacher's count moved; nothing a student follows did
@@ -476,13 +502,15 @@ class Classes:
         with self.store.reading() as db:
             return read_of(db, code)
 
-    def mine(self, code: str, student: str) -> dict[int, int]:
-        """One student's own answers: vote → choice."""
+    def own(self, code: str, student: str) -> tuple[dict[int, int], dict[int, float]]:
+        """One student's own answers in one read: vote → choice, and vote → the number of
+        each estimate they sent."""
         if not student:
-            return {}
+            return {}, {}
         with self.store.reading() as db:
-            return dict(db.execute("SELECT vote, choice FROM answers WHERE code = ? AND student = ?",
-                                   (code, student)).fetchall())
+            rows = db.execute("SELECT vote, choice, number FROM answers WHERE code = ? AND student = ?",
+                              (code, student)).fetchall()
+        return {v: c for v, c, _ in rows}, {v: x for v, _, x in rows if x is not None}
 
     def counts(self, code: str, vote: int) -> list[int]:
         """How many students chose each option of a vote."""

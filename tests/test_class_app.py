@@ -391,6 +391,55 @@ def test_the_teachers_summary_counts_each_vote_and_the_matched_question_and_the_
         assert f"<td>{html_lib.escape(cell)}</td>" in built[0]
 
 
+def estimate_chart(at, qid: str) -> dict:
+    """The estimate's chart on a page, by trace name: (x values) of each trace."""
+    import json
+
+    from ui import keys as ui_keys
+
+    found = [c for c in at.get("plotly_chart") if (c.key or "").endswith(f"vote_chart_{ui_keys.slug(qid)}")]
+    assert len(found) == 1, [c.key for c in at.get("plotly_chart")]
+    return {tr.get("name"): tr["x"] for tr in json.loads(found[0].proto.spec)["data"]}
+
+
+def test_an_estimate_draws_the_class_numbers_against_the_measured_one_and_counts_a_factor_of_1_5_right(
+        make_app, teacher, live_classes):
+    """Step 3's reach asked for a number: 4 layers of a window of 3 reach 4 · 2 + 1 = 9
+    tokens (by hand). Three students type 9, 14 and 6.5: 14 is 1.56× too many (off), 6.5 is
+    9 / 1.38 (within). Closed: the three numbers on the chart, no measured line; revealed:
+    the line at 9, the band 6 … 13.5, each student's distance, and two of three right on the
+    teacher's sidebar."""
+    code = teacher.session_state[keys.CLASS]
+    students = [student_of(make_app, code, lang) for lang in ("en", "ja", "pt")]
+    assert not [b for b in students[0].button if b.key == "vote_open_s3_reach_estimate"]
+    teacher.button(key="vote_open_s3_reach_estimate").click().run()
+    assert not teacher.exception, [e.value for e in teacher.exception]
+    vote = live_classes.state(code).vote_on("s3.reach_estimate")
+    assert vote.question["kind"] == "estimate" and vote.question["value"] == 9
+    for s, x in zip(students, (9, 14, 6.5)):
+        tick(s)
+        assert not s.radio and not [w for w in s.text_input if w.key == f"vote_reason_{vote.vote}"]
+        s.number_input(key=f"vote_number_{vote.vote}").set_value(x).run()
+        s.button(key=f"vote_send_{vote.vote}").click().run()
+        assert not s.exception, [e.value for e in s.exception]
+    en, ja = i18n.Translator("en"), i18n.Translator("ja")
+    assert ja("vote.estimate_sent", number="14") in [m.value for m in tick(students[1]).markdown]
+    teacher.button(key=f"vote_close_{vote.vote}").click().run()
+    chart = estimate_chart(tick(students[0]), "s3.reach_estimate")
+    assert chart == {en("vote.estimate_guesses"): [6.5, 9.0, 14.0]}  # no measured value before the reveal
+    teacher.button(key=f"vote_reveal_{vote.vote}").click().run()
+    chart = estimate_chart(tick(students[1]), "s3.reach_estimate")
+    assert chart[ja("vote.estimate_guesses")] == [6.5, 9.0, 14.0] and chart[ja("vote.estimate_measured")] == [9, 9]
+    assert chart[ja("vote.estimate_band", f="1.5")][:2] == [6.0, 13.5]
+    assert ja("vote.estimate_far_off", number="14", times="1.56", f="1.5") in [c.value for c in students[1].caption]
+    tick(students[2])
+    pt = i18n.Translator("pt")
+    assert pt("vote.estimate_far_near", number="6,5", times="0,722", f="1,5") in [c.value for c in students[2].caption]
+    cell = en("vote.result_cell", right=en.pct(2 / 3, 0), n="3")
+    line = summary_line(en, f"{en('vote.result_step', step=3)} · {en('vote.estimate_row')}", cell, "—", "—")
+    assert line in [m.value for m in teacher.sidebar.markdown]
+
+
 def test_the_join_slide_places_only_a_join_code_in_its_html():
     assert "7KQ 2M9" in teacher_mod.code_html("7KQ2M9")
     for bad in ("<script>alert(1)</script>", "7kq2m9", "7KQ 2M9", "7KQ2M9<b>", "", None, "IIIIII"):

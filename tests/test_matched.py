@@ -132,3 +132,26 @@ def test_step_7_full_attention_doubles_to_four_times_the_work(reader):
     main, q = matched("payoff", reader)
     assert main.right == 2 and q.right == 4
     assert q.answer == pytest.approx(4, rel=0.01) and main.answer == pytest.approx(2, rel=0.01)  # n² against n
+
+
+def test_steps_1_2_3_and_7_ask_their_count_or_ratio_as_an_estimate(reader):
+    """An estimate is the step's own measured number (step 1's: the cells on a text twice
+    as long, counted row by row here), asked without options."""
+    model_id, text, a, cfg, _ = reader
+    ids = [q for s in steps.steps() for q in (*s.questions, *(m.id for m in s.matched))]
+    assert [s.id for s in steps.steps() if s.estimates] == ["every-pair", "nearly-empty", "neighbours", "payoff"]
+    for step in steps.steps():
+        for e in step.estimates:
+            assert e.of in step.questions and e.id not in ids
+            args = (a, text, model_id, cfg) if step.needs_text else (None, "", model_id, {})
+            q = summaries.asked(step, e.id, Translator("en"), *args)
+            main = summaries.asked(step, e.of, Translator("en"), *args)
+            assert q.kind == "estimate" and q.options == [] and q.right is None and q.answer > 0
+            if step.id != "every-pair":
+                assert (q.text, q.answer) == (main.text, main.answer)
+    window = a.layers[cfg["s1_layer"]].window
+    n = 2 * a.n
+    by_rows = sum(min(i + 1, window or n) if a.causal
+                  else sum(1 for j in range(n) if window is None or abs(i - j) < window) for i in range(n))
+    q = summaries.asked(steps.get("every-pair"), "s1.cells_estimate", Translator("en"), a, text, model_id, cfg)
+    assert q.answer == by_rows and f"{n:,}" in q.text

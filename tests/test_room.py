@@ -499,3 +499,61 @@ def test_the_votes_csv_holds_each_options_reasons_and_no_cell_a_spreadsheet_runs
     for cell in ("=1+1", "+1", "-1", "@x", "\tx", "\rx"):
         assert exports.neutral(cell) == "'" + cell
     assert exports.neutral("a=1") == "a=1" and exports.neutral(-1) == -1
+
+
+ESTIMATE = {"text": "How many cells on a text twice as long?", "kind": "estimate", "value": 100.0,
+            "options": list(classes.ESTIMATE_OPTIONS), "answer": 1}
+
+
+def test_an_estimate_is_a_positive_number_right_within_a_factor_of_1_5_and_hidden_until_its_vote_closes(room):
+    """The rule by hand: 100 measured, so 66.67 … 150 count as right, both ends included;
+    the class's numbers are read by no one while the vote is open, then by every member,
+    sorted and without ids; each student reads their own."""
+    code, key, (ana, bea, caio, dora, edu) = _seated(room, 5)
+    vote = room.open_vote(code, key, "every-pair", "s1.cells_estimate", ESTIMATE)
+    for bad in (None, 0, -5, float("nan"), float("inf"), "150", True, classes.MAX_ESTIMATE * 2):
+        assert room.answer(code, vote, ana, None, number=bad) == "unknown", bad
+    assert room.answer(code, vote, ana, 0, number=150) == "taken"  # its choice is worked out, not read
+    assert room.answer(code, vote, bea, None, number=150.01) == "taken"
+    assert room.answer(code, vote, caio, None, number=100 / 1.5) == "taken"
+    assert room.answer(code, vote, dora, None, number=66.6) == "taken"
+    assert room.answer(code, vote, edu, None, number=3.5, reason="why") == "unknown"  # no reason with an estimate
+    assert room.answer(code, vote, ana, None, number=120) == "again"
+    assert room.read(code, ana).guesses == {} and room.read(code).guesses == {}  # open: no one's numbers
+    assert room.own(code, ana) == ({vote: 1}, {vote: 150.0})
+    assert room.own(code, bea) == ({vote: 0}, {vote: 150.01})
+    room.set_state(code, key, vote, "closed")
+    read = room.read(code, dora)
+    assert read.guesses == {vote: (66.6, 100 / 1.5, 150.0, 150.01)}
+    assert read.counts[vote] == [2, 2]  # off: 150.01 and 66.6; within: 150 and 66.67
+    assert read.mine_numbers == {vote: 66.6} and read.mine == {vote: 0}
+    options = room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION)
+    assert room.answer(code, options, ana, 1, number=4.0) == "unknown"  # a number on an options vote
+    assert room.answer(code, options, ana, 1) == "taken"
+
+
+def test_the_shares_csv_holds_each_questions_first_second_and_matched_share(room):
+    from server import exports
+
+    code, key, (ana, bea, caio) = _seated(room)
+    first = room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION)
+    for s, c in zip((ana, bea, caio), (1, 0, 0)):
+        room.answer(code, first, s, c)
+    room.set_state(code, key, first, "closed")
+    second = room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION)
+    for s, c in zip((ana, bea, caio), (1, 1, 0)):
+        room.answer(code, second, s, c)
+    room.set_state(code, key, second, "revealed")
+    matched = room.open_vote(code, key, "every-pair", "s1.tripling", {**QUESTION, "matches": "s1.doubling"})
+    room.answer(code, matched, ana, 1)
+    estimate = room.open_vote(code, key, "every-pair", "s1.cells_estimate", ESTIMATE)
+    for s, x in zip((ana, bea), (90, 400)):
+        room.answer(code, estimate, s, None, number=x)
+    room.set_state(code, key, estimate, "closed")
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(exports.shares_csv(room.read(code)))))
+    assert [list(r.values()) for r in rows] == [
+        ["s1.doubling", "every-pair", "0.3333", "3", "0.6667", "3", "s1.tripling", "1.0", "1"],
+        ["s1.cells_estimate", "every-pair", "0.5", "2", "", "", "", "", ""]]

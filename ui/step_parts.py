@@ -35,10 +35,11 @@ class Question:
     source: str = "text"  # where the answer comes from: "text" (measured on the reader's text)
     # or "model" (worked out by the cost model; a timing on this device is only a note beside it)
     id: str = ""  # its stable id, from the step's declaration: ui.summaries.build sets it
+    kind: str = "options"  # or "estimate": a number asked for (no options), ``answer`` the measured one
 
     @property
     def right(self):
-        return nearest_option(self.options, self.answer)
+        return None if self.kind == "estimate" else nearest_option(self.options, self.answer)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,21 @@ class Matched:
     of: str
     id: str
     change: Callable[[Any, dict], dict] | None = None
+    ask: Callable[..., Question] | None = None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A question a teacher may ask for a number instead of an option (a count or a
+    ratio: steps 1, 2, 3 and 7): each student types an estimate, the class's estimates are
+    drawn against the measured value on a log axis, and one within a factor of
+    server.classes.ESTIMATE_FACTOR counts as right. ``of`` is the question it comes from,
+    ``id`` its own stable id; ``ask(t, a, text, model_id, cfg)`` builds it (a Question whose
+    ``answer`` is the measured number), or, without it, ``of`` is asked as it is, its answer
+    as the number."""
+
+    of: str
+    id: str
     ask: Callable[..., Question] | None = None
 
 
@@ -112,7 +128,7 @@ class Step:
     glossary terms are linked on it; ``measured(t, a, text, model_id, cfg)`` what the handout adds
     that a button ran on the server: (a heading's key, figures), or the key of a note
     saying it was not run; ``matched`` a matched question for each of its questions
-    (:class:`Matched`)."""
+    (:class:`Matched`); ``estimates`` those a teacher may ask for a number (:class:`Estimate`)."""
 
     id: str
     order: int
@@ -130,6 +146,7 @@ class Step:
     prose: tuple[str, ...] = ("lead", "outro")
     measured: Callable | None = None
     matched: tuple[Matched, ...] = ()
+    estimates: tuple[Estimate, ...] = ()
 
     @property
     def key(self) -> str:

@@ -41,10 +41,20 @@ def matched(step: Step, mid: str):
     return next((m for m in step.matched if m.id == mid), None)
 
 
+def estimate(step: Step, eid: str):
+    """The step's estimate question ``eid`` (ui.step_parts.Estimate), or None."""
+    return next((e for e in step.estimates if e.id == eid), None)
+
+
 def asked(step: Step, qid: str, t: Translator, a, text: str, model_id: str, cfg: dict) -> Question:
-    """The question ``qid`` of a step — one of its own, or a matched one — on the text and
-    the page's whole settings ``cfg``, in ``t``'s language: a matched question by its own
-    builder, or by the step's summary on the other settings it names."""
+    """The question ``qid`` of a step — one of its own, a matched one or an estimate — on the
+    text and the page's whole settings ``cfg``, in ``t``'s language: a matched question by
+    its own builder, or by the step's summary on the other settings it names; an estimate by
+    its own builder, or as the question it comes from, its measured answer the number."""
+    e = estimate(step, qid)
+    if e is not None:
+        q = e.ask(t, a, text, model_id, cfg) if e.ask is not None else asked(step, e.of, t, a, text, model_id, cfg)
+        return dataclasses.replace(q, id=qid, options=[], kind="estimate")
     m = matched(step, qid)
     if m is not None and m.ask is not None:
         q = m.ask(t, a, text, model_id, cfg)

@@ -94,7 +94,8 @@ def _read(room, code: str, student: str):
     shared = state_at(code, now[0], now[1])
     if shared is None:
         return None
-    return dataclasses.replace(shared, mine=room.mine(code, student))
+    mine, numbers = room.own(code, student)
+    return dataclasses.replace(shared, mine=mine, mine_numbers=numbers)
 
 
 def forget() -> None:

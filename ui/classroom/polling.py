@@ -90,7 +90,7 @@ def _send_pending(code: str) -> bool:
     if not pending or pending.get("code") != code:
         return False
     said = classes().answer(code, pending["vote"], st.session_state.get(keys.STUDENT, ""), pending["choice"],
-                            reason=pending.get("reason", ""), address=session.address())
+                            reason=pending.get("reason", ""), address=session.address(), number=pending.get("number"))
     if said == "busy":  # too many reasons from this network: the answer goes without its own
         said = classes().answer(code, pending["vote"], st.session_state.get(keys.STUDENT, ""), pending["choice"])
         if said == "taken":

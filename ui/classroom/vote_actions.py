@@ -17,21 +17,29 @@ from .handle import classes, forget
 from .membership import member
 
 def question_copy(step: Step, qid: str, a, text: str, model_id: str) -> dict:
-    """What a vote keeps of a step's question ``qid`` (one of its own or a matched one),
-    made when the teacher opens it: the option values, the measured answer's option, the
-    question's words in every language (each student reads it in their own), and for a
-    matched question the question it matches — so that later changes to the page or its
-    settings leave the vote as it was asked."""
+    """What a vote keeps of a step's question ``qid`` (one of its own, a matched one or an
+    estimate), made when the teacher opens it: the option values, the measured answer's
+    option, the question's words in every language (each student reads it in their own),
+    for a matched question the question it matches, and for an estimate the measured number
+    (its two options: off by more than the factor, or within it) — so that later changes to
+    the page or its settings leave the vote as it was asked."""
     given = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
     # a step that needs no text (the cost model) has nothing to fit its settings to
     cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), given) if a is not None else {}
     out = {"text": {}, "labels": {}, "value_text": {}}
     for lang in LANGS:
-        q = summaries.asked(step, qid, Translator(lang), a, text, model_id, cfg)
+        t = Translator(lang)
+        q = summaries.asked(step, qid, t, a, text, model_id, cfg)
         out["text"][lang], out["value_text"][lang] = q.text, q.value_text
+        out["source"] = q.source  # measured on the class's text, or worked out by the cost model
+        if q.kind == "estimate":  # a number: counted as two options, within the factor or not
+            out["kind"], out["value"] = "estimate", float(q.answer)
+            out["labels"][lang] = [t("vote.estimate_off", f=t.float(live_classes.ESTIMATE_FACTOR, 1)),
+                                   t("vote.estimate_near", f=t.float(live_classes.ESTIMATE_FACTOR, 1))]
+            out["options"], out["answer"] = list(live_classes.ESTIMATE_OPTIONS), 1
+            continue
         out["labels"][lang] = [q.label(o) for o in q.options]
         out["options"], out["answer"] = list(q.options), q.options.index(q.right)
-        out["source"] = q.source  # measured on the class's text, or worked out by the cost model
     m = summaries.matched(step, qid)
     if m is not None:
         out["matches"] = m.of  # the question whose discussion it checks
@@ -39,7 +47,7 @@ def question_copy(step: Step, qid: str, a, text: str, model_id: str) -> dict:
 
 
 def open_first_vote(page: str, qid: str) -> None:
-    """on_click of "Open the vote" (and of "Ask the matched question"): the step's question
+    """on_click of "Open the vote" (and "Ask the matched question", "Ask for an estimate"): the step's question
     ``qid`` on the class's text and settings, copied in every language (its arguments stay
     small: the step's id, never the analysis)."""
     step = steps.get(page)
@@ -86,20 +94,21 @@ def _host_action(action) -> None:
 def send_answer(code: str, vote: int) -> None:
     """on_click of Send (a callback: it runs before the page, so a press is never lost to a
     page that could not read the class): the answer and its reason, if the student wrote
-    one, or why not; when the store cannot keep it just now, it stays chosen and the poll
-    sends it again until the vote closes."""
+    one — or an estimate's number — or why not; when the store cannot keep it just now, it
+    stays chosen and the poll sends it again until the vote closes."""
     choice = st.session_state.get(f"vote_pick_{vote}")
+    number = st.session_state.get(f"vote_number_{vote}")
     reason = st.session_state.get(f"vote_reason_{vote}") or ""
-    pending = {"code": code, "vote": vote, "choice": choice, "reason": reason}
+    pending = {"code": code, "vote": vote, "choice": choice, "reason": reason, "number": number}
     room = classes()
-    if room is None or choice is None:
-        if choice is not None:
+    if room is None or (choice is None and number is None):
+        if choice is not None or number is not None:
             st.session_state[keys.PENDING] = pending
         return
     said = None
     with share.store_trouble() as trouble:
         said = room.answer(code, vote, st.session_state.get(keys.STUDENT, ""), choice, reason=reason,
-                           address=session.address())
+                           address=session.address(), number=number)
     if trouble:  # not lost: kept here and sent again by the poll
         st.session_state[keys.PENDING] = pending
     elif said != "taken":

@@ -18,20 +18,23 @@ def results(t: Translator) -> list[tuple[str, str, str, str]]:
     the first vote, the second and the step's matched question, how many answered once
     closed, and the share right once that question's answer was revealed — never before (a
     share right would give the right option away), "—" for none yet. Empty outside a class
-    of hers, or when the class cannot be read."""
+    of hers, or when the class cannot be read. A question asked as an estimate has a row of its
+    own (its share right: the estimates within the factor)."""
     found = current() if is_teacher() else None
     if not isinstance(found, live_classes.ClassState):
         return []
     rows = []
     asked = {v.qid for v in found.votes}
     questions = steps.questions()
-    for qid in (q for q in questions if q in asked):  # in the walk's order
-        step = questions[qid]
-        m = next((m for m in step.matched if m.of == qid), None)
-        rounds = [(qid, 1), (qid, 2)] + ([(m.id, 1)] if m is not None else [])
-        cells = [cell(t, found, q, r) for q, r in rounds] + ["—"] * (3 - len(rounds))
+    for qid, step in questions.items():  # in the walk's order
         label = t("vote.result_step", step=steps.number(step))
-        rows.append((label if len(step.questions) == 1 else f"{label} · {step.questions.index(qid) + 1}", *cells))
+        label = label if len(step.questions) == 1 else f"{label} · {step.questions.index(qid) + 1}"
+        if qid in asked:
+            m = next((m for m in step.matched if m.of == qid), None)
+            rounds = [(qid, 1), (qid, 2)] + ([(m.id, 1)] if m is not None else [])
+            rows.append((label, *[cell(t, found, q, r) for q, r in rounds], *["—"] * (3 - len(rounds))))
+        for e in (e for e in step.estimates if e.of == qid and e.id in asked):  # right: within the factor
+            rows.append((f"{label} · {t('vote.estimate_row')}", cell(t, found, e.id, 1), "—", "—"))
     return rows
 
 

@@ -17,6 +17,7 @@ from ..step_parts import Step
 from .handle import classes
 from .membership import current, is_teacher
 from .teacher import pulse
+from . import estimates
 from .vote_actions import close_vote, open_first_vote, open_vote, reveal_vote, send_answer, show_reason
 
 def _words(question: dict, part: str, lang: str):
@@ -28,8 +29,10 @@ def vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
     vote; each student answers once; once closed, the room's answers as a chart (both
     votes side by side after a second one); once revealed, the measured answer — and the
     step's matched question beneath, which the teacher may then open (its own panel, a
-    vote of one round without reasons). With the store away mid-class, a notice (never an
-    error box) and the panel as far as it got."""
+    vote of one round without reasons); where the question asks for a count or a ratio,
+    the teacher may also ask it as an estimate (a number from each student: its own panel,
+    ui.classroom.estimates). With the store away mid-class, a notice (never an error box)
+    and the panel as far as it got."""
     with share.store_trouble():
         found = current()
         if classes() is None or not isinstance(found, live_classes.ClassState):
@@ -37,34 +40,53 @@ def vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
         _vote_panel(t, step, qid, show_figure, found)
         m = next((m for m in step.matched if m.of == qid), None)
         if m is not None and any(v.qid == qid and v.state == "revealed" for v in found.votes):
-            _vote_panel(t, step, m.id, show_figure, found, matched=True)
+            _vote_panel(t, step, m.id, show_figure, found, kind="matched")
+        e = next((e for e in step.estimates if e.of == qid), None)
+        if e is not None:
+            _vote_panel(t, step, e.id, show_figure, found, kind="estimate")
 
 
-def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, matched: bool = False) -> None:
+HEADINGS = {"question": "predict.heading", "matched": "vote.matched_heading", "estimate": "vote.estimate_heading"}
+
+
+def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, kind: str = "question") -> None:
     room = classes()
     votes = [v for v in found.votes if v.qid == qid]
     vote = votes[-1] if votes else None
     teacher = is_teacher()
-    heading = t("vote.matched_heading") if matched else t("predict.heading")
-    if vote is None and matched and not teacher:
+    heading = t(HEADINGS[kind])
+    if vote is None and kind != "question" and not teacher:
         return  # not asked yet: only the teacher sees that she may
     with st.container(border=True):
         if vote is None:
-            st.markdown(f"**{heading}** · " + t("vote.matched_not_open" if matched else "vote.not_open"))
+            st.markdown(f"**{heading}** · " + t({"question": "vote.not_open"}.get(kind, f"vote.{kind}_not_open")))
             if teacher:
-                st.button(t("vote.matched_open" if matched else "vote.open"), key=f"vote_open_{keys.slug(qid)}",
-                          type="primary", icon=":material/how_to_vote:", on_click=open_first_vote, args=(step.id, qid))
+                st.button(t({"question": "vote.open"}.get(kind, f"vote.{kind}_open")),
+                          key=f"vote_open_{keys.slug(qid)}", type="primary" if kind == "question" else "secondary",
+                          icon=":material/how_to_vote:" if kind != "estimate" else ":material/pin:",
+                          on_click=open_first_vote, args=(step.id, qid))
             return
         question = vote.question
         labels = _words(question, "labels", t.lang)
         st.markdown(f"**{heading}** · {_words(question, 'text', t.lang)}")
         if vote.round > 1:
             st.caption(t("vote.second"))
-        elif matched and vote.state == "open":
-            st.caption(t("vote.matched_alone"))
+        elif kind != "question" and vote.state == "open":
+            st.caption(t(f"vote.{kind}_alone"))
+        if kind == "estimate":
+            if teacher and vote.state == "open":
+                _teacher_open(t, found.code, vote)
+                return
+            estimates.estimate_panel(t, found, vote, teacher, show_figure)
+            if teacher and vote.state == "closed":
+                st.button(t("vote.reveal"), key=f"vote_reveal_{vote.vote}", on_click=reveal_vote, args=(vote.vote,),
+                          icon=":material/visibility:")
+            elif not teacher and any(v.vote == vote.vote for v in found.unrevealed()):
+                st.caption(t("vote.page_waits"))
+            return
         first = votes[0]  # reasons are written with a question's first vote
         if vote.state == "open":
-            _open_panel(t, room, found, vote, labels, teacher, reasons=not matched)
+            _open_panel(t, room, found, vote, labels, teacher, reasons=kind == "question")
             shown_reasons(t, found, first, labels)
             return
         shown_reasons(t, found, first, labels)  # what the class discusses, above its answers
@@ -84,13 +106,13 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, matched
             st.markdown(t(revealed, value=_words(question, "value_text", t.lang), answer=labels[right],
                           right=t.pct(share_right, 0)))
         if teacher:
-            if not matched:
+            if kind == "question":
                 reasons_panel(t, room, found.code, first, labels)
             c1, c2 = st.columns(2)
             if vote.state == "closed":
                 c1.button(t("vote.reveal"), key=f"vote_reveal_{vote.vote}", on_click=reveal_vote, args=(vote.vote,),
                           icon=":material/visibility:", width="stretch")
-            if vote.round < 2 and not matched:
+            if vote.round < 2 and kind == "question":
                 c2.button(t("vote.again"), key=f"vote_again_{vote.vote}", on_click=open_vote,
                           args=(step.id, qid, question), icon=":material/replay:", width="stretch")
 
@@ -140,10 +162,7 @@ def held_note(t: Translator) -> str:
 def _open_panel(t: Translator, room, found, vote, labels: list[str], teacher: bool, reasons: bool = True) -> None:
     code = found.code
     if teacher:
-        live_count(code, vote.vote)
-        st.button(t("vote.close"), key=f"vote_close_{vote.vote}", on_click=close_vote, args=(vote.vote,),
-                  type="primary", icon=":material/lock:")
-        st.caption(held_note(t))
+        _teacher_open(t, code, vote)
         return
     mine = found.mine.get(vote.vote)
     if mine is not None:
@@ -167,6 +186,14 @@ def _open_panel(t: Translator, room, found, vote, labels: list[str], teacher: bo
     if reasons:
         st.caption(t("vote.reason_help"))
     st.caption(t("vote.page_waits"))
+
+
+def _teacher_open(t: Translator, code: str, vote) -> None:
+    """The teacher's side of an open vote: the live count and Close."""
+    live_count(code, vote.vote)
+    st.button(t("vote.close"), key=f"vote_close_{vote.vote}", on_click=close_vote, args=(vote.vote,),
+              type="primary", icon=":material/lock:")
+    st.caption(held_note(t))
 
 
 @st.fragment(run_every=1.0)

@@ -11,7 +11,8 @@ from attn import methods, patterns
 from ... import measures, room_figures
 from ...i18n import Translator
 from ...setting_rows import Setting, head_row, layer_row, positions
-from ...step_parts import Matched, Question, RoomChart, RoomView, Step, Summary, head_caption, head_of, heatmap, who
+from ...step_parts import (Estimate, Matched, Question, RoomChart, RoomView, Step, Summary, head_caption, head_of,
+                           heatmap, who)
 from .. import page_file
 
 ID = "every-pair"
@@ -58,6 +59,13 @@ def tripled(t: Translator, a, text: str, model_id: str, cfg: dict) -> Question:
                     t("predict.times", x=t.float(ratio, 2)))
 
 
+def doubled_count(t: Translator, a, text: str, model_id: str, cfg: dict) -> Question:
+    """The estimate: how many cells the layer computes on a text twice as long (a count)."""
+    window = a.layers[cfg["s1_layer"]].window
+    cells = methods.own().cells(2 * a.n, methods.Params(window=window, causal=a.causal))
+    return Question(t("every_pair.question_estimate", n2=t.int(2 * a.n)), [], cells, t.int, t.int(cells))
+
+
 def room_cells(t: Translator, done: list, cfg: dict) -> RoomView:
     """Each text's cells against its n, on each kind of layer's curve."""
     points, where = [], {}
@@ -90,4 +98,5 @@ SETTINGS: tuple[Setting, ...] = (
 
 STEP = Step(ID, order=10, icon=":material/grid_on:", page=page_file(__file__), questions=("s1.doubling",),
             settings=SETTINGS, summary_from=("s1_layer", "s1_head"), summary=summary,
-            room=(RoomChart("cells", room_cells),), matched=(Matched("s1.doubling", "s1.tripling", ask=tripled),))
+            room=(RoomChart("cells", room_cells),), matched=(Matched("s1.doubling", "s1.tripling", ask=tripled),),
+            estimates=(Estimate("s1.doubling", "s1.cells_estimate", ask=doubled_count),))

@@ -10,7 +10,8 @@ from attn import room_numbers
 from ... import measures, room_figures
 from ...i18n import Translator
 from ...setting_rows import Setting, head_row, layer_row
-from ...step_parts import Matched, Question, RoomChart, RoomView, Step, Summary, head_caption, head_of, heatmap, who
+from ...step_parts import (Estimate, Matched, Question, RoomChart, RoomView, Step, Summary, head_caption, head_of,
+                           heatmap, who)
 from .. import page_file
 
 ID = "nearly-empty"
@@ -101,4 +102,5 @@ SETTINGS: tuple[Setting, ...] = (
 STEP = Step(ID, order=20, icon=":material/grain:", page=page_file(__file__), questions=("s2.cells",),
             settings=SETTINGS, summary_from=("s2_layer", "s2_head", "s2_p"), summary=summary,
             room=(RoomChart("useful", room_useful),), csv=csv_columns,
-            matched=(Matched("s2.cells", "s2.cells_other_p", change=other_p),))
+            matched=(Matched("s2.cells", "s2.cells_other_p", change=other_p),),
+            estimates=(Estimate("s2.cells", "s2.cells_estimate"),))

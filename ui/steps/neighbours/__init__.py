@@ -13,7 +13,8 @@ from attn import graph, room_numbers, topk
 from ... import figures, measures, room_figures
 from ...i18n import Translator
 from ...setting_rows import Setting, head_row, layer_row, window_row
-from ...step_parts import Matched, Question, RoomChart, RoomView, Step, Summary, head_caption, head_of, heatmap, who
+from ...step_parts import (Estimate, Matched, Question, RoomChart, RoomView, Step, Summary, head_caption, head_of,
+                           heatmap, who)
 from .. import page_file
 
 ID = "neighbours"
@@ -154,4 +155,5 @@ def other_reach_window(a, cfg: dict) -> dict:
 STEP = Step(ID, order=30, icon=":material/swap_horiz:", page=page_file(__file__), questions=("s3.reach",),
             settings=SETTINGS, summary_from=("s3_layer", "s3_head", "s3_w", "s3_rw", "s3_rl"), summary=summary,
             room=(RoomChart("window", room_window),), csv=csv_columns,
-            matched=(Matched("s3.reach", "s3.reach_other_window", change=other_reach_window),))
+            matched=(Matched("s3.reach", "s3.reach_other_window", change=other_reach_window),),
+            estimates=(Estimate("s3.reach", "s3.reach_estimate"),))

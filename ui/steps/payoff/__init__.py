@@ -11,7 +11,7 @@ from attn.device import pick_device
 
 from ... import figures, live_bench, served_model
 from ...i18n import Translator
-from ...step_parts import Matched, Question, Step, Summary
+from ...step_parts import Estimate, Matched, Question, Step, Summary
 from .. import page_file
 
 ID = "payoff"
@@ -186,4 +186,5 @@ def for_full(t: Translator, a, text: str, model_id: str, cfg: dict) -> Question:
 
 STEP = Step(ID, order=70, icon=":material/speed:", page=page_file(__file__), questions=("s7.ratio",),
             summary=summary, inputs=inputs, needs_text=False, measured=measured,
-            matched=(Matched("s7.ratio", "s7.ratio_full", ask=for_full),))
+            matched=(Matched("s7.ratio", "s7.ratio_full", ask=for_full),),
+            estimates=(Estimate("s7.ratio", "s7.ratio_estimate"),))
