@@ -43,15 +43,14 @@ echo "ruff check …"
 .venv/bin/python -m attn.convert
 # the machine's speed beside the run's time: these machines differ by 3× or more
 .venv/bin/python -c "import torch; from attn.bench import matmul_gflops; print(f'this machine: one 2,048² float32 matmul at {matmul_gflops(\"cpu\"):.0f} GFLOP/s on {torch.get_num_threads()} threads')"
-# three test processes on two cores, each test file in one of them (a file's servers and
-# fixtures stay together): the two browser files wait on their pages about half the time,
-# and the third process's engine work fills those waits. ATLAS_TEST_WORKERS=0: one.
+# two test processes, each test file in one of them (a file's servers and fixtures stay
+# together): the browser tests' waits overlap the engine's work. ATLAS_TEST_WORKERS=0: one.
 # Afterwards, the CPU time of the tests alone (user + sys of every process they ran).
 before=$(mktemp); after=$(mktemp)
 times > "$before"
 started=$SECONDS
 set +e
-.venv/bin/python -m pytest -n "${ATLAS_TEST_WORKERS:-3}" --dist loadfile "$@"
+.venv/bin/python -m pytest -n "${ATLAS_TEST_WORKERS:-2}" --dist loadfile "$@"
 rc=$?
 set -e
 times > "$after"

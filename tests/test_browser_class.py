@@ -253,14 +253,18 @@ REASONS = {"ja": "行が倍になり、列も倍になるから", "pt": "cada to
            "en": "the grid is a square: rows and columns both double"}
 
 
-def test_three_phones_send_reasons_see_the_one_shown_then_answer_the_matched_question(browser, tiny_url, tmp_path):
+def test_three_phones_reason_see_the_one_shown_answer_the_matched_question_and_an_estimate(
+        browser, tiny_url, tmp_path):
     """Peer instruction on phones: the teacher opens step 1's vote; three students (ja, pt,
     en) each answer with a written reason; nothing one wrote is on another's screen; the
     teacher closes the vote, reads the three reasons and shows one: every phone then shows
     that one, as text, and still neither of the other two. She reveals the answer and opens
     the matched question; each phone answers it alone (no reason field); once revealed,
     her sidebar and the shares' CSV hold the first vote's share right and the matched
-    question's (each option chosen once: a third right, whichever is right)."""
+    question's (each option chosen once: a third right, whichever is right). On step 2 she
+    asks for an estimate: each phone types a number; revealed, every phone draws the three
+    numbers against one measured value and says how far its own was; her sidebar counts
+    those within a factor of 1.5."""
     import csv
     import io
 
@@ -321,6 +325,7 @@ def test_three_phones_send_reasons_see_the_one_shown_then_answer_the_matched_que
         for i, (lang, pg) in enumerate(students.items()):
             pg.get_by_text(i18n.translate(lang, "vote.matched_alone")).wait_for(timeout=30_000)
             picks = pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label')
+            picks.nth(2).wait_for(timeout=15_000)  # the caption may come a moment before the options
             assert picks.count() == 3 and pg.locator('[class*="st-key-vote_reason_"]').count() == 0
             picks.nth(i).click()
             pg.wait_for_function(SEND_ENABLED, timeout=15_000)
@@ -349,6 +354,50 @@ def test_three_phones_send_reasons_see_the_one_shown_then_answer_the_matched_que
                  r["matched_right"], r["matched_answered"]) for r in rows] == [
             ("s1.doubling", "0.3333", "3", "", "s1.tripling", "0.3333", "3")]
         teacher.screenshot(path=os.path.join(ARTIFACTS, "class-teacher-matched-en.png"), full_page=True)
+
+        # step 2 asked as an estimate: a number from each phone, drawn against the measured one
+        teacher.locator("h1").first.click()
+        teacher.keyboard.press("PageDown")
+        wait_title(teacher, i18n.translate("en", "nearly_empty.title"))
+        for lang, pg in students.items():
+            wait_title(pg, i18n.translate(lang, "nearly_empty.title"), 30_000, idle=False)
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.estimate_open")).click()
+        guesses = {"ja": 5, "pt": 50, "en": 500}
+        for lang, pg in students.items():
+            box = pg.locator('[class*="st-key-vote_number_"] input')
+            box.wait_for(timeout=30_000)
+            box.fill(str(guesses[lang]))
+            box.press("Enter")
+            pg.wait_for_function(SEND_ENABLED, timeout=15_000)
+            if lang == "pt":
+                pg.screenshot(path=os.path.join(ARTIFACTS, "class-phone-pt-2-estimate.png"), full_page=True)
+            pg.locator('[class*="st-key-vote_send_"] button').click()
+            sent = i18n.translate(lang, "vote.estimate_sent", number="§").split("§")[0].replace("**", "")
+            pg.get_by_text(sent).wait_for(timeout=15_000)
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.close")).click()
+        teacher.get_by_role("button", name=i18n.translate("en", "vote.reveal")).click()
+        measured = None
+        for lang, pg in students.items():
+            name = i18n.translate(lang, "vote.estimate_measured")
+            chart = pg.locator(".st-key-vote_chart_s2_cells_estimate")
+            chart.wait_for(timeout=30_000)
+            chart.scroll_into_view_if_needed()  # Plotly draws a chart once it comes into view
+            traces = pg.wait_for_function(ESTIMATE_TRACES, arg=name, timeout=30_000).json_value()
+            assert sorted(traces[i18n.translate(lang, "vote.estimate_guesses")]) == [5, 50, 500]
+            line = traces[name]
+            assert line[0] == line[1] and (measured is None or line[0] == measured)  # one value on every phone
+            measured = line[0]
+            near = measured / 1.5 <= guesses[lang] <= measured * 1.5
+            said = i18n.translate(lang, "vote.estimate_far_near" if near else "vote.estimate_far_off", number="§",
+                                  times="§", f="§")
+            pg.get_by_text(re.compile("^" + re.escape(said).replace("§", ".+?") + "$")).wait_for(timeout=15_000)
+            assert pg.evaluate("() => document.documentElement.scrollWidth") <= 391
+            pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-2-estimate-revealed.png"))  # chart in view
+        near = sum(1 for x in guesses.values() if measured / 1.5 <= x <= measured * 1.5)
+        cell = t("vote.result_cell", right=t.pct(near / 3, 0), n="3")
+        teacher.locator('[data-testid="stSidebar"]').get_by_text(
+            f"{t('vote.result_step', step=2)} · {t('vote.estimate_row')} · {t('vote.col_first')}: {cell}").wait_for(
+            timeout=30_000)
     finally:
         desk.close()
         for ctx in phones.values():
@@ -398,6 +447,9 @@ def test_a_tap_on_the_strip_beside_a_grid_row_follows_that_token_on_a_phone(brow
         ctx.close()
 
 
+ESTIMATE_TRACES = """name => { const g = [...document.querySelectorAll('[class*="st-key-vote_chart_"] .js-plotly-plot')]
+  .find(p => (p.data || []).some(t => t.name === name));
+  return g ? Object.fromEntries(g.data.map(t => [t.name, [...t.x]])) : null; }"""
 MARKED = """(() => { const g = document.querySelector('.st-key-s1_grid .js-plotly-plot');
     const d = g._fullData[g._fullData.length - 1], c = Array.from(d.marker.color);
     const i = c.findIndex(x => x !== '#BBBBBB'); return [i, i < 0 ? null : d.customdata[i][0]]; })()"""

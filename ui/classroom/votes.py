@@ -55,8 +55,8 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, kind: s
     vote = votes[-1] if votes else None
     teacher = is_teacher()
     heading = t(HEADINGS[kind])
-    if vote is None and kind != "question" and not teacher:
-        return  # not asked yet: only the teacher sees that she may
+    if vote is None and not teacher and (kind != "question" or any(v.page == step.id for v in found.votes)):
+        return  # not asked yet: only the teacher sees that she may (a student, that none is, if no other is)
     with st.container(border=True):
         if vote is None:
             st.markdown(f"**{heading}** · " + t({"question": "vote.not_open"}.get(kind, f"vote.{kind}_not_open")))
@@ -81,7 +81,7 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, kind: s
             if teacher and vote.state == "closed":
                 st.button(t("vote.reveal"), key=f"vote_reveal_{vote.vote}", on_click=reveal_vote, args=(vote.vote,),
                           icon=":material/visibility:")
-            elif not teacher and any(v.vote == vote.vote for v in found.unrevealed()):
+            elif not teacher and vote.state == "closed" and any(v.vote == vote.vote for v in found.unrevealed()):
                 st.caption(t("vote.page_waits"))
             return
         first = votes[0]  # reasons are written with a question's first vote
