@@ -503,7 +503,7 @@ def test_with_the_store_away_mid_class_the_vote_panel_and_back_say_so_and_never_
     def away(*args, **kw):
         raise StoreError("unavailable", "the database cannot be reached")
 
-    for method in ("state", "read", "shared_read", "mine", "versions", "pulse", "counts", "my_answer", "present",
+    for method in ("state", "read", "shared_read", "own", "versions", "pulse", "counts", "my_answer", "present",
                    "all_counts", "version", "join", "exists", "answer"):
         monkeypatch.setattr(Classes, method, away)
     for at in (student, teacher):

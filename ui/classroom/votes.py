@@ -1,7 +1,8 @@
 """A question's vote as a class sees it: the panel that draws it (the teacher's open, close,
 reveal and vote-again; a student's one answer; once closed, the room's answers as a chart;
 once revealed, the measured answer, and then the step's matched question — the same idea on
-other numbers, answered alone), the teacher's live count of answers in a fragment of
+other numbers, answered alone; beside them the question asked as an estimate, whose own
+parts are ui.classroom.estimates'), the teacher's live count of answers in a fragment of
 its own (an answer never redraws a following student's page). Its buttons' callbacks are
 ui.classroom.vote_actions'; what a member's page may show meanwhile, ui.classroom.gate."""
 
