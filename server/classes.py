@@ -523,12 +523,12 @@ class Classes:
             found = state_of(db, code)
             return {} if found is None else counts_of(db, code, found.votes)
 
-    def answers_of(self, code: str) -> list[tuple[int, str, int, str]]:
-        """Every answer of the class: (vote, student, choice, reason) — for the teacher's
-        export."""
+    def answers_of(self, code: str) -> list[tuple[int, str, int, str, float | None]]:
+        """Every answer of the class: (vote, student, choice, reason, an estimate's number or
+        None) — for the teacher's export."""
         with self.store.reading() as db:
-            return [tuple(r) for r in db.execute("SELECT vote, student, choice, reason FROM answers WHERE code = ? "
-                                                 "ORDER BY vote, at, student", (code,)).fetchall()]
+            return [tuple(r) for r in db.execute("SELECT vote, student, choice, reason, number FROM answers "
+                                                 "WHERE code = ? ORDER BY vote, at, student", (code,)).fetchall()]
 
     def my_answer(self, code: str, vote: int, student: str) -> int | None:
         with self.store.reading() as db:

@@ -50,20 +50,24 @@ def room_csv(texts: list, columns: Callable[[list[RoomNumbers]], list[Column]] =
     return _csv(header, rows)
 
 
-def votes_csv(found: ClassState, answers: list[tuple[int, str, int, str]]) -> str:
+def votes_csv(found: ClassState, answers: list[tuple]) -> str:
     """A row an option of every vote, in the order opened: question id, page (its id), round,
-    state, option (its value as asked), the students who chose it, whether it is the
-    measured answer, on a question's second round how many students who answered
-    both rounds changed their answer, and the reasons written with that option, one a line
-    (``answers``: (vote, student, choice, reason) rows, in the order written; no student's
-    id is written). A cell a spreadsheet could read as a formula is written as text
-    (:func:`neutral`, each reason's line too)."""
+    state, option (its value as asked; an estimate's two: ``off`` and ``within`` the
+    factor), the students who chose it, whether it is the measured answer, on a question's
+    second round how many students who answered both rounds changed their answer, the
+    reasons written with that option, one a line, and an estimate's numbers under its
+    option, one a line (``answers``: (vote, student, choice, reason[, number]) rows, in the
+    order written; no student's id is written). A cell a spreadsheet could read as a
+    formula is written as text (:func:`neutral`, each reason's line too)."""
     by_vote: dict[int, dict[str, int]] = {}
     reasons: dict[tuple[int, int], list[str]] = {}
-    for vote, student, choice, reason in answers:
+    numbers: dict[tuple[int, int], list[str]] = {}
+    for vote, student, choice, reason, *number in answers:
         by_vote.setdefault(vote, {})[student] = choice
         if reason:
             reasons.setdefault((vote, choice), []).append(neutral(reason))
+        if number and number[0] is not None:
+            numbers.setdefault((vote, choice), []).append(repr(float(number[0])))
     rows = []
     for v in found.votes:
         changed = ""
@@ -75,9 +79,10 @@ def votes_csv(found: ClassState, answers: list[tuple[int, str, int, str]]) -> st
         counts = found.counts.get(v.vote) or [0] * len(v.question["options"])
         for option, value in enumerate(v.question["options"]):
             rows.append([v.qid, v.page, v.round, v.state, value, counts[option],
-                         int(option == v.question["answer"]), changed, "\n".join(reasons.get((v.vote, option), []))])
+                         int(option == v.question["answer"]), changed, "\n".join(reasons.get((v.vote, option), [])),
+                         "\n".join(numbers.get((v.vote, option), []))])
     return _csv(["question", "page", "round", "state", "option", "count", "measured_answer", "changed_answer",
-                 "reasons"], rows)
+                 "reasons", "estimates"], rows)
 
 
 def shares_csv(found: ClassState) -> str:

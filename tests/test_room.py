@@ -527,6 +527,14 @@ def test_an_estimate_is_a_positive_number_right_within_a_factor_of_1_5_and_hidde
     assert read.guesses == {vote: (66.6, 100 / 1.5, 150.0, 150.01)}
     assert read.counts[vote] == [2, 2]  # off: 150.01 and 66.6; within: 150 and 66.67
     assert read.mine_numbers == {vote: 66.6} and read.mine == {vote: 0}
+    import csv
+    import io
+
+    from server import exports
+
+    rows = list(csv.DictReader(io.StringIO(exports.votes_csv(read, room.answers_of(code)))))
+    assert [(r["option"], r["count"], r["measured_answer"], r["estimates"]) for r in rows] == [
+        ("off", "2", "0", "150.01\n66.6"), ("within", "2", "1", f"150.0\n{100 / 1.5!r}")]  # in the order sent
     options = room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION)
     assert room.answer(code, options, ana, 1, number=4.0) == "unknown"  # a number on an options vote
     assert room.answer(code, options, ana, 1) == "taken"
