@@ -367,7 +367,10 @@ def test_three_phones_reason_see_the_one_shown_answer_the_matched_question_and_a
         wait_title(teacher, i18n.translate("en", "nearly_empty.title"))
         for lang, pg in students.items():
             wait_title(pg, i18n.translate(lang, "nearly_empty.title"), 30_000, idle=False)
-        teacher.get_by_role("button", name=i18n.translate("en", "vote.estimate_open")).click()
+        ask = teacher.get_by_role("button", name=i18n.translate("en", "vote.estimate_open"))
+        ask.scroll_into_view_if_needed()
+        teacher.screenshot(path=os.path.join(ARTIFACTS, "class-teacher-2-ask-en.png"))  # both ways to ask, side by side
+        ask.click()
         guesses = {"ja": 5, "pt": 50, "en": 500}
         for lang, pg in students.items():
             box = pg.locator('[class*="st-key-vote_number_"] input')

@@ -56,16 +56,22 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, kind: s
     vote = votes[-1] if votes else None
     teacher = is_teacher()
     heading = t(HEADINGS[kind])
-    if vote is None and not teacher and (kind != "question" or any(v.page == step.id for v in found.votes)):
-        return  # not asked yet: only the teacher sees that she may (a student, that none is, if no other is)
+    if vote is None and (kind == "estimate" or (not teacher and (kind == "matched" or any(
+            v.page == step.id for v in found.votes)))):
+        return  # not asked: an estimate is offered in its question's box; a student reads "not open" once a step
     with st.container(border=True):
         if vote is None:
-            st.markdown(f"**{heading}** · " + t({"question": "vote.not_open"}.get(kind, f"vote.{kind}_not_open")))
+            st.markdown(f"**{heading}** · " + t("vote.matched_not_open" if kind == "matched" else "vote.not_open"))
             if teacher:
-                st.button(t({"question": "vote.open"}.get(kind, f"vote.{kind}_open")),
-                          key=f"vote_open_{keys.slug(qid)}", type="primary" if kind == "question" else "secondary",
-                          icon=":material/how_to_vote:" if kind != "estimate" else ":material/pin:",
-                          on_click=open_first_vote, args=(step.id, qid))
+                e = next((e for e in step.estimates if e.of == qid), None) if kind == "question" else None
+                c1, c2 = st.columns(2) if e is not None and found.vote_on(e.id) is None else (st.container(), None)
+                c1.button(t("vote.matched_open" if kind == "matched" else "vote.open"),
+                          key=f"vote_open_{keys.slug(qid)}", type="primary", icon=":material/how_to_vote:",
+                          on_click=open_first_vote, args=(step.id, qid), width="stretch")
+                if c2 is not None:  # or the same question, asked for a number
+                    c2.button(t("vote.estimate_open"), key=f"vote_open_{keys.slug(e.id)}", icon=":material/pin:",
+                              on_click=open_first_vote, args=(step.id, e.id), width="stretch",
+                              help=t("vote.estimate_help", f=t.float(live_classes.ESTIMATE_FACTOR, 1)))
             return
         question = vote.question
         labels = _words(question, "labels", t.lang)
