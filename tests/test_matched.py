@@ -50,14 +50,21 @@ def test_each_question_has_one_matched_question_with_its_own_id_and_other_words(
                 assert len(q.options) >= 2 and q.right in q.options
 
 
+def cells_by_rows(a, layer: int, n: int) -> int:
+    """Row by row, the keys a query of ``layer`` reads on n tokens: before it (a decoder) or
+    all (an encoder), within the layer's window if it slides."""
+    window = a.layers[layer].window
+    if a.causal:
+        return sum(min(i + 1, window or n) for i in range(n))
+    return sum(sum(1 for j in range(n) if window is None or abs(i - j) < window) for i in range(n))
+
+
 def test_step_1_three_times_as_long_counted_by_rows(reader):
     _, _, a, cfg, _ = reader
     window = a.layers[cfg["s1_layer"]].window
 
-    def cells(n):  # row by row: the keys a query reads (before it, or all; within the window)
-        if a.causal:
-            return sum(min(i + 1, window or n) for i in range(n))
-        return sum(sum(1 for j in range(n) if window is None or abs(i - j) < window) for i in range(n))
+    def cells(n):
+        return cells_by_rows(a, cfg["s1_layer"], n)
 
     _, q = matched("every-pair", reader)
     assert q.answer == pytest.approx(cells(3 * a.n) / cells(a.n), rel=1e-12)
@@ -149,9 +156,6 @@ def test_steps_1_2_3_and_7_ask_their_count_or_ratio_as_an_estimate(reader):
             assert q.kind == "estimate" and q.options == [] and q.right is None and q.answer > 0
             if step.id != "every-pair":
                 assert (q.text, q.answer) == (main.text, main.answer)
-    window = a.layers[cfg["s1_layer"]].window
     n = 2 * a.n
-    by_rows = sum(min(i + 1, window or n) if a.causal
-                  else sum(1 for j in range(n) if window is None or abs(i - j) < window) for i in range(n))
     q = summaries.asked(steps.get("every-pair"), "s1.cells_estimate", Translator("en"), a, text, model_id, cfg)
-    assert q.answer == by_rows and f"{n:,}" in q.text
+    assert q.answer == cells_by_rows(a, cfg["s1_layer"], n) and f"{n:,}" in q.text

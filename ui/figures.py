@@ -437,27 +437,3 @@ def payload_bytes(fig: go.Figure) -> int:
     """Size of the figure as sent to the browser (JSON)."""
     return len(fig.to_json())
 
-
-def estimates(guesses, value, factor: float, *, x_title, separators, guess_name, value_name, band_name, hover,
-              height=300):
-    """A class's estimates on a log axis, each a dot (spread up and down, so that equal ones
-    stay apart), and once revealed (``value`` not None) the measured value as a line, with
-    the band of estimates within ``factor`` of it either way."""
-    fig = go.Figure()
-    spread = [((i * 7) % 11) / 10 - 0.5 for i in range(len(guesses))]  # the same places on every screen
-    if value is not None:
-        lo, hi = value / factor, value * factor
-        fig.add_trace(go.Scatter(x=[lo, hi, hi, lo, lo], y=[-0.7, -0.7, 0.7, 0.7, -0.7], fill="toself", mode="lines",
-                                 name=safe(band_name), line={"width": 0}, fillcolor="rgba(0, 158, 115, 0.18)",
-                                 hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=list(guesses), y=spread, mode="markers", name=safe(guess_name),
-                             marker={"size": 12, "color": OKABE_ITO[0], "opacity": 0.75,
-                                     "line": {"width": 1, "color": "white"}},
-                             hovertemplate=hover + "<extra></extra>"))
-    if value is not None:
-        fig.add_trace(go.Scatter(x=[value, value], y=[-0.8, 0.8], mode="lines", name=safe(value_name),
-                                 line={"color": OKABE_ITO[3], "width": 3}, hoverinfo="skip"))
-    fig.update_xaxes(type="log", title=safe(x_title), exponentformat="power")
-    fig.update_yaxes(visible=False, range=[-0.9, 0.9], fixedrange=True)
-    fig.update_layout(legend={"orientation": "h", "y": -0.35}, showlegend=True)
-    return _layout(fig, "", separators, height)

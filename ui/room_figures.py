@@ -1,6 +1,6 @@
-"""Plotly builders for the room (every text of a class at once): numbers, languages and
-labels in, a figure out (and the languages' names they label by); no Streamlit, no tensor
-math. A text is never named on a chart:
+"""Plotly builders for a class's charts — the room (every text of a class at once) and an
+estimate's numbers: numbers, languages and labels in, a figure out (and the languages'
+names they label by); no Streamlit, no tensor math. A text is never named on a chart:
 a point says its language and its numbers. One trace a language (a class's 200 texts are
 a few traces, not hundreds), and the viewer's own point, when given, ringed in black by
 ``ring``, added to the shared figure's dict."""
@@ -140,3 +140,28 @@ def strips(groups: list[str], points: list[dict], *, title, y_title, separators,
                      exponentformat="power", rangemode="tozero" if not log_y else None)
     fig.update_layout(legend={"orientation": "h", "y": -0.22})
     return _layout(fig, title, separators, height), xs
+
+
+def estimates(guesses, value, factor: float, *, x_title, separators, guess_name, value_name, band_name, hover,
+              height=300):
+    """A class's estimates on a log axis, each a dot (spread up and down, so that equal ones
+    stay apart), and once revealed (``value`` not None) the measured value as a line, with
+    the band of estimates within ``factor`` of it either way."""
+    fig = go.Figure()
+    spread = [((i * 7) % 11) / 10 - 0.5 for i in range(len(guesses))]  # the same places on every screen
+    if value is not None:
+        lo, hi = value / factor, value * factor
+        fig.add_trace(go.Scatter(x=[lo, hi, hi, lo, lo], y=[-0.7, -0.7, 0.7, 0.7, -0.7], fill="toself", mode="lines",
+                                 name=safe(band_name), line={"width": 0}, fillcolor="rgba(0, 158, 115, 0.18)",
+                                 hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=list(guesses), y=spread, mode="markers", name=safe(guess_name),
+                             marker={"size": 12, "color": OKABE_ITO[0], "opacity": 0.75,
+                                     "line": {"width": 1, "color": "white"}},
+                             hovertemplate=hover + "<extra></extra>"))
+    if value is not None:
+        fig.add_trace(go.Scatter(x=[value, value], y=[-0.8, 0.8], mode="lines", name=safe(value_name),
+                                 line={"color": OKABE_ITO[3], "width": 3}, hoverinfo="skip"))
+    fig.update_xaxes(type="log", title=safe(x_title), exponentformat="power")
+    fig.update_yaxes(visible=False, range=[-0.9, 0.9], fixedrange=True)
+    fig.update_layout(legend={"orientation": "h", "y": -0.35}, showlegend=True)
+    return _layout(fig, "", separators, height)

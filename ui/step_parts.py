@@ -148,6 +148,14 @@ class Step:
     matched: tuple[Matched, ...] = ()
     estimates: tuple[Estimate, ...] = ()
 
+    def matched_to(self, qid: str) -> Matched | None:
+        """The matched question of its question ``qid``, if it declares one."""
+        return next((m for m in self.matched if m.of == qid), None)
+
+    def estimate_of(self, qid: str) -> Estimate | None:
+        """Its question ``qid`` asked for a number, if it declares that."""
+        return next((e for e in self.estimates if e.of == qid), None)
+
     @property
     def key(self) -> str:
         """The group of its strings in the locales."""

@@ -12,9 +12,9 @@ import streamlit as st
 
 from server import classes as live_classes
 
-from .. import figures, keys
+from .. import keys, room_figures
 from ..i18n import Translator
-from .vote_actions import send_answer
+from .vote_actions import send_answer, words
 
 
 def number_text(t: Translator, x: float) -> str:
@@ -25,10 +25,6 @@ def number_text(t: Translator, x: float) -> str:
         return t.int(round(x))
     most = min(6, max(0, 2 - math.floor(math.log10(abs(x)))))
     return t.float(x, next(d for d in range(most + 1) if round(x, d) == round(x, most)))
-
-
-def _words(question: dict, part: str, lang: str):
-    return question[part].get(lang) or question[part].get("en")
 
 
 def estimate_panel(t: Translator, found, vote, teacher: bool, show_figure) -> None:
@@ -44,7 +40,7 @@ def estimate_panel(t: Translator, found, vote, teacher: bool, show_figure) -> No
     value = float(question["value"])
     guesses = found.guesses.get(vote.vote, ())
     st.markdown(f"**{t('vote.estimate_chart_title', n=t.int(len(guesses)))}**")
-    fig = figures.estimates(guesses, value if revealed else None, factor, x_title=t("vote.estimate_axis"),
+    fig = room_figures.estimates(guesses, value if revealed else None, factor, x_title=t("vote.estimate_axis"),
                             separators=t.separators, guess_name=t("vote.estimate_guesses"),
                             value_name=t("vote.estimate_measured"),
                             band_name=t("vote.estimate_band", f=t.float(factor, 1)), hover=t("vote.estimate_hover"))
@@ -52,7 +48,7 @@ def estimate_panel(t: Translator, found, vote, teacher: bool, show_figure) -> No
     mine = None if teacher else found.mine_numbers.get(vote.vote)
     if mine is not None:
         if revealed:
-            near = value / factor <= mine <= value * factor
+            near = live_classes.estimate_choice(mine, value) == 1  # the rule the store counted it by
             st.caption(t("vote.estimate_far_near" if near else "vote.estimate_far_off", number=number_text(t, mine),
                          times=number_text(t, mine / value) if value else "—", f=t.float(factor, 1)))
         else:
@@ -61,7 +57,7 @@ def estimate_panel(t: Translator, found, vote, teacher: bool, show_figure) -> No
         counts = found.counts.get(vote.vote) or [0, 0]
         share = counts[1] / sum(counts) if sum(counts) else 0.0
         said = "vote.revealed_estimate_model" if question.get("source") == "model" else "vote.revealed_estimate"
-        st.markdown(t(said, value=_words(question, "value_text", t.lang), right=t.pct(share, 0),
+        st.markdown(t(said, value=words(question, "value_text", t.lang), right=t.pct(share, 0),
                       f=t.float(factor, 1)))
 
 

@@ -16,6 +16,11 @@ from ..step_parts import Step
 from .handle import classes, forget
 from .membership import member
 
+def words(question: dict, part: str, lang: str):
+    """A copied question's ``part`` (its text, labels, measured value) in ``lang``, or in English."""
+    return question[part].get(lang) or question[part].get("en")
+
+
 def question_copy(step: Step, qid: str, a, text: str, model_id: str) -> dict:
     """What a vote keeps of a step's question ``qid`` (one of its own, a matched one or an
     estimate), made when the teacher opens it: the option values, the measured answer's

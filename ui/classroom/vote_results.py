@@ -30,10 +30,11 @@ def results(t: Translator) -> list[tuple[str, str, str, str]]:
         label = t("vote.result_step", step=steps.number(step))
         label = label if len(step.questions) == 1 else f"{label} · {step.questions.index(qid) + 1}"
         if qid in asked:
-            m = next((m for m in step.matched if m.of == qid), None)
+            m = step.matched_to(qid)
             rounds = [(qid, 1), (qid, 2)] + ([(m.id, 1)] if m is not None else [])
             rows.append((label, *[cell(t, found, q, r) for q, r in rounds], *["—"] * (3 - len(rounds))))
-        for e in (e for e in step.estimates if e.of == qid and e.id in asked):  # right: within the factor
+        e = step.estimate_of(qid)
+        if e is not None and e.id in asked:  # right: within the factor
             rows.append((f"{label} · {t('vote.estimate_row')}", cell(t, found, e.id, 1), "—", "—"))
     return rows
 

@@ -19,11 +19,7 @@ from .handle import classes
 from .membership import current, is_teacher
 from .teacher import pulse
 from . import estimates
-from .vote_actions import close_vote, open_first_vote, open_vote, reveal_vote, send_answer, show_reason
-
-def _words(question: dict, part: str, lang: str):
-    return question[part].get(lang) or question[part].get("en")
-
+from .vote_actions import close_vote, open_first_vote, open_vote, reveal_vote, send_answer, show_reason, words
 
 def vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
     """A step's question ``qid`` in a class: the teacher opens, closes and reveals the
@@ -39,10 +35,10 @@ def vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
         if classes() is None or not isinstance(found, live_classes.ClassState):
             return
         _vote_panel(t, step, qid, show_figure, found)
-        m = next((m for m in step.matched if m.of == qid), None)
+        m = step.matched_to(qid)
         if m is not None and any(v.qid == qid and v.state == "revealed" for v in found.votes):
             _vote_panel(t, step, m.id, show_figure, found, kind="matched")
-        e = next((e for e in step.estimates if e.of == qid), None)
+        e = step.estimate_of(qid)
         if e is not None:
             _vote_panel(t, step, e.id, show_figure, found, kind="estimate")
 
@@ -63,7 +59,7 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, kind: s
         if vote is None:
             st.markdown(f"**{heading}** · " + t("vote.matched_not_open" if kind == "matched" else "vote.not_open"))
             if teacher:
-                e = next((e for e in step.estimates if e.of == qid), None) if kind == "question" else None
+                e = step.estimate_of(qid) if kind == "question" else None
                 c1, c2 = st.columns(2) if e is not None and found.vote_on(e.id) is None else (st.container(), None)
                 c1.button(t("vote.matched_open" if kind == "matched" else "vote.open"),
                           key=f"vote_open_{keys.slug(qid)}", type="primary", icon=":material/how_to_vote:",
@@ -74,8 +70,8 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, kind: s
                               help=t("vote.estimate_help", f=t.float(live_classes.ESTIMATE_FACTOR, 1)))
             return
         question = vote.question
-        labels = _words(question, "labels", t.lang)
-        st.markdown(f"**{heading}** · {_words(question, 'text', t.lang)}")
+        labels = words(question, "labels", t.lang)
+        st.markdown(f"**{heading}** · {words(question, 'text', t.lang)}")
         if vote.round > 1:
             st.caption(t("vote.second"))
         elif kind != "question" and vote.state == "open":
@@ -110,7 +106,7 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, kind: s
             counts = rounds[-1][1]
             share_right = counts[right] / sum(counts) if sum(counts) else 0.0
             revealed = "vote.revealed_model" if question.get("source") == "model" else "vote.revealed"
-            st.markdown(t(revealed, value=_words(question, "value_text", t.lang), answer=labels[right],
+            st.markdown(t(revealed, value=words(question, "value_text", t.lang), answer=labels[right],
                           right=t.pct(share_right, 0)))
         if teacher:
             if kind == "question":

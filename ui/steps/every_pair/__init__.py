@@ -32,13 +32,17 @@ class Numbers:
     factor: int
 
 
+def own_cells(a, layer: int, n: int) -> int:
+    """The cells the layer computes on a text of n tokens: its own pattern — causal (both
+    ways on an encoder), its window if it slides."""
+    return methods.own().cells(n, methods.Params(window=a.layers[layer].window, causal=a.causal))
+
+
 def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     layer, head = cfg["s1_layer"], head_of(cfg["s1_head"])
     n = a.n
-    own = methods.own()  # the layer's own pattern: causal (both ways on an encoder), its window if it slides
     window = a.layers[layer].window
-    cells = own.cells(n, methods.Params(window=window, causal=a.causal))
-    doubled = own.cells(2 * n, methods.Params(window=window, causal=a.causal))
+    cells, doubled = own_cells(a, layer, n), own_cells(a, layer, 2 * n)
     ratio = doubled / cells
     grid = measures.grid(text, model_id, layer, head)
     fig, factor = heatmap(t, grid, a.tokens, t("every_pair.grid_title", who=head_caption(t, a, layer, head)))
@@ -52,17 +56,14 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
 def tripled(t: Translator, a, text: str, model_id: str, cfg: dict) -> Question:
     """The matched question: the same layer on a text three times as long (9× on a full
     layer; less on a sliding one whose window the longer text outgrows)."""
-    window = a.layers[cfg["s1_layer"]].window
-    own, params = methods.own(), methods.Params(window=window, causal=a.causal)
-    ratio = own.cells(3 * a.n, params) / own.cells(a.n, params)
+    ratio = own_cells(a, cfg["s1_layer"], 3 * a.n) / own_cells(a, cfg["s1_layer"], a.n)
     return Question(t("every_pair.question_matched"), [3, 6, 9], ratio, lambda x: t("predict.times", x=x),
                     t("predict.times", x=t.float(ratio, 2)))
 
 
 def doubled_count(t: Translator, a, text: str, model_id: str, cfg: dict) -> Question:
     """The estimate: how many cells the layer computes on a text twice as long (a count)."""
-    window = a.layers[cfg["s1_layer"]].window
-    cells = methods.own().cells(2 * a.n, methods.Params(window=window, causal=a.causal))
+    cells = own_cells(a, cfg["s1_layer"], 2 * a.n)
     return Question(t("every_pair.question_estimate", n2=t.int(2 * a.n)), [], cells, t.int, t.int(cells))
 
 

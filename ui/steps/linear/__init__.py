@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attn import patterns
 from attn.features import FEATURE_MAPS
 
 from ... import figures, measures
@@ -60,7 +61,7 @@ def shorter(t: Translator, a, text: str, model_id: str, cfg: dict) -> Question:
     counts them."""
     r = measures.linear_orders(text, model_id, cfg["s5_layer"], cfg["s5_feature"], cfg["s5_causal"])
     n = max(4, r.n // 8)
-    grid = n * (n + 1) // 2 if cfg["s5_causal"] else n * n
+    grid = patterns.cells(n, None, causal=cfg["s5_causal"])
     smaller = "grid" if grid < r.summary_numbers else "summary"
     return Question(t("linear.question_matched", n=t.int(n)), ["grid", "summary"], smaller,
                     lambda o: t(f"predict.opt_{o}"), t(f"predict.opt_{smaller}"), source="model")
