@@ -45,20 +45,7 @@ echo "ruff check …"
 .venv/bin/python -c "import torch; from attn.bench import matmul_gflops; print(f'this machine: one 2,048² float32 matmul at {matmul_gflops(\"cpu\"):.0f} GFLOP/s on {torch.get_num_threads()} threads')"
 # two test processes, each test file in one of them (a file's servers and fixtures stay
 # together): the browser tests' waits overlap the engine's work. ATLAS_TEST_WORKERS=0: one.
-# Afterwards, the CPU time of the tests alone (user + sys of every process they ran).
-before=$(mktemp); after=$(mktemp)
-times > "$before"
-started=$SECONDS
-set +e
-.venv/bin/python -m pytest -n "${ATLAS_TEST_WORKERS:-2}" --dist loadfile "$@"
-rc=$?
-set -e
-times > "$after"
-awk -v wall="$((SECONDS - started))" '
-  { split($1, u, /[ms]/); split($2, s, /[ms]/) }
-  FNR == 2 && FILENAME == ARGV[1] { bu = u[1] * 60 + u[2]; bs = s[1] * 60 + s[2] }
-  FNR == 2 && FILENAME == ARGV[2] { au = u[1] * 60 + u[2]; as = s[1] * 60 + s[2] }
-  END { printf "the tests: %d s of wall time, %.0f s of CPU (user %.0f s + sys %.0f s), set-up excluded\n",
-        wall, (au - bu) + (as - bs), au - bu, as - bs }' "$before" "$after"
-rm -f "$before" "$after"
-exit $rc
+# Afterwards, the CPU time of the tests alone (user + sys of every process they started, a
+# browser's renderers included: scripts/cpu_time.py waits for what their parents left).
+exec .venv/bin/python scripts/cpu_time.py "the tests (set-up excluded)" \
+  .venv/bin/python -m pytest -n "${ATLAS_TEST_WORKERS:-2}" --dist loadfile "$@"

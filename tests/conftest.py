@@ -10,6 +10,8 @@ from browser_parts import browser, page, tiny_url, url  # noqa: F401 (the browse
 from harness import model_folders
 from helpers import APP, DEVICES
 
+pytest_plugins = ["cpu_share"]  # the CPU each test file costs, printed at the end of a run
+
 # No FlexAttention compile in the background of the test process (or of the servers the
 # tests start): a call would otherwise switch kernels by timing. Tests that want the
 # warm-up set it back on.
