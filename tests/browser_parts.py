@@ -1,6 +1,7 @@
-"""What the browser tests share (tests/test_browser.py: a reader's pages; tests/
-test_browser_class.py: a class, phones and the projector — two files, so that two test
-processes share the browser's waits): headless Chromium (Debian's) driven by Playwright,
+"""What the browser tests share (tests/test_browser.py: a reader's pages, all of the real
+model's among them, so one server builds them; tests/test_browser_class.py: a class,
+phones and readers at once, on the tiny model — two files, so that two test processes
+share the browser's waits): headless Chromium (Debian's) driven by Playwright,
 the app started on a free port by the test module that asks for it — the tiny model where
 the app's plumbing is the point (``tiny_url``), the real one where its numbers are
 (``url``). In CI a missing browser fails."""
@@ -11,7 +12,7 @@ import pytest
 
 from helpers import ROOT, WALK
 from harness.serve import app_server, chromium_path, launch, wait_idle
-from ui import steps
+from ui import i18n, steps
 
 ARTIFACTS = os.path.join(ROOT, "test-artifacts")
 
@@ -67,6 +68,21 @@ def wait_title(page, title: str, timeout: float = 300_000, idle: bool = True) ->
                            arg=title, timeout=timeout)
     if idle:
         wait_idle(page, timeout)
+
+
+def walk(page, base: str, query: str, lang: str, timeout: float = 600_000, idle: bool = True):
+    """Every page of the walk in order, as a reader moves: the first opened by its link,
+    each next one by PageDown (st.switch_page: no new session, no page load — a goto per
+    page cost the browser twice the CPU). Yields (index, page of the walk) once its title
+    is in (and, unless ``idle`` is False, its run has ended)."""
+    for i, step in enumerate(WALK):
+        if i == 0:
+            page.goto(f"{base}/{URLS[0]}?{query}")
+        else:
+            page.locator("h1").first.click()  # away from any box, as a clicker finds the page
+            page.keyboard.press("PageDown")
+        wait_title(page, i18n.translate(lang, step.title_key), timeout, idle=idle)
+        yield i, step
 
 
 def axe_violations(page) -> list:

@@ -1,13 +1,15 @@
-"""A reader's pages in a real browser (the shared fixtures: tests/browser_parts.py): moving
-between steps, share links, term links and readers at once on the tiny model; the
-screenshots of every step in every language (in test-artifacts/) with accessibility
-(axe-core), the measured runs, the handout and the playground on the real one."""
+"""A reader's pages in a real browser (the shared fixtures: tests/browser_parts.py): every
+page of the real model in this file, so that one server builds them once — the screenshots
+of every step in every language (in test-artifacts/) with accessibility (axe-core),
+presenter mode on every page in every language (sizes, axe-core, no label cut), the
+handout and the playground; moving between steps, a kept window, the measuring buttons,
+a bookmark and term links on the tiny model."""
 
 import os
 
 import pytest
 
-from browser_parts import ARTIFACTS, URLS, axe_violations, h1, markup_and_cuts, wait_title
+from browser_parts import ARTIFACTS, URLS, axe_violations, h1, markup_and_cuts, wait_title, walk
 from helpers import LANGS, WALK
 from harness.serve import app_server, paste, wait_idle
 from ui import i18n, steps
@@ -15,30 +17,6 @@ from ui import i18n, steps
 pytestmark = pytest.mark.browser
 
 JAPANESE = "東京の朝は早い。電車が来るたびに、駅員さんは時計を見て、旗を上げます。雨の日も雪の日も同じです。" * 3
-
-
-def test_a_share_link_opened_in_another_browser_shows_the_same_text_and_numbers(browser, tiny_url, page):
-    page.goto(tiny_url + "/hubs?lang=pt")
-    wait_title(page, i18n.translate("pt", "hubs.title"), 600_000)
-    mine = "Cada aluno abre o mesmo link e vê as mesmas contas, no mesmo passo, com o mesmo texto de hoje."
-    shown = paste(page, mine)
-    page.locator('[data-testid="stSidebar"] button', has_text=i18n.translate("pt", "share.button")).click()
-    code = page.locator('[role="dialog"] code')
-    code.wait_for(timeout=60_000)
-    link = code.inner_text().strip()
-    assert "?s=" in link and "/hubs" in link
-    assert page.locator('[role="dialog"] img').count() == 1  # the QR code
-    other = browser.new_context(viewport={"width": 1400, "height": 1400}, locale="ja-JP")
-    try:
-        second = other.new_page()
-        second.goto(link)
-        wait_title(second, i18n.translate("pt", "hubs.title"), 600_000)
-        second.wait_for_selector('[data-testid="stMetricValue"]', timeout=300_000)
-        wait_idle(second)
-        assert second.locator('[data-testid="stSidebar"] textarea').input_value() == mine
-        assert second.locator('[data-testid="stMetricValue"]').first.inner_text() == shown
-    finally:
-        other.close()
 
 
 def test_switch_language_paste_japanese_and_see_the_chart(page, url):
@@ -66,9 +44,8 @@ def test_every_step_draws_its_chart_in_every_language(page, url, lang):
     also passes axe-core's WCAG 2 A and AA rules (nothing serious or critical)."""
     os.makedirs(ARTIFACTS, exist_ok=True)
     found = {}
-    for i, path in enumerate(URLS):
-        page.goto(f"{url}/{path}?lang={lang}")
-        wait_title(page, i18n.translate(lang, WALK[i].title_key), 600_000, idle=False)
+    for i, _ in walk(page, url, f"lang={lang}", lang, idle=False):
+        path = URLS[i]
         if WALK[i].is_step or WALK[i].id == "playground":
             page.wait_for_selector(".js-plotly-plot", timeout=120_000)
             wait_idle(page)
@@ -284,47 +261,6 @@ def test_a_term_link_scrolls_to_its_meaning_on_the_same_page(page, tiny_url):
     assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == shown
 
 
-def test_three_readers_at_once_each_see_only_their_own_language_and_text(browser, tiny_url):
-    """Three browser contexts use the app at the same moment, each in its language with
-    its own text: each sees its own title and its own token count."""
-    own = {
-        "ja": "三人が同時に開いても、それぞれの画面にはその人の文章だけが出るはずです。確かめてみましょう。",
-        "pt": "Três pessoas abrem o app ao mesmo tempo; cada tela deve mostrar só o texto de quem a abriu, nada mais.",
-        "en": "Three readers at once, each with a text of their own: none of them may see another's words or counts.",
-    }
-    contexts = {lang: browser.new_context(viewport={"width": 1400, "height": 1600}) for lang in own}
-    try:
-        pages = {lang: ctx.new_page() for lang, ctx in contexts.items()}
-        for lang, pg in pages.items():
-            pg.goto(tiny_url + f"/?lang={lang}")
-        for lang, pg in pages.items():
-            wait_title(pg, i18n.translate(lang, "every_pair.title"), 600_000)
-        for lang, pg in pages.items():  # type all three, then wait for all three
-            pg.wait_for_selector('[data-testid="stMetricValue"]', timeout=300_000)
-            box = pg.locator('[data-testid="stSidebar"] textarea')
-            box.fill(own[lang])
-            box.press("Control+Enter")
-        counts = {}
-        for lang, pg in pages.items():
-            pg.wait_for_function(
-                "t => { const a = document.querySelector('[data-testid=\"stSidebar\"] textarea');"
-                " const m = document.querySelector('[data-testid=\"stMetricValue\"]');"
-                " return a && a.value === t && m && !document.querySelector('[data-testid=\"stStatusWidget\"]'); }",
-                arg=own[lang], timeout=300_000)
-            wait_idle(pg)
-            counts[lang] = pg.locator('[data-testid="stMetricValue"]').first.inner_text()
-            assert h1(pg) == i18n.translate(lang, "every_pair.title")
-            assert pg.locator('[data-testid="stSidebar"] textarea').input_value() == own[lang]
-            body = pg.locator('[data-testid="stMain"]').inner_text()
-            for other, text in own.items():
-                if other != lang:
-                    assert text[:12] not in body
-        assert len(set(counts.values())) == 3, counts  # three texts, three token counts
-    finally:
-        for ctx in contexts.values():
-            ctx.close()
-
-
 @pytest.mark.parametrize("lang", ["ja"])  # each preset's words in every language: tests/test_playground.py
 def test_the_playground_draws_every_preset_in_every_language(page, url, lang):
     from attn.composition import PRESETS
@@ -350,3 +286,45 @@ def test_the_playground_draws_every_preset_in_every_language(page, url, lang):
         assert page.locator('[data-testid="stException"]').count() == 0, name
         page.screenshot(path=os.path.join(ARTIFACTS, f"playground-{lang}-{name}.png"), full_page=True)
     assert not page.dialogs
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_presenter_mode_on_every_page_shows_no_markup_cuts_no_label_and_in_japanese_passes_axe_and_is_large(
+        page, url, lang):
+    """Presenter mode's larger type, on every page in every language: no literal "**",
+    "__" or "(s)", no navigation link, metric label or delta, widget label, button or table
+    heading cut off, and no slider's value drawn over its thumb. In Japanese, the same walk
+    also runs axe-core's WCAG 2 A and AA rules on every page (the normal mode is checked in
+    Japanese and English as the screenshots are taken), and on a projector (1920 × 1080)
+    body text is at least 22 px and each key number at least 48 px."""
+    found, bad = {}, {}
+    for i, step in walk(page, url, f"lang={lang}&present=1", lang, idle=lang != "ja"):
+        path = URLS[i]
+        assert "present=1" in page.url
+        if lang == "ja":
+            if step.is_step:
+                page.wait_for_selector('[data-testid="stMetricValue"]', timeout=300_000)  # the numbers are in
+            wait_idle(page)
+            violations = axe_violations(page)
+            if violations:
+                bad[step.id] = violations
+        wrong = markup_and_cuts(page)
+        if wrong["marks"] or wrong["cut"] or wrong["covered"]:
+            found[path or "every-pair"] = wrong
+        if lang == "ja" and step.id == "neighbours":
+            page.set_viewport_size({"width": 1920, "height": 1080})
+            size = page.evaluate("""() => parseFloat(getComputedStyle(
+                document.querySelector('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p')).fontSize)""")
+            assert size >= 22
+            value = page.evaluate("""() => { const v = document.querySelector('[data-testid="stMetricValue"]');
+                let e = v; while (e.firstElementChild) e = e.firstElementChild;  // the element that holds the digits
+                return parseFloat(getComputedStyle(e).fontSize); }""")
+            assert value >= 48  # each key number large
+            assert "present=1" in page.url
+            page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+            wait_idle(page)
+            os.makedirs(ARTIFACTS, exist_ok=True)
+            page.screenshot(path=os.path.join(ARTIFACTS, "presenter-ja-3-neighbours.png"))
+            page.set_viewport_size({"width": 1400, "height": 2600})
+    assert not found, found
+    assert not bad, bad
