@@ -46,15 +46,25 @@ def tiny_url():
         yield u
 
 
-@pytest.fixture
-def page(browser):
+@pytest.fixture(scope="module")
+def reader(browser):
+    """One browser context for a module's single-reader tests: each test gets a page of its
+    own (a Streamlit session of its own), and the context's cache keeps Streamlit's and
+    Plotly's compiled code between them — a fresh context compiles them again, ≈ 2 s of the
+    browser's CPU a test."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 2600}, locale="en-US")
-    pg = ctx.new_page()
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture
+def page(reader):
+    pg = reader.new_page()
     dialogs = []
     pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     pg.dialogs = dialogs
     yield pg
-    ctx.close()
+    pg.close()
 
 
 def h1(page) -> str:
@@ -83,6 +93,20 @@ def walk(page, base: str, query: str, lang: str, timeout: float = 600_000, idle:
             page.keyboard.press("PageDown")
         wait_title(page, i18n.translate(lang, step.title_key), timeout, idle=idle)
         yield i, step
+
+
+def screenshots_on_failure(name: str, *contexts) -> None:
+    """After a failed class test: every open page of these browser contexts, as it stood,
+    into test-artifacts/failed-NAME-K.png, for whoever reads the failure."""
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    k = 0
+    for ctx in contexts:
+        for pg in ctx.pages:
+            try:
+                pg.screenshot(path=os.path.join(ARTIFACTS, f"failed-{name}-{k}.png"), full_page=True, timeout=10_000)
+            except Exception:  # noqa: BLE001 (a page that cannot be drawn any more: the others still are)
+                pass
+            k += 1
 
 
 def axe_violations(page) -> list:

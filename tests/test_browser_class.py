@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from browser_parts import ARTIFACTS, SEND_ENABLED, axe_violations, h1, wait_title
+from browser_parts import ARTIFACTS, SEND_ENABLED, axe_violations, h1, screenshots_on_failure, wait_title
 from helpers import WALK
 from harness.serve import paste, wait_idle
 from ui import i18n
@@ -199,6 +199,9 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
                 const g = document.querySelector('.st-key-vote_chart_{slug} .js-plotly-plot');
                 return g.data.map(t => t.y.reduce((a, b) => a + b, 0)); }}""")
             assert bars == [3]  # one vote, the three answers counted
+    except Exception:
+        screenshots_on_failure(f"class-{text}", desk, *phones.values())
+        raise
     finally:
         desk.close()
         for ctx in phones.values():
@@ -430,6 +433,9 @@ def test_three_phones_reason_see_the_one_shown_answer_the_matched_question_and_a
         teacher.locator('[data-testid="stSidebar"]').get_by_text(
             f"{t('vote.result_step', step=2)} · {t('vote.estimate_row')} · {t('vote.col_first')}: {cell}").wait_for(
             timeout=30_000)
+    except Exception:
+        screenshots_on_failure("phones", desk, *phones.values())
+        raise
     finally:
         desk.close()
         for ctx in phones.values():
