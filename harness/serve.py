@@ -113,7 +113,7 @@ def launch(playwright):
     path = chromium_path()
     if path is None:
         raise FileNotFoundError("no Chromium: install Debian's 'chromium' package or set ATLAS_CHROMIUM")
-    kwargs = {"args": CHROMIUM_ARGS + os.environ.get("ATLAS_CHROMIUM_EXTRA", "").split(), "headless": True}
+    kwargs = {"args": CHROMIUM_ARGS, "headless": True}
     if path != "playwright":
         kwargs["executable_path"] = path
     return playwright.chromium.launch(**kwargs)
