@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+import torch
+
 from . import outputs, stats, topk
 
 ROOM_P = 0.9
@@ -139,19 +141,23 @@ def text_numbers(a, model: str = "") -> RoomNumbers:
     what made them."""
     n, layers = a.n, a.n_layers
     prefixes = stats.prefix_lengths(n)
-    useful = []
+    useful, tops = [], []
+    keeps = {w: topk.for_window(w, a.causal) for w in ROOM_WINDOWS}
     for layer in range(layers):
-        rows = stats.useful_share_by_prefix(a.attentions[layer].float(), ROOM_P, prefixes, a.layers[layer],
+        grid = a.attentions[layer].float()
+        k_rows, top = stats.k_and_top(grid, ROOM_P, keeps.values())  # one selection of each row's largest cells
+        rows = stats.useful_share_by_prefix(grid, ROOM_P, prefixes, a.layers[layer], k_rows=k_rows,
                                             prefix=lambda m, layer=layer: a.prefix(m)[layer].float())
         useful.append(tuple(UsefulPoint(r["n"], _r(r["k"]), _r(r["share"]), _r(r["uniform_share"])) for r in rows))
+        tops.append(top)
     weights = a.attentions.float()
     kept = {}
     for w in ROOM_WINDOWS:
         res = stats.share_kept_by_pattern(weights, w, (), a.layers[0])
         kept[w] = KeptShare(_r(res["mean"]), tuple(_r(x) for x in res["per_layer"].tolist()))
     kept_top = {}
-    for w in ROOM_WINDOWS:
-        res = stats.share_kept_by_top(weights, topk.for_window(w, a.causal))
+    for w, keep in keeps.items():  # top-k by the real weights at the window's cells a row
+        res = stats.kept_by_rows(torch.stack([top[keep] for top in tops]))
         kept_top[w] = KeptShare(_r(res["mean"]), tuple(_r(x) for x in res["per_layer"].tolist()))
     hubs = hubs_of(a)
     alone = stats.share_kept_by_pattern(weights, HUB_WINDOW, (), a.layers[0])["mean"]

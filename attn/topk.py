@@ -66,9 +66,16 @@ def principal_directions(k: torch.Tensor, dims: int) -> torch.Tensor:
     ``(b, h, n, d)`` → ``(b, h, d, dims)`` (uncentred, so q·k is kept where the keys lie)."""
     if dims < 1:
         raise ValueError(f"the indexer needs at least one dimension, got {dims}")
-    dims = min(dims, k.shape[-1])
-    _, _, vh = torch.linalg.svd(k.double(), full_matrices=False)  # (b, h, min(n, d), d)
-    return vh[..., :dims, :].transpose(-1, -2).to(k.dtype)
+    dims = min(dims, k.shape[-1], k.shape[-2])
+    heads = k.shape[1]
+    if heads > 1 and torch.equal(k, k[:, :1].expand_as(k)):  # grouped-query keys repeated to every head: once
+        return principal_directions(k[:, :1], dims).expand(-1, heads, -1, -1)
+    # the top right singular vectors of k are the top eigenvectors of kᵀk (d × d): an
+    # eigendecomposition of that, in float64, instead of an SVD of the n × d keys
+    # (bench/room_text.py: the room's indexer error 43 → 12 ms on a 354-token text)
+    kd = k.double()
+    _, vecs = torch.linalg.eigh(kd.transpose(-1, -2) @ kd)  # eigenvalues ascending
+    return vecs[..., vecs.shape[-1] - dims:].flip(-1).to(k.dtype)
 
 
 def projected(q, k, dims: int | None):

@@ -43,10 +43,12 @@ import asyncio
 import contextlib
 import os
 import resource
+import statistics
 import sys
 import threading
 import time
 
+from attn.bench import matmul_gflops
 from harness.live_class import LANG_CYCLE, OVERHEAD_STEP, all_run, class_scenario
 from harness.readers import Reader, percentile
 from harness.serve import SERVER_PIDS, app_server, rss_mb
@@ -190,6 +192,9 @@ async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], flo
         print(summary_row("send → on the teacher's chart", *res["point"], None) + "   (goal p95 ≤ 30 s)")
         print(f"  all {n} on the chart: {res['all']:.1f} s after the first send (goal ≤ 60 s); measured "
               f"{res['measured']} of {n}; the store holds {res['bytes_per_text'] / 1024:.1f} KB a text (goal ≤ 16 KB)")
+        if res["pace"]:
+            print(f"  the room's worker: a text's numbers every {statistics.median(res['pace']):.2f} s (median, one "
+                  f"kept to the next); the next-to-last kept {res['next_to_last']:.1f} s after the first send")
         print(summary_row("step 1 viewed, room shown", *res["with"], None))
         print(summary_row("step 1 viewed, room hidden", *res["without"], None))
         if res["with"][0] and res["without"][0]:
@@ -307,7 +312,8 @@ def main() -> int:
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     floor_p95 = None
-    print(f"classroom: {n} readers, model {args.model}, {args.replicas} replica(s)")
+    print(f"classroom: {n} readers, model {args.model}, {args.replicas} replica(s); this machine's matmul "
+          f"{matmul_gflops('cpu'):.0f} GFLOP/s")
     if "floor" in scenarios:
         with app_server(args.model, script="bench/floor_app.py") as url:
             res = asyncio.run(floor(url, n))

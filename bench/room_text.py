@@ -36,15 +36,16 @@ def parts_of(a, times: dict) -> None:
 
     n, layers = a.n, a.n_layers
     prefixes = stats.prefix_lengths(n)
+    keeps = [topk.for_window(w, a.causal) for w in room_numbers.ROOM_WINDOWS]
+    found = timed("k(p) and each row's top cells at each window's", lambda: [
+        stats.k_and_top(a.attentions[layer].float(), room_numbers.ROOM_P, keeps) for layer in range(layers)])
     timed("useful share by prefix, every layer", lambda: [
         stats.useful_share_by_prefix(a.attentions[layer].float(), room_numbers.ROOM_P, prefixes, a.layers[layer],
-                                     prefix=lambda m, layer=layer: a.prefix(m)[layer].float())
+                                     prefix=lambda m, layer=layer: a.prefix(m)[layer].float(), k_rows=found[layer][0])
         for layer in range(layers)])
     weights = a.attentions.float()
     timed("share kept by each window", lambda: [
         stats.share_kept_by_pattern(weights, w, (), a.layers[0]) for w in room_numbers.ROOM_WINDOWS])
-    timed("each row's top cells, at each window's", lambda: [
-        stats.share_kept_by_top(weights, topk.for_window(w, a.causal)) for w in room_numbers.ROOM_WINDOWS])
     hubs = timed("the hubs", lambda: room_numbers.hubs_of(a))
     timed("window with and without hubs", lambda: [
         stats.share_kept_by_pattern(weights, room_numbers.HUB_WINDOW, h, a.layers[0]) for h in ((), hubs)])
@@ -85,7 +86,7 @@ def main() -> int:
         times["tokens"].append(a.n)
     print(f"  tokens per text: {statistics.median(times.pop('tokens')):.0f}")
     for name, ts in times.items():
-        print(f"  {name:<40}{statistics.median(ts) * 1000:>9.1f} ms")
+        print(f"  {name:<48}{statistics.median(ts) * 1000:>9.1f} ms")
     return 0
 
 

@@ -101,6 +101,12 @@ async def room_scenario(url: str, n: int, texts: list[str], store_path: str, wai
             if at is not None and t.state == "done":
                 lat.append(at - (t.sent - wall))
         out["point"] = (lat, n - len(lat))
+        # the worker's own pace, from the store's clock: one text's numbers to the next's,
+        # and the second-to-last text's numbers kept, from the first send (the chart's p95 less its redraw)
+        ends = [t.done for t in done if t.state == "done"]
+        out["pace"] = [b - a for a, b in zip(ends, ends[1:])]
+        first = min((t.sent for t in done), default=0.0)
+        out["next_to_last"] = ends[-2] - first if len(ends) >= 2 else float("nan")
         out["measured"] = sum(1 for t in done if t.state == "done")
         out["bytes_per_text"] = room.bytes_of(code) / max(1, len(done))
         # a student's page views with the room shown, then with it hidden (the same student, exploring)

@@ -293,3 +293,18 @@ def test_k_for_share_is_the_whole_rows_sort_when_most_rows_need_more_than_the_fi
         got = stats.k_for_share(w, p)
         assert (got > 32).any() and (got <= 32).any()
         assert torch.equal(got, whole)
+
+
+@pytest.mark.parametrize("n", [3, 40, 300])
+def test_k_and_top_gives_k_and_each_keeps_largest_cells_as_rows_sorted_by_hand(n):
+    # keeps within the first sorted cells, past them, and past the row (a row of fewer cells keeps them all)
+    g = torch.Generator().manual_seed(n)
+    w = torch.softmax(torch.randn(2, 3, n, n, generator=g) * torch.linspace(0.1, 9, n)[:, None], dim=-1).half()
+    keeps = (4, 16, 64, 127, 256, 511)
+    k, tops = stats.k_and_top(w, 0.9, keeps)
+    assert torch.equal(k, stats.k_for_share(w, 0.9))
+    rows = w.float().reshape(-1, n).tolist()
+    assert _agrees(k.reshape(-1).tolist(), rows, 0.9)
+    for keep in keeps:
+        want = torch.tensor([sum(sorted(row, reverse=True)[:keep]) for row in rows])
+        assert torch.allclose(tops[keep].reshape(-1), want, atol=1e-5), keep

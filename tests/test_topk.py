@@ -109,6 +109,27 @@ def test_the_indexers_choice_against_a_brute_force_with_its_projection():
     assert topk.recall(q, k, 3, dims, causal=True) == pytest.approx(float((found & oracle).sum() / oracle.sum()))
 
 
+@pytest.mark.parametrize("n, d, dims", [(40, 12, 4), (5, 12, 8)], ids=["more keys than dims", "fewer keys"])
+def test_the_indexers_directions_span_the_keys_top_singular_vectors(n, d, dims):
+    # the reference: numpy's SVD of each head's keys (the projector P Pᵀ, which no sign or
+    # order of the directions changes); heads 0 and 2 share their keys, as grouped-query heads do
+    import numpy as np
+
+    g = torch.Generator().manual_seed(3)
+    own = torch.randn(1, 2, n, d, generator=g)
+    k = own[:, [0, 1, 0]]
+    p = topk.principal_directions(k, dims)
+    kept = min(dims, n)
+    assert p.shape == (1, 3, d, kept)
+    for h in range(3):
+        _, _, vh = np.linalg.svd(k[0, h].double().numpy(), full_matrices=False)
+        want = vh[:kept].T @ vh[:kept]
+        got = (p[0, h].double() @ p[0, h].double().T).numpy()
+        assert np.allclose(got, want, atol=1e-5)
+    repeated = k[:, [0, 0, 0]]  # every head the same keys: computed once, the same directions
+    assert torch.equal(topk.principal_directions(repeated, dims)[0, 2], p[0, 0])
+
+
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "x", None, True])
 def test_a_bad_k_says_so(bad):
     with pytest.raises(ValueError, match="k must be"):
