@@ -130,9 +130,10 @@ def _r(x: float) -> float:
     return round(x, DIGITS - 1 - int(math.floor(math.log10(abs(x)))))
 
 
-def hubs_of(a) -> tuple[int, ...]:
-    """The room's hubs on a text: the first token and the text's own strongest anchors."""
-    found = [p for p, _ in stats.anchors(a.attentions, a.layers[0], top=ANCHOR_HUBS)]
+def hubs_of(a, weights=None) -> tuple[int, ...]:
+    """The room's hubs on a text: the first token and the text's own strongest anchors
+    (``weights``: its attention in float32, when made already)."""
+    found = [p for p, _ in stats.anchors(a.attentions if weights is None else weights, a.layers[0], top=ANCHOR_HUBS)]
     return tuple(sorted({0, *found}))
 
 
@@ -143,14 +144,13 @@ def text_numbers(a, model: str = "") -> RoomNumbers:
     prefixes = stats.prefix_lengths(n)
     useful, tops = [], []
     keeps = {w: topk.for_window(w, a.causal) for w in ROOM_WINDOWS}
+    weights = a.attentions.float()  # once: every number below reads it
     for layer in range(layers):
-        grid = a.attentions[layer].float()
-        k_rows, top = stats.k_and_top(grid, ROOM_P, keeps.values())  # one selection of each row's largest cells
-        rows = stats.useful_share_by_prefix(grid, ROOM_P, prefixes, a.layers[layer], k_rows=k_rows,
+        k_rows, top = stats.k_and_top(weights[layer], ROOM_P, keeps.values())  # one selection of each row's largest
+        rows = stats.useful_share_by_prefix(weights[layer], ROOM_P, prefixes, a.layers[layer], k_rows=k_rows,
                                             prefix=lambda m, layer=layer: a.prefix(m)[layer].float())
         useful.append(tuple(UsefulPoint(r["n"], _r(r["k"]), _r(r["share"]), _r(r["uniform_share"])) for r in rows))
         tops.append(top)
-    weights = a.attentions.float()
     kept = {}
     for w in ROOM_WINDOWS:
         res = stats.share_kept_by_pattern(weights, w, (), a.layers[0])
@@ -159,7 +159,7 @@ def text_numbers(a, model: str = "") -> RoomNumbers:
     for w, keep in keeps.items():  # top-k by the real weights at the window's cells a row
         res = stats.kept_by_rows(torch.stack([top[keep] for top in tops]))
         kept_top[w] = KeptShare(_r(res["mean"]), tuple(_r(x) for x in res["per_layer"].tolist()))
-    hubs = hubs_of(a)
+    hubs = hubs_of(a, weights)
     alone = stats.share_kept_by_pattern(weights, HUB_WINDOW, (), a.layers[0])["mean"]
     with_hubs = stats.share_kept_by_pattern(weights, HUB_WINDOW, hubs, a.layers[0])["mean"]
     sink = tuple(_r(weights[layer, :, 1:, 0].mean()) if n > 1 else 0.0 for layer in range(layers))
@@ -169,7 +169,7 @@ def text_numbers(a, model: str = "") -> RoomNumbers:
                                    bias=a.bias(layer))["mean"]
     return RoomNumbers(
         n=n, causal=a.causal, layers=layers, layer_types=tuple(a.layer_types), window=a.sliding_window, p=ROOM_P,
-        useful=tuple(useful), kept=kept, sink=sink, sink_mean=_r(stats.sink_share(a.attentions)),
+        useful=tuple(useful), kept=kept, sink=sink, sink_mean=_r(stats.sink_share(weights)),
         hub_window=HUB_WINDOW, hubs=tuple(hubs), kept_window=_r(alone), kept_window_hubs=_r(with_hubs),
         error_layer=layer, error_window=ERROR_WINDOW, errors={name: _r(e) for name, e in errors.items()}, model=model,
         kept_top=kept_top)

@@ -37,16 +37,16 @@ def parts_of(a, times: dict) -> None:
     n, layers = a.n, a.n_layers
     prefixes = stats.prefix_lengths(n)
     keeps = [topk.for_window(w, a.causal) for w in room_numbers.ROOM_WINDOWS]
+    weights = timed("the weights in float32, once", lambda: a.attentions.float())
     found = timed("k(p) and each row's top cells at each window's", lambda: [
-        stats.k_and_top(a.attentions[layer].float(), room_numbers.ROOM_P, keeps) for layer in range(layers)])
+        stats.k_and_top(weights[layer], room_numbers.ROOM_P, keeps) for layer in range(layers)])
     timed("useful share by prefix, every layer", lambda: [
-        stats.useful_share_by_prefix(a.attentions[layer].float(), room_numbers.ROOM_P, prefixes, a.layers[layer],
+        stats.useful_share_by_prefix(weights[layer], room_numbers.ROOM_P, prefixes, a.layers[layer],
                                      prefix=lambda m, layer=layer: a.prefix(m)[layer].float(), k_rows=found[layer][0])
         for layer in range(layers)])
-    weights = a.attentions.float()
     timed("share kept by each window", lambda: [
         stats.share_kept_by_pattern(weights, w, (), a.layers[0]) for w in room_numbers.ROOM_WINDOWS])
-    hubs = timed("the hubs", lambda: room_numbers.hubs_of(a))
+    hubs = timed("the hubs", lambda: room_numbers.hubs_of(a, weights))
     timed("window with and without hubs", lambda: [
         stats.share_kept_by_pattern(weights, room_numbers.HUB_WINDOW, h, a.layers[0]) for h in ((), hubs)])
     timed("the sink", lambda: stats.sink_share(a.attentions))

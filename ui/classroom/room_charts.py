@@ -1,11 +1,11 @@
 """The room on a page of the walk: when the teacher shows it, every text the class sent is
 one point (or one line, or one row) of each of the page's room charts (its step declares
 them: ui.step_parts.RoomChart), tested on all of them at once — the viewer's own point
-ringed — with what the room's numbers say beneath. Redrawn in a fragment of its own each
-ROOM_REFRESH seconds from the room's own version (a text sent never redraws a following
-student's page); each chart is built once per room version, chart, setting and language
-in a process, whoever views it. A text's words are never on it: numbers and languages
-only."""
+ringed — with what the room's numbers say beneath. Redrawn in a fragment of its own from the
+room's own version, every TEACHER_REFRESH seconds on the teacher's screen and every
+ROOM_REFRESH on a student's (a text sent never redraws a following student's page); each
+chart is built once per room version, chart, setting and language in a process, whoever
+views it. A text's words are never on it: numbers and languages only."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ from .. import drawing, figures, keys, room_figures, served_model, session, step
 from ..i18n import Translator
 from ..step_parts import RoomView, Step
 from .handle import Unreadable
-from .membership import current, member
+from .membership import current, is_teacher, member
 from .room import room_now
 
-ROOM_REFRESH = 2.0
+ROOM_REFRESH = 3.0  # a student's phone: their own point, a few seconds after it is measured
+TEACHER_REFRESH = 1.0  # the teacher's chart (one session, the one the class watches): each text as it lands
 RINGED = 1024  # charts with a student's own point ringed, kept (a class of 200 on five steps, a few versions)
 
 
@@ -35,11 +36,21 @@ def section(t: Translator, step: Step, **settings) -> None:
     if not step.room or member() is None or not shown():
         return
     st.subheader(t("room.verdict_heading" if not step.is_step else "room.heading"), divider="gray")
-    live(step.id, tuple(sorted(settings.items())))
+    (live_teacher if is_teacher() else live)(step.id, tuple(sorted(settings.items())))
 
 
 @st.fragment(run_every=ROOM_REFRESH)
 def live(page: str, settings: tuple) -> None:
+    draw(page, settings)
+
+
+@st.fragment(run_every=TEACHER_REFRESH)
+def live_teacher(page: str, settings: tuple) -> None:
+    draw(page, settings)
+
+
+def draw(page: str, settings: tuple) -> None:
+    """The room's charts of a page, as the room is now."""
     t, code = session.tr(), member()
     step = steps.by_id(page)
     if code is None or step is None:
