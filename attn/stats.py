@@ -42,7 +42,7 @@ def k_and_top(weights: torch.Tensor, p: float, keeps: Sequence[int] = ()) -> tup
     """k(p) per row (``k_for_share``) and, for each of ``keeps``, the weight each row's
     ``keep`` largest cells hold (float32 ``(..., n)``; a row of fewer cells, all of them):
     one selection of each row's largest cells serves both (the room reads k(p) and the top
-    cells at four windows' counts on every layer of a text: 170 → 90 ms, bench/room_text.py)."""
+    cells at four windows' counts on every layer of a text: 77 + 74 → 84 ms, bench/room_text.py)."""
     if not 0 < p <= 1:
         raise ValueError(f"p must be in (0, 1], got {p}")
     n = weights.shape[-1]

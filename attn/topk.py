@@ -72,7 +72,7 @@ def principal_directions(k: torch.Tensor, dims: int) -> torch.Tensor:
         return principal_directions(k[:, :1], dims).expand(-1, heads, -1, -1)
     # the top right singular vectors of k are the top eigenvectors of kᵀk (d × d): an
     # eigendecomposition of that, in float64, instead of an SVD of the n × d keys
-    # (bench/room_text.py: the room's indexer error 43 → 12 ms on a 354-token text)
+    # (bench/room_text.py: the room's indexer error 43 → 16 ms on a 354-token text)
     kd = k.double()
     _, vecs = torch.linalg.eigh(kd.transpose(-1, -2) @ kd)  # eigenvalues ascending
     return vecs[..., vecs.shape[-1] - dims:].flip(-1).to(k.dtype)

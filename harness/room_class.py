@@ -2,9 +2,10 @@
 the room on step 1; N students, following, each from an address of its own, send a text
 of their own to it at once ("everyone, send now"); what each send was told (taken, kept
 for the poll to send again, or refused) and its page run's time; the time from each send
-to the teacher's chart showing it (her room fragment redraws
-every TEACHER_REFRESH seconds), the time until every point is there, a student's page views
-with the room shown against the same with it hidden, and what the store holds per text."""
+to the teacher's chart showing it (her room fragment redraws every TEACHER_REFRESH
+seconds), the worker's pace by the store's own times, the time until every point is there,
+a student's page views with the room shown against the same with it hidden, and what the
+store holds per text."""
 
 from __future__ import annotations
 
