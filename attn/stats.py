@@ -135,14 +135,14 @@ def useful_share_by_prefix(weights: torch.Tensor, p: float, lengths: list[int], 
     In an encoder (the layer reads both ways) every row sees the tokens after it, so a
     prefix's attention is its own run: ``prefix(m)`` gives the weights ``(..., m, m)`` of
     the model run on the first m tokens (Analysis.prefix), and each prefix's k is counted
-    on those. ``k_rows``: k(p) of the whole grid's rows, when counted already (k_and_top)."""
+    on those. ``k_rows``: k(p) of the whole grid's rows, when counted already (useful_summary, k_and_top)."""
     causal = layer.causal
     if not causal and prefix is None:
         raise ValueError("an encoder's prefixes are runs of their own: give prefix(m)")
     n = weights.shape[-1]
-    if k_rows is None:
+    if k_rows is None and (causal or n in lengths):  # an encoder's whole grid is needed only as its last prefix
         k_rows = k_for_share(weights, p)  # (..., n): one sort of every row
-    k_rows = k_rows.double()
+    k_rows = None if k_rows is None else k_rows.double()
     out = []
     for m in lengths:
         if 1 <= m <= n:
@@ -218,19 +218,10 @@ def share_kept_by_pattern(weights: torch.Tensor, window: int, hubs, reads: Layer
     return {"per_head": per, "per_layer": per.mean(dim=-1), "mean": float(per.mean())}
 
 
-def share_kept_by_top(weights: torch.Tensor, keep: int) -> dict:
-    """The share of the real weight each row's ``keep`` largest cells hold (top-k selection
-    by the exact weights, the oracle: no choice of ``keep`` cells holds more), averaged over
-    rows: per layer and head (``(L, H)``), per layer and overall, for weights ``(L, H, n, n)``.
-    A row that sees fewer cells keeps all of them. One layer at a time."""
-    n = weights.shape[-1]
-    kk = max(1, min(keep, n))
-    return kept_by_rows(torch.stack([w.float().topk(kk, dim=-1, sorted=False).values.sum(dim=-1) for w in weights]))
-
-
 def kept_by_rows(kept: torch.Tensor) -> dict:
-    """What each row keeps ``(L, H, n)`` averaged over rows: per layer and head, per layer
-    and overall (as ``share_kept_by_top`` gives it)."""
+    """What each row keeps ``(L, H, n)`` (e.g. the weight of its top cells, ``k_and_top``: top-k
+    by the exact weights, the oracle — no choice of as many cells holds more) averaged over
+    rows: per layer and head (``(L, H)``), per layer and overall."""
     per = kept.mean(dim=-1)
     return {"per_head": per, "per_layer": per.mean(dim=-1), "mean": float(per.mean())}
 

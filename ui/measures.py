@@ -198,7 +198,7 @@ def useful(text: str, model_id: str, layer: int, head, p: float) -> Useful:
     # the drawn mask holds exactly k cells per row of the grid drawn (the averaged one for head=None)
     drawn = s["k_rows"] if head is not None else stats.k_for_share(a.grid(layer, None), p)
     prefixes = stats.useful_share_by_prefix(
-        weights, p, stats.prefix_lengths(a.n), reads,
+        weights, p, stats.prefix_lengths(a.n), reads, k_rows=s["k_rows"],  # the whole grid's k, counted above
         prefix=lambda m: a.prefix(m)[layer] if head is None else a.prefix(m)[layer, head])
     return Useful(k=s["k"], useful=s["useful"], share=s["share"], cells=s["cells"], mask_cells=int(drawn.sum()),
                   k_all=share_trend(text, model_id, p).k_mean,  # k(p) of every head once per text and p, shared
