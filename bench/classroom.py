@@ -3,8 +3,10 @@
     .venv/bin/python bench/classroom.py [--readers 30] [--steps 1,6] [--replicas 2]
                                         [--scenarios floor,open,switch,own,class] [--model gemma]
 
-Starts the app (with --replicas N: N app processes behind HAProxy, scripts/serve.sh's
-layout) and, for the floor, bench/floor_app.py: a trivial page with one cached heatmap.
+Starts the app as scripts/run.sh does (ui/launch.py: the model loaded and the sample
+texts' pages built from the start; with --replicas N: N app processes behind HAProxy,
+scripts/serve.sh's layout) and waits until it says it is ready; for the floor,
+bench/floor_app.py: a trivial page with one cached heatmap.
 Readers speak Streamlit's websocket protocol from one asyncio process on loopback
 (harness/readers.py) and draw nothing, so each figure is the server's time from the
 request to the run's end. The teacher opens the three samples first (so they are
@@ -14,7 +16,8 @@ analysed), then:
           also the floor of a class that follows: N readers of the floor page, each
           polling a second, switched three times to the page a file names
   open    for each step: N fresh readers (ja/pt/en samples) open it at once, on its
-          first visit (its charts are built while they wait), then N more
+          first visit since the start (what the start did not build is built while
+          they wait), then N more
   switch  N readers already connected all move to the same step at once
   own     N readers each paste their own text at once (≈ 370 tokens each; --long:
           100,000 characters each, the 1,024 tokens the CPU analyses at most)
@@ -54,7 +57,7 @@ import time
 from attn.bench import matmul_gflops
 from harness.live_class import LANG_CYCLE, OVERHEAD_STEP, all_run, class_scenario
 from harness.readers import Reader, percentile
-from harness.serve import SERVER_PIDS, app_server, rss_mb
+from harness.serve import SERVER_PIDS, app_server, ready_after, rss_mb
 from ui.samples import sample_text
 from ui import steps as walk
 
@@ -155,6 +158,7 @@ async def floor_follow(url: str, n: int, where: str, moves: int = 3, wait: float
     ``where`` changes, as a teacher's move: the time from the change to each reader's run
     that put it on the new page."""
     from harness.live_class import Tracker, _until
+    from harness.serve import cpu_seconds
 
     with open(where, "w", encoding="utf-8") as f:
         f.write(FLOOR_PAGES[0])
@@ -163,14 +167,16 @@ async def floor_follow(url: str, n: int, where: str, moves: int = 3, wait: float
     track = Tracker(n)
     stop = asyncio.Event()
     polls = [asyncio.create_task(r.poll(10**6, track.student(i), stop)) for i, r in enumerate(readers)]
-    out = {"follow": []}
+    out = {"follow": [], "move_cpu": []}
     try:
         await _until(lambda: all(track.polls[:-1]), wait)
         for page in FLOOR_PAGES[1:moves + 1]:
             track.target, track.arrived, track.move_at = page, {}, time.perf_counter()
+            cpu = cpu_seconds(url)
             with open(where, "w", encoding="utf-8") as f:
                 f.write(page)
             await _until(lambda: len(track.arrived) == n, wait)
+            out["move_cpu"].append(cpu_seconds(url) - cpu)
             out["follow"].append(([t - track.move_at for t in track.arrived.values()], n - len(track.arrived)))
             settled = list(track.polls)  # every reader polls once more on the new page before the next move
             await _until(lambda settled=settled: all(p > s for p, s in zip(track.polls[:-1], settled[:-1])), wait)
@@ -260,6 +266,8 @@ def print_class(res: dict, floor_p95: float | None, seconds: float, follow_floor
     print(summary_row("follow, all moves", every, sum(f for _, _, f in res["follow"]), follow_floor)
           + "   (goal p95 ≤ 2 s; the ratio: to the floor's follow)")
     print(summary_row("the followed page's view", *res["views"], floor_p95))
+    print(f"  the server's CPU from each move to the last student's arrival: "
+          f"{', '.join(f'{c:.2f}' for c in res['move_cpu'])} s")
     print(f"  then a vote open on that step, the {n} answers arriving over {res['spread']:.0f} s:")
     print(summary_row("answer → teacher's count", *res["answer"], None) + "   (goal p95 ≤ 2 s)")
     print(f"  answers counted on the teacher's page: {res['counted']} of {n}; vote opened → last answer in: "
@@ -277,14 +285,21 @@ def print_class(res: dict, floor_p95: float | None, seconds: float, follow_floor
 
 @contextlib.contextmanager
 def servers(model: str, replicas: int, env: dict | None = None):
-    """The app: one process, or N behind HAProxy (the layout of scripts/serve.sh)."""
-    if replicas <= 1:
-        with app_server(model, timeout=900, extra_env=env) as url:
-            yield url, [SERVER_PIDS[url]]
-        return
-    from harness.proxy import replicas_behind_proxy
+    """The app as scripts/run.sh starts it (ui/launch.py: the model loaded and the sample
+    texts' pages built from the start): one process, or N behind HAProxy (the layout of
+    scripts/serve.sh); yielded once every process says it is ready."""
+    t0 = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        if replicas <= 1:
+            url = stack.enter_context(app_server(model, timeout=900, extra_env=env, warm=True))
+            pids = [SERVER_PIDS[url]]
+        else:
+            from harness.proxy import replicas_behind_proxy
 
-    with replicas_behind_proxy(replicas, model=model, envs=[env or {}] * replicas) as (url, pids):
+            url, pids = stack.enter_context(replicas_behind_proxy(replicas, model=model, envs=[env or {}] * replicas,
+                                                                   warm=True))
+        waits = [ready_after(u, t0) for u, pid in list(SERVER_PIDS.items()) if pid in pids]
+        print(f"the app's process(es) ready {max(waits):.1f} s after the start (ui/warm.py)")
         yield url, pids
 
 
@@ -374,6 +389,8 @@ def main() -> int:
             every = [x for lat, _ in res["follow"] for x in lat]
             print(summary_row("follow, all moves", every, sum(f for _, f in res["follow"]), None))
             print(summary_row("the followed page's view", *res["views"], None))
+            print(f"  the server's CPU from each move to the last reader's arrival: "
+                  f"{', '.join(f'{c:.2f}' for c in res['move_cpu'])} s")
             follow_floor = percentile(every, 95)
     with contextlib.ExitStack() as stack:
         env = None

@@ -21,7 +21,7 @@ import time
 
 
 from attn.bench import matmul_gflops
-from harness.serve import SERVER_LOGS, app_server, launch, wait_idle
+from harness.serve import app_server, launch, ready_after, wait_idle
 from ui import i18n, steps
 
 CHART = ".js-plotly-plot"
@@ -60,16 +60,6 @@ def step_switch(browser, url: str) -> float:
         wait_idle(page)
     page.close()
     return statistics.median(times)
-
-
-def ready_after(url: str, since: float, limit: float = 600) -> float:
-    """Seconds from ``since`` until the server's log says it is ready (ui/warm.py)."""
-    while time.perf_counter() - since < limit:
-        with open(SERVER_LOGS[url], encoding="utf-8", errors="replace") as f:
-            if "Attention Atlas: ready" in f.read():
-                return time.perf_counter() - since
-        time.sleep(0.1)
-    return float("nan")
 
 
 def main() -> int:

@@ -15,6 +15,7 @@ from ui.samples import sample_text
 from ui import steps
 
 from .readers import Reader
+from .serve import cpu_seconds
 
 LANG_CYCLE = ("ja", "pt", "en")
 
@@ -168,12 +169,14 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
     polling_since = time.perf_counter()
     try:
         await _until(lambda: all(track.polls), wait)  # every member polling (no fixed sleep)
-        out["follow"] = []
+        out["follow"], out["move_cpu"] = [], []
         for _ in range(moves):
             here = next(i for i, p in enumerate(PAGES) if steps.link(p) == teacher.page)
             track.target, track.arrived, track.move_at = steps.link(PAGES[here + 1]), {}, time.perf_counter()
+            cpu = cpu_seconds(url)
             await teacher.run(None, click="nav_next")
             await _until(lambda: len(track.arrived) == n, wait)
+            out["move_cpu"].append(cpu_seconds(url) - cpu)  # the server's CPU from the click to the last arrival
             lat = [t - track.move_at for t in track.arrived.values()]
             out["follow"].append((STEP_OF.get(teacher.page), lat, n - len(lat)))
             settled = list(track.polls)  # every member polls once more on the new step before the next move

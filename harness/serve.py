@@ -80,6 +80,28 @@ def app_server(model: str = "gemma", timeout: float = 300, extra_env: dict | Non
         yield url
 
 
+def ready_after(url: str, since: float, limit: float = 600) -> float:
+    """Seconds from ``since`` (perf_counter) until the log of the app at ``url`` says it is
+    ready (ui/warm.py: the model loaded and the sample texts' pages built); nan after ``limit``."""
+    while time.perf_counter() - since < limit:
+        with open(SERVER_LOGS[url], encoding="utf-8", errors="replace") as f:
+            if "Attention Atlas: ready" in f.read():
+                return time.perf_counter() - since
+        time.sleep(0.1)
+    return float("nan")
+
+
+def cpu_seconds(url: str) -> float:
+    """The CPU time (user + sys) the app serving ``url`` has used so far (nan: not one
+    process of ours, e.g. replicas behind a proxy)."""
+    pid = SERVER_PIDS.get(url)
+    if pid is None:
+        return float("nan")
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()  # after the name: state ppid … utime stime (indexes 11, 12)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(pid: int) -> float:
     """The process's current resident memory (VmRSS), in MB (step 7's benchmark resets
     the high-water mark, so a class is measured by polling this)."""

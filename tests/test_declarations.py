@@ -166,3 +166,32 @@ def test_no_page_reads_its_numbers_by_a_string_key():
              if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
              and isinstance(node.slice.value, str)]
     assert not found, found
+
+
+def test_the_background_build_builds_step_6s_other_measures_so_its_first_visit_finds_them(monkeypatch, fresh_caches,
+                                                                                             tiny_analysis):
+    """ui.summaries.build_all (the start's warm-up, a class's prebuild) runs each step's
+    ``ahead``: step 6's sharpness and top-k recall on the page's default settings are in
+    the cache afterwards, so a page asking for them computes nothing; before, they are not."""
+    from attn import methods, outputs, topk
+
+    text, a = tiny_analysis
+    cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), {})
+    args = (text, "tiny", cfg["s6_layer"], cfg["s6_w"])
+    hubs = tuple(sorted(cfg["s6_hubs"]))
+
+    def computed(*_, **__):
+        raise AssertionError("computed on the page, not built ahead")
+
+    with monkeypatch.context() as m:  # nothing built yet: the page would compute both
+        m.setattr(outputs, "peak_weights", computed)
+        m.setattr(topk, "recall", computed)
+        with pytest.raises(AssertionError, match="not built ahead"):
+            measures.sharpness(*args, hubs)
+        with pytest.raises(AssertionError, match="not built ahead"):
+            measures.topk_recall(*args)
+    summaries.build_all(a, text, "tiny", {}, langs=("en",))
+    monkeypatch.setattr(outputs, "peak_weights", computed)
+    monkeypatch.setattr(topk, "recall", computed)
+    assert methods.window(hubs=True).name in measures.sharpness(*args, hubs).peak  # read from the cache
+    assert 0.0 <= measures.topk_recall(*args) <= 1.0

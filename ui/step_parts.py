@@ -128,7 +128,10 @@ class Step:
     glossary terms are linked on it; ``measured(t, a, text, model_id, cfg)`` what the handout adds
     that a button ran on the server: (a heading's key, figures), or the key of a note
     saying it was not run; ``matched`` a matched question for each of its questions
-    (:class:`Matched`); ``estimates`` those a teacher may ask for a number (:class:`Estimate`)."""
+    (:class:`Matched`); ``estimates`` those a teacher may ask for a number (:class:`Estimate`);
+    ``ahead(a, text, model_id, cfg)`` builds the page's other cached measures (besides its
+    summary) on the settings ``cfg``, so that a first visit finds them built too
+    (ui.summaries.build_all: the start's warm-up and a class's prebuild)."""
 
     id: str
     order: int
@@ -147,6 +150,7 @@ class Step:
     measured: Callable | None = None
     matched: tuple[Matched, ...] = ()
     estimates: tuple[Estimate, ...] = ()
+    ahead: Callable | None = None
 
     def matched_to(self, qid: str) -> Matched | None:
         """The matched question of its question ``qid``, if it declares one."""

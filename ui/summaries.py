@@ -123,7 +123,8 @@ def build_all(a, text: str, model_id: str, settings: dict, langs=LANGS, stop=lam
     """Every step's summary for this text and these settings (each page's defaults where
     a setting is not given or does not fit), in every language, into the cache the pages
     read — with no reader's session: the language is given. A step's extra inputs are
-    those its page would read now (``step.inputs``). Returns how many were built here (0
+    those its page would read now (``step.inputs``); its other measures are built too
+    (``step.ahead``). Returns how many were built here (0
     when all were built already); ``stop()`` true ends it early."""
     cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), settings or {})
     made = 0
@@ -137,4 +138,6 @@ def build_all(a, text: str, model_id: str, settings: dict, langs=LANGS, stop=lam
             else:
                 get(step, Translator(lang), None, "", model_id, inputs(step, cfg), **extra(step))
             made += BUILT[step.id] - before
+        if step.ahead is not None and step.needs_text and not stop():
+            step.ahead(a, text, model_id, cfg)  # the page's other measures: language-free, built once
     return made

@@ -77,6 +77,16 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
                                                       tuple(names), tuple(values), best_linear, tuple(shortcuts)))
 
 
+def ahead(a, text: str, model_id: str, cfg: dict) -> None:
+    """What the page measures besides its summary, on the same settings: each method's
+    sharpness, and top-k's recall where the page says it."""
+    layer, w, hubs = cfg["s6_layer"], cfg["s6_w"], tuple(sorted(cfg["s6_hubs"]))
+    measures.sharpness(text, model_id, layer, w, hubs)
+    mean = measures.errors(text, model_id, layer, w, hubs).mean
+    if methods.top_k().name in mean and methods.top_k(indexer=True).name in mean:
+        measures.topk_recall(text, model_id, layer, w)
+
+
 def measured(t: Translator, a, text: str, model_id: str, cfg: dict):
     """The handout's run of the whole model with each shortcut, where it was run here:
     (its heading's key, its two figures), or the key of the note that says it was not."""
@@ -156,4 +166,5 @@ def other_layer(a, cfg: dict) -> dict:
 STEP = Step(ID, order=60, icon=":material/balance:", page=page_file(__file__), questions=("s6.closest",),
             settings=SETTINGS, summary_from=("s6_layer", "s6_head", "s6_w", "s6_hubs"), summary=summary,
             room=(RoomChart("errors", room_errors),), csv=csv_columns, prose=("lead", "outro", "swap.lead"),
-            measured=measured, matched=(Matched("s6.closest", "s6.closest_other_layer", change=other_layer),))
+            measured=measured, matched=(Matched("s6.closest", "s6.closest_other_layer", change=other_layer),),
+            ahead=ahead)
