@@ -168,17 +168,19 @@ def test_no_page_reads_its_numbers_by_a_string_key():
     assert not found, found
 
 
-def test_the_background_build_builds_step_6s_other_measures_so_its_first_visit_finds_them(monkeypatch, fresh_caches,
-                                                                                             tiny_analysis):
+def test_the_background_build_builds_the_pages_other_measures_so_a_first_visit_finds_them(monkeypatch, fresh_caches,
+                                                                                            tiny_analysis):
     """ui.summaries.build_all (the start's warm-up, a class's prebuild) runs each step's
-    ``ahead``: step 6's sharpness and top-k recall on the page's default settings are in
-    the cache afterwards, so a page asking for them computes nothing; before, they are not."""
-    from attn import methods, outputs, topk
+    ``ahead``: step 6's sharpness, implied maps and top-k recall and step 4's window with
+    the first token as its hub and sink share, on the pages' default settings, are in the
+    cache afterwards, so a page asking for them computes nothing; before, they are not."""
+    from attn import methods, outputs, stats, topk
 
     text, a = tiny_analysis
     cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), {})
     args = (text, "tiny", cfg["s6_layer"], cfg["s6_w"])
     hubs = tuple(sorted(cfg["s6_hubs"]))
+    maps = (text, "tiny", cfg["s6_layer"], int(cfg["s6_head"]), cfg["s6_w"], hubs, cfg["s6_feature"])
 
     def computed(*_, **__):
         raise AssertionError("computed on the page, not built ahead")
@@ -186,6 +188,15 @@ def test_the_background_build_builds_step_6s_other_measures_so_its_first_visit_f
     with monkeypatch.context() as m:  # nothing built yet: the page would compute both
         m.setattr(outputs, "peak_weights", computed)
         m.setattr(topk, "recall", computed)
+        m.setattr(methods, "tagged", computed)
+        m.setattr(stats, "share_kept_by_pattern", computed)
+        m.setattr(stats, "sink_share", computed)
+        with pytest.raises(AssertionError, match="not built ahead"):
+            measures.kept(text, "tiny", cfg["s4_w"], (0,))
+        with pytest.raises(AssertionError, match="not built ahead"):
+            measures.sink_share(text, "tiny")
+        with pytest.raises(AssertionError, match="not built ahead"):
+            measures.implied_maps(*maps)
         with pytest.raises(AssertionError, match="not built ahead"):
             measures.sharpness(*args, hubs)
         with pytest.raises(AssertionError, match="not built ahead"):
@@ -193,5 +204,11 @@ def test_the_background_build_builds_step_6s_other_measures_so_its_first_visit_f
     summaries.build_all(a, text, "tiny", {}, langs=("en",))
     monkeypatch.setattr(outputs, "peak_weights", computed)
     monkeypatch.setattr(topk, "recall", computed)
+    monkeypatch.setattr(methods, "tagged", computed)
+    monkeypatch.setattr(stats, "share_kept_by_pattern", computed)
+    monkeypatch.setattr(stats, "sink_share", computed)
+    assert 0.0 < measures.kept(text, "tiny", cfg["s4_w"], (0,)).mean <= 1.0
+    assert 0.0 < measures.sink_share(text, "tiny") < 1.0
     assert methods.window(hubs=True).name in measures.sharpness(*args, hubs).peak  # read from the cache
+    assert methods.own().name in measures.implied_maps(*maps)
     assert 0.0 <= measures.topk_recall(*args) <= 1.0

@@ -79,9 +79,10 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
 
 def ahead(a, text: str, model_id: str, cfg: dict) -> None:
     """What the page measures besides its summary, on the same settings: each method's
-    sharpness, and top-k's recall where the page says it."""
+    sharpness, the maps each method implies, and top-k's recall where the page says it."""
     layer, w, hubs = cfg["s6_layer"], cfg["s6_w"], tuple(sorted(cfg["s6_hubs"]))
     measures.sharpness(text, model_id, layer, w, hubs)
+    measures.implied_maps(text, model_id, layer, int(cfg["s6_head"]), w, hubs, cfg["s6_feature"])
     mean = measures.errors(text, model_id, layer, w, hubs).mean
     if methods.top_k().name in mean and methods.top_k(indexer=True).name in mean:
         measures.topk_recall(text, model_id, layer, w)

@@ -108,8 +108,17 @@ def other_window(a, cfg: dict) -> dict:
     return {**cfg, "s4_w": 2 if hw > 2 else min(HOP_WINDOW, max(2, a.n))}
 
 
+def ahead(a, text: str, model_id: str, cfg: dict) -> None:
+    """What the page measures besides its summary: the window with the first token alone as
+    its hub, the sink's share, and an encoder's special tokens."""
+    measures.kept(text, model_id, cfg["s4_w"], (0,))
+    measures.sink_share(text, model_id)
+    if not a.causal:
+        measures.special_share(text, model_id)
+
+
 STEP = Step(ID, order=40, icon=":material/hub:", page=page_file(__file__), questions=("s4.hops",),
             settings=SETTINGS, summary_from=("s4_hubs", "s4_w"), summary=summary,
             room=(RoomChart("sink", room_sink),), csv=csv_columns,
             prose=("lead", "sink_why", "sink_why_both", "outro"),
-            matched=(Matched("s4.hops", "s4.hops_other_window", change=other_window),))
+            matched=(Matched("s4.hops", "s4.hops_other_window", change=other_window),), ahead=ahead)
