@@ -199,7 +199,8 @@ async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], flo
         await r.run("")
     if "open" in scenarios:
         print(f"\n{n} readers open a step at once (ja/pt/en samples, already analysed): its first visit "
-              f"(the step's charts built once per language while they wait), then {n} more readers")
+              f"since the start (what the start did not build, built once per language while they wait), then {n} "
+              f"more readers")
         for s in steps:
             times, failed = await open_all(url, n, by_step[s])
             print(summary_row(f"step {s}, first visit", times, failed, floor_p95))
