@@ -243,6 +243,8 @@ async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], flo
         if res["pace"]:
             print(f"  the room's worker: a text's numbers every {statistics.median(res['pace']):.2f} s (median, one "
                   f"kept to the next); the next-to-last kept {res['next_to_last']:.1f} s after the first send")
+            print(f"  from the first send: the last sent {res['sends_spread']:.1f} s later, the first text's numbers "
+                  f"kept {res['first_kept']:.1f} s later")
         print(summary_row("step 1 viewed, room shown", *res["with"], None))
         print(summary_row("step 1 viewed, room hidden", *res["without"], None))
         if res["with"][0] and res["without"][0]:

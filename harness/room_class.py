@@ -108,6 +108,8 @@ async def room_scenario(url: str, n: int, texts: list[str], store_path: str, wai
         out["pace"] = [b - a for a, b in zip(ends, ends[1:])]
         first = min((t.sent for t in done), default=0.0)
         out["next_to_last"] = ends[-2] - first if len(ends) >= 2 else float("nan")
+        out["first_kept"] = ends[0] - first if ends else float("nan")
+        out["sends_spread"] = max((t.sent for t in done), default=first) - first
         out["measured"] = sum(1 for t in done if t.state == "done")
         out["bytes_per_text"] = room.bytes_of(code) / max(1, len(done))
         # a student's page views with the room shown, then with it hidden (the same student, exploring)
