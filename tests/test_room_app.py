@@ -251,3 +251,39 @@ def test_each_classs_texts_are_measured_on_its_model_and_drawn_on_its_charts(mak
     tick(student)
     said = i18n.translate("pt", "room.other_model", n=1)
     assert said in [c.value for c in student.caption], [c.value for c in student.caption]
+
+
+def test_a_send_wakes_the_idle_worker_at_once_rather_than_at_its_next_look(klass, monkeypatch):
+    """The worker looks at the store every IDLE_WAIT seconds while no text waits; a text
+    sent on this process wakes it (room_work.sent). With the look made two minutes apart,
+    a text sent while the worker waits is measured long before its next look."""
+    import threading
+    import time
+
+    _, students, code = klass
+    waiting = threading.Event()
+
+    class Watched(threading.Event):
+        def wait(self, timeout=None):
+            waiting.set()
+            return super().wait(timeout)
+
+    monkeypatch.setattr(room_work, "IDLE_WAIT", 120.0)
+    monkeypatch.setattr(room_work, "_SENT", Watched())
+    stop = threading.Event()
+    thread = room_work._running("test-waker", stop)
+    try:
+        assert waiting.wait(60), "the worker never came to wait"
+        sent_at = time.monotonic()
+        send(students["ja"], MINE["ja"])
+        while time.monotonic() - sent_at < 60:
+            done = [t for t in room_work.rooms().texts(code) if t.state == "done"]
+            if done:
+                break
+            time.sleep(0.1)
+        assert done and done[0].numbers is not None, "the text waited for the worker's next look"
+    finally:
+        stop.set()
+        room_work._SENT.set()
+        thread.join(30)
+    assert not thread.is_alive()

@@ -25,7 +25,8 @@ from server.texts import Room
 
 from . import analyses, served_model, share
 
-IDLE_WAIT = 1.0  # seconds between two looks at the store when no text waits
+IDLE_WAIT = 1.0  # seconds between two looks at the store when no text waits (a send on this process wakes it)
+_SENT = threading.Event()  # set by a send on this process: the worker looks at once
 FAILED: Counter = Counter()  # texts that could not be analysed, by the exception's class (tests read it)
 
 
@@ -103,23 +104,34 @@ def start() -> threading.Thread | None:
     return _start() if settings.read().room_worker else None
 
 
+def sent() -> None:
+    """A text was sent on this process: its worker, if idle, looks at the store now rather
+    than at its next look (another replica's worker finds it at its own next look)."""
+    _SENT.set()
+
+
 @st.cache_resource(show_spinner=False)
 def _start() -> threading.Thread:
     """The process's one room worker (a daemon thread), started once: it measures the
     texts of every class whose model this process offers, each on its class's model."""
     worker = f"{secrets.token_hex(4)}-{threading.get_native_id()}"
+    return _running(worker)
 
+
+def _running(worker: str, stop: threading.Event | None = None) -> threading.Thread:
+    """A worker's loop in a daemon thread, until ``stop`` is set (never, for the process's)."""
     def loop():
         said = 0.0
-        while True:
+        while stop is None or not stop.is_set():
             try:
                 room = rooms()
                 models = served_model.offered()
                 if time.monotonic() - said > HEARTBEAT:
                     room.heartbeat(worker, models)
                     said = time.monotonic()
+                _SENT.clear()  # a send from here on is seen by the look below or wakes the wait
                 if not (room.pending(models) and work_once(room, worker, models)):
-                    time.sleep(IDLE_WAIT)
+                    _SENT.wait(IDLE_WAIT)
             except StoreError:
                 time.sleep(5 * IDLE_WAIT)  # the store is away: look again later
             except Exception:  # never let the thread die: log, wait, go on

@@ -102,6 +102,7 @@ def offer(t: Translator, code: str, owner: str, text: str, lang: str) -> str | N
     st.session_state.pop(keys.ROOM_PENDING, None)
     room_work.start()  # this process measures texts too (every replica that serves a class does)
     if said == "taken":
+        room_work.sent()
         st.toast(t("room.sent"), icon=":material/send:")
     else:
         st.toast(t(f"room.refused_{said}", chars=t.int(room_texts.MAX_CHARS)), icon=":material/block:")
