@@ -57,7 +57,7 @@ import time
 from attn.bench import matmul_gflops
 from harness.live_class import LANG_CYCLE, OVERHEAD_STEP, all_run, class_scenario
 from harness.readers import Reader, percentile
-from harness.serve import SERVER_PIDS, app_server, ready_after, rss_mb
+from harness.serve import SERVER_PIDS, app_server, process_cpu, ready_after, rss_mb
 from ui.samples import sample_text
 from ui import steps as walk
 
@@ -320,7 +320,6 @@ class DatabaseUse:
             row = conn.execute("SELECT sum(xact_commit + xact_rollback), sum(tup_returned + tup_fetched), "
                                "sum(tup_inserted + tup_updated + tup_deleted) FROM pg_stat_database").fetchone()
         cpu = 0.0
-        tick = os.sysconf("SC_CLK_TCK")
         for pid in os.listdir("/proc"):
             if not pid.isdigit():
                 continue
@@ -328,9 +327,7 @@ class DatabaseUse:
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
                     cmd = f.read()
                 if b"postgres" in cmd and str(self.server.folder).encode() in cmd or self._child(pid):
-                    with open(f"/proc/{pid}/stat") as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                    cpu += (int(fields[11]) + int(fields[12])) / tick
+                    cpu += process_cpu(pid)
         return (float(row[0] or 0), float(row[1] or 0), float(row[2] or 0), cpu, time.perf_counter())
 
     def _child(self, pid: str) -> bool:

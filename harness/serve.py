@@ -91,15 +91,18 @@ def ready_after(url: str, since: float, limit: float = 600) -> float:
     return float("nan")
 
 
-def cpu_seconds(url: str) -> float:
-    """The CPU time (user + sys) the app serving ``url`` has used so far (nan: not one
-    process of ours, e.g. replicas behind a proxy)."""
-    pid = SERVER_PIDS.get(url)
-    if pid is None:
-        return float("nan")
+def process_cpu(pid: int | str) -> float:
+    """The CPU time (user + sys) process ``pid`` has used so far, in seconds."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()  # after the name: state ppid … utime stime (indexes 11, 12)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(url: str) -> float:
+    """The CPU time the app serving ``url`` has used so far (nan: not one process of ours,
+    e.g. replicas behind a proxy)."""
+    pid = SERVER_PIDS.get(url)
+    return float("nan") if pid is None else process_cpu(pid)
 
 
 def rss_mb(pid: int) -> float:

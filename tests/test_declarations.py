@@ -212,3 +212,26 @@ def test_the_background_build_builds_the_pages_other_measures_so_a_first_visit_f
     assert methods.window(hubs=True).name in measures.sharpness(*args, hubs).peak  # read from the cache
     assert methods.own().name in measures.implied_maps(*maps)
     assert 0.0 <= measures.topk_recall(*args) <= 1.0
+
+
+def test_steps_4_and_6_opened_after_the_background_build_compute_none_of_what_it_built(make_app, fresh_caches,
+                                                                                         monkeypatch):
+    """The pages ask for the measures their ``ahead`` built, with the same arguments: opened
+    after ui.summaries.build_all on the sample text, step 6 computes no sharpness and no
+    top-k recall, step 4 no sink share (each made to raise if it were computed)."""
+    from attn import outputs, stats, topk
+    from ui import served_model
+
+    at = make_app("tiny", "en")
+    at.run()  # the sample text analysed, as the start's warm-up finds it
+    text = sample_text("en")
+    summaries.build_all(served_model.get_model("tiny").analyze(text), text, "tiny", {}, langs=("en",))
+
+    def computed(*_, **__):
+        raise AssertionError("computed on the page, not built ahead")
+
+    for module, name in ((outputs, "peak_weights"), (topk, "recall"), (stats, "sink_share")):
+        monkeypatch.setattr(module, name, computed)
+    for step_id in ("honest-catch", "hubs"):
+        at.switch_page(steps.get(step_id).page).run()
+        assert not at.exception, (step_id, [e.value for e in at.exception])
