@@ -49,7 +49,7 @@ def parts_of(a, times: dict) -> None:
     hubs = timed("the hubs", lambda: room_numbers.hubs_of(a, weights))
     timed("window with and without hubs", lambda: [
         stats.share_kept_by_pattern(weights, room_numbers.HUB_WINDOW, h, a.layers[0]) for h in ((), hubs)])
-    timed("the sink", lambda: stats.sink_share(a.attentions))
+    timed("the sink", lambda: stats.sink_share(weights))
     layer = min(room_numbers.ERROR_LAYER, layers - 1)
 
     def errors():

@@ -36,9 +36,13 @@ class Numbers:
     shortcuts: tuple[str, ...]
 
 
+def _chosen(cfg: dict) -> tuple[int, int, int, tuple[int, ...]]:
+    """The layer, head, window and hubs measured, from the page's settings (as the page reads them)."""
+    return cfg["s6_layer"], int(cfg["s6_head"]), cfg["s6_w"], tuple(sorted(cfg["s6_hubs"]))
+
+
 def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
-    layer, head, w = cfg["s6_layer"], int(cfg["s6_head"]), cfg["s6_w"]
-    hubs = tuple(sorted(cfg["s6_hubs"]))
+    layer, head, w, hubs = _chosen(cfg)
     err = measures.errors(text, model_id, layer, w, hubs)
     mean = err.mean
     shown = methods.tagged(methods.ERRORS)
@@ -80,9 +84,9 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
 def ahead(a, text: str, model_id: str, cfg: dict) -> None:
     """What the page measures besides its summary, on the same settings: each method's
     sharpness, the maps each method implies, and top-k's recall where the page says it."""
-    layer, w, hubs = cfg["s6_layer"], cfg["s6_w"], tuple(sorted(cfg["s6_hubs"]))
+    layer, head, w, hubs = _chosen(cfg)
     measures.sharpness(text, model_id, layer, w, hubs)
-    measures.implied_maps(text, model_id, layer, int(cfg["s6_head"]), w, hubs, cfg["s6_feature"])
+    measures.implied_maps(text, model_id, layer, head, w, hubs, cfg["s6_feature"])
     mean = measures.errors(text, model_id, layer, w, hubs).mean
     if methods.top_k().name in mean and methods.top_k(indexer=True).name in mean:
         measures.topk_recall(text, model_id, layer, w)
