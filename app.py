@@ -1,18 +1,23 @@
 """Attention Atlas: why attention costs n², and how windows, hubs and linear
 attention escape it — on the reader's own text, with a real model.
 
-    bash scripts/run.sh   (streamlit run app.py, through ui/launch.py)
+    bash scripts/run.sh   (streamlit run app.py, through launch.py)
 """
 
 from contextlib import nullcontext
 
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
-from ui import (glossary, handout, keys, page_run, served_model, session, share, step_page, steps, style, warmup,
+import pages  # noqa: F401 (importing it fills the walk: ui.walk)
+from ui import (glossary, handout, keys, page_run, served_model, session, share, step_page, style, walk, warmup,
                 widgets)
 from ui.classroom import gate, handle, membership, panel, teacher, vote_results
 from ui.i18n import LANGS
 
+if PagesManager.uses_pages_directory:  # `streamlit run app.py` by hand: a fresh server takes pages/ for
+    PagesManager.uses_pages_directory = False  # Streamlit's older folder mode (launch.py turns it off before
+    st.rerun()  # the first visitor); off for good, and run again through this file's navigation
 st.set_page_config(page_title="Attention Atlas", page_icon=":material/explore:", layout="wide")
 
 session.init_language()
@@ -27,9 +32,9 @@ served_model.resolve_folder()  # a folder's model loaded once, or another model 
 lang, presenting, t = st.session_state[keys.LANG], session.presenter(), session.tr()
 membership.notice_if_left(t)  # a following student who changed the text or a setting explores now
 
-home = steps.home()
+home = walk.home()
 nav = st.navigation(step_page.nav_pages(t))
-here = steps.by_id(nav.url_path) or home
+here = walk.by_id(nav.url_path) or home
 if link_page is not None and link_page.id != here.id:
     st.switch_page(link_page.page, query_params={"lang": lang, **({"present": "1"} if presenting else {}),
                                                  **membership.query()})

@@ -1,6 +1,6 @@
 """How fast the app answers in a browser, on this machine.
 
-    .venv/bin/python bench/app_latency.py
+    .venv/bin/python -m bench.app_latency
 
 Prints: the cold start (server start to the first chart), the time from a page
 switch to the page finished (title shown, every chart drawn, the script done)
@@ -15,13 +15,14 @@ import time
 
 import numpy as np
 
+import pages  # noqa: F401 (importing it fills the walk: ui.walk)
 from harness.serve import SERVER_PIDS, app_server, launch, paste, peak_rss_mb, wait_idle
 from ui import figures, i18n
 from ui.samples import sample_text
-from ui import steps
+from ui import walk
 
-PAGES = steps.pages()
-URLS = [steps.link(p) for p in PAGES]
+PAGES = walk.pages()
+URLS = [walk.link(p) for p in PAGES]
 TITLES = [p.title_key for p in PAGES]
 
 DONE = """([title, plots]) => {

@@ -1,9 +1,9 @@
 """A class on one server: N protocol-level readers at once (a benchmark, not a test).
 
-    .venv/bin/python bench/classroom.py [--readers 30] [--steps 1,6] [--replicas 2]
+    .venv/bin/python -m bench.classroom [--readers 30] [--steps 1,6] [--replicas 2]
                                         [--scenarios floor,open,switch,own,class] [--model gemma]
 
-Starts the app as scripts/run.sh does (ui/launch.py: the model loaded and the sample
+Starts the app as scripts/run.sh does (launch.py: the model loaded and the sample
 texts' pages built from the start; with --replicas N: N app processes behind HAProxy,
 scripts/serve.sh's layout) and waits until it says it is ready; for the floor,
 bench/floor_app.py: a trivial page with one cached heatmap.
@@ -59,7 +59,7 @@ from harness.live_class import LANG_CYCLE, OVERHEAD_STEP, all_run, class_scenari
 from harness.readers import Reader, percentile
 from harness.serve import SERVER_PIDS, app_server, process_cpu, ready_after, rss_mb
 from ui.samples import sample_text
-from ui import steps as walk
+from ui import walk
 
 FLOOR_PAGES = ("one", "two", "three", "four")  # bench/floor_app.py's pages in follow mode (the first is its default)
 
@@ -288,7 +288,7 @@ def print_class(res: dict, floor_p95: float | None, seconds: float, follow_floor
 
 @contextlib.contextmanager
 def servers(model: str, replicas: int, env: dict | None = None):
-    """The app as scripts/run.sh starts it (ui/launch.py: the model loaded and the sample
+    """The app as scripts/run.sh starts it (launch.py: the model loaded and the sample
     texts' pages built from the start): one process, or N behind HAProxy (the layout of
     scripts/serve.sh); yielded once every process says it is ready."""
     t0 = time.perf_counter()

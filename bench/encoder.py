@@ -2,8 +2,8 @@
 512 positions; random weights, the tests' small WordPiece tokenizer) built here and
 served from its folder, as ATLAS_MODEL=<folder> would.
 
-    .venv/bin/python bench/encoder.py            # n = 128, 256, 512 and the swap sweep
-    .venv/bin/python bench/encoder.py --no-sweep
+    .venv/bin/python -m bench.encoder            # n = 128, 256, 512 and the swap sweep
+    .venv/bin/python -m bench.encoder --no-sweep
 
 Per length: the analysis as the app makes it (one run of the whole text, then one run per
 beginning of the text, since an encoder's tokens look ahead: Analysis.prefix), the whole

@@ -1,9 +1,9 @@
 """A later start, to the first chart, in a real browser (the model already converted):
 the server started plainly (``streamlit run``: the model loads on the first visit) and as
-scripts/run.sh starts it (``ui/launch.py``: the model loaded and the sample text's pages
+scripts/run.sh starts it (``launch.py``: the model loaded and the sample text's pages
 built from the start), back to back in one run, each beside a step switch.
 
-    .venv/bin/python bench/first_chart.py [--model gemma] [--idle 0]
+    .venv/bin/python -m bench.first_chart [--model gemma] [--idle 0]
 
 Rows, for each way of starting: the start until the health check answers; a page opened
 at once then → its first chart; a page opened once the server has had time to get ready
@@ -20,9 +20,10 @@ import statistics
 import time
 
 
+import pages  # noqa: F401 (importing it fills the walk: ui.walk)
 from attn.bench import matmul_gflops
 from harness.serve import app_server, launch, ready_after, wait_idle
-from ui import i18n, steps
+from ui import i18n, walk
 
 CHART = ".js-plotly-plot"
 
@@ -45,7 +46,7 @@ def step_switch(browser, url: str) -> float:
     page.wait_for_selector(CHART, timeout=600_000)
     wait_idle(page, 300_000)
     nav = page.locator('[data-testid="stSidebarNav"] a')
-    title = i18n.translate("en", steps.pages()[0].title_key)
+    title = i18n.translate("en", walk.pages()[0].title_key)
     times = []
     for _ in range(3):
         nav.nth(1).click()
@@ -94,7 +95,7 @@ def main() -> int:
         switch = rows[(warm, "at once")][2]
         for opened in ("at once", "once ready"):
             healthy, chart, _ = rows[(warm, opened)]
-            name = "ui/launch.py (warmed)" if warm else "streamlit run (plain)"
+            name = "launch.py (warmed)" if warm else "streamlit run (plain)"
             print(f"  {name:<28}{opened:<12}{healthy:>8.1f}s{chart:>12.2f}s{switch:>12.2f}s{chart / switch:>6.1f}×")
     print(f"  Streamlit's floor (bench/floor_app.py: a trivial page, one heatmap), a new tab → its chart: "
           f"{floor:.2f} s (median of 3)")

@@ -1,7 +1,7 @@
 """Load, analysis and swap timings of the real model on this machine.
 
-    .venv/bin/python bench/model.py              # conversion (in a fresh cache), load, forward, swap
-    .venv/bin/python bench/model.py --no-convert # skip the first-conversion measurement
+    .venv/bin/python -m bench.model              # conversion (in a fresh cache), load, forward, swap
+    .venv/bin/python -m bench.model --no-convert # skip the first-conversion measurement
 
 Each measurement that needs a cold process runs in a subprocess, so that its
 peak resident memory (ru_maxrss) is its own.

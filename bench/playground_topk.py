@@ -1,6 +1,6 @@
 """The playground's top-k part on the model's own attention: what it keeps and what it costs.
 
-    .venv/bin/python bench/playground_topk.py [--lang en] [--k 32] [--window 32] [--layer 8]
+    .venv/bin/python -m bench.playground_topk [--lang en] [--k 32] [--window 32] [--layer 8]
 
 On a sample text and the packaged model: for the oracle and the 16-direction indexer, each
 query's k chosen keys beside a window and the first token as hub (the playground's parts),

@@ -1,6 +1,6 @@
 """What one room text costs, by part (attn/room_numbers.text_numbers), on this machine:
 
-    .venv/bin/python bench/room_text.py [--model gemma] [--runs 5]
+    .venv/bin/python -m bench.room_text [--model gemma] [--runs 5]
 
 The model's run (with its attention and q, k, v recorded), then each of the room's
 numbers: step 2's useful share by prefix (every layer), the share kept by each window
@@ -12,18 +12,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from attn import outputs, room_numbers, stats, topk  # noqa: E402
-from attn.bench import matmul_gflops  # noqa: E402
-from classroom import own_text  # noqa: E402
+from attn import outputs, room_numbers, stats, topk
+from attn.bench import matmul_gflops
+from bench.classroom import own_text
 
 
 def parts_of(a, times: dict) -> None:

@@ -1,7 +1,7 @@
 """How each attention method's time and memory grow as n doubles.
 
-    .venv/bin/python bench/scaling.py            # CPU: n = 512 … 16,384, then 65,536 for memory
-    .venv/bin/python bench/scaling.py --quick    # a short run (n up to 4,096)
+    .venv/bin/python -m bench.scaling            # CPU: n = 512 … 16,384, then 65,536 for memory
+    .venv/bin/python -m bench.scaling --quick    # a short run (n up to 4,096)
 
 Prints one table: median time and peak memory per method (and per preset of the
 pattern playground, through the composed-pattern kernels) and n, the ratio

@@ -1,6 +1,6 @@
 """Top-k selection against the window it is compared with, as the text doubles.
 
-    .venv/bin/python bench/topk.py [--sizes 4096,8192,16384,32768]
+    .venv/bin/python -m bench.topk [--sizes 4096,8192,16384,32768]
 
 One causal layer of the benchmark's shape (4 heads of 64), random q, k, v; top-k keeps as
 many keys a query as the window of 128 keeps cells a row (k = 128). Each method's median

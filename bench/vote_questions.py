@@ -1,6 +1,6 @@
 """What a teacher's click on «Ask the matched question» or «Ask for an estimate» costs.
 
-    .venv/bin/python bench/vote_questions.py [--lang en] [--model gemma]
+    .venv/bin/python -m bench.vote_questions [--lang en] [--model gemma]
 
 On a sample text and the served model, with every page's settings at first: for each step's
 matched question and estimate, the seconds to build it in the three languages as the vote's
@@ -13,10 +13,9 @@ from __future__ import annotations
 import argparse
 import time
 
-import streamlit  # noqa: F401 (first, as the app imports it)
-
+import pages  # noqa: F401 (importing it fills the walk: ui.walk)
 from attn.bench import matmul_gflops
-from ui import analyses, measures, setting_table, steps, summaries
+from ui import analyses, measures, setting_table, walk, summaries
 from ui.i18n import LANGS, Translator
 from ui.samples import sample_text
 
@@ -32,7 +31,7 @@ def main() -> None:
     cfg = setting_table.settings_for(a, measures.setting_context(text, args.model), {})
     print(f"{args.model}, the {args.lang} sample: {a.n} tokens\n")
     print("| question | of | page's own (s) | three languages (s) | answer |\n|---|---|---|---|---|")
-    for step in steps.steps():
+    for step in walk.steps():
         given = (a, text, args.model, cfg) if step.needs_text else (None, "", args.model, {})
         for asked in (*step.matched, *step.estimates):
             started = time.perf_counter()

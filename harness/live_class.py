@@ -10,9 +10,9 @@ import asyncio
 import re
 import time
 
-from ui import i18n, keys
+import pages  # noqa: F401 (importing it fills the walk: ui.walk)
+from ui import i18n, keys, walk
 from ui.samples import sample_text
-from ui import steps
 
 from .readers import Reader
 from .serve import cpu_seconds
@@ -37,8 +37,8 @@ CLASS_CODE = i18n.translate("en", "class.code", code="§").split("§")  # the te
 ANSWERED = i18n.translate("en", "vote.answered", k="§", n="§").split("§")  # "Answers so far: **k** · …"
 REVEALED = i18n.translate("en", "vote.revealed", value="§", answer="§", right="§").split("§")
 OVERHEAD_STEP = 2  # the step a reader outside the class views, with nobody polling and while a class polls
-PAGES = steps.pages()
-STEP_OF = {steps.link(p): steps.number(p) for p in PAGES}  # a page's path in the address → its number now
+PAGES = walk.pages()
+STEP_OF = {walk.link(p): walk.number(p) for p in PAGES}  # a page's path in the address → its number now
 
 
 def between(markdown: list[str], marks: list[str], nth: int = 0) -> str | None:
@@ -135,7 +135,7 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
     text = text or sample_text("en")
     spread = n * 0.1 if spread is None else spread
     out["spread"] = spread
-    link = steps.link(steps.steps()[OVERHEAD_STEP - 1])
+    link = walk.link(walk.steps()[OVERHEAD_STEP - 1])
     outside = Reader(url, "en")  # the page views timed with nobody polling, then during the vote
     await outside.connect()
     await outside.run("")
@@ -171,8 +171,8 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
         await _until(lambda: all(track.polls), wait)  # every member polling (no fixed sleep)
         out["follow"], out["move_cpu"] = [], []
         for _ in range(moves):
-            here = next(i for i, p in enumerate(PAGES) if steps.link(p) == teacher.page)
-            track.target, track.arrived, track.move_at = steps.link(PAGES[here + 1]), {}, time.perf_counter()
+            here = next(i for i, p in enumerate(PAGES) if walk.link(p) == teacher.page)
+            track.target, track.arrived, track.move_at = walk.link(PAGES[here + 1]), {}, time.perf_counter()
             cpu = cpu_seconds(url)
             await teacher.run(None, click="nav_next")
             await _until(lambda: len(track.arrived) == n, wait)
@@ -184,7 +184,7 @@ async def class_scenario(url: str, n: int, moves: int = 3, wait: float = 60.0, t
         track.target = None
         out["views"] = (track.views, 0)
 
-        qid = next(p for p in PAGES if steps.link(p) == teacher.page).questions[0]  # the step's first question
+        qid = next(p for p in PAGES if walk.link(p) == teacher.page).questions[0]  # the step's first question
         opened = await teacher.run(None, click=f"vote_open_{keys.slug(qid)}")
         if opened.exceptions:
             raise RuntimeError(opened.exceptions)

@@ -60,7 +60,7 @@ def replicas_behind_proxy(n: int, model: str = "gemma", port: int | None = None,
     HAProxy; yields (proxy URL, the local replicas' pids). Each replica gets its share
     of the cores for torch (``ATLAS_TORCH_THREADS``, unless set), and ``envs[i]`` (when
     given) on top of the environment (e.g. a cache folder of its own, as on another
-    machine). ``warm``: each replica loads its model from the start (ui/launch.py)."""
+    machine). ``warm``: each replica loads its model from the start (launch.py)."""
     share = {"ATLAS_TORCH_THREADS": os.environ.get("ATLAS_TORCH_THREADS") or str(max(1, (os.cpu_count() or 1) // n))}
     with contextlib.ExitStack() as stack:
         urls = [stack.enter_context(app_server(model, timeout=timeout, warm=warm,

@@ -13,7 +13,8 @@ import tempfile
 import time
 import urllib.request
 
-from ui import steps
+import pages  # noqa: F401 (importing it fills the walk: ui.walk)
+from ui import walk
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER_PIDS: dict[str, int] = {}  # url -> pid of the app serving it
@@ -67,13 +68,16 @@ def running(cmd: list[str], url: str, *, name: str, env: dict, timeout: float, s
 def app_server(model: str = "gemma", timeout: float = 300, extra_env: dict | None = None, script: str = "app.py",
                port: int | None = None, warm: bool = False):
     """Yield the base URL of a running app (or another Streamlit script); stop it afterwards.
-    ``warm``: started as scripts/run.sh starts it (ui/launch.py: the model loaded and the
-    sample text's pages built from the start); else plain ``streamlit run``, the model
-    loaded by the first page that needs it."""
+    ``warm``: started as scripts/run.sh starts it (launch.py: the model loaded and the
+    sample text's pages built from the start); else ``launch.py --cold``, the model loaded
+    by the first page that needs it (another script than app.py: plain ``streamlit run``)."""
     port = port or free_port()
     env = {"MALLOC_ARENA_MAX": "2", **os.environ, "ATLAS_MODEL": model, "PYTHONUNBUFFERED": "1",
            **(extra_env or {})}  # as scripts/run.sh starts it
-    run = ["-m", "ui.launch"] if warm else ["-m", "streamlit", "run"]
+    if script != "app.py":
+        run = ["-m", "streamlit", "run"]
+    else:
+        run = ["-m", "launch"] if warm else ["-m", "launch", "--cold"]
     cmd = [sys.executable, *run, os.path.join(ROOT, script), "--server.port", str(port),
            "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"]
     with running(cmd, f"http://127.0.0.1:{port}", name="the app", env=env, timeout=timeout) as url:
@@ -179,7 +183,7 @@ def wait_idle(page, timeout: float = 120_000) -> None:
             if (!window.__atlasIdleSince) { window.__atlasIdleSince = now; return false; }
             return now - window.__atlasIdleSince > 1000;
         }""",
-        arg=len(steps.pages()),
+        arg=len(walk.pages()),
         timeout=timeout,
         polling=200,
     )

@@ -8,4 +8,4 @@ bash scripts/setup.sh requirements.txt
 .venv/bin/python -m attn.convert
 # two malloc arenas: a class's threads otherwise keep ≈ 1 GB more resident (docs/deploy.md)
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
-exec .venv/bin/python -m ui.launch app.py "$@"  # streamlit run app.py, the model loaded from the start (ui/warm.py)
+exec .venv/bin/python -m launch app.py "$@"  # streamlit run app.py, the model loaded from the start (ui/warm.py)

@@ -15,7 +15,7 @@ RECENT_SECONDS = 60.0  # the teacher's "in the last minute"
 class Vote:
     vote: int  # 1, 2, … in the order opened
     page: str  # the id of the step it asks on
-    qid: str  # the question's stable id (a step may ask several: ui.steps declares them)
+    qid: str  # the question's stable id (a step may ask several: pages/ declares them)
     round: int  # 1: the first vote on this question; 2: after discussing
     state: str  # open / closed / revealed
     question: dict  # its own copy: text, options (labels), the measured answer's option

@@ -1,5 +1,5 @@
 """A live class, kept in the store beside the share links: the class's text and settings,
-the teacher's page (by its id: ui.steps), its students (anonymous ids) and its votes, with two version
+the teacher's page (by its id: ui.walk), its students (anonymous ids) and its votes, with two version
 numbers read in one cheap query: ``version``, raised by what a student follows (the
 step, the text and settings, a vote opened, closed or revealed), and ``tally``, raised
 by what only the teacher's panel shows (an answer, a new student, the door). A student's

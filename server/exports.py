@@ -4,7 +4,7 @@ class's votes (a row an option of each vote: its count, whether it was the measu
 answer, and for a question voted twice how many students changed their answer) and the
 shares right question by question (first vote, second vote, matched question). Pure
 Python, no Streamlit; the room's columns after the first four are given by the caller
-(each step declares its own: ui.steps), read from the typed record attn.room_numbers.
+(each step declares its own: pages/), read from the typed record attn.room_numbers.
 RoomNumbers; column names are stable English identifiers (a spreadsheet's, not the page's)."""
 
 from __future__ import annotations

@@ -12,12 +12,12 @@ import pytest
 
 from helpers import ROOT, WALK
 from harness.serve import app_server, chromium_path, launch, wait_idle
-from ui import i18n, steps
+from ui import i18n, walk
 
 ARTIFACTS = os.path.join(ROOT, "test-artifacts")
 
 
-URLS = [steps.link(p) for p in WALK]
+URLS = [walk.link(p) for p in WALK]
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ import tempfile
 import pytest
 import streamlit  # noqa: F401 (first, as app.py imports it: its Plotly theme is then replaced by ui.figures')
 
+import pages  # noqa: F401 (importing it fills the walk: ui.walk)
 from browser_parts import browser, page, reader, tiny_url, url  # noqa: F401 (the browser tests' fixtures, one server a module)
 from harness import model_folders
 from helpers import APP, DEVICES

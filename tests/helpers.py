@@ -6,13 +6,13 @@ import re
 
 import torch
 
-from ui import i18n, steps
+from ui import i18n, walk
 from ui.i18n import LANGS as _LANGS
 from ui.step_parts import ANSWER_FROM
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 APP = os.path.join(ROOT, "app.py")
-WALK = steps.pages()  # every page of the walk, in order (its Step)
+WALK = walk.pages()  # every page of the walk, in order (its Step)
 
 
 def page_path(step) -> str:

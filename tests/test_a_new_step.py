@@ -12,10 +12,10 @@ import textwrap
 
 import pytest
 
-import ui.steps
+import pages
 from helpers import page_path
 from server import exports
-from ui import handout, i18n, keys, room_work, setting_table, steps
+from ui import handout, i18n, keys, room_work, setting_table, walk
 from ui.classroom import handle
 from ui.classroom import room as room_panel
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from ui import figures, room_figures
 from ui.setting_rows import layer_row
 from ui.step_parts import Question, RoomChart, RoomView, Step, Summary
-from ui.steps import page_file
+from ui.walk import page_file
 
 ID = "text-length"
 
@@ -66,7 +66,7 @@ PAGE = '''
 import streamlit as st
 
 from ui import drawing, step_page, widgets
-from ui.steps import text_length
+from pages import text_length
 
 page = step_page.opened(text_length.STEP)
 widgets.setting(page.t, "tl_layer", page.a, page.t("common.layer"))
@@ -90,32 +90,33 @@ STRINGS = {  # its strings, in the three languages (as its package would add the
 
 @pytest.fixture
 def throwaway(tmp_path, monkeypatch):
-    """The step's package in a temporary folder on ui.steps' path, and its strings."""
+    """The step's package in a temporary folder on the pages package's path, and its strings."""
     package = tmp_path / "text_length"
     package.mkdir()
     (package / "__init__.py").write_text(textwrap.dedent(DECLARATION), encoding="utf-8")
     (package / "page.py").write_text(textwrap.dedent(PAGE), encoding="utf-8")
-    monkeypatch.setattr(ui.steps, "__path__", [*ui.steps.__path__, str(tmp_path)])
+    monkeypatch.setattr(pages, "__path__", [*pages.__path__, str(tmp_path)])
     for lang, strings in STRINGS.items():
         table = i18n.strings(lang)
         for key, text in strings.items():
             monkeypatch.setitem(table, f"text_length.{key}", text)
-    steps.reset()
-    yield steps.get("text-length")
-    steps.reset()
-    sys.modules.pop("ui.steps.text_length", None)
+    pages.find()
+    yield walk.get("text-length")
+    monkeypatch.undo()
+    pages.find()
+    sys.modules.pop("pages.text_length", None)
 
 
 def test_a_new_step_in_a_package_of_its_own_joins_every_part_of_the_app(make_app, throwaway, store, live_classes):
     step = throwaway
-    assert [p.id for p in steps.steps()][1:4] == ["nearly-empty", "text-length", "neighbours"]
-    assert steps.number(steps.get("neighbours")) == 4  # renumbered on screen …
+    assert [p.id for p in walk.steps()][1:4] == ["nearly-empty", "text-length", "neighbours"]
+    assert walk.number(walk.get("neighbours")) == 4  # renumbered on screen …
     assert "tl_layer" in setting_table.KEYS and setting_table.row("tl_layer").page == "text-length"
 
     # the navigation: Next from step 2 opens it, its question waits for a guess
     at = make_app("tiny", "pt")
     at.run()
-    at.switch_page(page_path(steps.get("nearly-empty"))).run()
+    at.switch_page(page_path(walk.get("nearly-empty"))).run()
     at.button(key="nav_next").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == STRINGS["pt"]["title"]
@@ -166,7 +167,7 @@ def test_a_new_step_in_a_package_of_its_own_joins_every_part_of_the_app(make_app
     text = at.session_state["text"]
     page = handout.build(i18n.Translator("en"), analyses.get_analysis(text, "tiny"), text, "tiny", {},
                          device="cpu", model="tiny")
-    order = [page.index(f'<h2 id="{p.id}">') for p in steps.steps()]
+    order = [page.index(f'<h2 id="{p.id}">') for p in walk.steps()]
     assert order == sorted(order) and len(order) == 8
     assert i18n.translate("en", "common.step_of", step=3, total=8) in page.split('<h2 id="text-length">')[1][:200]
     assert page.count('class="plotly-graph-div"') == 8

@@ -17,7 +17,7 @@ from ui import i18n
 from ui import live_bench
 from ui import keys
 from ui.samples import sample_text
-from ui import steps as walk_steps
+from ui import walk as walk_steps
 
 pytestmark = pytest.mark.apptest
 
@@ -637,7 +637,7 @@ def test_step7_is_graded_by_the_cost_model_whatever_one_timing_read():
     right answer: the lesson's ratio for the window is 2 (its cost is linear in n), and the
     timing is said beside it with both lengths it was taken between."""
     from ui import step_parts
-    from ui.steps import payoff
+    from pages import payoff
     from ui.i18n import Translator
 
     t = Translator("en")
@@ -1236,7 +1236,7 @@ def test_each_answer_says_where_it_comes_from():
     """Step 7's answer is worked out by the cost model (or timed on this device after a
     live run), not "measured on your text"; the steps measured on the text say so."""
     from ui import step_parts
-    from ui.steps import payoff
+    from pages import payoff
     from ui.i18n import Translator
 
     t = Translator("en")

@@ -12,7 +12,8 @@ import pytest
 from browser_parts import ARTIFACTS, URLS, axe_violations, h1, markup_and_cuts, wait_title, walk
 from helpers import LANGS, WALK
 from harness.serve import app_server, paste, wait_idle
-from ui import i18n, steps
+from ui import i18n
+from ui import walk as the_walk
 
 pytestmark = pytest.mark.browser
 
@@ -77,7 +78,7 @@ def test_a_pasted_text_stays_through_next_pagedown_pageup_previous_and_a_page_li
     box = page.locator('[data-testid="stSidebar"] textarea')
 
     def still_mine(step: int):
-        wait_title(page, i18n.translate("pt", steps.steps()[step - 1].title_key))
+        wait_title(page, i18n.translate("pt", the_walk.steps()[step - 1].title_key))
         assert box.input_value() == mine, step
 
     page.locator(".st-key-nav_next button").first.click()
@@ -114,8 +115,8 @@ def test_the_readers_window_is_kept_when_a_shorter_text_is_pasted(page, tiny_url
 
     from attn import loading
 
-    step = steps.by_id(step_id)
-    page.goto(f"{tiny_url}/{steps.link(step)}?lang=en")
+    step = the_walk.by_id(step_id)
+    page.goto(f"{tiny_url}/{the_walk.link(step)}?lang=en")
     wait_title(page, i18n.translate("en", step.title_key))
     label = i18n.translate("en", f"{step.key}.pick_w")
     thumb = page.locator(f'input[type=range][aria-label="{label}"]')  # the slider's own input

@@ -1,4 +1,4 @@
-"""Each page of the walk declared once, in its own package of ui.steps: its id and order,
+"""Each page of the walk declared once, in its own package of pages/: its id and order,
 its settings, what its summary is built from and its questions by id — walked here, and
 held against the summaries, the setting table, the guess keys and the class's background
 build."""
@@ -8,42 +8,42 @@ import re
 
 import pytest
 
-from ui import keys, measures, prebuild, setting_table, steps, summaries
+from ui import keys, measures, prebuild, setting_table, walk, summaries
 from ui.i18n import LANGS, Translator
 from ui.samples import sample_text
 
 
 def test_every_setting_row_belongs_to_one_declared_page_and_each_summary_reads_its_own_steps_rows():
-    ids = {p.id for p in steps.pages()}
+    ids = {p.id for p in walk.pages()}
     assert all(row.page in ids for row in setting_table.TABLE)
-    for step in steps.steps():
+    for step in walk.steps():
         for key in step.summary_from:
             assert setting_table.row(key).page == step.id, (step.id, key)
     # a setting read by no summary is still its page's own (drawn there, kept, shared)
-    first = steps.get("every-pair")
+    first = walk.get("every-pair")
     assert set(setting_table.keys(first.id)) >= set(first.summary_from) | {"s1_token"}
 
 
 def test_every_page_has_a_stable_id_apart_from_its_order_and_its_strings_under_its_id():
     """An id is a word (the URL's path, the locale group with ``_`` for ``-``); the walk is in
     the order its pages declare, and a step's number on screen is its place among the steps."""
-    walk = steps.pages()
-    assert [p.order for p in walk] == sorted(p.order for p in walk)
-    for p in walk:
+    found = walk.pages()
+    assert [p.order for p in found] == sorted(p.order for p in found)
+    for p in found:
         assert re.fullmatch(r"[a-z]+(-[a-z]+)*", p.id), p.id
         assert Translator("en").has(p.title_key) and Translator("en").has(p.nav_key)
-    assert [steps.number(s) for s in steps.steps()] == list(range(1, len(steps.steps()) + 1))
-    assert steps.number(steps.get(steps.CLOSING)) is None and steps.link(steps.home()) == ""
+    assert [walk.number(s) for s in walk.steps()] == list(range(1, len(walk.steps()) + 1))
+    assert walk.number(walk.get("closing")) is None and walk.link(walk.home()) == ""
 
 
 def test_question_ids_are_unique_stable_names_and_each_has_one_guess_row():
-    ids = [qid for step in steps.steps() for qid in step.questions]
+    ids = [qid for step in walk.steps() for qid in step.questions]
     assert len(ids) == len(set(ids)) and ids  # unique across the walk
-    assert all(step.questions for step in steps.steps())  # every step asks something
-    for step in steps.steps():
+    assert all(step.questions for step in walk.steps())  # every step asks something
+    for step in walk.steps():
         for qid in step.questions:
             assert re.fullmatch(r"s\d\.[a-z][a-z0-9_]*", qid), qid
-            assert steps.questions()[qid] is step
+            assert walk.questions()[qid] is step
             row = setting_table.row(keys.guess(qid))
             assert row.kind == "guess" and row.page == step.id
     guesses = [r.key for r in setting_table.TABLE if r.kind == "guess"]
@@ -65,9 +65,9 @@ def test_two_pages_that_share_a_settings_key_are_refused(monkeypatch):
 
     from ui.setting_rows import layer_row
 
-    real = steps.pages()
+    real = walk.pages()
     twin = dataclasses.replace(real[1], settings=(*real[1].settings, layer_row("s1_layer", real[1].id)))
-    monkeypatch.setattr(steps, "pages", lambda: (real[0], twin, *real[2:]))
+    monkeypatch.setattr(walk, "pages", lambda: (real[0], twin, *real[2:]))
     with pytest.raises(ValueError, match="two settings share a key.*s1_layer"):
         setting_table.row("s1_layer")
 
@@ -77,7 +77,7 @@ def test_every_steps_summary_builds_from_its_declaration_with_its_questions_name
     text, a = tiny_analysis
     cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), {})
     t = Translator(lang)
-    for step in steps.steps():
+    for step in walk.steps():
         if step.needs_text:
             sm = summaries.get(step, t, a, text, "tiny", summaries.inputs(step, cfg))
         else:
@@ -92,7 +92,7 @@ def test_a_summary_asked_with_settings_other_than_its_declarations_is_refused(ti
     text, a = tiny_analysis
     cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), {})
     t = Translator("en")
-    step = steps.get("neighbours")
+    step = walk.get("neighbours")
     given = summaries.inputs(step, cfg)
     with pytest.raises(ValueError, match="built from"):
         summaries.get(step, t, a, text, "tiny", {k: v for k, v in given.items() if k != "s3_rl"})  # one missing
@@ -105,7 +105,7 @@ def test_a_summary_that_asks_other_than_its_step_declares_is_refused(tiny_analys
 
     text, a = tiny_analysis
     cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), {})
-    step = steps.get("nearly-empty")
+    step = walk.get("nearly-empty")
 
     def two_questions(*args, **kw):
         made = step.summary(*args, **kw)
@@ -159,8 +159,10 @@ def test_no_page_reads_its_numbers_by_a_string_key():
     import ast
     import pathlib
 
-    pages = sorted(pathlib.Path(steps.__file__).parent.glob("*/page.py"))
-    assert len(pages) == len(steps.pages())
+    import pages as package
+
+    pages = sorted(pathlib.Path(package.__file__).parent.glob("*/page.py"))
+    assert len(pages) == len(walk.pages())
     found = [(p.parent.name, node.lineno, ast.unparse(node)) for p in pages
              for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
              if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
@@ -233,5 +235,5 @@ def test_steps_4_and_6_opened_after_the_background_build_compute_none_of_what_it
     for module, name in ((outputs, "peak_weights"), (topk, "recall"), (stats, "sink_share")):
         monkeypatch.setattr(module, name, computed)
     for step_id in ("honest-catch", "hubs"):
-        at.switch_page(steps.get(step_id).page).run()
+        at.switch_page(walk.get(step_id).page).run()
         assert not at.exception, (step_id, [e.value for e in at.exception])

@@ -115,7 +115,7 @@ def test_pages_import_no_kernel_module():
     imports a kernel module, the compiler's, the backend or the feature maps."""
     kernel_modules = {"kernels", "sparse_kernels", "linear_kernels", "flex", "backend", "features", "patterns"}
     found = []
-    for p in ATTN.parent.glob("ui/steps/*/page.py"):
+    for p in ATTN.parent.glob("pages/*/page.py"):
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module == "attn":
                 found += [(p.name, a.name) for a in node.names if a.name in kernel_modules]

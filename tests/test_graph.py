@@ -107,7 +107,7 @@ def test_step3s_question_has_the_counted_reach_among_several_distinct_options():
     as right — 64, not the formula's 127, when the question names token 63 (w = 8,
     L = 18), and 3 on a 3-token text."""
     from ui.step_parts import nearest_option
-    from ui.steps.neighbours import reach_options
+    from pages.neighbours import reach_options
 
     for w, layers, rn in [(8, 18, 64), (2, 1, 64), (3, 1, 3), (3, 4, 64), (2, 2, 3), (8, 1, 64), (5, 3, 10)]:
         i, j = torch.arange(rn)[:, None], torch.arange(rn)[None, :]

@@ -11,9 +11,9 @@ from attn import bench, swap
 from attn.costs import Shape
 from attn.device import pick_device
 from helpers import LANGS, PAGES, revealed
-from ui import analyses, glossary, handout, live_bench, measures, model_swaps, served_model, setting_table, steps
+from ui import analyses, glossary, handout, live_bench, measures, model_swaps, served_model, setting_table, walk
 from ui.step_parts import ANSWER_FROM
-from ui.steps import neighbours
+from pages import neighbours
 from ui.i18n import Translator, translate
 from ui.samples import sample_text
 
@@ -31,7 +31,7 @@ def answers(page: str, lang: str = "en") -> list[str]:
     return [html.unescape(ANSWER.match(page[end:]).group(1)) for end, _ in found]
 
 
-def walk(at) -> list[str]:
+def walk_answers(at) -> list[str]:
     """Each step's revealed answer, walking the seven steps with the page's settings."""
     out = []
     for page in PAGES[:7]:
@@ -52,7 +52,7 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
     at.slider(key="s3_rl").set_value(2).run()
     at.slider(key="s3_w").set_value(3).run()
     at.radio(key="guess_s3_reach").set_value(at.radio(key="guess_s3_reach").options[0]).run()
-    shown = walk(at)
+    shown = walk_answers(at)
     kept = {k: at.session_state[k] for k in setting_table.KEYS if k in at.session_state}
     text = text or sample_text("en")
     a = analyses.get_analysis(text, "tiny")
@@ -60,7 +60,7 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
     page = handout.build(t, a, text, "tiny", kept, device="cpu", model="tiny")  # step 7 not run
     assert answers(page) == shown
     # seven steps (and the glossary), one figure each, Plotly's JavaScript embedded once, nothing fetched
-    assert page.count("<h2") == 8 and [f'<h2 id="{p.id}">' in page for p in steps.steps()] == [True] * 7
+    assert page.count("<h2") == 8 and [f'<h2 id="{p.id}">' in page for p in walk.steps()] == [True] * 7
     figures = 7
     assert page.count('class="plotly-graph-div"') == figures
     assert page.count(handout._plotly_js()) == 1
@@ -153,7 +153,7 @@ LINK = re.compile(r"\[([^\]]+)\]\(#" + glossary.TERMS_ANCHOR + r"\)")
 
 
 @pytest.mark.parametrize("lang", LANGS)
-@pytest.mark.parametrize("step", steps.steps(), ids=lambda s: s.id)
+@pytest.mark.parametrize("step", walk.steps(), ids=lambda s: s.id)
 def test_each_term_is_linked_once_where_the_page_first_uses_it(lang, step):
     t = Translator(lang)
     texts, used = glossary.linked_prose(lang, tuple(step.prose_keys()))
@@ -185,7 +185,7 @@ def test_a_step_page_links_its_terms_to_their_meanings_at_its_end(make_app, lang
     body = " ".join(m.value for m in at.markdown)
     assert f"](#{glossary.TERMS_ANCHOR})" in body
     entries = glossary.entries()
-    for i in glossary.linked_prose(lang, tuple(steps.get("hubs").prose_keys()))[1]:
+    for i in glossary.linked_prose(lang, tuple(walk.get("hubs").prose_keys()))[1]:
         assert f"**{entries[i][lang]['term']}** — {entries[i][lang]['meaning']}" in at.main.markdown[-1].value
 
 
@@ -208,7 +208,7 @@ def test_linked_prose_renders_its_bold_and_links_with_no_mark_left_over(lang):
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark")
-    for step in steps.steps():
+    for step in walk.steps():
         for key, text in glossary.linked_prose(lang, tuple(step.prose_keys()))[0].items():
             shown = re.sub(r"<[^>]+>", "", md.render(text))
             assert "**" not in shown, (lang, key, text)

@@ -7,11 +7,11 @@ import pytest
 
 from harness import model_folders as mf
 from test_model_folder_app import encoder_run, hops_by_bfs
-from ui import analyses, measures, setting_table, steps, summaries
+from ui import analyses, measures, setting_table, walk, summaries
 from ui.i18n import LANGS, Translator
 from ui.samples import sample_text
-from ui.steps.hubs import HOP_TOKENS
-from ui.steps.neighbours import REACH_TOKENS
+from pages.hubs import HOP_TOKENS
+from pages.neighbours import REACH_TOKENS
 
 
 @pytest.fixture(scope="module", params=["decoder", "encoder"])
@@ -28,7 +28,7 @@ def reader(request, tmp_path_factory):
 def matched(step_id: str, reader, lang: str = "en"):
     """(the step's question, its matched question) as a class would be asked them."""
     model_id, text, a, cfg, _ = reader
-    step = steps.get(step_id)
+    step = walk.get(step_id)
     m = step.matched[0]
     args = (a, text, model_id, cfg) if step.needs_text else (None, "", model_id, {})
     t = Translator(lang)
@@ -36,9 +36,9 @@ def matched(step_id: str, reader, lang: str = "en"):
 
 
 def test_each_question_has_one_matched_question_with_its_own_id_and_other_words(reader):
-    ids = [q for s in steps.steps() for q in s.questions]
+    ids = [q for s in walk.steps() for q in s.questions]
     seen = set()
-    for step in steps.steps():
+    for step in walk.steps():
         assert [m.of for m in step.matched] == list(step.questions), step.id  # one for each question
         for m in step.matched:
             assert m.id not in ids and m.id not in seen and m.id.startswith(m.of.split(".")[0] + ".")
@@ -130,7 +130,7 @@ def test_step_6_the_same_question_on_the_other_kind_of_layer(reader):
     layer = cfg["s6_layer"]
     other = next((i for i, f in enumerate(full) if f != full[layer]), (layer + len(full) // 2) % len(full))
     assert other != layer and f"layer {other}" in q.text and f"layer {layer}" in main.text
-    step = steps.get("honest-catch")
+    step = walk.get("honest-catch")
     again = summaries.asked(step, "s6.closest", Translator("en"), a, text, model_id, {**cfg, "s6_layer": other})
     assert (q.options, q.answer) == (again.options, again.answer)
 
@@ -145,9 +145,9 @@ def test_steps_1_2_3_and_7_ask_their_count_or_ratio_as_an_estimate(reader):
     """An estimate is the step's own measured number (step 1's: the cells on a text twice
     as long, counted row by row here), asked without options."""
     model_id, text, a, cfg, _ = reader
-    ids = [q for s in steps.steps() for q in (*s.questions, *(m.id for m in s.matched))]
-    assert [s.id for s in steps.steps() if s.estimates] == ["every-pair", "nearly-empty", "neighbours", "payoff"]
-    for step in steps.steps():
+    ids = [q for s in walk.steps() for q in (*s.questions, *(m.id for m in s.matched))]
+    assert [s.id for s in walk.steps() if s.estimates] == ["every-pair", "nearly-empty", "neighbours", "payoff"]
+    for step in walk.steps():
         for e in step.estimates:
             assert e.of in step.questions and e.id not in ids
             args = (a, text, model_id, cfg) if step.needs_text else (None, "", model_id, {})
@@ -157,5 +157,5 @@ def test_steps_1_2_3_and_7_ask_their_count_or_ratio_as_an_estimate(reader):
             if step.id != "every-pair":
                 assert (q.text, q.answer) == (main.text, main.answer)
     n = 2 * a.n
-    q = summaries.asked(steps.get("every-pair"), "s1.cells_estimate", Translator("en"), a, text, model_id, cfg)
+    q = summaries.asked(walk.get("every-pair"), "s1.cells_estimate", Translator("en"), a, text, model_id, cfg)
     assert q.answer == cells_by_rows(a, cfg["s1_layer"], n) and f"{n:,}" in q.text

@@ -147,7 +147,7 @@ def test_linear_break_even_is_where_the_summary_order_first_gets_cheaper(m, d, c
 def test_the_key_value_cache_by_hand_for_gemma_3s_shape():
     from types import SimpleNamespace
 
-    from ui.steps import payoff
+    from pages import payoff
 
     # Gemma-3-270m: 18 layers, five sliding (window 512) then one full, one key/value head of 256
     windows = ((512,) * 5 + (None,)) * 3

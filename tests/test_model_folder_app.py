@@ -14,7 +14,7 @@ from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
 from harness import model_folders as mf
 from ui.i18n import Translator
 from helpers import WALK, page_path
-from ui import steps
+from ui import walk
 
 pytestmark = pytest.mark.usefixtures("fresh_caches")
 
@@ -66,7 +66,7 @@ def test_every_page_opens_on_each_family(make_app, folder_of, family):
         assert not at.exception, (family, page.id, at.exception[0].message if at.exception else "")
         assert not at.warning or all("cannot be used" not in w.value for w in at.warning), (family, page.id)
         if page.is_step:  # the step's own page ran, not the first one again
-            assert t("common.step_of", step=steps.number(page), total=7) in caption_values(at), (family, page.id)
+            assert t("common.step_of", step=walk.number(page), total=7) in caption_values(at), (family, page.id)
 
 
 @pytest.mark.parametrize("lang", ["ja", "pt"])
@@ -80,7 +80,7 @@ def test_every_page_opens_in_every_language_on_an_encoder_and_a_decoder(make_app
             at.switch_page(page_path(page)).run()
         assert not at.exception, (family, lang, page.id, at.exception[0].message if at.exception else "")
         if page.is_step:
-            assert t("common.step_of", step=steps.number(page), total=7) in caption_values(at), (family, lang, page.id)
+            assert t("common.step_of", step=walk.number(page), total=7) in caption_values(at), (family, lang, page.id)
     at.switch_page(page_path(WALK[0])).run()
     said = caption_values(at)
     assert (t("every_pair.formula_caption_both") in said) == (family == "bert"), (family, lang)
@@ -123,7 +123,7 @@ def test_the_sink_sentence_follows_the_models_first_token(make_app, folder_of):
     for family in ("gpt2", "llama"):  # GPT-2's tokenizer adds no start token; this llama's adds <s>
         at = make_app(str(folder_of(family)))
         at.run()
-        at.switch_page("ui/steps/hubs/page.py").run()
+        at.switch_page("pages/hubs/page.py").run()
         assert not at.exception
         said[family] = t("hubs.first_is_text") in caption_values(at)
     assert said == {"gpt2": True, "llama": False}
@@ -167,7 +167,7 @@ def test_the_sidebar_offers_the_configured_models_and_each_reader_runs_their_own
     assert "llama" in model_line(at) and at.session_state["model"] == two_models
     n = min(len(tok(at.session_state["text"])["input_ids"]), 128)
     assert {m.label: m.value for m in at.metric}[t("every_pair.metric_n")] == t.int(n)
-    at.switch_page("ui/steps/nearly_empty/page.py").run()  # the pick outlives a page switch
+    at.switch_page("pages/nearly_empty/page.py").run()  # the pick outlives a page switch
     assert not at.exception and "llama" in model_line(at)
     other = make_app("tiny")  # another reader of the same server keeps the default
     other.run()
@@ -211,11 +211,11 @@ def test_the_credits_and_the_models_own_preset_follow_the_model(make_app, folder
     for family, slides in (("gpt2", False), ("gemma2", True)):
         at = make_app(str(folder_of(family)))
         at.run()
-        at.switch_page("ui/steps/playground/page.py").run()
+        at.switch_page("pages/playground/page.py").run()
         assert not at.exception
         button = at.button(key="pg_preset_model")
         assert button.disabled is not slides, family
-        at.switch_page("ui/steps/closing/page.py").run()
+        at.switch_page("pages/closing/page.py").run()
         key = "closing.credits_other" if slides else "closing.credits_other_no_licence"  # never a file not there
         credit = t(key, model=t("sidebar.folder_model", family=family, folder=family))
         assert credit in caption_values(at) and t("closing.credits") not in caption_values(at)
@@ -334,7 +334,7 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     assert t("every_pair.outro_both") in " ".join(m.value for m in at.markdown)  # a million cells at 1,000 tokens
 
     # step 2: each beginning is a run of its own; its share of useful cells, counted here
-    at.switch_page("ui/steps/nearly_empty/page.py").run()
+    at.switch_page("pages/nearly_empty/page.py").run()
     assert not at.exception
     layer = at.selectbox(key="s2_layer").value
     first = run(ids[:15] + ids[-1:])[layer]  # the first 16 tokens, closed on [SEP]
@@ -347,7 +347,7 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     assert t("every_pair.outro_both") not in said  # (step 1's prose, checked there below)
 
     # step 3: the window both ways; its cells and the weight it keeps, by loops and by hand
-    at.switch_page("ui/steps/neighbours/page.py").run()
+    at.switch_page("pages/neighbours/page.py").run()
     assert not at.exception
     w = at.slider(key="s3_w").value
     band = torch.tensor([[abs(i - j) < w for j in range(n)] for i in range(n)])
@@ -368,7 +368,7 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     assert t("neighbours.lead_both") in " ".join(m.value for m in at.markdown)
 
     # step 4: with hubs, any two tokens at most two layers apart (breadth-first search here)
-    at.switch_page("ui/steps/hubs/page.py").run()
+    at.switch_page("pages/hubs/page.py").run()
     assert not at.exception
     hubs = sorted(at.multiselect(key="s4_hubs").value)
     hw, hn = min(at.slider(key="s4_w").value, 4), min(n, 48)
@@ -396,7 +396,7 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     assert t("swap.masked_note", m=t.int(min(32, own))) in caption_values(at)
 
     # step 6's sweep: each run reads one copy of the text per hidden word, and says so
-    at.switch_page("ui/steps/honest_catch/page.py").run()
+    at.switch_page("pages/honest_catch/page.py").run()
     assert not at.exception
     # the control, the two window series at three windows in every layer (no sliding-layer series:
     # BERT slides no window), top-k (oracle, indexer) at the three windows' cells in every layer,
@@ -406,13 +406,13 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     assert t("swap.lead_masked") in " ".join(m.value for m in at.markdown)
 
     # the playground: the pattern read both ways by default, and kept as the model reads
-    at.switch_page("ui/steps/playground/page.py").run()
+    at.switch_page("pages/playground/page.py").run()
     assert not at.exception
     assert at.toggle(key="pg_causal").value is False
     assert t("playground.keep_lead_both") in [m.value for m in at.markdown]
 
     # step 7: the cost model in the encoder's own shape, the whole square in every layer and head
-    at.switch_page("ui/steps/payoff/page.py").run()
+    at.switch_page("pages/payoff/page.py").run()
     assert not at.exception
     d = config.hidden_size // heads
     traces = [tr for ch in at.get("plotly_chart") for tr in json.loads(ch.proto.spec)["data"]]
@@ -421,7 +421,7 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     assert t("payoff.formula_caption_both", layers=layers, h=heads, d=d, w="128", g="4") in caption_values(at)
 
     # what to take home: the neighbours on either side, and with the first token, by hand
-    at.switch_page("ui/steps/closing/page.py").run()
+    at.switch_page("pages/closing/page.py").run()
     assert not at.exception
     near = torch.tensor([[abs(i - j) < 16 for j in range(n)] for i in range(n)])
     first = torch.arange(n) == 0
@@ -473,7 +473,7 @@ def test_step_six_names_how_the_layers_own_attention_was_computed(make_app, fold
     t = Translator("en")
     at = make_app(str(folder_of(family)))
     at.run()
-    at.switch_page("ui/steps/honest_catch/page.py").run()
+    at.switch_page("pages/honest_catch/page.py").run()
     assert not at.exception
     labels = [m.label for m in at.metric]
     assert (t("honest_catch.metric_written") in labels) is written

@@ -25,14 +25,14 @@ def _nav_twice():
 
 
 def test_each_run_gets_its_own_copy_of_pages_made_once():
-    from ui import i18n, steps
+    from ui import i18n, walk
 
     at = AppTest.from_function(_nav_twice).run()
     assert not at.exception
     s = at.session_state
     assert s["distinct"] and s["same_files"] and s["other_untouched"] and s["made_once"] and s["fresh_flag"]
     t = i18n.Translator("en")
-    assert s["titles"] == [steps.nav_title(t, p) for p in steps.pages()]
+    assert s["titles"] == [walk.nav_title(t, p) for p in walk.pages()]
 
 
 def test_the_converted_copy_is_looked_at_once_every_few_seconds(monkeypatch):

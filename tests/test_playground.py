@@ -16,7 +16,7 @@ from attn import loading
 from attn import swap as atlas_swap
 from attn.composition import Composition, CompositionError, window_and_hubs
 from helpers import page_path
-from ui.steps import playground as pg
+from pages import playground as pg
 
 PATTERN = methods.get("pattern")
 # one setting of each part, small enough for n = 37 and 130 (neither a multiple of the block)

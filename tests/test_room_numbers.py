@@ -244,7 +244,7 @@ def test_the_rooms_step_one_chart_counts_the_cells_each_way(causal):
     from types import SimpleNamespace
 
     from ui.i18n import Translator
-    from ui.steps import every_pair
+    from pages import every_pair
 
     t = Translator("en")
     done = [SimpleNamespace(lang="en", owner=f"s{i}", numbers=made(n=n, causal=causal, layers=2, window=4,

@@ -9,7 +9,7 @@ from helpers import PAGES, WALK, page_path
 from ui import i18n, measures, model_swaps, setting_table
 from ui.samples import sample_text
 from ui.setting_rows import WIDEST, Context, Dims, Setting, window_hi
-from ui.steps import playground
+from pages import playground
 
 pytestmark = pytest.mark.apptest
 

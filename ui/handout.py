@@ -22,7 +22,7 @@ import plotly.offline
 from babel.dates import format_datetime
 from markdown_it import MarkdownIt
 
-from . import glossary, keys, measures, served_model, setting_table, steps, summaries
+from . import glossary, keys, measures, served_model, setting_table, walk, summaries
 from .classroom import vote_results
 from .i18n import Translator
 from .step_parts import Step, Summary, verdict
@@ -95,12 +95,12 @@ def build(t: Translator, a, text: str, model_id: str, kept: dict, *, device: str
         f'<pre class="text">{html.escape(shown)}</pre>',
         '<p class="note">' + html.escape(t("handout.text_note", n=t.int(a.n), chars=t.int(len(text)))) + "</p>",
     ]
-    walk = steps.steps()
-    for i, step in enumerate(walk):
+    steps = walk.steps()
+    for i, step in enumerate(steps):
         sm = summaries.build(step, t, a if step.needs_text else None, text if step.needs_text else "",
                              model_id, summaries.inputs(step, cfg), **summaries.extra(step))
         out.append(f'<h2 id="{html.escape(step.id)}">'
-                   f'{html.escape(t("common.step_of", step=steps.number(step), total=len(walk)))} · '
+                   f'{html.escape(t("common.step_of", step=walk.number(step), total=len(steps)))} · '
                    f'{html.escape(t(step.title_key))}</h2>')
         out.append(_md(t(f"{step.key}.lead")))
         out.append(_section(t, sm, cfg))
@@ -108,7 +108,7 @@ def build(t: Translator, a, text: str, model_id: str, kept: dict, *, device: str
         out.append(_md(t(f"{step.key}.outro")) if t.has(f"{step.key}.outro") else "")
         out.extend(_measured(t, step, a, text, model_id, cfg))
         if progress:
-            progress((i + 1) / (len(walk) + 1))
+            progress((i + 1) / (len(steps) + 1))
     if class_results:  # a teacher's live class: what the room answered, question by question
         out.append(f'<h2>{html.escape(t("vote.results_heading"))}</h2>')
         head = (t("vote.col_step"), t("vote.col_first"), t("vote.col_second"), t("vote.col_matched"))
@@ -194,7 +194,7 @@ def _build_and_offer(t: Translator) -> None:
         return
     # every step's settings and guesses (each widget keeps its value for the session)
     kept = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
-    total = len(steps.steps()) + 1
+    total = len(walk.steps()) + 1
 
     def progress(fraction: float) -> None:
         bar.progress(fraction, text=t("handout.building_step", done=round(fraction * total), total=total))

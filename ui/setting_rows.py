@@ -1,6 +1,6 @@
 """What a setting is, and the rows a step declares: a setting's key, its page (the step's
 id), its kind, its default on a text and the values its widget takes. Each step declares
-its own rows (ui.steps.<step>); ui.setting_table gathers them into the one table that the
+its own rows (pages.<step>); ui.setting_table gathers them into the one table that the
 widgets, the kept settings, a share link's checks and the handout read.
 
 No Streamlit here, and nothing of any step: plain data and the helpers that make rows."""

@@ -1,5 +1,5 @@
 """Every setting a reader can change, once: the rows each page of the walk declares
-(ui.steps.<step>.SETTINGS, built with ui.setting_rows), and a guess row for each of its
+(pages.<step>.SETTINGS, built with ui.setting_rows), and a guess row for each of its
 questions. The pages' widgets, the settings kept across pages, a share link's checks,
 the handout's settings and the playground's give-backs all read a row of this table;
 nothing else says what a setting may be.
@@ -13,14 +13,14 @@ A value is checked twice, by the same row:
   analysis: tokens, layers, heads). Each page drops a value that does not fit before it
   draws the widget, saying so when the value came from a link.
 
-``TABLE``, ``ROWS`` and ``KEYS`` follow the pages the walk has now (ui.steps.pages). No
+``TABLE``, ``ROWS`` and ``KEYS`` follow the pages the walk has now (ui.walk.pages). No
 Streamlit here."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import steps
+from . import walk
 from .keys import guess
 from .setting_rows import Context, Dims, Setting, guess_row
 
@@ -29,10 +29,10 @@ _made: tuple | None = None  # (the pages it was made from, the rows, key → row
 
 
 def _current() -> tuple[tuple[Setting, ...], dict[str, Setting]]:
-    """The rows of the walk's pages now, made once per set of pages (ui.steps.pages is
+    """The rows of the walk's pages now, made once per set of pages (ui.walk.pages is
     one object until the walk is found again)."""
     global _made
-    pages = steps.pages()
+    pages = walk.pages()
     if _made is None or _made[0] is not pages:
         rows = tuple(row for page in pages for row in (*page.settings,
                                                        *(guess_row(guess(qid), page.id) for qid in page.questions)))

@@ -21,7 +21,7 @@ from attn import settings
 from server import store as sharestore
 from server.classes import NUMBERED_PAGES
 
-from . import keys, served_model, session, setting_table, steps
+from . import keys, served_model, session, setting_table, walk
 from .i18n import LANGS, Translator
 from .step_parts import Step
 
@@ -149,7 +149,7 @@ def page_of_view(view: dict) -> Step | None:
         number = view.get("step")
         whole = isinstance(number, int) and not isinstance(number, bool)  # true is not step 1
         page = NUMBERED_PAGES.get(number) if whole else None
-    return steps.by_id(page) if isinstance(page, str) else None
+    return walk.by_id(page) if isinstance(page, str) else None
 
 
 def apply_settings(raw) -> bool:
@@ -244,4 +244,4 @@ def share_view(t: Translator, step: Step) -> None:
     if trouble:
         return
     made.add(key)
-    _share_dialog(f"{base_url()}/{steps.link(step)}?s={key}", t)
+    _share_dialog(f"{base_url()}/{walk.link(step)}?s={key}", t)

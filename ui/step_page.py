@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from . import analyses, drawing, glossary, keys, page_run, served_model, session, steps, summaries, widgets
+from . import analyses, drawing, glossary, keys, page_run, served_model, session, walk, summaries, widgets
 from .classroom import gate, membership, room_charts, votes
 from .i18n import Translator
 from .step_parts import Question, Step, Summary, verdict
@@ -32,16 +32,16 @@ def nav_pages(t: Translator) -> list:
     folder, each giving up the interpreter lock, 16 % of a following student's page run
     among a hundred), and each run gets its own copy: st.navigation marks the page it
     returns as callable once, so one object shared by two readers' runs would refuse one."""
-    home = steps.home()
+    home = walk.home()
     made = _page_made if get_script_run_ctx() is not None else _page_made.__wrapped__  # outside a run: not kept
-    return [copy.copy(made(p.page, steps.nav_title(t, p), p.id, p.icon, p.id == home.id)) for p in steps.pages()]
+    return [copy.copy(made(p.page, walk.nav_title(t, p), p.id, p.icon, p.id == home.id)) for p in walk.pages()]
 
 
 def step_nav(t: Translator, step: Step) -> None:
     """Previous / next with "3 / 7" between them, drawn before anything that may stop
     the page. PageUp / PageDown, what presentation clickers send, press them
     (Streamlit's shortcuts leave keys typed in the text area alone)."""
-    prev, nxt = steps.around(step)
+    prev, nxt = walk.around(step)
     # presenter mode's larger type needs wider buttons ("Próximo" and its PageDown key were cut)
     c1, c2, c3 = st.columns([3, 2, 3] if session.presenter() else [1, 2, 1], vertical_alignment="center")
     target = None
@@ -49,7 +49,7 @@ def step_nav(t: Translator, step: Step) -> None:
                  icon=":material/arrow_back:", help=t("nav.keys_help")):
         target = prev
     if step.is_step:
-        c2.markdown(t("nav.position", step=steps.number(step), total=len(steps.steps())), text_alignment="center")
+        c2.markdown(t("nav.position", step=walk.number(step), total=len(walk.steps())), text_alignment="center")
     if c3.button(t("nav.next"), key="nav_next", shortcut="PageDown", disabled=nxt is None, width="stretch",
                  icon=":material/arrow_forward:", icon_position="right", help=t("nav.keys_help")):
         target = nxt
@@ -133,7 +133,7 @@ def step_header(t: Translator, step: Step) -> None:
     too (it cannot know whether a vote is open): it fails closed, and the class's poll
     redraws it once the class can be read."""
     step_nav(t, step)
-    st.caption(t("common.step_of", step=steps.number(step), total=len(steps.steps())))
+    st.caption(t("common.step_of", step=walk.number(step), total=len(walk.steps())))
     st.title(t(step.title_key))
     shown = gate.gate(t, step)
     if shown == gate.HELD:

@@ -3,7 +3,7 @@ stable id apart from its order, its questions, its settings' rows, how its summa
 built, its room charts and the room's CSV columns it adds), its summary (``Summary``: the
 main figure, the key numbers, the settings used, the questions, and the step's own typed
 record of numbers) and the predict-then-reveal ``Question``; the labels several steps
-share. A step is one package of ui.steps; ui.steps finds them.
+share. A step is one package of pages/; importing pages fills ui.walk with them.
 
 No Streamlit here."""
 
@@ -113,7 +113,7 @@ class RoomChart:
 
 @dataclass(frozen=True)
 class Step:
-    """A page of the walk, declared once in its own package of ui.steps.
+    """A page of the walk, declared once in its own package of pages/.
 
     ``id`` never changes: the page's URL, the store's classes and votes, share links and
     the locale group of its strings (``id`` with ``_`` for ``-``) name it. ``order`` places

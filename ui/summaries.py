@@ -1,5 +1,5 @@
 """Each step's summary, built once per text, language and settings and shared by every
-reader (each step's package says how: ui.steps.<step>.summary): the page, the handout,
+reader (each step's package says how: pages.<step>.summary): the page, the handout,
 a class's votes and the summaries a class builds ahead all read it from here."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections import Counter
 import streamlit as st
 
 from . import figures, measures, setting_table
-from . import steps
+from . import walk
 from .i18n import LANGS, Translator
 from .setting_rows import AVERAGE
 from .step_parts import Question, Step, Summary
@@ -85,7 +85,7 @@ BUILT: Counter = Counter()  # summaries built by this process, by step id (the c
 @st.cache_resource(max_entries=SUMMARIES, show_spinner=False)
 def _cached_summary(step_id: str, lang: str, text: str, model_id: str, cfg: tuple, live: tuple, _a, _inputs):
     BUILT[step_id] += 1
-    made = build(steps.get(step_id), Translator(lang), _a, text, model_id, dict(cfg), **_inputs)
+    made = build(walk.get(step_id), Translator(lang), _a, text, model_id, dict(cfg), **_inputs)
     made.figure, made.measured = figures.frozen(made.figure), figures.frozen(made.measured)
     return made
 
@@ -128,7 +128,7 @@ def build_all(a, text: str, model_id: str, settings: dict, langs=LANGS, stop=lam
     when all were built already); ``stop()`` true ends it early."""
     cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), settings or {})
     made = 0
-    for step in steps.steps():
+    for step in walk.steps():
         for lang in langs:
             if stop():
                 return made

@@ -1,4 +1,4 @@
-"""Ready when the server says so: as soon as a serving process starts (``ui/launch.py``),
+"""Ready when the server says so: as soon as a serving process starts (``launch.py``),
 a background thread loads the model and builds the sample text's pages, in every
 language, into the caches the pages read — before the first visitor, so that opening the
 page shows the first chart about as fast as a step switch. The health check does not wait
@@ -28,10 +28,11 @@ def ready() -> float | None:
     return _state["ready"]
 
 
-def start() -> threading.Thread:
-    """The warming thread, started once per process."""
+def start(find_walk) -> threading.Thread:
+    """The warming thread, started once per process; ``find_walk()`` fills the walk
+    (ui.walk) once the server answers."""
     if _state["thread"] is None:
-        _state["thread"] = threading.Thread(target=_warm, daemon=True, name="atlas-warm")
+        _state["thread"] = threading.Thread(target=_warm, args=(find_walk,), daemon=True, name="atlas-warm")
         _state["thread"].start()
     return _state["thread"]
 
@@ -61,7 +62,7 @@ def _answers() -> bool:
         return False
 
 
-def _warm() -> None:
+def _warm(find_walk) -> None:
     t0 = time.perf_counter()
     end = time.monotonic() + RUNTIME_WAIT
     while not _serving():
@@ -78,6 +79,8 @@ def _warm() -> None:
         from . import analyses, served_model, summaries
         from .i18n import DEFAULT, LANGS
         from .samples import sample_text
+
+        find_walk()
 
         model_id = served_model.default_model()
         if model_id == "gemma" and not convert.is_converted():

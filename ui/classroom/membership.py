@@ -15,7 +15,7 @@ from server import codes
 
 from .. import keys, prebuild, session, served_model, share
 from ..i18n import Translator
-from .. import steps
+from .. import walk
 from ..step_parts import Step
 from .handle import Unreadable, classes, forget, guesses, read
 
@@ -159,7 +159,7 @@ def _seat(found: live_classes.ClassState, seat: dict, notice: str, icon: str):
     _apply(found.view)
     prebuild.prebuild(found.view)
     session.notice_later(notice, icon)  # said on the class's page, after the switch there
-    return steps.by_id(found.page)
+    return walk.by_id(found.page)
 
 
 def resume(t: Translator, code: str, key: str):
@@ -229,6 +229,6 @@ def back(t: Translator) -> None:
         return
     st.session_state.update({keys.FOLLOWING: True, keys.SEEN: found.version})
     _apply(found.view)
-    page = steps.by_id(found.page)
+    page = walk.by_id(found.page)
     if page is not None:
         st.switch_page(page.page, query_params=dict(st.query_params))

@@ -17,7 +17,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from server import follow
 from server.store import StoreError
 
-from .. import keys, page_run, prebuild, session, steps
+from .. import keys, page_run, prebuild, session, walk
 from ..step_parts import Step
 from . import room as room_panel
 from .handle import classes, forget, state_at, versions
@@ -77,7 +77,7 @@ def _tick(code: str, step: Step) -> None:
         _apply(found.view)
         prebuild.prebuild(found.view)
     if action == follow.MOVE:
-        page = steps.by_id(to)
+        page = walk.by_id(to)
         if page is not None:
             st.switch_page(page.page, query_params=dict(st.query_params))
     _redraw()

@@ -17,7 +17,7 @@ from server import texts as room_texts
 from server.class_reads import ClassState
 from server.store import StoreError
 
-from .. import drawing, keys, room_figures, room_work, served_model, session, share, steps
+from .. import drawing, keys, room_figures, room_work, served_model, session, share, walk
 from ..i18n import LANGS, Translator
 from .handle import classes, forget, versions
 from .membership import current, is_teacher, member
@@ -43,8 +43,8 @@ def room_now(code: str) -> tuple[int, list] | None:
 
 def csv_columns(done: list) -> list:
     """The room's CSV columns after its first three: each page's own, in the walk's order
-    (ui.steps.<step>.csv), given every measured text's numbers."""
-    return [column for page in steps.pages() if page.csv for column in page.csv(done)]
+    (pages.<step>.csv), given every measured text's numbers."""
+    return [column for page in walk.pages() if page.csv for column in page.csv(done)]
 
 
 def student_panel(t: Translator, code: str) -> None:

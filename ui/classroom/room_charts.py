@@ -13,7 +13,7 @@ import dataclasses
 
 import streamlit as st
 
-from .. import drawing, figures, keys, room_figures, served_model, session, steps
+from .. import drawing, figures, keys, room_figures, served_model, session, walk
 from ..i18n import Translator
 from ..step_parts import RoomView, Step
 from .handle import Unreadable
@@ -52,7 +52,7 @@ def live_teacher(page: str, settings: tuple) -> None:
 def draw(page: str, settings: tuple) -> None:
     """The room's charts of a page, as the room is now."""
     t, code = session.tr(), member()
-    step = steps.by_id(page)
+    step = walk.by_id(page)
     if code is None or step is None:
         return
     now = room_now(code)

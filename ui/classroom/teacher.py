@@ -12,7 +12,7 @@ from server import classes as live_classes
 from server import codes, follow
 from server.store import Refused, StoreError
 
-from .. import keys, prebuild, session, share, steps
+from .. import keys, prebuild, session, share, walk
 from ..step_parts import Step
 from ..i18n import Translator
 from . import room
@@ -36,7 +36,7 @@ def start(page: str) -> None:
     room = classes()
     if room is None:
         return
-    view = class_view(steps.get(page))
+    view = class_view(walk.get(page))
     with share.store_trouble() as trouble:
         try:
             code, key = room.create(view, page, address=session.address(),

@@ -10,7 +10,7 @@ import streamlit as st
 
 from server import classes as live_classes
 
-from .. import analyses, keys, measures, served_model, session, setting_table, share, steps, summaries
+from .. import analyses, keys, measures, served_model, session, setting_table, share, walk, summaries
 from ..i18n import LANGS, Translator
 from ..step_parts import Step
 from .handle import classes, forget
@@ -55,7 +55,7 @@ def open_first_vote(page: str, qid: str) -> None:
     """on_click of "Open the vote" (and "Ask the matched question", "Ask for an estimate"): the step's question
     ``qid`` on the class's text and settings, copied in every language (its arguments stay
     small: the step's id, never the analysis)."""
-    step = steps.get(page)
+    step = walk.get(page)
     text, model_id = session.current_text(), served_model.model_id()
     a = analyses.get_analysis(text, model_id) if step.needs_text and text.strip() else None
     if a is None and step.needs_text:

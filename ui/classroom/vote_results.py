@@ -9,7 +9,7 @@ import streamlit as st
 
 from server import classes as live_classes
 
-from .. import steps
+from .. import walk
 from ..i18n import Translator
 from .membership import current, is_teacher
 
@@ -25,9 +25,9 @@ def results(t: Translator) -> list[tuple[str, str, str, str]]:
         return []
     rows = []
     asked = {v.qid for v in found.votes}
-    questions = steps.questions()
+    questions = walk.questions()
     for qid, step in questions.items():  # in the walk's order
-        label = t("vote.result_step", step=steps.number(step))
+        label = t("vote.result_step", step=walk.number(step))
         label = label if len(step.questions) == 1 else f"{label} · {step.questions.index(qid) + 1}"
         if qid in asked:
             m = step.matched_to(qid)

@@ -5,7 +5,7 @@ special tokens ([CLS], [SEP])."""
 import streamlit as st
 
 from ui import drawing, figures, glossary, measures, model_swaps, step_page, widgets
-from ui.steps import hubs as step
+from pages import hubs as step
 
 page = step_page.opened(step.STEP)
 t, a, text, model_id = page.t, page.a, page.text, page.model_id

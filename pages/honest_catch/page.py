@@ -4,7 +4,7 @@ import streamlit as st
 
 from attn import methods
 from ui import drawing, figures, measures, model_swaps, step_page, widgets
-from ui.steps import honest_catch
+from pages import honest_catch
 
 page = step_page.opened(honest_catch.STEP)
 t, a, text, model_id = page.t, page.a, page.text, page.model_id

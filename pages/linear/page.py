@@ -4,7 +4,7 @@ import streamlit as st
 
 from attn import costs, methods
 from ui import drawing, glossary, step_page, widgets
-from ui.steps import linear
+from pages import linear
 
 page = step_page.opened(linear.STEP)
 t, a, text, model_id = page.t, page.a, page.text, page.model_id

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 from attn import methods
 
-from ... import figures, measures, model_swaps, room_figures, served_model
-from ...i18n import Translator
-from ...setting_rows import Setting, hubs_row, layer_row, layers_of, linear_features, window_row
-from ...step_parts import Matched, Question, RoomChart, RoomView, Step, Summary, head_label, layer_label
-from .. import page_file
+from ui import figures, measures, model_swaps, room_figures, served_model
+from ui.i18n import Translator
+from ui.setting_rows import Setting, hubs_row, layer_row, layers_of, linear_features, window_row
+from ui.step_parts import Matched, Question, RoomChart, RoomView, Step, Summary, head_label, layer_label
+from ui.walk import page_file
 
 ID = "honest-catch"
 SWEEP_METRICS = ("kl", "perplexity", "top1_agreement")  # what the sweep draws

@@ -9,8 +9,8 @@ from attn.device import pick_device
 from ui import (analyses, drawing, figures, live_bench, measures, model_swaps, page_run, served_model, session,
                 step_page, widgets)
 from ui.step_parts import layer_label
-from ui.steps import playground as pg
-from ui.steps.playground import topk_part
+from pages import playground as pg
+from pages.playground import topk_part
 
 t = session.tr()
 step_page.page_header(t, pg.STEP)

@@ -5,7 +5,7 @@ import streamlit as st
 from attn import bench, methods
 from attn.device import pick_device
 from ui import drawing, glossary, live_bench, served_model, step_page, summaries
-from ui.steps import payoff
+from pages import payoff
 
 page = step_page.opened(payoff.STEP)  # the cost model and this device: no text
 t = page.t

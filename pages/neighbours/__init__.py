@@ -10,12 +10,12 @@ import numpy as np
 
 from attn import graph, room_numbers, topk
 
-from ... import figures, measures, room_figures
-from ...i18n import Translator
-from ...setting_rows import Setting, head_row, layer_row, window_row
-from ...step_parts import (Estimate, Matched, Question, RoomChart, RoomView, Step, Summary, head_caption, head_of,
+from ui import figures, measures, room_figures
+from ui.i18n import Translator
+from ui.setting_rows import Setting, head_row, layer_row, window_row
+from ui.step_parts import (Estimate, Matched, Question, RoomChart, RoomView, Step, Summary, head_caption, head_of,
                            heatmap, who)
-from .. import page_file
+from ui.walk import page_file
 
 ID = "neighbours"
 REACH_W, REACH_W_DEFAULT = (2, 8), 3  # the reach's window: 2..8, 3 at first

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 from attn import room_numbers
 
-from ... import measures, room_figures
-from ...i18n import Translator
-from ...setting_rows import Setting, head_row, layer_row
-from ...step_parts import (Estimate, Matched, Question, RoomChart, RoomView, Step, Summary, head_caption, head_of,
+from ui import measures, room_figures
+from ui.i18n import Translator
+from ui.setting_rows import Setting, head_row, layer_row
+from ui.step_parts import (Estimate, Matched, Question, RoomChart, RoomView, Step, Summary, head_caption, head_of,
                            heatmap, who)
-from .. import page_file
+from ui.walk import page_file
 
 ID = "nearly-empty"
 P_OPTIONS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.99)

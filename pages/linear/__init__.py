@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from attn import patterns
 from attn.features import FEATURE_MAPS
 
-from ... import figures, measures
-from ...i18n import Translator
-from ...setting_rows import Setting, head_row, layer_row
-from ...step_parts import Matched, Question, Step, Summary, layer_label
-from .. import page_file
+from ui import figures, measures
+from ui.i18n import Translator
+from ui.setting_rows import Setting, head_row, layer_row
+from ui.step_parts import Matched, Question, Step, Summary, layer_label
+from ui.walk import page_file
 
 ID = "linear"
 

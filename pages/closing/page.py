@@ -4,7 +4,7 @@ import streamlit as st
 
 from attn.swap import hub_pair
 from ui import analyses, glossary, measures, model_swaps, served_model, session, step_page
-from ui.steps import closing
+from pages import closing
 
 t = session.tr()
 step_page.page_header(t, closing.STEP)

@@ -1,22 +1,21 @@
-"""The pages of the walk, each one package of this one — its declaration (``STEP``, a
-ui.step_parts.Step) in its ``__init__``, its page file beside it — found here and put in
-their order; nothing else lists them. Navigation, the setting table, the summaries, the
+"""The walk: every page of it (each one package of the top-level ``pages/``, its
+declaration a ui.step_parts.Step), in order. ``pages/__init__`` finds them and fills
+this registry once, when imported (app.py, the launcher, the tests and benches import
+it); nothing in ui/ names a step. Navigation, the setting table, the summaries, the
 handout, the class's votes and the room's charts and CSV all read ``pages()``.
 
 A step is named by its id everywhere something is kept (a class, a vote, a share link);
 its number on screen is its place among the steps now. Links and stores written when
-pages were numbered name them through server.classes.NUMBERED_PAGES."""
+pages were numbered name them through server.class_layout.NUMBERED_PAGES."""
 
 from __future__ import annotations
 
-import functools
-import importlib
-import pkgutil
+from collections.abc import Iterable
 from pathlib import Path
 
-from ..step_parts import Step
+from .step_parts import Step
 
-CLOSING, PLAYGROUND = "closing", "playground"  # the two pages of the walk that are not steps
+_walk: list[tuple[Step, ...]] = []  # the pages, once filled (one entry: a tuple, replaced whole)
 
 
 def page_file(module_file: str) -> str:
@@ -24,27 +23,23 @@ def page_file(module_file: str) -> str:
     return str(Path(module_file).resolve().parent / "page.py")
 
 
-@functools.cache
-def pages() -> tuple[Step, ...]:
-    """Every page of the walk, in order: each package of this one (wherever its ``__path__``
-    reaches) whose ``STEP`` is a Step."""
-    found = []
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.ispkg:
-            step = getattr(importlib.import_module(f"{__name__}.{info.name}"), "STEP", None)
-            if isinstance(step, Step):
-                found.append(step)
+def fill(found: Iterable[Step]) -> tuple[Step, ...]:
+    """The walk is these pages, put in their declared order (``pages/__init__`` calls it;
+    a test that adds a page calls it again). Two pages with one id or one order: an error."""
     ordered = tuple(sorted(found, key=lambda s: s.order))
     for what in ("id", "order"):
         seen = [getattr(s, what) for s in ordered]
         if len(set(seen)) != len(seen):
             raise ValueError(f"two pages of the walk share one {what}: {seen}")
+    _walk[:] = [ordered]
     return ordered
 
 
-def reset() -> None:
-    """Find the pages again (a test that adds one)."""
-    pages.cache_clear()
+def pages() -> tuple[Step, ...]:
+    """Every page of the walk, in order."""
+    if not _walk:
+        raise RuntimeError("the walk is empty: import the pages package (app.py does) before reading it")
+    return _walk[0]
 
 
 def steps() -> tuple[Step, ...]:

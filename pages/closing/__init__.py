@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from attn import methods, room_numbers
 
-from ... import room_figures
-from ...i18n import Translator
-from ...step_parts import RoomChart, RoomView, Step
-from .. import CLOSING, page_file
+from ui import room_figures
+from ui.i18n import Translator
+from ui.step_parts import RoomChart, RoomView, Step
+from ui.walk import page_file
 
 NEAR = 16  # the neighbourhood the summary speaks of: the 16 most recent tokens, each token itself included
 
@@ -38,5 +38,6 @@ def room_verdict(t: Translator, done: list, cfg: dict) -> RoomView:
     return RoomView([t("room.verdict_caption", n=t.int(len(done)), p=t.pct(room_numbers.ROOM_P, 0))], table=table)
 
 
-STEP = Step(CLOSING, order=80, icon=":material/school:", page=page_file(__file__), is_step=False,
+ID = "closing"
+STEP = Step(ID, order=80, icon=":material/school:", page=page_file(__file__), is_step=False,
             room=(RoomChart("verdict", room_verdict),))

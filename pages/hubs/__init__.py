@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 from attn import room_numbers
 
-from ... import figures, measures, room_figures
-from ...i18n import Translator
-from ...setting_rows import Setting, hubs_row, window_row
-from ...step_parts import Matched, Question, RoomChart, RoomView, Step, Summary
-from .. import page_file
+from ui import figures, measures, room_figures
+from ui.i18n import Translator
+from ui.setting_rows import Setting, hubs_row, window_row
+from ui.step_parts import Matched, Question, RoomChart, RoomView, Step, Summary
+from ui.walk import page_file
 
 ID = "hubs"
 HOP_TOKENS, HOP_WINDOW = 48, 4  # hops are drawn on the first 48 tokens, the window at most 4

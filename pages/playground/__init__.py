@@ -25,15 +25,15 @@ from attn.device import pick_device
 from attn.swap import STACK_EVERY, stack_layers
 from server.lru import CountLRU
 
-from ... import analyses, measures, model_swaps, widgets
-from ...i18n import Translator
-from ...setting_rows import DEFAULT_LAYER, Context, Dims, Setting, first_layer, hubs_row, layers_of
-from ...step_parts import Step
-from .. import PLAYGROUND, page_file
+from ui import analyses, measures, model_swaps, widgets
+from ui.i18n import Translator
+from ui.setting_rows import DEFAULT_LAYER, Context, Dims, Setting, first_layer, hubs_row, layers_of
+from ui.step_parts import Step
+from ui.walk import page_file
 from . import topk_part
 from .topk_part import TopK
 
-ID = PLAYGROUND
+ID = "playground"
 PLAY_TOKENS = 96  # reach and hops on the first tokens: dense n×n matrices, drawn
 LARGE_N = 8192  # the cost ratio cost(2n)/cost(n) is taken here
 PRESETS = algebra.PRESETS

@@ -6,7 +6,7 @@ import streamlit as st
 
 from attn import methods, stats
 from ui import drawing, figures, glossary, measures, step_page, tap_strip, widgets
-from ui.steps import every_pair
+from pages import every_pair
 
 page = step_page.opened(every_pair.STEP)
 t, a, text, model_id = page.t, page.a, page.text, page.model_id

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ui import drawing, figures, glossary, measures, step_page, widgets
-from ui.steps import nearly_empty
+from pages import nearly_empty
 
 page = step_page.opened(nearly_empty.STEP)
 t, a, text, model_id = page.t, page.a, page.text, page.model_id

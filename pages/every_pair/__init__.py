@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 from attn import methods, patterns
 
-from ... import measures, room_figures
-from ...i18n import Translator
-from ...setting_rows import Setting, head_row, layer_row, positions
-from ...step_parts import (Estimate, Matched, Question, RoomChart, RoomView, Step, Summary, head_caption, head_of,
+from ui import measures, room_figures
+from ui.i18n import Translator
+from ui.setting_rows import Setting, head_row, layer_row, positions
+from ui.step_parts import (Estimate, Matched, Question, RoomChart, RoomView, Step, Summary, head_caption, head_of,
                            heatmap, who)
-from .. import page_file
+from ui.walk import page_file
 
 ID = "every-pair"
 

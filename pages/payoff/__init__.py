@@ -9,10 +9,10 @@ from attn import bench, costs as cost_model, methods, swap
 from attn.costs import Shape
 from attn.device import pick_device
 
-from ... import figures, live_bench, served_model
-from ...i18n import Translator
-from ...step_parts import Estimate, Matched, Question, Step, Summary
-from .. import page_file
+from ui import figures, live_bench, served_model
+from ui.i18n import Translator
+from ui.step_parts import Estimate, Matched, Question, Step, Summary
+from ui.walk import page_file
 
 ID = "payoff"
 SIZES = [2 ** e for e in range(9, 21)]  # the cost model: n = 512 … 2²⁰
