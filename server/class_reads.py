@@ -1,11 +1,13 @@
 """A class as its pages read it, from a connection the caller holds: its state as members
 follow it (``ClassState``: step, view, versions, door, votes), every vote's counts, and
-what the teacher's panel shows of the room now (``Pulse``). server.classes holds the writes
-and the rules; no Streamlit here."""
+what the teacher's panel shows of the room now (``Pulse``); ``ClassReads``, the reads a
+store's classes answer, each in one read. server.classes holds the writes and the rules;
+no Streamlit here."""
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 
 RECENT_SECONDS = 60.0  # the teacher's "in the last minute"
@@ -146,3 +148,84 @@ def pulse_of(db, code: str, present_since: float, now: float) -> Pulse | None:
             "JOIN students s ON s.code = a.code AND s.student = a.student WHERE a.code = ? AND a.vote = ?",
             (recent, code, vote[0])).fetchone()
     return Pulse(present, joined, int(answered), int(fresh), bool(row[0]))
+
+
+class ClassReads:
+    """What reads a store's classes, each in one read (server.classes.Classes adds what
+    changes them)."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def version(self, code: str) -> int | None:
+        """The version a student's poll watches (None: no such class)."""
+        found = self.versions(code)
+        return None if found is None else found[0]
+
+    def versions(self, code: str) -> tuple[int, int, int] | None:
+        """``(version, tally, room_version)`` in one read (None: no such class): what a
+        poll reads."""
+        with self.store.reading() as db:
+            row = db.execute("SELECT version, tally, room_version FROM classes WHERE code = ?", (code,)).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def state(self, code: str) -> ClassState | None:
+        """The class as its members follow it: page, view, versions, the door, its votes."""
+        with self.store.reading() as db:
+            return state_of(db, code)
+
+    def read(self, code: str, student: str = "") -> ClassState | None:
+        """Everything a page run shows of the class, in one read (server.class_reads)."""
+        with self.store.reading() as db:
+            return read_of(db, code, student)
+
+    def shared_read(self, code: str) -> ClassState | None:
+        """What every member's page run reads alike: the state and every vote's counts
+        (:meth:`read` without anyone's own answers)."""
+        with self.store.reading() as db:
+            return read_of(db, code)
+
+    def own(self, code: str, student: str) -> tuple[dict[int, int], dict[int, float]]:
+        """One student's own answers in one read: vote → choice, and vote → the number of
+        each estimate they sent."""
+        if not student:
+            return {}, {}
+        with self.store.reading() as db:
+            rows = db.execute("SELECT vote, choice, number FROM answers WHERE code = ? AND student = ?",
+                              (code, student)).fetchall()
+        return {v: c for v, c, _ in rows}, {v: x for v, _, x in rows if x is not None}
+
+    def counts(self, code: str, vote: int) -> list[int]:
+        """How many students chose each option of a vote."""
+        return self.all_counts(code).get(int(vote), [])
+
+    def all_counts(self, code: str) -> dict[int, list[int]]:
+        """How many students chose each option, for every vote of the class, in one read
+        (the teacher's summary and the handout: one query, not one a vote)."""
+        with self.store.reading() as db:
+            found = state_of(db, code)
+            return {} if found is None else counts_of(db, code, found.votes)
+
+    def answers_of(self, code: str) -> list[tuple[int, str, int, str, float | None]]:
+        """Every answer of the class: (vote, student, choice, reason, an estimate's number or
+        None) — for the teacher's export."""
+        with self.store.reading() as db:
+            return [tuple(r) for r in db.execute("SELECT vote, student, choice, reason, number FROM answers "
+                                                 "WHERE code = ? ORDER BY vote, at, student", (code,)).fetchall()]
+
+    def my_answer(self, code: str, vote: int, student: str) -> int | None:
+        with self.store.reading() as db:
+            row = db.execute("SELECT choice FROM answers WHERE code = ? AND vote = ? AND student = ?",
+                             (code, int(vote), student)).fetchone()
+        return None if row is None else row[0]
+
+    def present(self, code: str, since: float) -> int:
+        """Students seen since ``since`` (a poll writes presence at most every 15 s)."""
+        with self.store.reading() as db:
+            return db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND seen >= ?",
+                              (code, since)).fetchone()[0]
+
+    def pulse(self, code: str, present_since: float, now: float | None = None) -> Pulse | None:
+        """The teacher's view of the room now, in one read (server.class_reads.pulse_of)."""
+        with self.store.reading() as db:
+            return pulse_of(db, code, present_since, time.time() if now is None else now)

@@ -39,59 +39,21 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import math
 import secrets
 import time
-import unicodedata
 from attn import settings
 
 from . import codes, limits, texts
 from .backend import Backend, Refused, StoreError
-from .class_reads import ClassState, Pulse, Vote, counts_of, pulse_of, read_of, state_of  # noqa: F401 (also ours)
+from .answers import MAX_OPTIONS, clean_reason, estimate_choice
+from .class_layout import SCHEMA, VERSION, upgrades
+from .class_reads import ClassReads
 
 MAX_STUDENTS = 200  # seats: students seen in the last SEAT_SECONDS
 SEAT_SECONDS = 180.0  # a student unseen for 3 minutes (12 missed presence writes) holds no seat
 MAX_CLASSES = 500
 IDLE_HOURS = 12
 EMPTY_MINUTES = 60  # a class that no student has joined ends after an hour untouched
-MAX_OPTIONS = 12
-MAX_REASON = 200  # characters of a student's written reason
-# an estimate (a number asked for instead of an option) within this factor of the measured
-# value counts as right; its vote's two options, in this order: off by more, within
-ESTIMATE_FACTOR = 1.5
-ESTIMATE_OPTIONS = ("off", "within")
-MAX_ESTIMATE = 1e15  # the largest number an estimate may be (the app's counts stay far below)
-
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS classes (
-        code TEXT PRIMARY KEY, host TEXT NOT NULL, view TEXT NOT NULL,
-        version INTEGER NOT NULL, created REAL NOT NULL, touched REAL NOT NULL, tally INTEGER NOT NULL DEFAULT 0,
-        door INTEGER NOT NULL DEFAULT 1, room INTEGER NOT NULL DEFAULT 0, room_version INTEGER NOT NULL DEFAULT 0,
-        page TEXT NOT NULL DEFAULT '')""",
-    """CREATE TABLE IF NOT EXISTS students (
-        code TEXT NOT NULL, student TEXT NOT NULL, seen REAL NOT NULL, joined REAL NOT NULL DEFAULT 0,
-        PRIMARY KEY (code, student))""",
-    """CREATE TABLE IF NOT EXISTS votes (
-        code TEXT NOT NULL, vote INTEGER NOT NULL, round INTEGER NOT NULL,
-        state TEXT NOT NULL, question TEXT NOT NULL, qid TEXT NOT NULL, seats INTEGER NOT NULL DEFAULT 0,
-        opened REAL NOT NULL DEFAULT 0, page TEXT NOT NULL DEFAULT '', PRIMARY KEY (code, vote))""",
-    """CREATE TABLE IF NOT EXISTS answers (
-        code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
-        at REAL NOT NULL, reason TEXT NOT NULL DEFAULT '', shown INTEGER NOT NULL DEFAULT 0, number REAL,
-        PRIMARY KEY (code, vote, student))""",
-    # why a class ended when its teacher could not know (made room for another: "unused"),
-    # kept IDLE_HOURS so that she is told if she comes back
-    """CREATE TABLE IF NOT EXISTS ended_classes (
-        code TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL)""",
-)
-VERSION = 6  # the layout of these tables (server.store records it; ``upgrades`` moves an older one on)
-# What the layouts before 5 (and the share links made before them) numbered the pages by: a
-# page's place in the walk then. History, never changed: a page is named by its id now.
-NUMBERED_PAGES = {1: "every-pair", 2: "nearly-empty", 3: "neighbours", 4: "hubs", 5: "linear", 6: "honest-catch",
-                  7: "payoff", 8: "closing", 9: "playground"}
-# the question each step asked before a step could ask several (layout 1 named none): history too
-FIRST_QUESTIONS = {1: "s1.doubling", 2: "s2.cells", 3: "s3.reach", 4: "s4.hops", 5: "s5.order", 6: "s6.closest",
-                   7: "s7.ratio"}
 STATES = ("open", "closed", "revealed")
 # what join() says: the student is in; no such class; no seat free for a newcomer; no seat free
 # for one of its students coming back; the door is closed; too many new students from this
@@ -107,81 +69,15 @@ def host_hash(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def new_student() -> str:
-    """An anonymous student id (in the student's address, so a reload keeps it)."""
-    return secrets.token_urlsafe(12)
-
-
-def estimate_choice(number, value: float) -> int | None:
-    """An estimate's option: 1 when ``number`` lies within ESTIMATE_FACTOR of the measured
-    ``value`` (either way), else 0; None when it is no finite number in (0, MAX_ESTIMATE]."""
-    if isinstance(number, bool) or not isinstance(number, (int, float)):
-        return None
-    number = float(number)
-    if not (math.isfinite(number) and 0 < number <= MAX_ESTIMATE):
-        return None
-    return int(value / ESTIMATE_FACTOR <= number <= value * ESTIMATE_FACTOR)
-
-
-def clean_reason(value) -> str | None:
-    """A student's reason as kept: plain text on one line (line breaks and other control
-    characters become spaces, runs of spaces one), at most MAX_REASON characters; None
-    when it is no text or longer."""
-    if not isinstance(value, str):
-        return None
-    text = " ".join("".join(" " if unicodedata.category(c)[0] == "C" else c for c in value).split())
-    return text if len(text) <= MAX_REASON else None
-
-
-def is_student(value) -> bool:
-    return isinstance(value, str) and 8 <= len(value) <= 32 and all(c.isalnum() or c in "-_" for c in value)
-
-
-def _page_of_step(table: str) -> list:
-    """Layout 5's upgrade of one table: its ``step`` number becomes its page's id."""
-    cases = " ".join(f"WHEN {number} THEN '{page}'" for number, page in NUMBERED_PAGES.items())
-    return [f"ALTER TABLE {table} ADD COLUMN page TEXT NOT NULL DEFAULT ''",
-            f"UPDATE {table} SET page = CASE step {cases} ELSE '' END",
-            f"ALTER TABLE {table} DROP COLUMN step"]
-
-
-def upgrades() -> dict[int, list]:
-    """The statements that move the classes' tables from each layout to the next, run
-    once by server.store's ``create``. 2: a vote names its question; the votes of a store
-    written before take their step's first question (FIRST_QUESTIONS).
-    3: a second version, ``tally``, for what only the teacher's panel shows; the door; when
-    each student joined; the seats a vote opened with (a vote of layout 2 bounds its answers
-    by the students who ever joined); whether the room's texts are shown, and a third
-    version, ``room_version``, that the room's charts poll (server.texts). 4: why a class
-    ended, kept for its teacher (``ended_classes``: made by ``SCHEMA``). 5: a class and a
-    vote name their page by its id, never by its number (NUMBERED_PAGES). 6: peer
-    instruction — an answer's written reason, whether the teacher shows it to the class,
-    and a number (an estimate's answer); an answer kept before has no reason, shown to no
-    one."""
-    return {2: ["ALTER TABLE votes ADD COLUMN qid TEXT NOT NULL DEFAULT ''",
-                *(("UPDATE votes SET qid = ? WHERE step = ?", (qid, step)) for step, qid in FIRST_QUESTIONS.items())],
-            3: ["ALTER TABLE classes ADD COLUMN tally INTEGER NOT NULL DEFAULT 0",
-                "ALTER TABLE classes ADD COLUMN door INTEGER NOT NULL DEFAULT 1",
-                "ALTER TABLE classes ADD COLUMN room INTEGER NOT NULL DEFAULT 0",
-                "ALTER TABLE classes ADD COLUMN room_version INTEGER NOT NULL DEFAULT 0",
-                "ALTER TABLE students ADD COLUMN joined REAL NOT NULL DEFAULT 0",
-                "ALTER TABLE votes ADD COLUMN seats INTEGER NOT NULL DEFAULT 0",
-                "ALTER TABLE votes ADD COLUMN opened REAL NOT NULL DEFAULT 0"],
-            4: [],
-            5: [*_page_of_step("classes"), *_page_of_step("votes")],
-            6: ["ALTER TABLE answers ADD COLUMN reason TEXT NOT NULL DEFAULT ''",
-                "ALTER TABLE answers ADD COLUMN shown INTEGER NOT NULL DEFAULT 0",
-                "ALTER TABLE answers ADD COLUMN number REAL"]}
-
-
 def _seated(db, code: str, now: float) -> int:
     """Seats held: students seen in the last SEAT_SECONDS."""
     return db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND seen >= ?",
                       (code, now - SEAT_SECONDS)).fetchone()[0]
 
 
-class Classes:
-    """The classes of one store (every process using it shares them)."""
+class Classes(ClassReads):
+    """The classes of one store (every process using it shares them): what changes them here,
+    what reads them in server.class_reads.ClassReads."""
 
     def __init__(self, store: Backend):
         self.store = store
@@ -471,81 +367,6 @@ class Classes:
                 return "again"
             self._tally(db, code, now)  # the teacher's count moved; nothing a student follows did
         return "taken"
-
-    # --- reading ---------------------------------------------------------------------------
-
-    def version(self, code: str) -> int | None:
-        """The version a student's poll watches (None: no such class)."""
-        found = self.versions(code)
-        return None if found is None else found[0]
-
-    def versions(self, code: str) -> tuple[int, int, int] | None:
-        """``(version, tally, room_version)`` in one read (None: no such class): what a
-        poll reads."""
-        with self.store.reading() as db:
-            row = db.execute("SELECT version, tally, room_version FROM classes WHERE code = ?", (code,)).fetchone()
-        return None if row is None else (row[0], row[1], row[2])
-
-    def state(self, code: str) -> ClassState | None:
-        """The class as its members follow it: page, view, versions, the door, its votes."""
-        with self.store.reading() as db:
-            return state_of(db, code)
-
-    def read(self, code: str, student: str = "") -> ClassState | None:
-        """Everything a page run shows of the class, in one read (server.class_reads)."""
-        with self.store.reading() as db:
-            return read_of(db, code, student)
-
-    def shared_read(self, code: str) -> ClassState | None:
-        """What every member's page run reads alike: the state and every vote's counts
-        (:meth:`read` without anyone's own answers)."""
-        with self.store.reading() as db:
-            return read_of(db, code)
-
-    def own(self, code: str, student: str) -> tuple[dict[int, int], dict[int, float]]:
-        """One student's own answers in one read: vote → choice, and vote → the number of
-        each estimate they sent."""
-        if not student:
-            return {}, {}
-        with self.store.reading() as db:
-            rows = db.execute("SELECT vote, choice, number FROM answers WHERE code = ? AND student = ?",
-                              (code, student)).fetchall()
-        return {v: c for v, c, _ in rows}, {v: x for v, _, x in rows if x is not None}
-
-    def counts(self, code: str, vote: int) -> list[int]:
-        """How many students chose each option of a vote."""
-        return self.all_counts(code).get(int(vote), [])
-
-    def all_counts(self, code: str) -> dict[int, list[int]]:
-        """How many students chose each option, for every vote of the class, in one read
-        (the teacher's summary and the handout: one query, not one a vote)."""
-        with self.store.reading() as db:
-            found = state_of(db, code)
-            return {} if found is None else counts_of(db, code, found.votes)
-
-    def answers_of(self, code: str) -> list[tuple[int, str, int, str, float | None]]:
-        """Every answer of the class: (vote, student, choice, reason, an estimate's number or
-        None) — for the teacher's export."""
-        with self.store.reading() as db:
-            return [tuple(r) for r in db.execute("SELECT vote, student, choice, reason, number FROM answers "
-                                                 "WHERE code = ? ORDER BY vote, at, student", (code,)).fetchall()]
-
-    def my_answer(self, code: str, vote: int, student: str) -> int | None:
-        with self.store.reading() as db:
-            row = db.execute("SELECT choice FROM answers WHERE code = ? AND vote = ? AND student = ?",
-                             (code, int(vote), student)).fetchone()
-        return None if row is None else row[0]
-
-    def present(self, code: str, since: float) -> int:
-        """Students seen since ``since`` (a poll writes presence at most every 15 s)."""
-        with self.store.reading() as db:
-            return db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND seen >= ?",
-                              (code, since)).fetchone()[0]
-
-    def pulse(self, code: str, present_since: float, now: float | None = None) -> Pulse | None:
-        """The teacher's view of the room now, in one read (server.class_reads.pulse_of)."""
-        with self.store.reading() as db:
-            return pulse_of(db, code, present_since, time.time() if now is None else now)
 
     # --- bounds ----------------------------------------------------------------------------
 

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from server import answers, class_layout
 from server import classes, codes, follow
 from server.classes import FULL, IN, NO_SEAT, UNKNOWN, Classes, NotHost
 from server.store import store_at
 
 VIEW = {"text": "A class's own text, long enough to read.", "lang": "en", "settings": {"s3_w": 8}}
-FIRST = classes.FIRST_QUESTIONS  # each step's first question, as the releases before named them
+FIRST = class_layout.FIRST_QUESTIONS  # each step's first question, as the releases before named them
 QUESTION = {"text": "How much more work when the text doubles?", "options": ["2×", "4×", "8×"], "answer": 1}
 
 
@@ -94,7 +95,7 @@ def test_the_store_keeps_only_the_host_keys_hash(room, where):
 
 def test_one_answer_per_student_per_vote_and_none_once_closed(room):
     code, key = room.create(VIEW, page="every-pair")
-    students = [classes.new_student() for _ in range(3)]
+    students = [answers.new_student() for _ in range(3)]
     for s in students:
         assert room.join(code, s) == IN
     vote = room.open_vote(code, key, "every-pair", "s1.q", QUESTION)
@@ -331,11 +332,11 @@ def _write_release(where, layout: int = 1) -> str:
         db.execute(f"INSERT INTO classes (code, host, view, {'page' if by_id else 'step'}, version, created, touched) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                    ("7KQ2M9", classes.host_hash(OLD_KEY), json_lib.dumps(VIEW),
-                    classes.NUMBERED_PAGES[3] if by_id else 3, 9, 100.0, 1e9 + 0.25))
+                    class_layout.NUMBERED_PAGES[3] if by_id else 3, 9, 100.0, 1e9 + 0.25))
         for s in ("ana-0001", "bea-0002", "caio-003"):
             db.execute("INSERT INTO students (code, student, seen) VALUES (?, ?, ?)", ("7KQ2M9", s, 1e9))
         for vote, step, rnd, state in ((1, 3, 1, "closed"), (2, 3, 2, "revealed"), (3, 1, 1, "open")):
-            row = ("7KQ2M9", vote, classes.NUMBERED_PAGES[step] if by_id else step, rnd, state, question) + (
+            row = ("7KQ2M9", vote, class_layout.NUMBERED_PAGES[step] if by_id else step, rnd, state, question) + (
                 () if layout == 1 else (FIRST[step],))
             columns = f"code, vote, {'page' if by_id else 'step'}, round, state, question" + (
                 "" if layout == 1 else ", qid")
@@ -371,7 +372,7 @@ def test_a_store_written_by_an_earlier_release_opens_with_nothing_lost(where, la
     again upgrades nothing."""
     link = _write_release(where, layout)
     room = Classes(store_at(where))
-    assert room.store.version_of("classes") == classes.VERSION
+    assert room.store.version_of("classes") == class_layout.VERSION
     _check_release_kept(room, link)
     assert room.answer("7KQ2M9", 3, "bea-0002", 0, reason="the grid is a square") == "taken"
     assert room.versions("7KQ2M9") == (9, 1, 0)
@@ -382,7 +383,8 @@ def test_a_store_written_by_an_earlier_release_opens_with_nothing_lost(where, la
     assert room.open_vote("7KQ2M9", OLD_KEY, "neighbours", "s3.reach", QUESTION) == 4  # the open vote closes first
     assert room.state("7KQ2M9").vote_on("s3.reach").round == 3 and room.state("7KQ2M9").votes[2].state == "closed"
     again = Classes(store_at(where))  # a second start: nothing run twice
-    assert again.store.create("classes", classes.VERSION, classes.SCHEMA, classes.upgrades()) == classes.VERSION
+    layout = class_layout
+    assert again.store.create("classes", layout.VERSION, layout.SCHEMA, layout.upgrades()) == layout.VERSION
     assert [v.qid for v in again.state("7KQ2M9").votes] == ["s3.reach", "s3.reach", "s1.doubling", "s3.reach"]
     assert again.state("7KQ2M9").page == "neighbours"
 
@@ -402,7 +404,7 @@ def test_two_processes_opening_the_release_befores_store_at_once_upgrade_it_once
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err[-800:] for _, err in outs]
-    assert [out.strip() for out, _ in outs] == [str(classes.VERSION)] * 2
+    assert [out.strip() for out, _ in outs] == [str(class_layout.VERSION)] * 2
     _check_release_kept(Classes(store_at(where)), link)
 
 
@@ -412,10 +414,10 @@ def test_a_store_of_a_newer_release_is_refused_and_left_as_it_is(where):
     store = store_at(where)
     Classes(store)
     with store.transaction() as db:
-        db.execute("UPDATE atlas_schema SET version = ? WHERE part = 'classes'", (classes.VERSION + 1,))
+        db.execute("UPDATE atlas_schema SET version = ? WHERE part = 'classes'", (class_layout.VERSION + 1,))
     with pytest.raises(StoreError, match="newer release"):
         Classes(store_at(where))
-    assert store.version_of("classes") == classes.VERSION + 1
+    assert store.version_of("classes") == class_layout.VERSION + 1
 
 
 def _seated(room, n=3):
@@ -431,14 +433,14 @@ def test_a_reason_goes_with_the_first_vote_and_no_student_sees_it_until_the_teac
     first = room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION)
     # plain text on one line: line breaks and control characters become spaces
     assert room.answer(code, first, ana, 1, reason="  each row\nhas n cells\x00 ") == "taken"
-    assert room.answer(code, first, bea, 0, reason="x" * (classes.MAX_REASON + 1)) == "unknown"  # too long
+    assert room.answer(code, first, bea, 0, reason="x" * (answers.MAX_REASON + 1)) == "unknown"  # too long
     assert room.my_answer(code, first, bea) is None  # nothing taken with it
-    assert room.answer(code, first, bea, 0, reason="é" * classes.MAX_REASON) == "taken"
+    assert room.answer(code, first, bea, 0, reason="é" * answers.MAX_REASON) == "taken"
     assert room.answer(code, first, caio, 2) == "taken"  # a reason is optional
     before = room.version(code)
     assert room.state(code).shown == {} and room.read(code, ana).shown == {}  # nothing shown yet
     assert room.reasons(code, key, first) == [(ana, 1, "each row has n cells", False),
-                                              (bea, 0, "é" * classes.MAX_REASON, False)]
+                                              (bea, 0, "é" * answers.MAX_REASON, False)]
     for forged in ("", key + "x", None):
         with pytest.raises(NotHost):
             room.reasons(code, forged, first)
@@ -502,7 +504,7 @@ def test_the_votes_csv_holds_each_options_reasons_and_no_cell_a_spreadsheet_runs
 
 
 ESTIMATE = {"text": "How many cells on a text twice as long?", "kind": "estimate", "value": 100.0,
-            "options": list(classes.ESTIMATE_OPTIONS), "answer": 1}
+            "options": list(answers.ESTIMATE_OPTIONS), "answer": 1}
 
 
 def test_an_estimate_is_a_positive_number_right_within_a_factor_of_1_5_and_hidden_until_its_vote_closes(room):
@@ -511,7 +513,7 @@ def test_an_estimate_is_a_positive_number_right_within_a_factor_of_1_5_and_hidde
     sorted and without ids; each student reads their own."""
     code, key, (ana, bea, caio, dora, edu) = _seated(room, 5)
     vote = room.open_vote(code, key, "every-pair", "s1.cells_estimate", ESTIMATE)
-    for bad in (None, 0, -5, float("nan"), float("inf"), "150", True, classes.MAX_ESTIMATE * 2):
+    for bad in (None, 0, -5, float("nan"), float("inf"), "150", True, answers.MAX_ESTIMATE * 2):
         assert room.answer(code, vote, ana, None, number=bad) == "unknown", bad
     assert room.answer(code, vote, ana, 0, number=150) == "taken"  # its choice is worked out, not read
     assert room.answer(code, vote, bea, None, number=150.01) == "taken"

@@ -179,7 +179,7 @@ def test_one_addresss_flood_does_not_hold_up_another_classs_text(where):
     """One address sends 60 texts to one class (a script with minted students); then a
     teacher's text arrives in another class: it is the second text measured, not the
     61st. Within a class, addresses take turns the same way."""
-    from server.classes import new_student
+    from server.answers import new_student
 
     store = store_at(where)
     klass, room = Classes(store), Room(store)

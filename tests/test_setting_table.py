@@ -217,7 +217,7 @@ def test_every_setting_is_drawn_from_its_row_by_one_helper():
 def test_a_link_made_when_pages_were_numbered_opens_the_same_page_and_a_new_link_names_its_id(make_app):
     """A share link the release before made (``"step": 3``, a number) opens step 3 — the
     neighbours' page — with its settings; a link made now names the page by its id."""
-    from server.classes import NUMBERED_PAGES
+    from server.class_layout import NUMBERED_PAGES
     from ui import share
 
     old = share.store().put({"text": TEXT, "lang": "pt", "step": 3, "presenter": False, "model": "tiny",

@@ -1,7 +1,7 @@
 """One link for the room: ``?s=<key>`` restores language, page, presenter mode, every
 step's settings and the text, from the server-side store (:mod:`server.store`). A link
 names its page by the page's id (a link made when pages were numbered names it by its
-number then: server.classes.NUMBERED_PAGES).
+number then: server.class_layout.NUMBERED_PAGES).
 
 A link is checked before anything of it is used: an unknown or evicted key, a language
 or page that does not exist, a setting of the wrong kind or out of range each give a
@@ -19,7 +19,7 @@ import streamlit as st
 
 from attn import settings
 from server import store as sharestore
-from server.classes import NUMBERED_PAGES
+from server.class_layout import NUMBERED_PAGES
 
 from . import keys, served_model, session, setting_table, walk
 from .i18n import LANGS, Translator

@@ -63,7 +63,7 @@ class Estimate:
     """A question a teacher may ask for a number instead of an option (a count or a
     ratio: steps 1, 2, 3 and 7): each student types an estimate, the class's estimates are
     drawn against the measured value on a log axis, and one within a factor of
-    server.classes.ESTIMATE_FACTOR counts as right. ``of`` is the question it comes from,
+    server.answers.ESTIMATE_FACTOR counts as right. ``of`` is the question it comes from,
     ``id`` its own stable id; ``ask(t, a, text, model_id, cfg)`` builds it (a Question whose
     ``answer`` is the measured number), or, without it, ``of`` is asked as it is, its answer
     as the number."""

@@ -1,7 +1,7 @@
 """An estimate in a class: a number from each student instead of an option (a step's count
 or ratio). While the vote is open no one sees another's number (it would anchor theirs);
 once it closes, the class's numbers on a log axis; once revealed, the measured value beside
-them with the band that counts as right (within server.classes.ESTIMATE_FACTOR, either way),
+them with the band that counts as right (within server.answers.ESTIMATE_FACTOR, either way),
 and each student reads how far theirs was."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 
 import streamlit as st
 
-from server import classes as live_classes
+from server import answers
 
 from .. import keys, room_figures
 from ..i18n import Translator
@@ -35,7 +35,7 @@ def estimate_panel(t: Translator, found, vote, teacher: bool, show_figure) -> No
         if not teacher:
             _answer(t, found, vote)
         return
-    factor = live_classes.ESTIMATE_FACTOR
+    factor = answers.ESTIMATE_FACTOR
     question, revealed = vote.question, vote.state == "revealed"
     value = float(question["value"])
     guesses = found.guesses.get(vote.vote, ())
@@ -48,7 +48,7 @@ def estimate_panel(t: Translator, found, vote, teacher: bool, show_figure) -> No
     mine = None if teacher else found.mine_numbers.get(vote.vote)
     if mine is not None:
         if revealed:
-            near = live_classes.estimate_choice(mine, value) == 1  # the rule the store counted it by
+            near = answers.estimate_choice(mine, value) == 1  # the rule the store counted it by
             st.caption(t("vote.estimate_far_near" if near else "vote.estimate_far_off", number=number_text(t, mine),
                          times=number_text(t, mine / value) if value else "—", f=t.float(factor, 1)))
         else:
@@ -70,7 +70,7 @@ def _answer(t: Translator, found, vote) -> None:
         return
     pending = st.session_state.get(keys.PENDING)
     waiting = pending is not None and (pending.get("code"), pending.get("vote")) == (found.code, vote.vote)
-    number = st.number_input(t("vote.estimate_input"), min_value=0.0, max_value=live_classes.MAX_ESTIMATE, value=None,
+    number = st.number_input(t("vote.estimate_input"), min_value=0.0, max_value=answers.MAX_ESTIMATE, value=None,
                              step=1.0, format="%g", key=f"vote_number_{vote.vote}", disabled=waiting,
                              placeholder=t("vote.estimate_placeholder"))
     if waiting:  # kept: the poll sends it when the store can take it

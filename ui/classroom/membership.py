@@ -10,6 +10,7 @@ import time
 
 import streamlit as st
 
+from server import answers, class_reads
 from server import classes as live_classes
 from server import codes
 
@@ -131,7 +132,7 @@ def join(t: Translator, code: str, student: str | None = None):
     if not guesses().allowed(address):
         st.toast(t("class.slow_down"), icon=":material/hourglass_top:")
         return None
-    student = student if live_classes.is_student(student) else live_classes.new_student()
+    student = student if answers.is_student(student) else answers.new_student()
     found, said = None, None
     with share.store_trouble() as trouble:
         said = room.join(code, student, address=address)
@@ -151,7 +152,7 @@ def join(t: Translator, code: str, student: str | None = None):
                  t("class.joined", code=codes.spaced(code)), ":material/group:")
 
 
-def _seat(found: live_classes.ClassState, seat: dict, notice: str, icon: str):
+def _seat(found: class_reads.ClassState, seat: dict, notice: str, icon: str):
     """This session in class ``found`` (as ``seat`` says: a student or its teacher): the
     class's text and settings in place, a notice for the class's page, and that page."""
     st.session_state.update({keys.CLASS: found.code, keys.SEEN: found.version, **seat})

@@ -8,6 +8,7 @@ import time
 
 import streamlit as st
 
+from server import class_reads
 from server import classes as live_classes
 from server import codes, follow
 from server.store import Refused, StoreError
@@ -151,7 +152,7 @@ def slide_count(code: str) -> None:
     st.markdown(f"### {t('class.present', n=t.int(now.present if now else 0))}")
 
 
-def pulse(code: str) -> live_classes.Pulse | None:
+def pulse(code: str) -> class_reads.Pulse | None:
     """The room now, for the teacher's panel (None: not readable just now, or ended):
     students present (seen in the last three presence writes), new in the last minute,
     the open vote's answers and how many came from students seen in the last minute."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from server import answers
 from server import classes as live_classes
 
 from .. import analyses, keys, measures, served_model, session, setting_table, share, walk, summaries
@@ -39,9 +40,9 @@ def question_copy(step: Step, qid: str, a, text: str, model_id: str) -> dict:
         out["source"] = q.source  # measured on the class's text, or worked out by the cost model
         if q.kind == "estimate":  # a number: counted as two options, within the factor or not
             out["kind"], out["value"] = "estimate", float(q.answer)
-            out["labels"][lang] = [t("vote.estimate_off", f=t.float(live_classes.ESTIMATE_FACTOR, 1)),
-                                   t("vote.estimate_near", f=t.float(live_classes.ESTIMATE_FACTOR, 1))]
-            out["options"], out["answer"] = list(live_classes.ESTIMATE_OPTIONS), 1
+            out["labels"][lang] = [t("vote.estimate_off", f=t.float(answers.ESTIMATE_FACTOR, 1)),
+                                   t("vote.estimate_near", f=t.float(answers.ESTIMATE_FACTOR, 1))]
+            out["options"], out["answer"] = list(answers.ESTIMATE_OPTIONS), 1
             continue
         out["labels"][lang] = [q.label(o) for o in q.options]
         out["options"], out["answer"] = list(q.options), q.options.index(q.right)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from server import classes as live_classes
+from server import class_reads
 
 from .. import walk
 from ..i18n import Translator
@@ -21,7 +21,7 @@ def results(t: Translator) -> list[tuple[str, str, str, str]]:
     of hers, or when the class cannot be read. A question asked as an estimate has a row of its
     own (its share right: the estimates within the factor)."""
     found = current() if is_teacher() else None
-    if not isinstance(found, live_classes.ClassState):
+    if not isinstance(found, class_reads.ClassState):
         return []
     rows = []
     asked = {v.qid for v in found.votes}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from server import answers, class_reads
 from server import classes as live_classes
 
 from .. import figures, keys, session, share
@@ -32,7 +33,7 @@ def vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
     and the panel as far as it got."""
     with share.store_trouble():
         found = current()
-        if classes() is None or not isinstance(found, live_classes.ClassState):
+        if classes() is None or not isinstance(found, class_reads.ClassState):
             return
         _vote_panel(t, step, qid, show_figure, found)
         m = step.matched_to(qid)
@@ -67,7 +68,7 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, kind: s
                 if c2 is not None:  # or the same question, asked for a number
                     c2.button(t("vote.estimate_open"), key=f"vote_open_{keys.slug(e.id)}", icon=":material/pin:",
                               on_click=open_first_vote, args=(step.id, e.id), width="stretch",
-                              help=t("vote.estimate_help", f=t.float(live_classes.ESTIMATE_FACTOR, 1)))
+                              help=t("vote.estimate_help", f=t.float(answers.ESTIMATE_FACTOR, 1)))
             return
         question = vote.question
         labels = words(question, "labels", t.lang)
@@ -179,7 +180,7 @@ def _open_panel(t: Translator, room, found, vote, labels: list[str], teacher: bo
     reasons = reasons and vote.round == 1
     if reasons:  # a reason goes with the first vote: what the class discusses before the second
         # its label read by screen readers and shown as the placeholder: Send stays on a phone's first screen
-        st.text_input(t("vote.reason"), key=f"vote_reason_{vote.vote}", max_chars=live_classes.MAX_REASON,
+        st.text_input(t("vote.reason"), key=f"vote_reason_{vote.vote}", max_chars=answers.MAX_REASON,
                       placeholder=t("vote.reason"), label_visibility="collapsed", disabled=waiting)
     if waiting:  # the choice stays selected; the poll sends it when the store can keep it
         st.warning(t("vote.pending", answer=labels[pending["choice"]]), icon=":material/schedule_send:")
