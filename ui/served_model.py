@@ -17,6 +17,7 @@ import torch
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attn import convert, folders, settings
+from attn import converted as converted_copy
 from attn import budgets, loading
 from attn.device import device_info, pick_device
 
@@ -28,7 +29,10 @@ from .session import tr
 _convert_lock = threading.Lock()
 _log = logging.getLogger(__name__)
 # folders that could not serve, by path: the process runs the packaged model instead
-background = {"loading": None}  # the model ui.warm's thread is loading just now (None: none)
+# the model ui.warm's thread is loading just now (None: none), since when (time.monotonic())
+# and what it reads now ("tokenizer", "weights"; "": the libraries): a page opened meanwhile says so
+background = {"loading": None, "since": 0.0, "stage": ""}
+LOADING_TICK = 0.25  # seconds between two updates of what a page opened while loading says
 _refused: dict[str, folders.ModelFolderError] = {}
 _budgets: dict[str, int] = {}  # each loaded model's token budget
 _imported: set[str] = set()  # folders whose model family was imported (folders.import_family)
@@ -111,7 +115,7 @@ def get_model(model_id: str):
     if model_id == "tiny":
         model = loading.tiny()
     elif model_id == "gemma":
-        model = loading.load()
+        model = loading.load(on_stage=lambda stage: background.update(stage=stage))
     else:
         try:
             model = folders.load_folder(model_id)
@@ -193,12 +197,12 @@ def model_choice(t: Translator) -> None:
 
 
 def converted() -> bool:
-    """Whether the packaged model's converted copy is whole (``convert.is_converted``: a
+    """Whether the packaged model's converted copy is whole (``converted_copy.is_converted``: a
     stat of each of its files), looked at once every CONVERTED_SECONDS at most: under a
     hundred page runs at once each file-system call gives up the interpreter lock and waits
     to get it back (5.7 % of a following student's page run in a profile). A copy damaged
     meanwhile fails its load, which checks in full and repairs it (``ensure_model``)."""
-    check = convert.is_converted
+    check = converted_copy.is_converted
     found_by, when = _converted_ok
     if found_by is check and time.monotonic() - when < CONVERTED_SECONDS:
         return True
@@ -221,11 +225,10 @@ def ensure_model():
             st.rerun()  # the page again, on the model that serves instead, with the sentence
     try:
         if chosen == "gemma" and not converted():
-            _converting(lambda progress: convert.is_converted() or convert.convert(progress))
+            _converting(lambda progress: converted_copy.is_converted() or convert.convert(progress))
         try:
             if background["loading"] == chosen:  # the server has just started: its own thread loads the model
-                with st.spinner(tr()("model.loading")):
-                    return get_model(chosen)
+                loading_said(tr())
             return get_model(chosen)
         except Exception:
             if chosen != "gemma":
@@ -235,6 +238,18 @@ def ensure_model():
     except convert.CacheDamaged as exc:
         st.error(tr()("model.damaged", path=str(exc.path)), icon=":material/error:")
         stop_page()
+
+
+def loading_said(t: Translator) -> None:
+    """While the start's thread loads the model: what it reads now and for how long, said
+    until it has loaded it (or given up: the page then loads it itself)."""
+    slot = st.empty()
+    while background["loading"] is not None:
+        stage = background["stage"]
+        slot.info(t("model.loading", stage=t(f"model.stage_read_{stage}") if stage else t("model.stage_libraries"),
+                    seconds=t.int(time.monotonic() - background["since"])), icon=":material/hourglass_top:")
+        time.sleep(LOADING_TICK)
+    slot.empty()
 
 
 def reads_back_only() -> bool:

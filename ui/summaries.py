@@ -119,17 +119,20 @@ def extra(step: Step) -> dict:
     return step.inputs() if step.inputs else {}
 
 
-def build_all(a, text: str, model_id: str, settings: dict, langs=LANGS, stop=lambda: False) -> int:
+def build_all(a, text: str, model_id: str, settings: dict, langs=LANGS, stop=lambda: False,
+              pause=lambda: None) -> int:
     """Every step's summary for this text and these settings (each page's defaults where
     a setting is not given or does not fit), in every language, into the cache the pages
     read — with no reader's session: the language is given. A step's extra inputs are
     those its page would read now (``step.inputs``); its other measures are built too
     (``step.ahead``). Returns how many were built here (0
-    when all were built already); ``stop()`` true ends it early."""
+    when all were built already); ``stop()`` true ends it early; ``pause()`` is called
+    before each piece (the start's build waits there while a visitor's page runs)."""
     cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), settings or {})
     made = 0
     for step in walk.steps():
         for lang in langs:
+            pause()
             if stop():
                 return made
             before = BUILT[step.id]

@@ -19,6 +19,7 @@ import urllib.request
 
 RUNTIME_WAIT = 120.0  # seconds the thread waits for Streamlit's runtime (its caches) to exist
 ANSWER_WAIT = 15.0  # then, at most, for the server to answer its health check on the loopback
+QUIET_WAIT = 10.0  # at most, before each piece of the build, for the visitors' page runs to end
 _log = logging.getLogger(__name__)
 _state = {"ready": None, "thread": None}  # when the pages were built; the thread
 
@@ -73,29 +74,35 @@ def _warm(find_walk) -> None:
     end = time.monotonic() + ANSWER_WAIT
     while not _answers() and time.monotonic() < end:  # not answering on the loopback (TLS): start anyway
         time.sleep(0.1)
+    t_imports = time.monotonic()
     try:  # the heavy imports (torch, transformers) only now: before, they would delay the health check
-        from attn import convert
+        from attn import converted
 
-        from . import analyses, served_model, summaries
+        from . import analyses, page_run, served_model, summaries
         from .i18n import DEFAULT, LANGS
         from .samples import sample_text
 
         find_walk()
 
         model_id = served_model.default_model()
-        if model_id == "gemma" and not convert.is_converted():
+        if model_id == "gemma" and not converted.is_converted():
             _log.warning("warm: the model is not converted yet; the first page converts it with its progress bar")
             return
-        served_model.background["loading"] = model_id  # a page opened meanwhile says so
+        served_model.background.update(stage="", since=t_imports)  # a page opened meanwhile says so
+        served_model.background["loading"] = model_id
         try:
             served_model.get_model(model_id)
         finally:
-            served_model.background["loading"] = None
+            served_model.background.update(loading=None, stage="")
         loaded = time.perf_counter() - t0
-        for lang in [DEFAULT, *(lang for lang in LANGS if lang != DEFAULT)]:  # the default language's first
+        # the default language's first; each piece waits while a visitor's page runs, so that
+        # the page a reader opened gets the CPU and builds what it needs first (the rest is
+        # built after, or found built by that page)
+        for lang in [DEFAULT, *(lang for lang in LANGS if lang != DEFAULT)]:
             text = sample_text(lang)
+            page_run.wait_quiet(QUIET_WAIT)
             a = analyses.analysis_unseen(text, model_id)
-            summaries.build_all(a, text, model_id, {}, langs=(lang,))
+            summaries.build_all(a, text, model_id, {}, langs=(lang,), pause=lambda: page_run.wait_quiet(QUIET_WAIT))
         _state["ready"] = time.time()
         print(f"Attention Atlas: ready — the model ({model_id}) loaded in {loaded:.1f} s, the sample texts' "
               f"pages built in {time.perf_counter() - t0:.1f} s after the start", flush=True)
