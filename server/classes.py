@@ -260,6 +260,16 @@ class Classes(ClassReads):
                        (int(bool(shown)), code, int(vote), student))
             return self._bump(db, code, now)
 
+    def drop_reason(self, code: str, key, vote: int, student: str, now: float | None = None) -> int:
+        """Remove one student's reason for good (its words are erased, wherever they were
+        shown; the answer still counts). Returns the version."""
+        now = time.time() if now is None else now
+        with self.store.transaction() as db:
+            self._host(db, code, key)
+            db.execute("UPDATE answers SET reason = '', shown = 0 WHERE code = ? AND vote = ? AND student = ?",
+                       (code, int(vote), student))
+            return self._bump(db, code, now)
+
     def reasons(self, code: str, key, vote: int) -> list[tuple[str, int, str, bool]]:
         """Every reason written with a vote, for its teacher only: (student, option, reason,
         shown), in the order written (``NotHost`` without the class's host key)."""

@@ -492,3 +492,66 @@ ESTIMATE_TRACES = """name => { const g = [...document.querySelectorAll('[class*=
 MARKED = """(() => { const g = document.querySelector('.st-key-s1_grid .js-plotly-plot');
     const d = g._fullData[g._fullData.length - 1], c = Array.from(d.marker.color);
     const i = c.findIndex(x => x !== '#BBBBBB'); return [i, i < 0 ? null : d.customdata[i][0]]; })()"""
+
+
+def test_the_projector_shows_only_the_reasons_the_teacher_shows(browser, tiny_url):
+    """The teacher's session in presenter mode is the projector. Two phones answer with a
+    reason; once she closes the vote, the wall shows neither (her panel there is folded and
+    marked private); she picks one on her own phone (her teacher link, no presenter mode):
+    the wall then shows that one, never the other."""
+    desk = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
+    own = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    phones = [browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+              for _ in range(2)]
+    written = ["the grid doubles each way", "unkind words about a classmate"]
+    try:
+        wall = desk.new_page()
+        wall.goto(tiny_url + "/?lang=en")
+        wait_title(wall, i18n.translate("en", "every_pair.title"))
+        wall.locator('[data-testid="stSidebar"] summary', has_text=i18n.translate("en", "class.heading")).click()
+        wall.get_by_role("button", name=i18n.translate("en", "class.start")).click()
+        said = wall.locator('[data-testid="stSidebar"] strong').filter(has_text=re.compile(r"^\w{3} \w{3}$"))
+        said.first.wait_for(timeout=60_000)
+        code = said.first.inner_text().replace(" ", "")
+        wall.get_by_role("button", name=i18n.translate("en", "class.resume_heading")).click()
+        link = wall.locator('[data-testid="stCode"] code', has_text="host=").first.inner_text().strip()
+        wall.keyboard.press("Escape")
+        wall.get_by_text(i18n.translate("en", "sidebar.presenter")).click()  # now the projector
+        wall.get_by_role("button", name=i18n.translate("en", "vote.open")).click()
+        for i, (ctx, reason) in enumerate(zip(phones, written)):
+            pg = ctx.new_page()
+            pg.goto(f"{tiny_url}/?lang=en&class={code}")
+            pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').first.wait_for(timeout=60_000)
+            pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').nth(i).click()
+            box = pg.locator('[class*="st-key-vote_reason_"] input')
+            box.fill(reason)
+            box.press("Enter")
+            pg.wait_for_function(SEND_ENABLED, timeout=15_000)
+            pg.locator('[class*="st-key-vote_send_"] button').click()
+            pg.get_by_text(i18n.translate("en", "vote.sent", answer="§").split("§")[0].replace("**", "")).wait_for(
+                timeout=15_000)
+        wall.get_by_role("button", name=i18n.translate("en", "vote.close")).click()
+        private = i18n.translate("en", "vote.reasons_private", n=2).split(" · ")[0]
+        wall.locator('[data-testid="stExpander"] summary', has_text=private).wait_for(timeout=15_000)
+        wall.wait_for_timeout(1500)  # the closed vote drawn in full
+        seen = wall.evaluate("() => document.body.innerText")
+        assert not [r for r in written if r in seen]  # nothing written reaches the wall unshown
+        wall.screenshot(path=os.path.join(ARTIFACTS, "class-projector-reasons-private-en.png"), full_page=True)
+        mine = own.new_page()  # her own phone: the teacher link, no presenter mode
+        mine.goto(link + "&lang=en")
+        shown = mine.locator('[data-testid="stText"]', has_text=written[0])
+        shown.wait_for(timeout=60_000)  # the panel opens there, with both
+        mine.locator('[data-testid="stText"]', has_text=written[1]).wait_for(timeout=5_000)
+        row = mine.locator('[data-testid="stHorizontalBlock"]').filter(has=shown).last
+        row.get_by_role("button", name=i18n.translate("en", "vote.show_reason")).click()
+        wall.wait_for_function("([shown, kept]) => { const s = document.body.innerText;"
+                               " return s.includes(shown) && !s.includes(kept); }", arg=written, timeout=15_000)
+        wall.wait_for_timeout(1500)
+        seen = wall.evaluate("() => document.body.innerText")
+        assert written[0] in seen and written[1] not in seen
+    except BaseException:
+        screenshots_on_failure("projector", desk, own, *phones)
+        raise
+    finally:
+        for ctx in (desk, own, *phones):
+            ctx.close()

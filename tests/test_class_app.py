@@ -604,3 +604,42 @@ def test_a_reason_with_the_first_vote_reaches_only_the_teacher_until_she_shows_i
     second = live_classes.state(code).vote_on("s3.reach")
     tick(ana)
     assert second.round == 2 and not [w for w in ana.text_input if w.key == f"vote_reason_{second.vote}"]
+
+
+def test_on_a_projector_the_reasons_stay_folded_and_private_and_a_removed_one_is_gone_for_good(
+        make_app, teacher, live_classes):
+    """Presenter mode is the projector: after the vote closes, the teacher's reasons panel is
+    folded and says it is private (the wall shows only what she shows); off the projector
+    it opens as before. «Remove» erases a reason's words for good: from her panel, from
+    what the class is shown and from the CSV; the answer still counts."""
+    from server import exports
+
+    code = teacher.session_state[keys.CLASS]
+    ana, bea = student_of(make_app, code, "pt"), student_of(make_app, code, "ja")
+    teacher.button(key="vote_open_s3_reach").click().run()
+    vote = live_classes.state(code).vote_on("s3.reach")
+    unkind, kind = "unkind words about a classmate", "three hops, each one a window"
+    for at, choice, reason in ((tick(ana), 0, unkind), (tick(bea), 1, kind)):
+        at.radio(key=f"vote_pick_{vote.vote}").set_value(choice).run()
+        at.text_input(key=f"vote_reason_{vote.vote}").input(reason).run()
+        at.button(key=f"vote_send_{vote.vote}").click().run()
+    teacher.button(key=f"vote_close_{vote.vote}").click().run()
+    teacher.session_state[keys.PRESENTER] = True
+    tick(teacher)
+    private = i18n.translate("en", "vote.reasons_private", n=2)
+    panel = [e for e in teacher.expander if e.label == private]
+    assert len(panel) == 1 and not panel[0].proto.expanded  # folded on the projector, marked private
+    teacher.session_state[keys.PRESENTER] = False
+    tick(teacher)
+    panel = [e for e in teacher.expander if e.label == i18n.translate("en", "vote.reasons_heading", n=2)]
+    assert len(panel) == 1 and panel[0].proto.expanded  # on her own screen it opens
+    [b for b in teacher.button if b.key == f"reason_{vote.vote}_0"][0].click().run()  # shows ana's …
+    assert live_classes.state(code).shown == {vote.vote: ((0, unkind),)}
+    tick(teacher)
+    [b for b in teacher.button if b.key == f"reason_drop_{vote.vote}_0"][0].click().run()  # … then removes it
+    assert live_classes.state(code).shown == {}
+    tick(teacher)
+    assert unkind not in [x.value for x in teacher.text] and kind in [x.value for x in teacher.text]
+    assert unkind not in [x.value for x in tick(bea).text]
+    assert live_classes.all_counts(code)[vote.vote][:2] == [1, 1]  # both answers still count
+    assert unkind not in exports.votes_csv(live_classes.state(code), live_classes.answers_of(code))

@@ -81,6 +81,11 @@ def show_reason(vote: int, student: str, shown: bool) -> None:
     _host_action(lambda room, code, key: room.show_reason(code, key, vote, student, shown))
 
 
+def drop_reason(vote: int, student: str) -> None:
+    """on_click of a reason's "Remove" (the teacher's): its words are gone for good."""
+    _host_action(lambda room, code, key: room.drop_reason(code, key, vote, student))
+
+
 def _host_action(action) -> None:
     """on_click of a teacher's vote button: the change, or a notice saying why not."""
     room, code, t = classes(), member(), session.tr()

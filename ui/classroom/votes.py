@@ -20,7 +20,8 @@ from .handle import classes
 from .membership import current, is_teacher
 from .teacher import pulse
 from . import estimates
-from .vote_actions import close_vote, open_first_vote, open_vote, reveal_vote, send_answer, show_reason, words
+from .vote_actions import (close_vote, drop_reason, open_first_vote, open_vote, reveal_vote, send_answer, show_reason,
+                           words)
 
 def vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
     """A step's question ``qid`` in a class: the teacher opens, closes and reveals the
@@ -135,12 +136,17 @@ def shown_reasons(t: Translator, found, vote, labels: list[str]) -> None:
 
 def reasons_panel(t: Translator, room, code: str, vote, labels: list[str]) -> None:
     """The teacher's view of the reasons written with a question's first vote, grouped by
-    option and without names; one click shows one to the class, another takes it back."""
+    option and without names; one click shows one to the class, another takes it back, a
+    third removes it for good. On a projector (presenter mode) it stays folded and says it
+    is private: the wall shows only the reasons she shows (``shown_reasons``), and she reads
+    them on a device of her own (her teacher link, without presenter mode)."""
     try:
         written = room.reasons(code, st.session_state.get(keys.HOST), vote.vote)
     except live_classes.NotHost:
         return
-    with st.expander(t("vote.reasons_heading", n=len(written)), expanded=bool(written)):
+    projected = session.presenter()
+    heading = t("vote.reasons_private" if projected else "vote.reasons_heading", n=len(written))
+    with st.expander(heading, expanded=bool(written) and not projected, icon=":material/lock:" if projected else None):
         if not written:
             st.caption(t("vote.reasons_none"))
         for option, label in enumerate(labels):
@@ -149,11 +155,14 @@ def reasons_panel(t: Translator, room, code: str, vote, labels: list[str]) -> No
                 continue
             st.markdown(f"**{label}**")
             for i, student, reason, shown in mine:
-                c1, c2 = st.columns([4, 1], vertical_alignment="center")
+                c1, c2, c3 = st.columns([4, 1, 1], vertical_alignment="center")
                 c1.text(reason)
                 c2.button(t("vote.hide_reason" if shown else "vote.show_reason"), key=f"reason_{vote.vote}_{i}",
                           on_click=show_reason, args=(vote.vote, student, not shown),
                           icon=":material/visibility_off:" if shown else ":material/cast:", width="stretch")
+                c3.button(t("vote.drop_reason"), key=f"reason_drop_{vote.vote}_{i}", on_click=drop_reason,
+                          args=(vote.vote, student), icon=":material/delete:", width="stretch",
+                          help=t("vote.drop_reason_help"))
 
 
 def held_note(t: Translator) -> str:
