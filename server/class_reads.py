@@ -6,11 +6,23 @@ no Streamlit here."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import time
 from dataclasses import dataclass, field
 
+from . import answers
+
 RECENT_SECONDS = 60.0  # the teacher's "in the last minute"
+
+
+def link_token(stored_host_hash: str) -> str:
+    """The token a class's join link and QR code carry (``&j=``): made from what the store
+    keeps of the host key (its SHA-256, server.classes.host_hash), so that only the
+    teacher's session and the store can make it; a student who scans it holds a code that
+    exists without having guessed one."""
+    return hashlib.sha256(f"join:{stored_host_hash}".encode()).hexdigest()[:24]
 
 
 @dataclass(frozen=True)
@@ -156,6 +168,24 @@ class ClassReads:
 
     def __init__(self, store):
         self.store = store
+
+    def link_token_ok(self, code: str, token) -> bool:
+        """Whether ``token`` is the one class ``code``'s join link carries (one read; no
+        write, whatever the answer)."""
+        if not isinstance(token, str) or not token:
+            return False
+        with self.store.reading() as db:
+            row = db.execute("SELECT host FROM classes WHERE code = ?", (code,)).fetchone()
+        return row is not None and hmac.compare_digest(link_token(row[0]).encode(), token.encode())
+
+    def seated(self, code: str, student) -> bool:
+        """Whether ``student`` is one of class ``code``'s students already (a reload, a
+        phone back from sleep: ``?me=``)."""
+        if not answers.is_student(student):
+            return False
+        with self.store.reading() as db:
+            return db.execute("SELECT 1 FROM students WHERE code = ? AND student = ?",
+                              (code, student)).fetchone() is not None
 
     def version(self, code: str) -> int | None:
         """The version a student's poll watches (None: no such class)."""

@@ -143,3 +143,50 @@ def test_behind_haproxy_a_forged_address_is_dropped_and_the_clients_own_counts(t
             straight = asyncio.run(starts(direct))
     assert [c is not None for c in through] == [True] * 6 + [False]
     assert all(c is not None for c in straight)
+
+
+def test_a_prankster_on_the_schools_network_locks_out_no_right_credential(server):
+    """Teacher, students and a prankster share one school address. The prankster types 12
+    wrong codes and 6 wrong teacher keys. From that address, afterwards: a code typed by
+    hand waits (the bound still holds, and says so); but the class's QR link lets a new
+    student in, a seated student's reload (``?me=``) takes their seat back, and the
+    teacher's own link gives her the class back."""
+    async def scenario():
+        teacher, code, _ = await start_class(server, SCHOOL)
+        slide = await teacher.run(None, click="class_slide")
+        qr = next(c for c in slide.code if f"class={code}" in c and "j=" in c)
+        resume = next(c for c in slide.code + (await teacher.run(None)).code if "host=" in c)
+        token = qr.split("j=")[1].split("&")[0]
+        key = resume.split("host=")[1].split("&")[0]
+        seated, ok, _ = await join_with(server, {"class": code, "j": token}, SCHOOL)
+        me = seated.query.get("me")
+        await seated.close()
+        pranks = []
+        for i in range(12):
+            r, ok_wrong, _ = await join(server, f"QQQ{i:03d}".replace("0", "Q")[:6], SCHOOL)
+            pranks.append((r, ok_wrong))
+        for _ in range(6):
+            r, _, told = await join_with(server, {"class": code, "host": "not-the-key"}, SCHOOL)
+            pranks.append((r, False))
+        typed, typed_ok, typed_told = await join(server, code, SCHOOL)
+        scanned, scanned_ok, _ = await join_with(server, {"class": code, "j": token}, SCHOOL)
+        back, back_ok, _ = await join_with(server, {"class": code, "me": me}, SCHOOL)
+        again, _, again_told = await join_with(server, {"class": code, "host": key}, SCHOOL)
+        await asyncio.gather(*(r.close() for r, _ in pranks), typed.close(), scanned.close(), back.close(),
+                             again.close(), teacher.close())
+        return (ok, [w for _, w in pranks], typed_ok, typed_told, scanned_ok, back_ok, back.query.get("me"), me,
+                again_told)
+
+    ok, wrong, typed_ok, typed_told, scanned_ok, back_ok, back_me, me, again_told = asyncio.run(scenario())
+    assert ok and not any(wrong)
+    assert not typed_ok and typed_told == [i18n.translate("en", "class.slow_down")]  # the bound holds for typing
+    assert scanned_ok  # the QR's link: a code that exists
+    assert back_ok and back_me == me  # the same seat
+    assert any(i18n.translate("en", "class.resumed", code="§").split("§")[0] in t for t in again_told), again_told
+
+
+async def join_with(url: str, query: dict, address: str, lang: str = "en") -> tuple[Reader, bool, list[str]]:
+    r = Reader(url, lang, query=dict(query), address=address)
+    await r.connect()
+    run = await r.run("")
+    return r, bool(r.query.get("me")), run.toasts

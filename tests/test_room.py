@@ -567,3 +567,29 @@ def test_the_shares_csv_holds_each_questions_first_second_and_matched_share(room
     assert [list(r.values()) for r in rows] == [
         ["s1.doubling", "every-pair", "0.3333", "3", "0.6667", "3", "s1.tripling", "1.0", "1"],
         ["s1.cells_estimate", "every-pair", "0.5", "2", "", "", "", "", ""]]
+
+
+def test_a_classs_link_token_and_its_seats_are_credentials_only_the_right_ones_pass(room):
+    """What lets a student in whatever wrong codes came from their network: the join link's
+    token (made from the stored host hash; only the teacher's session can make it) and a
+    seat the class already has. Each is one read, and a wrong one is refused."""
+    import hashlib
+
+    from server.class_reads import link_token
+    from server.classes import host_hash
+
+    code, key = room.create({"text": "x"}, "every-pair")
+    other, other_key = room.create({"text": "y"}, "every-pair")
+    token = link_token(host_hash(key))
+    # by hand: the token is the first 24 hex digits of SHA-256("join:" + SHA-256(key))
+    assert token == hashlib.sha256(("join:" + hashlib.sha256(key.encode()).hexdigest()).encode()).hexdigest()[:24]
+    assert room.link_token_ok(code, token)
+    assert not room.link_token_ok(other, token)  # another class's token
+    assert not room.link_token_ok(code, token[:-1] + ("0" if token[-1] != "0" else "1"))
+    assert not room.link_token_ok(code, None) and not room.link_token_ok(code, "")
+    assert not room.link_token_ok("ZZZZZZ", token)
+    student = answers.new_student()
+    assert not room.seated(code, student)
+    assert room.join(code, student) == IN
+    assert room.seated(code, student) and not room.seated(other, student)
+    assert not room.seated(code, "../x") and not room.seated(code, None)

@@ -22,6 +22,9 @@ from .handle import Unreadable, classes, forget, guesses, read
 
 QUERY_CLASS, QUERY_ME = "class", "me"  # what a student's address carries
 QUERY_HOST = "host"  # the teacher's resume link only (read once, removed from the address)
+QUERY_LINK = "j"  # the join link's and QR code's token: a code that exists (read once, removed)
+SLOW_AFTER = 3  # wrong keys or codes one session may try before each answer waits …
+SLOW_MOST = 8.0  # … 1, 2, 4, then at most 8 seconds
 
 
 def member() -> str | None:
@@ -99,6 +102,9 @@ def attach(t: Translator):
         if code is not None:
             st.session_state[keys.CLASS_ASKED] = st.query_params.get(QUERY_CLASS)
             return resume(t, code, host)
+    link = st.query_params.get(QUERY_LINK)
+    if link is not None:
+        del st.query_params[QUERY_LINK]  # a student's address keeps only the class and their id
     raw = st.query_params.get(QUERY_CLASS)
     if raw is None or raw == st.session_state.get(keys.CLASS_ASKED):
         return None
@@ -109,7 +115,7 @@ def attach(t: Translator):
         return None
     if member() == code:
         return None
-    return join(t, code, st.query_params.get(QUERY_ME))
+    return join(t, code, st.query_params.get(QUERY_ME), link)
 
 
 REFUSED = {  # why a join was refused → what the reader is told (a newcomer to a full class hears
@@ -121,15 +127,23 @@ REFUSED = {  # why a join was refused → what the reader is told (a newcomer to
 }
 
 
-def join(t: Translator, code: str, student: str | None = None):
+def join(t: Translator, code: str, student: str | None = None, link: str | None = None):
     """Join ``code`` as a student: the class's text and settings, its step. Returns the
-    page of the class's step, or None after a notice. Wrong codes from one client are
-    limited (in this process: a wrong code costs the store no write)."""
+    page of the class's step, or None after a notice. A right credential always passes,
+    however many wrong codes came from the client's address: the class's own link or QR
+    code (its token, ``link``), or a seat of the class already (``student``: a reload).
+    A code typed by hand is a guess: wrong ones slow this session, and the client's
+    address may try only so many (in this process: a wrong code costs the store no write)."""
     room = classes()
     if room is None:
         return None
     address = session.address()
-    if not guesses().allowed(address):
+    credential = False
+    with share.store_trouble() as trouble:
+        credential = room.link_token_ok(code, link) or room.seated(code, student)
+    if trouble:
+        return None
+    if not credential and not guesses().allowed(address):
         st.toast(t("class.slow_down"), icon=":material/hourglass_top:")
         return None
     student = student if answers.is_student(student) else answers.new_student()
@@ -139,8 +153,9 @@ def join(t: Translator, code: str, student: str | None = None):
         found = room.read(code, student) if said == live_classes.IN else None
     if trouble:
         return None
-    if said in (live_classes.UNKNOWN, live_classes.FULL):
+    if said in (live_classes.UNKNOWN, live_classes.FULL) and not credential:
         guesses().missed(address)
+        slow_down()
     if found is None:
         key, icon = REFUSED.get(said, REFUSED[live_classes.UNKNOWN])
         st.toast(t(key), icon=icon)
@@ -170,21 +185,26 @@ def resume(t: Translator, code: str, key: str):
     room = classes()
     if room is None:
         return None
-    address = session.address()
-    if not guesses().allowed(address):
-        st.toast(t("class.slow_down"), icon=":material/hourglass_top:")
-        return None
     found = None
-    with share.store_trouble() as trouble:
-        found = room.read(code) if room.is_host(code, key) else None
+    with share.store_trouble() as trouble:  # a key is 256 random bits: checked first, never
+        found = room.read(code) if room.is_host(code, key) else None  # refused for its address
     if trouble:
         return None
     if found is None:
-        guesses().missed(address)  # a wrong key is a guess too
+        slow_down()  # a wrong key slows the session that typed it, not the school's network
         st.toast(t("class.not_host"), icon=":material/key_off:")
         return None
     leave()  # also takes ?class= out of her address: a reload must not make her a student
     return _seat(found, {keys.HOST: key}, t("class.resumed", code=codes.spaced(code)), ":material/co_present:")
+
+
+def slow_down() -> None:
+    """A wrong key or code typed in this session: after SLOW_AFTER of them, each answer
+    waits 1, 2, 4 … SLOW_MOST seconds (a script that guesses is slowed; nobody else is)."""
+    wrong = st.session_state.get(keys.WRONG_TRIES, 0) + 1
+    st.session_state[keys.WRONG_TRIES] = wrong
+    if wrong > SLOW_AFTER:
+        time.sleep(min(SLOW_MOST, 2.0 ** (wrong - SLOW_AFTER - 1)))
 
 
 def query() -> dict:

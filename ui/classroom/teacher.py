@@ -18,7 +18,7 @@ from ..step_parts import Step
 from ..i18n import Translator
 from . import room
 from .handle import Unreadable, classes, forget
-from .membership import QUERY_CLASS, QUERY_HOST, class_view, current, gone, leave, member
+from .membership import QUERY_CLASS, QUERY_HOST, QUERY_LINK, class_view, current, gone, leave, member
 
 # the join code as the back of a room reads it (our fixed CSS; the code is checked to be
 # six characters of the code alphabet before it is placed here)
@@ -118,7 +118,11 @@ def resume_url(code: str) -> str:
 
 
 def join_url(code: str) -> str:
-    return f"{share.base_url()}/?{QUERY_CLASS}={code}"
+    """The class's join link (and QR code): its code, and the token that lets a student in
+    whatever wrong codes came from their network (server.class_reads.link_token)."""
+    key = st.session_state.get(keys.HOST, "")
+    token = class_reads.link_token(live_classes.host_hash(key)) if key else ""
+    return f"{share.base_url()}/?{QUERY_CLASS}={code}" + (f"&{QUERY_LINK}={token}" if token else "")
 
 
 def code_html(code) -> str | None:
