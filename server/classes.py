@@ -93,24 +93,25 @@ class Classes(ClassReads):
         its host key (to keep in the teacher's session only). Refused, and nothing made:
         ``Refused("starts")`` past the classes one client ``address`` may start
         (server.limits.key; None: not limited); ``Refused("start_key")`` when the server asks
-        for a passphrase (``ATLAS_START_KEY``) and ``passphrase`` is not it — the try still
-        counts as a start; ``Refused("classes")`` when the server holds MAX_CLASSES and
-        every one has students. When it holds MAX_CLASSES and some class has never had a
+        for a passphrase (``ATLAS_START_KEY``) and ``passphrase`` is not it — checked first, and
+        a wrong one costs no start, so that wrong ones from her network never refuse a teacher
+        who has it (what a found passphrase buys stays bounded by the starts per client and
+        MAX_CLASSES; the app slows the session that typed it); ``Refused("classes")`` when the
+        server holds MAX_CLASSES and every one has students. When it holds MAX_CLASSES and some class has never had a
         student, the longest untouched of those ends to make room (``ended_reason``:
         "unused")."""
         now = time.time() if now is None else now
         key = secrets.token_urlsafe(32)
         payload = json.dumps(view, ensure_ascii=False, sort_keys=True)
         wanted = settings.read().start_key
-        wrong_key = False
+        if wanted is not None and not (isinstance(passphrase, str) and hmac.compare_digest(
+                passphrase.strip().encode("utf-8"), wanted.encode("utf-8"))):
+            raise Refused("start_key")  # nothing written, no start taken
         with self.store.transaction() as db:
             self._expire(db, now)
             if not limits.take(db, limits.STARTS, address, now):
                 raise Refused("starts")
-            if wanted is not None and not (isinstance(passphrase, str) and hmac.compare_digest(
-                    passphrase.strip().encode("utf-8"), wanted.encode("utf-8"))):
-                wrong_key = True  # the start taken stays taken: a guess costs what a start does
-            elif db.execute("SELECT COUNT(*) FROM classes").fetchone()[0] >= MAX_CLASSES:
+            if db.execute("SELECT COUNT(*) FROM classes").fetchone()[0] >= MAX_CLASSES:
                 unused = db.execute("SELECT code FROM classes WHERE NOT EXISTS (SELECT 1 FROM students "
                                     "WHERE students.code = classes.code) ORDER BY touched, code LIMIT 1").fetchone()
                 if unused is None:
@@ -119,19 +120,16 @@ class Classes(ClassReads):
                 db.execute("INSERT INTO ended_classes (code, reason, at) VALUES (?, 'unused', ?) "
                            "ON CONFLICT (code) DO UPDATE SET reason = excluded.reason, at = excluded.at",
                            (unused[0], now))
-            if not wrong_key:
-                for _ in range(20):
-                    code = codes.new_code()
-                    if db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone() is None:
-                        break
-                else:  # 20 collisions in a billion codes: the store is not what it seems
-                    raise StoreError("unavailable", "no free join code")
-                db.execute("DELETE FROM ended_classes WHERE code = ?", (code,))
-                db.execute("INSERT INTO classes (code, host, view, page, version, created, touched) "
-                           "VALUES (?, ?, ?, ?, 1, ?, ?)",
-                           (code, host_hash(key), payload, str(page), now, now))
-        if wrong_key:
-            raise Refused("start_key")
+            for _ in range(20):
+                code = codes.new_code()
+                if db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone() is None:
+                    break
+            else:  # 20 collisions in a billion codes: the store is not what it seems
+                raise StoreError("unavailable", "no free join code")
+            db.execute("DELETE FROM ended_classes WHERE code = ?", (code,))
+            db.execute("INSERT INTO classes (code, host, view, page, version, created, touched) "
+                       "VALUES (?, ?, ?, ?, 1, ?, ?)",
+                       (code, host_hash(key), payload, str(page), now, now))
         return code, key
 
     def ended_reason(self, code: str) -> str | None:

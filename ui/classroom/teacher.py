@@ -18,7 +18,7 @@ from ..step_parts import Step
 from ..i18n import Translator
 from . import room
 from .handle import Unreadable, classes, forget
-from .membership import QUERY_CLASS, QUERY_HOST, QUERY_LINK, class_view, current, gone, leave, member
+from .membership import QUERY_CLASS, QUERY_HOST, QUERY_LINK, class_view, current, gone, leave, member, slow_down
 
 # the join code as the back of a room reads it (our fixed CSS; the code is checked to be
 # six characters of the code alphabet before it is placed here)
@@ -43,6 +43,8 @@ def start(page: str) -> None:
             code, key = room.create(view, page, address=session.address(),
                                     passphrase=st.session_state.get(START_KEY))
         except Refused as exc:
+            if exc.what == "start_key":
+                slow_down()  # a wrong passphrase slows the session that typed it
             st.toast(session.tr()(REFUSED_START[exc.what]), icon=":material/block:")
             return
         share.keep_applied()  # the link she opened to start it (if any) outlives the links nobody opened
