@@ -5,11 +5,12 @@ an older layout is recorded, and made again where the tables vanished), ``put`` 
 ``get`` a view. Neither backend imports the other; server.store chooses one. No Streamlit
 here.
 
-Views are bounded in number and bytes; when full, the views nobody but their maker has
-opened go first (least recently used first), then the others: a link a class was started
-from, or that someone else opened, outlives the links nobody opened. A client (its
-address) makes a bounded number of links an hour and puts a bounded number of bytes in
-the store an hour (server.limits).
+Views are bounded in number and bytes; when full, the views that are not safe go first —
+safe: a class was started from it, someone else opened it, or it was made in the last
+KEEP_HOURS — and among those the fair share decides: the client (its address) that made
+the most loses its own least recently used first, so that one address making hundreds of
+links evicts its own, not a teacher's one link. A client makes a bounded number of links
+an hour and puts a bounded number of bytes in the store an hour (server.limits).
 """
 
 from __future__ import annotations
@@ -28,10 +29,15 @@ KEY_LENGTH = 12  # hex digits of a SHA-256: 48 bits, plenty for a class's links
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS atlas_schema (part TEXT PRIMARY KEY, version INTEGER NOT NULL)"
 VIEWS = ("""CREATE TABLE IF NOT EXISTS views (
     key TEXT PRIMARY KEY, payload TEXT NOT NULL, bytes INTEGER NOT NULL, created REAL NOT NULL, used REAL NOT NULL,
-    maker TEXT NOT NULL DEFAULT '', kept INTEGER NOT NULL DEFAULT 0)""",)
-VIEWS_VERSION = 2  # 2: who made a view, and whether it is kept first (opened by another, or a class's)
+    maker TEXT NOT NULL DEFAULT '', kept INTEGER NOT NULL DEFAULT 0, client TEXT NOT NULL DEFAULT '')""",)
+# 2: who made a view, and whether it is kept first (opened by another, or a class's); 3: the
+# client (server.limits.key of its address) that made it, for the fair share (a view kept
+# before has none: all such views share one client's share)
+VIEWS_VERSION = 3
 VIEWS_UPGRADES = {2: ["ALTER TABLE views ADD COLUMN maker TEXT NOT NULL DEFAULT ''",
-                      "ALTER TABLE views ADD COLUMN kept INTEGER NOT NULL DEFAULT 0"]}
+                      "ALTER TABLE views ADD COLUMN kept INTEGER NOT NULL DEFAULT 0"],
+                  3: ["ALTER TABLE views ADD COLUMN client TEXT NOT NULL DEFAULT ''"]}
+KEEP_HOURS = 24  # a view made this recently is safe while others can go
 LIMITS_VERSION = 1
 
 
@@ -172,23 +178,30 @@ class Backend:
                     raise Refused("links")
                 if not limits.take(db, limits.LINK_BYTES, address, now, cost=size):
                     raise Refused("bytes")
-            db.execute("INSERT INTO views(key, payload, bytes, created, used, maker) VALUES (?, ?, ?, ?, ?, ?) "
-                       "ON CONFLICT(key) DO UPDATE SET used = excluded.used", (key, payload, size, now, now, maker))
-            self._evict(db)
+            db.execute("INSERT INTO views(key, payload, bytes, created, used, maker, client) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET used = excluded.used",
+                       (key, payload, size, now, now, maker, address or ""))
+            self._evict(db, now)
             limits.forget_full(db, now)
         return key
 
-    def _evict(self, db) -> None:
-        """Until both bounds hold, the views nobody but their maker opened go first, then
-        the others (those opened by another reader, or a class's), each least recently
-        used first: one statement, the views kept being the first in that order whose
-        running total fits both bounds."""
-        db.execute("""DELETE FROM views WHERE key IN (
+    def _evict(self, db, now: float) -> None:
+        """Until both bounds hold, the views that are not safe go first (safe: kept — a
+        class's, or opened by another reader — or made in the last KEEP_HOURS), then the
+        safe ones; within each, by fair share: every client's most recently used view is
+        kept before any client's second, and so on (the client that made the most loses
+        its own oldest first), least recently used last. One statement: the views kept are
+        the first in that order whose running total fits both bounds."""
+        order = "safe DESC, share, used DESC, key"
+        db.execute(f"""DELETE FROM views WHERE key IN (
             SELECT key FROM (SELECT key,
-                ROW_NUMBER() OVER (ORDER BY kept DESC, used DESC, key) AS place,
-                SUM(bytes) OVER (ORDER BY kept DESC, used DESC, key ROWS UNBOUNDED PRECEDING) AS total
-                FROM views) AS ranked
-            WHERE place > ? OR total > ?)""", (self.max_views, self.max_bytes))
+                ROW_NUMBER() OVER (ORDER BY {order}) AS place,
+                SUM(bytes) OVER (ORDER BY {order} ROWS UNBOUNDED PRECEDING) AS total
+                FROM (SELECT key, bytes, used,
+                        CASE WHEN kept = 1 OR created > ? THEN 1 ELSE 0 END AS safe,
+                        ROW_NUMBER() OVER (PARTITION BY client ORDER BY used DESC, key) AS share
+                      FROM views) AS fair) AS ranked
+            WHERE place > ? OR total > ?)""", (now - KEEP_HOURS * 3600, self.max_views, self.max_bytes))
 
     def keep(self, key) -> None:
         """Keep a view first (a class was started from it): it outlives the views nobody

@@ -25,9 +25,10 @@ What one script cannot do (each bound in docs/deploy.md, with what its refusal s
   /64: server.limits.key); a class no student has joined ends after ``EMPTY_MINUTES``
   untouched, one in use after ``IDLE_HOURS``;
 * **take every class slot**: when the server holds ``MAX_CLASSES``, a start ends the
-  longest-untouched class that no student has ever joined (its teacher is told it ended
-  unused), and is refused only when every class has students; a public server may ask
-  for a passphrase to start one (``ATLAS_START_KEY``), each try a start of the client's;
+  longest-untouched class that no student has ever joined and that nobody made or used
+  in the last ``PROTECTED_HOURS`` (its teacher is told it ended unused), and is refused
+  in words when there is none: a class prepared before a lesson is never lost to a crowd
+  of starts; a public server may ask for a passphrase to start one (``ATLAS_START_KEY``);
 * **find a code by guessing**: a wrong code only reads (no write), and a full class
   answers a newcomer as an unknown code does.
 
@@ -53,7 +54,8 @@ MAX_STUDENTS = 200  # seats: students seen in the last SEAT_SECONDS
 SEAT_SECONDS = 180.0  # a student unseen for 3 minutes (12 missed presence writes) holds no seat
 MAX_CLASSES = 500
 IDLE_HOURS = 12
-EMPTY_MINUTES = 60  # a class that no student has joined ends after an hour untouched
+EMPTY_MINUTES = 120  # a class that no student has joined ends after two hours untouched (one prepared before a lesson)
+PROTECTED_HOURS = 2  # a class made or used this recently is never ended to make room for another
 STATES = ("open", "closed", "revealed")
 # what join() says: the student is in; no such class; no seat free for a newcomer; no seat free
 # for one of its students coming back; the door is closed; too many new students from this
@@ -97,9 +99,9 @@ class Classes(ClassReads):
         a wrong one costs no start, so that wrong ones from her network never refuse a teacher
         who has it (what a found passphrase buys stays bounded by the starts per client and
         MAX_CLASSES; the app slows the session that typed it); ``Refused("classes")`` when the
-        server holds MAX_CLASSES and every one has students. When it holds MAX_CLASSES and some class has never had a
-        student, the longest untouched of those ends to make room (``ended_reason``:
-        "unused")."""
+        server holds MAX_CLASSES and none can go. When it holds MAX_CLASSES and some class
+        has never had a student and was neither made nor used in the last PROTECTED_HOURS,
+        the longest untouched of those ends to make room (``ended_reason``: "unused")."""
         now = time.time() if now is None else now
         key = secrets.token_urlsafe(32)
         payload = json.dumps(view, ensure_ascii=False, sort_keys=True)
@@ -113,7 +115,9 @@ class Classes(ClassReads):
                 raise Refused("starts")
             if db.execute("SELECT COUNT(*) FROM classes").fetchone()[0] >= MAX_CLASSES:
                 unused = db.execute("SELECT code FROM classes WHERE NOT EXISTS (SELECT 1 FROM students "
-                                    "WHERE students.code = classes.code) ORDER BY touched, code LIMIT 1").fetchone()
+                                    "WHERE students.code = classes.code) AND created < ? AND touched < ? "
+                                    "ORDER BY touched, code LIMIT 1",
+                                    (now - PROTECTED_HOURS * 3600, now - PROTECTED_HOURS * 3600)).fetchone()
                 if unused is None:
                     raise Refused("classes")
                 self._delete(db, unused[0])

@@ -126,18 +126,38 @@ def test_a_full_server_makes_room_by_ending_the_longest_untouched_class_nobody_j
     those no student joined (its teacher will be told it ended unused); with every class
     joined, a start is refused for what it is."""
     monkeypatch.setattr(classes, "MAX_CLASSES", 5)
+    monkeypatch.setattr(classes, "EMPTY_MINUTES", 10**6)  # this test is about making room, not expiring
+    later = classes.PROTECTED_HOURS * 3600 + 30.0  # past the hours a class made or used is protected
     made = [room.create(VIEW, page="every-pair", now=10.0 + i, address=f"203.0.113.{i + 1}")[0] for i in range(5)]
     assert room.join(made[0], "pupil-0001", now=20.0) == IN  # the oldest has a student: it stays
-    mine, _ = room.create(VIEW, page="every-pair", now=30.0, address=HOME)
+    mine, _ = room.create(VIEW, page="every-pair", now=later, address=HOME)
     assert room.state(made[1]) is None and room.ended_reason(made[1]) == "unused"  # the oldest empty one
     assert all(room.state(c) is not None for c in (made[0], *made[2:], mine))
     assert room.ended_reason(made[2]) is None and room.ended_reason(mine) is None
     for i, code in enumerate([*made[2:], mine]):
-        assert room.join(code, f"pupil-{i + 2:04d}", now=40.0) == IN
+        assert room.join(code, f"pupil-{i + 2:04d}", now=later + 10) == IN
     with pytest.raises(Refused) as refused:  # every class has students now
-        room.create(VIEW, page="every-pair", now=50.0, address=SCHOOL)
+        room.create(VIEW, page="every-pair", now=later + 20, address=SCHOOL)
     assert refused.value.what == "classes"
     assert all(room.state(c) is not None for c in (made[0], *made[2:], mine))
+
+
+def test_a_class_made_or_used_in_the_last_two_hours_is_never_ended_to_make_room(room, monkeypatch):
+    """A teacher prepares her class; 7 minutes later a wave of starts from 80 addresses
+    fills the server. Her class (and every other made in the last two hours) stays, the
+    rest of the wave is refused in words, and her first student then gets in."""
+    monkeypatch.setattr(classes, "MAX_CLASSES", 5)
+    hers, _ = room.create(VIEW, page="every-pair", now=0.0, address=SCHOOL)
+    refused = []
+    for i in range(80):
+        try:
+            room.create(VIEW, page="every-pair", now=420.0 + i, address=f"203.0.113.{i + 1}")
+        except Refused as exc:
+            refused.append(exc.what)
+    assert refused == ["classes"] * (80 - 4)  # four more fit; then nothing may go
+    assert room.state(hers) is not None and room.ended_reason(hers) is None
+    assert room.join(hers, "pupil-0001", now=600.0) == IN
+    assert classes.EMPTY_MINUTES >= 60 * classes.PROTECTED_HOURS  # nor does it expire unjoined within them
 
 
 @pytest.mark.parametrize("address, same", [

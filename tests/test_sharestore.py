@@ -301,3 +301,55 @@ def test_a_kept_connection_serves_the_next_uses_and_never_outlives_its_file(tmp_
     assert s.get(key) is None  # made again in place: the new file holds nothing of the old
     assert opened  # a new connection, on the new file
     assert s.remade == 1
+
+
+def test_a_crowd_of_links_from_a_few_addresses_evicts_its_own_not_a_teachers_one_link(where):
+    """Fair share: a teacher's one link nobody opened yet, then six addresses making 30
+    links each into a store that holds 20. Her link stays; each address keeps its own most
+    recent (3 or 4 of them), never an older one of its own before a newer one."""
+    s = store_at(where, max_views=20)
+    hers = s.put({"text": "the teacher's prepared text"}, address="198.51.100.20")
+    made = {f"203.0.113.{a}": [] for a in range(1, 7)}
+    for i in range(30):
+        for address, keys in made.items():
+            keys.append(s.put({"text": f"{address} {i}"}, address=address))
+    assert s.get(hers) == {"text": "the teacher's prepared text"}
+    assert s.count() == 20
+    for address, keys in made.items():
+        alive = [s.get(k) is not None for k in keys]
+        n = sum(alive)
+        assert n in (3, 4) and alive == [False] * (30 - n) + [True] * n, (address, alive)
+
+
+def test_a_view_older_than_a_day_that_nobody_opened_goes_before_a_recent_one(tmp_path, monkeypatch):
+    """Made more than KEEP_HOURS ago and never opened: it goes first, whoever made it."""
+    from server import backend
+
+    s = Store(tmp_path / "v.sqlite3", max_views=2)
+    clock = [1_000_000.0]
+    monkeypatch.setattr(backend.time, "time", lambda: clock[0])
+    old = s.put({"text": "old"}, address="192.0.2.1")
+    clock[0] += (backend.KEEP_HOURS + 1) * 3600
+    newer = [s.put({"text": f"new {i}"}, address="203.0.113.9") for i in range(2)]
+    assert s.get(old) is None and all(s.get(k) is not None for k in newer)
+
+
+def test_links_kept_by_the_release_before_open_after_the_upgrade_on_both_backends(where):
+    """The views as layout 2 wrote them (no client): upgraded once to layout 3, every link
+    opens as it was, and new links are made and evicted beside them."""
+    from server import backend
+
+    s = store_at(where)
+    with s.transaction() as db:
+        db.execute("DROP TABLE views")
+        db.execute("""CREATE TABLE views (
+            key TEXT PRIMARY KEY, payload TEXT NOT NULL, bytes INTEGER NOT NULL, created REAL NOT NULL,
+            used REAL NOT NULL, maker TEXT NOT NULL DEFAULT '', kept INTEGER NOT NULL DEFAULT 0)""")
+        db.execute("INSERT INTO views(key, payload, bytes, created, used, maker, kept) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   ("0123456789ab", '{"text": "kept before"}', 23, 1.0, 1.0, "someone", 1))
+        db.execute("UPDATE atlas_schema SET version = 2 WHERE part = 'views'")
+    again = store_at(where, max_views=3)
+    assert again.version_of("views") == backend.VIEWS_VERSION == 3
+    assert again.get("0123456789ab") == {"text": "kept before"}
+    made = [again.put({"text": f"new {i}"}, address="203.0.113.9") for i in range(4)]
+    assert again.get("0123456789ab") == {"text": "kept before"} and again.get(made[0]) is None
