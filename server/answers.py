@@ -5,8 +5,11 @@ right within ESTIMATE_FACTOR of the measured value). No Streamlit, no SQL."""
 from __future__ import annotations
 
 import math
+import re
 import secrets
 import unicodedata
+
+from babel.numbers import NumberFormatError, parse_decimal
 
 MAX_OPTIONS = 12
 MAX_REASON = 200  # characters of a student's written reason
@@ -45,3 +48,28 @@ def clean_reason(value) -> str | None:
 
 def is_student(value) -> bool:
     return isinstance(value, str) and 8 <= len(value) <= 32 and all(c.isalnum() or c in "-_" for c in value)
+
+
+NUMBER_LOCALES = {"en": "en_US", "pt": "pt_BR", "ja": "ja_JP"}  # how each language writes a number
+SCIENTIFIC = re.compile(r"[0-9]+(\.[0-9]+)?[eE][+-]?[0-9]+")  # 1e6, 2.5E-3: read the same in every language
+
+
+def read_number(text, lang: str) -> float | None:
+    """An estimate as a reader of ``lang`` writes it: grouping and decimal marks of that
+    language ("1,5" and "2.098.176" in Portuguese, "1.5" and "2,098,176" in English),
+    full-width digits and marks (「１．５」), spaces ignored, or the scientific 1e6. None
+    when it is no such number, or none in (0, MAX_ESTIMATE]."""
+    if not isinstance(text, str):
+        return None
+    plain = "".join(unicodedata.normalize("NFKC", text).split())  # full-width → ASCII; no spaces
+    plain = plain.replace("、", ",").replace("。", ".")
+    if not plain:
+        return None
+    if SCIENTIFIC.fullmatch(plain):
+        value = float(plain)
+    else:
+        try:
+            value = float(parse_decimal(plain, locale=NUMBER_LOCALES.get(lang, "en_US"), strict=True))
+        except (NumberFormatError, ValueError, ArithmeticError):
+            return None
+    return value if math.isfinite(value) and 0 < value <= MAX_ESTIMATE else None

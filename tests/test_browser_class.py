@@ -397,13 +397,17 @@ def test_three_phones_reason_see_the_one_shown_answer_the_matched_question_and_a
         ask.scroll_into_view_if_needed()
         teacher.screenshot(path=os.path.join(ARTIFACTS, "class-teacher-2-ask-en.png"))  # both ways to ask, side by side
         ask.click()
-        guesses = {"ja": 5, "pt": 50, "en": 500}
+        guesses = {"ja": 5, "pt": 1.5, "en": 500}
+        typed = {"ja": "５", "pt": "1,5", "en": "500"}  # as each writes it: full-width, a decimal comma
         for lang, pg in students.items():
             box = pg.locator('[class*="st-key-vote_number_"] input')
             box.wait_for(timeout=30_000)
-            box.fill(str(guesses[lang]))
+            box.fill(typed[lang])
             box.press("Enter")
             pg.wait_for_function(SEND_ENABLED, timeout=15_000)
+            read = {"ja": "5", "pt": "1,5", "en": "500"}[lang]  # what the phone says it understood, before Send
+            pg.get_by_text(i18n.translate(lang, "vote.estimate_read", number=read).replace("**", "")).wait_for(
+                timeout=5_000)
             if lang == "pt":
                 pg.screenshot(path=os.path.join(ARTIFACTS, "class-phone-pt-2-estimate.png"), full_page=True)
             pg.locator('[class*="st-key-vote_send_"] button').click()
@@ -418,7 +422,7 @@ def test_three_phones_reason_see_the_one_shown_answer_the_matched_question_and_a
             chart.wait_for(timeout=30_000)
             chart.scroll_into_view_if_needed()  # Plotly draws a chart once it comes into view
             traces = pg.wait_for_function(ESTIMATE_TRACES, arg=name, timeout=30_000).json_value()
-            assert sorted(traces[i18n.translate(lang, "vote.estimate_guesses")]) == [5, 50, 500]
+            assert sorted(traces[i18n.translate(lang, "vote.estimate_guesses")]) == sorted(guesses.values())
             line = traces[name]
             assert line[0] == line[1] and (measured is None or line[0] == measured)  # one value on every phone
             measured = line[0]

@@ -187,3 +187,23 @@ def test_the_tappable_strip_names_each_drawn_rows_middle_token_and_marks_the_fol
     assert tap_strip.token_of({"curve_number": 0, "point_index": 2}, 1, 10, 3) is None
     unpooled = tap_strip.added(base, labels[:4], 1, 0, "")
     assert [int(c[0]) for c in unpooled.data[-1].customdata] == [0, 1, 2, 3]
+
+
+def test_an_estimate_far_from_the_class_is_drawn_at_the_edge_and_the_axis_follows_the_class():
+    """Four estimates, one of them 1e-300: the class's median is 9 (the 3rd of 4 sorted), so
+    the edge at ×1000 lies at 0.009 and 9,000; the outlier is drawn there, a triangle
+    pointing out, its own number kept for its hover; the others where they are."""
+    from ui import room_figures
+
+    fig = room_figures.estimates([9, 14, 6.5, 1e-300], None, 1.5, x_title="x", separators=".,",
+                                 guess_name="an estimate", value_name="measured", band_name="band", hover="%{x}",
+                                 edge=1000.0,
+                                 edge_name="at the edge")
+    by_name = {tr.name: tr for tr in fig.data}
+    assert list(by_name["an estimate"].x) == [9, 14, 6.5]
+    edge = by_name["at the edge"]
+    assert list(edge.x) == [9 / 1000] and list(edge.customdata) == [1e-300]
+    assert list(edge.marker.symbol) == ["triangle-left"] and "%{customdata}" in edge.hovertemplate
+    fig = room_figures.estimates([9, 14, 6.5, 2e7], None, 1.5, x_title="x", separators=".,", guess_name="g",
+                                 value_name="m", band_name="b", hover="%{x}", edge=1000.0, edge_name="e")
+    assert [list(tr.x) for tr in fig.data if tr.name == "e"] == [[14 * 1000]]  # sorted 6.5, 9, 14, 2e7: median 14

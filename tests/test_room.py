@@ -593,3 +593,18 @@ def test_a_classs_link_token_and_its_seats_are_credentials_only_the_right_ones_p
     assert room.join(code, student) == IN
     assert room.seated(code, student) and not room.seated(other, student)
     assert not room.seated(code, "../x") and not room.seated(code, None)
+
+
+@pytest.mark.parametrize("text, lang, expected", [
+    ("1,5", "pt", 1.5), ("2.098.176", "pt", 2098176.0), ("1.000,5", "pt", 1000.5), ("1.5", "pt", None),
+    ("1.5", "en", 1.5), ("2,098,176", "en", 2098176.0), ("1,5", "en", None), ("1,000.5", "en", 1000.5),
+    ("１．５", "ja", 1.5), ("１，０００", "ja", 1000.0), (" 12 ", "en", 12.0), ("1 000", "pt", 1000.0),
+    ("1e6", "pt", 1e6), ("2.5E-3", "ja", 0.0025), ("1e-300", "en", 1e-300),
+    ("0", "en", None), ("-3", "en", None), ("abc", "en", None), ("nan", "en", None), ("inf", "pt", None),
+    ("1e400", "en", None), ("", "en", None), (None, "en", None),
+])
+def test_an_estimate_is_read_as_a_reader_of_its_language_writes_numbers(text, lang, expected):
+    """Each expected value by hand: a pt reader's comma is the decimal mark and a dot groups
+    thousands; an en reader's the other way round; full-width digits read as digits; a
+    number that is not positive and finite, or not one in the language's form, is None."""
+    assert answers.read_number(text, lang) == expected

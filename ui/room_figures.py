@@ -143,21 +143,38 @@ def strips(groups: list[str], points: list[dict], *, title, y_title, separators,
 
 
 def estimates(guesses, value, factor: float, *, x_title, separators, guess_name, value_name, band_name, hover,
-              height=300):
+              height=300, edge: float | None = None, edge_name: str = ""):
     """A class's estimates on a log axis, each a dot (spread up and down, so that equal ones
     stay apart), and once revealed (``value`` not None) the measured value as a line, with
-    the band of estimates within ``factor`` of it either way."""
+    the band of estimates within ``factor`` of it either way. With ``edge``, an estimate
+    further than that factor from the class's median is kept but drawn at the edge (a
+    triangle pointing out, its own number on hover), so that the axis follows the class,
+    not one outlier."""
     fig = go.Figure()
+    guesses = [float(g) for g in guesses]
     spread = [((i * 7) % 11) / 10 - 0.5 for i in range(len(guesses))]  # the same places on every screen
+    inside, outside = list(range(len(guesses))), []
+    if edge is not None and guesses:
+        middle = sorted(guesses)[len(guesses) // 2]
+        lo_edge, hi_edge = middle / edge, middle * edge
+        inside = [i for i, g in enumerate(guesses) if lo_edge <= g <= hi_edge]
+        outside = [i for i in range(len(guesses)) if i not in inside]
     if value is not None:
         lo, hi = value / factor, value * factor
         fig.add_trace(go.Scatter(x=[lo, hi, hi, lo, lo], y=[-0.7, -0.7, 0.7, 0.7, -0.7], fill="toself", mode="lines",
                                  name=safe(band_name), line={"width": 0}, fillcolor="rgba(0, 158, 115, 0.18)",
                                  hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=list(guesses), y=spread, mode="markers", name=safe(guess_name),
-                             marker={"size": 12, "color": OKABE_ITO[0], "opacity": 0.75,
-                                     "line": {"width": 1, "color": "white"}},
+    fig.add_trace(go.Scatter(x=[guesses[i] for i in inside], y=[spread[i] for i in inside], mode="markers",
+                             name=safe(guess_name), marker={"size": 12, "color": OKABE_ITO[0], "opacity": 0.75,
+                                                            "line": {"width": 1, "color": "white"}},
                              hovertemplate=hover + "<extra></extra>"))
+    if outside:  # at the edge, pointing out; the hover says the number itself
+        fig.add_trace(go.Scatter(
+            x=[lo_edge if guesses[i] < lo_edge else hi_edge for i in outside], y=[spread[i] for i in outside],
+            customdata=[guesses[i] for i in outside], mode="markers", name=safe(edge_name),
+            marker={"size": 14, "color": OKABE_ITO[0], "opacity": 0.9,
+                    "symbol": ["triangle-left" if guesses[i] < lo_edge else "triangle-right" for i in outside]},
+            hovertemplate=hover.replace("%{x}", "%{customdata}") + "<extra></extra>"))
     if value is not None:
         fig.add_trace(go.Scatter(x=[value, value], y=[-0.8, 0.8], mode="lines", name=safe(value_name),
                                  line={"color": OKABE_ITO[3], "width": 3}, hoverinfo="skip"))

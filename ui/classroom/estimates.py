@@ -17,6 +17,9 @@ from ..i18n import Translator
 from .vote_actions import send_answer, words
 
 
+EDGE = 1000.0  # an estimate further than this factor from the class's median is drawn at the chart's edge
+
+
 def number_text(t: Translator, x: float) -> str:
     """A number as a class reads it: whole from 100 up (or when it is whole), else to three
     significant digits, no trailing zeros (6.5, 0.722)."""
@@ -41,9 +44,11 @@ def estimate_panel(t: Translator, found, vote, teacher: bool, show_figure) -> No
     guesses = found.guesses.get(vote.vote, ())
     st.markdown(f"**{t('vote.estimate_chart_title', n=t.int(len(guesses)))}**")
     fig = room_figures.estimates(guesses, value if revealed else None, factor, x_title=t("vote.estimate_axis"),
-                            separators=t.separators, guess_name=t("vote.estimate_guesses"),
-                            value_name=t("vote.estimate_measured"),
-                            band_name=t("vote.estimate_band", f=t.float(factor, 1)), hover=t("vote.estimate_hover"))
+                                 separators=t.separators, guess_name=t("vote.estimate_guesses"),
+                                 value_name=t("vote.estimate_measured"),
+                                 band_name=t("vote.estimate_band", f=t.float(factor, 1)),
+                                 hover=t("vote.estimate_hover"), edge=EDGE,
+                                 edge_name=t("vote.estimate_edge", f=t.int(EDGE)))
     show_figure(fig, f"vote_chart_{keys.slug(vote.qid)}")
     mine = None if teacher else found.mine_numbers.get(vote.vote)
     if mine is not None:
@@ -70,9 +75,14 @@ def _answer(t: Translator, found, vote) -> None:
         return
     pending = st.session_state.get(keys.PENDING)
     waiting = pending is not None and (pending.get("code"), pending.get("vote")) == (found.code, vote.vote)
-    number = st.number_input(t("vote.estimate_input"), min_value=0.0, max_value=answers.MAX_ESTIMATE, value=None,
-                             step=1.0, format="%g", key=f"vote_number_{vote.vote}", disabled=waiting,
-                             placeholder=t("vote.estimate_placeholder"))
+    typed = st.text_input(t("vote.estimate_input"), key=f"vote_number_{vote.vote}", disabled=waiting, max_chars=40,
+                          placeholder=t("vote.estimate_placeholder"))
+    number = answers.read_number(typed, t.lang)
+    if typed and not waiting:  # what was understood, before Send: «1,5» is one and a half, not 15
+        if number is None:
+            st.caption(t("vote.estimate_unread"))
+        else:
+            st.caption(t("vote.estimate_read", number=number_text(t, number)))
     if waiting:  # kept: the poll sends it when the store can take it
         st.warning(t("vote.pending", answer=number_text(t, pending["number"])), icon=":material/schedule_send:")
     else:

@@ -108,7 +108,8 @@ def send_answer(code: str, vote: int) -> None:
     one — or an estimate's number — or why not; when the store cannot keep it just now, it
     stays chosen and the poll sends it again until the vote closes."""
     choice = st.session_state.get(f"vote_pick_{vote}")
-    number = st.session_state.get(f"vote_number_{vote}")
+    typed = st.session_state.get(f"vote_number_{vote}")  # as typed: read in the reader's language
+    number = None if typed is None else answers.read_number(typed, session.tr().lang)
     reason = st.session_state.get(f"vote_reason_{vote}") or ""
     pending = {"code": code, "vote": vote, "choice": choice, "reason": reason, "number": number}
     room = classes()
