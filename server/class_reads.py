@@ -50,6 +50,15 @@ class ClassState:
     shown: dict = field(default_factory=dict)  # vote → the reasons the teacher shows the class: ((option, text), …)
     guesses: dict = field(default_factory=dict)  # estimate vote, once closed → the class's numbers, sorted (``read``)
     mine_numbers: dict = field(default_factory=dict)  # estimate vote → the reading student's number (``read``)
+    # vote → how many of ``counts`` came from students who joined while it was open (``read``):
+    # a crowd that joins mid-vote is counted apart from the class seated when it opened
+    late: dict = field(default_factory=dict)
+
+    def seated(self, vote: int) -> list[int]:
+        """A vote's counts from the students seated before it opened (its result, first)."""
+        counts = self.counts.get(vote) or []
+        late = self.late.get(vote) or [0] * len(counts)
+        return [c - x for c, x in zip(counts, late)]
 
     def vote_on(self, qid: str) -> Vote | None:
         """The latest vote on a question (by its id), or None."""
@@ -114,6 +123,20 @@ def counts_of(db, code: str, votes) -> dict[int, list[int]]:
     return out
 
 
+def late_of(db, code: str, votes) -> dict[int, list[int]]:
+    """For each of ``votes``, how many students who joined the class after it opened chose
+    each option (a vote of a layout that recorded no opening time counts none late)."""
+    out = {v.vote: [0] * len(v.question["options"]) for v in votes}
+    for vote, choice, count in db.execute(
+            "SELECT a.vote, a.choice, COUNT(*) FROM answers a "
+            "JOIN votes v ON v.code = a.code AND v.vote = a.vote "
+            "JOIN students s ON s.code = a.code AND s.student = a.student "
+            "WHERE a.code = ? AND v.opened > 0 AND s.joined >= v.opened GROUP BY a.vote, a.choice", (code,)).fetchall():
+        if vote in out and 0 <= choice < len(out[vote]):
+            out[vote][choice] = count
+    return out
+
+
 def guesses_of(db, code: str, votes) -> dict[int, tuple[float, ...]]:
     """The numbers the class sent to each estimate vote among ``votes`` that is no longer
     open (while it is, no one's estimate is shown: it would anchor the others), sorted, with
@@ -138,7 +161,8 @@ def read_of(db, code: str, student: str = "") -> ClassState | None:
                       (code, student)).fetchall() if student else []
     return ClassState(found.code, found.page, found.version, found.view, found.votes, found.tally, found.door,
                       counts_of(db, code, found.votes), {v: c for v, c, _ in rows}, found.room, found.shown,
-                      guesses_of(db, code, found.votes), {v: x for v, _, x in rows if x is not None})
+                      guesses_of(db, code, found.votes), {v: x for v, _, x in rows if x is not None},
+                      late_of(db, code, found.votes))
 
 
 def pulse_of(db, code: str, present_since: float, now: float) -> Pulse | None:

@@ -53,7 +53,8 @@ def room_csv(texts: list, columns: Callable[[list[RoomNumbers]], list[Column]] =
 def votes_csv(found: ClassState, answers: list[tuple]) -> str:
     """A row an option of every vote, in the order opened: question id, page (its id), round,
     state, option (its value as asked; an estimate's two: ``off`` and ``within`` the
-    factor), the students who chose it, whether it is the measured answer, on a question's
+    factor), the students seated when the vote opened who chose it and, apart, those who
+    joined while it was open (``joined_during_vote``), whether it is the measured answer, on a question's
     second round how many students who answered both rounds changed their answer, the
     reasons written with that option, one a line, and an estimate's numbers under its
     option, one a line (``answers``: (vote, student, choice, reason[, number]) rows, in the
@@ -76,27 +77,30 @@ def votes_csv(found: ClassState, answers: list[tuple]) -> str:
             if before is not None:
                 a, b = by_vote.get(before.vote, {}), by_vote.get(v.vote, {})
                 changed = sum(1 for s in set(a) & set(b) if a[s] != b[s])
-        counts = found.counts.get(v.vote) or [0] * len(v.question["options"])
+        counts = found.seated(v.vote) or [0] * len(v.question["options"])
+        late = found.late.get(v.vote) or [0] * len(v.question["options"])
         for option, value in enumerate(v.question["options"]):
-            rows.append([v.qid, v.page, v.round, v.state, value, counts[option],
+            rows.append([v.qid, v.page, v.round, v.state, value, counts[option], late[option],
                          int(option == v.question["answer"]), changed, "\n".join(reasons.get((v.vote, option), [])),
                          "\n".join(numbers.get((v.vote, option), []))])
-    return _csv(["question", "page", "round", "state", "option", "count", "measured_answer", "changed_answer",
-                 "reasons", "estimates"], rows)
+    return _csv(["question", "page", "round", "state", "option", "count", "joined_during_vote", "measured_answer",
+                 "changed_answer", "reasons", "estimates"], rows)
 
 
 def shares_csv(found: ClassState) -> str:
     """A row a question the class voted on, in the order first opened: its page, then for
     its first vote, its second and its matched question (the vote whose copied question
     ``matches`` it) the share of the students who chose the measured answer and how many
-    answered — the three numbers peer instruction's studies report. A vote still open, or
-    not held, leaves its two cells empty."""
+    answered — the three numbers peer instruction's studies report, counted on the students
+    seated when each vote opened — and how many answered after joining while it was open. A
+    vote still open, or not held, leaves its three cells empty."""
     def share(vote):
         if vote is None or vote.state == "open":
-            return ["", ""]
-        counts = found.counts.get(vote.vote) or []
+            return ["", "", ""]
+        counts = found.seated(vote.vote)  # the class seated when it opened: who joined during it is apart
         answered = sum(counts)
-        return [round(counts[vote.question["answer"]] / answered, 4) if answered else "", answered]
+        return [round(counts[vote.question["answer"]] / answered, 4) if answered else "", answered,
+                sum(found.late.get(vote.vote) or [])]
 
     rows = []
     for qid in dict.fromkeys(v.qid for v in found.votes if not v.question.get("matches")):
@@ -106,5 +110,6 @@ def shares_csv(found: ClassState) -> str:
         page = (first or second).page
         rows.append([qid, page, *share(first), *share(second), matched[-1].qid if matched else "",
                      *share(matched[-1] if matched else None)])
-    return _csv(["question", "page", "first_right", "first_answered", "second_right", "second_answered",
-                 "matched_question", "matched_right", "matched_answered"], rows)
+    return _csv(["question", "page", "first_right", "first_answered", "first_joined_during", "second_right",
+                 "second_answered", "second_joined_during", "matched_question", "matched_right", "matched_answered",
+                 "matched_joined_during"], rows)

@@ -374,8 +374,9 @@ def test_the_teachers_summary_counts_each_vote_and_the_matched_question_and_the_
     assert summary_line(t, *cells) in [m.value for m in teacher.sidebar.markdown]
     rows = list(csv.DictReader(io.StringIO(exports.shares_csv(live_classes.read(code)))))
     assert rows == [{"question": "s3.reach", "page": "neighbours", "first_right": "0.3333", "first_answered": "3",
-                     "second_right": "1.0", "second_answered": "3", "matched_question": "s3.reach_other_window",
-                     "matched_right": "0.6667", "matched_answered": "3"}]
+                     "first_joined_during": "0", "second_right": "1.0", "second_answered": "3",
+                     "second_joined_during": "0", "matched_question": "s3.reach_other_window",
+                     "matched_right": "0.6667", "matched_answered": "3", "matched_joined_during": "0"}]
     # the handout her sidebar builds carries the same table (the page it built, caught on its way out)
     import html as html_lib
 
@@ -524,6 +525,7 @@ def test_a_full_server_ends_an_unused_class_for_a_new_one_tells_its_teacher_and_
     from server import classes as class_rules
 
     monkeypatch.setattr(class_rules, "MAX_CLASSES", 1)
+    monkeypatch.setattr(class_rules, "PROTECTED_HOURS", 0)  # no class protected for being new (tests/test_room_bounds)
     first = teacher.session_state[keys.CLASS]
     other = make_app("tiny", "ja")
     other.run()
@@ -643,3 +645,25 @@ def test_on_a_projector_the_reasons_stay_folded_and_private_and_a_removed_one_is
     assert unkind not in [x.value for x in tick(bea).text]
     assert live_classes.all_counts(code)[vote.vote][:2] == [1, 1]  # both answers still count
     assert unkind not in exports.votes_csv(live_classes.state(code), live_classes.answers_of(code))
+
+
+def test_answers_from_students_who_joined_during_the_vote_are_said_apart_under_its_chart(
+        make_app, teacher, live_classes):
+    """One student seated before the vote opened, two who joined while it was open: the
+    chart counts the one, and the caption under it says the two apart, by option."""
+    code = teacher.session_state[keys.CLASS]
+    ana = student_of(make_app, code, "pt")
+    teacher.button(key="vote_open_s3_reach").click().run()
+    vote = live_classes.state(code).vote_on("s3.reach")
+    late = [student_of(make_app, code, "en"), student_of(make_app, code, "ja")]
+    for at, choice in ((tick(ana), 0), *((tick(s), 2) for s in late)):
+        at.radio(key=f"vote_pick_{vote.vote}").set_value(choice).run()
+        at.button(key=f"vote_send_{vote.vote}").click().run()
+    teacher.button(key=f"vote_close_{vote.vote}").click().run()
+    tick(teacher)
+    found = live_classes.read(code)
+    labels = [str(x) for x in vote.question["options"]]
+    assert found.seated(vote.vote) == [1, 0, 0] and found.late[vote.vote] == [0, 0, 2]
+    t = i18n.Translator("en")
+    said = t("vote.late", n="2", seated="1", split=t.list(f"{lab}: {c}" for lab, c in zip(labels, ["0", "0", "2"])))
+    assert said in [c.value for c in teacher.caption]

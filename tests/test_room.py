@@ -565,8 +565,8 @@ def test_the_shares_csv_holds_each_questions_first_second_and_matched_share(room
 
     rows = list(csv.DictReader(io.StringIO(exports.shares_csv(room.read(code)))))
     assert [list(r.values()) for r in rows] == [
-        ["s1.doubling", "every-pair", "0.3333", "3", "0.6667", "3", "s1.tripling", "1.0", "1"],
-        ["s1.cells_estimate", "every-pair", "0.5", "2", "", "", "", "", ""]]
+        ["s1.doubling", "every-pair", "0.3333", "3", "0", "0.6667", "3", "0", "s1.tripling", "1.0", "1", "0"],
+        ["s1.cells_estimate", "every-pair", "0.5", "2", "0", "", "", "", "", "", "", ""]]
 
 
 def test_a_classs_link_token_and_its_seats_are_credentials_only_the_right_ones_pass(room):
@@ -608,3 +608,40 @@ def test_an_estimate_is_read_as_a_reader_of_its_language_writes_numbers(text, la
     thousands; an en reader's the other way round; full-width digits read as digits; a
     number that is not positive and finite, or not one in the language's form, is None."""
     assert answers.read_number(text, lang) == expected
+
+
+def test_a_crowd_that_joins_while_a_vote_is_open_is_counted_apart_from_the_class_seated_when_it_opened(room):
+    """Thirty students seated, 18 of them right; then one address's 130 students join while
+    the vote is open and 123 of them answer the first option. The vote's result (chart,
+    summary, CSV) is the seated class's: 18 of 30 right, 60 %; the 123 stand apart, by
+    option, in the CSV's own column."""
+    import csv
+    import io
+
+    from server import exports
+
+    code, key = room.create(VIEW, page="every-pair", now=0.0)
+    seated = [f"pupil-{i:04d}" for i in range(30)]
+    for s in seated:
+        assert room.join(code, s, now=10.0) == IN
+    vote = room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION, now=20.0)
+    right = QUESTION["answer"]
+    for i, s in enumerate(seated):  # 18 right, 12 on the first wrong option
+        assert room.answer(code, vote, s, right if i < 18 else (right + 1) % 3, now=30.0) == "taken"
+    crowd = [f"mint-{i:05d}" for i in range(130)]
+    for s in crowd:
+        assert room.join(code, s, now=40.0) == IN
+    for s in crowd[:123]:
+        assert room.answer(code, vote, s, (right + 1) % 3, now=50.0) == "taken"
+    room.set_state(code, key, vote, "revealed", now=60.0)
+    found = room.read(code)
+    assert sum(found.counts[vote]) == 153  # every answer kept …
+    assert found.seated(vote)[right] == 18 and sum(found.seated(vote)) == 30  # … the result is the class's
+    assert found.late[vote][(right + 1) % 3] == 123 and sum(found.late[vote]) == 123
+    shares = list(csv.DictReader(io.StringIO(exports.shares_csv(found))))
+    assert (shares[0]["first_right"], shares[0]["first_answered"], shares[0]["first_joined_during"]) == ("0.6", "30",
+                                                                                                          "123")
+    rows = list(csv.DictReader(io.StringIO(exports.votes_csv(found, room.answers_of(code)))))
+    assert [(r["count"], r["joined_during_vote"]) for r in rows] == [
+        (str(18 if i == right else 12 if i == (right + 1) % 3 else 0), str(123 if i == (right + 1) % 3 else 0))
+        for i in range(3)]

@@ -59,7 +59,7 @@ def estimate_panel(t: Translator, found, vote, teacher: bool, show_figure) -> No
         else:
             st.caption(t("vote.estimate_yours", number=number_text(t, mine)))
     if revealed:
-        counts = found.counts.get(vote.vote) or [0, 0]
+        counts = found.seated(vote.vote) or [0, 0]  # the class seated when it opened
         share = counts[1] / sum(counts) if sum(counts) else 0.0
         said = "vote.revealed_estimate_model" if question.get("source") == "model" else "vote.revealed_estimate"
         st.markdown(t(said, value=words(question, "value_text", t.lang), right=t.pct(share, 0),

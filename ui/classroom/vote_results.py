@@ -43,7 +43,7 @@ def cell(t: Translator, found, qid: str, r: int) -> str:
     """Round ``r`` of question ``qid``: "—" (not voted, or still open), how many answered, and
     once the question's answer was revealed, the share right."""
     vote = next((v for v in found.votes if v.qid == qid and v.round == r), None)
-    counts = found.counts.get(vote.vote, []) if vote is not None and vote.state != "open" else []
+    counts = found.seated(vote.vote) if vote is not None and vote.state != "open" else []  # seated when it opened
     answered = sum(counts)
     if not answered:
         return "—"

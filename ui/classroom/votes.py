@@ -95,9 +95,14 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, kind: s
             shown_reasons(t, found, first, labels)
             return
         shown_reasons(t, found, first, labels)  # what the class discusses, above its answers
-        rounds = [(v, found.counts.get(v.vote, [0] * len(labels))) for v in votes[-2:]]
+        # the class seated when each vote opened; who joined while it was open is said apart
+        rounds = [(v, found.seated(v.vote) or [0] * len(labels)) for v in votes[-2:]]
         st.markdown(f"**{t('vote.chart_title')}**")  # above the chart: a phone's chart toolbar covers its own title
         show_figure(_results_chart(t, rounds, labels), f"vote_chart_{keys.slug(qid)}")
+        late = found.late.get(vote.vote) or []
+        if sum(late):
+            st.caption(t("vote.late", n=t.int(sum(late)), seated=t.int(sum(rounds[-1][1])),
+                         split=t.list(f"{labels[i]}: {t.int(c)}" for i, c in enumerate(late))))
         mine = None if teacher else found.mine.get(vote.vote)
         if mine is not None:
             st.caption(t("vote.yours", answer=labels[mine]))
