@@ -22,6 +22,7 @@ FOLLOWING = "_class_following"  # a student whose screen follows the teacher
 SEEN = "_class_seen"  # the class version this session last drew
 PRESENCE_AT = "_class_presence_at"  # when this student's presence was last written
 CLASS_ASKED = "_class_asked"  # the ?class= this session has already acted on
+HANDLE_SALT = "_class_handle_salt"  # the teacher's session's secret for the handles in her widget keys
 WRONG_TRIES = "_class_wrong_tries"  # wrong codes and keys this session typed (ui.classroom.membership.slow_down)
 CLASS_READ = "_class_read"  # the class as this page run read it (ui.classroom.handle.read: once a run)
 PENDING = "_class_pending"  # a student's answer the store could not keep yet: sent again by the poll

@@ -7,6 +7,7 @@ then dropped."""
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 
 import streamlit as st
@@ -126,6 +127,13 @@ def withdraw(code: str, owner: str) -> None:
     forget()
 
 
+def handle_of(code: str, owner: str) -> str:
+    """A text's handle in the teacher's widget keys, which travel to her browser: made with a
+    secret of her session's own, never the student's id (an id is all that ``?me=`` needs)."""
+    salt = st.session_state.setdefault(keys.HANDLE_SALT, secrets.token_hex(16))
+    return hashlib.sha256(f"{salt}:{code}:{owner}".encode()).hexdigest()[:16]
+
+
 def remove(code: str, owner: str) -> None:
     """on_click of the teacher's Remove: her host key checked, then the text goes."""
     room = classes()
@@ -166,8 +174,8 @@ def teacher_panel(t: Translator, code: str) -> None:
                 state = t("room.state_failed_crashed" if x.reason == "crashed" else f"room.state_{x.state}")
                 c1.caption(t("room.item", language=room_figures.language(t, x.lang), preview=drawing.literal(x.preview),
                              state=state))  # a reader's words: escaped, never Markdown
-                c2.button(" ", key=f"room_remove_{x.owner}", icon=":material/close:", on_click=remove,
-                          args=(code, x.owner), help=t("room.remove"))
+                c2.button(" ", key=f"room_remove_{handle_of(code, x.owner)}", icon=":material/close:",
+                          on_click=remove, args=(code, x.owner), help=t("room.remove"))
             st.text_area(t("room.add_label"), key="room_text", max_chars=room_texts.MAX_CHARS, height=100)
             st.selectbox(t("room.lang_label"), LANG_CHOICES, key="room_lang",
                          format_func=lambda v: room_figures.language(t, v),
