@@ -667,3 +667,33 @@ def test_answers_from_students_who_joined_during_the_vote_are_said_apart_under_i
     t = i18n.Translator("en")
     said = t("vote.late", n="2", seated="1", split=t.list(f"{lab}: {c}" for lab, c in zip(labels, ["0", "0", "2"])))
     assert said in [c.value for c in teacher.caption]
+
+
+def test_a_vote_held_on_a_page_the_walk_no_longer_has_is_on_the_teachers_sidebar_to_close_and_reveal(
+        make_app, teacher, live_classes):
+    """A class kept across an upgrade holds a vote on a page this server's walk lacks: the
+    students' share link and handout wait, and no page draws the vote. The teacher's sidebar
+    says so, with Close and Reveal; once revealed, the students' links come back."""
+    code, key = teacher.session_state[keys.CLASS], teacher.session_state[keys.HOST]
+    ana = student_of(make_app, code, "pt")
+    question = {"text": {"en": "A question of a page now gone?", "pt": "Uma pergunta de uma página que se foi?"},
+                "labels": {"en": ["a", "b"]}, "options": [1, 2], "answer": 0, "value_text": {"en": "1"}}
+    vote = live_classes.open_vote(code, key, "a-page-now-gone", "gone.q", question)
+    tick(ana)
+    assert gate_locked(ana)
+    tick(teacher)
+    said = i18n.translate("en", "vote.orphan", question="A question of a page now gone?")
+    assert said in [w.value for w in teacher.sidebar.warning]
+    teacher.sidebar.button(key=f"orphan_close_{vote}").click().run()
+    assert live_classes.state(code).votes[-1].state == "closed"
+    tick(teacher).sidebar.button(key=f"orphan_reveal_{vote}").click().run()
+    assert live_classes.state(code).votes[-1].state == "revealed"
+    assert not [w for w in tick(teacher).sidebar.warning if w.value == said]
+    assert not gate_locked(tick(ana))
+
+
+def gate_locked(at) -> bool:
+    """Whether the student's share and handout wait (both buttons there, and disabled)."""
+    found = [b for b in at.sidebar.button if b.key in ("share", "handout_build")]
+    assert len(found) == 2
+    return all(b.disabled for b in found)

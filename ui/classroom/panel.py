@@ -9,13 +9,16 @@ import streamlit as st
 from attn import settings
 from server import codes
 
-from .. import keys, session
+from server.class_reads import ClassState
+
+from .. import keys, session, walk
 from ..step_parts import Step
 from ..i18n import Translator
 from . import room
-from .membership import back, explore, is_teacher, join, member, resume
+from .membership import back, current, explore, is_teacher, join, member, resume
 from .polling import poll
 from .teacher import START_KEY, end, join_slide, resume_url, start
+from .vote_actions import close_vote, reveal_vote, words
 
 
 def sidebar(t: Translator, step: Step) -> None:
@@ -45,6 +48,7 @@ def sidebar(t: Translator, step: Step) -> None:
             poll(step)  # the students present, counted live
             if st.button(t("class.show_slide"), key="class_slide", width="stretch", icon=":material/qr_code_2:"):
                 join_slide(code, t)
+            orphans(t)  # a vote on a page the walk no longer has: it would hold the class's pages unseen
             if not session.presenter():  # never on a projector: the link holds the host key
                 with st.popover(t("class.resume_heading"), icon=":material/key:", width="stretch"):
                     st.caption(t("class.resume_help"))
@@ -64,6 +68,24 @@ def sidebar(t: Translator, step: Step) -> None:
             st.caption(t("class.exploring"))
             if st.button(t("class.back"), key="class_back", width="stretch", icon=":material/groups:"):
                 back(t)
+
+
+def orphans(t: Translator) -> None:
+    """The teacher's votes held on a page this server's walk no longer has (a class kept
+    across an upgrade): each still holds the class's share links and handouts, and no page
+    draws it, so her sidebar does — with Close while it is open, and Reveal."""
+    found = current()
+    if not isinstance(found, ClassState):
+        return
+    for vote in found.unrevealed():
+        if walk.by_id(vote.page) is not None:
+            continue
+        st.warning(t("vote.orphan", question=words(vote.question, "text", t.lang)), icon=":material/help:")
+        if vote.state == "open":
+            st.button(t("vote.close"), key=f"orphan_close_{vote.vote}", on_click=close_vote, args=(vote.vote,),
+                      width="stretch", icon=":material/lock:")
+        st.button(t("vote.reveal"), key=f"orphan_reveal_{vote.vote}", on_click=reveal_vote, args=(vote.vote,),
+                  width="stretch", icon=":material/visibility:")
 
 
 def take_back(t: Translator) -> None:
