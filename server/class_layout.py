@@ -10,10 +10,10 @@ SCHEMA = (
         code TEXT PRIMARY KEY, host TEXT NOT NULL, view TEXT NOT NULL,
         version INTEGER NOT NULL, created REAL NOT NULL, touched REAL NOT NULL, tally INTEGER NOT NULL DEFAULT 0,
         door INTEGER NOT NULL DEFAULT 1, room INTEGER NOT NULL DEFAULT 0, room_version INTEGER NOT NULL DEFAULT 0,
-        page TEXT NOT NULL DEFAULT '')""",
+        page TEXT NOT NULL DEFAULT '', expected INTEGER NOT NULL DEFAULT 0)""",
     """CREATE TABLE IF NOT EXISTS students (
         code TEXT NOT NULL, student TEXT NOT NULL, seen REAL NOT NULL, joined REAL NOT NULL DEFAULT 0,
-        PRIMARY KEY (code, student))""",
+        network TEXT NOT NULL DEFAULT '', PRIMARY KEY (code, student))""",
     """CREATE TABLE IF NOT EXISTS votes (
         code TEXT NOT NULL, vote INTEGER NOT NULL, round INTEGER NOT NULL,
         state TEXT NOT NULL, question TEXT NOT NULL, qid TEXT NOT NULL, seats INTEGER NOT NULL DEFAULT 0,
@@ -27,7 +27,7 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS ended_classes (
         code TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL)""",
 )
-VERSION = 6  # the layout of these tables (server.store records it; ``upgrades`` moves an older one on)
+VERSION = 7  # the layout of these tables (server.store records it; ``upgrades`` moves an older one on)
 # What the layouts before 5 (and the share links made before them) numbered the pages by: a
 # page's place in the walk then. History, never changed: a page is named by its id now.
 NUMBERED_PAGES = {1: "every-pair", 2: "nearly-empty", 3: "neighbours", 4: "hubs", 5: "linear", 6: "honest-catch",
@@ -56,7 +56,9 @@ def upgrades() -> dict[int, list]:
     vote name their page by its id, never by its number (NUMBERED_PAGES). 6: peer
     instruction — an answer's written reason, whether the teacher shows it to the class,
     and a number (an estimate's answer); an answer kept before has no reason, shown to no
-    one."""
+    one. 7: the network (server.limits.key of the address) each student joined from, so that
+    a burst of joins from one network is counted on the teacher's panel, and how many
+    students the teacher expects (0: she has not said); a student kept before has none."""
     return {2: ["ALTER TABLE votes ADD COLUMN qid TEXT NOT NULL DEFAULT ''",
                 *(("UPDATE votes SET qid = ? WHERE step = ?", (qid, step)) for step, qid in FIRST_QUESTIONS.items())],
             3: ["ALTER TABLE classes ADD COLUMN tally INTEGER NOT NULL DEFAULT 0",
@@ -70,4 +72,6 @@ def upgrades() -> dict[int, list]:
             5: [*_page_of_step("classes"), *_page_of_step("votes")],
             6: ["ALTER TABLE answers ADD COLUMN reason TEXT NOT NULL DEFAULT ''",
                 "ALTER TABLE answers ADD COLUMN shown INTEGER NOT NULL DEFAULT 0",
-                "ALTER TABLE answers ADD COLUMN number REAL"]}
+                "ALTER TABLE answers ADD COLUMN number REAL"],
+            7: ["ALTER TABLE students ADD COLUMN network TEXT NOT NULL DEFAULT ''",
+                "ALTER TABLE classes ADD COLUMN expected INTEGER NOT NULL DEFAULT 0"]}

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from . import answers
 
 RECENT_SECONDS = 60.0  # the teacher's "in the last minute"
+BURST_SECONDS = 20.0  # joins from one network within this window count as a burst …
+BURST_AT = 10  # … from this many on
 
 
 def link_token(stored_host_hash: str) -> str:
@@ -94,6 +96,9 @@ class Pulse:
     answered: int  # answers to the open vote (0: none open)
     answered_recently: int  # of those, from students seen in the last RECENT_SECONDS
     door: bool
+    joined: int = 0  # students who ever joined the class
+    expected: int = 0  # how many the teacher expects (0: she has not said)
+    burst: int = 0  # the most students who joined from one network in the last BURST_SECONDS (≥ BURST_AT, else 0)
 
 
 def state_of(db, code: str) -> ClassState | None:
@@ -170,9 +175,13 @@ def pulse_of(db, code: str, present_since: float, now: float) -> Pulse | None:
     (seen since ``present_since``), how many joined in the last minute, the answers to the
     open vote and how many came from students seen in the last minute, and the door."""
     recent = now - RECENT_SECONDS
-    row = db.execute("SELECT door FROM classes WHERE code = ?", (code,)).fetchone()
+    row = db.execute("SELECT door, expected FROM classes WHERE code = ?", (code,)).fetchone()
     if row is None:
         return None
+    ever = db.execute("SELECT COUNT(*) FROM students WHERE code = ?", (code,)).fetchone()[0]
+    most = db.execute("SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM students WHERE code = ? "
+                      "AND joined >= ? AND network != '' GROUP BY network) AS bursts",
+                      (code, now - BURST_SECONDS)).fetchone()[0]
     present = db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND seen >= ?",
                          (code, present_since)).fetchone()[0]
     joined = db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND joined >= ?", (code, recent)).fetchone()[0]
@@ -183,7 +192,8 @@ def pulse_of(db, code: str, present_since: float, now: float) -> Pulse | None:
             "SELECT COUNT(*), COALESCE(SUM(CASE WHEN s.seen >= ? THEN 1 ELSE 0 END), 0) FROM answers a "
             "JOIN students s ON s.code = a.code AND s.student = a.student WHERE a.code = ? AND a.vote = ?",
             (recent, code, vote[0])).fetchone()
-    return Pulse(present, joined, int(answered), int(fresh), bool(row[0]))
+    return Pulse(present, joined, int(answered), int(fresh), bool(row[0]), int(ever), int(row[1]),
+                 int(most) if most >= BURST_AT else 0)
 
 
 class ClassReads:

@@ -211,6 +211,16 @@ class Classes(ClassReads):
             db.execute("UPDATE classes SET door = ? WHERE code = ?", (int(bool(open_)), code))
             self._tally(db, code, now)
 
+    def set_expected(self, code: str, key, expected: int, now: float | None = None) -> None:
+        """How many students the teacher expects (0: she does not say); her panel says at
+        once when more have joined."""
+        now = time.time() if now is None else now
+        expected = max(0, min(int(expected), MAX_STUDENTS))
+        with self.store.transaction() as db:
+            self._host(db, code, key)
+            db.execute("UPDATE classes SET expected = ? WHERE code = ?", (expected, code))
+            self._tally(db, code, now)
+
     def open_vote(self, code: str, key, page: str, qid: str, question: dict, now: float | None = None) -> int:
         """Open a vote on question ``qid`` of a page (its id; ``question``: its text, option labels
         and the measured answer's option, copied so that later changes leave it as asked).
@@ -320,8 +330,8 @@ class Classes(ClassReads):
                 return FULL
             if not limits.take(db, limits.joins(), address, now):
                 return BUSY
-            db.execute("INSERT INTO students (code, student, seen, joined) VALUES (?, ?, ?, ?)",
-                       (code, student, now, now))
+            db.execute("INSERT INTO students (code, student, seen, joined, network) VALUES (?, ?, ?, ?, ?)",
+                       (code, student, now, now, limits.key(address) if address else ""))
             self._tally(db, code, now)
         return IN
 

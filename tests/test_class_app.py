@@ -697,3 +697,13 @@ def gate_locked(at) -> bool:
     found = [b for b in at.sidebar.button if b.key in ("share", "handout_build")]
     assert len(found) == 2
     return all(b.disabled for b in found)
+
+
+def test_the_teacher_says_how_many_students_she_expects_and_is_told_when_more_join(make_app, teacher, live_classes):
+    code = teacher.session_state[keys.CLASS]
+    teacher.sidebar.number_input(key="class_expected").set_value(1).run()
+    assert live_classes.pulse(code, 0.0).expected == 1
+    for lang in ("pt", "ja"):
+        student_of(make_app, code, lang)
+    said = i18n.translate("en", "class.more_than_expected", joined="2", expected="1")
+    assert said in [w.value for w in tick(teacher).sidebar.warning]

@@ -645,3 +645,25 @@ def test_a_crowd_that_joins_while_a_vote_is_open_is_counted_apart_from_the_class
     assert [(r["count"], r["joined_during_vote"]) for r in rows] == [
         (str(18 if i == right else 12 if i == (right + 1) % 3 else 0), str(123 if i == (right + 1) % 3 else 0))
         for i in range(3)]
+
+
+def test_the_teachers_pulse_counts_a_burst_from_one_network_and_more_students_than_she_expects(room):
+    """Twelve students join from one network within 20 s, three from three others: the
+    pulse names the burst (12); with 10 expected, 15 joined is more than she expects; the
+    same twelve spread over minutes are no burst."""
+    code, key = room.create(VIEW, page="every-pair", now=0.0)
+    room.set_expected(code, key, 10, now=1.0)
+    for i in range(12):
+        assert room.join(code, f"crowd-{i:04d}", now=100.0 + i, address="198.51.100.20") == IN
+    for i in range(3):
+        assert room.join(code, f"home-{i:05d}", now=105.0, address=f"203.0.113.{i + 1}") == IN
+    now = room.pulse(code, 0.0, now=112.0)
+    assert (now.burst, now.joined, now.expected) == (12, 15, 10)
+    later = room.pulse(code, 0.0, now=200.0)  # the window has passed
+    assert later.burst == 0 and later.joined == 15
+    other, other_key = room.create(VIEW, page="every-pair", now=0.0)
+    for i in range(12):  # one a minute from one network: a class arriving, no burst
+        room.join(other, f"slow-{i:04d}", now=300.0 + 60 * i, address="198.51.100.20")
+    assert room.pulse(other, 0.0, now=300.0 + 60 * 11).burst == 0
+    with pytest.raises(NotHost):
+        room.set_expected(code, "not-the-key", 3)

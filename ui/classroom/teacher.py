@@ -29,6 +29,7 @@ CODE_HTML = ('<div style="font-size:6rem;font-weight:700;letter-spacing:0.12em;l
 REFUSED_START = {"starts": "class.start_limited", "classes": "class.too_many_classes",
                  "start_key": "class.start_key_wrong"}
 START_KEY = "class_start_key"  # the passphrase's field, when the server asks for one (ATLAS_START_KEY)
+EXPECTED = "class_expected"  # the teacher's «Students I expect»
 
 
 def start(page: str) -> None:
@@ -72,6 +73,19 @@ def end() -> None:
     leave()
     forget()
     st.toast(session.tr()("class.ended"), icon=":material/logout:")
+
+
+def set_expected() -> None:
+    """on_change of «Students I expect»: kept with the class (0: she does not say)."""
+    room, code = classes(), member()
+    if room is None or code is None:
+        return
+    with share.store_trouble():
+        try:
+            room.set_expected(code, st.session_state.get(keys.HOST), int(st.session_state.get(EXPECTED) or 0))
+        except live_classes.NotHost:
+            st.toast(session.tr()("class.not_host"), icon=":material/key_off:")
+    forget()
 
 
 def set_door(open_: bool) -> None:
@@ -175,6 +189,15 @@ def pulse_panel(t: Translator, code: str) -> None:
     if now is None:
         return
     st.caption(t("class.pulse", n=t.int(now.present), joined=t.int(now.joined_recently)))
+    if now.burst:  # a crowd from one network: said at once, beside the door
+        st.warning(t("class.burst", n=t.int(now.burst), s=t.int(class_reads.BURST_SECONDS)), icon=":material/groups:")
+    if now.expected and now.joined > now.expected:
+        st.warning(t("class.more_than_expected", joined=t.int(now.joined), expected=t.int(now.expected)),
+                   icon=":material/person_alert:")
+    if EXPECTED not in st.session_state:
+        st.session_state[EXPECTED] = now.expected
+    st.number_input(t("class.expected"), min_value=0, max_value=live_classes.MAX_STUDENTS, step=1, key=EXPECTED,
+                    on_change=set_expected, help=t("class.expected_help"))
     in_room = room.room_now(code)
     if in_room:
         room.counts(t, in_room[1])  # the texts sent to the room, counted live
