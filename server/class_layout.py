@@ -10,7 +10,7 @@ SCHEMA = (
         code TEXT PRIMARY KEY, host TEXT NOT NULL, view TEXT NOT NULL,
         version INTEGER NOT NULL, created REAL NOT NULL, touched REAL NOT NULL, tally INTEGER NOT NULL DEFAULT 0,
         door INTEGER NOT NULL DEFAULT 1, room INTEGER NOT NULL DEFAULT 0, room_version INTEGER NOT NULL DEFAULT 0,
-        page TEXT NOT NULL DEFAULT '', expected INTEGER NOT NULL DEFAULT 0)""",
+        page TEXT NOT NULL DEFAULT '', expected INTEGER NOT NULL DEFAULT 0, lock_walk INTEGER NOT NULL DEFAULT 0)""",
     """CREATE TABLE IF NOT EXISTS students (
         code TEXT NOT NULL, student TEXT NOT NULL, seen REAL NOT NULL, joined REAL NOT NULL DEFAULT 0,
         network TEXT NOT NULL DEFAULT '', PRIMARY KEY (code, student))""",
@@ -58,7 +58,8 @@ def upgrades() -> dict[int, list]:
     and a number (an estimate's answer); an answer kept before has no reason, shown to no
     one. 7: the network (server.limits.key of the address) each student joined from, so that
     a burst of joins from one network is counted on the teacher's panel, and how many
-    students the teacher expects (0: she has not said); a student kept before has none."""
+    students the teacher expects (0: she has not said), and whether she locks the walk to the
+    class's step while a vote is held (off); a student kept before has no network."""
     return {2: ["ALTER TABLE votes ADD COLUMN qid TEXT NOT NULL DEFAULT ''",
                 *(("UPDATE votes SET qid = ? WHERE step = ?", (qid, step)) for step, qid in FIRST_QUESTIONS.items())],
             3: ["ALTER TABLE classes ADD COLUMN tally INTEGER NOT NULL DEFAULT 0",
@@ -74,4 +75,5 @@ def upgrades() -> dict[int, list]:
                 "ALTER TABLE answers ADD COLUMN shown INTEGER NOT NULL DEFAULT 0",
                 "ALTER TABLE answers ADD COLUMN number REAL"],
             7: ["ALTER TABLE students ADD COLUMN network TEXT NOT NULL DEFAULT ''",
-                "ALTER TABLE classes ADD COLUMN expected INTEGER NOT NULL DEFAULT 0"]}
+                "ALTER TABLE classes ADD COLUMN expected INTEGER NOT NULL DEFAULT 0",
+                "ALTER TABLE classes ADD COLUMN lock_walk INTEGER NOT NULL DEFAULT 0"]}

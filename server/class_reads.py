@@ -55,6 +55,7 @@ class ClassState:
     # vote → how many of ``counts`` came from students who joined while it was open (``read``):
     # a crowd that joins mid-vote is counted apart from the class seated when it opened
     late: dict = field(default_factory=dict)
+    lock_walk: bool = False  # while a vote is held, a student's other pages wait (the teacher's choice; off)
 
     def seated(self, vote: int) -> list[int]:
         """A vote's counts from the students seated before it opened (its result, first)."""
@@ -103,7 +104,7 @@ class Pulse:
 
 def state_of(db, code: str) -> ClassState | None:
     """The class as its members follow it (no counts, no one's answers), or None."""
-    row = db.execute("SELECT page, version, view, tally, door, room FROM classes WHERE code = ?",
+    row = db.execute("SELECT page, version, view, tally, door, room, lock_walk FROM classes WHERE code = ?",
                      (code,)).fetchone()
     if row is None:
         return None
@@ -115,7 +116,8 @@ def state_of(db, code: str) -> ClassState | None:
         shown.setdefault(vote, []).append((choice, reason))
     return ClassState(code, row[0], row[1], json.loads(row[2]),
                       tuple(Vote(v, s, qid, r, st, json.loads(q)) for v, s, qid, r, st, q in votes), row[3],
-                      bool(row[4]), room=bool(row[5]), shown={v: tuple(r) for v, r in shown.items()})
+                      bool(row[4]), room=bool(row[5]), shown={v: tuple(r) for v, r in shown.items()},
+                      lock_walk=bool(row[6]))
 
 
 def counts_of(db, code: str, votes) -> dict[int, list[int]]:
@@ -167,7 +169,7 @@ def read_of(db, code: str, student: str = "") -> ClassState | None:
     return ClassState(found.code, found.page, found.version, found.view, found.votes, found.tally, found.door,
                       counts_of(db, code, found.votes), {v: c for v, c, _ in rows}, found.room, found.shown,
                       guesses_of(db, code, found.votes), {v: x for v, _, x in rows if x is not None},
-                      late_of(db, code, found.votes))
+                      late_of(db, code, found.votes), lock_walk=found.lock_walk)
 
 
 def pulse_of(db, code: str, present_since: float, now: float) -> Pulse | None:

@@ -211,6 +211,15 @@ class Classes(ClassReads):
             db.execute("UPDATE classes SET door = ? WHERE code = ?", (int(bool(open_)), code))
             self._tally(db, code, now)
 
+    def set_lock_walk(self, code: str, key, on: bool, now: float | None = None) -> int:
+        """Lock a student's walk to the class's step while a vote is held (or not): a page
+        of another step would answer it. Returns the version (every member follows it)."""
+        now = time.time() if now is None else now
+        with self.store.transaction() as db:
+            self._host(db, code, key)
+            db.execute("UPDATE classes SET lock_walk = ? WHERE code = ?", (int(bool(on)), code))
+            return self._bump(db, code, now)
+
     def set_expected(self, code: str, key, expected: int, now: float | None = None) -> None:
         """How many students the teacher expects (0: she does not say); her panel says at
         once when more have joined."""

@@ -5,7 +5,8 @@ decides is tested alone in tests/test_room.py)."""
 
 import pytest
 
-from ui import analyses, handout, i18n, keys, prebuild
+from helpers import page_path
+from ui import analyses, handout, i18n, keys, prebuild, walk
 from ui.classroom import handle
 from ui.classroom import teacher as teacher_mod
 
@@ -707,3 +708,31 @@ def test_the_teacher_says_how_many_students_she_expects_and_is_told_when_more_jo
         student_of(make_app, code, lang)
     said = i18n.translate("en", "class.more_than_expected", joined="2", expected="1")
     assert said in [w.value for w in tick(teacher).sidebar.warning]
+
+
+def test_the_teacher_may_lock_the_walk_while_a_vote_is_held_and_it_is_off_by_default(make_app, teacher, live_classes):
+    """Step 3's vote open, a student exploring alone opens step 7 (whose numbers answer
+    other steps): by default the page is there; with the walk locked it says why it waits,
+    and shows none of its numbers; revealed, the page comes back."""
+    code = teacher.session_state[keys.CLASS]
+    ana = student_of(make_app, code, "pt")
+    teacher.button(key="vote_open_s3_reach").click().run()
+    vote = live_classes.state(code).vote_on("s3.reach")
+    locked = i18n.translate("pt", "class.walk_locked")
+
+    def on_step_7():
+        explore = [b for b in tick(ana).sidebar.button if b.key == "class_explore"]
+        if explore:  # following the class: explore alone first
+            explore[0].click().run()
+        ana.switch_page(page_path(walk.get("payoff"))).run()
+        assert not ana.exception, [e.value for e in ana.exception]
+        return ana
+
+    assert locked not in [i.value for i in on_step_7().info] and ana.metric  # off: the page as it is
+    teacher.sidebar.toggle(key="class_lock_walk").set_value(True).run()
+    assert live_classes.state(code).lock_walk
+    page = on_step_7()
+    assert locked in [i.value for i in page.info] and not page.metric
+    teacher.button(key=f"vote_close_{vote.vote}").click().run()
+    teacher.button(key=f"vote_reveal_{vote.vote}").click().run()
+    assert locked not in [i.value for i in on_step_7().info]

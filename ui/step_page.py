@@ -59,9 +59,13 @@ def step_nav(t: Translator, step: Step) -> None:
 
 def page_header(t: Translator, step: Step) -> None:
     """A page of the walk that is not a step (the closing page, the playground): its
-    navigation and title."""
+    navigation and title — and, for a student while the class votes with the walk locked,
+    only a notice (the closing page's numbers would answer any step's question)."""
     step_nav(t, step)
     st.title(t(step.title_key))
+    if gate.gate(t, step) == gate.LOCKED:
+        gate.locked_note(t)
+        page_run.stop_page()
 
 
 @dataclass
@@ -142,6 +146,8 @@ def step_header(t: Translator, step: Step) -> None:
     elif shown == gate.UNREAD:
         st.warning(t("class.unreadable"), icon=":material/cloud_off:")
         gate.pending_note(t)
+    elif shown == gate.LOCKED:
+        gate.locked_note(t)
     lead = f"{step.key}.lead"
     if t.has(f"{lead}_both") and not served_model.reads_back_only():  # the lead an encoder's direction needs
         lead = f"{lead}_both"

@@ -11,9 +11,11 @@ from .. import keys
 from ..i18n import Translator
 from ..step_parts import Step
 from .handle import Unreadable
-from .membership import current, gone, is_teacher, member
+from .membership import back, current, gone, is_teacher, member
 
-HELD, UNREAD = "held", "unread"  # what a member's step page may show: the question alone; a notice alone
+# what a member's page may show: the question alone; a notice alone; a notice that the
+# teacher locked the walk to the class's step while it votes
+HELD, UNREAD, LOCKED = "held", "unread", "locked"
 
 
 def gate(t: Translator, step: Step) -> str | None:
@@ -22,7 +24,9 @@ def gate(t: Translator, step: Step) -> str | None:
     (open, or closed for the discussion and a second vote: the question, the class's
     answers and nothing of the step's own numbers, on every member's screen, the
     teacher's and the projector's too); ``UNREAD`` — the class cannot be read just now (a
-    notice alone: the step's numbers could answer a vote it cannot see); None — the whole
+    notice alone: the step's numbers could answer a vote it cannot see); ``LOCKED`` — a
+    student on another page while a vote is held, when the teacher locks the walk (a notice
+    and the way back to the class's step); None — the whole
     page (outside a class too; a class that is gone is said once, and its member's page
     works on). A vote left closed when the teacher moves on holds its step until she
     reveals it."""
@@ -35,7 +39,11 @@ def gate(t: Translator, step: Step) -> str | None:
     if found is None:
         gone(t)
         return None
-    return HELD if found.unrevealed(step.id) else None
+    if found.unrevealed(step.id):
+        return HELD
+    if found.lock_walk and not is_teacher() and found.unrevealed():  # another page would answer it
+        return LOCKED
+    return None
 
 
 def answers_locked() -> bool:
@@ -53,3 +61,11 @@ def pending_note(t: Translator) -> None:
     pending = st.session_state.get(keys.PENDING)
     if pending:
         st.warning(t("vote.pending_alone"), icon=":material/schedule_send:")
+
+
+def locked_note(t: Translator) -> None:
+    """A student's page while the class votes with the walk locked: why it waits, and the
+    way back to the class's step."""
+    st.info(t("class.walk_locked"), icon=":material/lock_clock:")
+    if st.button(t("class.back"), key="class_back_locked", width="stretch", icon=":material/groups:"):
+        back(t)

@@ -17,7 +17,7 @@ from ..i18n import Translator
 from . import room
 from .membership import back, current, explore, is_teacher, join, member, resume
 from .polling import poll
-from .teacher import START_KEY, end, join_slide, resume_url, start
+from .teacher import LOCK_WALK, START_KEY, end, join_slide, resume_url, set_lock_walk, start
 from .vote_actions import close_vote, reveal_vote, words
 
 
@@ -49,6 +49,7 @@ def sidebar(t: Translator, step: Step) -> None:
             if st.button(t("class.show_slide"), key="class_slide", width="stretch", icon=":material/qr_code_2:"):
                 join_slide(code, t)
             orphans(t)  # a vote on a page the walk no longer has: it would hold the class's pages unseen
+            lock_walk_choice(t)
             if not session.presenter():  # never on a projector: the link holds the host key
                 with st.popover(t("class.resume_heading"), icon=":material/key:", width="stretch"):
                     st.caption(t("class.resume_help"))
@@ -68,6 +69,15 @@ def sidebar(t: Translator, step: Step) -> None:
             st.caption(t("class.exploring"))
             if st.button(t("class.back"), key="class_back", width="stretch", icon=":material/groups:"):
                 back(t)
+
+
+def lock_walk_choice(t: Translator) -> None:
+    """The teacher's choice: while a vote is held, a student exploring alone waits on the
+    class's step (another step's page could answer it). Off by default."""
+    found = current()
+    if isinstance(found, ClassState):
+        st.session_state[LOCK_WALK] = found.lock_walk
+        st.toggle(t("class.lock_walk"), key=LOCK_WALK, on_change=set_lock_walk, help=t("class.lock_walk_help"))
 
 
 def orphans(t: Translator) -> None:

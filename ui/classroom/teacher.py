@@ -30,6 +30,7 @@ REFUSED_START = {"starts": "class.start_limited", "classes": "class.too_many_cla
                  "start_key": "class.start_key_wrong"}
 START_KEY = "class_start_key"  # the passphrase's field, when the server asks for one (ATLAS_START_KEY)
 EXPECTED = "class_expected"  # the teacher's «Students I expect»
+LOCK_WALK = "class_lock_walk"  # the teacher's «Lock the pages during a vote»
 
 
 def start(page: str) -> None:
@@ -73,6 +74,20 @@ def end() -> None:
     leave()
     forget()
     st.toast(session.tr()("class.ended"), icon=":material/logout:")
+
+
+def set_lock_walk() -> None:
+    """on_change of «Lock the pages during a vote»: every member follows it."""
+    room, code = classes(), member()
+    if room is None or code is None:
+        return
+    with share.store_trouble():
+        try:
+            st.session_state[keys.SEEN] = room.set_lock_walk(code, st.session_state.get(keys.HOST),
+                                                             bool(st.session_state.get(LOCK_WALK)))
+        except live_classes.NotHost:
+            st.toast(session.tr()("class.not_host"), icon=":material/key_off:")
+    forget()
 
 
 def set_expected() -> None:
