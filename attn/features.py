@@ -9,6 +9,7 @@ default), so that φ(q)·φ(k) stands in for exp(s·q·k), the numerator of soft
 * ``relu``   max(x, 0)                                    m = d
 * ``favor``  Performer's positive random features
              exp(ωᵀx − ‖x‖²/2) / √m, ω orthogonal Gaussian     m = feature_dim (256)
+             (computed in float64: ``working_dtype``)
 * ``taylor`` 2nd-order Taylor of exp on x projected to r = 16 dimensions:
              [1, x', x'⊗x'/√2] with x' = Pᵀx, P Gaussian d×16 / √16
              so φ(q)·φ(k) = 1 + q'·k' + (q'·k')²/2 > 0     m = 1 + 16 + 256 = 273
@@ -39,6 +40,10 @@ class FeatureMap:
     # slice of q or k (any run of positions), so that a scan can apply φ chunk by chunk
     make: Callable[..., tuple[Callable, Callable]]
     random: bool = False
+    # computed in float64 whatever the inputs: FAVOR+'s keys share one shift, so on a layer
+    # with large scores the keys far below the largest underflow float32 (e^-87) and the
+    # early rows of a causal scan, which see only those, lose their whole weight
+    wide: bool = False
 
 
 def _same_for_both(fn):
@@ -131,6 +136,7 @@ FEATURE_MAPS: dict[str, FeatureMap] = {
         lambda d, f: f or FAVOR_DEFAULT_DIM,
         _favor_make,
         random=True,
+        wide=True,
     ),
     "taylor": FeatureMap(
         "taylor",
@@ -151,6 +157,12 @@ def get_feature_map(name: str) -> FeatureMap:
         raise ValueError(
             f"unknown feature map {name!r}; choose one of {', '.join(FEATURE_MAPS)}"
         ) from None
+
+
+def working_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
+    """The dtype a feature map is computed in for inputs of ``dtype``: float64 for a map
+    whose values span more than float32 holds (``wide``: FAVOR+), else ``dtype``."""
+    return torch.float64 if get_feature_map(name).wide else dtype
 
 
 def feature_size(name: str, d: int, feature_dim: int | None = None) -> int:

@@ -25,7 +25,7 @@ from . import composition, linear_kernels, methods, patterns
 from .layer import LayerAttention
 from .stats import row_cells
 from .device import compute_dtype
-from .features import FEATURE_MAPS, apply_feature_map, feature_size
+from .features import FEATURE_MAPS, apply_feature_map, feature_size, working_dtype
 
 
 ORDER_RUNS = 5  # each order is timed this many times, in turn; the median is shown
@@ -223,7 +223,9 @@ def peak_weights(q, k, layer: LayerAttention, *, window: int, hubs=(), features_
     chosen = [m for m in methods.tagged(methods.ERRORS) if m.family != "linear" or m.feature in features_list]
     sums = {m.name: 0.0 for m in chosen}
     qf, kf = q.float(), k.float()
-    feats = {m.name: apply_feature_map(m.feature, qf, kf, scale=layer.scale) for m in chosen if m.family == "linear"}
+    feats = {m.name: apply_feature_map(m.feature, qf.to(working_dtype(m.feature, qf.dtype)),
+                                       kf.to(working_dtype(m.feature, kf.dtype)), scale=layer.scale)
+             for m in chosen if m.family == "linear"}
     j = torch.arange(n)
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
@@ -234,7 +236,7 @@ def peak_weights(q, k, layer: LayerAttention, *, window: int, hubs=(), features_
                 w = fq[0, :, r0:r1] @ fk[0].transpose(-1, -2)
                 if causal:
                     w = w.masked_fill(j[None, None, :] > i[None, :, None], 0)
-                w = w / w.sum(-1, keepdim=True).clamp_min(1e-30)
+                w = w / w.sum(-1, keepdim=True).clamp_min(torch.finfo(w.dtype).tiny)
             else:
                 params = methods.Params(window=layer.window if m.family == "own" else window, hubs=hubs,
                                         causal=causal)

@@ -342,3 +342,39 @@ def test_linear_rows_with_a_tiny_but_real_denominator_are_still_normalised(featu
     assert torch.allclose(w.double().sum(-1), torch.ones(1, 2, 24, dtype=torch.float64), atol=1e-5)
     out = linear_kernels.linear_attention(q, k, v, feature=feature, causal=True)
     assert torch.allclose(out, w @ v, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_favor_matches_a_float64_brute_force_on_a_layer_with_large_scores(causal):
+    """Keys whose norms fall from 80 to 10 along the text, queries of norm 30, head size 256
+    at Gemma's scale (1/16): the keys' FAVOR+ exponents span far more than float32 holds
+    (e^-87), and the early rows of a causal scan see only keys far below the largest. The
+    kernel's output against φ written out in float64 with no shift and no guard."""
+    import math
+
+    from attn.features import FAVOR_DEFAULT_DIM, orthogonal_gaussian
+
+    torch.manual_seed(0)
+    b, h, n, d, s = 1, 1, 128, 256, 1 / 16
+    q = torch.randn(b, h, n, d)
+    q = q / q.norm(dim=-1, keepdim=True) * 30
+    k = torch.randn(b, h, n, d)
+    k = k / k.norm(dim=-1, keepdim=True) * torch.linspace(80, 10, n).view(1, 1, n, 1)
+    v = torch.randn(b, h, n, 64)
+    omega = orthogonal_gaussian(d, FAVOR_DEFAULT_DIM, 0).double()
+
+    def phi(x):  # exp(ωᵀx − ‖x‖²/2) / √m on x·√s, in float64, unshifted
+        x = x.double() * math.sqrt(s)
+        return torch.exp(x @ omega - (x * x).sum(-1, keepdim=True) / 2) / math.sqrt(FAVOR_DEFAULT_DIM)
+
+    w = phi(q) @ phi(k).transpose(-1, -2)
+    w = torch.tril(w) if causal else w
+    expected = (w / w.sum(-1, keepdim=True)) @ v.double()
+    assert float(w[w > 0].min()) < 1e-40  # weights far below float32's range: the case itself …
+    if causal:  # … and early rows whose whole weight lies there
+        assert float(w.sum(-1).min()) < 1e-40
+    fast = linear_kernels.linear_attention(q, k, v, feature="favor", causal=causal, scale=s)
+    assert fast.dtype == torch.float32
+    assert float((fast.double() - expected).abs().max()) < 1e-4
+    quadratic = linear_kernels.linear_attention_quadratic(q, k, v, feature="favor", causal=causal, scale=s)
+    assert float((quadratic.double() - expected).abs().max()) < 1e-4
