@@ -458,6 +458,10 @@ def test_a_folder_without_its_head_serves_every_page_and_shows_no_number_that_ne
         assert not {"s4_swap", "s6_swap", "pg_swap"} & set(buttons), (page.id, buttons)
         if page.id == "hubs":
             assert not [m for m in at.metric if m.label == t("swap.w4_ppl")]
+        if page.id == "playground":  # nothing runs: no caption says what it runs on
+            runs = {t(k, n="§", scope="§").split("§")[0] for k in ("playground.swap_caption",
+                                                                  "playground.swap_caption_all")}
+            assert not [c.value for c in at.caption if any(c.value.startswith(r) for r in runs)]
     text = at.session_state["text"]
     page = handout.build(t, analyses.get_analysis(text, str(folder)), text, str(folder), {}, device="cpu",
                          model="x")

@@ -531,3 +531,20 @@ def test_the_top_k_part_and_a_stack_show_numbers_counted_by_hand(make_app, tiny,
     flops = parse(metric(at, "playground.metric_flops", lang), lang)
     shown = parse(metric(at, "playground.metric_cells_topk", lang, layer=layer), lang)
     assert flops == pytest.approx(4 * d * shown * h + (2 * dims * pairs + 4 * n * d * dims) * h, rel=0.05)
+
+
+def test_the_swap_caption_says_the_whole_text_when_it_is_shorter_than_the_budget(make_app):
+    """A text of 121 tokens (the tiny model reads bytes, after its <bos>) against a budget of
+    256: the caption names the whole text and its 121 tokens, never "the first 256"."""
+    from helpers import page_path
+    from ui import i18n, walk
+
+    at = make_app("tiny", "en")
+    at.run()
+    at.sidebar.text_area(key="text").input("a" * 120).run()
+    at.switch_page(page_path(walk.get("playground"))).run()
+    assert not at.exception, [e.value for e in at.exception]
+    captions = [c.value for c in at.caption]
+    first = i18n.translate("en", "playground.swap_caption", n="§", scope="§").split("§")[0]
+    whole = i18n.translate("en", "playground.swap_caption_all", n="121", scope="§").split("§")[0]
+    assert [c for c in captions if c.startswith(whole)] and not [c for c in captions if c.startswith(first)]

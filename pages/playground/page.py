@@ -200,8 +200,9 @@ st.markdown(f"**{t('playground.swap_heading')}**")
 swap_n = model_swaps.swap_budget()
 scope_words = (t("playground.scope_stack_n", layers=t.list(str(i) for i in range(a.n_layers) if i not in scoped))
                if scope == "stack" else t(f"playground.scope_{scope}"))
-st.caption(t("playground.swap_caption" if a.causal else "playground.swap_caption_both", n=t.int(swap_n),
-             scope=scope_words))
+if served_model.has_head():  # without one nothing runs: run_or_show says so, and no caption says it runs
+    caption = "playground.swap_caption" + ("" if a.causal else "_both") + ("" if a.n > swap_n else "_all")
+    st.caption(t(caption, n=t.int(min(a.n, swap_n)), scope=scope_words))
 res = model_swaps.run_or_show(t, text, pg.swap_settings(a, comp, scope, top, every), swap_n,
                               t("playground.swap_button"), "pg_swap")
 if res and not model_swaps.failure(t, res):
