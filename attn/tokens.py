@@ -133,7 +133,9 @@ class HFTokenizer:
         out = {}
         for c in dict.fromkeys(text):
             if not c.isspace():
-                made = normalizer.normalize_str(c)
+                # spaces the normaliser puts around a character (BERT's around each kanji) change
+                # nothing the model reads of it: only a character read as another counts
+                made = "".join(normalizer.normalize_str(c).split())
                 if made != c:
                     out[c] = made
         return out

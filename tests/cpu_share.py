@@ -94,7 +94,7 @@ def pytest_runtest_logreport(report):
 def pytest_terminal_summary(terminalreporter):
     if not _spent:
         return
-    total = sum(c for c, _, _ in _spent.values())
+    total = sum(c for c, _, _ in _spent.values()) or 1.0  # a run of tests that cost no measurable CPU
     terminalreporter.section("CPU by test file (the test process and all it started)")
     for name, (cpu, wall, n) in sorted(_spent.items(), key=lambda kv: -kv[1][0])[:15]:
         terminalreporter.write_line(f"{cpu:7.1f} s CPU {wall:7.1f} s wall {n:4d} tests  {cpu / total:5.1%}  {name}")

@@ -296,3 +296,18 @@ def test_the_exact_share_chart_puts_each_swap_at_the_share_of_layers_it_left_alo
     assert linear == ([0.0, 0.25, 0.875, 1.0], [3.0, 1.5, 0.5, 0.0])
     assert top == ([0.0, 0.25, 1.0], [0.4, 0.2, 0.0])  # at window 16's cells only
     assert model_swaps.exact_share_figure(Translator("en"), res[:3], "kl", 8) is None  # no stack, no chart
+
+
+def test_a_character_counts_as_changed_only_when_the_model_reads_another_not_when_spaced():
+    """BERT's normaliser (uncased, accents stripped, Chinese characters spaced): 港, 町 and 朝
+    come back as themselves between spaces — unchanged; で and が lose their voicing mark
+    (read as て and か), É and A are lowercased. Each expected reading written by hand."""
+    from types import SimpleNamespace
+
+    from tokenizers.normalizers import BertNormalizer
+
+    normaliser = BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=True, lowercase=True)
+    tok = SimpleNamespace(backend_tokenizer=SimpleNamespace(normalizer=normaliser), bos_token_id=None,
+                          unk_token_id=0, all_special_tokens=[], all_special_ids=[])
+    changed = tokens.HFTokenizer(tok).changed_characters("港町の朝で、Éが A")
+    assert changed == {"で": "て", "が": "か", "É": "e", "A": "a"}
