@@ -195,6 +195,7 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
                     wait_idle(pg)
                     assert not axe_violations(pg)  # WCAG 2 A/AA at a phone's size
                     pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-revealed.png"), full_page=True)
+            teacher.locator(f".st-key-vote_chart_{slug} .js-plotly-plot").wait_for(timeout=30_000)  # her run too
             bars = teacher.evaluate(f"""() => {{
                 const g = document.querySelector('.st-key-vote_chart_{slug} .js-plotly-plot');
                 return g.data.map(t => t.y.reduce((a, b) => a + b, 0)); }}""")

@@ -82,9 +82,9 @@ def test_a_server_variable_the_app_cannot_use_is_one_sentence_naming_it(make_app
 
 
 def test_a_model_copy_that_cannot_be_rebuilt_names_the_folder_to_delete(make_app, monkeypatch, tmp_path):
-    from attn import convert
+    from attn import convert, converted
 
-    monkeypatch.setattr(convert, "is_converted", lambda *a, **k: False)
+    monkeypatch.setattr(converted, "is_converted", lambda *a, **k: False)
 
     def cannot(progress=None, **kw):
         raise convert.CacheDamaged(tmp_path / "gemma", "a file could not be removed")
@@ -100,14 +100,14 @@ def test_a_model_copy_that_cannot_be_rebuilt_names_the_folder_to_delete(make_app
 def test_a_copy_that_fails_to_load_is_repaired_once_then_loads(make_app, monkeypatch, fresh_caches):
     """A damaged weight file of the right size passes the quick check and fails the
     load: the app checks in full, converts again (repair) and loads the mended copy."""
-    from attn import convert
+    from attn import convert, converted
     from attn import loading
 
     calls = []
-    monkeypatch.setattr(convert, "is_converted", lambda *a, **k: True)
+    monkeypatch.setattr(converted, "is_converted", lambda *a, **k: True)
     monkeypatch.setattr(convert, "repair", lambda progress=None: calls.append("repair"))
 
-    def load():
+    def load(**kw):  # as served_model calls it (with what it hears of each stage)
         calls.append("load")
         if calls.count("load") == 1:
             raise OSError("unable to read the weights (truncated)")

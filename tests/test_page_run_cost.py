@@ -36,7 +36,7 @@ def test_each_run_gets_its_own_copy_of_pages_made_once():
 
 
 def test_the_converted_copy_is_looked_at_once_every_few_seconds(monkeypatch):
-    from attn import convert
+    from attn import converted
 
     now = [1000.0]
     monkeypatch.setattr(served_model.time, "monotonic", lambda: now[0])
@@ -46,14 +46,14 @@ def test_the_converted_copy_is_looked_at_once_every_few_seconds(monkeypatch):
         calls.append(1)
         return True
 
-    monkeypatch.setattr(convert, "is_converted", whole)
+    monkeypatch.setattr(converted, "is_converted", whole)
     monkeypatch.setattr(served_model, "_converted_ok", [None, 0.0])
     assert served_model.converted() and served_model.converted() and served_model.converted()
     assert len(calls) == 1
     now[0] += served_model.CONVERTED_SECONDS + 0.1
     assert served_model.converted() and len(calls) == 2
     # a copy found damaged is asked about on every run until it is whole again
-    monkeypatch.setattr(convert, "is_converted", lambda: calls.append(0) or False)
+    monkeypatch.setattr(converted, "is_converted", lambda: calls.append(0) or False)
     assert not served_model.converted() and not served_model.converted()
     assert calls.count(0) == 2
 
