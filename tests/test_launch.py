@@ -1,4 +1,4 @@
-"""The serving process as scripts/run.sh starts it (ui/launch.py, tiny model): the health
+"""The serving process as scripts/run.sh starts it (launch.py, tiny model): the health
 check answers before the model is loaded (it never waits for it), the model is loaded
 and the sample texts' pages built with no visitor at all, and the app then serves a
 page from what was built. The time to the first chart is bench/first_chart.py's."""

@@ -126,7 +126,7 @@ def test_no_shared_widget_imports_the_live_class():
 
 
 def test_every_module_the_architecture_doc_names_exists():
-    """docs/architecture.md stays true to the tree: every path it names (``ui/steps.py``,
+    """docs/architecture.md stays true to the tree: every path it names (``ui/walk.py``,
     ``server/texts.Room``…) is a module or a folder, and every engine module its layer
     drawing lists under attn/ is one."""
     import re
