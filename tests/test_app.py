@@ -1257,3 +1257,25 @@ def test_our_css_holds_no_angle_bracket_the_sanitiser_would_drop_it_for():
     for css in (style.BASE_CSS, style.PRESENTER_CSS):
         body = css.strip().removeprefix("<style>").removesuffix("</style>")
         assert "<" not in body
+
+
+def test_step2s_top_k_caption_says_what_the_top_cells_keep_as_measured_not_by_definition(make_app, tiny):
+    """At k = round(k̄), the rows' k̄ largest cells hold a share of their weight that varies
+    row to row: the caption gives their mean and how many rows reach p, each counted here by
+    sorting every row of every head of the layer shown (heads averaged)."""
+    import numpy as np
+
+    at = open_page(make_app, PAGES[1])
+    assert_clean(at)
+    a = tiny.analyze(sample_text("en"))
+    p = at.select_slider(key="s2_p").value
+    layer = at.selectbox(key="s2_layer").value
+    att = a.attentions.numpy()[layer].astype(np.float64)  # (heads, n, n)
+    own = a.layers[layer].window
+    k = max(1, round(sum(_k_brute(att[h], p, own)[0] for h in range(a.n_heads)) / a.n_heads))
+    kept = np.sort(att, axis=-1)[..., ::-1][..., :k].sum(axis=-1)  # each row's k largest cells
+    said = i18n.translate("en", "nearly_empty.topk_caption", k=i18n.fmt_int(k, "en"), p=i18n.fmt_pct(p, "en", 0),
+                          kept=i18n.fmt_pct(float(kept.mean()), "en"),
+                          reached=i18n.fmt_pct(float((kept >= p - 1e-6).mean()), "en", 0))
+    assert said in [c.value for c in at.caption]
+    assert "definition" not in said

@@ -46,6 +46,8 @@ class Useful:
     k_all: float
     prefixes: tuple[PrefixPoint, ...]
     window: int | None
+    top_kept: float = 0.0  # the mean share of a row's weight in its round(k̄) largest cells (top-k at k = k̄)
+    top_reached: float = 0.0  # the share of rows whose round(k̄) largest cells hold at least p
 
 
 @dataclass(frozen=True)
@@ -200,7 +202,12 @@ def useful(text: str, model_id: str, layer: int, head, p: float) -> Useful:
     prefixes = stats.useful_share_by_prefix(
         weights, p, stats.prefix_lengths(a.n), reads, k_rows=s["k_rows"],  # the whole grid's k, counted above
         prefix=lambda m: a.prefix(m)[layer] if head is None else a.prefix(m)[layer, head])
+    # top-k at k = k̄, measured: k̄ is an average of the rows' k(p), so the rows that need more
+    # cells than k̄ fall short of p and those that need fewer keep more
+    _, tops = stats.k_and_top(weights, p, keeps=(max(1, round(s["k"])),))
+    top = next(iter(tops.values()))
     return Useful(k=s["k"], useful=s["useful"], share=s["share"], cells=s["cells"], mask_cells=int(drawn.sum()),
+                  top_kept=float(top.mean()), top_reached=float((top >= p - 1e-6).float().mean()),
                   k_all=share_trend(text, model_id, p).k_mean,  # k(p) of every head once per text and p, shared
                   prefixes=tuple(PrefixPoint(r["n"], r["k"], r["share"], r["uniform_k"], r["uniform_share"])
                                  for r in prefixes),

@@ -26,7 +26,8 @@ c3.metric(t("nearly_empty.metric_share"), t.pct(res.share),
 c4.metric(t("nearly_empty.metric_all"), t.float(res.k_all, 1), help=t("nearly_empty.metric_all_help"))
 # the lead's "a small part of its cells", in this text's numbers
 st.caption(t("nearly_empty.all_caption", k=t.float(res.k_all, 1), p=t.pct(p, 0), n=t.int(n)))
-st.caption(t("nearly_empty.topk_caption", k=t.int(max(1, round(res.k))), p=t.pct(p, 0)))
+st.caption(t("nearly_empty.topk_caption", k=t.int(max(1, round(res.k))), p=t.pct(p, 0), kept=t.pct(res.top_kept),
+             reached=t.pct(res.top_reached, 0)))
 
 drawing.show_figure(sm.figure, key="s2_grid")
 drawing.downsample_note(t, v.factor, n)
