@@ -453,9 +453,11 @@ def test_step7_cost_model_ratios_are_four_and_two(make_app, tiny):
     assert costs["full"][-1] / costs["full"][-2] == pytest.approx(4.0, abs=0.01)
     values = [parse(m.value, "en") for m in at.metric[:4]]
     assert values[0] == pytest.approx(4.0, abs=0.01)
-    # the key/value cache at 131,072 tokens, by hand from the tiny model's own layers: a key and a
-    # value per key/value head of each layer, for every token (a full layer) or its window (sliding)
-    arch, n = tiny.arch, 2 ** 17
+    # the key/value cache at 65,536 tokens (the tiny model reads no more positions: never said at
+    # 131,072), by hand from its own layers: a key and a value per key/value head of each layer,
+    # for every token (a full layer) or its window (sliding)
+    arch, n = tiny.arch, 2 ** 16
+    assert arch.max_positions == 2 ** 16
     kept = sum(2 * arch.kv_heads * arch.head_dim * (n if w is None else min(n, w)) for w in arch.windows)
     full = 2 * arch.kv_heads * arch.head_dim * n * arch.n_layers
     assert [m.value for m in at.metric[4:6]] == [f"{i18n.fmt_float(kept * 2 / 1e6, 'en', 1)} MB",

@@ -156,7 +156,7 @@ def test_the_key_value_cache_by_hand_for_gemma_3s_shape():
     assert costs.kv_cache(n, windows, 1, 256) == per_token * (3 * n + 15 * 512) == 205_258_752
     assert costs.kv_cache(100, windows, 1, 256) == per_token * 18 * 100  # a short text: every layer keeps it all
     assert costs.linear_state(18, 1, 256) == 18 * (256 * 256 + 256)  # elu + 1: m = d
-    arch = SimpleNamespace(windows=windows, kv_heads=1, head_dim=256, n_layers=18)
+    arch = SimpleNamespace(windows=windows, kv_heads=1, head_dim=256, n_layers=18, max_positions=32_768)
     c = payoff.cache(arch, 128)
     at = c.ns.index(payoff.CACHE_AT)
     assert c.model[at] == pytest.approx(205_258_752 * 2 / 1e6)  # 410.5 MB in bfloat16
@@ -179,3 +179,25 @@ def test_the_key_value_cache_by_hand_for_gemma_3s_shape():
     assert got[t("payoff.cache_window_hubs", w=t.int(128), g=4)] == mb(per_token * 18 * 132)  # 128 + 4 tokens kept
     # the 3-in-4 hybrid: layers 3, 7, 11 and 15 full, the other 14 a linear summary each
     assert got[t("payoff.cache_hybrid", exact=4, layers=18)] == mb(per_token * 4 * 4096 + 14 * 65_792)
+
+
+def test_the_cache_is_said_within_the_models_positions_and_lengths_past_them_are_marked():
+    """Gemma-3-270m reads 32,768 positions: the cache's metric is said at 32,768 (not
+    131,072), and the table's 131,072 and 1,048,576 columns are marked as a longer-context
+    model of its shape; a model that reads further is said at 131,072, unmarked."""
+    from types import SimpleNamespace
+
+    from pages import payoff
+    from ui.i18n import Translator
+
+    t = Translator("en")
+    windows = ((512,) * 5 + (None,)) * 3
+    gemma = SimpleNamespace(windows=windows, kv_heads=1, head_dim=256, n_layers=18, max_positions=32_768)
+    assert payoff.cache_at(gemma) == 32_768
+    columns = list(payoff.cache_rows(t, gemma, Shape(window=128, hubs=4))[0])[1:]
+    assert columns == [t("payoff.cache_col_n", n="4,096"), t("payoff.cache_col_n_beyond", n="131,072"),
+                       t("payoff.cache_col_n_beyond", n="1,048,576")]
+    longer = SimpleNamespace(**{**vars(gemma), "max_positions": 2 ** 21})
+    assert payoff.cache_at(longer) == payoff.CACHE_AT == 131_072
+    assert list(payoff.cache_rows(t, longer, Shape(window=128, hubs=4))[0])[1:] == [
+        t("payoff.cache_col_n", n=n) for n in ("4,096", "131,072", "1,048,576")]

@@ -72,6 +72,13 @@ def cache(arch, window: int = 128) -> Cache:
 CACHE_TABLE_NS = (4096, 2 ** 17, 2 ** 20)  # the table's lengths: 4,096, 131,072 and 1,048,576 tokens
 
 
+def cache_at(arch) -> int:
+    """The length the cache's metrics are said at: CACHE_AT, or the longest of SIZES the
+    model's positions reach when it reads fewer (Gemma 3 270m: 32,768)."""
+    top = arch.max_positions
+    return CACHE_AT if not top or top >= CACHE_AT else max([n for n in SIZES if n <= top] or [SIZES[0]])
+
+
 def cache_rows(t: Translator, arch, shape: Shape) -> list[dict]:
     """The cache each way of attending keeps, in MB at CACHE_TABLE_NS, counted in the
     model's own shape: every layer full; the model as it is; a window; the window with the
@@ -97,8 +104,12 @@ def cache_rows(t: Translator, arch, shape: Shape) -> list[dict]:
          lambda n: full(n, exact) + cost_model.linear_state(layers - exact, kv, d)),
     ]
     head = t("payoff.cache_col_way")
-    return [{head: name, **{t("payoff.cache_col_n", n=t.int(n)): t.float(f(n) * mb, 1) for n in CACHE_TABLE_NS}}
-            for name, f in ways]
+    top = arch.max_positions
+
+    def column(n):  # a length past the model's positions is what a longer-context model of its shape keeps
+        return t("payoff.cache_col_n_beyond" if top and n > top else "payoff.cache_col_n", n=t.int(n))
+
+    return [{head: name, **{column(n): t.float(f(n) * mb, 1) for n in CACHE_TABLE_NS}} for name, f in ways]
 
 
 def cache_figure(t: Translator, c: Cache):

@@ -39,14 +39,18 @@ elif page.model_id:
     st.markdown(t("payoff.cache_lead", kv=t.int(arch.kv_heads), d=t.int(arch.head_dim),
                   per=t.int(2 * arch.kv_heads * arch.head_dim)))
     drawing.chart("s7_cache", (page.model_id, s.window), lambda: payoff.cache_figure(t, kept))
-    at = kept.ns.index(payoff.CACHE_AT)
+    at_n = payoff.cache_at(arch)  # never past the positions the model reads
+    at = kept.ns.index(at_n)
     c1, c2, c3 = st.columns(3)
-    c1.metric(t("payoff.metric_cache_model", n=t.int(payoff.CACHE_AT)), t("payoff.mb", mb=t.float(kept.model[at], 1)))
+    c1.metric(t("payoff.metric_cache_model", n=t.int(at_n)), t("payoff.mb", mb=t.float(kept.model[at], 1)))
     c2.metric(t("payoff.metric_cache_full"), t("payoff.mb", mb=t.float(kept.full[at], 1)),
               delta=t("payoff.cache_times", x=t.float(kept.full[at] / kept.model[at], 1)), **drawing.REFERENCE)
     c3.metric(t("payoff.metric_cache_linear"), t("payoff.mb", mb=t.float(kept.linear[at], 2)))
     drawing.data_table(payoff.cache_rows(t, arch, s))
     st.caption(t("payoff.cache_caption", bytes=payoff.CACHE_BYTES))
+    st.caption(t("payoff.cache_float32"))
+    if arch.max_positions and max(payoff.CACHE_TABLE_NS) > arch.max_positions:
+        st.caption(t("payoff.cache_beyond", max=t.int(arch.max_positions)))
 
 st.subheader(t("payoff.live_heading"))
 st.markdown(t("payoff.live_lead", device=served_model.device_line()))  # the device line names its dtype
