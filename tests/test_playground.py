@@ -548,3 +548,18 @@ def test_the_swap_caption_says_the_whole_text_when_it_is_shorter_than_the_budget
     first = i18n.translate("en", "playground.swap_caption", n="§", scope="§").split("§")[0]
     whole = i18n.translate("en", "playground.swap_caption_all", n="121", scope="§").split("§")[0]
     assert [c for c in captions if c.startswith(whole)] and not [c for c in captions if c.startswith(first)]
+
+
+@pytest.mark.apptest
+def test_a_window_covering_the_text_read_both_ways_says_every_token_not_every_earlier_one(make_app):
+    from ui import i18n
+
+    text = "A short text, read whole by the tiny model."
+    at = open_playground(make_app, "en", text=text)
+    at.number_input(key="pg_w").set_value(5000).run()
+    n = len(text.encode("utf-8")) + 1  # the tiny model reads bytes, after its <bos>
+    causal = i18n.translate("en", "playground.window_covers", w="5,000", n=i18n.fmt_int(n, "en"))
+    assert [w.value for w in at.warning][:1] == [causal]
+    at.toggle(key="pg_causal").set_value(False).run()
+    both = i18n.translate("en", "playground.window_covers_both", w="5,000", n=i18n.fmt_int(n, "en"))
+    assert [w.value for w in at.warning][:1] == [both] and "every token, before and after" in both

@@ -87,7 +87,8 @@ if problem is not None:
     page_run.stop_page()
 key = pg.key_of(comp)
 if comp.window >= n:
-    st.warning(t("playground.window_covers", w=t.int(comp.window), n=t.int(n)), icon=":material/open_in_full:")
+    st.warning(t("playground.window_covers" if causal else "playground.window_covers_both", w=t.int(comp.window),
+                 n=t.int(n)), icon=":material/open_in_full:")  # read both ways: every token, not every earlier one
 st.info(t("playground.composed" if pg.any_part(comp) or top else "playground.composed_alone",
           parts=pg.parts_label(t, comp, top),
           direction=t("playground.causal_word" if causal else "playground.bidirectional_word")),
