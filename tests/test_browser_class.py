@@ -223,13 +223,7 @@ def test_the_room_on_phones_each_student_sees_their_own_point_and_nobody_elses_w
                                         has_touch=True) for lang in ROOM_TEXTS}
     try:
         teacher = desk.new_page()
-        teacher.goto(tiny_url + "/?lang=en")
-        wait_title(teacher, i18n.translate("en", "every_pair.title"))
-        teacher.locator('[data-testid="stSidebar"] summary', has_text=i18n.translate("en", "class.heading")).click()
-        teacher.get_by_role("button", name=i18n.translate("en", "class.start")).click()
-        said = teacher.locator('[data-testid="stSidebar"] strong').filter(has_text=re.compile(r"^\w{3} \w{3}$"))
-        said.first.wait_for(timeout=60_000)
-        code = said.first.inner_text().replace(" ", "")
+        code = start_class(tiny_url, teacher)
         students = {}
         for lang, ctx in phones.items():
             pg = ctx.new_page()
@@ -294,13 +288,7 @@ def test_three_phones_reason_see_the_one_shown_answer_the_matched_question_and_a
                                         has_touch=True) for lang in REASONS}
     try:
         teacher = desk.new_page()
-        teacher.goto(tiny_url + "/?lang=en")
-        wait_title(teacher, i18n.translate("en", "every_pair.title"))
-        teacher.locator('[data-testid="stSidebar"] summary', has_text=i18n.translate("en", "class.heading")).click()
-        teacher.get_by_role("button", name=i18n.translate("en", "class.start")).click()
-        said = teacher.locator('[data-testid="stSidebar"] strong').filter(has_text=re.compile(r"^\w{3} \w{3}$"))
-        said.first.wait_for(timeout=60_000)
-        code = said.first.inner_text().replace(" ", "")
+        code = start_class(tiny_url, teacher)
         students = {}
         for lang, ctx in phones.items():
             pg = ctx.new_page()
@@ -511,13 +499,7 @@ def test_the_projector_shows_only_the_reasons_the_teacher_shows(browser, tiny_ur
     written = ["the grid doubles each way", "unkind words about a classmate"]
     try:
         wall = desk.new_page()
-        wall.goto(tiny_url + "/?lang=en")
-        wait_title(wall, i18n.translate("en", "every_pair.title"))
-        wall.locator('[data-testid="stSidebar"] summary', has_text=i18n.translate("en", "class.heading")).click()
-        wall.get_by_role("button", name=i18n.translate("en", "class.start")).click()
-        said = wall.locator('[data-testid="stSidebar"] strong').filter(has_text=re.compile(r"^\w{3} \w{3}$"))
-        said.first.wait_for(timeout=60_000)
-        code = said.first.inner_text().replace(" ", "")
+        code = start_class(tiny_url, wall)
         wall.get_by_role("button", name=i18n.translate("en", "class.resume_heading")).click()
         link = wall.locator('[data-testid="stCode"] code', has_text="host=").first.inner_text().strip()
         wall.keyboard.press("Escape")
@@ -560,3 +542,14 @@ def test_the_projector_shows_only_the_reasons_the_teacher_shows(browser, tiny_ur
     finally:
         for ctx in (desk, own, *phones):
             ctx.close()
+
+
+def start_class(url: str, page) -> str:
+    """The teacher opens step 1 in English and starts a class: its code."""
+    page.goto(url + "/?lang=en")
+    wait_title(page, i18n.translate("en", "every_pair.title"))
+    page.locator('[data-testid="stSidebar"] summary', has_text=i18n.translate("en", "class.heading")).click()
+    page.get_by_role("button", name=i18n.translate("en", "class.start")).click()
+    said = page.locator('[data-testid="stSidebar"] strong').filter(has_text=re.compile(r"^\w{3} \w{3}$"))
+    said.first.wait_for(timeout=60_000)
+    return said.first.inner_text().replace(" ", "")

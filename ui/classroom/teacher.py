@@ -76,44 +76,36 @@ def end() -> None:
     st.toast(session.tr()("class.ended"), icon=":material/logout:")
 
 
-def set_lock_walk() -> None:
-    """on_change of «Lock the pages during a vote»: every member follows it."""
+def _as_host(change) -> None:
+    """A teacher's change to her class (``change(room, code, key)``), or a notice when this
+    session does not hold the class's key; the class is read afresh after it."""
     room, code = classes(), member()
     if room is None or code is None:
         return
     with share.store_trouble():
         try:
-            st.session_state[keys.SEEN] = room.set_lock_walk(code, st.session_state.get(keys.HOST),
-                                                             bool(st.session_state.get(LOCK_WALK)))
+            change(room, code, st.session_state.get(keys.HOST))
         except live_classes.NotHost:
             st.toast(session.tr()("class.not_host"), icon=":material/key_off:")
     forget()
+
+
+def set_lock_walk() -> None:
+    """on_change of «Lock the pages during a vote»: every member follows it."""
+    def change(room, code, key):
+        st.session_state[keys.SEEN] = room.set_lock_walk(code, key, bool(st.session_state.get(LOCK_WALK)))
+
+    _as_host(change)
 
 
 def set_expected() -> None:
     """on_change of «Students I expect»: kept with the class (0: she does not say)."""
-    room, code = classes(), member()
-    if room is None or code is None:
-        return
-    with share.store_trouble():
-        try:
-            room.set_expected(code, st.session_state.get(keys.HOST), int(st.session_state.get(EXPECTED) or 0))
-        except live_classes.NotHost:
-            st.toast(session.tr()("class.not_host"), icon=":material/key_off:")
-    forget()
+    _as_host(lambda room, code, key: room.set_expected(code, key, int(st.session_state.get(EXPECTED) or 0)))
 
 
 def set_door(open_: bool) -> None:
     """on_click of the door's button: new students may join, or not (those in stay)."""
-    room, code = classes(), member()
-    if room is None or code is None:
-        return
-    with share.store_trouble():
-        try:
-            room.set_door(code, st.session_state.get(keys.HOST), open_)
-        except live_classes.NotHost:
-            st.toast(session.tr()("class.not_host"), icon=":material/key_off:")
-    forget()
+    _as_host(lambda room, code, key: room.set_door(code, key, open_))
 
 
 def teacher_sync(step: Step) -> None:
