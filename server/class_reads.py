@@ -214,6 +214,14 @@ class ClassReads:
             row = db.execute("SELECT host FROM classes WHERE code = ?", (code,)).fetchone()
         return row is not None and hmac.compare_digest(link_token(row[0]).encode(), token.encode())
 
+    def joined_during(self, code: str, vote: int) -> set[str]:
+        """The students of class ``code`` who joined after vote ``vote`` opened (a vote of a
+        layout that recorded no opening time: none)."""
+        with self.store.reading() as db:
+            return {s for (s,) in db.execute(
+                "SELECT s.student FROM students s JOIN votes v ON v.code = s.code WHERE s.code = ? AND v.vote = ? "
+                "AND v.opened > 0 AND s.joined >= v.opened", (code, int(vote))).fetchall()}
+
     def seated(self, code: str, student) -> bool:
         """Whether ``student`` is one of class ``code``'s students already (a reload, a
         phone back from sleep: ``?me=``)."""

@@ -736,3 +736,24 @@ def test_the_teacher_may_lock_the_walk_while_a_vote_is_held_and_it_is_off_by_def
     teacher.button(key=f"vote_close_{vote.vote}").click().run()
     teacher.button(key=f"vote_reveal_{vote.vote}").click().run()
     assert locked not in [i.value for i in on_step_7().info]
+
+
+def test_reasons_from_students_who_joined_during_the_vote_are_folded_under_one_line_with_their_count(
+        make_app, teacher, live_classes):
+    code = teacher.session_state[keys.CLASS]
+    ana = student_of(make_app, code, "pt")
+    teacher.button(key="vote_open_s3_reach").click().run()
+    vote = live_classes.state(code).vote_on("s3.reach")
+    crowd = [student_of(make_app, code, "en") for _ in range(2)]
+    for at, reason in ((tick(ana), "the window widens each layer"), *((tick(s), f"minted {i}") for i, s in
+                                                                     enumerate(crowd))):
+        at.radio(key=f"vote_pick_{vote.vote}").set_value(0).run()
+        at.text_input(key=f"vote_reason_{vote.vote}").input(reason).run()
+        at.button(key=f"vote_send_{vote.vote}").click().run()
+    teacher.button(key=f"vote_close_{vote.vote}").click().run()
+    texts = [x.value for x in tick(teacher).text]
+    assert "the window widens each layer" in texts and not [x for x in texts if x.startswith("minted")]
+    fold = [w for w in teacher.toggle if w.key == f"reasons_late_{vote.vote}"]
+    assert len(fold) == 1 and fold[0].label == i18n.translate("en", "vote.reasons_late", n=2)
+    fold[0].set_value(True).run()
+    assert {"minted 0", "minted 1"} <= {x.value for x in teacher.text}

@@ -190,3 +190,49 @@ async def join_with(url: str, query: dict, address: str, lang: str = "en") -> tu
     await r.connect()
     run = await r.run("")
     return r, bool(r.query.get("me")), run.toasts
+
+
+def test_a_crowd_minted_on_one_address_during_a_vote_does_not_turn_its_result(server):
+    """Six students from six homes are seated when the teacher opens step 1's vote: four pick
+    one option, two another. Then one address mints twelve students, who all answer the
+    second. Revealed, her reveal line gives the share right of the six seated, whichever
+    option is right; the twelve are said apart under the chart."""
+    from harness.live_class import REVEALED, answer
+
+    async def scenario():
+        teacher, code, _ = await start_class(server, HOME)
+        seated = []
+        for i in range(6):
+            r, ok, _ = await join(server, code, f"192.0.2.{100 + i}")
+            assert ok
+            seated.append(r)
+        await teacher.run(None, click="vote_open_s1_doubling")
+        picks = {}
+        for i, r in enumerate(seated):
+            run = await r.run(None)
+            send = next(k for k in run.ids if k.startswith("vote_send_"))
+            options = r.options["vote_pick_" + send.removeprefix("vote_send_")]
+            picks[i] = options[0] if i < 4 else options[1]
+            await answer(r, send, picks[i])
+        crowd = []
+        for _ in range(12):
+            r, ok, _ = await join(server, code, SCRIPT)
+            assert ok
+            run = await r.run(None)
+            send = next(k for k in run.ids if k.startswith("vote_send_"))
+            await answer(r, send, r.options["vote_pick_" + send.removeprefix("vote_send_")][1])
+            crowd.append(r)
+        await teacher.run(None)
+        vote = next(k for k in teacher.ids if k.startswith("vote_close_")).removeprefix("vote_close_")
+        await teacher.run(None, click=f"vote_close_{vote}")
+        revealed = await teacher.run(None, click=f"vote_reveal_{vote}")
+        await asyncio.gather(*(r.close() for r in seated + crowd + [teacher]))
+        return picks, revealed
+
+    picks, revealed = asyncio.run(scenario())
+    right = between(revealed.markdown, REVEALED, 1)
+    assert right in set(picks.values())  # one of the two picked: counted over all 18 (4 or 14) it would differ
+    share = sum(1 for p in picks.values() if p == right) / 6
+    assert between(revealed.markdown, REVEALED, 2) == i18n.fmt_pct(share, "en", 0)
+    late = i18n.translate("en", "vote.late", n="12", seated="6", split="§").split("§")[0]
+    assert [m for m in revealed.markdown if late in m]

@@ -147,6 +147,7 @@ def reasons_panel(t: Translator, room, code: str, vote, labels: list[str]) -> No
     them on a device of her own (her teacher link, without presenter mode)."""
     try:
         written = room.reasons(code, st.session_state.get(keys.HOST), vote.vote)
+        late = room.joined_during(code, vote.vote)
     except live_classes.NotHost:
         return
     projected = session.presenter()
@@ -154,20 +155,30 @@ def reasons_panel(t: Translator, room, code: str, vote, labels: list[str]) -> No
     with st.expander(heading, expanded=bool(written) and not projected, icon=":material/lock:" if projected else None):
         if not written:
             st.caption(t("vote.reasons_none"))
-        for option, label in enumerate(labels):
-            mine = [(i, s, r, sh) for i, (s, c, r, sh) in enumerate(written) if c == option]
-            if not mine:
-                continue
-            st.markdown(f"**{label}**")
-            for i, student, reason, shown in mine:
-                c1, c2, c3 = st.columns([4, 1, 1], vertical_alignment="center")
-                c1.text(reason)
-                c2.button(t("vote.hide_reason" if shown else "vote.show_reason"), key=f"reason_{vote.vote}_{i}",
-                          on_click=show_reason, args=(vote.vote, student, not shown),
-                          icon=":material/visibility_off:" if shown else ":material/cast:", width="stretch")
-                c3.button(t("vote.drop_reason"), key=f"reason_drop_{vote.vote}_{i}", on_click=drop_reason,
-                          args=(vote.vote, student), icon=":material/delete:", width="stretch",
-                          help=t("vote.drop_reason_help"))
+        rows = list(enumerate(written))
+        _reason_rows(t, vote, labels, [r for r in rows if r[1][0] not in late])
+        crowd = [r for r in rows if r[1][0] in late]  # a crowd that joined mid-vote: one line, folded
+        if crowd and st.toggle(t("vote.reasons_late", n=len(crowd)), key=f"reasons_late_{vote.vote}"):
+            _reason_rows(t, vote, labels, crowd)
+
+
+def _reason_rows(t: Translator, vote, labels: list[str], rows: list) -> None:
+    """Reasons under their option, each with Show / Take back and Remove (``rows``: (place
+    in the written order, (student, option, reason, shown)))."""
+    for option, label in enumerate(labels):
+        mine = [(i, s, r, sh) for i, (s, c, r, sh) in rows if c == option]
+        if not mine:
+            continue
+        st.markdown(f"**{label}**")
+        for i, student, reason, shown in mine:
+            c1, c2, c3 = st.columns([4, 1, 1], vertical_alignment="center")
+            c1.text(reason)
+            c2.button(t("vote.hide_reason" if shown else "vote.show_reason"), key=f"reason_{vote.vote}_{i}",
+                      on_click=show_reason, args=(vote.vote, student, not shown),
+                      icon=":material/visibility_off:" if shown else ":material/cast:", width="stretch")
+            c3.button(t("vote.drop_reason"), key=f"reason_drop_{vote.vote}_{i}", on_click=drop_reason,
+                      args=(vote.vote, student), icon=":material/delete:", width="stretch",
+                      help=t("vote.drop_reason_help"))
 
 
 def held_note(t: Translator) -> str:
