@@ -12,9 +12,9 @@ import torch
 @dataclass(frozen=True)
 class LayerAttention:
     """How one layer attends, read from the model. Which pairs it reads — ``causal`` (each
-    token looks back only) or both ways, and its own ``window`` (None: the whole text;
-    ``head_windows`` where a model gives each head its own, which no family in
-    transformers 5.23 does) — is the registry's ``own`` pattern (attn.patterns:
+    token looks back only) or both ways, and its own ``window`` (None: the whole text; one
+    for all its heads: no family in transformers 5.23 gives each head its own) — is the
+    registry's ``own`` pattern (attn.patterns:
     FlexAttention's ``mask_mod``). What is done to a score — times ``scale``, then the soft
     cap ``tanh(s / cap) · cap`` where the layer has one (Gemma 2), then a ``bias`` the model
     passes in its additive mask (an ALiBi-like bias: kept per text in the Analysis, since it
@@ -29,7 +29,6 @@ class LayerAttention:
     sinks: tuple[float, ...] | None = None
     heads: int = 1
     kv_heads: int = 1
-    head_windows: tuple[int | None, ...] | None = None
 
     @property
     def sliding(self) -> bool:
