@@ -11,7 +11,7 @@ import pytest
 
 from browser_parts import ARTIFACTS, SEND_ENABLED, axe_violations, h1, screenshots_on_failure, wait_title
 from helpers import WALK
-from harness.serve import paste, wait_idle
+from harness.serve import app_server, paste, wait_idle
 from ui import i18n
 
 pytestmark = pytest.mark.browser
@@ -487,7 +487,7 @@ MARKED = """(() => { const g = document.querySelector('.st-key-s1_grid .js-plotl
     const i = c.findIndex(x => x !== '#BBBBBB'); return [i, i < 0 ? null : d.customdata[i][0]]; })()"""
 
 
-def test_the_projector_shows_only_the_reasons_the_teacher_shows(browser, tiny_url):
+def test_the_projector_shows_only_the_reasons_the_teacher_shows(browser, tmp_path):
     """The teacher's session in presenter mode is the projector. Two phones answer with a
     reason; once she closes the vote, the wall shows neither (her panel there is folded and
     marked private); she picks one on her own phone (her teacher link, no presenter mode):
@@ -497,6 +497,13 @@ def test_the_projector_shows_only_the_reasons_the_teacher_shows(browser, tiny_ur
     phones = [browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
               for _ in range(2)]
     written = ["the grid doubles each way", "unkind words about a classmate"]
+    # a server and store of its own: the classes this run's other browser tests started from the
+    # loopback have spent its starts (server.limits.STARTS)
+    with app_server("tiny", extra_env={"ATLAS_STORE_PATH": str(tmp_path / "projector.sqlite3")}) as tiny_url:
+        _projector(tiny_url, desk, own, phones, written)
+
+
+def _projector(tiny_url, desk, own, phones, written) -> None:
     try:
         wall = desk.new_page()
         code = start_class(tiny_url, wall)
@@ -504,10 +511,14 @@ def test_the_projector_shows_only_the_reasons_the_teacher_shows(browser, tiny_ur
         link = wall.locator('[data-testid="stCode"] code', has_text="host=").first.inner_text().strip()
         wall.keyboard.press("Escape")
         wall.get_by_text(i18n.translate("en", "sidebar.presenter")).click()  # now the projector
-        wall.get_by_role("button", name=i18n.translate("en", "vote.open")).click()
-        for i, (ctx, reason) in enumerate(zip(phones, written)):
+        seated = []
+        for ctx in phones:  # the class seated first, then the vote opens
             pg = ctx.new_page()
             pg.goto(f"{tiny_url}/?lang=en&class={code}")
+            wait_title(pg, i18n.translate("en", "every_pair.title"))
+            seated.append(pg)
+        wall.get_by_role("button", name=i18n.translate("en", "vote.open")).click()
+        for i, (pg, reason) in enumerate(zip(seated, written)):
             pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').first.wait_for(timeout=60_000)
             pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').nth(i).click()
             box = pg.locator('[class*="st-key-vote_reason_"] input')
