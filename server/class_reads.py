@@ -17,6 +17,10 @@ from . import answers
 RECENT_SECONDS = 60.0  # the teacher's "in the last minute"
 BURST_SECONDS = 20.0  # joins from one network within this window count as a burst …
 BURST_AT = 10  # … from this many on
+# a student who joined after the vote ``v`` opened (``s``: the students table; a vote of a
+# layout that recorded no opening time has none): the one rule both late_of and
+# ClassReads.joined_during read
+JOINED_DURING = "v.opened > 0 AND s.joined >= v.opened"
 
 
 def link_token(stored_host_hash: str) -> str:
@@ -138,7 +142,7 @@ def late_of(db, code: str, votes) -> dict[int, list[int]]:
             "SELECT a.vote, a.choice, COUNT(*) FROM answers a "
             "JOIN votes v ON v.code = a.code AND v.vote = a.vote "
             "JOIN students s ON s.code = a.code AND s.student = a.student "
-            "WHERE a.code = ? AND v.opened > 0 AND s.joined >= v.opened GROUP BY a.vote, a.choice", (code,)).fetchall():
+            f"WHERE a.code = ? AND {JOINED_DURING} GROUP BY a.vote, a.choice", (code,)).fetchall():
         if vote in out and 0 <= choice < len(out[vote]):
             out[vote][choice] = count
     return out
@@ -220,9 +224,9 @@ class ClassReads:
         with self.store.reading() as db:
             return {s for (s,) in db.execute(
                 "SELECT s.student FROM students s JOIN votes v ON v.code = s.code WHERE s.code = ? AND v.vote = ? "
-                "AND v.opened > 0 AND s.joined >= v.opened", (code, int(vote))).fetchall()}
+                f"AND {JOINED_DURING}", (code, int(vote))).fetchall()}
 
-    def seated(self, code: str, student) -> bool:
+    def has_seat(self, code: str, student) -> bool:
         """Whether ``student`` is one of class ``code``'s students already (a reload, a
         phone back from sleep: ``?me=``)."""
         if not answers.is_student(student):

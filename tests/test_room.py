@@ -589,10 +589,10 @@ def test_a_classs_link_token_and_its_seats_are_credentials_only_the_right_ones_p
     assert not room.link_token_ok(code, None) and not room.link_token_ok(code, "")
     assert not room.link_token_ok("ZZZZZZ", token)
     student = answers.new_student()
-    assert not room.seated(code, student)
+    assert not room.has_seat(code, student)
     assert room.join(code, student) == IN
-    assert room.seated(code, student) and not room.seated(other, student)
-    assert not room.seated(code, "../x") and not room.seated(code, None)
+    assert room.has_seat(code, student) and not room.has_seat(other, student)
+    assert not room.has_seat(code, "../x") and not room.has_seat(code, None)
 
 
 @pytest.mark.parametrize("text, lang, expected", [

@@ -140,7 +140,7 @@ def join(t: Translator, code: str, student: str | None = None, link: str | None 
     address = session.address()
     credential = False
     with share.store_trouble() as trouble:
-        credential = room.link_token_ok(code, link) or room.seated(code, student)
+        credential = room.link_token_ok(code, link) or room.has_seat(code, student)
     if trouble:
         return None
     if not credential and not guesses().allowed(address):
