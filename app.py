@@ -70,6 +70,8 @@ with st.sidebar:
         st.text_area(t("sidebar.text"), key=keys.TEXT, persist_state=widgets.KEEP, height=200,
                      help=t("sidebar.text_help"), max_chars=session.MAX_CHARS, on_change=session.text_changed)
         st.caption(t("sidebar.text_cap", n=t.int(session.MAX_CHARS), tokens=t.int(served_model.token_budget())))
+        st.file_uploader(t("sidebar.upload"), type=["txt", "md"], key=session.UPLOAD, help=t("sidebar.upload_help"),
+                         on_change=session.text_uploaded)
         st.button(t("sidebar.restore"), on_click=session.restore_sample, width="stretch", key="restore_sample")
         with st.popover(t("closing.glossary"), icon=":material/menu_book:", width="stretch"):
             glossary.glossary_table(t)

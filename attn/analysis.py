@@ -1,5 +1,7 @@
-"""What one run of the model on a text gives the pages: its tokens, every layer's
-attention weights and the q, k, v the attention really used (``Analysis``, read-only)."""
+"""What one run of the model on a text gives the pages: its tokens and the q, k, v every
+layer's attention really used (``Analysis``, read-only). Nothing in it grows faster
+than the text: the weights are never kept, but recomputed a block of rows at a time
+from q and k by each layer's own rule (:meth:`Analysis.weights`, :mod:`attn.rows`)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import torch
 from . import arch as arch_
 from . import methods, patterns
 from .layer import LayerAttention
+from .rows import Weights
 
 
 @dataclass
@@ -21,7 +24,6 @@ class Analysis:
     tokens: list[str]  # one readable label per token
     words: list[int]  # word index per token (−1: special / whitespace)
     offsets: list[tuple[int, int]]
-    attentions: torch.Tensor  # (layers, heads, n, n) float16, rows sum to 1
     layers: tuple[LayerAttention, ...]  # how each layer attends (attn.arch): read from the model, never assumed
     truncated: int  # tokens dropped beyond the budget
     total_tokens: int
@@ -35,8 +37,8 @@ class Analysis:
     biases: dict = field(default_factory=dict, repr=False)
     first_is_special: bool = True  # False: the tokenizer adds no start token (GPT-2), the first token is text
     # an encoder's runs on the text's first m tokens (stats.prefix_lengths, the whole text
-    # left out), m → (layers, heads, m, m) float16: see ``prefix``
-    prefix_attentions: dict = field(default_factory=dict, repr=False)
+    # left out), m → their (q, k), each (layers, 1, heads or kv heads, m, d): see ``prefix``
+    prefix_qk: dict = field(default_factory=dict, repr=False)
     specials: tuple[int, ...] = ()  # positions of the tokenizer's own tokens (<bos>, [CLS], [SEP]; not [UNK])
     # the characters of the text read that the tokenizer's normaliser changes (character →
     # what it reads), and their share of the text's non-space characters
@@ -49,19 +51,43 @@ class Analysis:
 
     @property
     def n_layers(self) -> int:
-        return self.attentions.shape[0]
+        return self.q.shape[0]
 
     @property
     def nbytes(self) -> int:
         """Memory the analysis holds: its tensors, plus its token lists and text (a rough
         100 bytes per token and 1 per character)."""
-        held = (self.attentions, self.q, self.k, self.v, *self.prefix_attentions.values())
+        held = (self.q, self.k, self.v, *(x for qk in self.prefix_qk.values() for x in qk), *self.biases.values())
         tensors = sum(x.element_size() * x.numel() for x in held)
         return tensors + 100 * self.n + len(self.text)
 
     @property
     def n_heads(self) -> int:
-        return self.attentions.shape[1]
+        return self.q.shape[2]
+
+    def layer_on(self, layer: int, m: int):
+        """(q, k, v, bias) of one layer on the text's first m tokens — keys and values repeated
+        to the query heads, the bias (or None) cut to those tokens: in a causal model,
+        exactly what a run on those tokens alone gives (no row sees a later token)."""
+        if not self.causal and m != self.n:
+            raise ValueError("an encoder's rows see the tokens after them: its first tokens are a run of their own")
+        q, k, v = self.qkv(layer)
+        bias = self.bias(layer)
+        if m < self.n:
+            q, k, v = q[:, :, :m], k[:, :, :m], v[:, :, :m]
+            bias = None if bias is None else bias[..., :m, :m]
+        return q, k, v, bias
+
+    def weights(self) -> Weights:
+        """Every layer's attention weights, ``(layers, heads, n, n)``, as a view that is never
+        held: its rows are recomputed a block at a time (:class:`attn.rows.Weights`)."""
+        return Weights(self.q, self.k, self.layers, self.biases)
+
+    def rows(self, layer: int, head: int | None, positions) -> torch.Tensor:
+        """float32 ``(len(positions), n)``: the weights of the rows at ``positions`` (ascending)
+        of one head, or their mean over the layer's heads (head=None)."""
+        w = self.weights()[layer] if head is None else self.weights()[layer, head]
+        return w.mean_rows(torch.as_tensor(positions, dtype=torch.int64).reshape(-1))
 
     def qkv(self, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(q, k, v) of one layer, each ``(1, heads, n, d)`` float32; keys and values
@@ -72,26 +98,20 @@ class Analysis:
         h = q.shape[1]
         return q, arch_.repeat_kv(k, h), arch_.repeat_kv(v, h)
 
-    def grid(self, layer: int, head: int | None = None) -> torch.Tensor:
-        """float32 (n, n): one head's weights, or the mean over heads (head=None)."""
-        w = self.attentions[layer]
-        return w.float().mean(dim=0) if head is None else w[head].float()
-
-    def prefix(self, m: int) -> torch.Tensor:
+    def prefix(self, m: int) -> Weights:
         """(layers, heads, m, m): the model's attention on the text's first m tokens as
         though the text stopped there. In a causal model that is the top-left block of the
         whole run (no row sees later tokens); an encoder's rows see the tokens after them,
         so its prefixes were run on their own (``analyze``: the first m − 1 tokens and the
         text's closing special token, where it has one)."""
         if m == self.n:
-            return self.attentions
+            return self.weights()
         if self.causal:
-            if not 1 <= m <= self.n:
-                raise ValueError(f"a prefix of 1..{self.n} tokens, got {m}")
-            return self.attentions[..., :m, :m]
-        if m not in self.prefix_attentions:
-            raise ValueError(f"no run on the first {m} tokens (runs on {sorted(self.prefix_attentions)})")
-        return self.prefix_attentions[m]
+            return self.weights().prefix(m)
+        if m not in self.prefix_qk:
+            raise ValueError(f"no run on the first {m} tokens (runs on {sorted(self.prefix_qk)})")
+        q, k = self.prefix_qk[m]
+        return Weights(q, k, self.layers)
 
     @property
     def causal(self) -> bool:

@@ -70,12 +70,12 @@ class Architecture:
         return ["sliding" if w is not None else "full" for w in self.windows]
 
     def analysis_bytes(self, n: int) -> int:
-        """What an analysis of n tokens keeps: every head's weights as float16, plus the
-        queries, keys and values as float32; an encoder's weights on the text's prefixes
-        too (Analysis.prefix: about a third more weights)."""
-        grids = n * n + (0 if self.causal else sum(m * m for m in prefix_lengths(n)[:-1]))
-        return (self.n_layers * self.n_heads * grids * 2
-                + self.n_layers * (self.n_heads + 2 * self.kv_heads) * n * self.head_dim * 4)
+        """What an analysis of n tokens keeps: the queries, keys and values as float32 (its
+        weights are recomputed, never kept); an encoder's queries and keys on the text's
+        prefixes too (Analysis.prefix: less than as many again). Linear in n."""
+        per_token = self.n_layers * self.head_dim * 4
+        prefixes = 0 if self.causal else sum(prefix_lengths(n)[:-1])
+        return per_token * ((self.n_heads + 2 * self.kv_heads) * n + (self.n_heads + self.kv_heads) * prefixes)
 
     def token_budget(self, ceiling: int, room: int) -> int:
         """The most tokens an analysis reads: at most ``ceiling`` (the device's), at most
@@ -210,6 +210,37 @@ def additive_bias(attention_mask) -> torch.Tensor | None:
     bias = torch.where(allowed, attention_mask, torch.zeros((), dtype=attention_mask.dtype,
                                                             device=attention_mask.device))
     return bias if bool(bias.abs().max() > 0) else None
+
+
+ROWS_AT_ONCE = 256  # attend_rows: query rows computed at once (4 heads × 256 × 8,192 keys: 32 MB)
+
+
+def attend_rows(query, key, value, attention_mask, scale: float, softcap: float | None = None,
+                causal: bool = True, rows: int = ROWS_AT_ONCE) -> torch.Tensor:
+    """The layer's output as :func:`attend` computes it, a block of query rows at a time
+    (never its n×n weights): ``(b, n, heads, d)``. The fused kernel where nothing but the
+    scale touches a score (a boolean mask, or none: then ``causal`` says the direction);
+    written out by blocks where a soft cap or an additive mask does."""
+    heads = query.shape[1]
+    plain = softcap is None and (attention_mask is None or attention_mask.dtype == torch.bool)
+    if plain:
+        k, v = repeat_kv(key, heads), repeat_kv(value, heads)
+        out = torch.nn.functional.scaled_dot_product_attention(
+            query, k, v, attn_mask=attention_mask, is_causal=attention_mask is None and causal, scale=scale)
+        return out.transpose(1, 2).contiguous()
+    n = query.shape[2]
+    outs = []
+    for s in range(0, n, rows):
+        e = min(n, s + rows)
+        if attention_mask is not None:
+            mask = attention_mask[:, :, s:e]
+        elif causal:
+            mask = (torch.arange(key.shape[2], device=query.device)[None, :]
+                    <= torch.arange(s, e, device=query.device)[:, None])[None, None]
+        else:
+            mask = None
+        outs.append(attend(query[:, :, s:e], key, value, mask, scale, softcap)[0])
+    return torch.cat(outs, dim=1)
 
 
 def attend(query, key, value, attention_mask, scale: float, softcap: float | None = None):

@@ -9,15 +9,22 @@ import torch
 from . import settings
 from .arch import Architecture
 
-# Tokens analysed at most, from measured time and memory (docs/performance.md):
-# attention weights are kept as float16, (layers·heads·n²·2 bytes): 151 MB at
-# 1,024 tokens, 604 MB at 2,048. ATLAS_MAX_TOKENS overrides it.
-MAX_TOKENS = {"cpu": 1024, "cuda": 2048}
+# Tokens analysed at most, set by time (docs/performance.md): an analysis keeps only what
+# grows with n — q, k, v in float32, 18·6·256·4 bytes a token for the packaged model
+# (110 KB: 906 MB at 8,192 tokens) — and recomputes the weights a block of rows at a time.
+# On CUDA, the packaged model's own positions. ATLAS_MAX_TOKENS overrides it.
+MAX_TOKENS = {"cpu": 8192, "cuda": 32768}
+
+# Step 5's and step 6's measures of one layer write its whole grid out (the exact reference in
+# float64, linear attention's grid order, each method's output): on a longer text they read its
+# first LAYER_TOKENS tokens (a causal model's attention there is the run on those tokens), and
+# the page says so. 134 MB for the exact reference of Gemma's 4 heads at 2,048 tokens.
+LAYER_TOKENS = 2048
 
 
 # Gemma-3-270m's attention (layers, heads, key/value heads, head size): the device budgets
 # above were measured on it, so any model's analysis may hold what Gemma's holds at its
-# device's budget (264 MB on the CPU, 830 MB on CUDA) and no more
+# device's budget (906 MB on the CPU, 3.6 GB on CUDA) and no more
 _REFERENCE = (18, 4, 1, 256)
 
 
@@ -30,7 +37,7 @@ def reference_bytes(device) -> int:
     """What an analysis of the packaged model holds at the device's budget."""
     L, H, kv, d = _REFERENCE
     n = MAX_TOKENS.get(torch.device(device).type, 1024)
-    return L * H * n * n * 2 + L * (H + 2 * kv) * n * d * 4
+    return L * (H + 2 * kv) * n * d * 4
 
 
 def model_token_budget(arch: Architecture, device) -> int:

@@ -7,9 +7,9 @@ function registered with transformers' ``AttentionInterface``
 layers with a method of the registry, :mod:`attn.methods`; used by
 :mod:`attn.swap`). The model is always restored afterwards.
 
-:meth:`LoadedModel.analyze` records, per layer, the attention weights (float16)
-and the q, k, v the attention really used (after projections, norms and rotary
-embedding), so that ``softmax(q·kᵀ·scale + mask)`` gives the weights back.
+:meth:`LoadedModel.analyze` records, per layer, the q, k, v the attention really used
+(after projections, norms and rotary embedding), so that ``softmax(q·kᵀ·scale + mask)``
+gives the weights back; they are never kept (attn.rows recomputes them by blocks).
 
 What a run gives is an :class:`attn.analysis.Analysis`; how many tokens it reads,
 :mod:`attn.budgets`; loading the packaged or the tiny model, :mod:`attn.loading`.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn.functional as F
 from transformers import AttentionInterface
-from transformers.masking_utils import AttentionMaskInterface, eager_mask
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from . import arch as arch_
 from . import methods, stats
@@ -45,11 +45,18 @@ _counter = itertools.count()
 BUILDING = threading.RLock()
 
 
+def _bool_mask(*args, **kwargs):
+    """transformers' SDPA mask, always built (a boolean grid of the pairs each layer reads,
+    never skipped for ``is_causal``): every plan reads the pairs from it."""
+    kwargs["allow_is_causal_skip"] = False
+    return sdpa_mask(*args, **kwargs)
+
+
 @dataclass(frozen=True)
 class Capture:
-    """A plan: record q, k, v and the weights of every layer into ``record``: tensors
-    of every layer, ``record[name][layer]`` copied into (float32 q, k, v; float16
-    weights; on the CPU)."""
+    """A plan: record the q, k, v of every layer into ``record``: tensors of every layer,
+    ``record[name][layer]`` copied into (float32, on the CPU); the weights are never kept
+    (:meth:`attn.analysis.Analysis.weights` recomputes them)."""
 
     record: dict
 
@@ -103,7 +110,7 @@ class LoadedModel:
         self._impl = f"atlas_{next(_counter)}"
         AttentionInterface.register(self._impl, self._attention)
         # the same name must pick a mask, or layers would silently get none
-        AttentionMaskInterface.register(self._impl, eager_mask)
+        AttentionMaskInterface.register(self._impl, _bool_mask)
 
     # -- attention hook ---------------------------------------------------------
 
@@ -119,12 +126,11 @@ class LoadedModel:
         if plan is None:
             raise RuntimeError("attention called outside a plan")
         if isinstance(plan, Capture):
-            out, weights = arch_.attend(query, key, value, attention_mask, scale, softcap)
+            out = arch_.attend_rows(query, key, value, attention_mask, scale, softcap, causal=self.causal)
             rec = plan.record  # each layer into its slice of the analysis' tensors, made up front
             for name, x in (("q", query), ("k", key), ("v", value)):
                 if rec[name] is not None:
                     rec[name][layer].copy_(x.detach())
-            rec["w"][layer].copy_(weights.detach()[0])
             bias = arch_.additive_bias(attention_mask)
             if bias is not None and "bias" in rec:  # a score the model adds to (an ALiBi-like bias)
                 rec["bias"][layer] = bias[0].detach().float().cpu()
@@ -145,11 +151,12 @@ class LoadedModel:
             else:  # a linear method replaces the softmax, and with it the cap and the bias
                 out = method.run(query, k, v, params)
         elif softcap is not None:  # the fused kernel has no soft cap: the plain path
-            return arch_.attend(query, key, value, attention_mask, scale, softcap)[0], None
+            return arch_.attend_rows(query, key, value, attention_mask, scale, softcap, causal=self.causal), None
         else:
             # the own method and layers not swapped: the model's own pattern (its mask), through
             # the fused SDPA kernel
-            out = F.scaled_dot_product_attention(query, k, v, attn_mask=attention_mask, scale=scale)
+            out = F.scaled_dot_product_attention(query, k, v, attn_mask=attention_mask, scale=scale,
+                                                 is_causal=attention_mask is None and self.causal)
         return out.transpose(1, 2).contiguous(), None  # (b, n, heads, d)
 
     @property
@@ -219,14 +226,14 @@ class LoadedModel:
         if not self.causal:  # an encoder's prefixes are runs of their own (Analysis.prefix)
             for m in stats.prefix_lengths(n)[:-1]:
                 head = ids[:m - 1] + ids[-1:] if closing is not None else ids[:m]
-                prefixes[m] = self._capture(head, keep=("w",))["w"]
+                run = self._capture(head, keep=("q", "k"))
+                prefixes[m] = (run["q"], run["k"])
         return Analysis(
             text=text,
             ids=ids,
             tokens=labels_from_offsets(text, offsets, special),
             words=words_from_offsets(text, offsets, special),
             offsets=offsets,
-            attentions=rec["w"],  # (layers, heads, n, n) float16
             layers=self.arch.layers,
             truncated=total - n,
             total_tokens=total,
@@ -237,7 +244,7 @@ class LoadedModel:
             v=rec["v"],
             biases=rec["bias"],
             first_is_special=bool(special) and special[0] is not None,
-            prefix_attentions=prefixes,
+            prefix_qk=prefixes,
             specials=tuple(i for i, (label, token) in enumerate(zip(special, ids))  # an unknown word is text
                            if label is not None and token != self.tokenizer.unk_token_id),
             changed=changed,
@@ -253,12 +260,12 @@ class LoadedModel:
             return None
         return ids[-1]
 
-    def _capture(self, ids: list[int], keep=("q", "k", "v", "w"), mask: torch.Tensor | None = None) -> dict:
+    def _capture(self, ids: list[int], keep=("q", "k", "v"), mask: torch.Tensor | None = None) -> dict:
         """One run of the model on ``ids`` with its attention recorded: ``q`` (layers, 1,
-        heads, n, d), ``k``, ``v`` (layers, 1, kv heads, n, d) float32 and ``w`` (layers,
-        heads, n, n) float16, on the CPU — those named in ``keep``; ``bias``: each layer's
-        additive score bias, where the model passed one. ``mask``: an additive 4-D mask
-        handed to the model as it is (a model whose scores carry a bias)."""
+        heads, n, d), ``k``, ``v`` (layers, 1, kv heads, n, d) float32, on the CPU — those
+        named in ``keep``; ``bias``: each layer's additive score bias, where the model passed
+        one. ``mask``: an additive 4-D mask handed to the model as it is (a model whose
+        scores carry a bias). Nothing n×n is kept."""
         n = len(ids)
         # the analysis' tensors, made once and filled layer by layer: stacking per-layer
         # copies at the end held every number twice (≈ 250 MB more at 1,024 tokens)
@@ -267,7 +274,6 @@ class LoadedModel:
         shapes = {"q": (self.n_layers, 1, self.n_heads, n, self.head_dim),
                   "k": (self.n_layers, 1, kv, n, self.head_dim), "v": (self.n_layers, 1, kv, n, self.head_dim)}
         rec = {name: torch.empty(shape, device=cpu) if name in keep else None for name, shape in shapes.items()}
-        rec["w"] = torch.empty(self.n_layers, self.n_heads, n, n, dtype=torch.float16, device=cpu)
         rec["bias"] = {}
         input_ids = torch.tensor([ids], device=self.device)
         extra = {} if mask is None else {"attention_mask": mask.to(self.device)}

@@ -179,6 +179,17 @@ def dense(mask_mod: MaskMod, n_q: int, n_kv: int | None = None, device=None) -> 
     return torch.broadcast_to(mask_mod(0, 0, q_idx, kv_idx), (n_q, n_kv))
 
 
+def rows_of(mask_mod: MaskMod, n_kv: int):
+    """A pattern read a block of rows at a time: a function of row positions (int64
+    ``(r,)``) giving their bool rows ``(r, n_kv)`` — never the whole grid."""
+    kv_idx = torch.arange(n_kv)[None, :]
+
+    def rows(positions: torch.Tensor) -> torch.Tensor:
+        return torch.broadcast_to(mask_mod(0, 0, positions[:, None], kv_idx), (positions.numel(), n_kv))
+
+    return rows
+
+
 def pattern_grid(n: int, window=None, hubs=(), causal=True) -> torch.Tensor:
     """Shortcut: the dense bool grid of a pattern (small n only)."""
     return dense(pattern(n, window, hubs, causal), n)

@@ -132,8 +132,8 @@ def _r(x: float) -> float:
 
 def hubs_of(a, weights=None) -> tuple[int, ...]:
     """The room's hubs on a text: the first token and the text's own strongest anchors
-    (``weights``: its attention in float32, when made already)."""
-    found = [p for p, _ in stats.anchors(a.attentions if weights is None else weights, a.layers[0], top=ANCHOR_HUBS)]
+    (``weights``: its attention, Analysis.weights)."""
+    found = [p for p, _ in stats.anchors(a.weights() if weights is None else weights, a.layers[0], top=ANCHOR_HUBS)]
     return tuple(sorted({0, *found}))
 
 
@@ -144,11 +144,11 @@ def text_numbers(a, model: str = "") -> RoomNumbers:
     prefixes = stats.prefix_lengths(n)
     useful, tops = [], []
     keeps = {w: topk.for_window(w, a.causal) for w in ROOM_WINDOWS}
-    weights = a.attentions.float()  # once: every number below reads it
+    weights = a.weights()  # its rows recomputed a block at a time (the room's texts are short: every row)
     for layer in range(layers):
         k_rows, top = stats.k_and_top(weights[layer], ROOM_P, keeps.values())  # one selection of each row's largest
         rows = stats.useful_share_by_prefix(weights[layer], ROOM_P, prefixes, a.layers[layer], k_rows=k_rows,
-                                            prefix=lambda m, layer=layer: a.prefix(m)[layer].float())
+                                            prefix=lambda m, layer=layer: a.prefix(m)[layer])
         useful.append(tuple(UsefulPoint(r["n"], _r(r["k"]), _r(r["share"]), _r(r["uniform_share"])) for r in rows))
         tops.append(top)
     kept = {}
@@ -162,7 +162,7 @@ def text_numbers(a, model: str = "") -> RoomNumbers:
     hubs = hubs_of(a, weights)
     alone = stats.share_kept_by_pattern(weights, HUB_WINDOW, (), a.layers[0])["mean"]
     with_hubs = stats.share_kept_by_pattern(weights, HUB_WINDOW, hubs, a.layers[0])["mean"]
-    sink = tuple(_r(weights[layer, :, 1:, 0].mean()) if n > 1 else 0.0 for layer in range(layers))
+    sink = tuple(_r(stats.sink_share(weights[layer])) if n > 1 else 0.0 for layer in range(layers))
     layer = min(ERROR_LAYER, layers - 1)
     q, k, v = a.qkv(layer)
     errors = outputs.output_errors(q, k, v, a.layers[layer], window=ERROR_WINDOW, hubs=hubs,

@@ -2,8 +2,10 @@
 prefixes too), the share a pattern keeps, the anchors and the first token's share.
 What each shortcut's output costs against exact softmax is :mod:`attn.outputs`.
 
-Weights are ``(..., n, n)`` with rows summing to 1 (float16 is fine: the sums
-here run in float32).
+Weights are an :class:`attn.rows.Weights` (an analysis' weights, recomputed a block of
+rows at a time and never held whole) or a tensor ``(..., n, n)`` (a small grid: the tests'
+references), with rows summing to 1; sums run in float32. A statistic read on a
+:class:`attn.rows.RowSample` of the rows weighs each row by the rows it stands for.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import torch
 
 from . import patterns
 from .layer import LayerAttention
+from .rows import RowSample, Weights
 
 
 _CHUNK = 1 << 22  # weights handled at once (in float32: 16 MB), so all layers of a long text fit
@@ -23,13 +26,19 @@ _FIRST_CELLS = 32  # k(p) looks first among a row's 32 largest cells (7 rows in 
 _TOP_CELLS = 64  # k_and_top: a keep up to this many cells a row is read off one sorted selection
 
 
-def _rows(weights: torch.Tensor):
-    """The grid's rows in chunks: yields (start, stop, float32 rows ``(r, n)``)."""
+def _rows(weights, narrow: bool = False):
+    """The grid's rows in chunks: yields (start, stop, float32 rows ``(r, n)``); ``narrow``:
+    (start, stop, rows, lo), the rows on the columns [lo, lo + width) that can hold weight
+    (an analysis' rows: attn.rows.Weights.blocks; a tensor's are whole, lo = 0)."""
+    if isinstance(weights, Weights):
+        yield from weights.blocks(narrow=narrow)
+        return
     n = weights.shape[-1]
     flat = weights.reshape(-1, n)
     step = max(1, _CHUNK // max(n, 1))
     for s in range(0, flat.shape[0], step):
-        yield s, min(flat.shape[0], s + step), flat[s:s + step].float()
+        rows = flat[s:s + step].float()
+        yield (s, min(flat.shape[0], s + step), rows, 0) if narrow else (s, min(flat.shape[0], s + step), rows)
 
 
 def k_for_share(weights: torch.Tensor, p: float) -> torch.Tensor:
@@ -51,23 +60,25 @@ def k_and_top(weights: torch.Tensor, p: float, keeps: Sequence[int] = ()) -> tup
     first = min(n, max([_FIRST_CELLS, *(kk for kk in keeps if kk <= _TOP_CELLS)]))
     out = torch.empty(weights.shape[:-1], dtype=torch.int64).reshape(-1)
     tops = {kk: torch.empty(weights.shape[:-1]).reshape(-1) for kk in keeps}
-    for s, e, w in _rows(weights):
+    for s, e, w, _ in _rows(weights, narrow=True):  # only the columns that can hold weight
+        c = w.shape[-1]
+        look = min(c, first)
         target = p * w.sum(dim=-1) - 1e-6  # (float slack 1e-6)
         # most rows reach the target within their largest few cells: those cells alone
         # (topk, sorted) give the same running sums as a sort of the whole row, and only
         # the rows that do not reach it are sorted whole (bench/room_text.py, every layer of
         # a 354-token text: 156 → 104 ms)
-        top = torch.topk(w, first, dim=-1).values.cumsum(dim=-1)
+        top = torch.topk(w, look, dim=-1).values.cumsum(dim=-1)
         k = (top < target[:, None]).sum(dim=-1) + 1  # cells strictly below it, plus the one that reaches it
         longer = top[:, -1] < target
-        if first < n and bool(longer.any()):
+        if look < c and bool(longer.any()):
             whole = torch.sort(w[longer], dim=-1, descending=True).values.cumsum(dim=-1)
             k[longer] = (whole < target[longer, None]).sum(dim=-1) + 1
         out[s:e] = k.clamp_max(n)
         for kk in keeps:
-            if kk <= first:
+            if kk <= look:
                 tops[kk][s:e] = top[:, kk - 1]
-            elif kk >= n:
+            elif kk >= c:
                 tops[kk][s:e] = w.sum(dim=-1)
             else:
                 tops[kk][s:e] = w.topk(kk, dim=-1, sorted=False).values.sum(dim=-1)
@@ -106,7 +117,16 @@ def uniform_k(n: int, p: float, layer: LayerAttention) -> torch.Tensor:
     return torch.ceil(p * c - 1e-9).clamp_min(1).to(torch.int64)
 
 
-def useful_summary(weights: torch.Tensor, p: float, layer: LayerAttention) -> dict:
+def _sample(weights, sample: RowSample | None) -> RowSample:
+    """The rows the weights hold, as a sample: every row when none is given."""
+    if sample is None:
+        return RowSample.all(weights.shape[-2])
+    if sample.count != weights.shape[-2]:
+        raise ValueError(f"the sample names {sample.count} rows, the weights hold {weights.shape[-2]}")
+    return sample
+
+
+def useful_summary(weights, p: float, layer: LayerAttention, sample: RowSample | None = None) -> dict:
     """For one head ``(n, n)`` or the heads of one layer ``(H, n, n)`` of ``layer`` (its own
     window, None: a full layer; causal or both ways):
 
@@ -114,23 +134,28 @@ def useful_summary(weights: torch.Tensor, p: float, layer: LayerAttention) -> di
     of each head's own k̄ — never k of their averaged grid, which matches no head);
     useful ≈ n·k̄; cells = the cells the layer computes (``row_cells`` summed: Σ min(i+1,
     window) in a causal layer, n² in a full bidirectional one);
-    share = useful / cells: the one denominator of step 2."""
+    share = useful / cells: the one denominator of step 2. On a ``sample`` of the rows
+    (the weights hold those rows), k̄ is the sample's weighted mean and ``spread`` half the
+    width within which 95 % of such samples' k̄ fall."""
     n = weights.shape[-1]
+    sample = _sample(weights, sample)
     k = k_for_share(weights, p).float()
-    mean_k = float(k.mean())
+    mean_k = sample.mean(k)
     cells = int(row_cells(n, layer).sum())
     return {"n": n, "k": mean_k, "useful": n * mean_k, "cells": cells, "share": n * mean_k / cells,
-            "k_rows": k}
+            "k_rows": k, "spread": sample.spread_95(k)}
 
 
-def useful_share_by_prefix(weights: torch.Tensor, p: float, lengths: list[int], layer: LayerAttention,
-                           prefix=None, k_rows: torch.Tensor | None = None) -> list:
+def useful_share_by_prefix(weights, p: float, lengths: list[int], layer: LayerAttention,
+                           prefix=None, k_rows: torch.Tensor | None = None,
+                           sample: RowSample | None = None) -> list:
     """k̄, useful share and the no-preference reference on growing prefixes of the text.
     In a causal model the attention of a prefix is the top-left block of the whole
     text's grid (no row sees later tokens), so each prefix is read off the one run — and
     a row's k(p) is the same in every prefix that holds it (its weights past the diagonal
     are zero), so k is counted once, on the whole grid, and averaged over each prefix's
-    rows (as ``useful_summary`` averages: each head's own k̄, then their mean).
+    rows (as ``useful_summary`` averages: each head's own k̄, then their mean; on a
+    ``sample``, the sample's rows in the prefix, weighted).
 
     In an encoder (the layer reads both ways) every row sees the tokens after it, so a
     prefix's attention is its own run: ``prefix(m)`` gives the weights ``(..., m, m)`` of
@@ -140,6 +165,7 @@ def useful_share_by_prefix(weights: torch.Tensor, p: float, lengths: list[int], 
     if not causal and prefix is None:
         raise ValueError("an encoder's prefixes are runs of their own: give prefix(m)")
     n = weights.shape[-1]
+    sample = _sample(weights, sample)
     if k_rows is None and (causal or n in lengths):  # an encoder's whole grid is needed only as its last prefix
         k_rows = k_for_share(weights, p)  # (..., n): one sort of every row
     k_rows = None if k_rows is None else k_rows.double()
@@ -147,9 +173,9 @@ def useful_share_by_prefix(weights: torch.Tensor, p: float, lengths: list[int], 
     for m in lengths:
         if 1 <= m <= n:
             if causal:
-                k = float(k_rows[..., :m].mean())
+                k = sample.mean(k_rows, below=m)
             else:  # the whole text is the run given; a shorter prefix, its own run
-                k = float((k_rows if m == n else k_for_share(prefix(m), p).double()).mean())
+                k = sample.mean(k_rows) if m == n else float(k_for_share(prefix(m), p).double().mean())
             cells = int(row_cells(m, layer).sum())
             u = uniform_k(m, p, layer).double()
             out.append({"n": m, "k": k, "share": m * k / cells, "cells": cells,
@@ -157,29 +183,36 @@ def useful_share_by_prefix(weights: torch.Tensor, p: float, lengths: list[int], 
     return out
 
 
-def share_trend(attentions: torch.Tensor, p: float, first: int, layers: Sequence[LayerAttention],
-                first_attentions: torch.Tensor | None = None) -> dict:
+def share_trend(attentions, p: float, first: int, layers: Sequence[LayerAttention],
+                first_attentions=None, sample: RowSample | None = None) -> dict:
     """Whether the useful share (step 2's k̄·n / cells) falls from the first ``first``
     tokens to the whole text, for every layer (its heads' k̄ averaged, as
     ``useful_summary`` does) and for every head of every layer. ``attentions``:
-    ``(L, H, n, n)``; ``layers[l]``: how layer l attends. Returns the
+    ``(L, H, n, n)`` (or the rows of a ``sample``, holding every one of the first
+    ``first`` rows); ``layers[l]``: how layer l attends. Returns the
     counts that fell, the totals, each layer's and head's two shares, and k̄ over every
     row of every head (``k_mean``). In an encoder the first tokens' attention is a run
     of its own (``first_attentions``, ``(L, H, first, first)``: Analysis.prefix)."""
-    n_layers, n_heads, n, _ = attentions.shape
+    n_layers, n_heads, _, n = attentions.shape
     causal = layers[0].causal
+    sample = _sample(attentions, sample)
     if not causal and first_attentions is None:
         raise ValueError("an encoder's first tokens are a run of their own: give first_attentions")
-    k_all = k_for_share(attentions, p).double()  # (L, H, n)
-    head = attentions[..., :first, :first] if causal else first_attentions
-    k_first = k_for_share(head, p).double()  # (L, H, first)
+    if causal and sample.whole < first:
+        raise ValueError(f"the sample must read each of the first {first} rows")
+    k_all = k_for_share(attentions, p).double()  # (L, H, rows)
+    if causal:
+        k_first = k_all[..., :first]  # a row's k is the same in every prefix that holds it
+    else:
+        k_first = k_for_share(first_attentions, p).double()  # (L, H, first)
     share_first = torch.empty(n_layers, n_heads, dtype=torch.float64)
     share_all = torch.empty_like(share_first)
     for i, layer in enumerate(layers):
         share_first[i] = k_first[i].sum(-1) / row_cells(first, layer).sum()
-        share_all[i] = k_all[i].sum(-1) / row_cells(n, layer).sum()
+        share_all[i] = (k_all[i] * sample.weights).sum(-1) / row_cells(n, layer).sum()
     layer_first, layer_all = share_first.mean(-1), share_all.mean(-1)
-    return {"first": first, "n": n, "layers": n_layers, "heads": n_layers * n_heads, "k_mean": float(k_all.mean()),
+    return {"first": first, "n": n, "layers": n_layers, "heads": n_layers * n_heads, "k_mean": sample.mean(k_all),
+            "k_spread": sample.spread_95(k_all),
             "layers_fell": int((layer_all < layer_first).sum()), "heads_fell": int((share_all < share_first).sum()),
             "layer_first": layer_first.tolist(), "layer_all": layer_all.tolist(),
             "head_first": share_first.tolist(), "head_all": share_all.tolist()}
@@ -196,62 +229,91 @@ def prefix_lengths(n: int, start: int = 16) -> list[int]:
     return out
 
 
-def share_kept(weights: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-    """Share of each row's weight on the allowed cells, averaged over rows:
-    ``(...)`` from weights ``(..., n, n)`` and a bool pattern ``(n, n)``."""
+def kept_rows(weights, allowed) -> torch.Tensor:
+    """Each row's weight on the allowed cells, ``(...)`` for weights ``(..., rows, n)``:
+    ``allowed`` a bool pattern ``(rows, n)`` (a small grid) or a function of a block's row
+    positions giving its bool rows (``patterns.rows_of``: never the whole grid)."""
     n = weights.shape[-1]
     kept = torch.empty(weights.shape[:-1]).reshape(-1)
+    if callable(allowed):
+        positions = weights.rows if isinstance(weights, Weights) else torch.arange(weights.shape[-2])
+        r = positions.numel()
+        for s, e, w, lo in _rows(weights, narrow=True):
+            local = torch.arange(s, e) % r
+            kept[s:e] = (w * allowed(positions[local])[:, lo:lo + w.shape[-1]]).sum(dim=-1)
+        return kept.reshape(weights.shape[:-1])
     allowed_rows = allowed.reshape(-1, n)
-    for s, e, w in _rows(weights):
+    for s, e, w, lo in _rows(weights, narrow=True):
         rows = torch.arange(s, e) % allowed_rows.shape[0]  # which row of the pattern each is
-        kept[s:e] = (w * allowed_rows[rows]).sum(dim=-1)
-    return kept.reshape(weights.shape[:-1]).mean(dim=-1)
+        kept[s:e] = (w * allowed_rows[rows][:, lo:lo + w.shape[-1]]).sum(dim=-1)
+    return kept.reshape(weights.shape[:-1])
 
 
-def share_kept_by_pattern(weights: torch.Tensor, window: int, hubs, reads: LayerAttention) -> dict:
+def share_kept(weights, allowed) -> torch.Tensor:
+    """Share of each row's weight on the allowed cells, averaged over rows:
+    ``(...)`` from weights ``(..., n, n)`` and a bool pattern ``(n, n)`` (or a function of
+    row positions: :func:`kept_rows`)."""
+    return kept_rows(weights, allowed).mean(dim=-1)
+
+
+def share_kept_by_pattern(weights, window: int, hubs, reads: LayerAttention, sample: RowSample | None = None) -> dict:
     """The share of the real weight a window (+ hubs) keeps, read as the model reads
     (``reads``: a layer of it, for its direction): per layer and head (``(L, H)``), per
-    layer and overall, for weights ``(L, H, n, n)``."""
+    layer and overall, for weights ``(L, H, n, n)`` (or a ``sample`` of their rows)."""
     n = weights.shape[-1]
-    allowed = patterns.pattern_grid(n, window, patterns.check_hubs(n, hubs), reads.causal)
-    per = share_kept(weights, allowed)
-    return {"per_head": per, "per_layer": per.mean(dim=-1), "mean": float(per.mean())}
+    mod = patterns.pattern(n, window, patterns.check_hubs(n, hubs), reads.causal)
+    return kept_by_rows(kept_rows(weights, patterns.rows_of(mod, n)), _sample(weights, sample))
 
 
-def kept_by_rows(kept: torch.Tensor) -> dict:
-    """What each row keeps ``(L, H, n)`` (e.g. the weight of its top cells, ``k_and_top``: top-k
+def kept_by_rows(kept: torch.Tensor, sample: RowSample | None = None) -> dict:
+    """What each row keeps ``(L, H, rows)`` (e.g. the weight of its top cells, ``k_and_top``: top-k
     by the exact weights, the oracle — no choice of as many cells holds more) averaged over
-    rows: per layer and head (``(L, H)``), per layer and overall."""
-    per = kept.mean(dim=-1)
-    return {"per_head": per, "per_layer": per.mean(dim=-1), "mean": float(per.mean())}
+    rows (weighted, on a ``sample``): per layer and head (``(L, H)``), per layer and overall;
+    ``spread``: half the width within which 95 % of such samples' overall mean fall."""
+    sample = RowSample.all(kept.shape[-1]) if sample is None else sample
+    per = (kept.double() * sample.weights).sum(dim=-1) / sample.weights.sum()
+    per = per.float()
+    return {"per_head": per, "per_layer": per.mean(dim=-1), "mean": float(per.mean()),
+            "spread": sample.spread_95(kept)}
 
 
 ANCHOR_DISTANCE = 8  # an anchor is scored by the rows at least this far after it
 
 
-def anchors(weights: torch.Tensor, reads: LayerAttention, top: int = 5,
-            min_distance: int = ANCHOR_DISTANCE) -> list[tuple[int, float]]:
+def anchors(weights, reads: LayerAttention, top: int = 5, min_distance: int = ANCHOR_DISTANCE,
+            sample: RowSample | None = None) -> list[tuple[int, float]]:
     """Positions that receive the most weight from far away: for column j, the mean
     weight it gets from rows i ≥ j + min_distance (averaged over layers and heads
     when given ``(L, H, n, n)``), for columns with at least a quarter of the text
     after them. In an encoder (``reads``, a layer of it, reads both ways) rows on both sides count:
     |i − j| ≥ min_distance. Candidates for hubs: the <bos> sink, an encoder's [CLS]
-    and [SEP], separators, punctuation.
-    Returns [(position, mean far weight)], best first."""
+    and [SEP], separators, punctuation. On a ``sample`` of the rows, each row weighs the
+    rows it stands for. Returns [(position, mean far weight)], best first."""
     n = weights.shape[-1]
     causal = reads.causal
-    grids = weights.reshape(-1, n, n)
-    w = torch.zeros(n, n)
-    for g in grids:  # the mean over layers and heads, one grid at a time
-        w += g.float()
-    w /= max(1, grids.shape[0])
+    sample = _sample(weights, sample)
+    rows = sample.positions
+    r = rows.numel()
+    grids = max(1, (weights.n_grids if isinstance(weights, Weights) else weights.reshape(-1, r, n).shape[0]))
+    got = torch.zeros(n, dtype=torch.float64)  # Σ over far rows (weighted) of their weight on j
+    first = 0.0  # Σ over every row (weighted) of its weight on the first token
+    for s, e, w, lo in _rows(weights, narrow=True):
+        local = torch.arange(s, e) % r
+        i = rows[local][:, None]
+        j = torch.arange(lo, lo + w.shape[-1])[None, :]
+        far = ((i - j) if causal else (i - j).abs()) >= min_distance
+        wt = sample.weights[local][:, None]
+        got[lo:lo + w.shape[-1]] += ((w * far).double() * wt).sum(dim=0)
+        if lo == 0:
+            first += float((w[:, :1].double() * wt).sum())
+    got /= grids
     if n <= min_distance:
-        return [(0, float(w[:, 0].mean()))] if n else []
-    i = torch.arange(n)[:, None]
-    j = torch.arange(n)[None, :]
-    far = ((i - j) if causal else (i - j).abs()) >= min_distance
-    counts = far.sum(dim=0)
-    score = (w * far).sum(dim=0) / counts.clamp_min(1)
+        return [(0, first / grids / float(sample.weights.sum()))] if n else []
+    jj = torch.arange(n)
+    counts = (n - (jj + min_distance)).clamp_min(0)  # the far rows of each column: after it
+    if not causal:
+        counts = counts + (jj - min_distance + 1).clamp_min(0)  # and before it
+    score = got / counts.clamp_min(1)
     # a mean over a handful of rows is noise: a column needs a quarter of the text after it
     eligible = counts >= max(1, min(n - min_distance, max(min_distance, n // 4)))
     score = torch.where(eligible, score, torch.full_like(score, -1.0))
@@ -259,32 +321,58 @@ def anchors(weights: torch.Tensor, reads: LayerAttention, top: int = 5,
     return [(int(b), float(score[b])) for b in best]
 
 
-def sink_share(weights: torch.Tensor) -> float:
+def sink_share(weights, sample: RowSample | None = None) -> float:
     """Mean weight that each row after the first puts on the first token, over all
-    layers and heads of ``(L, H, n, n)``: how much the sink soaks up."""
+    layers and heads of ``(L, H, n, n)`` (weighted, on a ``sample`` of the rows): how
+    much the sink soaks up."""
+    return sink_rows(weights, sample)[0]
+
+
+def sink_rows(weights, sample: RowSample | None = None) -> tuple[float, float]:
+    """The sink's share (``sink_share``) and half the width within which 95 % of such
+    samples' shares fall (0 when every row is read)."""
     if weights.shape[-1] < 2:
-        return 0.0
-    return float(weights[..., 1:, 0].float().mean())
+        return 0.0, 0.0
+    sample = _sample(weights, sample)
+    first = torch.zeros(weights.shape[:-1]).reshape(-1)
+    for s, e, w, lo in _rows(weights, narrow=True):
+        if lo == 0:
+            first[s:e] = w[:, 0]
+    first = first.reshape(-1, sample.count)
+    later = sample.positions >= 1
+    sub = RowSample(sample.n - 1, sample.positions[later], sample.weights[later], max(0, sample.whole - 1))
+    return sub.mean(first[:, later]), sub.spread_95(first[:, later])
 
 
-def share_to(weights: torch.Tensor, columns, reads: LayerAttention) -> dict:
+def share_to(weights, columns, reads: LayerAttention, sample: RowSample | None = None) -> dict:
     """The share of each row's weight that lands on ``columns`` (positions), for weights
     ``(L, H, n, n)``: averaged over every row, head and layer (``mean``), per layer
     (``per_layer``), and what rows spreading their weight evenly over the cells they see
     would give those columns (``even``: in an encoder each row sees all n, so g / n);
     each column on its own too (``each``: [(column, mean, even)]);
-    ``reads``: a layer of the model, for its direction."""
+    ``reads``: a layer of the model, for its direction. On a ``sample`` of the rows, each
+    row weighs the rows it stands for."""
     n = weights.shape[-1]
     causal = reads.causal
+    n_layers = weights.shape[0]
     cols = sorted({int(c) for c in columns if 0 <= int(c) < n})
     if not cols or n == 0:
-        return {"mean": 0.0, "per_layer": [0.0] * weights.shape[0], "even": 0.0, "columns": cols, "each": []}
-    got = weights[..., cols].float().sum(dim=-1)  # (L, H, n): each row's weight on those columns
+        return {"mean": 0.0, "per_layer": [0.0] * n_layers, "even": 0.0, "columns": cols, "each": []}
+    sample = _sample(weights, sample)
+    got = torch.zeros(*weights.shape[:-1], len(cols)).reshape(-1, len(cols))
+    for s, e, w, lo in _rows(weights, narrow=True):
+        for x, c in enumerate(cols):
+            if lo <= c < lo + w.shape[-1]:
+                got[s:e, x] = w[:, c - lo]
+    got = got.reshape(n_layers, -1, sample.count, len(cols)).double()  # (L, H, rows, columns)
+    wt = sample.weights[:, None] / sample.weights.sum()
     i = torch.arange(n)
     seen = row_cells(n, dataclasses.replace(reads, window=None)).double()  # cells each row sees in a full layer
     per_row = ((torch.tensor(cols)[None, :] <= i[:, None]) if causal else torch.ones(n, len(cols), dtype=torch.bool))
     even = float((per_row.sum(dim=-1).double() / seen).mean())
-    each = [(c, float(weights[..., c].float().mean()), float((per_row[:, x].double() / seen).mean()))
+    total = got.sum(dim=-1)  # (L, H, rows)
+    per_layer = (total.mean(dim=1) * wt[:, 0]).sum(dim=-1)
+    each = [(c, float((got[..., x].mean(dim=(0, 1)) * wt[:, 0]).sum()), float((per_row[:, x].double() / seen).mean()))
             for x, c in enumerate(cols)]
-    return {"mean": float(got.mean()), "per_layer": got.mean(dim=(1, 2)).tolist(), "even": even, "columns": cols,
-            "each": each}
+    return {"mean": float(per_layer.mean()), "per_layer": per_layer.tolist(), "even": even, "columns": cols,
+            "each": each, "spread": sample.spread_95(total)}

@@ -67,7 +67,7 @@ def main(argv=None) -> int:
             a = m.analyze(text, max_tokens=n)
             full = median_time(lambda n=n: m.analyze(text, max_tokens=n))
             alone = median_time(lambda ids=a.ids: m._capture(ids))
-            prefixes = sum(x.element_size() * x.numel() for x in a.prefix_attentions.values())
+            prefixes = sum(x.element_size() * x.numel() for qk in a.prefix_qk.values() for x in qk)
             print(f"{a.n:>5} {full:>11.3f} {alone:>12.3f} {full / alone:>6.2f} {a.nbytes / 2**20:>8.1f} "
                   f"{(a.nbytes - prefixes) / 2**20:>16.1f}   beginnings {stats.prefix_lengths(a.n)[:-1]}")
         if not args.no_sweep:

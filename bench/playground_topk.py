@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from attn import bench, loading, methods, outputs
+from attn import bench, loading, methods, outputs, stats
 from attn.composition import Composition
 from ui import samples
 
@@ -44,7 +44,7 @@ def main(argv=None) -> int:
         for i in range(a.n_layers):
             q, k, _ = a.qkv(i)
             cells = outputs.chosen_pairs(m, q, k, params, a.layers[i], a.bias(i))
-            kept.append(float((a.attentions[i].float() * cells[0]).sum(-1).mean()))
+            kept.append(float(stats.share_kept(a.weights()[i], cells[0]).mean()))
         seconds = time.perf_counter() - t0
         q, k, v = a.qkv(args.layer)
         err = outputs.pattern_error(q, k, v, a.layers[args.layer], parts, bias=a.bias(args.layer), method=m,

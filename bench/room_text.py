@@ -33,12 +33,12 @@ def parts_of(a, times: dict) -> None:
     n, layers = a.n, a.n_layers
     prefixes = stats.prefix_lengths(n)
     keeps = [topk.for_window(w, a.causal) for w in room_numbers.ROOM_WINDOWS]
-    weights = timed("the weights in float32, once", lambda: a.attentions.float())
+    weights = timed("the weights' view (recomputed by blocks on each read)", a.weights)
     found = timed("k(p) and each row's top cells at each window's", lambda: [
         stats.k_and_top(weights[layer], room_numbers.ROOM_P, keeps) for layer in range(layers)])
     timed("useful share by prefix, every layer", lambda: [
         stats.useful_share_by_prefix(weights[layer], room_numbers.ROOM_P, prefixes, a.layers[layer],
-                                     prefix=lambda m, layer=layer: a.prefix(m)[layer].float(), k_rows=found[layer][0])
+                                     prefix=lambda m, layer=layer: a.prefix(m)[layer], k_rows=found[layer][0])
         for layer in range(layers)])
     timed("share kept by each window", lambda: [
         stats.share_kept_by_pattern(weights, w, (), a.layers[0]) for w in room_numbers.ROOM_WINDOWS])

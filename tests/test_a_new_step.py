@@ -128,6 +128,7 @@ def test_a_new_step_in_a_package_of_its_own_joins_every_part_of_the_app(make_app
     teacher = make_app("tiny", "en")
     teacher.run()
     teacher.switch_page(page_path(step)).run()
+    n = int(teacher.metric[0].value.replace(",", ""))  # the class reads the teacher's text (the English sample)
     teacher.sidebar.button(key="class_start").click().run()
     code = teacher.session_state[keys.CLASS]
     assert live_classes.state(code).page == "text-length"

@@ -15,7 +15,7 @@ import weakref
 import pytest
 import torch
 
-from attn import loading
+from attn import budgets, loading
 from harness.live_class import ANSWERED, CLASS_CODE, answer, between, class_scenario
 from harness.proxy import haproxy_path, replicas_behind_proxy
 from harness.readers import Reader
@@ -200,9 +200,9 @@ def test_the_server_cuts_a_text_past_the_cap_whatever_the_browser_sends(server):
 
     run = asyncio.run(send_long(server))
     assert run.finished and not run.exceptions
-    said = i18n.translate("en", "common.truncated", used=i18n.fmt_int(1024, "en"),
-                          total=i18n.fmt_int(MAX_CHARS + 1, "en"))
-    assert said in run.markdown, [m for m in run.markdown if "1,024" in m]
+    used = i18n.fmt_int(budgets.token_budget("cpu"), "en")  # the server's whole budget (8,192 on the CPU)
+    said = i18n.translate("en", "common.truncated", used=used, total=i18n.fmt_int(MAX_CHARS + 1, "en"))
+    assert said in run.markdown, [m for m in run.markdown if used in m]
 
 
 def test_the_benchs_class_scenario_at_five_students_follows_counts_and_reveals(server, tiny):

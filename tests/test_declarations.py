@@ -192,7 +192,7 @@ def test_the_background_build_builds_the_pages_other_measures_so_a_first_visit_f
         m.setattr(topk, "recall", computed)
         m.setattr(methods, "tagged", computed)
         m.setattr(stats, "share_kept_by_pattern", computed)
-        m.setattr(stats, "sink_share", computed)
+        m.setattr(stats, "sink_rows", computed)
         with pytest.raises(AssertionError, match="not built ahead"):
             measures.kept(text, "tiny", cfg["s4_w"], (0,))
         with pytest.raises(AssertionError, match="not built ahead"):
@@ -208,7 +208,7 @@ def test_the_background_build_builds_the_pages_other_measures_so_a_first_visit_f
     monkeypatch.setattr(topk, "recall", computed)
     monkeypatch.setattr(methods, "tagged", computed)
     monkeypatch.setattr(stats, "share_kept_by_pattern", computed)
-    monkeypatch.setattr(stats, "sink_share", computed)
+    monkeypatch.setattr(stats, "sink_rows", computed)
     assert 0.0 < measures.kept(text, "tiny", cfg["s4_w"], (0,)).mean <= 1.0
     assert 0.0 < measures.sink_share(text, "tiny") < 1.0
     assert methods.window(hubs=True).name in measures.sharpness(*args, hubs).peak  # read from the cache
@@ -232,7 +232,7 @@ def test_steps_4_and_6_opened_after_the_background_build_compute_none_of_what_it
     def computed(*_, **__):
         raise AssertionError("computed on the page, not built ahead")
 
-    for module, name in ((outputs, "peak_weights"), (topk, "recall"), (stats, "sink_share")):
+    for module, name in ((outputs, "peak_weights"), (topk, "recall"), (stats, "sink_rows")):
         monkeypatch.setattr(module, name, computed)
     for step_id in ("honest-catch", "hubs"):
         at.switch_page(walk.get(step_id).page).run()

@@ -79,7 +79,7 @@ def test_step_2_another_share_averages_each_heads_k_by_loops(reader):
     assert f"{round(p * 100)}%" in q.text and f"{round(p * 100)}%" not in main.text
     # the encoder's weights from transformers' own eager attention; the decoder's as captured
     # (tests/test_model_folders.py checks the capture against the softmax of its q and k)
-    attn = encoder_run(folder, text)[1] if folder is not None else a.attentions.double()
+    attn = encoder_run(folder, text)[1] if folder is not None else a.weights().dense().double()
     layer = cfg["s2_layer"]
 
     rows = attn[layer]  # (heads, n, n): each head's rows, largest cells first, summed until they hold p

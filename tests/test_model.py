@@ -23,13 +23,26 @@ TEXT = "Olá! 日本語 and emoji 😀, then more words to pass the window of ei
 LAYERS, HEADS, HEAD_DIM, WINDOW = 4, 4, 16, 8
 
 
+def eager_weights(m, ids) -> torch.Tensor:
+    """transformers' own eager attention weights of the model on ``ids``: (layers, heads, n, n)."""
+    own = m.model.config._attn_implementation
+    m.model.set_attn_implementation("eager")
+    try:
+        with torch.no_grad():
+            out = m.model.base_model(input_ids=torch.tensor([ids]), output_attentions=True, use_cache=False)
+    finally:
+        m.model.set_attn_implementation(own)
+    return torch.stack([w[0] for w in out.attentions])
+
+
 def test_analysis_shapes_one_label_per_token_and_rows_summing_to_one(tiny):
     a = tiny.analyze(TEXT)
-    assert a.attentions.shape == (LAYERS, HEADS, a.n, a.n)
-    assert a.attentions.dtype == torch.float16
+    assert a.weights().shape == (LAYERS, HEADS, a.n, a.n)
+    dense = a.weights().dense()
+    assert dense.dtype == torch.float32
     assert len(a.tokens) == a.n == len(a.ids) == len(a.words)
-    sums = a.attentions.float().sum(dim=-1)
-    torch.testing.assert_close(sums, torch.ones_like(sums), atol=2e-3, rtol=0)
+    sums = dense.sum(dim=-1)
+    torch.testing.assert_close(sums, torch.ones_like(sums), atol=1e-5, rtol=0)
     assert a.layer_types == ["sliding"] * (LAYERS - 1) + ["full"]
     q, k, v = a.qkv(0)
     assert q.shape == k.shape == v.shape == (1, HEADS, a.n, HEAD_DIM)
@@ -40,10 +53,10 @@ def test_causal_zeros_above_the_diagonal_and_sliding_layers_zero_beyond_their_wi
     assert a.n > 3 * WINDOW
     i = torch.arange(a.n)[:, None]
     j = torch.arange(a.n)[None, :]
-    assert (a.attentions[:, :, j > i] == 0).all()  # nothing after the row's own token
+    assert (a.weights().dense()[:, :, j > i] == 0).all()  # nothing after the row's own token
     outside = (j <= i) & (i - j >= WINDOW)  # earlier than the window: by hand, not from the patterns
     for layer, kind in enumerate(a.layer_types):
-        outside_weight = a.attentions[layer][:, outside].float().abs().max()
+        outside_weight = a.weights().dense()[layer][:, outside].float().abs().max()
         if kind == "sliding":
             assert outside_weight == 0
         else:
@@ -56,8 +69,28 @@ def test_q_k_v_reproduce_the_models_own_attention_weights(tiny):
         q, k, v = a.qkv(layer)
         scores = (q @ k.transpose(-1, -2)) * a.layers[layer].scale
         weights = torch.softmax(scores.masked_fill(~a.model_mask(layer), float("-inf")), dim=-1)[0]
-        # the stored weights are float16: agreement to its rounding
-        torch.testing.assert_close(weights, a.attentions[layer].float(), atol=1e-3, rtol=0)
+        torch.testing.assert_close(weights, a.weights().dense()[layer], atol=1e-5, rtol=0)
+
+
+def test_the_rows_recomputed_by_blocks_equal_the_models_own_eager_weights(tiny):
+    """Nothing n×n is kept: every block of rows, recomputed from q and k by the layer's own
+    rule, equals transformers' eager attention weights, in any block size and any rows."""
+    a = tiny.analyze(TEXT)
+    want = eager_weights(tiny, a.ids)
+    torch.testing.assert_close(a.weights().dense(), want, atol=1e-5, rtol=0)
+    w = a.weights()
+    some = torch.tensor([0, 3, 17, a.n - 1])
+    for layer in range(a.n_layers):
+        for head in range(a.n_heads):
+            torch.testing.assert_close(w.block(layer, head, some), want[layer, head, some], atol=1e-5, rtol=0)
+    small = torch.empty(want.numel() // a.n, a.n)
+    for s_, e, rows in w.blocks(cells=5 * a.n):  # five rows at a time
+        assert e - s_ <= 5
+        small[s_:e] = rows
+    torch.testing.assert_close(small.reshape(want.shape), want, atol=1e-5, rtol=0)
+    torch.testing.assert_close(a.rows(2, None, [5, 9]), want[2, :, [5, 9]].mean(dim=0), atol=1e-5, rtol=0)
+    assert not any(x.dim() == 4 and x.shape[-1] == x.shape[-2] == a.n for x in vars(a).values()
+                   if isinstance(x, torch.Tensor))  # no n×n tensor held
 
 
 def test_truncation_keeps_the_budget_and_says_how_much_was_dropped(tiny):
@@ -65,7 +98,8 @@ def test_truncation_keeps_the_budget_and_says_how_much_was_dropped(tiny):
     full = tiny.analyze(TEXT)
     assert a.n == 10 and a.truncated == full.n - 10 and a.total_tokens == full.n
     # a causal model: the first rows are the same with or without the rest of the text
-    torch.testing.assert_close(a.attentions, full.attentions[:, :, :10, :10], atol=1e-3, rtol=0)
+    torch.testing.assert_close(a.weights().dense(), full.weights().dense()[:, :, :10, :10], atol=1e-5, rtol=0)
+    torch.testing.assert_close(full.prefix(10).dense(), a.weights().dense(), atol=1e-5, rtol=0)
 
 
 def test_multibyte_characters_show_on_their_first_piece_and_never_as_bytes(tiny):
@@ -248,12 +282,12 @@ def test_a_text_with_nothing_to_predict_is_refused(tiny):
 
 
 def test_readers_in_parallel_see_an_unmodified_model(tiny):
-    expected = tiny.analyze(TEXT).attentions
+    expected = tiny.analyze(TEXT).weights().dense()
     results, errors = [], []
 
     def reader():
         try:
-            results.append(tiny.analyze(TEXT).attentions)
+            results.append(tiny.analyze(TEXT).weights().dense())
         except Exception as e:  # pragma: no cover - reported below
             errors.append(e)
 

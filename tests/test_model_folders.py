@@ -104,11 +104,21 @@ def test_captured_weights_are_the_softmax_of_the_captured_queries_and_keys(loade
             scores = torch.tanh(scores / cap) * cap
         keep = hand_mask(n, EXPECTED[family]["causal"], EXPECTED[family]["windows"][layer])
         want = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
-        got = an.attentions[layer].float()
+        got = an.weights().dense()[layer].float()
         assert torch.allclose(got, want, atol=2e-3), (family, layer, (got - want).abs().max())
         assert torch.equal(an.model_mask(layer), keep)
         assert torch.all(got[:, ~keep] == 0)
         assert torch.allclose(got.sum(-1), torch.ones(an.n_heads, n), atol=3e-3)
+    # and the family's own eager attention (transformers' output_attentions) gives the same rows
+    own = m.model.config._attn_implementation
+    m.model.set_attn_implementation("eager")
+    try:
+        with torch.no_grad():
+            out = m.model.base_model(input_ids=torch.tensor([an.ids]), output_attentions=True)
+    finally:
+        m.model.set_attn_implementation(own)
+    eager = torch.stack([w[0] for w in out.attentions])
+    assert torch.allclose(an.weights().dense(), eager, atol=2e-5), (family, (an.weights().dense() - eager).abs().max())
 
 
 @pytest.mark.parametrize("family", mf.ENCODERS)
@@ -121,24 +131,23 @@ def test_an_encoders_prefixes_are_its_own_runs_on_those_tokens(loaded, family):
     ids = an.ids
     assert m.tokenizer.special_label(ids[-1]) is not None  # the text ends on its closing token
     lengths = [16, 32, 64]
-    assert sorted(an.prefix_attentions) == [x for x in lengths if x < an.n]
-    for length in sorted(an.prefix_attentions):
+    assert sorted(an.prefix_qk) == [x for x in lengths if x < an.n]
+    for length in sorted(an.prefix_qk):
         head = torch.tensor([ids[:length - 1] + ids[-1:]])
         with torch.no_grad():
             out = m.model.base_model(input_ids=head, output_attentions=True)
         want = torch.stack([w[0] for w in out.attentions])  # (layers, heads, m, m)
-        got = an.prefix(length).float()
+        got = an.prefix(length).dense()
         assert got.shape == want.shape
-        assert torch.allclose(got, want, atol=5e-4), (family, length, (got - want).abs().max())  # float16
-        corner = an.attentions[..., :length, :length].float()
+        assert torch.allclose(got, want, atol=2e-5), (family, length, (got - want).abs().max())
+        corner = an.weights().dense()[..., :length, :length].float()
         corner = corner / corner.sum(-1, keepdim=True)
         assert (corner - want).abs().max() > 4 * 5e-4  # the whole run's corner is another thing
-    # what the analysis holds counts the prefixes' weights: layers·heads·Σm²·2 bytes more
-    extra = an.n_layers * an.n_heads * sum(x * x for x in an.prefix_attentions) * 2
-    assert an.nbytes - extra == sum(x.element_size() * x.numel() for x in (an.attentions, an.q, an.k, an.v)) \
+    # what the analysis holds counts the prefixes' queries and keys: layers·(heads + kv heads)·Σm·d·4 bytes more
+    extra = an.n_layers * (an.n_heads + m.kv_heads) * sum(an.prefix_qk) * m.head_dim * 4
+    assert an.nbytes - extra == sum(x.element_size() * x.numel() for x in (an.q, an.k, an.v)) \
         + 100 * an.n + len(an.text)
-    assert m.arch.analysis_bytes(an.n) == sum(x.element_size() * x.numel() for x in (an.attentions, an.q, an.k, an.v)) \
-        + extra
+    assert m.arch.analysis_bytes(an.n) == sum(x.element_size() * x.numel() for x in (an.q, an.k, an.v)) + extra
     # the closing token is the tokenizer's own end, never an unknown word the text ends on
     unk = m.tokenizer.unk_token_id
     assert m._closing(ids) == ids[-1] and m._closing(ids[:3] + [unk]) is None
@@ -150,8 +159,8 @@ def test_an_encoders_prefixes_are_its_own_runs_on_those_tokens(loaded, family):
 def test_a_decoders_prefixes_are_the_corner_of_its_one_run(loaded):
     m = loaded("llama")
     an = m.analyze(TEXT)
-    assert an.prefix_attentions == {}
-    assert torch.equal(an.prefix(16), an.attentions[..., :16, :16])
+    assert an.prefix_qk == {}
+    assert torch.equal(an.prefix(16).dense(), an.weights().dense()[..., :16, :16])
     with pytest.raises(ValueError):
         an.prefix(an.n + 1)
 
@@ -164,7 +173,7 @@ def test_gemma2s_soft_cap_bites_on_these_weights(loaded):
     scores = (q[0] @ k[0].transpose(-1, -2)) * m.arch.scales[1]
     keep = hand_mask(an.n, True, None)
     uncapped = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
-    assert (uncapped - an.attentions[1].float()).abs().max() > 0.1
+    assert (uncapped - an.weights().dense()[1].float()).abs().max() > 0.1
 
 
 @pytest.mark.parametrize("family", mf.FAMILIES)
@@ -265,14 +274,16 @@ def test_budgets_follow_the_models_positions_and_size(loaded):
     assert m.analyze(long_text).n == 128
     res = swap.measure(m, long_text, swap.Swap("own"), max_tokens=256)
     assert res.n == 128 and res.perplexity == pytest.approx(res.base_perplexity, rel=1e-6)
-    # what an analysis holds, by hand: layers·heads·n²·2 + layers·(heads + 2·kv)·n·d·4 bytes
+    # what an analysis holds, by hand: layers·(heads + 2·kv)·n·d·4 bytes (no weights: linear in n)
     a = m.arch
-    assert a.analysis_bytes(100) == 3 * 4 * 100 * 100 * 2 + 3 * (4 + 2 * 4) * 100 * 32 * 4
+    assert a.analysis_bytes(100) == 3 * (4 + 2 * 4) * 100 * 32 * 4
+    assert a.analysis_bytes(200) == 2 * a.analysis_bytes(100)
     big = dataclasses.replace(a, n_layers=32, n_heads=32, kv_heads=8, head_dim=128, max_positions=None)
-    room = budgets.reference_bytes("cpu")  # Gemma-3-270m's analysis at 1,024 tokens
-    n = big.token_budget(1024, room)
+    room = budgets.reference_bytes("cpu")  # Gemma-3-270m's analysis at 8,192 tokens
+    assert room == 18 * (4 + 2) * 8192 * 256 * 4
+    n = big.token_budget(8192, room)
     assert big.analysis_bytes(n) <= room < big.analysis_bytes(n + 1)
-    assert a.token_budget(1024, room) == 128  # the tiny model: its positions, not memory
+    assert a.token_budget(8192, room) == 128  # the tiny model: its positions, not memory
 
 
 @pytest.mark.parametrize("family", ["gpt2", "bert"])
@@ -355,7 +366,7 @@ def test_a_folder_without_its_language_model_head_is_said_to_lack_it_and_measure
     if family == "llama" and missing:
         assert m.head_missing == ("lm_head.weight",)
     a = m.analyze("A window keeps the nearby words and lets the distant ones go.")
-    assert a.n > 5 and torch.isfinite(a.attentions.float()).all()  # its attention is real either way
+    assert a.n > 5 and torch.isfinite(a.weights().dense().float()).all()  # its attention is real either way
     if missing:
         with pytest.raises(swap.NoLanguageHead):
             swap.measure(m, "A window keeps the nearby words.", swap.Swap("own"))
@@ -445,7 +456,7 @@ def test_a_bias_in_the_mask_is_kept_in_the_reference_and_in_every_swap(loaded):
     # the captured weights are the biased softmax: recomputed by hand from q, k and the mask
     q, k, _ = a.qkv(0)
     by_hand = torch.softmax(q[0] @ k[0].transpose(-1, -2) * a.layers[0].scale + mask[0], dim=-1)
-    torch.testing.assert_close(a.attentions[0].float(), by_hand, atol=1e-3, rtol=0)
+    torch.testing.assert_close(a.weights().dense()[0].float(), by_hand, atol=1e-3, rtol=0)
 
     def hidden(plan=None, **extra):
         run = lambda: m.model.base_model(input_ids=x, **m._forward_kwargs, **extra).last_hidden_state  # noqa: E731

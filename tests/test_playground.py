@@ -327,7 +327,7 @@ def test_every_preset_draws_its_numbers_and_each_equals_its_formula(make_app, ti
         allowed = dense_of(a.n, c, True)
         scoped = [i for i in range(a.n_layers) if at.session_state["pg_scope"] == "all"
                   or a.layer_types[i] == "sliding"]
-        per_layer = [float((a.attentions[i].float() * allowed).sum(-1).mean()) if i in scoped else 1.0
+        per_layer = [float((a.weights().dense()[i].float() * allowed).sum(-1).mean()) if i in scoped else 1.0
                      for i in range(a.n_layers)]
         kept = parse(metric(at, "playground.metric_kept_all", lang), lang)
         assert kept == pytest.approx(sum(per_layer) / len(per_layer), abs=0.0015)
@@ -514,7 +514,7 @@ def test_the_top_k_part_and_a_stack_show_numbers_counted_by_hand(make_app, tiny,
             continue
         qi, ki, _ = a.qkv(i)
         s = (qi[0].double() @ ki[0].double().transpose(-1, -2)).tolist()  # Python lists: the loop reads them fast
-        w_ = a.attentions[i].double().tolist()
+        w_ = a.weights().dense()[i].double().tolist()
         kept_rows = []
         for hi in range(h):
             for r in range(n):

@@ -1,6 +1,7 @@
 """The real packaged model (Gemma-3-270m), converted once into the cache folder.
 Marked ``real``: it runs in CI (the first conversion takes about a minute)."""
 
+import dataclasses
 import subprocess
 import sys
 import textwrap
@@ -65,7 +66,7 @@ def test_each_language_has_no_unknown_tokens_and_readable_labels(real, lang):
         q, k, v = a.qkv(layer)
         scores = (q @ k.transpose(-1, -2)) * a.layers[layer].scale
         w = torch.softmax(scores.masked_fill(~a.model_mask(layer), float("-inf")), -1)
-        torch.testing.assert_close(w[0], a.attentions[layer].float(), atol=1e-3, rtol=0)
+        torch.testing.assert_close(w[0], a.weights().dense()[layer].float(), atol=1e-3, rtol=0)
 
 
 def test_japanese_characters_split_into_bytes_show_once(real):
@@ -77,21 +78,29 @@ def test_sliding_layers_put_no_weight_beyond_their_window(real):
     small = 16
     sliding = [i for i, t in enumerate(real.layer_types) if t == "sliding"]
     with real.lock:  # a smaller window, on this model only for the length of the test
-        old = real.config.sliding_window
+        old, old_arch, own = real.config.sliding_window, real.arch, real.model.config._attn_implementation
         try:
             real.config.sliding_window = small
             for i in sliding:
                 real.model.model.layers[i].self_attn.sliding_window = small
             real.sliding_window = small
+            # as a model of that window reads it (attn.arch reads the windows once, on loading)
+            real.arch = dataclasses.replace(old_arch, windows=tuple(small if w else None for w in old_arch.windows))
             a = real.analyze(sample_text("en"), max_tokens=120)
+            real.model.set_attn_implementation("eager")  # the model's own weights, as transformers computes them
+            with torch.no_grad():
+                out = real.model.model(input_ids=torch.tensor([a.ids]), output_attentions=True, use_cache=False)
         finally:
+            real.model.set_attn_implementation(own)
             real.config.sliding_window = old
             for i in sliding:
                 real.model.model.layers[i].self_attn.sliding_window = old
-            real.sliding_window = old
+            real.sliding_window, real.arch = old, old_arch
+    eager = torch.stack([w[0] for w in out.attentions])
+    torch.testing.assert_close(a.weights().dense(), eager, atol=2e-5, rtol=0)
     outside = ~patterns.pattern_grid(a.n, small, (), True) & patterns.pattern_grid(a.n, None, (), True)
     for i, kind in enumerate(a.layer_types):
-        beyond = a.attentions[i][:, outside].float()
+        beyond = a.weights().dense()[i][:, outside].float()
         if kind == "sliding":
             assert beyond.abs().max() == 0
         else:
@@ -101,9 +110,9 @@ def test_sliding_layers_put_no_weight_beyond_their_window(real):
 @pytest.mark.parametrize("lang", ["en", "pt", "ja"])
 def test_the_first_token_is_found_as_the_sink(real, lang):
     a = real.analyze(sample_text(lang))
-    found = stats.anchors(a.attentions, a.layers[0], top=3)
+    found = stats.anchors(a.weights().dense(), a.layers[0], top=3)
     assert found[0][0] == 0
-    assert stats.sink_share(a.attentions) > 0.2
+    assert stats.sink_share(a.weights().dense()) > 0.2
 
 
 def test_loading_and_running_work_with_the_network_blocked():

@@ -40,7 +40,7 @@ def row_cells(i: int, window) -> int:
 
 def test_the_useful_share_on_every_prefix_of_every_layer_against_rows_sorted_one_by_one(measured):
     a, nums = measured
-    weights = a.attentions.float().numpy()
+    weights = a.weights().dense().float().numpy()
     for layer in range(a.n_layers):
         window = a.layers[layer].window
         for point in nums.useful[layer]:
@@ -64,7 +64,7 @@ def kept(weights: np.ndarray, allowed) -> float:
 
 def test_what_a_window_keeps_with_and_without_hubs_and_the_sink_against_written_out_masks(measured):
     a, nums = measured
-    weights = a.attentions.double().numpy()
+    weights = a.weights().dense().double().numpy()
     for w in room_numbers.ROOM_WINDOWS:
         assert close(nums.kept[w].mean, kept(weights, lambda i, j, w=w: j <= i and i - j < w))
         for layer in (0, a.n_layers - 1):
@@ -83,7 +83,7 @@ def test_what_a_window_keeps_with_and_without_hubs_and_the_sink_against_written_
 
 def test_what_each_rows_top_cells_keep_at_the_windows_cells_against_rows_sorted_one_by_one(measured):
     a, nums = measured
-    weights = a.attentions.double().numpy()
+    weights = a.weights().dense().double().numpy()
     L, H, n, _ = weights.shape
     for w in room_numbers.ROOM_WINDOWS:
         keep = w  # a causal model: the window's cells a row
@@ -192,7 +192,7 @@ def test_an_encoders_room_numbers_read_both_ways_and_each_prefix_is_its_own_run(
             assert close(k_bar, float(np.mean(ks))), (layer, length)
             assert close(share, length * float(np.mean(ks)) / length ** 2), (layer, length)
             assert close(uniform, math.ceil(room_numbers.ROOM_P * length - 1e-9) / length), (layer, length)
-    weights = a.attentions.double().numpy()
+    weights = a.weights().dense().double().numpy()
     assert close(nums.kept[4].mean, kept(weights, lambda i, j: abs(i - j) < 4))
     assert room_numbers.uniform_sink(a.n, causal=False) == pytest.approx(1 / a.n)
     sink = float(weights[:, :, 1:, 0].mean())  # the first token's share, from the weights themselves

@@ -136,16 +136,18 @@ def pool_factor(n: int) -> int:
     return max(1, math.ceil(n / MAX_SIDE))
 
 
-def downsample(grid: np.ndarray, reduce: str = "mean") -> tuple[np.ndarray, int]:
-    """Pool an (n, n) grid into at most MAX_SIDE² cells; returns (grid, factor)."""
-    n = grid.shape[0]
-    f = pool_factor(n)
+def pool_rows(rows: np.ndarray, f: int, reduce: str = "mean") -> np.ndarray:
+    """Pool a block of whole rows ``(r, n)`` (r a multiple of f, or the grid's last rows)
+    into ``(⌈r/f⌉, ⌈n/f⌉)`` cells of f×f, each its block's mean or largest weight
+    (``reduce``); a block with no drawn cell (NaN) stays empty."""
+    rows = np.asarray(rows, dtype=np.float32)
     if f == 1:
-        return grid, 1
-    m = math.ceil(n / f)
-    padded = np.full((m * f, m * f), np.nan, dtype=np.float32)
-    padded[:n, :n] = grid
-    blocks = padded.reshape(m, f, m, f)
+        return rows
+    r, n = rows.shape
+    mr, m = math.ceil(r / f), math.ceil(n / f)
+    padded = np.full((mr * f, m * f), np.nan, dtype=np.float32)
+    padded[:r, :n] = rows
+    blocks = padded.reshape(mr, f, m, f)
     # all-empty blocks stay empty (NaN). Computed by hand, not with nanmean/nanmax:
     # their "empty slice" warning can only be silenced through warnings.catch_warnings,
     # which is process-wide and not thread-safe under a server's threads.
@@ -155,8 +157,13 @@ def downsample(grid: np.ndarray, reduce: str = "mean") -> tuple[np.ndarray, int]
         pooled = np.where(filled, blocks, -np.inf).max(axis=(1, 3))
     else:
         pooled = np.where(filled, blocks, 0.0).sum(axis=(1, 3)) / np.maximum(count, 1)
-    pooled = np.where(count > 0, pooled, np.nan).astype(np.float32)
-    return pooled, f
+    return np.where(count > 0, pooled, np.nan).astype(np.float32)
+
+
+def downsample(grid: np.ndarray, reduce: str = "mean") -> tuple[np.ndarray, int]:
+    """Pool an (n, n) grid into at most MAX_SIDE² cells; returns (grid, factor)."""
+    f = pool_factor(grid.shape[0])
+    return pool_rows(grid, f, reduce), f
 
 
 def _names(labels: list[str], start: int = 0) -> list[str]:
@@ -195,7 +202,9 @@ def _token_axes(fig, labels, n, factor, x_title, y_title, max_labels: int = 64):
 
 def attention_heatmap(grid, labels, *, title, x_title, y_title, hover, separators, colorbar="",
                       zmax=1.0, colorscale=WEIGHTS, reduce="mean", height=560, named_axes=False):
-    """Heat map of an (n, n) grid of weights; rows are queries, columns keys.
+    """Heat map of an (n, n) grid of weights; rows are queries, columns keys. A grid
+    already pooled to screen resolution (fewer rows than ``labels``: the analysis' grids,
+    ui.measures) is drawn as it is, at its factor ``pool_factor(n)``.
 
     ``hover`` is a Plotly hovertemplate using %{y} (query), %{x} (key), %{z} and,
     when tokens are shown, %{customdata[0]} / %{customdata[1]} (their labels).
@@ -203,8 +212,11 @@ def attention_heatmap(grid, labels, *, title, x_title, y_title, hover, separator
     so %{x} and %{y} name them: n labels per axis rather than n² pair labels, which are
     most of what each reader is sent (no numeric overlay such as ``add_band`` then)."""
     grid = np.asarray(grid, dtype=np.float32)
-    n = grid.shape[0]
-    z, f = downsample(grid, reduce)
+    n = len(labels)
+    if grid.shape[0] < n:  # pooled already
+        z, f = grid, pool_factor(n)
+    else:
+        z, f = downsample(grid, reduce)
     m = z.shape[0]
     coords = np.arange(m) * f + (f - 1) / 2 if f > 1 else np.arange(m)
     named = named_axes and f == 1

@@ -12,12 +12,35 @@ import numpy as np
 import streamlit as st
 import torch
 
-from attn import graph, methods, outputs, patterns, stats, topk
+from attn import budgets, graph, methods, outputs, patterns, stats, topk
 from attn.layer import LayerAttention
+from attn.rows import BLOCK_CELLS, RowSample
 from server.lru import CountLRU
 
-from . import analyses
+from . import analyses, figures
 from .setting_rows import Context
+
+# A text of at most EXACT_ROWS tokens: every statistic reads every row of every head. A
+# longer one: its first EXACT_ROWS rows and SAMPLED_ROWS more spread evenly over the rest
+# (attn.rows.RowSample), and the page says so, with the spread of such samples.
+EXACT_ROWS = 1024
+SAMPLED_ROWS = 1024
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """Which rows a statistic read: ``rows`` of the text's ``n`` (all of them, or a sample),
+    and half the width within which 95 % of such samples' values fall (``spread``, in the
+    statistic's own unit; 0 when every row was read)."""
+
+    rows: int
+    n: int
+    spread: float = 0.0
+    first: int = 0  # the text's first rows, every one of them read (the rest: spread evenly)
+
+    @property
+    def every_row(self) -> bool:
+        return self.rows >= self.n
 
 
 @dataclass(frozen=True)
@@ -48,6 +71,7 @@ class Useful:
     window: int | None
     top_kept: float = 0.0  # the mean share of a row's weight in its round(k̄) largest cells (top-k at k = k̄)
     top_reached: float = 0.0  # the share of rows whose round(k̄) largest cells hold at least p
+    sampled: Sampled | None = None  # the rows read (spread: of the useful share)
 
 
 @dataclass(frozen=True)
@@ -62,6 +86,7 @@ class ShareTrend:
     layers_fell: int
     heads_fell: int
     k_mean: float
+    sampled: Sampled | None = None  # the rows read (spread: of k_mean)
 
 
 @dataclass(frozen=True)
@@ -71,6 +96,7 @@ class Kept:
     per_head: np.ndarray
     per_layer: np.ndarray
     mean: float
+    sampled: Sampled | None = None  # the rows read (spread: of mean)
 
 
 @dataclass(frozen=True)
@@ -105,6 +131,7 @@ class SpecialShare:
     even: float
     per_layer: tuple[float, ...]
     each: tuple[tuple[int, float, float], ...] = ()  # (column, its own share, its even share)
+    sampled: Sampled | None = None  # the rows read (spread: of mean)
 
 
 @dataclass(frozen=True)
@@ -154,6 +181,7 @@ class Sharpness:
 
     peak: dict
     norms: Norms
+    n: int = 0  # the tokens read (a long text's first: layer_tokens)
 
     @property
     def uniform(self) -> float:
@@ -164,54 +192,97 @@ def _analysis(text: str, model_id: str):
     return analyses.get_analysis(text, model_id)
 
 
-def _causal_view(g: torch.Tensor, causal: bool = True) -> np.ndarray:
+def row_sample(a) -> RowSample:
+    """The rows a statistic of the text reads: every row of a text of at most EXACT_ROWS
+    tokens; else the first EXACT_ROWS and SAMPLED_ROWS spread over the rest."""
+    return RowSample.spread(a.n, EXACT_ROWS, SAMPLED_ROWS)
+
+
+def _sampled_weights(a):
+    """The analysis' weights on its row sample, and the sample."""
+    sample = row_sample(a)
+    w = a.weights()
+    return (w if sample.every_row else w.at(sample.positions)), sample
+
+
+def _sampled(sample: RowSample, spread: float) -> Sampled:
+    return Sampled(sample.count, sample.n, spread, min(sample.whole, sample.n))
+
+
+def _causal_view(g: torch.Tensor, causal: bool = True, first_row: int = 0) -> np.ndarray:
     """For drawing: the cells a causal model never computes (above the diagonal) left
-    empty rather than drawn as zero weight; an encoder's grid (``causal`` False) whole."""
+    empty rather than drawn as zero weight; an encoder's grid (``causal`` False) whole.
+    ``first_row``: the text's position of the block's first row."""
     out = g.clone()
     if causal:
-        out[torch.ones_like(out, dtype=torch.bool).triu(1)] = torch.nan
+        out[torch.ones_like(out, dtype=torch.bool).triu(1 + first_row)] = torch.nan
     return out.numpy()
 
 
-# few: a summary (kept for every reader) draws each grid once; 4 MB each at 1,024 tokens
+def _pooled(a, layer: int, head, reduce: str = "mean", keep=None) -> np.ndarray:
+    """One head's grid (head=None: the layer's heads averaged) as it is drawn: pooled into
+    blocks of b×b cells (figures.pool_factor: at most figures.MAX_SIDE a side), each the
+    block's mean or largest weight (``reduce``), read a block of rows at a time — never the
+    whole grid. ``keep``: a function of a block's rows giving the cells to draw (others empty)."""
+    n = a.n
+    f = figures.pool_factor(n)
+    step = f * max(1, BLOCK_CELLS // max(1, f * n))  # whole pooled rows at a time
+    out = []
+    for s in range(0, n, step):
+        rows = a.rows(layer, head, torch.arange(s, min(n, s + step)))
+        if keep is not None:
+            rows = torch.where(keep(rows), rows, torch.nan)
+        out.append(figures.pool_rows(_causal_view(rows, a.causal, first_row=s), f, reduce))
+    return np.concatenate(out, axis=0)
+
+
+# few: a summary (kept for every reader) draws each grid once; at most 384² cells each
 @st.cache_data(max_entries=8, show_spinner=False)
 def grid(text: str, model_id: str, layer: int, head) -> np.ndarray:
-    a = _analysis(text, model_id)
-    return _causal_view(a.grid(layer, head), a.causal)
+    """The grid as drawn (pooled to screen resolution: ``_pooled``, each block's mean)."""
+    return _pooled(_analysis(text, model_id), layer, head)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def row(text: str, model_id: str, layer: int, head, token: int) -> np.ndarray:
-    """One token's row of the grid: its weight on itself and every earlier token (on an
-    encoder, on every token)."""
+    """One token's row of the grid at full resolution: its weight on itself and every
+    earlier token (on an encoder, on every token)."""
     a = _analysis(text, model_id)
-    return a.grid(layer, head)[token, : token + 1 if a.causal else a.n].numpy()
+    return a.rows(layer, head, [token])[0, : token + 1 if a.causal else a.n].numpy()
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def useful(text: str, model_id: str, layer: int, head, p: float) -> Useful:
     """k̄, useful cells and their share of the cells the layer computes, for one head or
-    (head=None) the heads of the layer, each head's own k averaged; on prefixes too."""
+    (head=None) the heads of the layer, each head's own k averaged; on prefixes too. On a
+    long text, read on its row sample (``row_sample``: the page says so)."""
     a = _analysis(text, model_id)
     reads = a.layers[layer]
     window = reads.window
-    weights = a.attentions[layer] if head is None else a.attentions[layer, head]  # (H, n, n) or (n, n)
-    s = stats.useful_summary(weights, p, reads)
+    every, sample = _sampled_weights(a)
+    weights = every[layer] if head is None else every[layer, head]  # (H, rows, n) or (rows, n)
+    s = stats.useful_summary(weights, p, reads, sample=sample)
     # the drawn mask holds exactly k cells per row of the grid drawn (the averaged one for head=None)
-    drawn = s["k_rows"] if head is not None else stats.k_for_share(a.grid(layer, None), p)
+    if head is not None:
+        mask_cells = sample.mean(s["k_rows"]) * a.n
+    else:
+        k_mean = torch.cat([stats.k_for_share(a.rows(layer, None, pos), p)
+                            for pos in sample.positions.split(max(1, BLOCK_CELLS // a.n))])
+        mask_cells = sample.mean(k_mean) * a.n
     prefixes = stats.useful_share_by_prefix(
-        weights, p, stats.prefix_lengths(a.n), reads, k_rows=s["k_rows"],  # the whole grid's k, counted above
+        weights, p, stats.prefix_lengths(a.n), reads, k_rows=s["k_rows"], sample=sample,  # k of the rows, counted above
         prefix=lambda m: a.prefix(m)[layer] if head is None else a.prefix(m)[layer, head])
     # top-k at k = k̄, measured: k̄ is an average of the rows' k(p), so the rows that need more
     # cells than k̄ fall short of p and those that need fewer keep more
     _, tops = stats.k_and_top(weights, p, keeps=(max(1, round(s["k"])),))
     top = next(iter(tops.values()))
-    return Useful(k=s["k"], useful=s["useful"], share=s["share"], cells=s["cells"], mask_cells=int(drawn.sum()),
-                  top_kept=float(top.mean()), top_reached=float((top >= p - 1e-6).float().mean()),
+    cells = s["cells"]
+    return Useful(k=s["k"], useful=s["useful"], share=s["share"], cells=cells, mask_cells=int(round(mask_cells)),
+                  top_kept=sample.mean(top), top_reached=sample.mean((top >= p - 1e-6).float()),
                   k_all=share_trend(text, model_id, p).k_mean,  # k(p) of every head once per text and p, shared
                   prefixes=tuple(PrefixPoint(r["n"], r["k"], r["share"], r["uniform_k"], r["uniform_share"])
                                  for r in prefixes),
-                  window=window)
+                  window=window, sampled=_sampled(sample, s["spread"] * a.n / cells))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -220,18 +291,20 @@ def share_trend(text: str, model_id: str, p: float) -> ShareTrend:
     draws to the whole text (stats.share_trend)."""
     a = _analysis(text, model_id)
     first = stats.prefix_lengths(a.n)[0]
-    r = stats.share_trend(a.attentions, p, first, a.layers,
-                          first_attentions=None if a.causal else a.prefix(first))
+    weights, sample = _sampled_weights(a)
+    r = stats.share_trend(weights, p, first, a.layers, first_attentions=None if a.causal else a.prefix(first),
+                          sample=sample)
     return ShareTrend(first=r["first"], n=r["n"], layers=r["layers"], heads=r["heads"], layers_fell=r["layers_fell"],
-                      heads_fell=r["heads_fell"], k_mean=r["k_mean"])
+                      heads_fell=r["heads_fell"], k_mean=r["k_mean"], sampled=_sampled(sample, r["k_spread"]))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def kept(text: str, model_id: str, window: int, hubs: tuple) -> Kept:
     """Share of the real weight a window (+ hubs) keeps, per layer and head."""
     a = _analysis(text, model_id)
-    res = stats.share_kept_by_pattern(a.attentions, window, hubs, a.layers[0])
-    return Kept(res["per_head"].numpy(), res["per_layer"].numpy(), res["mean"])
+    weights, sample = _sampled_weights(a)
+    res = stats.share_kept_by_pattern(weights, window, hubs, a.layers[0], sample=sample)
+    return Kept(res["per_head"].numpy(), res["per_layer"].numpy(), res["mean"], _sampled(sample, res["spread"]))
 
 
 ANCHOR_DISTANCE = stats.ANCHOR_DISTANCE  # an anchor is scored by rows at least this far after it
@@ -240,7 +313,8 @@ ANCHOR_DISTANCE = stats.ANCHOR_DISTANCE  # an anchor is scored by rows at least 
 @st.cache_data(max_entries=16, show_spinner=False)
 def anchors(text: str, model_id: str, top: int = 5) -> list[tuple[int, float]]:
     a = _analysis(text, model_id)
-    return stats.anchors(a.attentions, a.layers[0], top=top)
+    weights, sample = _sampled_weights(a)
+    return stats.anchors(weights, a.layers[0], top=top, sample=sample)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -281,7 +355,15 @@ def cells(n: int, reads: LayerAttention, window=None, hubs=()) -> int:
 @st.cache_data(max_entries=16, show_spinner=False)
 def sink_share(text: str, model_id: str) -> float:
     """Mean weight every row after the first gives to the first token (all layers, heads)."""
-    return stats.sink_share(_analysis(text, model_id).attentions)
+    return sink_estimate(text, model_id)[0]
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def sink_estimate(text: str, model_id: str) -> tuple[float, Sampled]:
+    """The sink's share (``sink_share``) and the rows it was read on."""
+    weights, sample = _sampled_weights(_analysis(text, model_id))
+    share, spread = stats.sink_rows(weights, sample)
+    return share, _sampled(sample, spread)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -290,32 +372,47 @@ def special_share(text: str, model_id: str) -> SpecialShare:
     share of each row, averaged over every row, layer and head (stats.share_to), per
     layer too, beside what an even spread over each row's cells would give them."""
     a = _analysis(text, model_id)
-    r = stats.share_to(a.attentions, a.specials, a.layers[0])
-    return SpecialShare(tuple(r["columns"]), r["mean"], r["even"], tuple(r["per_layer"]), tuple(r["each"]))
+    weights, sample = _sampled_weights(a)
+    r = stats.share_to(weights, a.specials, a.layers[0], sample=sample)
+    return SpecialShare(tuple(r["columns"]), r["mean"], r["even"], tuple(r["per_layer"]), tuple(r["each"]),
+                        _sampled(sample, r.get("spread", 0.0)))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def top_share_view(text: str, model_id: str, layer: int, head, p: float) -> np.ndarray:
     """The grid with only the cells that make up share p of each row (others NaN)."""
     a = _analysis(text, model_id)
-    g = a.grid(layer, head)
-    return _causal_view(torch.where(stats.top_share_mask(g, p), g, torch.nan), a.causal)
+    return _pooled(a, layer, head, reduce="max", keep=lambda rows: stats.top_share_mask(rows, p))
+
+
+def layer_tokens(a) -> int:
+    """The tokens step 5's and step 6's measures of one layer read (budgets.LAYER_TOKENS):
+    the whole text, or a long one's first tokens (a causal model's; an encoder's whole)."""
+    return min(a.n, budgets.LAYER_TOKENS) if a.causal else a.n
+
+
+def layer_on(a, layer: int):
+    """(q, k, v, bias) of one layer on the tokens its measures read (``layer_tokens``)."""
+    return a.layer_on(layer, layer_tokens(a))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def linear_orders(text: str, model_id: str, layer: int, feature: str, causal: bool) -> LinearOrders:
-    """Both multiplication orders of one φ on the model's own q, k, v of a layer."""
+    """Both multiplication orders of one φ on the model's own q, k, v of a layer (on a long
+    text's first tokens: ``layer_tokens``; ``n`` says how many)."""
     a = _analysis(text, model_id)
-    q, k, v = a.qkv(layer)
+    q, k, v, _ = layer_on(a, layer)
     r = outputs.linear_orders(q, k, v, a.layers[layer], feature=feature, causal=causal)
     return LinearOrders(**{f: r[f] for f in LinearOrders.__dataclass_fields__})
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def errors(text: str, model_id: str, layer: int, window: int, hubs: tuple) -> Errors:
+    """Each method's output error on one layer (on a long text's first tokens:
+    ``layer_tokens``; ``n`` says how many)."""
     a = _analysis(text, model_id)
-    q, k, v = a.qkv(layer)
-    r = outputs.output_errors(q, k, v, a.layers[layer], window=window, hubs=hubs, bias=a.bias(layer))
+    q, k, v, bias = layer_on(a, layer)
+    r = outputs.output_errors(q, k, v, a.layers[layer], window=window, hubs=hubs, bias=bias)
     return Errors(r["mean"], r["dtype"], r["n"], r["plain"])
 
 
@@ -361,10 +458,10 @@ def implied_maps(text: str, model_id: str, layer: int, head: int, window: int, h
 def sharpness(text: str, model_id: str, layer: int, window: int, hubs: tuple) -> Sharpness:
     """Mean largest weight per row of each method, and the layer's median ‖q‖, ‖k‖."""
     a = _analysis(text, model_id)
-    q, k, _ = a.qkv(layer)
+    q, k, _, bias = layer_on(a, layer)
     reads = a.layers[layer]
-    peak = outputs.peak_weights(q, k, reads, window=window, hubs=hubs, bias=a.bias(layer))
-    return Sharpness(peak, Norms(**outputs.median_norms(q, k, reads)))
+    peak = outputs.peak_weights(q, k, reads, window=window, hubs=hubs, bias=bias)
+    return Sharpness(peak, Norms(**outputs.median_norms(q, k, reads)), q.shape[2])
 
 
 @st.cache_resource(show_spinner=False)

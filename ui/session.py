@@ -69,6 +69,35 @@ def text_changed() -> None:
     st.session_state.setdefault(keys.CHANGED, set()).add(keys.TEXT)
 
 
+UPLOAD = "text_file"  # the sidebar's file upload (a .txt or .md file, read as the text)
+
+
+def text_uploaded() -> None:
+    """on_change of the file upload: its contents become the text, read as UTF-8 (a
+    byte-order mark allowed); a file in another encoding is refused in words, and a file
+    longer than the text area holds is cut to it, and said."""
+    upload = st.session_state.get(UPLOAD)
+    if upload is None:
+        return
+    t = tr()
+    try:
+        text = upload.getvalue().decode("utf-8-sig")
+    except UnicodeDecodeError:
+        notice_later(t("sidebar.upload_not_utf8", name=upload.name), ":material/block:")
+        return
+    if not text.strip():
+        notice_later(t("sidebar.upload_empty", name=upload.name), ":material/block:")
+        return
+    if len(text) > MAX_CHARS:
+        notice_later(t("sidebar.upload_cut", name=upload.name, n=t.int(MAX_CHARS), total=t.int(len(text))),
+                     ":material/content_cut:")
+        text = text[:MAX_CHARS]
+    else:
+        notice_later(t("sidebar.upload_read", name=upload.name, n=t.int(len(text))), ":material/upload_file:")
+    st.session_state[keys.TEXT] = text
+    text_changed()
+
+
 def restore_sample() -> None:
     st.session_state[keys.TEXT] = sample_text(st.session_state.get(keys.LANG, "en"))
     text_changed()

@@ -230,6 +230,17 @@ def who(t: Translator, a, layer: int, head) -> list[tuple[str, str]]:
     return [(t("common.layer"), layer_label(t, a, layer)), (t("common.head"), head_label(t, head))]
 
 
+def sampled_note(t: Translator, sampled, unit: str = "points") -> str | None:
+    """The sentence a statistic read on a sample of a long text's rows carries (None when
+    it read every row): which rows, how many, and the spread of such samples — in
+    percentage points of a share (``unit`` "points") or in cells (k̄: "cells")."""
+    if sampled is None or sampled.every_row:
+        return None
+    spread = t.float(100 * sampled.spread if unit == "points" else sampled.spread, 2)
+    return t(f"common.sampled_{unit}", rows=t.int(sampled.rows), n=t.int(sampled.n), first=t.int(sampled.first),
+             spaced=t.int(sampled.rows - sampled.first), spread=spread)
+
+
 def heatmap(t: Translator, grid, tokens, title: str, **kw):
     """An attention grid as the steps draw it: (figure, the factor it was pooled by)."""
     n = len(tokens)

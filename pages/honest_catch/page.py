@@ -33,6 +33,8 @@ k2.metric(t("honest_catch.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean[met
 k3.metric(t("honest_catch.metric_best_linear", f=t(f"features.{best_linear.feature}")), t.pct(mean[best_linear.name]),
           delta=t("honest_catch.metric_uniform", u=t.pct(err.uniform)), **drawing.REFERENCE)
 
+if err.n < n:  # a long text: the layer's outputs are written out on its first tokens
+    st.caption(t("common.layer_first", m=t.int(err.n), n=t.int(n)))
 drawing.show_figure(sm.figure, key="s6_errors")
 st.caption(t("honest_catch.heads_note"))  # the errors average the layer's heads; the picked head draws the maps
 linear = [m for m in shown if m.family == "linear"]

@@ -5,6 +5,7 @@ special tokens ([CLS], [SEP])."""
 import streamlit as st
 
 from ui import drawing, figures, glossary, measures, model_swaps, step_page, widgets
+from ui.step_parts import sampled_note
 from pages import hubs as step
 
 page = step_page.opened(step.STEP)
@@ -38,6 +39,8 @@ c3.metric(t("hubs.metric_kept_hubs", g=g), t.pct(v.kept_h.mean),
 c4.metric(t("hubs.metric_kept_sink"), t.pct(kept_s.mean),
           delta=t("hubs.metric_kept_delta", d=t.float(100 * (kept_s.mean - v.kept_w.mean), 1)),
           **drawing.REFERENCE)
+if (said := sampled_note(t, v.kept_h.sampled)) is not None:  # a long text: read on a sample of its rows
+    st.caption(said)
 
 st.subheader(t("hubs.hops_heading"))
 st.markdown(t("hubs.hops_lead"))
@@ -141,8 +144,10 @@ if a.causal:
     causal_hubs()
 else:
     encoder_hubs()
-sink_share = measures.sink_share(text, model_id)
+sink_share, sink_rows = measures.sink_estimate(text, model_id)
 st.metric(t("hubs.metric_sink"), t.pct(sink_share), help=t("hubs.metric_sink_help"))
+if (said := sampled_note(t, sink_rows)) is not None:
+    st.caption(said)
 if not a.first_is_special:  # GPT-2's tokenizer adds no start token: the sink is a piece of the text
     st.caption(t("hubs.first_is_text"))
 glossary.prose(t, step.STEP, "hubs.sink_why" if a.causal else "hubs.sink_why_both")

@@ -27,6 +27,8 @@ m1.metric(t("linear.metric_diff"), t.sci(r.rel_diff), help=t("linear.metric_diff
 m2.metric(t("linear.metric_grid_causal" if causal else "linear.metric_grid", n=t.int(r.n)), t.int(r.grid_numbers))
 m3.metric(t("linear.metric_summary", m=t.int(r.m), d=t.int(r.d)), t.int(r.summary_numbers))
 m4.metric(t("linear.metric_ratio"), t.ratio(r.grid_numbers / r.summary_numbers))
+if r.n < a.n:  # a long text: both orders on its first tokens (the grid order builds the n×n grid)
+    st.caption(t("common.layer_first", m=t.int(r.n), n=t.int(a.n)))
 st.caption(t("linear.diff_caption", abs=t.sci(r.max_diff), layer=layer,
              tq=t.float(r.seconds_quadratic * 1e3, 1), tl=t.float(r.seconds_linear * 1e3, 1),
              runs=t.int(r.runs)))

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from ui import drawing, figures, glossary, measures, step_page, widgets
+from ui.step_parts import sampled_note
 from pages import nearly_empty
 
 page = step_page.opened(nearly_empty.STEP)
@@ -24,6 +25,8 @@ c2.metric(t("nearly_empty.metric_useful"), t.int(res.useful), help=t("nearly_emp
 c3.metric(t("nearly_empty.metric_share"), t.pct(res.share),
           help=t("nearly_empty.metric_share_help", cells=t.int(res.cells)))
 c4.metric(t("nearly_empty.metric_all"), t.float(res.k_all, 1), help=t("nearly_empty.metric_all_help"))
+if (said := sampled_note(t, res.sampled)) is not None:  # a long text: its statistics read on a sample of its rows
+    st.caption(said)
 # the lead's "a small part of its cells", in this text's numbers
 st.caption(t("nearly_empty.all_caption", k=t.float(res.k_all, 1), p=t.pct(p, 0), n=t.int(n)))
 st.caption(t("nearly_empty.topk_caption", k=t.int(max(1, round(res.k))), p=t.pct(p, 0), kept=t.pct(res.top_kept),

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from ui import drawing, figures, glossary, measures, step_page, widgets
+from ui.step_parts import sampled_note
 from pages import neighbours
 
 page = step_page.opened(neighbours.STEP)
@@ -36,6 +37,8 @@ with top:
     c3.metric(t("neighbours.metric_cells"), t.int(v.cells),
               delta=t("neighbours.metric_cells_delta", share=t.pct(v.cells / measures.cells(n, a.layers[0]))),
               **drawing.REFERENCE)
+    if (said := sampled_note(t, kept.sampled)) is not None:  # a long text: read on a sample of its rows
+        st.caption(said)
     drawing.show_figure(sm.figure, key="s3_grid")
     drawing.downsample_note(t, v.factor, n)
     sliding = sum(1 for x in a.layer_types if x == "sliding")

@@ -25,7 +25,7 @@ from attn.device import pick_device
 from attn.swap import STACK_EVERY, stack_layers
 from server.lru import CountLRU
 
-from ui import analyses, measures, model_swaps, widgets
+from ui import analyses, figures, measures, model_swaps, widgets
 from ui.i18n import Translator
 from ui.setting_rows import DEFAULT_LAYER, Context, Dims, Setting, first_layer, hubs_row, layers_of
 from ui.step_parts import Step
@@ -259,8 +259,19 @@ def _comp(key: tuple) -> Composition:
 @st.cache_data(max_entries=64, show_spinner=False)
 def grid(n: int, key: tuple, causal: bool) -> np.ndarray:
     """The pattern over the text: 1 where a cell is computed, 0 where it is skipped,
-    empty above the diagonal of a causal pattern."""
-    return _grid_of(patterns.dense(algebra.composed_mask(n, _comp(key), causal), n), causal)
+    empty above the diagonal of a causal pattern; pooled to screen resolution (each drawn
+    cell the share of its block computed), a block of rows at a time."""
+    rows = patterns.rows_of(algebra.composed_mask(n, _comp(key), causal), n)
+    f = figures.pool_factor(n)
+    step = f * max(1, (1 << 21) // max(1, f * n))
+    out = []
+    for s in range(0, n, step):
+        pos = torch.arange(s, min(n, s + step))
+        g = rows(pos).float()
+        if causal:
+            g[pos[:, None] < torch.arange(n)[None, :]] = torch.nan
+        out.append(figures.pool_rows(g.numpy(), f))
+    return np.concatenate(out, axis=0)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -341,15 +352,17 @@ def kept(text: str, model_id: str, key: tuple, scope: str, top_key_: tuple | Non
     scope keep their own pattern, so all of their weight. With top-k, each layer's own
     chosen keys beside the parts."""
     a = analyses.get_analysis(text, model_id)
-    allowed = patterns.dense(algebra.composed_mask(a.n, _comp(key), a.causal), a.n)
+    allowed = patterns.rows_of(algebra.composed_mask(a.n, _comp(key), a.causal), a.n)  # a block of rows at a time
     inside = list(scoped(a, scope, every))
     per_layer = np.ones(a.n_layers)
     top = topk_part.of_key(top_key_)
+    weights = a.weights()
     for i in inside if top is not None else ():
-        cells = topk_part.cells(a, _comp(key), top, i, a.causal)[0]
-        per_layer[i] = float((a.attentions[i].float() * cells).sum(-1).mean())
+        cells = topk_part.cells(a, _comp(key), top, i, a.causal)[0]  # (heads, m, m): each head's chosen cells
+        m = cells.shape[-1]  # a long text's first tokens (topk_part.cells)
+        per_layer[i] = float(stats.share_kept(weights[i] if m == a.n else weights[i].prefix(m), cells).mean())
     if inside and top is None:
-        per_layer[inside] = stats.share_kept(a.attentions[inside], allowed).mean(dim=-1).numpy()
+        per_layer[inside] = stats.share_kept(weights[inside], allowed).mean(dim=-1).numpy()
     return PatternKept(per_layer, float(per_layer.mean()), tuple(inside))
 
 
@@ -358,9 +371,11 @@ def error(text: str, model_id: str, key: tuple, layer: int, top_key_: tuple | No
     """Output error of the pattern (with top-k's chosen keys, when on) on one layer's own
     q, k, v against exact softmax."""
     a = analyses.get_analysis(text, model_id)
-    q, k, v = a.qkv(layer)
+    q, k, v, bias = measures.layer_on(a, layer)  # a long text's first tokens (the exact reference is n×n)
+    m = q.shape[2]
+    comp = _comp(key) if m == a.n else algebra.composition_on_prefix(m, _comp(key))
     top = topk_part.of_key(top_key_)
-    r = outputs.pattern_error(q, k, v, a.layers[layer], _comp(key), bias=a.bias(layer),
+    r = outputs.pattern_error(q, k, v, a.layers[layer], comp, bias=bias,
                               method=None if top is None else top.method, keep=None if top is None else top.keep)
     return PatternError(r["mean"], r["uniform"])
 

@@ -100,6 +100,8 @@ st.subheader(t("playground.cost_heading"))
 m1, m2, m3, m4 = st.columns(4)
 if top is not None:
     tc = pg.top_costs(text, model_id, key, tk, layer, causal)
+    if tc.n < n:  # a long text: top-k's cells chosen on its first tokens
+        st.caption(t("playground.topk_first", m=t.int(tc.n), n=t.int(n)))
     mean_cells = tc.cells / tc.heads
     m1.metric(t("playground.metric_cells_topk", layer=layer),
               t.int(tc.cells // tc.heads) if tc.cells % tc.heads == 0 else t.float(mean_cells, 2),
@@ -141,8 +143,9 @@ else:
 
 def grid_figure():
     g = pg.grid(n, key, causal) if top is None else pg.top_grid(text, model_id, key, tk, layer, causal)
+    drawn = n if top is None else min(n, measures.layer_tokens(a))  # top-k's: a long text's first tokens
     fig, _ = figures.attention_heatmap(
-        g, a.tokens, title=t("playground.grid_title", parts=pg.parts_label(t, comp, top)),
+        g, a.tokens[:drawn], title=t("playground.grid_title", parts=pg.parts_label(t, comp, top)),
         x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("playground.hover_grid"),
         separators=t.separators, colorbar=t("playground.grid_colorbar"), colorscale=figures.PATTERN,
         named_axes=n <= 128)  # tokens named on the axes of short texts; positions numbered on longer ones

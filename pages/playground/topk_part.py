@@ -15,6 +15,7 @@ from attn import costs as costs_model
 from attn import methods, outputs, topk
 from attn.composition import Composition
 from attn.costs import Shape
+from ui import measures
 
 NAME = "topk"  # its choice among the playground's parts (it is not one of attn.composition.PARTS)
 CHOOSERS = ("oracle", "indexer")
@@ -72,19 +73,23 @@ def every_pair(n: int, causal: bool) -> int:
 
 
 def cells(a, parts: Composition, top: TopK, layer: int, causal: bool) -> torch.Tensor:
-    """``(1, heads, n, n)`` bool: the cells top-k beside ``parts`` computes in a layer, the
-    oracle choosing by the layer's own scores (its cap and bias), as the swap does."""
-    q, k, _ = a.qkv(layer)
-    params = methods.Params(parts=parts, k=top.keep, causal=causal)
-    return outputs.chosen_pairs(top.method, q, k, params, a.layers[layer], a.bias(layer))
+    """``(1, heads, m, m)`` bool: the cells top-k beside ``parts`` computes in a layer, the
+    oracle choosing by the layer's own scores (its cap and bias), as the swap does — on the
+    text's first m tokens (the whole text, or a long one's first: measures.layer_tokens)."""
+    q, k, _, bias = measures.layer_on(a, layer)
+    m = q.shape[2]
+    params = methods.Params(parts=parts if m == a.n else algebra.composition_on_prefix(m, parts), k=top.keep,
+                            causal=causal)
+    return outputs.chosen_pairs(top.method, q, k, params, a.layers[layer], bias)
 
 
 def cost(a, parts: Composition, top: TopK, layer: int, causal: bool, large: int) -> TopKCost:
     """:class:`TopKCost` on one layer of analysis ``a`` (the registry's cost model at the
     model's shape), operations(2N)/operations(N) at N = ``large``."""
-    n, h, d = a.n, a.n_heads, a.q.shape[-1]
+    chosen = cells(a, parts, top, layer, causal)
+    n, h, d = chosen.shape[-1], a.n_heads, a.q.shape[-1]  # n: the tokens the cells were chosen on
     shape = Shape(heads=h, d=d, causal=causal)
-    counted = int(cells(a, parts, top, layer, causal).sum())
+    counted = int(chosen.sum())
 
     def operations(m: int) -> float:  # at length m: the parts' cells and the chosen keys apart (at most)
         attended = algebra.composed_cells(m, algebra.composition_on_prefix(m, parts), causal)
@@ -95,4 +100,4 @@ def cost(a, parts: Composition, top: TopK, layer: int, causal: bool, large: int)
     return TopKCost(cells=counted, heads=h, every=every, attend=counted * 4.0 * d,
                     scoring=top.method.scoring_flops(n, shape), full_flops=every * costs_model.cell_flops(shape),
                     numbers=h * min(topk.PART_ROWS, n) * n, ratio=operations(2 * large) / operations(large),
-                    full_ratio=every_pair(2 * large, causal) / every_pair(large, causal))
+                    full_ratio=every_pair(2 * large, causal) / every_pair(large, causal), n=n)

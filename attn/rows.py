@@ -1,0 +1,245 @@
+"""The attention weights of an analysis, read a block of rows at a time and never held
+whole: each block is recomputed from the layer's own q and k by its own rule
+(:meth:`attn.layer.LayerAttention.score`: scale, soft cap, bias; then its pattern:
+direction and window; then a softmax in float32, with its learned sinks where it has
+them). A :class:`Weights` stands for a ``(layers, heads, rows, columns)`` grid the way a
+tensor would — ``shape``, indexing by layer and head, a prefix — and yields its rows in
+blocks (:meth:`Weights.blocks`); :mod:`attn.stats` reads nothing else.
+
+Its rows may be every row of the text, or a stated sample of them (:class:`RowSample`:
+the first rows whole, evenly spaced rows after them, each standing for the rows around
+it), for the statistics that would take too long on every row of a long text.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .layer import LayerAttention
+
+BLOCK_CELLS = 1 << 21  # weights recomputed at once (8 MB in float32): one block of rows of one (layer, head)
+
+
+@dataclass(frozen=True)
+class RowSample:
+    """Which rows a statistic reads, and how many rows of the text each stands for: the
+    first ``whole`` rows all of them (weight 1), then ``spaced`` rows evenly spread over
+    the rest (each standing for its share of them). Every row when ``whole`` ≥ n."""
+
+    n: int
+    positions: torch.Tensor  # int64 (R,): ascending
+    weights: torch.Tensor  # float64 (R,): the rows each stands for (summing to n)
+    whole: int  # rows [0, whole) are all read
+
+    @property
+    def every_row(self) -> bool:
+        return self.whole >= self.n
+
+    @property
+    def count(self) -> int:
+        return int(self.positions.numel())
+
+    @staticmethod
+    def all(n: int) -> RowSample:
+        return RowSample(n, torch.arange(n), torch.ones(n, dtype=torch.float64), n)
+
+    @staticmethod
+    def spread(n: int, whole: int, spaced: int) -> RowSample:
+        """The first ``whole`` rows, then ``spaced`` rows at even steps over the others (each
+        in the middle of its stretch); every row when that is no fewer."""
+        if n <= whole + spaced:
+            return RowSample.all(n)
+        rest = n - whole
+        step = rest / spaced
+        later = whole + (torch.arange(spaced, dtype=torch.float64) * step + step / 2).floor().to(torch.int64)
+        positions = torch.cat([torch.arange(whole), later])
+        weights = torch.cat([torch.ones(whole, dtype=torch.float64),
+                             torch.full((spaced,), rest / spaced, dtype=torch.float64)])
+        return RowSample(n, positions, weights, whole)
+
+    def mean(self, values: torch.Tensor, below: int | None = None) -> float:
+        """The text's mean of a per-row value given at the sample's rows (last dimension; any
+        leading ones averaged too), over the rows before ``below`` (default every row)."""
+        v = values.double().reshape(-1, self.count).mean(dim=0)
+        w = self.weights
+        if below is not None:
+            keep = self.positions < below
+            v, w = v[keep], w[keep]
+        return float((v * w).sum() / w.sum()) if w.numel() else 0.0
+
+    def spread_95(self, values: torch.Tensor) -> float:
+        """Half the width within which 95 % of such samples' means fall (1.96 standard errors
+        of the spaced part, with the finite-population correction; 0 when every row is read)."""
+        if self.every_row:
+            return 0.0
+        v = values.double().reshape(-1, self.count).mean(dim=0)[self.whole:]
+        m, rest = v.numel(), self.n - self.whole
+        if m < 2:
+            return 0.0
+        se = float(v.std()) / math.sqrt(m) * math.sqrt(max(0.0, 1 - m / rest))
+        return 1.96 * se * rest / self.n
+
+
+class Weights:
+    """A ``(layers, heads, rows, columns)`` grid of attention weights that is never held:
+    ``q`` ``(L, 1, H, n, d)`` and ``k`` ``(L, 1, KV, n, d)`` float32 (the model's own heads),
+    each layer's rule ``layers``, its additive ``biases`` (layer → ``(H or 1, n, n)``), the
+    layers and heads chosen, the rows (positions) and the columns (the first ``cols`` keys:
+    a causal prefix reads only those). ``int`` indices drop their dimension, as a tensor's do."""
+
+    def __init__(self, q, k, layers: tuple[LayerAttention, ...], biases: dict | None = None, *,
+                 layer_ids=None, head_ids=None, rows: torch.Tensor | None = None, cols: int | None = None,
+                 keep: tuple[bool, bool] = (True, True)):
+        self.q, self.k, self.layers, self.biases = q, k, layers, biases or {}
+        n = q.shape[3]
+        self.layer_ids = list(range(q.shape[0])) if layer_ids is None else list(layer_ids)
+        self.head_ids = list(range(q.shape[2])) if head_ids is None else list(head_ids)
+        self.rows = torch.arange(n) if rows is None else rows
+        self.cols = n if cols is None else int(cols)
+        self._keep = keep  # whether the layer and head dimensions are shown
+
+    # -- a tensor's face -----------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        dims = []
+        if self._keep[0]:
+            dims.append(len(self.layer_ids))
+        if self._keep[1]:
+            dims.append(len(self.head_ids))
+        return (*dims, int(self.rows.numel()), self.cols)
+
+    @property
+    def n_grids(self) -> int:
+        return len(self.layer_ids) * len(self.head_ids)
+
+    def _with(self, **kw) -> Weights:
+        args = {"layer_ids": self.layer_ids, "head_ids": self.head_ids, "rows": self.rows, "cols": self.cols,
+                "keep": self._keep}
+        args.update(kw)
+        return Weights(self.q, self.k, self.layers, self.biases, **args)
+
+    def __getitem__(self, key) -> Weights:
+        """``w[layer]``, ``w[layer, head]``, ``w[:, head]``: a layer or a head picked (an int
+        drops the dimension) — the dimensions shown first."""
+        key = key if isinstance(key, tuple) else (key,)
+        shown = [d for d, kept in enumerate(self._keep) if kept]
+        if len(key) > len(shown):
+            raise IndexError("a Weights is indexed by its layer and head only")
+        ids = [self.layer_ids, self.head_ids]
+        keep = list(self._keep)
+        for dim, k in zip(shown, key):
+            if isinstance(k, slice):
+                ids[dim] = ids[dim][k]
+            elif isinstance(k, (list, tuple)):
+                ids[dim] = [ids[dim][int(x)] for x in k]
+            else:
+                ids[dim] = [ids[dim][int(k)]]
+                keep[dim] = False
+        return self._with(layer_ids=ids[0], head_ids=ids[1], keep=tuple(keep))
+
+    def prefix(self, m: int) -> Weights:
+        """The first m rows and columns: a causal model's attention on the text's first m
+        tokens (no row sees a later token)."""
+        if not 1 <= m <= self.cols:
+            raise ValueError(f"a prefix of 1..{self.cols} tokens, got {m}")
+        return self._with(rows=self.rows[self.rows < m], cols=m)
+
+    def at(self, positions: torch.Tensor) -> Weights:
+        """Only the rows at ``positions`` (a sample: :class:`RowSample`)."""
+        return self._with(rows=positions.to(torch.int64))
+
+    # -- the rows ------------------------------------------------------------------
+
+    def block(self, layer: int, head: int, positions: torch.Tensor) -> torch.Tensor:
+        """float32 ``(len(positions), cols)``: the weights of one head's rows at ``positions``
+        (ascending), recomputed from its q and k by the layer's own rule."""
+        w, lo = self.narrow_block(layer, head, positions)
+        if lo == 0 and w.shape[1] == self.cols:
+            return w
+        out = torch.zeros(len(positions), self.cols)
+        out[:, lo:lo + w.shape[1]] = w
+        return out
+
+    def narrow_block(self, layer: int, head: int, positions: torch.Tensor) -> tuple[torch.Tensor, int]:
+        """The rows at ``positions`` (ascending) of one head on the columns any of them can
+        reach, and the first of those columns: ``(float32 (r, c), lo)`` — every weight
+        outside columns [lo, lo + c) is zero (beyond a window, after a causal row)."""
+        rule = self.layers[layer]
+        n_cols = self.cols
+        lo_row, hi_row = int(positions[0]), int(positions[-1])
+        lo, hi = 0, n_cols
+        if rule.window is not None:
+            lo = max(0, lo_row - rule.window + 1)
+            if not rule.causal:
+                hi = min(n_cols, hi_row + rule.window)
+        if rule.causal:
+            hi = min(hi, hi_row + 1)
+        kv = self.k.shape[2]
+        q = self.q[layer, 0, head, positions]  # (r, d)
+        k = self.k[layer, 0, head * kv // self.q.shape[2], lo:hi]  # (c, d): its key head
+        bias = self.biases.get(layer)
+        if bias is not None:
+            bias = bias[head if bias.shape[0] > 1 else 0][positions][:, lo:hi]
+        scores = rule.score(q @ k.T, bias)
+        i, j = positions[:, None], torch.arange(lo, hi)[None, :]
+        allowed = (j <= i) if rule.causal else torch.ones_like(scores, dtype=torch.bool)
+        if rule.window is not None:
+            allowed = allowed & ((i - j).abs() < rule.window)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        if rule.sinks is not None:  # learned sink logits: a column of their own, with no value
+            sink = torch.full((scores.shape[0], 1), rule.sinks[head], dtype=scores.dtype)
+            return torch.softmax(torch.cat([scores, sink], dim=-1), dim=-1, dtype=torch.float32)[:, :-1], lo
+        return torch.softmax(scores, dim=-1, dtype=torch.float32), lo
+
+    def _groups(self, layer: int, positions: torch.Tensor):
+        """The positions of a block split where a window layer's rows lie far apart (a sample
+        spread over the text): each part's rows then reach a narrow band of columns.
+        Yields (offset, positions)."""
+        window = self.layers[layer].window
+        if window is None or positions.numel() < 2 or int(positions[-1] - positions[0]) < window:
+            yield 0, positions
+            return
+        _, counts = torch.unique_consecutive((positions - positions[0]) // window, return_counts=True)
+        start = 0
+        for c in counts.tolist():
+            yield start, positions[start:start + c]
+            start += c
+
+    def blocks(self, cells: int = BLOCK_CELLS, narrow: bool = False):
+        """Every row in turn, layers then heads then rows (the order of a tensor's
+        ``reshape(-1, columns)``): yields ``(start, stop, float32 rows (r, columns))``, one
+        block of rows of one (layer, head) at a time; ``narrow``: ``(start, stop, rows, lo)``
+        with only the columns [lo, lo + width) the block's rows can reach (the others are 0)."""
+        step = max(1, cells // max(self.cols, 1))
+        r = self.rows.numel()
+        flat = 0
+        for layer in self.layer_ids:
+            for head in self.head_ids:
+                for s in range(0, r, step):
+                    for off, pos in self._groups(layer, self.rows[s:s + step]):
+                        start = flat + s + off
+                        if narrow:
+                            yield (start, start + pos.numel(), *self.narrow_block(layer, head, pos))
+                        else:
+                            yield start, start + pos.numel(), self.block(layer, head, pos)
+                flat += r
+
+    def mean_rows(self, positions: torch.Tensor) -> torch.Tensor:
+        """float32 ``(len(positions), cols)``: the rows at ``positions`` averaged over the
+        layers and heads chosen (a layer's heads: head=None)."""
+        out = torch.zeros(positions.numel(), self.cols)
+        for layer in self.layer_ids:
+            for head in self.head_ids:
+                out += self.block(layer, head, positions)
+        return out / self.n_grids
+
+    def dense(self) -> torch.Tensor:
+        """The grid as a tensor: for tests and small texts only (it is what the app never holds)."""
+        out = torch.empty(self.n_grids * self.rows.numel(), self.cols)
+        for s, e, w in self.blocks():
+            out[s:e] = w
+        return out.reshape(self.shape)

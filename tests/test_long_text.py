@@ -1,0 +1,137 @@
+"""A long text read whole without its grid: what the analysis holds grows linearly with n,
+its rows are recomputed by blocks (attn.rows), and a statistic read on a sample of a long
+text's rows lands within the spread it states of the exact value over every row."""
+
+import math
+
+import pytest
+import torch
+
+from attn import budgets, loading, stats
+from attn.layer import LayerAttention
+from attn.rows import RowSample
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return loading.tiny(device="cpu")
+
+
+def text_of(n: int) -> str:
+    """A text of at least n bytes (the tiny model's tokenizer: one token a byte, plus <bos>)."""
+    words = "attention reads every earlier token of the text, near ones most; "
+    return (words * (n // len(words) + 2))[: n + 16]
+
+
+def tensors(x) -> list[torch.Tensor]:
+    """Every tensor an analysis holds, in its fields, dicts and tuples."""
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in tensors(v)]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in tensors(v)]
+    return []
+
+
+def test_what_an_analysis_holds_grows_linearly_from_2k_to_8k_tokens_and_nothing_is_n_by_n(tiny):
+    held = {}
+    for n in (2048, 8192):
+        a = tiny.analyze(text_of(n), max_tokens=n)
+        assert a.n == n and a.truncated > 0
+        held[n] = a.nbytes
+        for x in tensors(list(vars(a).values())):
+            assert x.numel() <= 64 * n * a.q.shape[-1], x.shape  # q, k, v: layers·heads·n·d at most
+            assert not (x.dim() >= 2 and x.shape[-1] == x.shape[-2] == n), x.shape  # no n×n grid
+    # linear: 4× the tokens hold 4× the bytes (the token lists' rough 100 bytes a token included)
+    assert held[8192] / held[2048] <= 4.0 * 1.01
+    assert held[8192] / held[2048] >= 4.0 * 0.99
+
+
+def test_the_cpu_budget_reads_at_least_8192_tokens_and_the_environment_still_overrides(monkeypatch):
+    monkeypatch.delenv("ATLAS_MAX_TOKENS", raising=False)
+    assert budgets.token_budget("cpu") >= 8192
+    assert budgets.token_budget("cuda") == 32768
+    monkeypatch.setenv("ATLAS_MAX_TOKENS", "300")
+    assert budgets.token_budget("cpu") == 300
+
+
+def test_rows_of_a_spread_sample_are_the_same_rows_as_the_whole_grids(tiny):
+    a = tiny.analyze(text_of(3000), max_tokens=3000)
+    sample = RowSample.spread(a.n, 1024, 256)
+    assert sample.count == 1024 + 256 and float(sample.weights.sum()) == pytest.approx(a.n)
+    picked = a.weights().at(sample.positions)
+    some = [0, 5, 1023, 1024, 1100, sample.count - 1]
+    for layer in range(a.n_layers):
+        rows = picked[layer].dense()  # (heads, sampled rows, n)
+        for x in some:
+            want = a.weights().block(layer, 0, sample.positions[x:x + 1])[0]
+            torch.testing.assert_close(rows[0, x], want, atol=1e-6, rtol=0)
+    # narrow blocks: only the columns a block can reach, the rest zero
+    w = a.weights()[0, 0]
+    for _, _, rows, lo in w.blocks(narrow=True):
+        assert lo + rows.shape[-1] <= a.n
+    for s, e, rows, lo in a.weights()[0].at(sample.positions).blocks(narrow=True):
+        whole = a.weights()[0].at(sample.positions).dense().reshape(-1, a.n)[s:e]
+        torch.testing.assert_close(whole[:, lo:lo + rows.shape[-1]], rows)
+        assert float(whole.sum() - rows.sum()) == pytest.approx(0.0, abs=1e-4)
+
+
+def brute_k(row: torch.Tensor, p: float) -> int:
+    """k(p) of one row, by hand: sorted, summed until a share p."""
+    total, target = 0.0, p * float(row.sum()) - 1e-6
+    for i, x in enumerate(sorted(row.tolist(), reverse=True)):
+        total += x
+        if total >= target:
+            return i + 1
+    return len(row)
+
+
+def test_a_sampled_statistic_lands_within_its_stated_spread_of_every_rows_value(tiny):
+    """k̄, the kept share and the sink on a 3,000-token text: the sample's value, against
+    the value over every row computed here row by row; the stated spread is a 95 % bound, so
+    allow it twice over for one draw — and it must not be zero."""
+    a = tiny.analyze(text_of(3000), max_tokens=3000)
+    sample = RowSample.spread(a.n, 1024, 512)
+    layer = 3  # the tiny model's full layer
+    reads = a.layers[layer]
+    every = a.weights()[layer, 0]
+    exact_k = stats.k_for_share(every, 0.9).double()
+    got = stats.useful_summary(a.weights()[layer, 0].at(sample.positions), 0.9, reads, sample=sample)
+    assert got["spread"] > 0
+    assert abs(got["k"] - float(exact_k.mean())) <= 2 * got["spread"]
+    for x in (0, 700, 2999):  # k itself, against a row sorted by hand
+        assert int(exact_k[x]) == brute_k(every.block(layer, 0, torch.tensor([x]))[0], 0.9)
+    # a window's kept share: the sampled value and the one over every row
+    whole = stats.share_kept_by_pattern(a.weights(), 64, (), reads)
+    part = stats.share_kept_by_pattern(a.weights().at(sample.positions), 64, (), reads, sample=sample)
+    assert part["spread"] > 0 and abs(part["mean"] - whole["mean"]) <= 2 * part["spread"]
+    sink, spread = stats.sink_rows(a.weights().at(sample.positions), sample)
+    assert spread > 0 and abs(sink - stats.sink_share(a.weights())) <= 2 * spread
+
+
+def test_the_sample_mean_weighs_each_spread_row_by_the_rows_it_stands_for():
+    sample = RowSample.spread(100, 10, 9)  # 10 rows whole, then 9 standing for 10 each
+    assert sample.positions[:10].tolist() == list(range(10))
+    assert sample.positions[10:].tolist() == [15, 25, 35, 45, 55, 65, 75, 85, 95]
+    values = sample.positions.double()  # the row's own position: the text's mean is 49.5
+    assert sample.mean(values) == pytest.approx((sum(range(10)) + 10 * sum(range(15, 96, 10))) / 100)
+    assert sample.mean(values, below=10) == pytest.approx(4.5)
+    # the spread: 1.96 standard errors of the spaced part's mean, by the finite-population formula
+    v = values[10:]
+    se = float(v.std()) / math.sqrt(9) * math.sqrt(1 - 9 / 90)
+    assert sample.spread_95(values) == pytest.approx(1.96 * se * 90 / 100)
+    assert RowSample.all(5).spread_95(torch.ones(5)) == 0.0
+
+
+def test_a_layer_with_a_window_reads_only_its_band_and_gives_the_same_rows(tiny):
+    """A sliding layer's narrow block (its band of columns) and the dense row agree, and the
+    band holds all of the row's weight."""
+    a = tiny.analyze(text_of(600), max_tokens=600)
+    reads: LayerAttention = a.layers[0]
+    assert reads.window == 8
+    rows, lo = a.weights().narrow_block(0, 1, torch.arange(300, 310))
+    assert lo == 300 - 8 + 1 and rows.shape == (10, 310 - lo)
+    dense = a.weights().block(0, 1, torch.arange(300, 310))
+    torch.testing.assert_close(dense[:, lo:310], rows)
+    assert float(dense[:, :lo].abs().sum()) == 0.0 and float(dense[:, 310:].abs().sum()) == 0.0
