@@ -73,6 +73,8 @@ with st.sidebar:
         st.file_uploader(t("sidebar.upload"), type=["txt", "md"], key=session.UPLOAD, help=t("sidebar.upload_help"),
                          on_change=session.text_uploaded)
         st.button(t("sidebar.restore"), on_click=session.restore_sample, width="stretch", key="restore_sample")
+        st.button(t("sidebar.long_sample"), on_click=session.load_long_sample, width="stretch", key="long_sample",
+                  help=t("sidebar.long_sample_help"))
         with st.popover(t("closing.glossary"), icon=":material/menu_book:", width="stretch"):
             glossary.glossary_table(t)
         st.caption(t("sidebar.device", device=served_model.device_line()))

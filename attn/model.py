@@ -59,6 +59,7 @@ class Capture:
     (:meth:`attn.analysis.Analysis.weights` recomputes them)."""
 
     record: dict
+    progress: object = None  # called with (layers done, layers) after each layer, where given
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,8 @@ class LoadedModel:
             bias = arch_.additive_bias(attention_mask)
             if bias is not None and "bias" in rec:  # a score the model adds to (an ALiBi-like bias)
                 rec["bias"][layer] = bias[0].detach().float().cpu()
+            if plan.progress is not None:
+                plan.progress(layer + 1, self.n_layers)
             return out, None
         k, v = arch_.repeat_kv(key, heads), arch_.repeat_kv(value, heads)  # (b, heads, n, d)
         if layer in plan.layers and plan.method != methods.own().name:
@@ -196,12 +199,14 @@ class LoadedModel:
 
     # -- analysis -----------------------------------------------------------------
 
-    def analyze(self, text: str, max_tokens: int | None = None, mask: torch.Tensor | None = None) -> Analysis:
+    def analyze(self, text: str, max_tokens: int | None = None, mask: torch.Tensor | None = None,
+                progress=None) -> Analysis:
         """Run the model on ``text`` (at most ``max_tokens`` tokens, default the model's
         budget for the device; never past its positions) and record its attention; on an
         encoder, its runs on the text's beginnings too (Analysis.prefix). ``mask``: an
         additive 4-D mask handed to the model as it is, for a model whose scores carry a
-        bias (the app passes none: its families take none)."""
+        bias (the app passes none: its families take none). ``progress``: called with (layers
+        done, layers) as the run goes (a long text's takes a minute on a CPU)."""
         budget = self.max_tokens if max_tokens is None else int(max_tokens)
         if budget < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
@@ -221,7 +226,7 @@ class LoadedModel:
         changed = getattr(self.tokenizer, "changed_characters", lambda s: {})(read)
         letters = [c for c in read if not c.isspace()]
         changed_share = sum(1 for c in letters if c in changed) / len(letters) if letters else 0.0
-        rec = self._capture(ids, mask=mask)
+        rec = self._capture(ids, mask=mask, progress=progress)
         prefixes = {}
         if not self.causal:  # an encoder's prefixes are runs of their own (Analysis.prefix)
             for m in stats.prefix_lengths(n)[:-1]:
@@ -260,7 +265,8 @@ class LoadedModel:
             return None
         return ids[-1]
 
-    def _capture(self, ids: list[int], keep=("q", "k", "v"), mask: torch.Tensor | None = None) -> dict:
+    def _capture(self, ids: list[int], keep=("q", "k", "v"), mask: torch.Tensor | None = None,
+                 progress=None) -> dict:
         """One run of the model on ``ids`` with its attention recorded: ``q`` (layers, 1,
         heads, n, d), ``k``, ``v`` (layers, 1, kv heads, n, d) float32, on the CPU — those
         named in ``keep``; ``bias``: each layer's additive score bias, where the model passed
@@ -277,7 +283,7 @@ class LoadedModel:
         rec["bias"] = {}
         input_ids = torch.tensor([ids], device=self.device)
         extra = {} if mask is None else {"attention_mask": mask.to(self.device)}
-        self.run_plan(Capture(rec), lambda: self.model.base_model(input_ids=input_ids, **self._forward_kwargs,
+        self.run_plan(Capture(rec, progress), lambda: self.model.base_model(input_ids=input_ids, **self._forward_kwargs,
                                                                    **extra))
         return rec
 

@@ -181,11 +181,13 @@ def dense(mask_mod: MaskMod, n_q: int, n_kv: int | None = None, device=None) -> 
 
 def rows_of(mask_mod: MaskMod, n_kv: int):
     """A pattern read a block of rows at a time: a function of row positions (int64
-    ``(r,)``) giving their bool rows ``(r, n_kv)`` — never the whole grid."""
-    kv_idx = torch.arange(n_kv)[None, :]
-
-    def rows(positions: torch.Tensor) -> torch.Tensor:
-        return torch.broadcast_to(mask_mod(0, 0, positions[:, None], kv_idx), (positions.numel(), n_kv))
+    ``(r,)``), and optionally a band of columns [lo, hi), giving their bool rows
+    ``(r, hi − lo)`` — never the whole grid."""
+    def rows(positions: torch.Tensor, lo: int = 0, hi: int | None = None) -> torch.Tensor:
+        """The rows at ``positions``, on the columns [lo, hi) (default: every column)."""
+        hi = n_kv if hi is None else hi
+        kv_idx = torch.arange(lo, hi)[None, :]
+        return torch.broadcast_to(mask_mod(0, 0, positions[:, None], kv_idx), (positions.numel(), hi - lo))
 
     return rows
 

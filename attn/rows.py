@@ -168,6 +168,12 @@ class Weights:
         """The rows at ``positions`` (ascending) of one head on the columns any of them can
         reach, and the first of those columns: ``(float32 (r, c), lo)`` — every weight
         outside columns [lo, lo + c) is zero (beyond a window, after a causal row)."""
+        w, lo = self.narrow_heads(layer, [head], positions)
+        return w[0], lo
+
+    def narrow_heads(self, layer: int, heads: list[int], positions: torch.Tensor) -> tuple[torch.Tensor, int]:
+        """``narrow_block`` for several heads of one layer at once: ``(float32 (h, r, c), lo)``
+        (one product for the heads that share a key head, one mask for all)."""
         rule = self.layers[layer]
         n_cols = self.cols
         lo_row, hi_row = int(positions[0]), int(positions[-1])
@@ -178,21 +184,33 @@ class Weights:
                 hi = min(n_cols, hi_row + rule.window)
         if rule.causal:
             hi = min(hi, hi_row + 1)
-        kv = self.k.shape[2]
-        q = self.q[layer, 0, head, positions]  # (r, d)
-        k = self.k[layer, 0, head * kv // self.q.shape[2], lo:hi]  # (c, d): its key head
+        kv, n_heads = self.k.shape[2], self.q.shape[2]
+        h = torch.as_tensor(heads)
+        q = self.q[layer, 0, :, positions]  # (H, r, d): only these rows copied
+        if len(heads) != n_heads or heads != list(range(n_heads)):
+            q = q[h]
+        keys = self.k[layer, 0, :, lo:hi]  # (KV, c, d): a view, never copied per head
+        head_kv = [x * kv // n_heads for x in heads]  # each head's key head (grouped-query attention)
+        if len(set(head_kv)) == 1:  # one key head for them all (Gemma's): one product
+            raw = q @ keys[head_kv[0]].T
+        else:
+            raw = torch.empty(len(heads), len(positions), hi - lo)
+            for g in sorted(set(head_kv)):
+                mine = [i for i, x in enumerate(head_kv) if x == g]
+                raw[mine] = q[mine] @ keys[g].T
         bias = self.biases.get(layer)
         if bias is not None:
-            bias = bias[head if bias.shape[0] > 1 else 0][positions][:, lo:hi]
-        scores = rule.score(q @ k.T, bias)
+            bias = bias[h if bias.shape[0] > 1 else torch.zeros_like(h)][:, positions][..., lo:hi]
+        scores = rule.score(raw, bias)
         i, j = positions[:, None], torch.arange(lo, hi)[None, :]
-        allowed = (j <= i) if rule.causal else torch.ones_like(scores, dtype=torch.bool)
+        allowed = (j <= i) if rule.causal else torch.ones(len(positions), hi - lo, dtype=torch.bool)
         if rule.window is not None:
             allowed = allowed & ((i - j).abs() < rule.window)
         scores = scores.masked_fill(~allowed, float("-inf"))
         if rule.sinks is not None:  # learned sink logits: a column of their own, with no value
-            sink = torch.full((scores.shape[0], 1), rule.sinks[head], dtype=scores.dtype)
-            return torch.softmax(torch.cat([scores, sink], dim=-1), dim=-1, dtype=torch.float32)[:, :-1], lo
+            sink = torch.tensor([rule.sinks[x] for x in heads], dtype=scores.dtype)[:, None, None]
+            full = torch.cat([scores, sink.expand(*scores.shape[:-1], 1)], dim=-1)
+            return torch.softmax(full, dim=-1, dtype=torch.float32)[..., :-1], lo
         return torch.softmax(scores, dim=-1, dtype=torch.float32), lo
 
     def _groups(self, layer: int, positions: torch.Tensor):
@@ -210,23 +228,28 @@ class Weights:
             start += c
 
     def blocks(self, cells: int = BLOCK_CELLS, narrow: bool = False):
-        """Every row in turn, layers then heads then rows (the order of a tensor's
-        ``reshape(-1, columns)``): yields ``(start, stop, float32 rows (r, columns))``, one
-        block of rows of one (layer, head) at a time; ``narrow``: ``(start, stop, rows, lo)``
-        with only the columns [lo, lo + width) the block's rows can reach (the others are 0)."""
-        step = max(1, cells // max(self.cols, 1))
+        """Every row, each once: yields ``(start, stop, float32 rows (r, columns))`` where
+        start and stop index the rows as a tensor's ``reshape(-1, columns)`` would (layers,
+        then heads, then rows) — in whatever order they are made: a block of rows of every
+        chosen head of one layer at a time. ``narrow``: ``(start, stop, rows, lo)`` with only
+        the columns [lo, lo + width) the block's rows can reach (the others are 0)."""
+        heads = len(self.head_ids)
+        step = max(1, cells // max(self.cols * heads, 1))
         r = self.rows.numel()
-        flat = 0
-        for layer in self.layer_ids:
-            for head in self.head_ids:
-                for s in range(0, r, step):
-                    for off, pos in self._groups(layer, self.rows[s:s + step]):
-                        start = flat + s + off
+        for li, layer in enumerate(self.layer_ids):
+            for s in range(0, r, step):
+                for off, pos in self._groups(layer, self.rows[s:s + step]):
+                    w, lo = self.narrow_heads(layer, self.head_ids, pos)
+                    for hi in range(heads):
+                        start = (li * heads + hi) * r + s + off
                         if narrow:
-                            yield (start, start + pos.numel(), *self.narrow_block(layer, head, pos))
+                            yield start, start + pos.numel(), w[hi], lo
+                        elif lo == 0 and w.shape[-1] == self.cols:
+                            yield start, start + pos.numel(), w[hi]
                         else:
-                            yield start, start + pos.numel(), self.block(layer, head, pos)
-                flat += r
+                            out = torch.zeros(pos.numel(), self.cols)
+                            out[:, lo:lo + w.shape[-1]] = w[hi]
+                            yield start, start + pos.numel(), out
 
     def mean_rows(self, positions: torch.Tensor) -> torch.Tensor:
         """float32 ``(len(positions), cols)``: the rows at ``positions`` averaged over the

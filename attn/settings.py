@@ -8,12 +8,14 @@
   ``gemma`` or folders), besides ``ATLAS_MODEL``'s; at most two are held in memory;
 * ``ATLAS_DEVICE``: force a device (``cpu``, ``cuda``);
 * ``ATLAS_MAX_TOKENS``: tokens analysed at most (else the device's budget);
-* ``ATLAS_ANALYSIS_MB``: memory the analyses of texts may hold together (default 500
+* ``ATLAS_ANALYSIS_MB``: memory the analyses of texts may hold together (default 1,000
   MB; the least recently used text is dropped first);
 * ``ATLAS_PUBLIC_URL``: the address a class reaches the app at, for share links and
   their QR code (else the address the reader's browser used);
 * ``ATLAS_FLEX_WARMUP=0``: no FlexAttention compile in the background (the tests set
   it, so that no call switches kernels by timing; the app compiles once idle);
+* ``ATLAS_BUILD_AHEAD=0``: a reader's long text (its statistics read on a sample of its
+  rows) gets no background build of its other pages (the tests set it; on by default);
 * ``ATLAS_ROOM_WORKER=0``: this process takes no text of a class's room to measure (the
   test process sets it and measures them itself; the servers the tests start do not);
 * ``ATLAS_JOIN_BURST``: students that may join a class at once from one client address
@@ -99,13 +101,14 @@ def _live_max_n(raw: str | None) -> int | None:
     return n
 
 
-# the analyses' default budget: one text at the cap (1,024 tokens, 252 MB) or eight of 370
-# tokens; thirty readers pasting texts at the cap at once peak at 2.46–2.49 GB (docs/deploy.md)
-ANALYSIS_MB = 500
+# the analyses' default budget: one text at the CPU's cap (8,192 tokens of the packaged model,
+# 907 MB: q, k, v, no weights), or eight at 1,024 tokens (113 MB each), or twenty-five of
+# 370 tokens (docs/deploy.md)
+ANALYSIS_MB = 1000
 
 
 def _analysis_bytes(raw: str | None) -> int:
-    """``ATLAS_ANALYSIS_MB``: a finite number of megabytes > 0 (500 when unset), × 2**20 bytes."""
+    """``ATLAS_ANALYSIS_MB``: a finite number of megabytes > 0 (1,000 when unset), × 2**20 bytes."""
     if not raw:
         return ANALYSIS_MB * 2**20
     try:
@@ -131,6 +134,7 @@ class Settings:
     database_url: str | None = None  # PostgreSQL instead of the SQLite file
     torch_threads: int | None = None  # None: torch's own choice (every core)
     room_worker: bool = True  # measure the texts sent to classes' rooms in the background
+    build_ahead: bool = True  # build a reader's long text's other pages in the background
     join_burst: int = 120  # students joining at once from one client address (server.limits.joins)
     models: tuple[str, ...] = ()  # the models the sidebar offers, ATLAS_MODEL's first (ATLAS_MODELS)
     ipv6_prefix: int = 64  # one client's IPv6 prefix in every per-client bound (server.limits.key)
@@ -161,6 +165,7 @@ def read() -> Settings:
                     database_url=_database_url(env.get("ATLAS_DATABASE_URL")),
                     torch_threads=_threads(env.get("ATLAS_TORCH_THREADS")),
                     room_worker=(env.get("ATLAS_ROOM_WORKER") or "1").strip().lower() not in OFF,
+                    build_ahead=(env.get("ATLAS_BUILD_AHEAD") or "1").strip().lower() not in OFF,
                     join_burst=_join_burst(env.get("ATLAS_JOIN_BURST")),
                     models=_models(first, env.get("ATLAS_MODELS", "")),
                     **_prefixes(env.get("ATLAS_IPV6_PREFIX"), env.get("ATLAS_IPV6_SITE_PREFIX")),

@@ -23,6 +23,7 @@ from .rows import RowSample, Weights
 
 _CHUNK = 1 << 22  # weights handled at once (in float32: 16 MB), so all layers of a long text fit
 _FIRST_CELLS = 32  # k(p) looks first among a row's 32 largest cells (7 rows in 10 of the model's need no more)
+_SECOND_LOOK = 512  # rows that need more: their 512 largest cells, before a sort of the whole row
 _TOP_CELLS = 64  # k_and_top: a keep up to this many cells a row is read off one sorted selection
 
 
@@ -72,8 +73,16 @@ def k_and_top(weights: torch.Tensor, p: float, keeps: Sequence[int] = ()) -> tup
         k = (top < target[:, None]).sum(dim=-1) + 1  # cells strictly below it, plus the one that reaches it
         longer = top[:, -1] < target
         if look < c and bool(longer.any()):
-            whole = torch.sort(w[longer], dim=-1, descending=True).values.cumsum(dim=-1)
-            k[longer] = (whole < target[longer, None]).sum(dim=-1) + 1
+            # then their largest _SECOND_LOOK cells, and only the rows still short sorted whole
+            wide = min(c, _SECOND_LOOK)
+            more = torch.topk(w[longer], wide, dim=-1).values.cumsum(dim=-1)
+            k_more = (more < target[longer, None]).sum(dim=-1) + 1
+            still = more[:, -1] < target[longer]
+            if wide < c and bool(still.any()):
+                rows = longer.nonzero()[:, 0][still]
+                whole = torch.sort(w[rows], dim=-1, descending=True).values.cumsum(dim=-1)
+                k_more[still] = (whole < target[rows, None]).sum(dim=-1) + 1
+            k[longer] = k_more
         out[s:e] = k.clamp_max(n)
         for kk in keeps:
             if kk <= look:
@@ -238,9 +247,15 @@ def kept_rows(weights, allowed) -> torch.Tensor:
     if callable(allowed):
         positions = weights.rows if isinstance(weights, Weights) else torch.arange(weights.shape[-2])
         r = positions.numel()
+        made = {}  # the pattern of a block of rows, the same in every layer and head: made once
         for s, e, w, lo in _rows(weights, narrow=True):
-            local = torch.arange(s, e) % r
-            kept[s:e] = (w * allowed(positions[local])[:, lo:lo + w.shape[-1]]).sum(dim=-1)
+            if not isinstance(weights, Weights):  # a small grid's chunks may span heads: row by row
+                kept[s:e] = (w * allowed(positions[torch.arange(s, e) % r], lo, lo + w.shape[-1])).sum(dim=-1)
+                continue
+            where = (s % r, e - s, lo, w.shape[-1])  # a Weights block stays within one (layer, head)
+            if where not in made:
+                made[where] = allowed(positions[where[0]:where[0] + where[1]], lo, lo + w.shape[-1])
+            kept[s:e] = (w * made[where]).sum(dim=-1)
         return kept.reshape(weights.shape[:-1])
     allowed_rows = allowed.reshape(-1, n)
     for s, e, w, lo in _rows(weights, narrow=True):

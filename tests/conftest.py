@@ -20,6 +20,9 @@ os.environ["ATLAS_FLEX_WARMUP"] = "0"
 # the texts of a class's room measured by the tests themselves (ui.room_work.work_once), never
 # by a thread of the test process racing them; a server a test starts for the room sets it back
 os.environ["ATLAS_ROOM_WORKER"] = "0"
+# a long text's other pages not built in the background of the test process (a test that
+# wants it sets it back)
+os.environ["ATLAS_BUILD_AHEAD"] = "0"
 # step 7's live benchmark at small sizes: the same methods and ratios, without the
 # dense float64 reference at 4,096 tokens (512 MB) in every test that presses Run
 os.environ["ATLAS_LIVE_MAX_N"] = "1024"

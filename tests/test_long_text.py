@@ -135,3 +135,107 @@ def test_a_layer_with_a_window_reads_only_its_band_and_gives_the_same_rows(tiny)
     dense = a.weights().block(0, 1, torch.arange(300, 310))
     torch.testing.assert_close(dense[:, lo:310], rows)
     assert float(dense[:, :lo].abs().sum()) == 0.0 and float(dense[:, 310:].abs().sum()) == 0.0
+
+
+# --- step 7 on the model itself ----------------------------------------------------------
+
+
+def test_the_four_way_run_reproduces_the_model_with_its_own_layout_and_counts_its_operations(tiny):
+    """On the tiny model (window 8 in layers 0–2, layer 3 full): its own layout through the
+    window kernel is the model (KL 0), full attention in every layer is not; the cost
+    model's operations are the cells counted by hand plus the weights' 2 a token."""
+    from attn import model_run
+
+    ids = tiny.encode(text_of(200))[0][:200]
+    res = model_run.four_ways(tiny, ids, hubs=(0, 5))
+    assert res.lengths == (50, 100, 200) and res.layers == (0, 1, 2) and res.window == 8 and res.own_sliding
+    assert [(r.way, r.n) for r in res.runs] == [(w, m) for m in (50, 100, 200) for w in model_run.WAYS]
+    for r in res.runs:
+        assert r.seconds > 0 and r.positions == min(r.n - 1, model_run.KL_POSITIONS)
+        if r.way == "own":
+            assert abs(r.kl) < 1e-6 and r.perplexity == pytest.approx(r.base_perplexity, rel=1e-5)
+        if r.way in ("full", "linear") and r.n > 8:
+            assert r.kl > 1e-4  # a layout the model was not made with changes what it predicts
+    weights = tiny.arch.parameters - tiny.model.get_input_embeddings().weight.numel()
+    per_cell = 4 * 16 * 4  # 4·d·heads
+    for r in res.of("full"):
+        assert r.operations == pytest.approx(4 * r.n * (r.n + 1) // 2 * per_cell + 2 * weights * r.n)
+    for r in res.of("own"):
+        band = sum(min(i + 1, 8) for i in range(r.n))
+        assert r.operations == pytest.approx((3 * band + r.n * (r.n + 1) // 2) * per_cell + 2 * weights * r.n)
+    assert res.ratio("full", lambda r: r.operations) == pytest.approx(
+        res.of("full")[2].operations / res.of("full")[1].operations)
+
+
+def test_the_four_way_run_compares_positions_spread_over_the_whole_text():
+    from attn import model_run
+
+    assert model_run.spread_positions(10).tolist() == list(range(9))
+    p = model_run.spread_positions(8192)
+    assert p.numel() == model_run.KL_POSITIONS and int(p[0]) == 0 and int(p[-1]) == 8190
+    assert model_run.lengths_of(8192) == (2048, 4096, 8192)
+
+
+# --- the pages -------------------------------------------------------------------------------
+
+
+def test_a_text_file_uploaded_becomes_the_text_and_another_encoding_is_refused_in_words(make_app):
+    from ui import i18n, keys
+
+    at = make_app("tiny", "pt")
+    at.run()
+    words = "Um texto só meu, lido de um arquivo: ação, coração, pão. " * 40
+    at.sidebar.file_uploader(key="text_file").set_value(("meu.txt", ("\ufeff" + words).encode("utf-8"),
+                                                         "text/plain")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state[keys.TEXT] == words  # the byte-order mark dropped, the rest as written
+    said = [x.value for x in at.toast]
+    assert i18n.translate("pt", "sidebar.upload_read", name="meu.txt", n=i18n.fmt_int(len(words), "pt")) in said
+    latin1 = "Coração em Latin-1".encode("latin-1")
+    at.sidebar.file_uploader(key="text_file").set_value(("velho.txt", latin1, "text/plain")).run()
+    assert at.session_state[keys.TEXT] == words  # kept: the other file was not read
+    assert i18n.translate("pt", "sidebar.upload_not_utf8", name="velho.txt") in [x.value for x in at.toast]
+
+
+def test_the_long_sample_is_read_whole_in_every_language(monkeypatch):
+    """Each language's long sample, written for the app: over 8,000 tokens of the packaged
+    model's tokenizer and within the CPU's budget (read whole, nothing cut)."""
+    from pathlib import Path
+
+    from tokenizers import Tokenizer
+
+    from attn import settings
+    from ui.samples import long_text
+
+    monkeypatch.delenv("ATLAS_MAX_TOKENS", raising=False)
+    found = Path(settings.read().cache_dir) / "gemma-3-270m-q4_k_m" / "tokenizer.json"
+    if not found.exists():
+        pytest.skip("the packaged model is not converted here (its tokenizer comes with it)")
+    tok = Tokenizer.from_file(str(found))
+    for lang in ("en", "pt", "ja"):
+        n = len(tok.encode(long_text(lang)).ids) + 1  # and the start token
+        assert 8000 <= n <= budgets.token_budget("cpu"), (lang, n)
+
+
+def test_step7_runs_the_model_four_ways_on_the_readers_text_and_says_each_number(make_app, monkeypatch):
+    from helpers import page_path
+    from ui import i18n, walk
+
+    at = make_app("tiny", "en")
+    at.run()
+    at.text_area(key="text").input(text_of(300)).run()
+    at.switch_page(page_path(walk.get("payoff"))).run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.button(key="s7_model_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    labels = [m.label for m in at.metric]
+    n = len(at.session_state["text"]) + 1  # one token a byte, and <bos>
+    for way in ("full", "own", "hubs", "linear"):
+        name = i18n.translate("en", f"payoff.way_{way}")
+        label = i18n.translate("en", "payoff.metric_way_ratio", way=name, n=i18n.fmt_int(n // 2, "en"),
+                               n2=i18n.fmt_int(n, "en"))
+        assert label in labels, labels
+    table = at.dataframe[-1].value
+    assert len(table) == 12  # four ways at three lengths
+    own = table[table.iloc[:, 0] == i18n.translate("en", "payoff.way_own")]
+    assert set(own.iloc[:, 4]) == {"0.0000"}  # the model's own layout is the model

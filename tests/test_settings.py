@@ -27,7 +27,7 @@ def test_an_analysis_budget_that_is_not_a_positive_number_names_the_variable(mon
     monkeypatch.setenv("ATLAS_ANALYSIS_MB", "1.5")
     assert settings.read().analysis_bytes == 1.5 * 2**20
     monkeypatch.delenv("ATLAS_ANALYSIS_MB")
-    assert settings.read().analysis_bytes == 500 * 2**20  # its default, as documented
+    assert settings.read().analysis_bytes == 1000 * 2**20  # its default, as documented
     monkeypatch.setenv("ATLAS_ANALYSIS_MB", bad)
     with pytest.raises(settings.SettingError) as caught:
         settings.read()

@@ -6,6 +6,7 @@ there is none."""
 from __future__ import annotations
 
 import gc
+import time
 
 import streamlit as st
 
@@ -62,14 +63,16 @@ def release_dropped() -> None:
     gc.collect()
 
 
-def get_analysis(text: str, model_id: str):
+def get_analysis(text: str, model_id: str, progress=None):
     """One run of the model per text, kept read-only and shared by every page and
     reader; a new text waits its turn for the model in the queue (before heavy work
-    still waiting; readers pasting the same text share one run)."""
+    still waiting; readers pasting the same text share one run). ``progress``: called with
+    (layers done, layers) while this reader's run goes."""
     found = _analyses().get((model_id, text))
     if found is not None:
         return found
-    return in_line("analysis", _analysis_work(text, model_id), same=(model_id, text), weight=_analysis_weight(text))
+    return in_line("analysis", _analysis_work(text, model_id, progress), same=(model_id, text),
+                   weight=_analysis_weight(text))
 
 
 def analysis_unseen(text: str, model_id: str):
@@ -87,14 +90,14 @@ def _analysis_weight(text: str) -> float:
     return min(len(text), 5 * token_budget()) / 1000 + 0.2
 
 
-def _analysis_work(text: str, model_id: str):
+def _analysis_work(text: str, model_id: str, progress=None):
     cache, key = _analyses(), (model_id, text)
 
     def work():
         again = cache.get(key)  # analysed meanwhile by a reader ahead in the line
         if again is not None:
             return again
-        a = get_model(model_id).analyze(text)
+        a = get_model(model_id).analyze(text, progress=progress)
         if cache.put(key, a):
             release_dropped()
         return a
@@ -110,8 +113,18 @@ def analysis_or_message():
         st.info(t("common.need_text"))
         return None
     ensure_model()
+    bar, started = st.empty(), time.monotonic()
+
+    def progress(done: int, layers: int) -> None:  # a long text's run: layer by layer, and the time left
+        spent = time.monotonic() - started
+        if spent > 2 and done < layers:
+            left = spent / done * (layers - done)
+            bar.progress(done / layers, text=t("common.analysing_layers", done=done, layers=layers,
+                                               left=t.int(max(1, round(left)))))
+
     with st.spinner(t("common.analysing")):
-        a = get_analysis(text, model_id())
+        a = get_analysis(text, model_id(), progress)
+    bar.empty()
     if a.n < 3:
         st.info(t("common.too_short", n=a.n))
         return None

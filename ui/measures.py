@@ -412,6 +412,7 @@ def errors(text: str, model_id: str, layer: int, window: int, hubs: tuple) -> Er
     ``layer_tokens``; ``n`` says how many)."""
     a = _analysis(text, model_id)
     q, k, v, bias = layer_on(a, layer)
+    hubs = tuple(h for h in hubs if h < q.shape[2])  # the hubs among the tokens read
     r = outputs.output_errors(q, k, v, a.layers[layer], window=window, hubs=hubs, bias=bias)
     return Errors(r["mean"], r["dtype"], r["n"], r["plain"])
 
@@ -460,6 +461,7 @@ def sharpness(text: str, model_id: str, layer: int, window: int, hubs: tuple) ->
     a = _analysis(text, model_id)
     q, k, _, bias = layer_on(a, layer)
     reads = a.layers[layer]
+    hubs = tuple(h for h in hubs if h < q.shape[2])  # the hubs among the tokens read
     peak = outputs.peak_weights(q, k, reads, window=window, hubs=hubs, bias=bias)
     return Sharpness(peak, Norms(**outputs.median_norms(q, k, reads)), q.shape[2])
 

@@ -12,7 +12,10 @@ from collections import Counter, OrderedDict
 
 import streamlit as st
 
-from . import analyses, served_model, summaries
+from . import analyses, page_run, served_model, summaries
+from .i18n import LANGS
+
+QUIET_WAIT = 30.0  # a reader's long text: its pages are built ahead only while no page runs (at most this long)
 
 
 PREBUILDS = 16  # class views whose summaries this process keeps track of having built
@@ -24,19 +27,21 @@ def _prebuilds() -> dict:
     return {"lock": threading.Lock(), "views": OrderedDict()}  # view → (thread, when it ended or None)
 
 
-def prebuild(view: dict) -> threading.Thread | None:
+def prebuild(view: dict, langs: tuple[str, ...] = LANGS, quiet: bool = False) -> threading.Thread | None:
     """Every step's summary for a class's text and settings, in all three languages,
     built in the background on this process: the first student to open a step in their
     language finds it built. Called wherever a process meets a class's view (its start,
     the teacher's changes, a student joining or following), so every replica serving the
     class builds it; a view built a while ago is checked again (the summaries' cache is
-    bounded, and only what it dropped is built again). Returns the thread."""
+    bounded, and only what it dropped is built again). ``langs``: the languages built
+    (a reader's long text: theirs); ``quiet``: each piece waits while a reader's page runs
+    (page_run.wait_quiet), so the pages being read come first. Returns the thread."""
     text, settings = view.get("text"), view.get("settings") or {}
     if not isinstance(text, str) or not text.strip() or not isinstance(settings, dict):
         return None
     model = view.get("model")  # the class's model, where this process offers it
     model_id = model if isinstance(model, str) and model in served_model.offered() else served_model.model_id()
-    key = (model_id, text, json.dumps(settings, sort_keys=True, default=str))
+    key = (model_id, text, json.dumps(settings, sort_keys=True, default=str), tuple(langs))
     book = _prebuilds()
     with book["lock"]:
         found = book["views"].get(key)
@@ -45,8 +50,8 @@ def prebuild(view: dict) -> threading.Thread | None:
             book["views"].move_to_end(key)
             if ended is None or time.time() - ended < PREBUILD_AGAIN:
                 return thread
-        thread = threading.Thread(target=_build_summaries, args=(key, text, model_id, dict(settings)), daemon=True,
-                                  name="atlas-class-summaries")
+        thread = threading.Thread(target=_build_summaries, args=(key, text, model_id, dict(settings), tuple(langs),
+                                                                 quiet), daemon=True, name="atlas-class-summaries")
         book["views"][key] = (thread, None)
         while len(book["views"]) > PREBUILDS:
             book["views"].popitem(last=False)
@@ -57,11 +62,14 @@ def prebuild(view: dict) -> threading.Thread | None:
 PREBUILD_FAILED: Counter = Counter()  # background builds that raised, by the exception's class
 
 
-def _build_summaries(key: tuple, text: str, model_id: str, settings: dict) -> None:
+def _build_summaries(key: tuple, text: str, model_id: str, settings: dict, langs: tuple[str, ...] = LANGS,
+                     quiet: bool = False) -> None:
     try:
         a = analyses.analysis_unseen(text, model_id)
         if a.n >= 3:  # a shorter text has no steps to build (its pages say so)
-            summaries.build_all(a, text, model_id, settings)  # each step as its page shows it (its inputs too)
+            pause = (lambda: page_run.wait_quiet(QUIET_WAIT)) if quiet else (lambda: None)
+            # each step as its page shows it (its inputs too)
+            summaries.build_all(a, text, model_id, settings, langs=langs, pause=pause)
     except Exception as exc:  # reported, never swallowed: logged with its traceback and counted
         PREBUILD_FAILED[type(exc).__name__] += 1  # (a reader who opens the step builds it then, and sees the error)
         logging.getLogger(__name__).exception("building a class's summaries in the background")

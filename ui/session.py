@@ -11,7 +11,7 @@ from server import limits, texts
 
 from . import keys
 from .i18n import Translator, detect_language
-from .samples import sample_text
+from .samples import long_text, sample_text
 
 MAX_CHARS = 100_000  # the text area's cap (a few hundred pages; the analysis reads its first tokens)
 
@@ -60,8 +60,11 @@ def on_language_change() -> None:
     old = st.session_state.get(keys.LANG, "en")
     st.session_state[keys.LANG] = new
     st.query_params["lang"] = new
-    if st.session_state.get(keys.TEXT) == sample_text(old) and keys.CLASS not in st.session_state:
-        st.session_state[keys.TEXT] = sample_text(new)
+    if keys.CLASS not in st.session_state:
+        for sample in (sample_text, long_text):  # the short sample, or the long one, in the new language
+            if st.session_state.get(keys.TEXT) == sample(old):
+                st.session_state[keys.TEXT] = sample(new)
+                break
 
 
 def text_changed() -> None:
@@ -95,6 +98,12 @@ def text_uploaded() -> None:
     else:
         notice_later(t("sidebar.upload_read", name=upload.name, n=t.int(len(text))), ":material/upload_file:")
     st.session_state[keys.TEXT] = text
+    text_changed()
+
+
+def load_long_sample() -> None:
+    """The sidebar's second sample button: the language's long sample, a whole chapter."""
+    st.session_state[keys.TEXT] = long_text(st.session_state.get(keys.LANG, "en"))
     text_changed()
 
 

@@ -15,7 +15,10 @@ from dataclasses import dataclass
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from . import analyses, drawing, glossary, keys, page_run, served_model, session, walk, summaries, widgets
+from attn import settings
+
+from . import (analyses, drawing, glossary, keys, measures, page_run, prebuild, served_model, session, summaries,
+               walk, widgets)
 from .classroom import gate, membership, room_charts, votes
 from .i18n import Translator
 from .step_parts import Question, Step, Summary, verdict
@@ -125,6 +128,10 @@ def opened(step: Step) -> StepPage:
         if a is None:
             glossary.terms_footer(t, step)
             page_run.stop_page()
+        if not measures.row_sample(a).every_row and settings.read().build_ahead:
+            # a long text (its statistics read on a sample of rows): the other steps' pages
+            # built meanwhile, in the reader's language, while no page runs
+            prebuild.prebuild({"text": text, "settings": {}, "model": model_id}, langs=(t.lang,), quiet=True)
     return StepPage(step, t, a, text, model_id, st.container())
 
 

@@ -4,7 +4,9 @@ import streamlit as st
 
 from attn import bench, methods
 from attn.device import pick_device
-from ui import drawing, glossary, live_bench, served_model, step_page, summaries
+from attn import model_run
+from ui import (analyses, drawing, glossary, live_bench, measures, model_runs, served_model, session, step_page,
+                summaries)
 from pages import payoff
 
 page = step_page.opened(payoff.STEP)  # the cost model and this device: no text
@@ -98,6 +100,57 @@ if rows:
     oracle, found = (ratios.get((bench.row_key(m.name, "auto"), last)) for m in (methods.top_k(), methods.top_k(True)))
     if oracle is not None and found is not None:
         st.caption(t("payoff.live_topk", w=t.int(bs.window), oracle=t.float(oracle, 2), indexer=t.float(found, 2)))
+
+# --- the model itself, on the reader's text ---------------------------------------------
+
+st.subheader(t("payoff.model_heading"))
+text = session.current_text()
+model = served_model.get_model(page.model_id) if page.model_id else None
+a = analyses.get_analysis(text, page.model_id) if model is not None and text.strip() else None
+if a is None or a.n < 8:
+    st.info(t("payoff.model_short"))
+else:
+    measured = model.causal and model.has_head  # an encoder predicts no next token; a folder may lack its head
+    lengths = model_run.lengths_of(a.n)
+    sliding = any(x.sliding for x in a.layers)
+    st.markdown(t("payoff.model_lead", n=t.int(a.n), lengths=t.numbers(t.int(m) for m in lengths),
+                  w=t.int(a.sliding_window or model_run.WINDOW)))
+    if not sliding:
+        st.caption(t("payoff.model_no_sliding", w=t.int(model_run.WINDOW), last=a.n_layers - 1))
+    if not measured:
+        st.caption(t("payoff.model_unmeasured" if model.causal else "payoff.model_unmeasured_both"))
+    run_key = model_runs.key(page.model_id, text, a.n)
+    res = model_runs.result(run_key)
+    if res is None:
+        st.caption(t("payoff.model_bound", runs=len(lengths) * len(model_run.WAYS) + (1 if measured else 0),
+                     n=t.int(a.n)))
+        if st.button(t("payoff.model_run"), type="primary", key="s7_model_run"):
+            st.button(t("payoff.model_stop"), key="s7_model_stop")  # its click reruns the page: the run ends
+            hubs = tuple(sorted({0, *(p for p, _ in measures.anchors(text, page.model_id, 3) if p != 0)}))[:3]
+            try:
+                res = model_runs.run(t, run_key, a.ids, hubs)
+            except Exception as exc:  # said, with what the engine reported; the page goes on
+                drawing.error_box(t, "payoff.failed")
+                st.code(f"{type(exc).__name__}: {exc}", language=None)
+    if res is not None:
+        drawing.data_table(model_runs.table(t, res))
+        cols = st.columns(len(model_run.WAYS))
+        half, whole = res.lengths[-2], res.lengths[-1]
+        for i, way in enumerate(model_run.WAYS):
+            r, counted = res.ratio(way), res.ratio(way, lambda x: x.operations)
+            cols[i].metric(t("payoff.metric_way_ratio", way=t(f"payoff.way_{way}"), n=t.int(half), n2=t.int(whole)),
+                           "—" if r is None else t.float(r, 2),
+                           delta=None if counted is None else t("payoff.metric_way_counted", x=t.float(counted, 2)),
+                           **drawing.REFERENCE)
+        st.caption(t("payoff.model_ratio_caption", n=t.int(half), n2=t.int(whole)))
+        for way, got, counted in model_runs.slower_than_counted(res):
+            st.warning(t("payoff.model_slower", way=t(f"payoff.way_{way}"), got=t.float(got, 2),
+                         counted=t.float(counted, 2)), icon=":material/speed:")
+        st.caption(t("payoff.model_memory_caption"))
+        if measured:
+            st.caption(t("payoff.model_kl_caption", k=t.int(model_run.KL_POSITIONS),
+                         hubs=t.numbers(t.int(h) for h in res.hubs)))
+
 glossary.prose(t, page.step, "payoff.outro")
 
 page.close(sm)

@@ -56,6 +56,7 @@ class TopKCost:
     numbers: int
     ratio: float
     full_ratio: float
+    n: int = 0  # the tokens counted on: the text, or a long one's first (measures.layer_tokens)
 
 
 def of_settings(cfg: dict) -> TopK | None:

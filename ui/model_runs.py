@@ -1,0 +1,85 @@
+"""Step 7's run of the model itself on the reader's text (attn.model_run: n/4, n/2 and n,
+four ways): through the process's queue, with a progress bar that says the time left,
+stopped by the reader's Stop button (its rerun ends the run at its next step); results
+kept per model, text and length for every reader."""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from attn import model_run
+
+from . import analyses, measures, served_model
+from .i18n import Translator
+
+RUNS = 8  # finished runs kept per process
+
+
+def _results():
+    return measures.finished_results("model_runs", RUNS)
+
+
+def key(model_id: str, text: str, n: int) -> tuple:
+    return (model_id, text, n)
+
+
+def result(key) -> model_run.FourWays | None:
+    return _results().get(key)
+
+
+def run(t: Translator, key, ids: list[int], hubs: tuple[int, ...]) -> model_run.FourWays:
+    """The four ways on ``ids``, showing each run and the time left (estimated from the
+    runs so far, each weighed by its length's square); kept for every reader."""
+    bar = st.progress(0.0, text=t("payoff.model_running_first"))
+    started = time.monotonic()
+
+    def progress(done: int, total: int, way: str, n: int) -> None:
+        spent = time.monotonic() - started
+        said = t("payoff.model_running", way=t(f"payoff.way_{way}"), n=t.int(n), done=done, total=total)
+        if done:
+            said = t.sentences([said, t("payoff.model_left", s=t.int(max(1, round(spent / done * (total - done)))))])
+        bar.progress(done / total, text=said)
+
+    def work():
+        done = result(key)
+        if done is not None:
+            return done
+        out = model_run.four_ways(served_model.get_model(key[0]), ids, hubs, progress=progress)
+        _results()[key] = out
+        return out
+
+    try:
+        return analyses.in_line("model_run", work, same=key)
+    finally:
+        bar.empty()
+
+
+def table(t: Translator, res: model_run.FourWays) -> dict:
+    """Every (way, length) as columns of text, numbers in the reader's language."""
+    cols = {t("payoff.col_way"): [], t("common.n_axis"): [], t("payoff.col_seconds"): [],
+            t("payoff.col_attention_mib"): [], t("payoff.col_kl"): [], t("payoff.col_ppl"): []}
+    for r in res.runs:
+        cols[t("payoff.col_way")].append(t(f"payoff.way_{r.way}"))
+        cols[t("common.n_axis")].append(t.int(r.n))
+        cols[t("payoff.col_seconds")].append(t.float(r.seconds, 2))
+        cols[t("payoff.col_attention_mib")].append("—" if r.peak_bytes is None else t.float(r.peak_bytes / 2**20, 1))
+        cols[t("payoff.col_kl")].append("—" if r.kl is None else t.float(max(0.0, r.kl), 4))
+        cols[t("payoff.col_ppl")].append("—" if r.perplexity is None else
+                                         f"{t.float(r.perplexity, 1)} ({t.float(r.base_perplexity, 1)})")
+    return cols
+
+
+SLOWER = 1.25  # a measured ratio this much above the cost model's is said plainly
+
+
+def slower_than_counted(res: model_run.FourWays) -> list[tuple[str, float, float]]:
+    """The ways whose time grew from n/2 to n by more than SLOWER × the cost model's
+    operations did: (way, measured, counted)."""
+    out = []
+    for way in model_run.WAYS:
+        measured, counted = res.ratio(way), res.ratio(way, lambda r: r.operations)
+        if measured is not None and counted is not None and measured > SLOWER * counted:
+            out.append((way, measured, counted))
+    return out
