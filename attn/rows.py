@@ -21,6 +21,7 @@ import torch
 from .layer import LayerAttention
 
 BLOCK_CELLS = 1 << 21  # weights recomputed at once (8 MB in float32): one block of rows of one (layer, head)
+ROWS_AT_ONCE = 64  # rows of a block at most
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,9 @@ class Weights:
         chosen head of one layer at a time. ``narrow``: ``(start, stop, rows, lo)`` with only
         the columns [lo, lo + width) the block's rows can reach (the others are 0)."""
         heads = len(self.head_ids)
-        step = max(1, cells // max(self.cols * heads, 1))
+        # at most ROWS_AT_ONCE rows: a causal block then reaches only the columns up to its last
+        # row, and a window block only its band (fewer cells computed and thrown away)
+        step = max(1, min(ROWS_AT_ONCE, cells // max(self.cols * heads, 1)))
         r = self.rows.numel()
         for li, layer in enumerate(self.layer_ids):
             for s in range(0, r, step):

@@ -56,12 +56,18 @@ def run(t: Translator, key, ids: list[int], hubs: tuple[int, ...]) -> model_run.
         bar.empty()
 
 
+def way_name(t: Translator, res: model_run.FourWays, way: str) -> str:
+    """A way as the page names it: "its own layout" only where the layers replaced are the
+    model's own sliding ones (a model with none gets a window in every layer but its last)."""
+    return t("payoff.way_window") if way == "own" and not res.own_sliding else t(f"payoff.way_{way}")
+
+
 def table(t: Translator, res: model_run.FourWays) -> dict:
     """Every (way, length) as columns of text, numbers in the reader's language."""
     cols = {t("payoff.col_way"): [], t("common.n_axis"): [], t("payoff.col_seconds"): [],
             t("payoff.col_attention_mib"): [], t("payoff.col_kl"): [], t("payoff.col_ppl"): []}
     for r in res.runs:
-        cols[t("payoff.col_way")].append(t(f"payoff.way_{r.way}"))
+        cols[t("payoff.col_way")].append(way_name(t, res, r.way))
         cols[t("common.n_axis")].append(t.int(r.n))
         cols[t("payoff.col_seconds")].append(t.float(r.seconds, 2))
         cols[t("payoff.col_attention_mib")].append("—" if r.peak_bytes is None else t.float(r.peak_bytes / 2**20, 1))

@@ -125,26 +125,30 @@ else:
         st.caption(t("payoff.model_bound", runs=len(lengths) * len(model_run.WAYS) + (1 if measured else 0),
                      n=t.int(a.n)))
         if st.button(t("payoff.model_run"), type="primary", key="s7_model_run"):
-            st.button(t("payoff.model_stop"), key="s7_model_stop")  # its click reruns the page: the run ends
+            stop = st.empty()
+            stop.button(t("payoff.model_stop"), key="s7_model_stop")  # its click reruns the page: the run ends
             hubs = tuple(sorted({0, *(p for p, _ in measures.anchors(text, page.model_id, 3) if p != 0)}))[:3]
             try:
                 res = model_runs.run(t, run_key, a.ids, hubs)
             except Exception as exc:  # said, with what the engine reported; the page goes on
                 drawing.error_box(t, "payoff.failed")
                 st.code(f"{type(exc).__name__}: {exc}", language=None)
+            finally:
+                stop.empty()  # nothing left to stop
     if res is not None:
         drawing.data_table(model_runs.table(t, res))
         cols = st.columns(len(model_run.WAYS))
         half, whole = res.lengths[-2], res.lengths[-1]
         for i, way in enumerate(model_run.WAYS):
             r, counted = res.ratio(way), res.ratio(way, lambda x: x.operations)
-            cols[i].metric(t("payoff.metric_way_ratio", way=t(f"payoff.way_{way}"), n=t.int(half), n2=t.int(whole)),
+            cols[i].metric(t("payoff.metric_way_ratio", way=model_runs.way_name(t, res, way), n=t.int(half),
+                             n2=t.int(whole)),
                            "—" if r is None else t.float(r, 2),
                            delta=None if counted is None else t("payoff.metric_way_counted", x=t.float(counted, 2)),
                            **drawing.REFERENCE)
         st.caption(t("payoff.model_ratio_caption", n=t.int(half), n2=t.int(whole)))
         for way, got, counted in model_runs.slower_than_counted(res):
-            st.warning(t("payoff.model_slower", way=t(f"payoff.way_{way}"), got=t.float(got, 2),
+            st.warning(t("payoff.model_slower", way=model_runs.way_name(t, res, way), got=t.float(got, 2),
                          counted=t.float(counted, 2)), icon=":material/speed:")
         st.caption(t("payoff.model_memory_caption"))
         if measured:
