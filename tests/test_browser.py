@@ -141,7 +141,7 @@ def test_the_readers_window_is_kept_when_a_shorter_text_is_pasted(page, tiny_url
     i = torch.arange(a.n)[:, None]
     j = torch.arange(a.n)[None, :]
     inside = (j <= i) & (i - j < chosen)  # the causal window, by hand
-    kept = float((a.attentions.float() * inside).sum(-1).mean())
+    kept = float((a.weights().dense() * inside).sum(-1).mean())
     label = "neighbours.metric_kept_all" if step_id == "neighbours" else "hubs.metric_kept_window"
     assert metrics[i18n.translate("en", label)] == i18n.fmt_pct(kept, "en"), metrics
 

@@ -8,6 +8,7 @@ import os
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from browser_parts import ARTIFACTS, SEND_ENABLED, axe_violations, h1, screenshots_on_failure, wait_title
 from helpers import WALK
@@ -507,8 +508,18 @@ def _projector(tiny_url, desk, own, phones, written) -> None:
     try:
         wall = desk.new_page()
         code = start_class(tiny_url, wall)
-        wall.get_by_role("button", name=i18n.translate("en", "class.resume_heading")).click()
-        link = wall.locator('[data-testid="stCode"] code', has_text="host=").first.inner_text().strip()
+        link = ""
+        for _ in range(4):  # a rerun right after the start (a loaded machine) may fold the popover again
+            wall.get_by_role("button", name=i18n.translate("en", "class.resume_heading")).click()
+            found = wall.locator('[data-testid="stCode"] code', has_text="host=").first
+            try:
+                found.wait_for(timeout=15_000)
+            except PlaywrightTimeout:
+                wall.keyboard.press("Escape")
+                continue
+            link = found.inner_text().strip()
+            break
+        assert link, "the teacher's resume link was never shown"
         wall.keyboard.press("Escape")
         wall.get_by_text(i18n.translate("en", "sidebar.presenter")).click()  # now the projector
         seated = []
