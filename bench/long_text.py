@@ -1,7 +1,7 @@
 """A long text through the analysis, by length: what the analysis holds, the process's
 peak memory, the analysis' time beside a bare forward pass of the model over the same
 tokens (transformers' own SDPA path, no grad), and the statistics the pages read, on the
-row sample a long text is read on (ui.measures.row_sample: exact up to 1,024 rows).
+row sample a long text is read on (ui.row_reads.row_sample: exact up to 1,024 rows).
 
     python -m bench.long_text                       # 1,024 · 2,048 · 4,096 · 8,192 tokens
     python -m bench.long_text --lengths 1024 8192

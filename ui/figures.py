@@ -211,12 +211,8 @@ def attention_heatmap(grid, labels, *, title, x_title, y_title, hover, separator
     ``named_axes=True`` (unpooled grids only) puts the tokens on category axes instead,
     so %{x} and %{y} name them: n labels per axis rather than n² pair labels, which are
     most of what each reader is sent (no numeric overlay such as ``add_band`` then)."""
-    grid = np.asarray(grid, dtype=np.float32)
-    n = len(labels)
-    if grid.shape[0] < n:  # pooled already
-        z, f = grid, pool_factor(n)
-    else:
-        z, f = downsample(grid, reduce)
+    grid, n = np.asarray(grid, dtype=np.float32), len(labels)
+    z, f = (grid, pool_factor(n)) if grid.shape[0] < n else downsample(grid, reduce)  # pooled already, or now
     m = z.shape[0]
     coords = np.arange(m) * f + (f - 1) / 2 if f > 1 else np.arange(m)
     named = named_axes and f == 1

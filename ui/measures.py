@@ -12,36 +12,14 @@ import numpy as np
 import streamlit as st
 import torch
 
-from attn import budgets, graph, methods, outputs, patterns, stats, topk
+from attn import graph, methods, outputs, patterns, stats, topk
 from attn.layer import LayerAttention
-from attn.rows import BLOCK_CELLS, RowSample
+from attn.rows import BLOCK_CELLS
 from server.lru import CountLRU
 
-from . import analyses, figures
+from . import analyses
+from .row_reads import Sampled, causal_view, layer_on, pooled_grid, sampled, sampled_weights
 from .setting_rows import Context
-
-# A text of at most EXACT_ROWS tokens: every statistic reads every row of every head. A
-# longer one: its first EXACT_ROWS rows and SAMPLED_ROWS more spread evenly over the rest
-# (attn.rows.RowSample), and the page says so, with the spread of such samples.
-EXACT_ROWS = 1024
-SAMPLED_ROWS = 1024
-
-
-@dataclass(frozen=True)
-class Sampled:
-    """Which rows a statistic read: ``rows`` of the text's ``n`` (all of them, or a sample),
-    and half the width within which 95 % of such samples' values fall (``spread``, in the
-    statistic's own unit; 0 when every row was read)."""
-
-    rows: int
-    n: int
-    spread: float = 0.0
-    first: int = 0  # the text's first rows, every one of them read (the rest: spread evenly)
-
-    @property
-    def every_row(self) -> bool:
-        return self.rows >= self.n
-
 
 @dataclass(frozen=True)
 class PrefixPoint:
@@ -192,55 +170,11 @@ def _analysis(text: str, model_id: str):
     return analyses.get_analysis(text, model_id)
 
 
-def row_sample(a) -> RowSample:
-    """The rows a statistic of the text reads: every row of a text of at most EXACT_ROWS
-    tokens; else the first EXACT_ROWS and SAMPLED_ROWS spread over the rest."""
-    return RowSample.spread(a.n, EXACT_ROWS, SAMPLED_ROWS)
-
-
-def _sampled_weights(a):
-    """The analysis' weights on its row sample, and the sample."""
-    sample = row_sample(a)
-    w = a.weights()
-    return (w if sample.every_row else w.at(sample.positions)), sample
-
-
-def _sampled(sample: RowSample, spread: float) -> Sampled:
-    return Sampled(sample.count, sample.n, spread, min(sample.whole, sample.n))
-
-
-def _causal_view(g: torch.Tensor, causal: bool = True, first_row: int = 0) -> np.ndarray:
-    """For drawing: the cells a causal model never computes (above the diagonal) left
-    empty rather than drawn as zero weight; an encoder's grid (``causal`` False) whole.
-    ``first_row``: the text's position of the block's first row."""
-    out = g.clone()
-    if causal:
-        out[torch.ones_like(out, dtype=torch.bool).triu(1 + first_row)] = torch.nan
-    return out.numpy()
-
-
-def _pooled(a, layer: int, head, reduce: str = "mean", keep=None) -> np.ndarray:
-    """One head's grid (head=None: the layer's heads averaged) as it is drawn: pooled into
-    blocks of b×b cells (figures.pool_factor: at most figures.MAX_SIDE a side), each the
-    block's mean or largest weight (``reduce``), read a block of rows at a time — never the
-    whole grid. ``keep``: a function of a block's rows giving the cells to draw (others empty)."""
-    n = a.n
-    f = figures.pool_factor(n)
-    step = f * max(1, BLOCK_CELLS // max(1, f * n))  # whole pooled rows at a time
-    out = []
-    for s in range(0, n, step):
-        rows = a.rows(layer, head, torch.arange(s, min(n, s + step)))
-        if keep is not None:
-            rows = torch.where(keep(rows), rows, torch.nan)
-        out.append(figures.pool_rows(_causal_view(rows, a.causal, first_row=s), f, reduce))
-    return np.concatenate(out, axis=0)
-
-
 # few: a summary (kept for every reader) draws each grid once; at most 384² cells each
 @st.cache_data(max_entries=8, show_spinner=False)
 def grid(text: str, model_id: str, layer: int, head) -> np.ndarray:
     """The grid as drawn (pooled to screen resolution: ``_pooled``, each block's mean)."""
-    return _pooled(_analysis(text, model_id), layer, head)
+    return pooled_grid(_analysis(text, model_id), layer, head)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -259,7 +193,7 @@ def useful(text: str, model_id: str, layer: int, head, p: float) -> Useful:
     a = _analysis(text, model_id)
     reads = a.layers[layer]
     window = reads.window
-    every, sample = _sampled_weights(a)
+    every, sample = sampled_weights(a)
     weights = every[layer] if head is None else every[layer, head]  # (H, rows, n) or (rows, n)
     s = stats.useful_summary(weights, p, reads, sample=sample)
     # the drawn mask holds exactly k cells per row of the grid drawn (the averaged one for head=None)
@@ -282,7 +216,7 @@ def useful(text: str, model_id: str, layer: int, head, p: float) -> Useful:
                   k_all=share_trend(text, model_id, p).k_mean,  # k(p) of every head once per text and p, shared
                   prefixes=tuple(PrefixPoint(r["n"], r["k"], r["share"], r["uniform_k"], r["uniform_share"])
                                  for r in prefixes),
-                  window=window, sampled=_sampled(sample, s["spread"] * a.n / cells))
+                  window=window, sampled=sampled(sample, s["spread"] * a.n / cells))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -291,20 +225,20 @@ def share_trend(text: str, model_id: str, p: float) -> ShareTrend:
     draws to the whole text (stats.share_trend)."""
     a = _analysis(text, model_id)
     first = stats.prefix_lengths(a.n)[0]
-    weights, sample = _sampled_weights(a)
+    weights, sample = sampled_weights(a)
     r = stats.share_trend(weights, p, first, a.layers, first_attentions=None if a.causal else a.prefix(first),
                           sample=sample)
     return ShareTrend(first=r["first"], n=r["n"], layers=r["layers"], heads=r["heads"], layers_fell=r["layers_fell"],
-                      heads_fell=r["heads_fell"], k_mean=r["k_mean"], sampled=_sampled(sample, r["k_spread"]))
+                      heads_fell=r["heads_fell"], k_mean=r["k_mean"], sampled=sampled(sample, r["k_spread"]))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def kept(text: str, model_id: str, window: int, hubs: tuple) -> Kept:
     """Share of the real weight a window (+ hubs) keeps, per layer and head."""
     a = _analysis(text, model_id)
-    weights, sample = _sampled_weights(a)
+    weights, sample = sampled_weights(a)
     res = stats.share_kept_by_pattern(weights, window, hubs, a.layers[0], sample=sample)
-    return Kept(res["per_head"].numpy(), res["per_layer"].numpy(), res["mean"], _sampled(sample, res["spread"]))
+    return Kept(res["per_head"].numpy(), res["per_layer"].numpy(), res["mean"], sampled(sample, res["spread"]))
 
 
 ANCHOR_DISTANCE = stats.ANCHOR_DISTANCE  # an anchor is scored by rows at least this far after it
@@ -313,7 +247,7 @@ ANCHOR_DISTANCE = stats.ANCHOR_DISTANCE  # an anchor is scored by rows at least 
 @st.cache_data(max_entries=16, show_spinner=False)
 def anchors(text: str, model_id: str, top: int = 5) -> list[tuple[int, float]]:
     a = _analysis(text, model_id)
-    weights, sample = _sampled_weights(a)
+    weights, sample = sampled_weights(a)
     return stats.anchors(weights, a.layers[0], top=top, sample=sample)
 
 
@@ -361,9 +295,9 @@ def sink_share(text: str, model_id: str) -> float:
 @st.cache_data(max_entries=16, show_spinner=False)
 def sink_estimate(text: str, model_id: str) -> tuple[float, Sampled]:
     """The sink's share (``sink_share``) and the rows it was read on."""
-    weights, sample = _sampled_weights(_analysis(text, model_id))
+    weights, sample = sampled_weights(_analysis(text, model_id))
     share, spread = stats.sink_rows(weights, sample)
-    return share, _sampled(sample, spread)
+    return share, sampled(sample, spread)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -372,28 +306,17 @@ def special_share(text: str, model_id: str) -> SpecialShare:
     share of each row, averaged over every row, layer and head (stats.share_to), per
     layer too, beside what an even spread over each row's cells would give them."""
     a = _analysis(text, model_id)
-    weights, sample = _sampled_weights(a)
+    weights, sample = sampled_weights(a)
     r = stats.share_to(weights, a.specials, a.layers[0], sample=sample)
     return SpecialShare(tuple(r["columns"]), r["mean"], r["even"], tuple(r["per_layer"]), tuple(r["each"]),
-                        _sampled(sample, r.get("spread", 0.0)))
+                        sampled(sample, r.get("spread", 0.0)))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def top_share_view(text: str, model_id: str, layer: int, head, p: float) -> np.ndarray:
     """The grid with only the cells that make up share p of each row (others NaN)."""
     a = _analysis(text, model_id)
-    return _pooled(a, layer, head, reduce="max", keep=lambda rows: stats.top_share_mask(rows, p))
-
-
-def layer_tokens(a) -> int:
-    """The tokens step 5's and step 6's measures of one layer read (budgets.LAYER_TOKENS):
-    the whole text, or a long one's first tokens (a causal model's; an encoder's whole)."""
-    return min(a.n, budgets.LAYER_TOKENS) if a.causal else a.n
-
-
-def layer_on(a, layer: int):
-    """(q, k, v, bias) of one layer on the tokens its measures read (``layer_tokens``)."""
-    return a.layer_on(layer, layer_tokens(a))
+    return pooled_grid(a, layer, head, reduce="max", keep=lambda rows: stats.top_share_mask(rows, p))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -451,7 +374,7 @@ def implied_maps(text: str, model_id: str, layer: int, head: int, window: int, h
         w = outputs.implied_weights(q, k, a.layers[layer], method=method.name, params=params, bias=bias)[0]
         if method.family == "window":  # cells the method skips: drawn empty
             w = torch.where(patterns.dense(method.mask(m, params), m), w, torch.nan)
-        out[method.name] = _causal_view(w, a.causal)
+        out[method.name] = causal_view(w, a.causal)
     return out
 
 

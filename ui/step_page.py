@@ -17,8 +17,8 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attn import settings
 
-from . import (analyses, drawing, glossary, keys, measures, page_run, prebuild, served_model, session, summaries,
-               walk, widgets)
+from . import (analyses, drawing, glossary, keys, page_run, prebuild, row_reads, served_model, session, summaries, walk,
+               widgets)
 from .classroom import gate, membership, room_charts, votes
 from .i18n import Translator
 from .step_parts import Question, Step, Summary, verdict
@@ -128,7 +128,7 @@ def opened(step: Step) -> StepPage:
         if a is None:
             glossary.terms_footer(t, step)
             page_run.stop_page()
-        if not measures.row_sample(a).every_row and settings.read().build_ahead:
+        if not row_reads.row_sample(a).every_row and settings.read().build_ahead:
             # a long text (its statistics read on a sample of rows): the other steps' pages
             # built meanwhile, in the reader's language, while no page runs
             prebuild.prebuild({"text": text, "settings": {}, "model": model_id}, langs=(t.lang,), quiet=True)

@@ -25,7 +25,7 @@ from attn.device import pick_device
 from attn.swap import STACK_EVERY, stack_layers
 from server.lru import CountLRU
 
-from ui import analyses, figures, measures, model_swaps, widgets
+from ui import analyses, measures, model_swaps, row_reads, widgets
 from ui.i18n import Translator
 from ui.setting_rows import DEFAULT_LAYER, Context, Dims, Setting, first_layer, hubs_row, layers_of
 from ui.step_parts import Step
@@ -261,17 +261,8 @@ def grid(n: int, key: tuple, causal: bool) -> np.ndarray:
     """The pattern over the text: 1 where a cell is computed, 0 where it is skipped,
     empty above the diagonal of a causal pattern; pooled to screen resolution (each drawn
     cell the share of its block computed), a block of rows at a time."""
-    rows = patterns.rows_of(algebra.composed_mask(n, _comp(key), causal), n)
-    f = figures.pool_factor(n)
-    step = f * max(1, (1 << 21) // max(1, f * n))
-    out = []
-    for s in range(0, n, step):
-        pos = torch.arange(s, min(n, s + step))
-        g = rows(pos).float()
-        if causal:
-            g[pos[:, None] < torch.arange(n)[None, :]] = torch.nan
-        out.append(figures.pool_rows(g.numpy(), f))
-    return np.concatenate(out, axis=0)
+    allowed = patterns.rows_of(algebra.composed_mask(n, _comp(key), causal), n)
+    return row_reads.pooled(n, lambda positions: allowed(positions).float(), causal)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -371,7 +362,7 @@ def error(text: str, model_id: str, key: tuple, layer: int, top_key_: tuple | No
     """Output error of the pattern (with top-k's chosen keys, when on) on one layer's own
     q, k, v against exact softmax."""
     a = analyses.get_analysis(text, model_id)
-    q, k, v, bias = measures.layer_on(a, layer)  # a long text's first tokens (the exact reference is n×n)
+    q, k, v, bias = row_reads.layer_on(a, layer)  # a long text's first tokens (the exact reference is n×n)
     m = q.shape[2]
     comp = _comp(key) if m == a.n else algebra.composition_on_prefix(m, _comp(key))
     top = topk_part.of_key(top_key_)

@@ -6,8 +6,8 @@ import streamlit as st
 from attn import composition, methods
 from attn.topk import PART_ROWS
 from attn.device import pick_device
-from ui import (analyses, drawing, figures, live_bench, measures, model_swaps, page_run, served_model, session,
-                step_page, widgets)
+from ui import (analyses, drawing, figures, live_bench, measures, model_swaps, page_run, row_reads, served_model,
+                session, step_page, widgets)
 from ui.step_parts import layer_label
 from pages import playground as pg
 from pages.playground import topk_part
@@ -143,7 +143,7 @@ else:
 
 def grid_figure():
     g = pg.grid(n, key, causal) if top is None else pg.top_grid(text, model_id, key, tk, layer, causal)
-    drawn = n if top is None else min(n, measures.layer_tokens(a))  # top-k's: a long text's first tokens
+    drawn = n if top is None else min(n, row_reads.layer_tokens(a))  # top-k's: a long text's first tokens
     fig, _ = figures.attention_heatmap(
         g, a.tokens[:drawn], title=t("playground.grid_title", parts=pg.parts_label(t, comp, top)),
         x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("playground.hover_grid"),

@@ -15,7 +15,7 @@ from attn import costs as costs_model
 from attn import methods, outputs, topk
 from attn.composition import Composition
 from attn.costs import Shape
-from ui import measures
+from ui import row_reads
 
 NAME = "topk"  # its choice among the playground's parts (it is not one of attn.composition.PARTS)
 CHOOSERS = ("oracle", "indexer")
@@ -56,7 +56,7 @@ class TopKCost:
     numbers: int
     ratio: float
     full_ratio: float
-    n: int = 0  # the tokens counted on: the text, or a long one's first (measures.layer_tokens)
+    n: int = 0  # the tokens counted on: the text, or a long one's first (row_reads.layer_tokens)
 
 
 def of_settings(cfg: dict) -> TopK | None:
@@ -76,8 +76,8 @@ def every_pair(n: int, causal: bool) -> int:
 def cells(a, parts: Composition, top: TopK, layer: int, causal: bool) -> torch.Tensor:
     """``(1, heads, m, m)`` bool: the cells top-k beside ``parts`` computes in a layer, the
     oracle choosing by the layer's own scores (its cap and bias), as the swap does — on the
-    text's first m tokens (the whole text, or a long one's first: measures.layer_tokens)."""
-    q, k, _, bias = measures.layer_on(a, layer)
+    text's first m tokens (the whole text, or a long one's first: row_reads.layer_tokens)."""
+    q, k, _, bias = row_reads.layer_on(a, layer)
     m = q.shape[2]
     params = methods.Params(parts=parts if m == a.n else algebra.composition_on_prefix(m, parts), k=top.keep,
                             causal=causal)
