@@ -34,10 +34,12 @@ def run(t: Translator, key, ids: list[int], hubs: tuple[int, ...]) -> model_run.
     runs so far, each weighed by its length's square); kept for every reader."""
     bar = st.progress(0.0, text=t("payoff.model_running_first"))
     started = time.monotonic()
+    sliding = any(x.sliding for x in served_model.get_model(key[0]).arch.layers)
 
     def progress(done: int, total: int, way: str, n: int) -> None:
         spent = time.monotonic() - started
-        said = t("payoff.model_running", way=t(f"payoff.way_{way}"), n=t.int(n), done=done, total=total)
+        name = t("payoff.way_window") if way == "own" and not sliding else t(f"payoff.way_{way}")  # as the table says
+        said = t("payoff.model_running", way=name, n=t.int(n), done=done, total=total)
         if done:
             said = t.sentences([said, t("payoff.model_left", s=t.int(max(1, round(spent / done * (total - done)))))])
         bar.progress(done / total, text=said)
