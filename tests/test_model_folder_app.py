@@ -384,11 +384,19 @@ def test_the_steps_follow_an_encoder(make_app, folder_of):
     # each end on its own: [CLS] at 0 and [SEP] at n − 1, each row's weight on it (every layer and
     # head) beside its even share 1/n, called a hub only at twice that
     text = [m.value.replace("\\", "") for m in at.markdown]
+    hub_tokens, plain_tokens = [], []
     for p, token in ((0, "[CLS]"), (n - 1, "[SEP]")):
         share = float(attn[..., p].mean())
         key = "hubs.encoder_token_hub" if share >= 2 / n else "hubs.encoder_token_plain"
         said = t(key, token=f"{p} · {token}", share=t.pct(share), even=t.pct(1 / n), ratio=t.float(share * n, 1))
         assert f"- {said}" in text, (said, text)
+        (hub_tokens if share >= 2 / n else plain_tokens).append(f"{p} · {token}")
+    # why hubs form names no token as such a place unless the shares above find it one (64, 5)
+    why = next(m for m in text if "gpt-oss" in m)  # its glossary terms are linked: found by a word of its own
+    assert all(token.split(" · ")[1] not in why for token in plain_tokens), why
+    key = ("hubs.sink_which_some" if hub_tokens and plain_tokens else "hubs.sink_which_all" if hub_tokens
+           else "hubs.sink_which_none")
+    assert t(key, hubs=t.list(hub_tokens), plain=t.list(plain_tokens)).replace("\\", "") in text
     # the model with a window of 4: masked words guessed from both sides, said on screen
     at.button(key="s4_swap").click().run()
     assert not at.exception
@@ -458,6 +466,11 @@ def test_a_folder_without_its_head_serves_every_page_and_shows_no_number_that_ne
         assert not {"s4_swap", "s6_swap", "pg_swap"} & set(buttons), (page.id, buttons)
         if page.id == "hubs":
             assert not [m for m in at.metric if m.label == t("swap.w4_ppl")]
+            # what can be measured leads; nothing announces a measure the next box refuses (64, 6)
+            assert t("hubs.model_text_no_head") in shown and t("hubs.model_text") not in shown
+        if page.id == "honest-catch":
+            assert t("swap.lead_no_head") in shown
+            assert not any(m.startswith(t("swap.lead")[:40]) for m in shown)
         if page.id == "playground":  # nothing runs: no caption says what it runs on
             runs = {t(k, n="§", scope="§").split("§")[0] for k in ("playground.swap_caption",
                                                                   "playground.swap_caption_all")}
@@ -482,6 +495,26 @@ def test_step_six_names_how_the_layers_own_attention_was_computed(make_app, fold
     labels = [m.label for m in at.metric]
     assert (t("honest_catch.metric_written") in labels) is written
     assert (t("honest_catch.metric_fused") in labels) is not written
+    # the exact bar, the question and the caption say what ran; the cap is named with its value,
+    # on the page and on the model's card in the sidebar (64, 11)
+    config = AutoConfig.from_pretrained(str(folder_of(family)))
+    cap = getattr(config, "attn_logit_softcapping", None)
+    assert (cap is not None) is written
+    bars = [tr for ch in at.get("plotly_chart") for tr in json.loads(ch.proto.spec)["data"] if tr.get("type") == "bar"]
+    names = list(bars[0]["x"])
+    ran = "written" if written else "fused"
+    assert names[0] == t(f"honest_catch.name_{ran}", dtype="float32"), names
+    assert not any(t("honest_catch.name_fused", dtype="float32") == x for x in names) if written else True
+    layer = at.selectbox(key="s6_layer").value
+    said = caption_values(at)
+    assert (t("honest_catch.errors_dtype_written", dtype="float32") in said) is written
+    assert (t("honest_catch.errors_dtype", dtype="float32") in said) is not written
+    asked = f"**{t('predict.heading')}** · {t(f'honest_catch.question_{ran}', layer=layer)}"
+    assert asked in [m.value for m in at.markdown]
+    note = t("honest_catch.softcap_note", layer=layer, cap=t.float(cap, 1)) if written else None
+    assert (note in said) if written else not any("tanh" in c for c in said)
+    card = " ".join(c.value for c in at.sidebar.caption) + " ".join(m.value for m in at.sidebar.markdown)
+    assert (t("sidebar.softcap", cap=t.float(cap, 1)) in card) if written else "±" not in card
     shown = (t("honest_catch.metric_written"), t("honest_catch.metric_fused"))
     value = next(m.value for m in at.metric if m.label in shown)
     mantissa, _, power = value.partition(" × 10")  # "1.2 × 10⁻⁷": rounding, far below a percent
@@ -518,3 +551,23 @@ def test_step_one_says_what_the_tokenizer_costs_the_text(make_app, tmp_path, lan
         said.insert(0, t("every_pair.unknown_note", share=t.pct(unknown / len(ids)), count=unknown))
     assert unknown > 0  # this vocabulary never saw パ or ハ
     assert t.sentences(said) in caption_values(at), caption_values(at)
+
+
+def test_step_six_says_where_the_window_stack_is_the_models_own_sliding_layers(make_app, tmp_path):
+    """A Gemma 3 folder of 6 layers slides in layers 0–4 and keeps layer 5 full: the window in
+    5 of every 6 layers is its own layout, run once as the sliding-layers line, and the note
+    says so instead of naming a line that is not drawn (64, 9)."""
+    folder = mf.build("gemma3_text", tmp_path / "g6", layers=6)
+    config = AutoConfig.from_pretrained(str(folder))
+    assert [window_of_layer(config, i) is not None for i in range(6)] == [True] * 5 + [False]
+    t = Translator("en")
+    at = make_app(str(folder))
+    at.run()
+    at.switch_page("pages/honest_catch/page.py").run()
+    at.button(key="s6_swap").click().run(timeout=300)
+    assert not at.exception
+    traces = [tr.get("name", "") for ch in at.get("plotly_chart") for tr in json.loads(ch.proto.spec)["data"]]
+    line = t("swap.series_window_sliding")
+    assert line in traces and not any(name.startswith("window, 5 of every 6") for name in traces)
+    said = t("swap.stacks_note_own", exact4="3", exact6="5", line=line)
+    assert said in caption_values(at), caption_values(at)

@@ -94,6 +94,20 @@ def run(t: Translator, key, s: Shape, device, sizes: list[int]) -> list:
         bar.empty()  # a failed run leaves no bar behind
 
 
+def topk_split(t: Translator, oracle: float, indexer: float) -> str:
+    """What two top-k ratios t(2n)/t(n) say of their work's split. A time a·n + b·n² grows
+    (2a·n + 4b·n²)/(a·n + b·n²) times when n doubles: past 3 exactly when its n² part
+    (scoring every pair to choose the keys) is the larger, below 3 when the part that grows
+    like n (gathering each query's k keys) is."""
+    square = {name: r > 3 for name, r in ((t("methods.topk"), oracle), (t("methods.topk_indexer"), indexer))}
+    if all(square.values()):
+        return t("payoff.live_topk_square")
+    if not any(square.values()):
+        return t("payoff.live_topk_line")
+    over, under = (next(name for name, v in square.items() if v is side) for side in (True, False))
+    return t("payoff.live_topk_split", over=over, under=under)
+
+
 def table(t: Translator, rows: list, s: Shape) -> dict:
     """The measured rows as columns of text, numbers in the reader's language."""
     ratios = bench.ratios(rows)

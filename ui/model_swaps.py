@@ -163,9 +163,11 @@ def sweep_section(t: Translator, a, text: str, step) -> None:
     """Step 6's second half: the whole model with its attention swapped (``step``: the
     page's Step, whose prose links the glossary's terms)."""
     st.subheader(t("swap.heading"))
-    glossary.prose(t, step, "swap.lead" if a.causal else "swap.lead_masked")
-    if not no_head_said(t):
+    if not served_model.has_head():  # what the page did measure first; then the one thing it cannot
+        st.markdown(t("swap.lead_no_head"))
+        no_head_said(t)
         return
+    glossary.prose(t, step, "swap.lead" if a.causal else "swap.lead_masked")
     layer = widgets.setting(t, "s6_swap_layer", a, t("swap.pick_layer"))
     swaps = sweep_of(a, layer)
     if a.causal:
@@ -185,8 +187,9 @@ def sweep_section(t: Translator, a, text: str, step) -> None:
     c2.metric(t("swap.control_ppl"), t.float(control.perplexity, 2))
     c3.metric(t("swap.control_kl"), t.sci(max(control.kl, 0.0)))
     c4.metric(t("swap.control_top1"), t.pct(control.top1_agreement, 0))
-    if a.causal:
-        st.caption(t("swap.control_caption", n=t.int(control.n)))
+    if a.causal:  # a soft-capped model's own attention is written out, not fused
+        capped = any(layer.softcap is not None for layer in a.layers)
+        st.caption(t("swap.control_caption_written" if capped else "swap.control_caption", n=t.int(control.n)))
     else:  # an encoder is measured on the words it guesses, hidden one at a time
         st.caption(t("swap.control_caption_masked", m=t.int(len(control.predicted))))
 
@@ -199,11 +202,23 @@ def sweep_section(t: Translator, a, text: str, step) -> None:
     for fig in by_exact:  # with the hybrid stacks: the metric against the share of layers kept exact
         drawing.show_figure(fig, key="s6_swap_exact")
     if any(s.series.endswith("/stack") for s in swaps):  # the hybrid stacks: what they copy, which layers stayed
-        st.caption(t("swap.stacks_note", exact4=t.list(str(i) for i in swap.kept_exact(a.n_layers, swap.STACK_EVERY)),
-                     exact6=t.list(str(i) for i in swap.kept_exact(a.n_layers, swap.WINDOW_STACK_EVERY))))
+        st.caption(stacks_note(t, a, swaps))
     st.markdown(t("swap.outro"))
 
 
+
+
+def stacks_note(t: Translator, a, swaps: list) -> str:
+    """What the hybrid stacks copy and which layers they kept exact, with the window's 5 in 6
+    said as what happened to it: drawn; left out as the model's own sliding layers (its
+    numbers are the sliding-layers line); or not run, the model having fewer layers."""
+    exact4 = t.list(str(i) for i in swap.kept_exact(a.n_layers, swap.STACK_EVERY))
+    exact6 = t.list(str(i) for i in swap.kept_exact(a.n_layers, swap.WINDOW_STACK_EVERY))
+    if any(s.series == f"{methods.window().name}/stack" for s in swaps):
+        return t("swap.stacks_note", exact4=exact4, exact6=exact6)
+    if a.n_layers >= swap.WINDOW_STACK_EVERY:  # the stack is the model's own sliding layers
+        return t("swap.stacks_note_own", exact4=exact4, exact6=exact6, line=t("swap.series_window_sliding"))
+    return t("swap.stacks_note_few", exact4=exact4, every=swap.WINDOW_STACK_EVERY, layers=a.n_layers)
 
 
 def sweep_figures(t: Translator, res: list, metric: str, layer: int):

@@ -49,11 +49,13 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     order = [m.name for m in shown]
     # the layer's own pattern is drawn as what it is here: the fused kernel, in its dtype
     own, own32 = methods.own().name, methods.in_float32(methods.own().name)
-    names = [t("honest_catch.name_fused", dtype=err.dtype) if m.name == own else t(m.label_key, w=w, g=len(hubs))
+    # (or, where the layer changes its scores before the softmax, written out step by step)
+    ran = "written" if err.plain else "fused"
+    names = [t(f"honest_catch.name_{ran}", dtype=err.dtype) if m.name == own else t(m.label_key, w=w, g=len(hubs))
              for m in shown]
-    if own32 in mean:  # on a GPU: the same fused kernel in float32 too
+    if own32 in mean:  # on a GPU: the same in float32 too
         order.insert(1, own32)
-        names.insert(1, t("honest_catch.name_fused32"))
+        names.insert(1, t(f"honest_catch.name_{ran}", dtype="float32"))
     values = [max(mean[k], 1e-12) for k in order]
 
     def label(v):  # a bar and the axis say an error alike: a percentage, or a power of ten when tiny
@@ -67,10 +69,10 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     label_of = dict(zip(order, names))
     shortcuts = [name for name in order if name not in (own, own32)]
     closest = min(shortcuts, key=lambda name: mean[name])
-    q = Question(t("honest_catch.question", layer=layer), shortcuts, closest, lambda name: label_of[name],
+    q = Question(t(f"honest_catch.question_{ran}", layer=layer), shortcuts, closest, lambda name: label_of[name],
                  f"{label_of[closest]} ({t.pct(mean[closest])})")
     best_linear = min((m for m in shown if m.family == "linear"), key=lambda m: mean[m.name])
-    key = [(t("honest_catch.metric_fused"), t.sci(mean[own])),
+    key = [(t(f"honest_catch.metric_{ran}"), t.sci(mean[own])),
            (t("honest_catch.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean[methods.window(hubs=True).name])),
            (t("honest_catch.metric_best_linear", f=t(f"features.{best_linear.feature}")),
             t.pct(mean[best_linear.name]))]

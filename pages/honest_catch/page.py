@@ -47,10 +47,13 @@ if better:
         best=t(f"features.{best_linear.feature}"), gap=t.float(100 * (err.uniform - mean[best_linear.name]), 1))]))
 else:
     st.caption(t.sentences([uniform_said, t("honest_catch.errors_caption_none")]))
+ran = "_written" if err.plain else ""  # the layer's own attention: fused, or written out step by step
 if own32 in mean:
-    st.caption(t("honest_catch.errors_dtype_gpu", dtype=err.dtype, e32=t.sci(mean[own32])))
+    st.caption(t(f"honest_catch.errors_dtype_gpu{ran}", dtype=err.dtype, e32=t.sci(mean[own32])))
 else:
-    st.caption(t("honest_catch.errors_dtype", dtype=err.dtype))
+    st.caption(t(f"honest_catch.errors_dtype{ran}", dtype=err.dtype))
+if (cap := a.layers[layer].softcap) is not None:  # named with its value, not only in a tooltip
+    st.caption(t("honest_catch.softcap_note", layer=layer, cap=t.float(cap, 1)))
 over = [name for name, value in zip(names, values) if value > 1]
 if over:  # named, not guessed at: which methods moved the output past its own length
     st.caption(t("honest_catch.over_100", names=t.list(over)))

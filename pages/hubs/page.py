@@ -4,7 +4,7 @@ special tokens ([CLS], [SEP])."""
 
 import streamlit as st
 
-from ui import drawing, figures, glossary, measures, model_swaps, step_page, widgets
+from ui import drawing, figures, glossary, measures, model_swaps, served_model, step_page, widgets
 from ui.step_parts import sampled_note
 from pages import hubs as step
 
@@ -122,28 +122,46 @@ def causal_hubs() -> None:
 HUB_FACTOR = 2  # a special token is called a hub where it takes at least twice its even share
 
 
-def encoder_hubs() -> None:
-    """An encoder's own hubs: the tokenizer's special tokens, which many heads lean on."""
+def encoder_hubs() -> tuple[list[str], list[str]] | None:
+    """An encoder's own hubs: the tokenizer's special tokens, which many heads lean on.
+    Returns those measured as hubs and those not (each "position · token"), or None where
+    the tokenizer adds none."""
     st.subheader(t("hubs.encoder_heading"))
     got = measures.special_share(text, model_id)
     if not got.columns:
         st.markdown(t("hubs.encoder_no_specials"))
-        return
+        return None
     st.markdown(t("hubs.encoder_text"))
     hubs = [p for p, share, even in got.each if share >= HUB_FACTOR * even]
+    named = {p: f"{p} · {drawing.literal(a.tokens[p])}" for p, _, _ in got.each}
     for p, share, even in got.each:  # each with its own share: a hub only where it takes clearly more
-        token = f"{p} · {drawing.literal(a.tokens[p])}"
         key = "hubs.encoder_token_hub" if p in hubs else "hubs.encoder_token_plain"
-        st.markdown(f"- {t(key, token=token, share=t.pct(share), even=t.pct(even), ratio=t.float(share / even, 1))}")
+        st.markdown(f"- {t(key, token=named[p], share=t.pct(share), even=t.pct(even), ratio=t.float(share / even, 1))}")
     if len(got.columns) > 1:
         top = max(range(len(got.per_layer)), key=lambda layer: got.per_layer[layer])
         st.caption(t("hubs.encoder_layer", layer=top, share=t.pct(got.per_layer[top])))
+    return [named[p] for p in named if p in hubs], [named[p] for p in named if p not in hubs]
 
 
+def which_hubs(found: tuple[list[str], list[str]] | None) -> None:
+    """After why hubs form: which of the tokenizer's tokens this model made such places on
+    this text, as measured above (nothing where the tokenizer adds none)."""
+    if found is None:
+        return
+    hubs, plain = found
+    if hubs and plain:
+        st.markdown(t("hubs.sink_which_some", hubs=t.list(hubs), plain=t.list(plain)))
+    elif hubs:
+        st.markdown(t("hubs.sink_which_all", hubs=t.list(hubs)))
+    else:
+        st.markdown(t("hubs.sink_which_none", plain=t.list(plain)))
+
+
+specials = None
 if a.causal:
     causal_hubs()
 else:
-    encoder_hubs()
+    specials = encoder_hubs()
 sink_share, sink_rows = measures.sink_estimate(text, model_id)
 st.metric(t("hubs.metric_sink"), t.pct(sink_share), help=t("hubs.metric_sink_help"))
 if (said := sampled_note(t, sink_rows)) is not None:
@@ -151,10 +169,15 @@ if (said := sampled_note(t, sink_rows)) is not None:
 if not a.first_is_special:  # GPT-2's tokenizer adds no start token: the sink is a piece of the text
     st.caption(t("hubs.first_is_text"))
 glossary.prose(t, step.STEP, "hubs.sink_why" if a.causal else "hubs.sink_why_both")
+which_hubs(specials)
 
 st.subheader(t("hubs.model_heading"))
-st.markdown(t("hubs.model_text"))
-model_swaps.hub_evidence(t, a, text)
+if served_model.has_head():  # announced only where it can be measured
+    st.markdown(t("hubs.model_text"))
+    model_swaps.hub_evidence(t, a, text)
+else:  # what this page did measure, first; then the one thing it cannot
+    st.markdown(t("hubs.model_text_no_head"))
+    model_swaps.no_head_said(t)
 
 page.room(window=w)
 page.close(sm)

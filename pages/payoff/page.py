@@ -99,7 +99,8 @@ if rows:
                      window=t.float(window, 2)))
     oracle, found = (ratios.get((bench.row_key(m.name, "auto"), last)) for m in (methods.top_k(), methods.top_k(True)))
     if oracle is not None and found is not None:
-        st.caption(t("payoff.live_topk", w=t.int(bs.window), oracle=t.float(oracle, 2), indexer=t.float(found, 2)))
+        st.caption(t.sentences([t("payoff.live_topk", w=t.int(bs.window), oracle=t.float(oracle, 2),
+                                  indexer=t.float(found, 2)), live_bench.topk_split(t, oracle, found)]))
 
 # --- the model itself, on the reader's text ---------------------------------------------
 
