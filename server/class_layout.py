@@ -22,12 +22,17 @@ SCHEMA = (
         code TEXT NOT NULL, vote INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
         at REAL NOT NULL, reason TEXT NOT NULL DEFAULT '', shown INTEGER NOT NULL DEFAULT 0, number REAL,
         PRIMARY KEY (code, vote, student))""",
+    # the students a teacher left out of one vote: those of ``network`` who joined at or after
+    # ``since`` (a burst from one network, server.class_reads.Pulse)
+    """CREATE TABLE IF NOT EXISTS left_out (
+        code TEXT NOT NULL, vote INTEGER NOT NULL, network TEXT NOT NULL, since REAL NOT NULL,
+        PRIMARY KEY (code, vote, network))""",
     # why a class ended when its teacher could not know (made room for another: "unused"),
     # kept IDLE_HOURS so that she is told if she comes back
     """CREATE TABLE IF NOT EXISTS ended_classes (
         code TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL)""",
 )
-VERSION = 7  # the layout of these tables (server.store records it; ``upgrades`` moves an older one on)
+VERSION = 8  # the layout of these tables (server.store records it; ``upgrades`` moves an older one on)
 # What the layouts before 5 (and the share links made before them) numbered the pages by: a
 # page's place in the walk then. History, never changed: a page is named by its id now.
 NUMBERED_PAGES = {1: "every-pair", 2: "nearly-empty", 3: "neighbours", 4: "hubs", 5: "linear", 6: "honest-catch",
@@ -59,7 +64,8 @@ def upgrades() -> dict[int, list]:
     one. 7: the network (server.limits.key of the address) each student joined from, so that
     a burst of joins from one network is counted on the teacher's panel, and how many
     students the teacher expects (0: she has not said), and whether she locks the walk to the
-    class's step while a vote is held (off); a student kept before has no network."""
+    class's step while a vote is held (off); a student kept before has no network. 8: the
+    students a teacher left out of a vote (``left_out``: made by ``SCHEMA``)."""
     return {2: ["ALTER TABLE votes ADD COLUMN qid TEXT NOT NULL DEFAULT ''",
                 *(("UPDATE votes SET qid = ? WHERE step = ?", (qid, step)) for step, qid in FIRST_QUESTIONS.items())],
             3: ["ALTER TABLE classes ADD COLUMN tally INTEGER NOT NULL DEFAULT 0",
@@ -76,4 +82,5 @@ def upgrades() -> dict[int, list]:
                 "ALTER TABLE answers ADD COLUMN number REAL"],
             7: ["ALTER TABLE students ADD COLUMN network TEXT NOT NULL DEFAULT ''",
                 "ALTER TABLE classes ADD COLUMN expected INTEGER NOT NULL DEFAULT 0",
-                "ALTER TABLE classes ADD COLUMN lock_walk INTEGER NOT NULL DEFAULT 0"]}
+                "ALTER TABLE classes ADD COLUMN lock_walk INTEGER NOT NULL DEFAULT 0"],
+            8: []}

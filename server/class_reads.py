@@ -21,6 +21,10 @@ BURST_AT = 10  # … from this many on
 # layout that recorded no opening time has none): the one rule both late_of and
 # ClassReads.joined_during read
 JOINED_DURING = "v.opened > 0 AND s.joined >= v.opened"
+# the students left out of one vote (parameters: code, vote): of a network the teacher left
+# out of it, joined at or after its since (server.classes.Classes.leave_out)
+LEFT_OUT_STUDENTS = ("SELECT s.student FROM students s JOIN left_out l ON l.code = s.code AND l.network = s.network "
+                     "WHERE l.code = ? AND l.vote = ? AND s.joined >= l.since")
 
 
 def link_token(stored_host_hash: str) -> str:
@@ -104,6 +108,10 @@ class Pulse:
     joined: int = 0  # students who ever joined the class
     expected: int = 0  # how many the teacher expects (0: she has not said)
     burst: int = 0  # the most students who joined from one network in the last BURST_SECONDS (≥ BURST_AT, else 0)
+    burst_network: str = ""  # that network (server.limits.key), for Classes.leave_out; never shown
+    burst_since: float = 0.0  # its first join in that window
+    vote: int = 0  # the open vote (0: none)
+    left_out: int = 0  # students left out of the open vote (Classes.leave_out)
 
 
 def state_of(db, code: str) -> ClassState | None:
@@ -185,21 +193,26 @@ def pulse_of(db, code: str, present_since: float, now: float) -> Pulse | None:
     if row is None:
         return None
     ever = db.execute("SELECT COUNT(*) FROM students WHERE code = ?", (code,)).fetchone()[0]
-    most = db.execute("SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM students WHERE code = ? "
-                      "AND joined >= ? AND network != '' GROUP BY network) AS bursts",
-                      (code, now - BURST_SECONDS)).fetchone()[0]
+    burst = db.execute("SELECT network, COUNT(*) AS n, MIN(joined) FROM students WHERE code = ? AND joined >= ? "
+                       "AND network != '' GROUP BY network ORDER BY n DESC, network LIMIT 1",
+                       (code, now - BURST_SECONDS)).fetchone()
+    most = burst[1] if burst else 0
     present = db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND seen >= ?",
                          (code, present_since)).fetchone()[0]
     joined = db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND joined >= ?", (code, recent)).fetchone()[0]
     vote = db.execute("SELECT vote FROM votes WHERE code = ? AND state = 'open'", (code,)).fetchone()
-    answered = fresh = 0
+    answered = fresh = left = 0
     if vote is not None:
+        left = db.execute(f"SELECT COUNT(*) FROM students WHERE code = ? AND student IN ({LEFT_OUT_STUDENTS})",
+                          (code, code, vote[0])).fetchone()[0]
         answered, fresh = db.execute(
             "SELECT COUNT(*), COALESCE(SUM(CASE WHEN s.seen >= ? THEN 1 ELSE 0 END), 0) FROM answers a "
             "JOIN students s ON s.code = a.code AND s.student = a.student WHERE a.code = ? AND a.vote = ?",
             (recent, code, vote[0])).fetchone()
+    crowd = most >= BURST_AT
     return Pulse(present, joined, int(answered), int(fresh), bool(row[0]), int(ever), int(row[1]),
-                 int(most) if most >= BURST_AT else 0)
+                 int(most) if crowd else 0, burst[0] if crowd else "", float(burst[2]) if crowd else 0.0,
+                 int(vote[0]) if vote is not None else 0, int(left))
 
 
 class ClassReads:

@@ -48,7 +48,7 @@ from . import codes, limits, texts
 from .backend import Backend, Refused, StoreError
 from .answers import MAX_OPTIONS, clean_reason, estimate_choice
 from .class_layout import SCHEMA, VERSION, upgrades
-from .class_reads import ClassReads
+from .class_reads import LEFT_OUT_STUDENTS, ClassReads
 
 MAX_STUDENTS = 200  # seats: students seen in the last SEAT_SECONDS
 SEAT_SECONDS = 180.0  # a student unseen for 3 minutes (12 missed presence writes) holds no seat
@@ -291,6 +291,35 @@ class Classes(ClassReads):
                        (code, int(vote), student))
             return self._bump(db, code, now)
 
+    def leave_out(self, code: str, key, vote: int, network: str, since: float, now: float | None = None) -> int:
+        """Leave out of an open vote the students of one ``network`` (server.limits.key) who
+        joined at or after ``since`` or while the vote was open, whichever is earlier (a
+        burst the teacher saw on her panel: Pulse.burst_network, burst_since): their answers
+        to it are deleted, and answer() refuses theirs ("left out"); they stay in the class
+        and answer the next vote. How many students that is (0: the vote is not open)."""
+        now = time.time() if now is None else now
+        with self.store.transaction() as db:
+            self._host(db, code, key)
+            row = db.execute("SELECT opened FROM votes WHERE code = ? AND vote = ? AND state = 'open'",
+                             (code, int(vote))).fetchone()
+            if row is None or not network:
+                return 0
+            since = min(float(since), float(row[0]))
+            had = db.execute("SELECT since FROM left_out WHERE code = ? AND vote = ? AND network = ?",
+                             (code, int(vote), network)).fetchone()
+            if had is None:
+                db.execute("INSERT INTO left_out (code, vote, network, since) VALUES (?, ?, ?, ?)",
+                           (code, int(vote), network, since))
+            elif since < had[0]:
+                db.execute("UPDATE left_out SET since = ? WHERE code = ? AND vote = ? AND network = ?",
+                           (since, code, int(vote), network))
+            db.execute(f"DELETE FROM answers WHERE code = ? AND vote = ? AND student IN ({LEFT_OUT_STUDENTS})",
+                       (code, int(vote), code, int(vote)))
+            left = db.execute(f"SELECT COUNT(*) FROM students WHERE code = ? AND student IN ({LEFT_OUT_STUDENTS})",
+                              (code, code, int(vote))).fetchone()[0]
+            self._tally(db, code, now)
+        return int(left)
+
     def reasons(self, code: str, key, vote: int) -> list[tuple[str, int, str, bool]]:
         """Every reason written with a vote, for its teacher only: (student, option, reason,
         shown), in the order written (``NotHost`` without the class's host key)."""
@@ -380,6 +409,9 @@ class Classes(ClassReads):
             if db.execute("SELECT 1 FROM answers WHERE code = ? AND vote = ? AND student = ?",
                           (code, int(vote), student)).fetchone() is not None:
                 return "again"
+            if db.execute(f"SELECT 1 FROM students WHERE code = ? AND student = ? AND student IN ({LEFT_OUT_STUDENTS})",
+                          (code, student, code, int(vote))).fetchone() is not None:
+                return "left_out"
             taken = db.execute("SELECT COUNT(*) FROM answers WHERE code = ? AND vote = ?",
                                (code, int(vote))).fetchone()[0]
             since = db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND joined >= ?",
@@ -420,5 +452,5 @@ class Classes(ClassReads):
 
     @staticmethod
     def _delete(db, code: str) -> None:
-        for table in ("room_texts", "answers", "votes", "students", "classes"):
+        for table in ("room_texts", "left_out", "answers", "votes", "students", "classes"):
             db.execute(f"DELETE FROM {table} WHERE code = ?", (code,))

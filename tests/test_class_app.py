@@ -757,3 +757,26 @@ def test_reasons_from_students_who_joined_during_the_vote_are_folded_under_one_l
     assert len(fold) == 1 and fold[0].label == i18n.translate("en", "vote.reasons_late", n=2)
     fold[0].set_value(True).run()
     assert {"minted 0", "minted 1"} <= {x.value for x in teacher.text}
+
+
+def test_a_burst_during_a_vote_is_left_out_of_it_from_the_teachers_panel(make_app, teacher, live_classes):
+    """Step 3's vote open; 12 students join from one network in a few seconds and answer:
+    her panel says the burst and offers «Leave them out of this vote»; pressed, their answers
+    are gone, the panel counts them left out, and one more answer from them is refused."""
+    code = teacher.session_state[keys.CLASS]
+    teacher.button(key="vote_open_s3_reach").click().run()
+    vote = live_classes.state(code).vote_on("s3.reach").vote
+    crowd = [f"crowd-{i:04d}" for i in range(12)]
+    for s in crowd:
+        assert live_classes.join(code, s, address="198.51.100.99") == "in"
+    for s in crowd[:11]:
+        assert live_classes.answer(code, vote, s, 0) == "taken"
+    panel = tick(teacher)
+    said = i18n.translate("en", "class.burst", n="12", s="20")
+    assert said in [w.value for w in panel.sidebar.warning]
+    panel.sidebar.button(key="class_leave_out").click().run()
+    assert sum(live_classes.read(code).counts[vote]) == 0
+    left = i18n.translate("en", "class.left_out", n=12)
+    assert left in [c.value for c in tick(teacher).sidebar.caption]
+    assert live_classes.answer(code, vote, crowd[11], 0) == "left_out"
+    assert not [b for b in tick(teacher).sidebar.button if b.key == "class_leave_out"]  # done: offered no more

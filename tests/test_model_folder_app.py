@@ -514,7 +514,7 @@ def test_step_six_names_how_the_layers_own_attention_was_computed(make_app, fold
     note = t("honest_catch.softcap_note", layer=layer, cap=t.float(cap, 1)) if written else None
     assert (note in said) if written else not any("tanh" in c for c in said)
     card = " ".join(c.value for c in at.sidebar.caption) + " ".join(m.value for m in at.sidebar.markdown)
-    assert (t("sidebar.softcap", cap=t.float(cap, 1)) in card) if written else "±" not in card
+    assert (t("sidebar.softcap", cap=f"±{t.float(cap, 1)}") in card) if written else "±" not in card
     shown = (t("honest_catch.metric_written"), t("honest_catch.metric_fused"))
     value = next(m.value for m in at.metric if m.label in shown)
     mantissa, _, power = value.partition(" × 10")  # "1.2 × 10⁻⁷": rounding, far below a percent

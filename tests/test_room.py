@@ -647,6 +647,43 @@ def test_a_crowd_that_joins_while_a_vote_is_open_is_counted_apart_from_the_class
         for i in range(3)]
 
 
+def test_the_teacher_leaves_a_burst_out_of_the_open_vote_and_the_class_on_the_same_network_keeps_its_answers(room):
+    """A class of 30 behind the school's one address, 18 of them right; 40 students join from
+    that address within 20 s while the vote is open, and 35 answer. Leaving the burst out
+    deletes those 35 answers and refuses the burst's next one; the 30 who sat down before
+    keep theirs (one of them still answers after), the pulse counts 40 left out, the next
+    vote takes the burst's answers again, and only the host key can do it."""
+    school = "198.51.100.7"
+    code, key = room.create(VIEW, page="every-pair", now=0.0)
+    seated = [f"pupil-{i:04d}" for i in range(30)]
+    for s in seated:
+        assert room.join(code, s, now=10.0, address=school) == IN
+    vote = room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION, now=20.0)
+    right, wrong = QUESTION["answer"], (QUESTION["answer"] + 1) % 3
+    for i, s in enumerate(seated[:29]):  # 18 right, 11 wrong; the last one answers later
+        assert room.answer(code, vote, s, right if i < 18 else wrong, now=30.0) == "taken"
+    crowd = [f"mint-{i:05d}" for i in range(40)]
+    for i, s in enumerate(crowd):
+        assert room.join(code, s, now=40.0 + i * 0.25, address=school) == IN
+    for s in crowd[:35]:
+        assert room.answer(code, vote, s, wrong, now=51.0) == "taken"
+    now = room.pulse(code, 0.0, now=52.0)
+    assert (now.burst, now.vote, now.left_out, now.burst_since) == (40, vote, 0, 40.0)
+    with pytest.raises(NotHost):
+        room.leave_out(code, "not-the-key", vote, now.burst_network, now.burst_since)
+    assert room.leave_out(code, key, vote, now.burst_network, now.burst_since, now=53.0) == 40
+    assert room.answer(code, vote, crowd[36], wrong, now=54.0) == "left_out"
+    assert room.answer(code, vote, seated[29], right, now=54.0) == "taken"  # sat down before: not left out
+    found = room.read(code)
+    assert found.counts[vote][right] == 19 and found.counts[vote][wrong] == 11 and sum(found.counts[vote]) == 30
+    assert sum(found.late.get(vote, [0])) == 0
+    assert room.pulse(code, 0.0, now=55.0).left_out == 40
+    room.set_state(code, key, vote, "closed", now=60.0)
+    nxt = room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION, now=70.0)
+    assert room.answer(code, nxt, crowd[36], wrong, now=80.0) == "taken"  # this vote only
+    assert room.leave_out(code, key, vote, now.burst_network, now.burst_since) == 0  # a closed vote: nothing
+
+
 def test_the_teachers_pulse_counts_a_burst_from_one_network_and_more_students_than_she_expects(room):
     """Twelve students join from one network within 20 s, three from three others: the
     pulse names the burst (12); with 10 expected, 15 joined is more than she expects; the

@@ -299,10 +299,13 @@ def model_line(t: Translator) -> str:
                    else t("sidebar.folder_no_licence"))
         line = t("sidebar.about_folder", family=d["family"], folder=Path(chosen).name,
                  millions=t.float(d["parameters"] / 1e6), licence=licence)
+        parts = [line]  # the licence ends without a stop: what follows is its own part, after " · "
         caps = sorted({c for c in get_model(chosen).arch.softcaps if c is not None})
         if caps:  # a soft cap changes every score the pages read: named on the model's card
-            line = t.sentences([line, t("sidebar.softcap", cap=t.list(t.float(c, 1) for c in caps))])
-        return line if has_head(chosen) else t.sentences([line, t("sidebar.no_head")])
+            parts.append(t("sidebar.softcap", cap=t.list(f"±{t.float(c, 1)}" for c in caps)))
+        if not has_head(chosen):
+            parts.append(t("sidebar.no_head"))
+        return " · ".join(parts)
     name = loading.MODEL_LABEL if chosen == "gemma" else t("sidebar.tiny_model")
     return t("sidebar.about", model=name, quant=loading.QUANT_LABEL, licence=t("sidebar.licence"))
 

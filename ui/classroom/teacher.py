@@ -31,6 +31,7 @@ REFUSED_START = {"starts": "class.start_limited", "classes": "class.too_many_cla
 START_KEY = "class_start_key"  # the passphrase's field, when the server asks for one (ATLAS_START_KEY)
 EXPECTED = "class_expected"  # the teacher's «Students I expect»
 LOCK_WALK = "class_lock_walk"  # the teacher's «Lock the pages during a vote»
+BURST = "class_burst"  # the last burst she saw during the open vote: (vote, n, network, since)
 
 
 def start(page: str) -> None:
@@ -88,6 +89,13 @@ def _as_host(change) -> None:
         except live_classes.NotHost:
             st.toast(session.tr()("class.not_host"), icon=":material/key_off:")
     forget()
+
+
+def leave_out(vote: int, network: str, since: float) -> None:
+    """on_click of «Leave them out of this vote»: the burst's students (of its network, joined
+    since its first join or the vote's opening) lose their answers to the open vote and
+    cannot answer it (server.classes.Classes.leave_out)."""
+    _as_host(lambda room, code, key: room.leave_out(code, key, vote, network, since))
 
 
 def set_lock_walk() -> None:
@@ -196,8 +204,16 @@ def pulse_panel(t: Translator, code: str) -> None:
     if now is None:
         return
     st.caption(t("class.pulse", n=t.int(now.present), joined=t.int(now.joined_recently)))
-    if now.burst:  # a crowd from one network: said at once, beside the door
+    if now.burst:  # a crowd from one network: said at once, beside the door …
+        st.session_state[BURST] = (now.vote, now.burst, now.burst_network, now.burst_since)
         st.warning(t("class.burst", n=t.int(now.burst), s=t.int(class_reads.BURST_SECONDS)), icon=":material/groups:")
+    seen = st.session_state.get(BURST)
+    if now.vote and seen and seen[0] == now.vote and not now.left_out:  # … and, while its vote is open, left out
+        st.button(t("class.leave_out", n=t.int(seen[1])), key="class_leave_out", on_click=leave_out,
+                  args=(now.vote, seen[2], seen[3]), width="stretch", icon=":material/person_remove:",
+                  help=t("class.leave_out_help"))
+    if now.left_out:
+        st.caption(t("class.left_out", n=now.left_out))
     if now.expected and now.joined > now.expected:
         st.warning(t("class.more_than_expected", joined=t.int(now.joined), expected=t.int(now.expected)),
                    icon=":material/person_alert:")
