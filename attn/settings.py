@@ -136,6 +136,7 @@ class Settings:
     room_worker: bool = True  # measure the texts sent to classes' rooms in the background
     build_ahead: bool = True  # build a reader's long text's other pages in the background
     join_burst: int = 120  # students joining at once from one client address (server.limits.joins)
+    max_classes: int = 500  # live classes the server holds at once (server.classes)
     models: tuple[str, ...] = ()  # the models the sidebar offers, ATLAS_MODEL's first (ATLAS_MODELS)
     ipv6_prefix: int = 64  # one client's IPv6 prefix in every per-client bound (server.limits.key)
     ipv6_site_prefix: int = 48  # the wider prefix whose clients share SITE_FACTOR bounds (0: none)
@@ -167,6 +168,8 @@ def read() -> Settings:
                     room_worker=(env.get("ATLAS_ROOM_WORKER") or "1").strip().lower() not in OFF,
                     build_ahead=(env.get("ATLAS_BUILD_AHEAD") or "1").strip().lower() not in OFF,
                     join_burst=_join_burst(env.get("ATLAS_JOIN_BURST")),
+                    max_classes=_whole(env.get("ATLAS_MAX_CLASSES"), "ATLAS_MAX_CLASSES", 500,
+                                       "a whole number of classes, at least 1"),
                     models=_models(first, env.get("ATLAS_MODELS", "")),
                     **_prefixes(env.get("ATLAS_IPV6_PREFIX"), env.get("ATLAS_IPV6_SITE_PREFIX")),
                     start_key=env.get("ATLAS_START_KEY") or None)
@@ -213,14 +216,19 @@ def model_id_of(raw: str) -> str:
 
 
 def _join_burst(raw: str | None) -> int:
+    return _whole(raw, "ATLAS_JOIN_BURST", 120, "a whole number of students, at least 1")
+
+
+def _whole(raw: str | None, name: str, default: int, expected: str) -> int:
+    """A whole number of at least 1 (``default`` when unset or blank)."""
     if raw is None or not raw.strip():
-        return 120
+        return default
     try:
         value = int(raw)
     except ValueError:
-        raise SettingError("ATLAS_JOIN_BURST", raw, "a whole number of students, at least 1") from None
+        raise SettingError(name, raw, expected) from None
     if value < 1:
-        raise SettingError("ATLAS_JOIN_BURST", raw, "a whole number of students, at least 1")
+        raise SettingError(name, raw, expected)
     return value
 
 

@@ -24,7 +24,7 @@ What one script cannot do (each bound in docs/deploy.md, with what its refusal s
 * **start classes without end**: ``limits.STARTS`` from one client (an address, an IPv6
   /64: server.limits.key); a class no student has joined ends after ``EMPTY_MINUTES``
   untouched, one in use after ``IDLE_HOURS``;
-* **take every class slot**: when the server holds ``MAX_CLASSES``, a start ends the
+* **take every class slot**: when the server holds ``ATLAS_MAX_CLASSES`` (500), a start ends the
   longest-untouched class that no student has ever joined and that nobody made or used
   in the last ``PROTECTED_HOURS`` (its teacher is told it ended unused), and is refused
   in words when there is none: a class prepared before a lesson is never lost to a crowd
@@ -52,7 +52,6 @@ from .class_reads import LEFT_OUT_STUDENTS, ClassReads
 
 MAX_STUDENTS = 200  # seats: students seen in the last SEAT_SECONDS
 SEAT_SECONDS = 180.0  # a student unseen for 3 minutes (12 missed presence writes) holds no seat
-MAX_CLASSES = 500
 IDLE_HOURS = 12
 EMPTY_MINUTES = 120  # a class that no student has joined ends after two hours untouched (one prepared before a lesson)
 PROTECTED_HOURS = 2  # a class made or used this recently is never ended to make room for another
@@ -98,8 +97,8 @@ class Classes(ClassReads):
         for a passphrase (``ATLAS_START_KEY``) and ``passphrase`` is not it — checked first, and
         a wrong one costs no start, so that wrong ones from her network never refuse a teacher
         who has it (what a found passphrase buys stays bounded by the starts per client and
-        MAX_CLASSES; the app slows the session that typed it); ``Refused("classes")`` when the
-        server holds MAX_CLASSES and none can go. When it holds MAX_CLASSES and some class
+        ATLAS_MAX_CLASSES; the app slows the session that typed it); ``Refused("classes")`` when the
+        server holds ATLAS_MAX_CLASSES and none can go. When it holds ATLAS_MAX_CLASSES and some class
         has never had a student and was neither made nor used in the last PROTECTED_HOURS,
         the longest untouched of those ends to make room (``ended_reason``: "unused")."""
         now = time.time() if now is None else now
@@ -113,7 +112,7 @@ class Classes(ClassReads):
             self._expire(db, now)
             if not limits.take(db, limits.STARTS, address, now):
                 raise Refused("starts")
-            if db.execute("SELECT COUNT(*) FROM classes").fetchone()[0] >= MAX_CLASSES:
+            if db.execute("SELECT COUNT(*) FROM classes").fetchone()[0] >= settings.read().max_classes:
                 unused = db.execute("SELECT code FROM classes WHERE NOT EXISTS (SELECT 1 FROM students "
                                     "WHERE students.code = classes.code) AND created < ? AND touched < ? "
                                     "ORDER BY touched, code LIMIT 1",

@@ -519,13 +519,13 @@ def test_with_the_store_away_mid_class_the_vote_panel_and_back_say_so_and_never_
 
 def test_a_full_server_ends_an_unused_class_for_a_new_one_tells_its_teacher_and_refuses_only_when_all_are_used(
         make_app, teacher, monkeypatch, live_classes):
-    """The server holds one class (MAX_CLASSES = 1): the teacher's, which no student joined.
+    """The server holds one class (ATLAS_MAX_CLASSES=1): the teacher's, which no student joined.
     Another teacher starts hers: the first class ends to make room, and its teacher is told
     it ended unused, in her language; once a student is in the new class, a third start is
     refused in words."""
     from server import classes as class_rules
 
-    monkeypatch.setattr(class_rules, "MAX_CLASSES", 1)
+    monkeypatch.setenv("ATLAS_MAX_CLASSES", "1")
     monkeypatch.setattr(class_rules, "PROTECTED_HOURS", 0)  # no class protected for being new (tests/test_room_bounds)
     first = teacher.session_state[keys.CLASS]
     other = make_app("tiny", "ja")

@@ -236,3 +236,27 @@ def test_a_crowd_minted_on_one_address_during_a_vote_does_not_turn_its_result(se
     assert between(revealed.markdown, REVEALED, 2) == i18n.fmt_pct(share, "en", 0)
     late = i18n.translate("en", "vote.late", n="12", seated="6", split="§").split("§")[0]
     assert [m for m in revealed.markdown if late in m]
+
+
+def test_a_wave_of_starts_from_many_addresses_never_ends_a_prepared_class(tmp_path):
+    """A server that holds 4 classes (ATLAS_MAX_CLASSES): a teacher prepares hers, nobody
+    in it yet; then 8 addresses start classes at once. Three fit; the other five are refused
+    in words (never "the disk is full"); her class is still there, and her first student's
+    link gets in."""
+    store = tmp_path / "room.sqlite3"
+
+    async def scenario(url):
+        teacher, code, _ = await start_class(url, HOME)
+        wave = await asyncio.gather(*(start_class(url, f"203.0.113.{100 + i}") for i in range(8)))
+        first, ok, _ = await join(url, code, SCHOOL, "pt")
+        panel = await teacher.run(None)
+        await asyncio.gather(*(r.close() for r, _, _ in wave), teacher.close(), first.close())
+        return code, [c is not None or toasts for _, c, toasts in wave], ok, panel
+
+    with app_server("tiny", extra_env={"ATLAS_STORE_PATH": str(store), "ATLAS_MAX_CLASSES": "4"}) as url:
+        code, wave, ok, panel = asyncio.run(scenario(url))
+    assert code is not None
+    assert sorted(wave, key=lambda x: x is not True) == [True] * 3 + [[i18n.translate("en", "class.too_many_classes")]] * 5
+    assert ok  # the prepared class took its first student
+    pulse = i18n.translate("en", "class.pulse", n="1", joined="1")
+    assert any(pulse in m for m in panel.markdown)

@@ -121,11 +121,11 @@ def test_starting_classes_in_a_loop_from_one_address_leaves_room_for_another_tea
 
 
 def test_a_full_server_makes_room_by_ending_the_longest_untouched_class_nobody_joined(room, monkeypatch):
-    """MAX_CLASSES classes started from many addresses, none joined but one: a teacher from
+    """ATLAS_MAX_CLASSES classes started from many addresses, none joined but one: a teacher from
     a fresh address starts hers, and the class ended for it is the longest untouched of
     those no student joined (its teacher will be told it ended unused); with every class
     joined, a start is refused for what it is."""
-    monkeypatch.setattr(classes, "MAX_CLASSES", 5)
+    monkeypatch.setenv("ATLAS_MAX_CLASSES", "5")
     monkeypatch.setattr(classes, "EMPTY_MINUTES", 10**6)  # this test is about making room, not expiring
     later = classes.PROTECTED_HOURS * 3600 + 30.0  # past the hours a class made or used is protected
     made = [room.create(VIEW, page="every-pair", now=10.0 + i, address=f"203.0.113.{i + 1}")[0] for i in range(5)]
@@ -146,7 +146,7 @@ def test_a_class_made_or_used_in_the_last_two_hours_is_never_ended_to_make_room(
     """A teacher prepares her class; 7 minutes later a wave of starts from 80 addresses
     fills the server. Her class (and every other made in the last two hours) stays, the
     rest of the wave is refused in words, and her first student then gets in."""
-    monkeypatch.setattr(classes, "MAX_CLASSES", 5)
+    monkeypatch.setenv("ATLAS_MAX_CLASSES", "5")
     hers, _ = room.create(VIEW, page="every-pair", now=0.0, address=SCHOOL)
     refused = []
     for i in range(80):
