@@ -76,6 +76,18 @@ def _seated(db, code: str, now: float) -> int:
                       (code, now - SEAT_SECONDS)).fetchone()[0]
 
 
+def _choice(question: dict, choice, number: float | None, reason: str) -> int | None:
+    """The option an answer takes, or None when it does not fit its vote: an estimate's
+    option is worked out from its number (estimate_choice), sent alone, without a reason;
+    an options vote takes one of its options, and no number."""
+    if question.get("kind") == "estimate":
+        chosen = estimate_choice(number, float(question["value"]))
+        return None if reason else chosen
+    if number is not None or not (isinstance(choice, int) and 0 <= choice < len(question["options"])):
+        return None
+    return choice
+
+
 class Classes(ClassReads):
     """The classes of one store (every process using it shares them): what changes them here,
     what reads them in server.class_reads.ClassReads."""
@@ -398,12 +410,8 @@ class Classes(ClassReads):
                 return "unknown"
             if row[0] != "open":
                 return "closed"
-            question = json.loads(row[1])
-            if question.get("kind") == "estimate":
-                choice = estimate_choice(number, float(question["value"]))
-                if choice is None or reason:
-                    return "unknown"  # a number, alone
-            elif number is not None or not (isinstance(choice, int) and 0 <= choice < len(question["options"])):
+            choice = _choice(json.loads(row[1]), choice, number, reason)
+            if choice is None:
                 return "unknown"
             if db.execute("SELECT 1 FROM answers WHERE code = ? AND vote = ? AND student = ?",
                           (code, int(vote), student)).fetchone() is not None:

@@ -209,7 +209,7 @@ def pulse_panel(t: Translator, code: str) -> None:
         st.warning(t("class.burst", n=t.int(now.burst), s=t.int(class_reads.BURST_SECONDS)), icon=":material/groups:")
     seen = st.session_state.get(BURST)
     if now.vote and seen and seen[0] == now.vote and not now.left_out:  # … and, while its vote is open, left out
-        st.button(t("class.leave_out", n=t.int(seen[1])), key="class_leave_out", on_click=leave_out,
+        st.button(t("class.leave_out"), key="class_leave_out", on_click=leave_out,
                   args=(now.vote, seen[2], seen[3]), width="stretch", icon=":material/person_remove:",
                   help=t("class.leave_out_help"))
     if now.left_out:

@@ -39,92 +39,121 @@ def vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
         _vote_panel(t, step, qid, show_figure, found)
         m = step.matched_to(qid)
         if m is not None and any(v.qid == qid and v.state == "revealed" for v in found.votes):
-            _vote_panel(t, step, m.id, show_figure, found, kind="matched")
+            _vote_panel(t, step, m.id, show_figure, found, form="matched")
         e = step.estimate_of(qid)
         if e is not None:
-            _vote_panel(t, step, e.id, show_figure, found, kind="estimate")
+            _vote_panel(t, step, e.id, show_figure, found, form="estimate")
 
 
 HEADINGS = {"question": "predict.heading", "matched": "vote.matched_heading", "estimate": "vote.estimate_heading"}
 
 
-def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, kind: str = "question") -> None:
-    room = classes()
+def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, form: str = "question") -> None:
+    """One question's panel, by its ``form``: the step's question ("question"), its matched
+    question ("matched": one round, no reasons) or the question asked for a number
+    ("estimate"); before it is asked, what the teacher may open."""
     votes = [v for v in found.votes if v.qid == qid]
-    vote = votes[-1] if votes else None
     teacher = is_teacher()
-    heading = t(HEADINGS[kind])
-    if vote is None and (kind == "estimate" or (not teacher and (kind == "matched" or any(
-            v.page == step.id for v in found.votes)))):
-        return  # not asked: an estimate is offered in its question's box; a student reads "not open" once a step
+    if not votes:
+        if teacher or (form == "question" and not any(v.page == step.id for v in found.votes)):
+            if form != "estimate":  # an estimate is offered in its question's box
+                _not_asked(t, step, qid, found, form, teacher)
+        return  # a student reads "not open" once a step
+    vote = votes[-1]
     with st.container(border=True):
-        if vote is None:
-            st.markdown(f"**{heading}** · " + t("vote.matched_not_open" if kind == "matched" else "vote.not_open"))
-            if teacher:
-                e = step.estimate_of(qid) if kind == "question" else None
-                c1, c2 = st.columns(2) if e is not None and found.vote_on(e.id) is None else (st.container(), None)
-                c1.button(t("vote.matched_open" if kind == "matched" else "vote.open"),
-                          key=f"vote_open_{keys.slug(qid)}", type="primary", icon=":material/how_to_vote:",
-                          on_click=open_first_vote, args=(step.id, qid), width="stretch")
-                if c2 is not None:  # or the same question, asked for a number
-                    c2.button(t("vote.estimate_open"), key=f"vote_open_{keys.slug(e.id)}", icon=":material/pin:",
-                              on_click=open_first_vote, args=(step.id, e.id), width="stretch",
-                              help=t("vote.estimate_help", f=t.float(answers.ESTIMATE_FACTOR, 1)))
-            return
-        question = vote.question
-        labels = words(question, "labels", t.lang)
-        st.markdown(f"**{heading}** · {words(question, 'text', t.lang)}")
+        st.markdown(f"**{t(HEADINGS[form])}** · {words(vote.question, 'text', t.lang)}")
         if vote.round > 1:
             st.caption(t("vote.second"))
-        elif kind != "question" and vote.state == "open":
-            st.caption(t(f"vote.{kind}_alone"))
-        if kind == "estimate":
-            if teacher and vote.state == "open":
-                _teacher_open(t, found.code, vote)
-                return
-            estimates.estimate_panel(t, found, vote, teacher, show_figure)
-            if teacher and vote.state == "closed":
-                st.button(t("vote.reveal"), key=f"vote_reveal_{vote.vote}", on_click=reveal_vote, args=(vote.vote,),
-                          icon=":material/visibility:")
-            elif not teacher and vote.state == "closed" and any(v.vote == vote.vote for v in found.unrevealed()):
-                st.caption(t("vote.page_waits"))
+        elif form != "question" and vote.state == "open":
+            st.caption(t(f"vote.{form}_alone"))
+        if form == "estimate":
+            _estimate(t, found, vote, teacher, show_figure)
+        elif vote.state == "open":
+            labels = words(vote.question, "labels", t.lang)
+            _open_panel(t, classes(), found, vote, labels, teacher, reasons=form == "question")
+            shown_reasons(t, found, votes[0], labels)  # reasons are written with a question's first vote
+        else:
+            _answered(t, step, qid, found, votes, form, teacher, show_figure)
+
+
+def _not_asked(t: Translator, step: Step, qid: str, found, form: str, teacher: bool) -> None:
+    """A question not yet asked: «not open»; the teacher's Open (and, beside the step's
+    question, Open as an estimate where it has one that is not asked yet)."""
+    with st.container(border=True):
+        st.markdown(f"**{t(HEADINGS[form])}** · " + t("vote.matched_not_open" if form == "matched" else "vote.not_open"))
+        if not teacher:
             return
-        first = votes[0]  # reasons are written with a question's first vote
-        if vote.state == "open":
-            _open_panel(t, room, found, vote, labels, teacher, reasons=kind == "question")
-            shown_reasons(t, found, first, labels)
-            return
-        shown_reasons(t, found, first, labels)  # what the class discusses, above its answers
-        # the class seated when each vote opened; who joined while it was open is said apart
-        rounds = [(v, found.seated(v.vote) or [0] * len(labels)) for v in votes[-2:]]
-        st.markdown(f"**{t('vote.chart_title')}**")  # above the chart: a phone's chart toolbar covers its own title
-        show_figure(_results_chart(t, rounds, labels), f"vote_chart_{keys.slug(qid)}")
-        late = found.late.get(vote.vote) or []
-        if sum(late):
-            st.caption(t("vote.late", n=t.int(sum(late)), seated=t.int(sum(rounds[-1][1])),
-                         split=t.list(f"{labels[i]}: {t.int(c)}" for i, c in enumerate(late))))
-        mine = None if teacher else found.mine.get(vote.vote)
-        if mine is not None:
-            st.caption(t("vote.yours", answer=labels[mine]))
-        if any(v.vote == vote.vote for v in found.unrevealed()):  # closed, its answer not yet revealed
-            st.caption(held_note(t) if teacher else t("vote.page_waits"))
-        if vote.state == "revealed":
-            right = question["answer"]
-            counts = rounds[-1][1]
-            share_right = counts[right] / sum(counts) if sum(counts) else 0.0
-            revealed = "vote.revealed_model" if question.get("source") == "model" else "vote.revealed"
-            st.markdown(t(revealed, value=words(question, "value_text", t.lang), answer=labels[right],
-                          right=t.pct(share_right, 0)))
-        if teacher:
-            if kind == "question":
-                reasons_panel(t, room, found.code, first, labels)
-            c1, c2 = st.columns(2)
-            if vote.state == "closed":
-                c1.button(t("vote.reveal"), key=f"vote_reveal_{vote.vote}", on_click=reveal_vote, args=(vote.vote,),
-                          icon=":material/visibility:", width="stretch")
-            if vote.round < 2 and kind == "question":
-                c2.button(t("vote.again"), key=f"vote_again_{vote.vote}", on_click=open_vote,
-                          args=(step.id, qid, question), icon=":material/replay:", width="stretch")
+        e = step.estimate_of(qid) if form == "question" else None
+        c1, c2 = st.columns(2) if e is not None and found.vote_on(e.id) is None else (st.container(), None)
+        c1.button(t("vote.matched_open" if form == "matched" else "vote.open"),
+                  key=f"vote_open_{keys.slug(qid)}", type="primary", icon=":material/how_to_vote:",
+                  on_click=open_first_vote, args=(step.id, qid), width="stretch")
+        if c2 is not None:  # or the same question, asked for a number
+            c2.button(t("vote.estimate_open"), key=f"vote_open_{keys.slug(e.id)}", icon=":material/pin:",
+                      on_click=open_first_vote, args=(step.id, e.id), width="stretch",
+                      help=t("vote.estimate_help", f=t.float(answers.ESTIMATE_FACTOR, 1)))
+
+
+def _estimate(t: Translator, found, vote, teacher: bool, show_figure) -> None:
+    """An estimate's vote: the teacher's live count while open; else the class's numbers
+    (ui.classroom.estimates), with her Reveal once closed or a student's «the page waits»."""
+    if teacher and vote.state == "open":
+        _teacher_open(t, found.code, vote)
+        return
+    estimates.estimate_panel(t, found, vote, teacher, show_figure)
+    if vote.state != "closed":
+        return
+    if teacher:
+        st.button(t("vote.reveal"), key=f"vote_reveal_{vote.vote}", on_click=reveal_vote, args=(vote.vote,),
+                  icon=":material/visibility:")
+    elif any(v.vote == vote.vote for v in found.unrevealed()):
+        st.caption(t("vote.page_waits"))
+
+
+def _answered(t: Translator, step: Step, qid: str, found, votes: list, form: str, teacher: bool,
+              show_figure) -> None:
+    """A closed or revealed vote on options: the reasons shown, the seated class's answers
+    (both rounds side by side), those who joined during it said apart, the student's own
+    answer, the measured answer once revealed; the teacher's reasons, Reveal and Vote again."""
+    vote, first = votes[-1], votes[0]
+    question = vote.question
+    labels = words(question, "labels", t.lang)
+    shown_reasons(t, found, first, labels)  # what the class discusses, above its answers
+    # the class seated when each vote opened; who joined while it was open is said apart
+    rounds = [(v, found.seated(v.vote) or [0] * len(labels)) for v in votes[-2:]]
+    st.markdown(f"**{t('vote.chart_title')}**")  # above the chart: a phone's chart toolbar covers its own title
+    show_figure(_results_chart(t, rounds, labels), f"vote_chart_{keys.slug(qid)}")
+    late = found.late.get(vote.vote) or []
+    if sum(late):
+        st.caption(t("vote.late", n=t.int(sum(late)), seated=t.int(sum(rounds[-1][1])),
+                     split=t.list(f"{labels[i]}: {t.int(c)}" for i, c in enumerate(late))))
+    mine = None if teacher else found.mine.get(vote.vote)
+    if mine is not None:
+        st.caption(t("vote.yours", answer=labels[mine]))
+    if any(v.vote == vote.vote for v in found.unrevealed()):  # closed, its answer not yet revealed
+        st.caption(held_note(t) if teacher else t("vote.page_waits"))
+    if vote.state == "revealed":
+        _revealed(t, question, labels, rounds[-1][1])
+    if not teacher:
+        return
+    if form == "question":
+        reasons_panel(t, classes(), found.code, first, labels)
+    c1, c2 = st.columns(2)
+    if vote.state == "closed":
+        c1.button(t("vote.reveal"), key=f"vote_reveal_{vote.vote}", on_click=reveal_vote, args=(vote.vote,),
+                  icon=":material/visibility:", width="stretch")
+    if vote.round < 2 and form == "question":
+        c2.button(t("vote.again"), key=f"vote_again_{vote.vote}", on_click=open_vote,
+                  args=(step.id, qid, question), icon=":material/replay:", width="stretch")
+
+
+def _revealed(t: Translator, question: dict, labels: list[str], counts: list[int]) -> None:
+    """The measured answer, and the share of the seated class that chose it."""
+    right = question["answer"]
+    share_right = counts[right] / sum(counts) if sum(counts) else 0.0
+    revealed = "vote.revealed_model" if question.get("source") == "model" else "vote.revealed"
+    st.markdown(t(revealed, value=words(question, "value_text", t.lang), answer=labels[right],
+                  right=t.pct(share_right, 0)))
 
 
 def shown_reasons(t: Translator, found, vote, labels: list[str]) -> None:
