@@ -36,13 +36,60 @@ def link_token(stored_host_hash: str) -> str:
 
 
 @dataclass(frozen=True)
+class Asked:
+    """A vote's own copy of its question, made when the teacher opens it
+    (ui.classroom.vote_actions.question_copy), so that later changes to the page or its
+    settings leave the vote as it was asked; kept with the vote as JSON (``to_json``,
+    ``from_json``; an estimate's JSON says ``"kind": "estimate"`` and its ``"value"``, as
+    earlier layouts wrote it)."""
+
+    options: tuple  # the option values (an estimate's two: off by more than the factor, or within it)
+    answer: int  # the measured answer's option
+    text: dict = field(default_factory=dict)  # language → the question's words
+    labels: dict = field(default_factory=dict)  # language → the options' labels
+    value_text: dict = field(default_factory=dict)  # language → the measured value, written out
+    source: str | None = None  # "model": worked out by the cost model; else measured on the class's text
+    estimate: float | None = None  # an estimate's measured number (None: a question on options)
+    matches: str | None = None  # a matched question: the id of the question whose discussion it checks
+
+    @property
+    def is_estimate(self) -> bool:
+        return self.estimate is not None
+
+    def words(self, part: str, lang: str):
+        """Its ``part`` ("text", "labels", "value_text") in ``lang``, or in English."""
+        got = getattr(self, part)
+        return got.get(lang) or got.get("en")
+
+    def to_json(self) -> dict:
+        out = {"options": list(self.options), "answer": self.answer, "text": self.text, "labels": self.labels,
+               "value_text": self.value_text, "source": self.source}
+        if self.estimate is not None:
+            out["kind"], out["value"] = "estimate", self.estimate
+        if self.matches is not None:
+            out["matches"] = self.matches
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Asked":
+        """As kept; a plain string where the words are per language reads as English."""
+        def per_lang(x):
+            return x if isinstance(x, dict) else {"en": x} if x is not None else {}
+
+        options = d.get("options")
+        return cls(tuple(options) if isinstance(options, list) else (), int(d.get("answer", 0)),
+                   per_lang(d.get("text")), per_lang(d.get("labels")), per_lang(d.get("value_text")),
+                   d.get("source"), float(d["value"]) if d.get("kind") == "estimate" else None, d.get("matches"))
+
+
+@dataclass(frozen=True)
 class Vote:
     vote: int  # 1, 2, … in the order opened
     page: str  # the id of the step it asks on
     qid: str  # the question's stable id (a step may ask several: pages/ declares them)
     round: int  # 1: the first vote on this question; 2: after discussing
     state: str  # open / closed / revealed
-    question: dict  # its own copy: text, options (labels), the measured answer's option
+    question: Asked  # its own copy: words, options (labels), the measured answer's option
 
 
 @dataclass(frozen=True)
@@ -127,14 +174,14 @@ def state_of(db, code: str) -> ClassState | None:
                                            "ORDER BY vote, at, student", (code,)).fetchall():
         shown.setdefault(vote, []).append((choice, reason))
     return ClassState(code, row[0], row[1], json.loads(row[2]),
-                      tuple(Vote(v, s, qid, r, st, json.loads(q)) for v, s, qid, r, st, q in votes), row[3],
+                      tuple(Vote(v, s, qid, r, st, Asked.from_json(json.loads(q))) for v, s, qid, r, st, q in votes), row[3],
                       bool(row[4]), room=bool(row[5]), shown={v: tuple(r) for v, r in shown.items()},
                       lock_walk=bool(row[6]))
 
 
 def counts_of(db, code: str, votes) -> dict[int, list[int]]:
     """How many students chose each option, for each of ``votes``, in one query."""
-    out = {v.vote: [0] * len(v.question["options"]) for v in votes}
+    out = {v.vote: [0] * len(v.question.options) for v in votes}
     for vote, choice, count in db.execute("SELECT vote, choice, COUNT(*) FROM answers WHERE code = ? "
                                           "GROUP BY vote, choice", (code,)).fetchall():
         if vote in out and 0 <= choice < len(out[vote]):
@@ -145,7 +192,7 @@ def counts_of(db, code: str, votes) -> dict[int, list[int]]:
 def late_of(db, code: str, votes) -> dict[int, list[int]]:
     """For each of ``votes``, how many students who joined the class after it opened chose
     each option (a vote of a layout that recorded no opening time counts none late)."""
-    out = {v.vote: [0] * len(v.question["options"]) for v in votes}
+    out = {v.vote: [0] * len(v.question.options) for v in votes}
     for vote, choice, count in db.execute(
             "SELECT a.vote, a.choice, COUNT(*) FROM answers a "
             "JOIN votes v ON v.code = a.code AND v.vote = a.vote "
@@ -160,7 +207,7 @@ def guesses_of(db, code: str, votes) -> dict[int, tuple[float, ...]]:
     """The numbers the class sent to each estimate vote among ``votes`` that is no longer
     open (while it is, no one's estimate is shown: it would anchor the others), sorted, with
     no student's id."""
-    done = {v.vote for v in votes if v.question.get("kind") == "estimate" and v.state != "open"}
+    done = {v.vote for v in votes if v.question.is_estimate and v.state != "open"}
     out: dict[int, list[float]] = {v: [] for v in done}
     if done:
         for vote, number in db.execute("SELECT vote, number FROM answers WHERE code = ? AND number IS NOT NULL",

@@ -48,7 +48,7 @@ from . import codes, limits, texts
 from .backend import Backend, Refused, StoreError
 from .answers import MAX_OPTIONS, clean_reason, estimate_choice
 from .class_layout import SCHEMA, VERSION, upgrades
-from .class_reads import LEFT_OUT_STUDENTS, ClassReads
+from .class_reads import LEFT_OUT_STUDENTS, Asked, ClassReads
 
 MAX_STUDENTS = 200  # seats: students seen in the last SEAT_SECONDS
 SEAT_SECONDS = 180.0  # a student unseen for 3 minutes (12 missed presence writes) holds no seat
@@ -76,14 +76,14 @@ def _seated(db, code: str, now: float) -> int:
                       (code, now - SEAT_SECONDS)).fetchone()[0]
 
 
-def _choice(question: dict, choice, number: float | None, reason: str) -> int | None:
+def _choice(question: Asked, choice, number: float | None, reason: str) -> int | None:
     """The option an answer takes, or None when it does not fit its vote: an estimate's
     option is worked out from its number (estimate_choice), sent alone, without a reason;
     an options vote takes one of its options, and no number."""
-    if question.get("kind") == "estimate":
-        chosen = estimate_choice(number, float(question["value"]))
+    if question.is_estimate:
+        chosen = estimate_choice(number, question.estimate)
         return None if reason else chosen
-    if number is not None or not (isinstance(choice, int) and 0 <= choice < len(question["options"])):
+    if number is not None or not (isinstance(choice, int) and 0 <= choice < len(question.options)):
         return None
     return choice
 
@@ -241,7 +241,7 @@ class Classes(ClassReads):
             db.execute("UPDATE classes SET expected = ? WHERE code = ?", (expected, code))
             self._tally(db, code, now)
 
-    def open_vote(self, code: str, key, page: str, qid: str, question: dict, now: float | None = None) -> int:
+    def open_vote(self, code: str, key, page: str, qid: str, question: Asked, now: float | None = None) -> int:
         """Open a vote on question ``qid`` of a page (its id; ``question``: its text, option labels
         and the measured answer's option, copied so that later changes leave it as asked).
         A second vote on the same question is its round 2; the vote open before it closes.
@@ -251,8 +251,7 @@ class Classes(ClassReads):
         if not isinstance(qid, str) or not qid:
             raise ValueError("a vote needs its question's id")
         now = time.time() if now is None else now
-        options = question.get("options")
-        if not isinstance(options, list) or not 2 <= len(options) <= MAX_OPTIONS:
+        if not 2 <= len(question.options) <= MAX_OPTIONS:
             raise ValueError("a vote needs 2 to 12 options")
         with self.store.transaction() as db:
             self._host(db, code, key)
@@ -265,7 +264,7 @@ class Classes(ClassReads):
             rounds = db.execute("SELECT COUNT(*) FROM votes WHERE code = ? AND qid = ?", (code, qid)).fetchone()[0]
             db.execute("INSERT INTO votes (code, vote, page, qid, round, state, question, seats, opened) "
                        "VALUES (?, ?, ?, ?, ?, 'open', ?, ?, ?)",
-                       (code, last + 1, str(page), qid, rounds + 1, json.dumps(question, ensure_ascii=False),
+                       (code, last + 1, str(page), qid, rounds + 1, json.dumps(question.to_json(), ensure_ascii=False),
                         _seated(db, code, now), now))
             self._bump(db, code, now)
         return last + 1
@@ -410,7 +409,7 @@ class Classes(ClassReads):
                 return "unknown"
             if row[0] != "open":
                 return "closed"
-            choice = _choice(json.loads(row[1]), choice, number, reason)
+            choice = _choice(Asked.from_json(json.loads(row[1])), choice, number, reason)
             if choice is None:
                 return "unknown"
             if db.execute("SELECT 1 FROM answers WHERE code = ? AND vote = ? AND student = ?",

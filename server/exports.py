@@ -77,11 +77,11 @@ def votes_csv(found: ClassState, answers: list[tuple]) -> str:
             if before is not None:
                 a, b = by_vote.get(before.vote, {}), by_vote.get(v.vote, {})
                 changed = sum(1 for s in set(a) & set(b) if a[s] != b[s])
-        counts = found.seated(v.vote) or [0] * len(v.question["options"])
-        late = found.late.get(v.vote) or [0] * len(v.question["options"])
-        for option, value in enumerate(v.question["options"]):
+        counts = found.seated(v.vote) or [0] * len(v.question.options)
+        late = found.late.get(v.vote) or [0] * len(v.question.options)
+        for option, value in enumerate(v.question.options):
             rows.append([v.qid, v.page, v.round, v.state, value, counts[option], late[option],
-                         int(option == v.question["answer"]), changed, "\n".join(reasons.get((v.vote, option), [])),
+                         int(option == v.question.answer), changed, "\n".join(reasons.get((v.vote, option), [])),
                          "\n".join(numbers.get((v.vote, option), []))])
     return _csv(["question", "page", "round", "state", "option", "count", "joined_during_vote", "measured_answer",
                  "changed_answer", "reasons", "estimates"], rows)
@@ -99,14 +99,14 @@ def shares_csv(found: ClassState) -> str:
             return ["", "", ""]
         counts = found.seated(vote.vote)  # the class seated when it opened: who joined during it is apart
         answered = sum(counts)
-        return [round(counts[vote.question["answer"]] / answered, 4) if answered else "", answered,
+        return [round(counts[vote.question.answer] / answered, 4) if answered else "", answered,
                 sum(found.late.get(vote.vote) or [])]
 
     rows = []
-    for qid in dict.fromkeys(v.qid for v in found.votes if not v.question.get("matches")):
+    for qid in dict.fromkeys(v.qid for v in found.votes if not v.question.matches):
         first = next((v for v in found.votes if v.qid == qid and v.round == 1), None)
         second = next((v for v in found.votes if v.qid == qid and v.round == 2), None)
-        matched = [v for v in found.votes if v.question.get("matches") == qid]
+        matched = [v for v in found.votes if v.question.matches == qid]
         page = (first or second).page
         rows.append([qid, page, *share(first), *share(second), matched[-1].qid if matched else "",
                      *share(matched[-1] if matched else None)])

@@ -138,7 +138,7 @@ def test_a_new_step_in_a_package_of_its_own_joins_every_part_of_the_app(make_app
     assert student.title[0].value == STRINGS["ja"]["title"]
     teacher.button(key="vote_open_s9_length").click().run()
     vote = live_classes.state(code).vote_on("s9.length")
-    assert vote.page == "text-length" and vote.question["labels"]["ja"] == [i18n.fmt_int(x, "ja") for x in
+    assert vote.page == "text-length" and vote.question.labels["ja"] == [i18n.fmt_int(x, "ja") for x in
                                                                             (n // 2, n, 2 * n)]
     handle.versions.clear()
     student.run()
@@ -146,7 +146,7 @@ def test_a_new_step_in_a_package_of_its_own_joins_every_part_of_the_app(make_app
     student.button(key=f"vote_send_{vote.vote}").click().run()
     teacher.button(key=f"vote_close_{vote.vote}").click().run()
     teacher.button(key=f"vote_reveal_{vote.vote}").click().run()
-    assert live_classes.counts(code, vote.vote) == [0, 1, 0] and vote.question["answer"] == 1
+    assert live_classes.counts(code, vote.vote) == [0, 1, 0] and vote.question.answer == 1
 
     # the room: the student's text measured, drawn on the step's own chart, and its CSV column
     student.sidebar.text_area(key="room_text").input("My own words for the class's experiment, sent once. " * 3)

@@ -6,6 +6,7 @@ decides is tested alone in tests/test_room.py)."""
 import pytest
 
 from helpers import page_path
+from server.class_reads import Asked
 from ui import analyses, handout, i18n, keys, prebuild, walk
 from ui.classroom import handle
 from ui.classroom import teacher as teacher_mod
@@ -192,12 +193,12 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
     # no other road to the answers while the vote is open: the handout and share links wait
     assert student.sidebar.button(key="share").disabled and student.sidebar.button(key="handout_build").disabled
     vote = live_classes.state(code).vote_on("s3.reach")
-    labels = vote.question["labels"]
+    labels = vote.question.labels
     # the right option is the reach worked out by hand: L layers of a causal window of 3 (the teacher's
     # step-3 defaults, 3 and min(4, layers)) reach L·(3 − 1) + 1 tokens, at most the 64 the step draws
     layers = min(4, analyses.get_analysis(TEXT, "tiny").n_layers)
     assert set(labels) == {"en", "ja", "pt"}
-    assert vote.question["options"][vote.question["answer"]] == min(layers * 2 + 1, 64)
+    assert vote.question.options[vote.question.answer] == min(layers * 2 + 1, 64)
     student.radio(key=f"vote_pick_{vote.vote}").set_value(0).run()
     student.button(key=f"vote_send_{vote.vote}").click().run()
     sent = i18n.translate("pt", "vote.sent", answer=labels["pt"][0])
@@ -224,7 +225,7 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
     second = live_classes.state(code).vote_on("s3.reach")
     assert second.round == 2 and second.state == "open" and second.vote != vote.vote
     held(tick(student))
-    right = vote.question["answer"]
+    right = vote.question.answer
     student.radio(key=f"vote_pick_{second.vote}").set_value(right).run()
     student.button(key=f"vote_send_{second.vote}").click().run()
     assert live_classes.counts(code, second.vote)[right] == 1
@@ -241,7 +242,7 @@ def test_predict_together_open_answer_close_reveal_and_vote_again(make_app, teac
     teacher.button(key=f"vote_reveal_{second.vote}").click().run()
     for at in (tick(student), tick(projector), teacher):
         assert at.metric  # revealed: the page's numbers are back
-    said = i18n.translate("pt", "vote.revealed", value=vote.question["value_text"]["pt"], answer=labels["pt"][right],
+    said = i18n.translate("pt", "vote.revealed", value=vote.question.value_text["pt"], answer=labels["pt"][right],
                           right=i18n.fmt_pct(1.0, "pt", 0))
     assert said in [m.value for m in student.markdown]
     assert not student.sidebar.button(key="share").disabled and not student.sidebar.button(key="handout_build").disabled
@@ -333,8 +334,8 @@ def test_the_teachers_summary_counts_each_vote_and_the_matched_question_and_the_
     students = [student_of(make_app, code, lang) for lang in ("en", "ja", "pt")]
     teacher.button(key="vote_open_s3_reach").click().run()
     vote = live_classes.state(code).vote_on("s3.reach")
-    right = vote.question["answer"]
-    wrong = (right + 1) % len(vote.question["options"])
+    right = vote.question.answer
+    wrong = (right + 1) % len(vote.question.options)
     answer(students, vote, (right, wrong, wrong))  # one right of three
     teacher.button(key=f"vote_close_{vote.vote}").click().run()
     teacher.button(key=f"vote_again_{vote.vote}").click().run()
@@ -356,15 +357,15 @@ def test_the_teachers_summary_counts_each_vote_and_the_matched_question_and_the_
     assert not teacher.exception, [e.value for e in teacher.exception]
     matched = live_classes.state(code).vote_on("s3.reach_other_window")
     q = matched.question
-    assert matched.round == 1 and q["matches"] == "s3.reach" and q["text"]["en"] != vote.question["text"]["en"]
+    assert matched.round == 1 and q.matches == "s3.reach" and q.text["en"] != vote.question.text["en"]
     rw = 3 + 2  # the page's reach window at first (3), two wider; 4 layers, the last of 64 tokens
-    assert f"window of {rw}" in q["text"]["en"]
-    assert q["options"][q["answer"]] == 4 * (rw - 1) + 1  # by hand: L·(w − 1) tokens back, and itself
+    assert f"window of {rw}" in q.text["en"]
+    assert q.options[q.answer] == 4 * (rw - 1) + 1  # by hand: L·(w − 1) tokens back, and itself
     tick(students[1])
     assert i18n.translate("ja", "vote.matched_alone") in [c.value for c in students[1].caption]
     assert not [w for w in students[1].text_input if w.key == f"vote_reason_{matched.vote}"]  # answered alone
-    m_right = q["answer"]
-    answer(students, matched, (m_right, m_right, (m_right + 1) % len(q["options"])))  # two of three
+    m_right = q.answer
+    answer(students, matched, (m_right, m_right, (m_right + 1) % len(q.options)))  # two of three
     teacher.button(key=f"vote_close_{matched.vote}").click().run()
     cells = [t("vote.result_step", step=3), t("vote.result_cell", right=t.pct(1 / 3, 0), n="3"),
              t("vote.result_cell", right=t.pct(1.0, 0), n="3")]
@@ -417,7 +418,7 @@ def test_an_estimate_draws_the_class_numbers_against_the_measured_one_and_counts
     teacher.button(key="vote_open_s3_reach_estimate").click().run()
     assert not teacher.exception, [e.value for e in teacher.exception]
     vote = live_classes.state(code).vote_on("s3.reach_estimate")
-    assert vote.question["kind"] == "estimate" and vote.question["value"] == 9
+    assert vote.question.is_estimate and vote.question.estimate == 9
     for s, x in zip(students, ("9", "１４", "6,5")):  # as en, ja and pt readers write 9, 14 and 6.5
         tick(s)
         assert not s.radio and not [w for w in s.text_input if w.key == f"vote_reason_{vote.vote}"]
@@ -663,7 +664,7 @@ def test_answers_from_students_who_joined_during_the_vote_are_said_apart_under_i
     teacher.button(key=f"vote_close_{vote.vote}").click().run()
     tick(teacher)
     found = live_classes.read(code)
-    labels = [str(x) for x in vote.question["options"]]
+    labels = [str(x) for x in vote.question.options]
     assert found.seated(vote.vote) == [1, 0, 0] and found.late[vote.vote] == [0, 0, 2]
     t = i18n.Translator("en")
     said = t("vote.late", n="2", seated="1", split=t.list(f"{lab}: {c}" for lab, c in zip(labels, ["0", "0", "2"])))
@@ -679,7 +680,7 @@ def test_a_vote_held_on_a_page_the_walk_no_longer_has_is_on_the_teachers_sidebar
     ana = student_of(make_app, code, "pt")
     question = {"text": {"en": "A question of a page now gone?", "pt": "Uma pergunta de uma página que se foi?"},
                 "labels": {"en": ["a", "b"]}, "options": [1, 2], "answer": 0, "value_text": {"en": "1"}}
-    vote = live_classes.open_vote(code, key, "a-page-now-gone", "gone.q", question)
+    vote = live_classes.open_vote(code, key, "a-page-now-gone", "gone.q", Asked.from_json(question))
     tick(ana)
     assert gate_locked(ana)
     tick(teacher)

@@ -141,7 +141,7 @@ def test_an_answer_the_store_cannot_keep_stays_chosen_and_is_sent_once_it_can(kl
     student.radio(key=f"vote_pick_{vote}").set_value(1).run()
     with (write_lock(store.path) if fault == "locked" else connections_that(monkeypatch, fault)):
         clean(student.button(key=f"vote_send_{vote}").click().run())
-        labels = live_classes.state(code).vote_on("s3.reach").question["labels"]["ja"]
+        labels = live_classes.state(code).vote_on("s3.reach").question.labels["ja"]
         pending = i18n.translate("ja", "vote.pending", answer=labels[1])
         assert [w.value for w in student.warning] == [pending]
         assert student.radio(key=f"vote_pick_{vote}").value == 1 and student.radio(key=f"vote_pick_{vote}").disabled

@@ -62,6 +62,7 @@ def test_a_hundred_members_at_one_version_read_the_class_once_and_each_their_own
     """A teacher's move reruns every following student's page at once: what they all read
     alike (the state, the counts) is read once at that version and tally; a change raises
     one of them, and the next read is fresh; each student's own answers are theirs."""
+    from server.class_reads import Asked
     from server.classes import Classes
     from server.store import store_at
     from ui.classroom import handle
@@ -73,7 +74,8 @@ def test_a_hundred_members_at_one_version_read_the_class_once_and_each_their_own
     shared = []
     real = Classes.shared_read
     monkeypatch.setattr(Classes, "shared_read", lambda self, c: shared.append(c) or real(self, c))
-    vote = room.open_vote(code, key, "every-pair", "s1.q", {"text": "q", "options": ["a", "b"], "answer": 0})
+    vote = room.open_vote(code, key, "every-pair", "s1.q",
+                          Asked.from_json({"text": "q", "options": ["a", "b"], "answer": 0}))
     students = [f"s{i:03d}" for i in range(100)]
     for s in students[:3]:
         room.join(code, s)

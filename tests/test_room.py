@@ -3,6 +3,7 @@ key, one answer per vote, bounds and expiry, two processes at once, and what a p
 decides on each tick."""
 
 import copy
+import dataclasses
 import subprocess
 import sys
 import textwrap
@@ -11,13 +12,15 @@ from pathlib import Path
 import pytest
 
 from server import answers, class_layout
+from server.class_reads import Asked
 from server import classes, codes, follow
 from server.classes import FULL, IN, NO_SEAT, UNKNOWN, Classes, NotHost
 from server.store import store_at
 
 VIEW = {"text": "A class's own text, long enough to read.", "lang": "en", "settings": {"s3_w": 8}}
 FIRST = class_layout.FIRST_QUESTIONS  # each step's first question, as the releases before named them
-QUESTION = {"text": "How much more work when the text doubles?", "options": ["2×", "4×", "8×"], "answer": 1}
+ASKED = {"text": "How much more work when the text doubles?", "options": ["2×", "4×", "8×"], "answer": 1}
+QUESTION = Asked.from_json(ASKED)
 
 
 @pytest.fixture
@@ -150,10 +153,9 @@ def test_a_vote_holds_its_steps_page_from_open_to_reveal_and_a_revealed_question
 
 def test_a_vote_keeps_its_own_copy_of_the_question(room):
     code, key = room.create(VIEW, page="nearly-empty")
-    asked = copy.deepcopy(QUESTION)
+    asked = Asked.from_json(copy.deepcopy(ASKED))
     vote = room.open_vote(code, key, "nearly-empty", "s2.q", asked)
-    asked["text"] = "changed later"
-    asked["options"].append("16×")  # the caller's list, changed after the vote opened
+    asked.text["en"] = "changed later"  # the caller's words, changed after the vote opened
     assert room.state(code).vote_on("s2.q").question == QUESTION
     assert room.state(code).votes[0].vote == vote
 
@@ -322,7 +324,7 @@ def _write_release(where, layout: int = 1) -> str:
 
     store = store_at(where)
     link = store.put(VIEW)
-    question = json_lib.dumps(QUESTION)
+    question = json_lib.dumps(ASKED)  # as an earlier release wrote it
     with store.transaction() as db:
         for statement in (RELEASE_1, RELEASE_2, RELEASE_3, RELEASE_4, RELEASE_5)[layout - 1]:
             db.execute(statement)
@@ -488,7 +490,7 @@ def test_the_votes_csv_holds_each_options_reasons_and_no_cell_a_spreadsheet_runs
     from server import exports
     from server.class_reads import ClassState, Vote
 
-    q = {"text": "?", "options": ["2", "4", "-8"], "answer": 1}
+    q = Asked.from_json({"text": "?", "options": ["2", "4", "-8"], "answer": 1})
     found = ClassState("7KQ2M9", "every-pair", 3, VIEW, (Vote(1, "every-pair", "s1.doubling", 1, "closed", q),),
                        counts={1: [1, 3, 0]})
     answers = [(1, "a", 1, "=HYPERLINK(\"http://x\")"), (1, "b", 1, "it is a square"), (1, "c", 1, "+1 per token"),
@@ -503,8 +505,8 @@ def test_the_votes_csv_holds_each_options_reasons_and_no_cell_a_spreadsheet_runs
     assert exports.neutral("a=1") == "a=1" and exports.neutral(-1) == -1
 
 
-ESTIMATE = {"text": "How many cells on a text twice as long?", "kind": "estimate", "value": 100.0,
-            "options": list(answers.ESTIMATE_OPTIONS), "answer": 1}
+ESTIMATE = Asked.from_json({"text": "How many cells on a text twice as long?", "kind": "estimate", "value": 100.0,
+                            "options": list(answers.ESTIMATE_OPTIONS), "answer": 1})
 
 
 def test_an_estimate_is_a_positive_number_right_within_a_factor_of_1_5_and_hidden_until_its_vote_closes(room):
@@ -554,7 +556,7 @@ def test_the_shares_csv_holds_each_questions_first_second_and_matched_share(room
     for s, c in zip((ana, bea, caio), (1, 1, 0)):
         room.answer(code, second, s, c)
     room.set_state(code, key, second, "revealed")
-    matched = room.open_vote(code, key, "every-pair", "s1.tripling", {**QUESTION, "matches": "s1.doubling"})
+    matched = room.open_vote(code, key, "every-pair", "s1.tripling", dataclasses.replace(QUESTION, matches="s1.doubling"))
     room.answer(code, matched, ana, 1)
     estimate = room.open_vote(code, key, "every-pair", "s1.cells_estimate", ESTIMATE)
     for s, x in zip((ana, bea), (90, 400)):
@@ -625,7 +627,7 @@ def test_a_crowd_that_joins_while_a_vote_is_open_is_counted_apart_from_the_class
     for s in seated:
         assert room.join(code, s, now=10.0) == IN
     vote = room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION, now=20.0)
-    right = QUESTION["answer"]
+    right = QUESTION.answer
     for i, s in enumerate(seated):  # 18 right, 12 on the first wrong option
         assert room.answer(code, vote, s, right if i < 18 else (right + 1) % 3, now=30.0) == "taken"
     crowd = [f"mint-{i:05d}" for i in range(130)]
@@ -659,7 +661,7 @@ def test_the_teacher_leaves_a_burst_out_of_the_open_vote_and_the_class_on_the_sa
     for s in seated:
         assert room.join(code, s, now=10.0, address=school) == IN
     vote = room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION, now=20.0)
-    right, wrong = QUESTION["answer"], (QUESTION["answer"] + 1) % 3
+    right, wrong = QUESTION.answer, (QUESTION.answer + 1) % 3
     for i, s in enumerate(seated[:29]):  # 18 right, 11 wrong; the last one answers later
         assert room.answer(code, vote, s, right if i < 18 else wrong, now=30.0) == "taken"
     crowd = [f"mint-{i:05d}" for i in range(40)]

@@ -205,9 +205,9 @@ def test_the_exports_hold_what_the_room_measured_and_how_the_votes_went(klass, l
     second = [r for r in got if r["round"] == "2"]
     assert [int(r["count"]) for r in first][:2] == [1, 1] and [int(r["count"]) for r in second][0] == 2
     assert {r["changed_answer"] for r in second} == {"1"} and {r["changed_answer"] for r in first} == {""}
-    right = vote.question["answer"]
+    right = vote.question.answer
     assert [r["measured_answer"] for r in first] == ["1" if i == right else "0" for i in range(len(first))]
-    assert np.isclose(len(first), len(vote.question["options"]))
+    assert np.isclose(len(first), len(vote.question.options))
 
 
 def test_each_classs_texts_are_measured_on_its_model_and_drawn_on_its_charts(make_app, store, monkeypatch,

@@ -8,13 +8,14 @@ import time
 
 import pytest
 
+from server.class_reads import Asked
 from server import classes, limits
 from server.backend import Refused
 from server.classes import BUSY, DOOR, FULL, IN, UNKNOWN, Classes
 from server.store import store_at
 
 VIEW = {"text": "A class's own text, long enough to read.", "lang": "en", "settings": {}}
-QUESTION = {"text": "Which?", "options": ["a", "b", "c"], "answer": 1}
+QUESTION = Asked.from_json({"text": "Which?", "options": ["a", "b", "c"], "answer": 1})
 SCRIPT, SCHOOL, HOME = "203.0.113.9", "198.51.100.20", "192.0.2.44"
 
 

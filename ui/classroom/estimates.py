@@ -14,7 +14,7 @@ from server import answers
 
 from .. import keys, room_figures
 from ..i18n import Translator
-from .vote_actions import send_answer, words
+from .vote_actions import send_answer
 
 
 EDGE = 1000.0  # an estimate further than this factor from the class's median is drawn at the chart's edge
@@ -40,7 +40,7 @@ def estimate_panel(t: Translator, found, vote, teacher: bool, show_figure) -> No
         return
     factor = answers.ESTIMATE_FACTOR
     question, revealed = vote.question, vote.state == "revealed"
-    value = float(question["value"])
+    value = question.estimate
     guesses = found.guesses.get(vote.vote, ())
     st.markdown(f"**{t('vote.estimate_chart_title', n=t.int(len(guesses)))}**")
     fig = room_figures.estimates(guesses, value if revealed else None, factor, x_title=t("vote.estimate_axis"),
@@ -61,8 +61,8 @@ def estimate_panel(t: Translator, found, vote, teacher: bool, show_figure) -> No
     if revealed:
         counts = found.seated(vote.vote) or [0, 0]  # the class seated when it opened
         share = counts[1] / sum(counts) if sum(counts) else 0.0
-        said = "vote.revealed_estimate_model" if question.get("source") == "model" else "vote.revealed_estimate"
-        st.markdown(t(said, value=words(question, "value_text", t.lang), right=t.pct(share, 0),
+        said = "vote.revealed_estimate_model" if question.source == "model" else "vote.revealed_estimate"
+        st.markdown(t(said, value=question.words("value_text", t.lang), right=t.pct(share, 0),
                       f=t.float(factor, 1)))
 
 

@@ -18,7 +18,7 @@ from . import room
 from .membership import back, current, explore, is_teacher, join, member, resume
 from .polling import poll
 from .teacher import LOCK_WALK, START_KEY, end, join_slide, resume_url, set_lock_walk, start
-from .vote_actions import close_vote, reveal_vote, words
+from .vote_actions import close_vote, reveal_vote
 
 
 def sidebar(t: Translator, step: Step) -> None:
@@ -90,7 +90,7 @@ def orphans(t: Translator) -> None:
     for vote in found.unrevealed():
         if walk.by_id(vote.page) is not None:
             continue
-        st.warning(t("vote.orphan", question=words(vote.question, "text", t.lang)), icon=":material/help:")
+        st.warning(t("vote.orphan", question=vote.question.words("text", t.lang)), icon=":material/help:")
         if vote.state == "open":
             st.button(t("vote.close"), key=f"orphan_close_{vote.vote}", on_click=close_vote, args=(vote.vote,),
                       width="stretch", icon=":material/lock:")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from server import answers
+from server import answers, class_reads
 from server import classes as live_classes
 
 from .. import analyses, keys, measures, served_model, session, setting_table, share, walk, summaries
@@ -17,12 +17,7 @@ from ..step_parts import Step
 from .handle import classes, forget
 from .membership import member
 
-def words(question: dict, part: str, lang: str):
-    """A copied question's ``part`` (its text, labels, measured value) in ``lang``, or in English."""
-    return question[part].get(lang) or question[part].get("en")
-
-
-def question_copy(step: Step, qid: str, a, text: str, model_id: str) -> dict:
+def question_copy(step: Step, qid: str, a, text: str, model_id: str) -> class_reads.Asked:
     """What a vote keeps of a step's question ``qid`` (one of its own, a matched one or an
     estimate), made when the teacher opens it: the option values, the measured answer's
     option, the question's words in every language (each student reads it in their own),
@@ -32,24 +27,24 @@ def question_copy(step: Step, qid: str, a, text: str, model_id: str) -> dict:
     given = {k: st.session_state[k] for k in setting_table.KEYS if k in st.session_state}
     # a step that needs no text (the cost model) has nothing to fit its settings to
     cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), given) if a is not None else {}
-    out = {"text": {}, "labels": {}, "value_text": {}}
+    texts, labels, values = {}, {}, {}
+    options, answer, source, estimate = (), 0, None, None
     for lang in LANGS:
         t = Translator(lang)
         q = summaries.asked(step, qid, t, a, text, model_id, cfg)
-        out["text"][lang], out["value_text"][lang] = q.text, q.value_text
-        out["source"] = q.source  # measured on the class's text, or worked out by the cost model
+        texts[lang], values[lang] = q.text, q.value_text
+        source = q.source  # measured on the class's text, or worked out by the cost model
         if q.kind == "estimate":  # a number: counted as two options, within the factor or not
-            out["kind"], out["value"] = "estimate", float(q.answer)
-            out["labels"][lang] = [t("vote.estimate_off", f=t.float(answers.ESTIMATE_FACTOR, 1)),
-                                   t("vote.estimate_near", f=t.float(answers.ESTIMATE_FACTOR, 1))]
-            out["options"], out["answer"] = list(answers.ESTIMATE_OPTIONS), 1
+            estimate = float(q.answer)
+            labels[lang] = [t("vote.estimate_off", f=t.float(answers.ESTIMATE_FACTOR, 1)),
+                            t("vote.estimate_near", f=t.float(answers.ESTIMATE_FACTOR, 1))]
+            options, answer = tuple(answers.ESTIMATE_OPTIONS), 1
             continue
-        out["labels"][lang] = [q.label(o) for o in q.options]
-        out["options"], out["answer"] = list(q.options), q.options.index(q.right)
+        labels[lang] = [q.label(o) for o in q.options]
+        options, answer = tuple(q.options), q.options.index(q.right)
     m = summaries.matched(step, qid)
-    if m is not None:
-        out["matches"] = m.of  # the question whose discussion it checks
-    return out
+    return class_reads.Asked(options, answer, texts, labels, values, source, estimate,
+                             m.of if m is not None else None)  # a matched question: the one whose discussion it checks
 
 
 def open_first_vote(page: str, qid: str) -> None:
@@ -64,7 +59,7 @@ def open_first_vote(page: str, qid: str) -> None:
     open_vote(page, qid, question_copy(step, qid, a, text, model_id))
 
 
-def open_vote(page: str, qid: str, question: dict) -> None:
+def open_vote(page: str, qid: str, question: class_reads.Asked) -> None:
     _host_action(lambda room, code, key: room.open_vote(code, key, page, qid, question))
 
 

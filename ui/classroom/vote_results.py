@@ -48,7 +48,7 @@ def cell(t: Translator, found, qid: str, r: int) -> str:
     if not answered:
         return "—"
     if any(v.qid == qid and v.state == "revealed" for v in found.votes):  # its answer is known
-        return t("vote.result_cell", right=t.pct(counts[vote.question["answer"]] / answered, 0), n=t.int(answered))
+        return t("vote.result_cell", right=t.pct(counts[vote.question.answer] / answered, 0), n=t.int(answered))
     return t("vote.result_cell_hidden", n=t.int(answered))
 
 

@@ -20,8 +20,7 @@ from .handle import classes
 from .membership import current, is_teacher
 from .teacher import pulse
 from . import estimates
-from .vote_actions import (close_vote, drop_reason, open_first_vote, open_vote, reveal_vote, send_answer, show_reason,
-                           words)
+from .vote_actions import close_vote, drop_reason, open_first_vote, open_vote, reveal_vote, send_answer, show_reason
 
 def vote_panel(t: Translator, step: Step, qid: str, show_figure) -> None:
     """A step's question ``qid`` in a class: the teacher opens, closes and reveals the
@@ -61,7 +60,7 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, form: s
         return  # a student reads "not open" once a step
     vote = votes[-1]
     with st.container(border=True):
-        st.markdown(f"**{t(HEADINGS[form])}** · {words(vote.question, 'text', t.lang)}")
+        st.markdown(f"**{t(HEADINGS[form])}** · {vote.question.words('text', t.lang)}")
         if vote.round > 1:
             st.caption(t("vote.second"))
         elif form != "question" and vote.state == "open":
@@ -69,7 +68,7 @@ def _vote_panel(t: Translator, step: Step, qid: str, show_figure, found, form: s
         if form == "estimate":
             _estimate(t, found, vote, teacher, show_figure)
         elif vote.state == "open":
-            labels = words(vote.question, "labels", t.lang)
+            labels = vote.question.words("labels", t.lang)
             _open_panel(t, classes(), found, vote, labels, teacher, reasons=form == "question")
             shown_reasons(t, found, votes[0], labels)  # reasons are written with a question's first vote
         else:
@@ -117,7 +116,7 @@ def _answered(t: Translator, step: Step, qid: str, found, votes: list, form: str
     answer, the measured answer once revealed; the teacher's reasons, Reveal and Vote again."""
     vote, first = votes[-1], votes[0]
     question = vote.question
-    labels = words(question, "labels", t.lang)
+    labels = question.words("labels", t.lang)
     shown_reasons(t, found, first, labels)  # what the class discusses, above its answers
     # the class seated when each vote opened; who joined while it was open is said apart
     rounds = [(v, found.seated(v.vote) or [0] * len(labels)) for v in votes[-2:]]
@@ -147,12 +146,12 @@ def _answered(t: Translator, step: Step, qid: str, found, votes: list, form: str
                   args=(step.id, qid, question), icon=":material/replay:", width="stretch")
 
 
-def _revealed(t: Translator, question: dict, labels: list[str], counts: list[int]) -> None:
+def _revealed(t: Translator, question: class_reads.Asked, labels: list[str], counts: list[int]) -> None:
     """The measured answer, and the share of the seated class that chose it."""
-    right = question["answer"]
+    right = question.answer
     share_right = counts[right] / sum(counts) if sum(counts) else 0.0
-    revealed = "vote.revealed_model" if question.get("source") == "model" else "vote.revealed"
-    st.markdown(t(revealed, value=words(question, "value_text", t.lang), answer=labels[right],
+    revealed = "vote.revealed_model" if question.source == "model" else "vote.revealed"
+    st.markdown(t(revealed, value=question.words("value_text", t.lang), answer=labels[right],
                   right=t.pct(share_right, 0)))
 
 
