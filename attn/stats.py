@@ -242,26 +242,32 @@ def kept_rows(weights, allowed) -> torch.Tensor:
     """Each row's weight on the allowed cells, ``(...)`` for weights ``(..., rows, n)``:
     ``allowed`` a bool pattern ``(rows, n)`` (a small grid) or a function of a block's row
     positions giving its bool rows (``patterns.rows_of``: never the whole grid)."""
+    return kept_rows_many(weights, [allowed])[0]
+
+
+def kept_rows_many(weights, alloweds: Sequence) -> list[torch.Tensor]:
+    """:func:`kept_rows` for several patterns in one pass over the rows: each block of
+    weights is recomputed once (on a long text the pass is most of the cost), then read
+    against every pattern."""
     n = weights.shape[-1]
-    kept = torch.empty(weights.shape[:-1]).reshape(-1)
-    if callable(allowed):
-        positions = weights.rows if isinstance(weights, Weights) else torch.arange(weights.shape[-2])
-        r = positions.numel()
-        made = {}  # the pattern of a block of rows, the same in every layer and head: made once
-        for s, e, w, lo in _rows(weights, narrow=True):
-            if not isinstance(weights, Weights):  # a small grid's chunks may span heads: row by row
-                kept[s:e] = (w * allowed(positions[torch.arange(s, e) % r], lo, lo + w.shape[-1])).sum(dim=-1)
-                continue
-            where = (s % r, e - s, lo, w.shape[-1])  # a Weights block stays within one (layer, head)
-            if where not in made:
-                made[where] = allowed(positions[where[0]:where[0] + where[1]], lo, lo + w.shape[-1])
-            kept[s:e] = (w * made[where]).sum(dim=-1)
-        return kept.reshape(weights.shape[:-1])
-    allowed_rows = allowed.reshape(-1, n)
+    out = [torch.empty(weights.shape[:-1]).reshape(-1) for _ in alloweds]
+    positions = weights.rows if isinstance(weights, Weights) else torch.arange(weights.shape[-2])
+    r = positions.numel()
+    made = {}  # each pattern's bool rows of a block, the same in every layer and head: made once
+    grids = [None if callable(a) else a.reshape(-1, n) for a in alloweds]
     for s, e, w, lo in _rows(weights, narrow=True):
-        rows = torch.arange(s, e) % allowed_rows.shape[0]  # which row of the pattern each is
-        kept[s:e] = (w * allowed_rows[rows][:, lo:lo + w.shape[-1]]).sum(dim=-1)
-    return kept.reshape(weights.shape[:-1])
+        for x, allowed in enumerate(alloweds):
+            if grids[x] is not None:  # a small grid of bools
+                rows = torch.arange(s, e) % grids[x].shape[0]  # which row of the pattern each is
+                out[x][s:e] = (w * grids[x][rows][:, lo:lo + w.shape[-1]]).sum(dim=-1)
+            elif not isinstance(weights, Weights):  # a small grid's chunks may span heads: row by row
+                out[x][s:e] = (w * allowed(positions[torch.arange(s, e) % r], lo, lo + w.shape[-1])).sum(dim=-1)
+            else:  # a Weights block stays within one (layer, head)
+                where = (x, s % r, e - s, lo, w.shape[-1])
+                if where not in made:
+                    made[where] = allowed(positions[where[1]:where[1] + where[2]], lo, lo + w.shape[-1])
+                out[x][s:e] = (w * made[where]).sum(dim=-1)
+    return [k.reshape(weights.shape[:-1]) for k in out]
 
 
 def share_kept(weights, allowed) -> torch.Tensor:
@@ -278,6 +284,22 @@ def share_kept_by_pattern(weights, window: int, hubs, reads: LayerAttention, sam
     n = weights.shape[-1]
     mod = patterns.pattern(n, window, patterns.check_hubs(n, hubs), reads.causal)
     return kept_by_rows(kept_rows(weights, patterns.rows_of(mod, n)), _sample(weights, sample))
+
+
+def shares_kept_and_sink(weights, window: int, hub_sets: Sequence, reads: LayerAttention,
+                         sample: RowSample | None = None) -> tuple[list[dict], tuple[float, float]]:
+    """:func:`share_kept_by_pattern` for a window with each of ``hub_sets``, and the sink
+    (:func:`sink_rows`: the first token's share), read in one pass over the rows."""
+    n = weights.shape[-1]
+    mods = [patterns.rows_of(patterns.pattern(n, window, patterns.check_hubs(n, hubs), reads.causal), n)
+            for hubs in hub_sets]
+
+    def first_column(rows, lo, hi):
+        return (torch.arange(lo, hi) == 0).expand(rows.numel(), -1)
+
+    *kept, first = kept_rows_many(weights, [*mods, first_column])
+    sample = _sample(weights, sample)
+    return [kept_by_rows(k, sample) for k in kept], _sink_of(first, sample)
 
 
 def kept_by_rows(kept: torch.Tensor, sample: RowSample | None = None) -> dict:
@@ -353,6 +375,13 @@ def sink_rows(weights, sample: RowSample | None = None) -> tuple[float, float]:
     for s, e, w, lo in _rows(weights, narrow=True):
         if lo == 0:
             first[s:e] = w[:, 0]
+    return _sink_of(first, sample)
+
+
+def _sink_of(first: torch.Tensor, sample: RowSample) -> tuple[float, float]:
+    """The sink's share and spread from each row's weight on the first token."""
+    if sample.n < 2:
+        return 0.0, 0.0
     first = first.reshape(-1, sample.count)
     later = sample.positions >= 1
     sub = RowSample(sample.n - 1, sample.positions[later], sample.weights[later], max(0, sample.whole - 1))

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from pages.hubs import hub_sets
 from ui import keys, measures, prebuild, setting_table, walk, summaries
 from ui.i18n import LANGS, Translator
 from ui.samples import sample_text
@@ -173,8 +174,9 @@ def test_no_page_reads_its_numbers_by_a_string_key():
 def test_the_background_build_builds_the_pages_other_measures_so_a_first_visit_finds_them(monkeypatch, fresh_caches,
                                                                                             tiny_analysis):
     """ui.summaries.build_all (the start's warm-up, a class's prebuild) runs each step's
-    ``ahead``: step 6's sharpness, implied maps and top-k recall and step 4's window with
-    the first token as its hub and sink share, on the pages' default settings, are in the
+    ``ahead``: step 6's sharpness, implied maps and top-k recall and step 4's windows (alone,
+    with its hubs, with the first token) and sink share, read in one pass, on the pages'
+    default settings, are in the
     cache afterwards, so a page asking for them computes nothing; before, they are not."""
     from attn import methods, outputs, stats, topk
 
@@ -182,6 +184,7 @@ def test_the_background_build_builds_the_pages_other_measures_so_a_first_visit_f
     cfg = setting_table.settings_for(a, measures.setting_context(text, "tiny"), {})
     args = (text, "tiny", cfg["s6_layer"], cfg["s6_w"])
     hubs = tuple(sorted(cfg["s6_hubs"]))
+    step4 = (text, "tiny", cfg["s4_w"], hub_sets(tuple(sorted(cfg["s4_hubs"]))))
     maps = (text, "tiny", cfg["s6_layer"], int(cfg["s6_head"]), cfg["s6_w"], hubs, cfg["s6_feature"])
 
     def computed(*_, **__):
@@ -191,12 +194,9 @@ def test_the_background_build_builds_the_pages_other_measures_so_a_first_visit_f
         m.setattr(outputs, "peak_weights", computed)
         m.setattr(topk, "recall", computed)
         m.setattr(methods, "tagged", computed)
-        m.setattr(stats, "share_kept_by_pattern", computed)
-        m.setattr(stats, "sink_rows", computed)
+        m.setattr(stats, "shares_kept_and_sink", computed)
         with pytest.raises(AssertionError, match="not built ahead"):
-            measures.kept(text, "tiny", cfg["s4_w"], (0,))
-        with pytest.raises(AssertionError, match="not built ahead"):
-            measures.sink_share(text, "tiny")
+            measures.kept_and_sink(*step4)
         with pytest.raises(AssertionError, match="not built ahead"):
             measures.implied_maps(*maps)
         with pytest.raises(AssertionError, match="not built ahead"):
@@ -207,10 +207,9 @@ def test_the_background_build_builds_the_pages_other_measures_so_a_first_visit_f
     monkeypatch.setattr(outputs, "peak_weights", computed)
     monkeypatch.setattr(topk, "recall", computed)
     monkeypatch.setattr(methods, "tagged", computed)
-    monkeypatch.setattr(stats, "share_kept_by_pattern", computed)
-    monkeypatch.setattr(stats, "sink_rows", computed)
-    assert 0.0 < measures.kept(text, "tiny", cfg["s4_w"], (0,)).mean <= 1.0
-    assert 0.0 < measures.sink_share(text, "tiny") < 1.0
+    monkeypatch.setattr(stats, "shares_kept_and_sink", computed)
+    kept, sink, _ = measures.kept_and_sink(*step4)
+    assert all(0.0 < k.mean <= 1.0 for k in kept) and 0.0 < sink < 1.0
     assert methods.window(hubs=True).name in measures.sharpness(*args, hubs).peak  # read from the cache
     assert methods.own().name in measures.implied_maps(*maps)
     assert 0.0 <= measures.topk_recall(*args) <= 1.0

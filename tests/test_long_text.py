@@ -137,6 +137,27 @@ def test_a_layer_with_a_window_reads_only_its_band_and_gives_the_same_rows(tiny)
     assert float(dense[:, :lo].abs().sum()) == 0.0 and float(dense[:, 310:].abs().sum()) == 0.0
 
 
+def test_step_4s_shares_and_sink_read_in_one_pass_equal_each_cell_counted_by_hand(tiny):
+    """Step 4's three windows (no hub, the reader's hubs, the first token) and the sink, read
+    in one pass over the analysis' rows, against the dense grid summed cell by cell: a cell
+    (i, j) is kept when j ≤ i and (i − j < w, or j is a hub, or i is one: a hub reads every
+    earlier token); the sink is each row's weight on token 0, over the rows after it."""
+    a = tiny.analyze(text_of(300), max_tokens=300)
+    dense = a.weights().dense().double()  # (L, H, n, n)
+    n, w = dense.shape[-1], 5
+    sets = ((), (3, 40), (0,))
+    got, (sink, spread) = stats.shares_kept_and_sink(a.weights(), w, sets, a.layers[0])
+    i = torch.arange(n)[:, None]
+    j = torch.arange(n)[None, :]
+    for hubs, r in zip(sets, got):
+        h = torch.tensor(hubs, dtype=torch.long)
+        keep = (j <= i) & ((i - j < w) | torch.isin(j, h) | torch.isin(i, h))
+        expect = (dense * keep).sum(-1).mean(-1)  # (L, H)
+        torch.testing.assert_close(r["per_head"].double(), expect, rtol=1e-5, atol=1e-6)
+        assert r["mean"] == pytest.approx(float(expect.mean()), rel=1e-5)
+    assert sink == pytest.approx(float(dense[..., 1:, 0].mean()), rel=1e-5) and spread == 0.0
+
+
 # --- step 7 on the model itself ----------------------------------------------------------
 
 
@@ -177,6 +198,26 @@ def test_the_four_way_run_compares_positions_spread_over_the_whole_text():
 
 
 # --- the pages -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n, built", [(400, False), (700, True)])
+def test_a_readers_text_over_512_tokens_has_its_other_pages_built_in_the_background(make_app, monkeypatch, n, built):
+    """Step 1 of a text over AHEAD_TOKENS starts the background build of the other pages, in
+    the reader's language, waiting while pages run; a shorter text's pages are quick: none."""
+    from ui import prebuild, step_page
+
+    assert step_page.AHEAD_TOKENS == 512
+    monkeypatch.setenv("ATLAS_BUILD_AHEAD", "1")
+    asked = []
+    monkeypatch.setattr(prebuild, "prebuild", lambda view, langs, quiet: asked.append((view["text"], langs, quiet)))
+    at = make_app("tiny", "pt")
+    at.run()  # (the sample, 1,024 tokens here, is built ahead too)
+    asked.clear()
+    text = text_of(n)[:n - 1]  # n − 1 bytes, and <bos>: n tokens
+    at.sidebar.text_area(key="text").input(text).run()
+    assert not at.exception
+    assert (asked[-1:] == [(text, ("pt",), True)]) is built and (not asked) is not built
+
 
 
 def test_a_text_file_uploaded_becomes_the_text_and_another_encoding_is_refused_in_words(make_app):

@@ -241,11 +241,34 @@ def kept(text: str, model_id: str, window: int, hubs: tuple) -> Kept:
     return Kept(res["per_head"].numpy(), res["per_layer"].numpy(), res["mean"], sampled(sample, res["spread"]))
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def kept_and_sink(text: str, model_id: str, window: int, hub_sets: tuple) -> tuple[tuple[Kept, ...], float, Sampled]:
+    """:func:`kept` for a window with each of ``hub_sets``, and the sink's share and the rows
+    it was read on (:func:`sink_estimate`), in one pass over the weights (step 4 reads all of
+    them: one pass instead of four)."""
+    a = _analysis(text, model_id)
+    weights, sample = sampled_weights(a)
+    got, (sink, spread) = stats.shares_kept_and_sink(weights, window, hub_sets, a.layers[0], sample=sample)
+    return (tuple(Kept(r["per_head"].numpy(), r["per_layer"].numpy(), r["mean"], sampled(sample, r["spread"]))
+                  for r in got), sink, sampled(sample, spread))
+
+
 ANCHOR_DISTANCE = stats.ANCHOR_DISTANCE  # an anchor is scored by rows at least this far after it
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+ANCHORS_READ = 8  # anchors found in one pass over the weights: every page's count is a prefix of them
+
+
 def anchors(text: str, model_id: str, top: int = 5) -> list[tuple[int, float]]:
+    """The text's ``top`` anchors, strongest first (stats.anchors): the first ``top`` of one
+    cached pass that keeps ANCHORS_READ (step 4 asks for 5, step 6 and 7 for 3)."""
+    if top <= ANCHORS_READ:
+        return _anchors(text, model_id, ANCHORS_READ)[:top]
+    return _anchors(text, model_id, top)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _anchors(text: str, model_id: str, top: int) -> list[tuple[int, float]]:
     a = _analysis(text, model_id)
     weights, sample = sampled_weights(a)
     return stats.anchors(weights, a.layers[0], top=top, sample=sample)

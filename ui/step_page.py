@@ -17,8 +17,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attn import settings
 
-from . import (analyses, drawing, glossary, keys, page_run, prebuild, row_reads, served_model, session, summaries, walk,
-               widgets)
+from . import analyses, drawing, glossary, keys, page_run, prebuild, served_model, session, summaries, walk, widgets
 from .classroom import gate, membership, room_charts, votes
 from .i18n import Translator
 from .step_parts import Question, Step, Summary, verdict
@@ -116,6 +115,9 @@ def room(t: Translator, step: Step, **settings) -> None:
     room_charts.section(t, step, **settings)
 
 
+AHEAD_TOKENS = 512  # a reader's text longer than this has its other pages built in the background
+
+
 def opened(step: Step) -> StepPage:
     """A step's page up to its own content: its header (with the class's gate), then the
     analysis of the reader's text — or the page stops after saying why there is none."""
@@ -128,9 +130,9 @@ def opened(step: Step) -> StepPage:
         if a is None:
             glossary.terms_footer(t, step)
             page_run.stop_page()
-        if not row_reads.row_sample(a).every_row and settings.read().build_ahead:
-            # a long text (its statistics read on a sample of rows): the other steps' pages
-            # built meanwhile, in the reader's language, while no page runs
+        if a.n > AHEAD_TOKENS and settings.read().build_ahead:
+            # a longer text (each statistic a pass over its rows, recomputed from q and k): the
+            # other steps' pages built meanwhile, in the reader's language, while no page runs
             prebuild.prebuild({"text": text, "settings": {}, "model": model_id}, langs=(t.lang,), quiet=True)
     return StepPage(step, t, a, text, model_id, st.container())
 

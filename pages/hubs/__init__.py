@@ -49,11 +49,17 @@ def reach_phrase(t: Translator, res: measures.HopGrid) -> str:
     return t("hubs.farthest_layers", n=t.int(res.farthest))
 
 
+def hub_sets(hubs: tuple) -> tuple:
+    """The hubs the page's window is read with, in one pass (measures.kept_and_sink): none,
+    the reader's, and the first token alone."""
+    return ((), hubs, (0,))
+
+
 def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     hubs, w = tuple(sorted(cfg["s4_hubs"])), cfg["s4_w"]
     n = a.n
     cells_h = measures.cells(n, a.layers[0], w, hubs)
-    kept_w, kept_h = measures.kept(text, model_id, w, ()), measures.kept(text, model_id, w, hubs)
+    kept_w, kept_h, _ = measures.kept_and_sink(text, model_id, w, hub_sets(hubs))[0]
     hn = min(n, HOP_TOKENS)
     hop_hubs = tuple(h for h in hubs if h < hn) or (0,)
     hw = min(w, HOP_WINDOW)
@@ -111,8 +117,7 @@ def other_window(a, cfg: dict) -> dict:
 def ahead(a, text: str, model_id: str, cfg: dict) -> None:
     """What the page measures besides its summary: the window with the first token alone as
     its hub, the sink's share, and an encoder's special tokens."""
-    measures.kept(text, model_id, cfg["s4_w"], (0,))
-    measures.sink_share(text, model_id)
+    measures.kept_and_sink(text, model_id, cfg["s4_w"], hub_sets(tuple(sorted(cfg["s4_hubs"]))))
     if not a.causal:
         measures.special_share(text, model_id)
 

@@ -28,7 +28,7 @@ drawing.formula(t, r"\text{@cells} = O\big(n\,(w + g)\big) \ll n^2", t("hubs.for
 sm = page.summary()
 v: step.Numbers = sm.numbers
 cells_full = measures.cells(n, a.layers[0])
-kept_s = measures.kept(text, model_id, w, (0,))
+(_, _, kept_s), sink_share, sink_rows = measures.kept_and_sink(text, model_id, w, step.hub_sets(hubs))
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(t("hubs.metric_cells", g=g), t.int(v.cells_h),
           delta=t("hubs.metric_cells_delta", share=t.pct(v.cells_h / cells_full)), **drawing.REFERENCE)
@@ -162,7 +162,6 @@ if a.causal:
     causal_hubs()
 else:
     specials = encoder_hubs()
-sink_share, sink_rows = measures.sink_estimate(text, model_id)
 st.metric(t("hubs.metric_sink"), t.pct(sink_share), help=t("hubs.metric_sink_help"))
 if (said := sampled_note(t, sink_rows)) is not None:
     st.caption(said)
