@@ -149,25 +149,25 @@ def composed_backend(q, v, n: int, c: Composition, causal: bool, backend: str = 
     return "flex" if pattern_uses_flex(q, v, causal) else "blocked"
 
 
-def compiled(kind: str, device) -> bool:
+def compiled(kernel: str, device) -> bool:
     """Whether a compiled kernel of this kind ("window" or "pattern") is warm on device."""
-    return flex.has_ready(torch.device(device).type, kind)
+    return flex.has_ready(torch.device(device).type, kernel)
 
 
 def pattern_uses_flex(q, v, causal: bool) -> bool:
     """Whether ``auto`` runs a composition through compiled FlexAttention: on CUDA once
     warm. On the CPU the block-sparse pure-torch kernel was as fast or faster for every
     preset at every n measured (bench/scaling.py, docs/performance.md), so it runs there."""
-    return q.device.type == "cuda" and flex.is_ready(q, v, causal, kind="pattern")
+    return q.device.type == "cuda" and flex.is_ready(q, v, causal, kernel="pattern")
 
 
-def _compiled_or_none(call, q, v, causal: bool, hubs: bool, kind: str):
+def _compiled_or_none(call, q, v, causal: bool, hubs: bool, kernel: str):
     """The compiled call's output; None while a warm-up compiles (the blocked kernel
     answers instead) or when it fails (remembered: the blocked kernel serves from then on)."""
     try:
         return call()
     except Exception as exc:  # a compile problem never fails a request
-        flex.mark_failed(q, v, causal, hubs, exc, kind=kind)
+        flex.mark_failed(q, v, causal, hubs, exc, kernel=kernel)
         return None
 
 
@@ -210,10 +210,10 @@ def _check_pattern(q, v, n, causal, hubs, dtype) -> None:
 
 
 def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=True, dv=None, hubs=False,
-         kind: str = "window") -> bool:
+         kernel: str = "window") -> bool:
     """Compile one kind of call and check it (see :func:`attn.flex.warm`); True when ready."""
-    return flex.warm(q_shape, dtype, device, causal, dv, hubs, kind,
-                     check=_check_pattern if kind == "pattern" else _check_window)
+    return flex.warm(q_shape, dtype, device, causal, dv, hubs, kernel,
+                     check=_check_pattern if kernel == "pattern" else _check_window)
 
 
 def start_warmup(signatures: list[dict]):

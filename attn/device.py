@@ -25,19 +25,19 @@ def compute_dtype(device: torch.device) -> torch.dtype:
 
 
 def device_info(device: torch.device | None = None) -> dict:
-    """What the sidebar says about the device: kind, name, memory or threads, dtype."""
+    """What the sidebar says about the device: its type, name, memory or threads, dtype."""
     device = torch.device(device) if device is not None else pick_device()
     dtype = str(compute_dtype(device)).replace("torch.", "")
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
-        return {"kind": "cuda", "name": props.name, "gib": round(props.total_memory / 2**30), "dtype": dtype}
-    return {"kind": "cpu", "name": "CPU", "threads": torch.get_num_threads(), "dtype": dtype}
+        return {"type": "cuda", "name": props.name, "gib": round(props.total_memory / 2**30), "dtype": dtype}
+    return {"type": "cpu", "name": "CPU", "threads": torch.get_num_threads(), "dtype": dtype}
 
 
 def describe_device(device: torch.device | None = None) -> str:
     """e.g. ``NVIDIA H200 · 139 GiB · bfloat16`` or ``CPU · 2 threads · float32``."""
     info = device_info(device)
-    if info["kind"] == "cuda":
+    if info["type"] == "cuda":
         return f"{info['name']} · {info['gib']} GiB · {info['dtype']}"
     return f"CPU · {info['threads']} threads · {info['dtype']}"
 

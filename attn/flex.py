@@ -68,14 +68,14 @@ _warned = False  # the first failure is logged as a warning; every later one goe
 logger = logging.getLogger(__name__)
 
 
-def _signature(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool, kind: str = "window") -> tuple:
+def _signature(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool, kernel: str = "window") -> tuple:
     """What a compiled kernel is specialised on. Dynamic shapes still specialise
     sizes of 1, so a batch or head count of 1 is part of the signature; with hubs the
     kernel also returns its log-sum-exp for the merge (another compiled graph). The
-    playground's compositions (``kind="pattern"``) are one kernel for every part,
+    playground's compositions (``kernel="pattern"``) are one kernel for every part,
     setting and causality: all of them are tensors its mask closes over."""
     b, h = q.shape[:2]
-    if kind == "pattern":
+    if kernel == "pattern":
         return (q.device.type, q.dtype, q.shape[-1], v.shape[-1], "pattern", b == 1, h == 1)
     return (q.device.type, q.dtype, q.shape[-1], v.shape[-1], bool(causal), bool(hubs), b == 1, h == 1)
 
@@ -102,17 +102,17 @@ def _get_compiled():
         return _compiled
 
 
-def is_ready(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool = False, kind: str = "window") -> bool:
+def is_ready(q: torch.Tensor, v: torch.Tensor, causal: bool, hubs: bool = False, kernel: str = "window") -> bool:
     """True when a compiled kernel serves this call without compiling again.
     Texts of one or two blocks stay on the blocked kernel (a single query block is
     a shape the compiler specialises too, and small grids gain nothing)."""
-    return q.shape[2] > 2 * block_size(q.device) and _signature(q, v, causal, hubs, kind) in _ready
+    return q.shape[2] > 2 * block_size(q.device) and _signature(q, v, causal, hubs, kernel) in _ready
 
 
-def has_ready(device_type: str, kind: str = "window") -> bool:
+def has_ready(device_type: str, kernel: str = "window") -> bool:
     """Whether some compiled kernel of this kind (window or pattern) is warm on this kind
     of device."""
-    return any(sig[0] == device_type and (sig[4] == "pattern") == (kind == "pattern") for sig in _ready)
+    return any(sig[0] == device_type and (sig[4] == "pattern") == (kernel == "pattern") for sig in _ready)
 
 
 def status() -> dict:
@@ -275,8 +275,8 @@ def _warn_once(message: str) -> None:
         logger.warning("%s (later FlexAttention failures are not logged again: see attn.flex.status())", message)
 
 
-def mark_failed(q, v, causal, hubs: bool, exc: Exception, kind: str = "window") -> None:
-    sig = _signature(q, v, causal, hubs, kind)
+def mark_failed(q, v, causal, hubs: bool, exc: Exception, kernel: str = "window") -> None:
+    sig = _signature(q, v, causal, hubs, kernel)
     _ready.discard(sig)
     _failed[sig] = f"{type(exc).__name__}: {str(exc)[:300]}"
     _log.append(f"flex call failed for {sig}; the blocked kernel takes over: {_failed[sig]}")
@@ -284,8 +284,8 @@ def mark_failed(q, v, causal, hubs: bool, exc: Exception, kind: str = "window") 
 
 
 def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=True, dv=None, hubs=False,
-         kind: str = "window", *, check: Callable) -> bool:
-    """Compile for one kind of call (window with or without hubs, or ``kind="pattern"``,
+         kernel: str = "window", *, check: Callable) -> bool:
+    """Compile for one kind of call (window with or without hubs, or ``kernel="pattern"``,
     the playground's compositions), synchronously, by running ``check(q, v, n, causal,
     hubs, dtype)`` — compiled calls compared with the blocked kernel, which raises when
     they disagree — under the compile lock; returns True when it is ready."""
@@ -294,10 +294,10 @@ def warm(q_shape=(1, 4, 1024, 64), dtype=torch.float32, device="cpu", causal=Tru
     dv = dv or d
     q = torch.randn(b, h, n, d, dtype=dtype, device=device)
     v = torch.randn(b, h, n, dv, dtype=dtype, device=device)
-    sig = _signature(q, v, causal, hubs, kind)
+    sig = _signature(q, v, causal, hubs, kernel)
     if sig in _ready:
         return True
-    if hubs and kind == "window" and not returns_lse(device):  # nothing to compile: the blocked kernel merges
+    if hubs and kernel == "window" and not returns_lse(device):  # nothing to compile: the blocked kernel merges
         return False
     if not available():
         _failed[sig] = "no C++ compiler or FlexAttention in this torch"

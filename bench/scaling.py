@@ -57,7 +57,7 @@ def main(argv=None) -> int:
         hub_kinds = [h for h in (False, True) if kernel_choice.compiled_serves(device, h)]
         ok = all([kernel_choice.warm((1, s.heads, 1024, s.d), dtype=compute_dtype(device), device=device, hubs=h)
                   for h in hub_kinds]
-                 + [kernel_choice.warm((1, s.heads, 1024, s.d), dtype=torch.float32, device=device, kind="pattern")])
+                 + [kernel_choice.warm((1, s.heads, 1024, s.d), dtype=torch.float32, device=device, kernel="pattern")])
         print(f"FlexAttention compile: {'ready' if ok else 'unavailable'} in {time.perf_counter() - t0:.1f} s"
               + ("" if ok else f" ({flex.status()['failed']})"))
         if ok:

@@ -71,7 +71,7 @@ class Asked:
         return out
 
     @classmethod
-    def from_json(cls, d: dict) -> "Asked":
+    def from_json(cls, d: dict) -> Asked:
         """As kept; a plain string where the words are per language reads as English."""
         def per_lang(x):
             return x if isinstance(x, dict) else {"en": x} if x is not None else {}
@@ -173,8 +173,8 @@ def state_of(db, code: str) -> ClassState | None:
     for vote, choice, reason in db.execute("SELECT vote, choice, reason FROM answers WHERE code = ? AND shown = 1 "
                                            "ORDER BY vote, at, student", (code,)).fetchall():
         shown.setdefault(vote, []).append((choice, reason))
-    return ClassState(code, row[0], row[1], json.loads(row[2]),
-                      tuple(Vote(v, s, qid, r, st, Asked.from_json(json.loads(q))) for v, s, qid, r, st, q in votes), row[3],
+    kept = tuple(Vote(v, s, qid, r, st, Asked.from_json(json.loads(q))) for v, s, qid, r, st, q in votes)
+    return ClassState(code, row[0], row[1], json.loads(row[2]), kept, row[3],
                       bool(row[4]), room=bool(row[5]), shown={v: tuple(r) for v, r in shown.items()},
                       lock_walk=bool(row[6]))
 

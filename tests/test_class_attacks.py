@@ -256,7 +256,8 @@ def test_a_wave_of_starts_from_many_addresses_never_ends_a_prepared_class(tmp_pa
     with app_server("tiny", extra_env={"ATLAS_STORE_PATH": str(store), "ATLAS_MAX_CLASSES": "4"}) as url:
         code, wave, ok, panel = asyncio.run(scenario(url))
     assert code is not None
-    assert sorted(wave, key=lambda x: x is not True) == [True] * 3 + [[i18n.translate("en", "class.too_many_classes")]] * 5
+    refused = [i18n.translate("en", "class.too_many_classes")]
+    assert sorted(wave, key=lambda x: x is not True) == [True] * 3 + [refused] * 5
     assert ok  # the prepared class took its first student
     pulse = i18n.translate("en", "class.pulse", n="1", joined="1")
     assert any(pulse in m for m in panel.markdown)

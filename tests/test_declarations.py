@@ -46,8 +46,8 @@ def test_question_ids_are_unique_stable_names_and_each_has_one_guess_row():
             assert re.fullmatch(r"s\d\.[a-z][a-z0-9_]*", qid), qid
             assert walk.questions()[qid] is step
             row = setting_table.row(keys.guess(qid))
-            assert row.kind == "guess" and row.page == step.id
-    guesses = [r.key for r in setting_table.TABLE if r.kind == "guess"]
+            assert row.takes == "guess" and row.page == step.id
+    guesses = [r.key for r in setting_table.TABLE if r.takes == "guess"]
     assert sorted(guesses) == sorted(keys.guess(q) for q in ids)
     # the widget keys of two questions never meet, nor those of a question and a setting
     made = [k(q) for q in ids for k in (keys.guess, keys.revealed, keys.reveal_button)]

@@ -153,7 +153,7 @@ def test_steps_1_2_3_and_7_ask_their_count_or_ratio_as_an_estimate(reader):
             args = (a, text, model_id, cfg) if step.needs_text else (None, "", model_id, {})
             q = summaries.asked(step, e.id, Translator("en"), *args)
             main = summaries.asked(step, e.of, Translator("en"), *args)
-            assert q.kind == "estimate" and q.options == [] and q.right is None and q.answer > 0
+            assert q.form == "estimate" and q.options == [] and q.right is None and q.answer > 0
             if step.id != "every-pair":
                 assert (q.text, q.answer) == (main.text, main.answer)
     n = 2 * a.n

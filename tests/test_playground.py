@@ -246,7 +246,7 @@ def test_the_swap_is_always_causal(tiny, monkeypatch):
 @pytest.mark.skipif(not flex.available(), reason="FlexAttention cannot compile here (no C++ compiler)")
 @pytest.mark.filterwarnings("error:flex_attention called without torch.compile")  # the n×n unfused path
 def test_one_compiled_kernel_serves_every_part_and_setting_without_recompiling():
-    assert backend.warm((1, 4, 1024, 32), kind="pattern"), "\n".join(flex.status()["log"])
+    assert backend.warm((1, 4, 1024, 32), kernel="pattern"), "\n".join(flex.status()["log"])
     compiled_before = torch._dynamo.utils.counters["frames"]["ok"]
     cases = [(700, comp("window", "random", random_block=32), True), (333, comp("dilated", "local"), False)]
     cases += [(300 + 7 * i, comp(*parts, random_block=32) if "random" in parts else comp(*parts), i % 2 == 0)

@@ -556,7 +556,8 @@ def test_the_shares_csv_holds_each_questions_first_second_and_matched_share(room
     for s, c in zip((ana, bea, caio), (1, 1, 0)):
         room.answer(code, second, s, c)
     room.set_state(code, key, second, "revealed")
-    matched = room.open_vote(code, key, "every-pair", "s1.tripling", dataclasses.replace(QUESTION, matches="s1.doubling"))
+    matched = room.open_vote(code, key, "every-pair", "s1.tripling",
+                             dataclasses.replace(QUESTION, matches="s1.doubling"))
     room.answer(code, matched, ana, 1)
     estimate = room.open_vote(code, key, "every-pair", "s1.cells_estimate", ESTIMATE)
     for s, x in zip((ana, bea), (90, 400)):

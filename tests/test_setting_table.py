@@ -54,16 +54,16 @@ def other_value(row: Setting, d: Dims):
     """A value its widget takes on the text that is not its default (None for guesses,
     whose options are the question's)."""
     first = row.default(d, Context(lambda k: list(range(k))))
-    if row.kind == "int":
+    if row.takes == "int":
         lo, hi = row.bounds(d)
         return hi if hi != first else lo
-    if row.kind == "choice":
+    if row.takes == "choice":
         return next(c for c in reversed(list(row.choices(d))[:64]) if c != first)
-    if row.kind == "many":
+    if row.takes == "many":
         return [1, 2] if list(first) != [1, 2] else [2]
-    if row.kind == "bool":
+    if row.takes == "bool":
         return not first
-    if row.kind == "text":
+    if row.takes == "text":
         return "7"
     return None
 
@@ -98,15 +98,15 @@ def test_every_widget_starts_at_its_rows_default_and_takes_exactly_its_range(mak
                 at.radio(key="pg_hub_mode").set_value("chosen").run()
             row, w = setting_table.row(key), widget_of(at, key)
             assert w is not None, f"page {page} draws no widget for {key}"
-            if row.kind == "guess":  # its options are the question's: it starts unanswered
+            if row.takes == "guess":  # its options are the question's: it starts unanswered
                 assert w.value is None, key
                 continue
             assert type(w).__name__ == DRAWN_AS[row.widget], (key, type(w).__name__)  # the row says what it is
             proto = w.proto
-            if row.kind == "int":
+            if row.takes == "int":
                 lo, hi = row.bounds(dims)
                 assert (proto.min, proto.max) == (lo, hi), key
-            elif row.kind in ("choice", "many") and hasattr(proto, "options"):
+            elif row.takes in ("choice", "many") and hasattr(proto, "options"):
                 assert len(proto.options) == len(list(row.choices(dims))), key
             first = row.default(dims, measures.setting_context(TEXT, "tiny"))
             value = w.value if not isinstance(w.value, tuple) else list(w.value)
@@ -116,7 +116,7 @@ def test_every_widget_starts_at_its_rows_default_and_takes_exactly_its_range(mak
 def test_every_setting_comes_back_through_a_share_link(make_app, dims):
     from ui import share
 
-    wanted = {r.key: other_value(r, dims) for r in setting_table.TABLE if r.kind != "guess"}
+    wanted = {r.key: other_value(r, dims) for r in setting_table.TABLE if r.takes != "guess"}
     wanted["pg_hub_mode"] = "chosen"  # so that pg_hubs is drawn
     wanted["pg_on"] = ["window", "hubs", "random"]
     assert all(setting_table.fits(k, v, type("A", (), {"n": dims.n, "n_layers": dims.n_layers,
@@ -142,7 +142,7 @@ REFUSED_BY_KIND = {  # values no widget of that kind takes, on any text
 
 @pytest.mark.parametrize("row", setting_table.TABLE, ids=lambda r: r.key)
 def test_the_link_check_refuses_every_value_of_the_wrong_kind(row):
-    for value in REFUSED_BY_KIND[row.kind]:
+    for value in REFUSED_BY_KIND[row.takes]:
         assert not setting_table.valid(row.key, value), (row.key, value)
     assert setting_table.valid(row.key, row.default(WIDEST, Context()))
 
@@ -210,7 +210,7 @@ def test_every_setting_is_drawn_from_its_row_by_one_helper():
         src = path.read_text(encoding="utf-8")
         assert "persist_state" not in src or path.name == "step_page.py", path.name
         for row in setting_table.TABLE:
-            if row.kind != "guess":
+            if row.takes != "guess":
                 assert f'key="{row.key}"' not in src, (path.name, row.key)
 
 

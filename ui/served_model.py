@@ -318,6 +318,6 @@ def _device_info() -> dict:
 def device_line() -> str:
     """The device in the reader's language."""
     info, t = _device_info(), tr()
-    if info["kind"] == "cuda":
+    if info["type"] == "cuda":
         return t("sidebar.device_cuda", name=info["name"], gib=t.int(info["gib"]), dtype=info["dtype"])
     return t("sidebar.device_cpu", threads=t.int(info["threads"]), dtype=info["dtype"])

@@ -54,7 +54,7 @@ class Context:
 
 @dataclass(frozen=True)
 class Setting:
-    """One setting. ``kind`` says what its widget takes:
+    """One setting. ``takes`` says what its widget takes:
 
     * ``"int"``: a whole number in ``bounds(d)`` (a slider or number input);
     * ``"choice"``: one of ``choices(d)`` (select box, radio, select slider);
@@ -72,7 +72,7 @@ class Setting:
 
     key: str
     page: str
-    kind: str
+    takes: str
     default: Callable[[Dims, Context], Any]
     bounds: Callable[[Dims], tuple[int, int]] | None = None
     choices: Callable[[Dims], tuple] | None = None
@@ -88,23 +88,23 @@ class Setting:
 
     def valid(self, value, d: Dims = WIDEST) -> bool:
         """Whether the widget takes ``value`` on a text and model of sizes ``d``."""
-        if self.kind == "int":
+        if self.takes == "int":
             lo, hi = self.bounds(d)
             return _int(value) and lo <= value <= hi
-        if self.kind == "choice":
+        if self.takes == "choice":
             return _hashable(value) and value in self.choices(d)
-        if self.kind == "many":
+        if self.takes == "many":
             options = self.choices(d)
             return (isinstance(value, (list, tuple)) and all(_hashable(v) and v in options for v in value)
                     and len(set(value)) == len(value))
-        if self.kind == "bool":
+        if self.takes == "bool":
             return isinstance(value, bool)
-        if self.kind == "text":
+        if self.takes == "text":
             return isinstance(value, str) and len(value) <= self.chars
-        if self.kind == "guess":
+        if self.takes == "guess":
             return value is None or (isinstance(value, str) and len(value) <= GUESS_CHARS) or (
                 isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value))
-        raise ValueError(f"unknown kind of setting {self.kind!r}")
+        raise ValueError(f"unknown kind of setting {self.takes!r}")
 
 
 def _hashable(v) -> bool:

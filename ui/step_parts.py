@@ -35,11 +35,11 @@ class Question:
     source: str = "text"  # where the answer comes from: "text" (measured on the reader's text)
     # or "model" (worked out by the cost model; a timing on this device is only a note beside it)
     id: str = ""  # its stable id, from the step's declaration: ui.summaries.build sets it
-    kind: str = "options"  # or "estimate": a number asked for (no options), ``answer`` the measured one
+    form: str = "options"  # or "estimate": a number asked for (no options), ``answer`` the measured one
 
     @property
     def right(self):
-        return None if self.kind == "estimate" else nearest_option(self.options, self.answer)
+        return None if self.form == "estimate" else nearest_option(self.options, self.answer)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def asked(step: Step, qid: str, t: Translator, a, text: str, model_id: str, cfg:
     e = estimate(step, qid)
     if e is not None:
         q = e.ask(t, a, text, model_id, cfg) if e.ask is not None else asked(step, e.of, t, a, text, model_id, cfg)
-        return dataclasses.replace(q, id=qid, options=[], kind="estimate")
+        return dataclasses.replace(q, id=qid, options=[], form="estimate")
     m = matched(step, qid)
     if m is not None and m.ask is not None:
         q = m.ask(t, a, text, model_id, cfg)
@@ -72,7 +72,7 @@ def _frozen(cfg: dict) -> tuple:
     """The settings as a cache key; a set of positions (hubs) in one order whatever the
     order it was picked or defaulted in."""
     def one(k, v):
-        if k in setting_table.ROWS and setting_table.row(k).kind == "many":
+        if k in setting_table.ROWS and setting_table.row(k).takes == "many":
             return tuple(sorted(v))
         return tuple(v) if isinstance(v, list) else v
 

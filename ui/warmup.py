@@ -43,7 +43,7 @@ def _flex_warmup():
         if device.type == "cuda":  # the playground's one kernel for every composition, on the model's heads
             model = get_model(chosen)  # loaded by then (the first page needed it): found in the cache
             warm.append({"q_shape": (1, model.n_heads, 1024, model.head_dim), "dtype": torch.float32,
-                         "device": device, "kind": "pattern"})
+                         "device": device, "kernel": "pattern"})
         backend.start_warmup(warm)
 
     waiter = threading.Thread(target=wait_then_compile, name="flex-warmup-waiter", daemon=True)

@@ -32,12 +32,12 @@ def setting(t: Translator, key: str, a, label: str, *, where=None, ctx=None,
     place(key, a, ctx)
     where = where or st
     kw = dict(key=key, persist_state=KEEP, on_change=changed_by_reader, args=(key,), **extra)
-    if row.kind == "bool":
+    if row.takes == "bool":
         return where.toggle(label, **kw)
-    if row.kind == "text":
+    if row.takes == "text":
         return where.text_input(label, max_chars=row.chars, **kw)
     options = span(key, a)
-    if row.kind == "int":
+    if row.takes == "int":
         draw = where.number_input if row.widget == "number" else where.slider
         return draw(label, *options, **kw)
     kw["format_func"] = option_names(t, row, a, options, names)
@@ -77,7 +77,7 @@ def place(key: str, a, ctx=None) -> Any:
         value = setting_table.kept(key, st.session_state[key], a)
         if value is not None:
             row = setting_table.row(key)
-            bounds = row.bounds(Dims.of(a)) if row.kind == "int" else None
+            bounds = row.bounds(Dims.of(a)) if row.takes == "int" else None
             ranges = st.session_state.setdefault(keys.RANGES, {})
             if value != st.session_state[key] or ranges.get(key, bounds) != bounds:
                 st.session_state[key] = value
@@ -90,7 +90,7 @@ def place(key: str, a, ctx=None) -> Any:
         ctx = measures.setting_context(session.current_text(), served_model.model_id())
     st.session_state[key] = setting_table.default(key, a, ctx)
     row = setting_table.row(key)
-    if row.kind == "int":
+    if row.takes == "int":
         st.session_state.setdefault(keys.RANGES, {})[key] = row.bounds(Dims.of(a))
     if setting_table.row(key).tokens:
         st.session_state.setdefault(keys.LABELLED, {})[key] = hash(tuple(a.tokens))
@@ -136,7 +136,7 @@ def span(key: str, a):
     """The values key's widget takes on this text: ``(lo, hi)`` for a number, else the
     list of its options (its row of ui.setting_table)."""
     row, d = setting_table.row(key), Dims.of(a)
-    return row.bounds(d) if row.kind == "int" else list(row.choices(d))
+    return row.bounds(d) if row.takes == "int" else list(row.choices(d))
 
 
 def layer_head_picker(t: Translator, a, key: str):

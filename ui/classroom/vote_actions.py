@@ -34,7 +34,7 @@ def question_copy(step: Step, qid: str, a, text: str, model_id: str) -> class_re
         q = summaries.asked(step, qid, t, a, text, model_id, cfg)
         texts[lang], values[lang] = q.text, q.value_text
         source = q.source  # measured on the class's text, or worked out by the cost model
-        if q.kind == "estimate":  # a number: counted as two options, within the factor or not
+        if q.form == "estimate":  # a number: counted as two options, within the factor or not
             estimate = float(q.answer)
             labels[lang] = [t("vote.estimate_off", f=t.float(answers.ESTIMATE_FACTOR, 1)),
                             t("vote.estimate_near", f=t.float(answers.ESTIMATE_FACTOR, 1))]

@@ -79,7 +79,8 @@ def _not_asked(t: Translator, step: Step, qid: str, found, form: str, teacher: b
     """A question not yet asked: «not open»; the teacher's Open (and, beside the step's
     question, Open as an estimate where it has one that is not asked yet)."""
     with st.container(border=True):
-        st.markdown(f"**{t(HEADINGS[form])}** · " + t("vote.matched_not_open" if form == "matched" else "vote.not_open"))
+        said = t("vote.matched_not_open" if form == "matched" else "vote.not_open")
+        st.markdown(f"**{t(HEADINGS[form])}** · {said}")
         if not teacher:
             return
         e = step.estimate_of(qid) if form == "question" else None
