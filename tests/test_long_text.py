@@ -280,3 +280,45 @@ def test_step7_runs_the_model_four_ways_on_the_readers_text_and_says_each_number
     assert len(table) == 12  # four ways at three lengths
     own = table[table.iloc[:, 0] == i18n.translate("en", "payoff.way_own")]
     assert set(own.iloc[:, 4]) == {"0.0000"}  # the model's own layout is the model
+
+
+def test_a_followed_token_opens_a_band_of_rows_at_full_resolution_when_the_grid_is_pooled(make_app):
+    """Step 1 on 1,024 tokens (the grid pooled 3×3): the followed token's band — its row and
+    8 on each side, on the 128 keys that end with the band's last row — is drawn one cell a
+    pair, each cell the layer's heads' mean weight as the dense grid holds it; a text short
+    enough to be drawn whole has no band."""
+    import base64
+    import json
+
+    import numpy as np
+
+    from ui import analyses, figures
+    from ui.i18n import translate
+
+    at = make_app("tiny", "en")
+    at.run()
+    at.selectbox(key="s1_token").set_value(500).run()
+    assert not at.exception
+    text = at.session_state["text"]
+    a = analyses.get_analysis(text, "tiny")
+    assert a.n == 1024 and figures.pool_factor(a.n) == 3
+    layer = at.selectbox(key="s1_layer").value
+    title = translate("en", "every_pair.band_title", a="492", b="508", i="500")
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    spec = next(x for x in specs if title in json.dumps(x["layout"].get("title"), ensure_ascii=False))
+    trace = spec["data"][0]
+    rows, keys = list(range(492, 509)), list(range(509 - 128, 509))
+
+    def numbers(x):  # a typed array (base64, with its dtype and shape) or a list, as Plotly sends them
+        if isinstance(x, dict):
+            return np.frombuffer(base64.b64decode(x["bdata"]), dtype=x["dtype"])
+        return np.asarray(x).reshape(-1)
+
+    assert numbers(trace["y"]).tolist() == rows and numbers(trace["x"]).tolist() == keys
+    dense = a.weights().dense()[layer].mean(0)  # the layer's heads averaged: the page's default
+    z = numbers(trace["z"]).reshape(len(rows), len(keys))
+    expect = dense[492:509, 381:509].numpy()
+    assert abs(z - expect).max() < 1e-4
+    assert translate("en", "every_pair.band_caption", f="3", c="381", d="508") in [c.value for c in at.caption]
+    at.sidebar.text_area(key="text").input("A short text, drawn whole.").run()
+    assert not [c for c in at.get("plotly_chart") if "around token" in json.dumps(json.loads(c.proto.spec)["layout"])]

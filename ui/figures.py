@@ -240,6 +240,24 @@ def attention_heatmap(grid, labels, *, title, x_title, y_title, hover, separator
     return _layout(fig, title, separators, height), f
 
 
+def rows_band(z, first: int, lo: int, marked: int, labels, *, title, x_title, y_title, hover, separators,
+              colorbar=""):
+    """A band of rows at full resolution (z ``(rows, keys)``, its first row's and first key's
+    positions in the text): one cell a pair, each axis in the text's positions, row
+    ``marked`` outlined. ``hover`` may use %{customdata[0]} / [1]: the two tokens."""
+    z = np.round(np.asarray(z, dtype=np.float32), 5)
+    rows, keys = np.arange(first, first + z.shape[0]), np.arange(lo, lo + z.shape[1])
+    pairs = [[[safe(labels[i]), safe(labels[j])] for j in keys] for i in rows]
+    fig = go.Figure(go.Heatmap(z=z, x=keys, y=rows, customdata=pairs, zmin=0, zmax=1.0, colorscale=WEIGHTS,
+                               hoverongaps=False, hovertemplate=hover + "<extra></extra>",
+                               colorbar={"title": {"text": safe(colorbar)}}))
+    fig.add_shape(type="rect", x0=lo - 0.5, x1=lo + z.shape[1] - 0.5, y0=marked - 0.5, y1=marked + 0.5,
+                  line={"color": OKABE_ITO[1], "width": 2})
+    fig.update_yaxes(title=safe(y_title), autorange="reversed")
+    fig.update_xaxes(title=safe(x_title))
+    return _layout(fig, title, separators, height=300)
+
+
 def add_band(fig, n: int, window: int, colour: str = "#D55E00", name: str = "", causal: bool = True):
     """Outline the causal window 0 ≤ i − j < w on a heat map (two diagonal lines), or
     with ``causal`` False the window both ways, |i − j| < w.

@@ -185,6 +185,25 @@ def row(text: str, model_id: str, layer: int, head, token: int) -> np.ndarray:
     return a.rows(layer, head, [token])[0, : token + 1 if a.causal else a.n].numpy()
 
 
+BAND_ROWS = 8  # the band around a followed token: its row and 8 on each side …
+BAND_KEYS = 128  # … on at most this many keys around it
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def band(text: str, model_id: str, layer: int, head, token: int) -> tuple[np.ndarray, int, int]:
+    """The rows around a followed token at full resolution, where the grid is drawn pooled:
+    rows token − BAND_ROWS … token + BAND_ROWS, on the BAND_KEYS keys that end with the band's
+    last row (an encoder's: centred on the token). (weights ``(rows, keys)``, first row, first key)."""
+    a = _analysis(text, model_id)
+    first, last = max(0, token - BAND_ROWS), min(a.n, token + BAND_ROWS + 1)
+    if a.causal:
+        lo = max(0, last - BAND_KEYS)
+    else:
+        lo = max(0, min(token - BAND_KEYS // 2, a.n - BAND_KEYS))
+    hi = min(a.n, lo + BAND_KEYS)
+    return a.rows(layer, head, range(first, last))[:, lo:hi].numpy(), first, lo
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def useful(text: str, model_id: str, layer: int, head, p: float) -> Useful:
     """k̄, useful cells and their share of the cells the layer computes, for one head or

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+
 from attn import methods, patterns
 
 from ui import measures, room_figures

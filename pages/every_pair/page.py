@@ -83,6 +83,14 @@ def row_figure():
 drawing.chart("s1_row", (text, model_id, layer, head, token), row_figure)
 row_cells = int(stats.row_cells(n, a.layers[layer])[token])
 st.caption(t("every_pair.row_caption" if row_cells > 3 else "every_pair.row_caption_few", k=t.int(row_cells)))
+if v.factor > 1:  # the grid above is pooled: the rows around the token, one cell a pair
+    z, first, lo = measures.band(text, model_id, layer, head, token)
+    drawing.chart("s1_band", (text, model_id, layer, head, token), lambda: figures.rows_band(
+        z, first, lo, token, a.tokens, title=t("every_pair.band_title", a=t.int(first),
+                                                b=t.int(first + z.shape[0] - 1), i=t.int(token)),
+        x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("common.hover_cell_tokens"),
+        separators=t.separators, colorbar=t("common.weight")))
+    st.caption(t("every_pair.band_caption", f=t.int(v.factor), c=t.int(lo), d=t.int(lo + z.shape[1] - 1)))
 glossary.prose(t, page.step, "every_pair.outro" if a.causal else "every_pair.outro_both")
 if window is not None and 2 * n > window:  # the lesson names a full layer; this one slides a window
     st.caption(t("every_pair.outro_sliding", w=t.int(window), ratio=t.float(v.doubled / v.cells)))
