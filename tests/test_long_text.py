@@ -71,8 +71,9 @@ def test_rows_of_a_spread_sample_are_the_same_rows_as_the_whole_grids(tiny):
     w = a.weights()[0, 0]
     for _, _, rows, lo in w.blocks(narrow=True):
         assert lo + rows.shape[-1] <= a.n
+    dense = a.weights()[0].at(sample.positions).dense().reshape(-1, a.n)  # once, not once a block
     for s, e, rows, lo in a.weights()[0].at(sample.positions).blocks(narrow=True):
-        whole = a.weights()[0].at(sample.positions).dense().reshape(-1, a.n)[s:e]
+        whole = dense[s:e]
         torch.testing.assert_close(whole[:, lo:lo + rows.shape[-1]], rows)
         assert float(whole.sum() - rows.sum()) == pytest.approx(0.0, abs=1e-4)
 
