@@ -32,9 +32,9 @@ def answers(page: str, lang: str = "en") -> list[str]:
 
 
 def walk_answers(at) -> list[str]:
-    """Each step's revealed answer, walking the seven steps with the page's settings."""
+    """Each step's revealed answer, walking the steps with the page's settings."""
     out = []
-    for page in PAGES[:7]:
+    for page in PAGES[:len(walk.steps())]:
         at.switch_page(page).run()
         assert not at.exception, [e.value for e in at.exception]
         out.append(revealed(at))
@@ -59,9 +59,10 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
     t = Translator("en")
     page = handout.build(t, a, text, "tiny", kept, device="cpu", model="tiny")  # step 7 not run
     assert answers(page) == shown
-    # seven steps (and the glossary), one figure each, Plotly's JavaScript embedded once, nothing fetched
-    assert page.count("<h2") == 8 and [f'<h2 id="{p.id}">' in page for p in walk.steps()] == [True] * 7
-    figures = 7
+    # every step (and the glossary), one figure each, Plotly's JavaScript embedded once, nothing fetched
+    steps = len(walk.steps())
+    assert page.count("<h2") == steps + 1 and all(f'<h2 id="{p.id}">' in page for p in walk.steps())
+    figures = steps
     assert page.count('class="plotly-graph-div"') == figures
     assert page.count(handout._plotly_js()) == 1
     rest = page.replace(handout._plotly_js(), "")
@@ -106,7 +107,7 @@ def test_the_readers_text_and_tokens_are_escaped_and_our_prose_is_rendered(tiny_
     assert html.escape(text) in page  # the text, as characters
     assert f'<html lang="{lang}">' in page
     assert "**" not in re.sub(r"<script>.*?</script>", "", page, flags=re.S)  # our Markdown is rendered
-    assert page.count('class="plotly-graph-div"') == 7
+    assert page.count('class="plotly-graph-div"') == len(walk.steps())
 
 
 def test_measured_runs_join_the_handout_only_when_measured(tiny_analysis, unmeasured):
@@ -126,7 +127,7 @@ def test_measured_runs_join_the_handout_only_when_measured(tiny_analysis, unmeas
     model_swaps._store()[model_swaps._key(text, swaps, model_swaps.swap_budget("tiny"), "tiny")] = results
     page = handout.build(t, a, text, "tiny", {}, device="cpu", model="tiny")
     # live time and memory; the sweep's three charts (the tiny model's 4 layers make a stack of 3 in 4)
-    assert page.count('class="plotly-graph-div"') == 7 + 2 + 3
+    assert page.count('class="plotly-graph-div"') == len(walk.steps()) + 2 + 3
     assert html.escape(t("handout.live_not_run")) not in page and html.escape(t("handout.sweep_not_run")) not in page
     ratio = bench.ratios(rows)[("window", sizes[-1])]
     # step 7's answer stays the cost model's; the live run's ratio is said beside it, with its lengths
