@@ -323,3 +323,21 @@ def test_a_followed_token_opens_a_band_of_rows_at_full_resolution_when_the_grid_
     assert translate("en", "every_pair.band_caption", f="3", c="381", d="508") in [c.value for c in at.caption]
     at.sidebar.text_area(key="text").input("A short text, drawn whole.").run()
     assert not [c for c in at.get("plotly_chart") if "around token" in json.dumps(json.loads(c.proto.spec)["layout"])]
+
+
+def test_a_classs_prebuild_builds_every_page_of_a_long_text(monkeypatch, fresh_caches):
+    """A class on a long text (3,000 tokens of the tiny model: its statistics read on a
+    sample): the class's background build (ui.prebuild, as a class's start, its teacher's
+    changes and its students' joins call it) builds every step's page of the class's
+    language, and nothing failed."""
+    from ui import analyses, prebuild, row_reads, summaries, walk
+
+    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
+    text = text_of(3000)
+    failed, built = sum(prebuild.PREBUILD_FAILED.values()), dict(summaries.BUILT)
+    thread = prebuild.prebuild({"text": text, "settings": {}, "model": "tiny"}, langs=("en",))
+    thread.join(timeout=600)
+    assert not thread.is_alive() and sum(prebuild.PREBUILD_FAILED.values()) == failed
+    assert all(summaries.BUILT[s.id] - built.get(s.id, 0) == 1 for s in walk.steps())  # each step, once
+    a = analyses.get_analysis(text, "tiny")
+    assert a.n == 3000 and not row_reads.row_sample(a).every_row
