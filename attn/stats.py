@@ -293,11 +293,7 @@ def shares_kept_and_sink(weights, window: int, hub_sets: Sequence, reads: LayerA
     n = weights.shape[-1]
     mods = [patterns.rows_of(patterns.pattern(n, window, patterns.check_hubs(n, hubs), reads.causal), n)
             for hubs in hub_sets]
-
-    def first_column(rows, lo, hi):
-        return (torch.arange(lo, hi) == 0).expand(rows.numel(), -1)
-
-    *kept, first = kept_rows_many(weights, [*mods, first_column])
+    *kept, first = kept_rows_many(weights, [*mods, _first_column])
     sample = _sample(weights, sample)
     return [kept_by_rows(k, sample) for k in kept], _sink_of(first, sample)
 
@@ -370,12 +366,12 @@ def sink_rows(weights, sample: RowSample | None = None) -> tuple[float, float]:
     samples' shares fall (0 when every row is read)."""
     if weights.shape[-1] < 2:
         return 0.0, 0.0
-    sample = _sample(weights, sample)
-    first = torch.zeros(weights.shape[:-1]).reshape(-1)
-    for s, e, w, lo in _rows(weights, narrow=True):
-        if lo == 0:
-            first[s:e] = w[:, 0]
-    return _sink_of(first, sample)
+    return _sink_of(kept_rows(weights, _first_column), _sample(weights, sample))
+
+
+def _first_column(rows: torch.Tensor, lo: int, hi: int) -> torch.Tensor:
+    """The pattern of the first token's column alone, on a block's columns [lo, hi)."""
+    return (torch.arange(lo, hi) == 0).expand(rows.numel(), -1)
 
 
 def _sink_of(first: torch.Tensor, sample: RowSample) -> tuple[float, float]:

@@ -158,3 +158,19 @@ def fresh_caches():
     yield
     st.cache_resource.clear()
     st.cache_data.clear()
+
+
+# The test command runs two processes, each taking whole files as it frees up (xdist's
+# --dist loadfile, in collection order). The longest files go first, so that they start on
+# different processes and the rest fill in around them (by their wall time in the last
+# fresh-clone run: docs/performance.md); a file not named keeps its place after them.
+LONGEST_FIRST = ("test_browser_class.py", "test_browser.py", "test_room_send_moment.py", "test_app.py",
+                 "test_real_model.py", "test_classroom.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    def rank(item):
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items[:] = [item for _, item in sorted(enumerate(items), key=lambda x: (rank(x[1]), x[0]))]
