@@ -256,8 +256,12 @@ def kept(text: str, model_id: str, window: int, hubs: tuple) -> Kept:
     """Share of the real weight a window (+ hubs) keeps, per layer and head."""
     a = _analysis(text, model_id)
     weights, sample = sampled_weights(a)
-    res = stats.share_kept_by_pattern(weights, window, hubs, a.layers[0], sample=sample)
-    return Kept(res["per_head"].numpy(), res["per_layer"].numpy(), res["mean"], sampled(sample, res["spread"]))
+    return _kept(stats.share_kept_by_pattern(weights, window, hubs, a.layers[0], sample=sample), sample)
+
+
+def _kept(r: dict, sample) -> Kept:
+    """A kept share as stats gives it (per head, per layer, mean, spread), as a record."""
+    return Kept(r["per_head"].numpy(), r["per_layer"].numpy(), r["mean"], sampled(sample, r["spread"]))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -268,8 +272,7 @@ def kept_and_sink(text: str, model_id: str, window: int, hub_sets: tuple) -> tup
     a = _analysis(text, model_id)
     weights, sample = sampled_weights(a)
     got, (sink, spread) = stats.shares_kept_and_sink(weights, window, hub_sets, a.layers[0], sample=sample)
-    return (tuple(Kept(r["per_head"].numpy(), r["per_layer"].numpy(), r["mean"], sampled(sample, r["spread"]))
-                  for r in got), sink, sampled(sample, spread))
+    return tuple(_kept(r, sample) for r in got), sink, sampled(sample, spread)
 
 
 ANCHOR_DISTANCE = stats.ANCHOR_DISTANCE  # an anchor is scored by rows at least this far after it
