@@ -113,7 +113,8 @@ def title_lines(title: str, width: int = TITLE_WIDTH) -> list[str]:
     return lines
 
 
-def _layout(fig: go.Figure, title: str, separators: str, height: int = 520) -> go.Figure:
+def layout(fig: go.Figure, title: str, separators: str, height: int = 520) -> go.Figure:
+    """A chart's title (wrapped, as plain text), number separators, height and font, as every chart has them."""
     lines = title_lines(title)
     fig.update_layout(
         title={"text": "<br>".join(safe(line) for line in lines), "x": 0.0, "xanchor": "left", "font": {"size": 16}},
@@ -237,25 +238,7 @@ def attention_heatmap(grid, labels, *, title, x_title, y_title, hover, separator
         _token_axes(fig, labels, n, f, x_title, y_title)
     fig.update_yaxes(scaleanchor="x", constrain="domain")
     fig.update_xaxes(constrain="domain")
-    return _layout(fig, title, separators, height), f
-
-
-def rows_band(z, first: int, lo: int, marked: int, labels, *, title, x_title, y_title, hover, separators,
-              colorbar=""):
-    """A band of rows at full resolution (z ``(rows, keys)``, its first row's and first key's
-    positions in the text): one cell a pair, each axis in the text's positions, row
-    ``marked`` outlined. ``hover`` may use %{customdata[0]} / [1]: the two tokens."""
-    z = np.round(np.asarray(z, dtype=np.float32), 5)
-    rows, keys = np.arange(first, first + z.shape[0]), np.arange(lo, lo + z.shape[1])
-    pairs = [[[safe(labels[i]), safe(labels[j])] for j in keys] for i in rows]
-    fig = go.Figure(go.Heatmap(z=z, x=keys, y=rows, customdata=pairs, zmin=0, zmax=1.0, colorscale=WEIGHTS,
-                               hoverongaps=False, hovertemplate=hover + "<extra></extra>",
-                               colorbar={"title": {"text": safe(colorbar)}}))
-    fig.add_shape(type="rect", x0=lo - 0.5, x1=lo + z.shape[1] - 0.5, y0=marked - 0.5, y1=marked + 0.5,
-                  line={"color": OKABE_ITO[1], "width": 2})
-    fig.update_yaxes(title=safe(y_title), autorange="reversed")
-    fig.update_xaxes(title=safe(x_title))
-    return _layout(fig, title, separators, height=300)
+    return layout(fig, title, separators, height), f
 
 
 def add_band(fig, n: int, window: int, colour: str = "#D55E00", name: str = "", causal: bool = True):
@@ -295,7 +278,7 @@ def row_bars(weights, labels, *, title, x_title, y_title, hover, separators, hig
                            customdata=[safe(s) for s in labels], hovertemplate=hover + "<extra></extra>"))
     fig.update_xaxes(title=safe(x_title))
     fig.update_yaxes(title=safe(y_title), rangemode="tozero")
-    return _layout(fig, title, separators, height)
+    return layout(fig, title, separators, height)
 
 
 def lines(series: list[dict], *, title, x_title, y_title, separators, log_x=False, log_y=False,
@@ -320,7 +303,7 @@ def lines(series: list[dict], *, title, x_title, y_title, separators, log_x=Fals
     fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear", tickformat=y_format,
                      exponentformat="power", dtick=("D1" if narrow else 1) if log_y else None)
     fig.update_layout(legend={"orientation": "h", "y": -0.22})
-    return _layout(fig, title, separators, height)
+    return layout(fig, title, separators, height)
 
 
 def bars(names, values, *, title, y_title, separators, log_y=False, colours=None, hover="%{x}: %{y}",
@@ -346,7 +329,7 @@ def bars(names, values, *, title, y_title, separators, log_y=False, colours=None
         shown = [v for v in list(values) + ([reference] if reference is not None else []) if v > 0]
         decades = [10.0 ** e for e in range(math.floor(math.log10(min(shown))), math.ceil(math.log10(max(shown))) + 1)]
         fig.update_yaxes(tickvals=decades, ticktext=[safe(tick_text(d)) for d in decades])
-    return _layout(fig, title, separators, height)
+    return layout(fig, title, separators, height)
 
 
 def grouped_bars(groups: list[dict], categories, *, title, y_title, separators, log_y=False, height=420,
@@ -364,7 +347,7 @@ def grouped_bars(groups: list[dict], categories, *, title, y_title, separators, 
         lo, hi = math.floor(math.log10(min(shown))), math.ceil(math.log10(max(shown)))
         hi = max(hi, lo + 1)  # a span of at least one decade, so that two ticks are labelled
         fig.update_yaxes(range=[lo, hi], tickvals=[10.0 ** e for e in range(lo, hi + 1)])
-    return _layout(fig, title, separators, height)
+    return layout(fig, title, separators, height)
 
 
 def integer_grid(grid, labels, *, title, x_title, y_title, hover, separators, colorbar="", height=460,
@@ -389,7 +372,7 @@ def integer_grid(grid, labels, *, title, x_title, y_title, hover, separators, co
     if missing_label:
         fig.add_annotation(text=safe(missing_label), xref="paper", yref="paper", x=1.0, y=1.06,
                            showarrow=False, font={"size": 11, "color": "#555"})
-    return _layout(fig, title, separators, height)
+    return layout(fig, title, separators, height)
 
 
 def reach_animation(frames: list[np.ndarray], *, title, x_title, y_title, separators, layer_word,
@@ -423,7 +406,7 @@ def reach_animation(frames: list[np.ndarray], *, title, x_title, y_title, separa
     )
     fig.update_xaxes(title=safe(x_title), range=[-0.5, n - 0.5], constrain="domain")
     fig.update_yaxes(title=safe(y_title), autorange="reversed", scaleanchor="x", constrain="domain")
-    return _layout(fig, title, separators, height)
+    return layout(fig, title, separators, height)
 
 
 def route_diagram(n: int, path: list[int], hubs, labels, *, title, separators, token_word, hub_word,
@@ -456,7 +439,7 @@ def route_diagram(n: int, path: list[int], hubs, labels, *, title, separators, t
     fig.update_yaxes(visible=False, range=[-0.2 * n / 2, n / 2 + 1])
     fig.update_xaxes(range=[-1, n])
     fig.update_layout(legend={"orientation": "h", "y": 1.15})
-    return _layout(fig, title, separators, height)
+    return layout(fig, title, separators, height)
 
 
 def payload_bytes(fig: go.Figure) -> int:

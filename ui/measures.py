@@ -17,7 +17,7 @@ from attn.layer import LayerAttention
 from attn.rows import BLOCK_CELLS
 from server.lru import CountLRU
 
-from . import analyses
+from . import analyses, row_reads
 from .row_reads import Sampled, causal_view, layer_on, pooled_grid, sampled, sampled_weights
 from .setting_rows import Context
 
@@ -185,23 +185,10 @@ def row(text: str, model_id: str, layer: int, head, token: int) -> np.ndarray:
     return a.rows(layer, head, [token])[0, : token + 1 if a.causal else a.n].numpy()
 
 
-BAND_ROWS = 8  # the band around a followed token: its row and 8 on each side …
-BAND_KEYS = 128  # … on at most this many keys around it
-
-
 @st.cache_data(max_entries=32, show_spinner=False)
 def band(text: str, model_id: str, layer: int, head, token: int) -> tuple[np.ndarray, int, int]:
-    """The rows around a followed token at full resolution, where the grid is drawn pooled:
-    rows token − BAND_ROWS … token + BAND_ROWS, on the BAND_KEYS keys that end with the band's
-    last row (an encoder's: centred on the token). (weights ``(rows, keys)``, first row, first key)."""
-    a = _analysis(text, model_id)
-    first, last = max(0, token - BAND_ROWS), min(a.n, token + BAND_ROWS + 1)
-    if a.causal:
-        lo = max(0, last - BAND_KEYS)
-    else:
-        lo = max(0, min(token - BAND_KEYS // 2, a.n - BAND_KEYS))
-    hi = min(a.n, lo + BAND_KEYS)
-    return a.rows(layer, head, range(first, last))[:, lo:hi].numpy(), first, lo
+    """The rows around a followed token at full resolution (row_reads.band)."""
+    return row_reads.band(_analysis(text, model_id), layer, head, token)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

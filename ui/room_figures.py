@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .figures import OKABE_ITO, FrozenFigure, _layout, safe, with_trace
+from .figures import OKABE_ITO, FrozenFigure, layout, safe, with_trace
 from .i18n import LANGS, Translator
 
 RING = {"color": "rgba(0,0,0,0)", "size": 18, "line": {"color": "#000000", "width": 3}}
@@ -78,7 +78,7 @@ def prefix_lines(texts: list[dict], *, title, x_title, y_title, separators, lang
     fig.update_xaxes(title=safe(x_title), type="log", exponentformat="power")
     fig.update_yaxes(title=safe(y_title), type="log", tickformat=".0%", dtick="D2")
     fig.update_layout(legend={"orientation": "h", "y": -0.22})
-    return _layout(fig, title, separators, height)
+    return layout(fig, title, separators, height)
 
 
 def points_on_curves(points: list[dict], curves: list[dict], *, title, x_title, y_title, separators, lang_names,
@@ -100,7 +100,7 @@ def points_on_curves(points: list[dict], curves: list[dict], *, title, x_title, 
     fig.update_xaxes(title=safe(x_title), type="log", exponentformat="power")
     fig.update_yaxes(title=safe(y_title), type="log", exponentformat="power")
     fig.update_layout(legend={"orientation": "h", "y": -0.22})
-    return _layout(fig, title, separators, height)
+    return layout(fig, title, separators, height)
 
 
 def spread(j: int) -> float:
@@ -139,7 +139,7 @@ def strips(groups: list[str], points: list[dict], *, title, y_title, separators,
     fig.update_yaxes(title=safe(y_title), type="log" if log_y else "linear", tickformat=y_format,
                      exponentformat="power", rangemode="tozero" if not log_y else None)
     fig.update_layout(legend={"orientation": "h", "y": -0.22})
-    return _layout(fig, title, separators, height), xs
+    return layout(fig, title, separators, height), xs
 
 
 def estimates(guesses, value, factor: float, *, x_title, separators, guess_name, value_name, band_name, hover,
@@ -181,4 +181,4 @@ def estimates(guesses, value, factor: float, *, x_title, separators, guess_name,
     fig.update_xaxes(type="log", title=safe(x_title), exponentformat="power")
     fig.update_yaxes(visible=False, range=[-0.9, 0.9], fixedrange=True)
     fig.update_layout(legend={"orientation": "h", "y": -0.35}, showlegend=True)
-    return _layout(fig, "", separators, height)
+    return layout(fig, "", separators, height)

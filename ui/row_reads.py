@@ -98,3 +98,20 @@ def layer_tokens(a) -> int:
 def layer_on(a, layer: int):
     """(q, k, v, bias) of one layer on the tokens its measures read (``layer_tokens``)."""
     return a.layer_on(layer, layer_tokens(a))
+
+
+BAND_ROWS = 8  # the band around a followed token: its row and 8 on each side …
+BAND_KEYS = 128  # … on at most this many keys around it
+
+
+def band(a, layer: int, head, token: int) -> tuple[np.ndarray, int, int]:
+    """The rows around a followed token at full resolution, where the grid is drawn pooled:
+    rows token − BAND_ROWS … token + BAND_ROWS, on the BAND_KEYS keys that end with the band's
+    last row (an encoder's: centred on the token). (weights ``(rows, keys)``, first row, first key)."""
+    first, last = max(0, token - BAND_ROWS), min(a.n, token + BAND_ROWS + 1)
+    if a.causal:
+        lo = max(0, last - BAND_KEYS)
+    else:
+        lo = max(0, min(token - BAND_KEYS // 2, a.n - BAND_KEYS))
+    hi = min(a.n, lo + BAND_KEYS)
+    return a.rows(layer, head, range(first, last))[:, lo:hi].numpy(), first, lo

@@ -6,10 +6,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+import plotly.graph_objects as go
+
 
 from attn import methods, patterns
 
-from ui import measures, room_figures
+from ui import figures, measures, room_figures
 from ui.i18n import Translator
 from ui.setting_rows import Setting, head_row, layer_row, positions
 from ui.step_parts import (Estimate, Matched, Question, RoomChart, RoomView, Step, Summary, head_caption, head_of,
@@ -17,6 +20,24 @@ from ui.step_parts import (Estimate, Matched, Question, RoomChart, RoomView, Ste
 from ui.walk import page_file
 
 ID = "every-pair"
+
+
+def band_figure(z, first: int, lo: int, marked: int, labels, *, title, x_title, y_title, hover, separators,
+              colorbar=""):
+    """A band of rows at full resolution (z ``(rows, keys)``, its first row's and first key's
+    positions in the text): one cell a pair, each axis in the text's positions, row
+    ``marked`` outlined. ``hover`` may use %{customdata[0]} / [1]: the two tokens."""
+    z = np.round(np.asarray(z, dtype=np.float32), 5)
+    rows, keys = np.arange(first, first + z.shape[0]), np.arange(lo, lo + z.shape[1])
+    pairs = [[[figures.safe(labels[i]), figures.safe(labels[j])] for j in keys] for i in rows]
+    fig = go.Figure(go.Heatmap(z=z, x=keys, y=rows, customdata=pairs, zmin=0, zmax=1.0, colorscale=figures.WEIGHTS,
+                               hoverongaps=False, hovertemplate=hover + "<extra></extra>",
+                               colorbar={"title": {"text": figures.safe(colorbar)}}))
+    fig.add_shape(type="rect", x0=lo - 0.5, x1=lo + z.shape[1] - 0.5, y0=marked - 0.5, y1=marked + 0.5,
+                  line={"color": figures.OKABE_ITO[1], "width": 2})
+    fig.update_yaxes(title=figures.safe(y_title), autorange="reversed")
+    fig.update_xaxes(title=figures.safe(x_title))
+    return figures.layout(fig, title, separators, height=300)
 
 
 @dataclass(frozen=True)

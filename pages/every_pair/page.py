@@ -85,7 +85,7 @@ row_cells = int(stats.row_cells(n, a.layers[layer])[token])
 st.caption(t("every_pair.row_caption" if row_cells > 3 else "every_pair.row_caption_few", k=t.int(row_cells)))
 if v.factor > 1:  # the grid above is pooled: the rows around the token, one cell a pair
     z, first, lo = measures.band(text, model_id, layer, head, token)
-    drawing.chart("s1_band", (text, model_id, layer, head, token), lambda: figures.rows_band(
+    drawing.chart("s1_band", (text, model_id, layer, head, token), lambda: every_pair.band_figure(
         z, first, lo, token, a.tokens, title=t("every_pair.band_title", a=t.int(first),
                                                 b=t.int(first + z.shape[0] - 1), i=t.int(token)),
         x_title=t("common.key_axis"), y_title=t("common.query_axis"), hover=t("common.hover_cell_tokens"),
