@@ -14,7 +14,10 @@ a claim can show it for every text of the class at once.
 * step 4: the first token's share of each row's weight, per layer; what a window of
   HUB_WINDOW keeps alone, and with the first token and the text's own anchors as hubs;
 * step 6: each shortcut's output error against exact softmax in one layer (ERROR_LAYER,
-  or the last) at window ERROR_WINDOW with those hubs, beside the fused kernel's.
+  or the last) at window ERROR_WINDOW with those hubs, beside the fused kernel's;
+* any other step: its own record, which it declares and measures itself (ui.step_parts.
+  RoomMeasure), carried here as JSON under the step's id with the step's own layout version
+  (``steps``: the engine neither reads nor upgrades it).
 
 ``text_numbers(a)`` takes an Analysis and gives a ``RoomNumbers``, the one typed record the
 room's charts, verdicts and CSV read; every number is rounded to 5 significant digits (what
@@ -26,7 +29,7 @@ here.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import torch
 
@@ -40,8 +43,8 @@ ERROR_WINDOW = 16
 ANCHOR_HUBS = 3  # the text's own anchors taken as hubs, besides the first token
 ROOM_TOKENS = 512  # a room text is analysed on its first tokens at most (the screen says so)
 DIGITS = 5
-VERSION = 4  # 1: the numbers as a plain dict, without a version (and, before encoders, without "causal");
-# 2: no ``model``; 3: no ``kept_top``
+VERSION = 5  # 1: the numbers as a plain dict, without a version (and, before encoders, without "causal");
+# 2: no ``model``; 3: no ``kept_top``; 4: no ``steps``
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,7 @@ class RoomNumbers:
     errors: dict  # method name (and "uniform") → its output error
     model: str = ""  # what measured them: the model's id and, for a folder, its weights' fingerprint ("" before 3)
     kept_top: dict | None = None  # window → KeptShare of top-k at the window's cells a row (None before 4)
+    steps: dict = field(default_factory=dict)  # step id → {"version": its layout, "record": its JSON} ({} before 5)
     version: int = VERSION
 
     def to_json(self) -> dict:
@@ -102,7 +106,8 @@ class RoomNumbers:
         """A stored record of any layout, upgraded here (the one place that knows the
         layouts): 1 had no version, and before encoders no ``causal`` (every text was read
         by a causal model); 1 and 2 name no model ("": drawn on every model's charts, as
-        they were); before 4 no ``kept_top`` (None: not measured, and said so)."""
+        they were); before 4 no ``kept_top`` (None: not measured, and said so); before 5 no
+        step's own record ({}: each step says its numbers were not measured)."""
         version = raw.get("version", 1)
         if version > VERSION:
             raise ValueError(f"room numbers of layout {version}, newer than this release's {VERSION}")
@@ -119,7 +124,9 @@ class RoomNumbers:
             error_layer=int(raw["error_layer"]), error_window=int(raw["error_window"]), errors=dict(raw["errors"]),
             model=str(raw.get("model", "")),
             kept_top=({int(w): KeptShare(v["mean"], tuple(v["layers"])) for w, v in raw["kept_top"].items()}
-                      if raw.get("kept_top") is not None else None))
+                      if raw.get("kept_top") is not None else None),
+            steps={str(step): {"version": int(own["version"]), "record": own["record"]}
+                   for step, own in (raw.get("steps") or {}).items()})
 
 
 def _r(x: float) -> float:

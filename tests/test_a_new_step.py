@@ -7,6 +7,7 @@ in the store and in links do not move."""
 
 import csv
 import io
+import json
 import sys
 import textwrap
 
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 
 from ui import figures, room_figures
 from ui.setting_rows import layer_row
-from ui.step_parts import Question, RoomChart, RoomView, Step, Summary
+from ui.step_parts import Question, RoomChart, RoomMeasure, RoomView, Step, Summary
 from ui.walk import page_file
 
 ID = "text-length"
@@ -37,6 +38,16 @@ ID = "text-length"
 @dataclass(frozen=True)
 class Numbers:
     n: int
+
+
+@dataclass(frozen=True)
+class Distinct:
+    """The step's own number of a room text, which the engine does not keep: its distinct tokens."""
+    tokens: int
+
+
+ROOM = RoomMeasure(1, measure=lambda a: Distinct(len(set(a.ids))), to_json=lambda d: {"tokens": d.tokens},
+                   from_json=lambda raw, version: Distinct(raw["tokens"]))
 
 
 def summary(t, a, text, model_id, cfg):
@@ -49,7 +60,7 @@ def summary(t, a, text, model_id, cfg):
 
 def room_lengths(t, done, cfg):
     langs = room_figures.languages(t, done)
-    points = [{"group": langs[x.lang], "lang": x.lang, "y": x.numbers.n} for x in done]
+    points = [{"group": langs[x.lang], "lang": x.lang, "y": STEP.room_record(x.numbers).tokens} for x in done]
     fig, xs = room_figures.strips(list(langs.values()), points, title=t("text_length.title"), y_title="n",
                                   separators=t.separators, lang_names=langs, hover="%{y}")
     return RoomView([t("text_length.room_said", n=len(done))], fig,
@@ -58,8 +69,8 @@ def room_lengths(t, done, cfg):
 
 STEP = Step(ID, order=25, icon=":material/straighten:", page=page_file(__file__), questions=("s9.length",),
             settings=(layer_row("tl_layer", ID),), summary_from=("tl_layer",), summary=summary,
-            room=(RoomChart("lengths", room_lengths),),
-            csv=lambda done: [("tokens_twice", lambda x: 2 * x.n)])
+            room=(RoomChart("lengths", room_lengths),), room_measure=ROOM,
+            csv=lambda done: [("distinct_tokens", lambda x: STEP.room_record(x).tokens)])
 '''
 
 PAGE = '''
@@ -149,7 +160,8 @@ def test_a_new_step_in_a_package_of_its_own_joins_every_part_of_the_app(make_app
     assert live_classes.counts(code, vote.vote) == [0, 1, 0] and vote.question.answer == 1
 
     # the room: the student's text measured, drawn on the step's own chart, and its CSV column
-    student.sidebar.text_area(key="room_text").input("My own words for the class's experiment, sent once. " * 3)
+    sent = "My own words for the class's experiment, sent once. " * 3
+    student.sidebar.text_area(key="room_text").input(sent)
     student.sidebar.button(key="room_send").click().run()
     while room_work.work_once(room_work.rooms(), "test-worker", ["tiny"]):
         pass
@@ -160,7 +172,13 @@ def test_a_new_step_in_a_package_of_its_own_joins_every_part_of_the_app(make_app
     assert "room_chart_text_length_lengths" in charts, charts
     texts = room_work.rooms().texts(code)
     rows = list(csv.DictReader(io.StringIO(exports.room_csv(texts, room_panel.csv_columns))))
-    assert [int(r["tokens_twice"]) for r in rows] == [2 * t.numbers.n for t in texts]
+    # its own number, kept under its id and layout, counted here from the bytes (the tiny model's tokens) and <bos>
+    assert [t.numbers.steps for t in texts] == [{"text-length": {"version": 1, "record": {"tokens": len(set(
+        sent.encode("utf-8"))) + 1}}}]
+    assert [int(r["distinct_tokens"]) for r in rows] == [len(set(sent.encode("utf-8"))) + 1]
+    chart = next(c for c in student.get("plotly_chart") if c.key == "room_chart_text_length_lengths")
+    drawn = [y for trace in json.loads(chart.proto.spec)["data"] for y in trace.get("y") or ()]
+    assert set(drawn) == {len(set(sent.encode("utf-8"))) + 1}, drawn  # its point, and the marks drawn at it
 
     # the handout: its section among the steps, in order, with its figure and question
     from ui import analyses

@@ -235,6 +235,27 @@ def test_room_numbers_kept_before_they_had_a_version_are_upgraded_when_read_and_
     assert three.kept_top is None and three.model == "gemma" and three.causal is False
     four = made(kept_top={4: room_numbers.KeptShare(0.9, (0.9,))})
     assert room_numbers.RoomNumbers.from_json(json.loads(json.dumps(four.to_json()))) == four
+    assert room_numbers.RoomNumbers.from_json({**four.to_json(), "version": 4}).steps == {}  # layout 4: none
+    five = made(steps={"text-length": {"version": 2, "record": {"tokens": 7}}})
+    assert room_numbers.RoomNumbers.from_json(json.loads(json.dumps(five.to_json()))) == five
+
+
+def test_a_steps_own_room_record_is_read_in_its_own_layouts_and_none_where_it_was_not_measured():
+    """A step's own record of a room text (ui.step_parts.RoomMeasure) is read by the step's
+    own reader with the layout it was kept in; a text measured before the step declared it,
+    or in a layout newer than the step's, has none (never a made-up number)."""
+    from ui.step_parts import RoomMeasure, Step
+
+    def read(raw, version):  # layout 1 kept a count of characters; 2 keeps tokens
+        return raw["tokens"] if version == 2 else raw["chars"] // 4
+
+    step = Step("text-length", order=25, icon="", page="", room_measure=RoomMeasure(
+        2, measure=lambda a: a.n, to_json=lambda n: {"tokens": n}, from_json=read))
+    assert step.room_record(made(steps={"text-length": {"version": 2, "record": {"tokens": 7}}})) == 7
+    assert step.room_record(made(steps={"text-length": {"version": 1, "record": {"chars": 40}}})) == 10
+    assert step.room_record(made(steps={"text-length": {"version": 3, "record": {"tokens": 7}}})) is None
+    assert step.room_record(made()) is None and step.room_record(made(steps={"other": {"version": 1}})) is None
+    assert Step("x", order=1, icon="", page="").room_record(made(steps={"x": {"version": 1, "record": {}}})) is None
 
 
 @pytest.mark.parametrize("causal", [True, False])

@@ -9,6 +9,7 @@ a replica that offers theirs), its lease renewed while it is."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import threading
@@ -23,7 +24,7 @@ from server.store import StoreError
 from server import texts
 from server.texts import Room
 
-from . import analyses, served_model, share
+from . import analyses, served_model, share, walk
 
 IDLE_WAIT = 1.0  # seconds between two looks at the store when no text waits (a send on this process wakes it)
 _SENT = threading.Event()  # set by a send on this process: the worker looks at once
@@ -45,10 +46,18 @@ def measure(claim, model_id: str) -> room_numbers.RoomNumbers:
 
     def work():
         a = model.analyze(claim.text, max_tokens=room_numbers.ROOM_TOKENS)
-        return room_numbers.text_numbers(a, model=made_by)
+        return dataclasses.replace(room_numbers.text_numbers(a, model=made_by), steps=steps_own(a))
 
     weight = min(len(claim.text), 5 * room_numbers.ROOM_TOKENS) / 1000 + 0.2
     return analyses.work_queue().run("room", work, None, weight=weight)
+
+
+def steps_own(a) -> dict:
+    """What each step that declares a measure of its own (ui.step_parts.RoomMeasure) keeps of
+    an analysed text: step id → its layout version and its record as JSON."""
+    return {step.id: {"version": step.room_measure.version,
+                      "record": step.room_measure.to_json(step.room_measure.measure(a))}
+            for step in walk.pages() if step.room_measure is not None}
 
 
 class Renewing:

@@ -112,6 +112,21 @@ class RoomChart:
 
 
 @dataclass(frozen=True)
+class RoomMeasure:
+    """A step's own number of each text sent to a class's room, beside those the engine
+    keeps for every step (attn.room_numbers): ``measure(a)`` takes the text's Analysis (its
+    first ROOM_TOKENS tokens, on the class's model) and gives the step's record;
+    ``to_json(record)`` is how the store keeps it, ``from_json(raw, version)`` reads one kept
+    in any of the step's layouts up to ``version`` (the step upgrades its own older ones).
+    The room's store and queue never look inside it."""
+
+    version: int
+    measure: Callable[[Any], Any]
+    to_json: Callable[[Any], dict]
+    from_json: Callable[[dict, int], Any]
+
+
+@dataclass(frozen=True)
 class Step:
     """A page of the walk, declared once in its own package of pages/.
 
@@ -124,7 +139,9 @@ class Step:
     ``inputs()``'s extra inputs (step 7's live run) where it has them; ``needs_text`` False
     for a page that measures no text; ``room`` its charts of a class's texts and ``csv``
     the columns it adds to the room's CSV (``csv(numbers)`` → [(header, value of a
-    RoomNumbers)], given every measured text's numbers); ``prose`` the locale keys whose
+    RoomNumbers)], given every measured text's numbers); ``room_measure`` its own number of
+    each room text, where the engine's are not enough (:class:`RoomMeasure`; its charts and
+    columns read it with ``room_record``); ``prose`` the locale keys whose
     glossary terms are linked on it; ``measured(t, a, text, model_id, cfg)`` what the handout adds
     that a button ran on the server: (a heading's key, figures), or the key of a note
     saying it was not run; ``matched`` a matched question for each of its questions
@@ -151,6 +168,16 @@ class Step:
     matched: tuple[Matched, ...] = ()
     estimates: tuple[Estimate, ...] = ()
     ahead: Callable | None = None
+    room_measure: RoomMeasure | None = None
+
+    def room_record(self, numbers) -> Any:
+        """Its own record of a room text (``numbers``: the text's RoomNumbers), or None where
+        it was not measured: a text measured before the step declared it, or kept in a
+        layout newer than this release reads."""
+        own = numbers.steps.get(self.id) if self.room_measure is not None else None
+        if own is None or own["version"] > self.room_measure.version:
+            return None
+        return self.room_measure.from_json(own["record"], own["version"])
 
     def matched_to(self, qid: str) -> Matched | None:
         """The matched question of its question ``qid``, if it declares one."""
