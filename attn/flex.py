@@ -20,6 +20,7 @@ kernel, which can.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import shutil
 import threading
@@ -273,6 +274,25 @@ def _warn_once(message: str) -> None:
         first, _warned = not _warned, True
     if first:
         logger.warning("%s (later FlexAttention failures are not logged again: see attn.flex.status())", message)
+
+
+@contextlib.contextmanager
+def compiling():
+    """The compile lock held, as a warm-up holds it while it compiles: meanwhile a request
+    takes the blocked kernel rather than wait (``try_…``), and a call that must compile waits."""
+    with _busy:
+        yield
+
+
+def mark_ready(q, v, causal, hubs: bool = False, kernel: str = "window") -> None:
+    """Count this kind of call as compiled, as a finished warm-up does (a process whose
+    compiler ran elsewhere; a test that checks what follows a warm-up)."""
+    _ready.add(_signature(q, v, causal, hubs, kernel))
+
+
+def has_failed(q, v, causal, hubs: bool = False, kernel: str = "window") -> bool:
+    """Whether this kind of call failed (its warm-up or a call), so the blocked kernel serves it."""
+    return _signature(q, v, causal, hubs, kernel) in _failed
 
 
 def mark_failed(q, v, causal, hubs: bool, exc: Exception, kernel: str = "window") -> None:

@@ -54,11 +54,11 @@ def unmeasured():
     before it (their results are kept for every reader of the process), and left so."""
     from ui import live_bench, model_swaps
 
-    live_bench._results().clear()
-    model_swaps._store().clear()
+    live_bench.forget_all()
+    model_swaps.forget_all()
     yield
-    live_bench._results().clear()
-    model_swaps._store().clear()
+    live_bench.forget_all()
+    model_swaps.forget_all()
 
 
 @pytest.fixture(params=DEVICES)

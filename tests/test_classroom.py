@@ -162,7 +162,7 @@ def test_a_dropped_analysis_is_freed_though_its_reader_stays(make_app, monkeypat
     from ui import analyses
 
     monkeypatch.setenv("ATLAS_ANALYSIS_MB", "0.001")  # room for one analysis at a time
-    analyses._analyses.clear()
+    analyses.forget_all()
     readers, gone = [], []
     gc.collect()
     gc.disable()
@@ -175,12 +175,12 @@ def test_a_dropped_analysis_is_freed_though_its_reader_stays(make_app, monkeypat
                 at.switch_page(page).run()
             assert not at.exception, [e.value for e in at.exception]
             readers.append(at)  # every reader stays, with their widgets and their last run
-            gone.append(weakref.ref(analyses._analyses().get(("tiny", text))))
-            assert analyses._analyses().evicted >= i  # each new text drops the one before
+            gone.append(weakref.ref(analyses.cached(text, "tiny")))
+            assert analyses.dropped() >= i  # each new text drops the one before
         assert [ref() is None for ref in gone] == [True, True, False]
     finally:
         gc.enable()
-        analyses._analyses.clear()
+        analyses.forget_all()
 
 
 def test_the_server_cuts_a_text_past_the_cap_whatever_the_browser_sends(server):

@@ -60,7 +60,7 @@ def composed_flex_on_cpu(monkeypatch):
 @pytest.mark.parametrize("hubs", [(), (0, 120)], ids=["window", "window+hubs"])
 def test_a_failing_flex_compile_falls_back_to_the_blocked_kernel_for_window_attention(broken_compile, hubs):
     q, k, v = qkv()
-    flex._ready.add(flex._signature(q, v, True, bool(hubs)))  # as if a warm-up had finished
+    flex.mark_ready(q, v, True, bool(hubs))  # as if a warm-up had finished
     assert backend.window_backend(q, v, True, 16, hubs) == "flex"
     got = backend.window_attention(q, k, v, window=16, hubs=hubs)
     assert broken_compile == [1]  # the flex path was tried
@@ -77,13 +77,13 @@ def test_a_failing_flex_compile_falls_back_to_the_blocked_kernel_for_a_compositi
                                                                                   composed_flex_on_cpu):
     q, k, v = qkv(seed=1)
     p = methods.Params(parts=composition.Composition(window=9, hubs=(3, 150), random=1, random_block=32, seed=2))
-    flex._ready.add(flex._signature(q, v, True, False, kernel="pattern"))
+    flex.mark_ready(q, v, True, False, kernel="pattern")
     assert PATTERN.backend(q, v, p) == "flex"
     got = PATTERN.run(q, k, v, p)
     assert broken_compile == [1]
     torch.testing.assert_close(got, PATTERN.reference(q, k, v, p), atol=2e-5, rtol=2e-5)
     assert PATTERN.backend(q, v, p) == "blocked"
-    assert flex._signature(q, v, True, False, kernel="pattern") in flex._failed
+    assert flex.has_failed(q, v, True, False, kernel="pattern")
 
 
 def test_a_failing_warm_up_reports_failure_and_leaves_the_blocked_kernel_in_use(broken_compile, monkeypatch):
@@ -103,9 +103,9 @@ def test_a_flex_failure_is_logged_as_one_warning_however_many_calls_fail(broken_
     caplog.set_level(logging.WARNING, logger="attn.flex")
     q, k, v = qkv()
     for hubs in ((), (0,), (5, 60)):  # each ready (again) and failing: three failed requests
-        flex._ready.add(flex._signature(q, v, True, bool(hubs)))
+        flex.mark_ready(q, v, True, bool(hubs))
         backend.window_attention(q, k, v, window=8, hubs=hubs)
-    flex._ready.add(flex._signature(q, v, True, False, kernel="pattern"))
+    flex.mark_ready(q, v, True, False, kernel="pattern")
     PATTERN.run(q, k, v, methods.Params(parts=composition.Composition(window=8, local=32)))
     backend.warm((1, 2, 256, 16))
     assert len(broken_compile) == 5  # three window requests, a composition and a warm-up
@@ -145,7 +145,7 @@ def test_a_composition_through_the_compiled_kernel_path_matches_the_dense_refere
     calls = []
     monkeypatch.setattr(flex, "_get_compiled", lambda: compiled_stand_in(calls))
     q, k, v = qkv(n=333, seed=3)
-    flex._ready.add(flex._signature(q, v, causal, False, kernel="pattern"))
+    flex.mark_ready(q, v, causal, False, kernel="pattern")
     for c in (composition.Composition(window=40, hubs=(0, 200), random=2, random_block=32, seed=1),
               composition.Composition(window=5, dilated=4, stride=30, local=64)):
         p = methods.Params(parts=c, causal=causal, scale=0.3)
@@ -168,7 +168,7 @@ def test_where_the_compiled_kernel_returns_its_log_sum_exp_a_compositions_hubs_a
     monkeypatch.setattr(flex, "returns_lse", lambda device: True)
     q, k, v = qkv(n=333, seed=4)
     for causal in (True, False):
-        flex._ready.add(flex._signature(q, v, causal, False, kernel="pattern"))
+        flex.mark_ready(q, v, causal, False, kernel="pattern")
         # hub 200 lies inside the random blocks or the window of some rows: counted once there
         for c in (composition.Composition(window=40, hubs=(0, 200, 332), random=2, random_block=32, seed=1),
                   composition.Composition(window=5, dilated=4, stride=30, hubs=(17,))):

@@ -119,12 +119,12 @@ def test_measured_runs_join_the_handout_only_when_measured(tiny_analysis, unmeas
     sizes = bench.live_sizes(pick_device())
     rows = bench.run_plan([(m, n, b) for n in sizes for m, b in live_bench.plan_methods()], Shape(), "cpu",
                           repeats=1, max_seconds=0.5)
-    live_bench._results()[live_bench.key(pick_device(), sizes)] = rows
+    live_bench.keep(live_bench.key(pick_device(), sizes), rows)
     model = served_model.get_model("tiny")
     swaps = model_swaps.sweep_of(a, 0)  # the page's sweep on this model (its stacks included)
     results = swap.sweep(model, text, swaps)
     assert all(not isinstance(r, Exception) for r in results)
-    model_swaps._store()[model_swaps._key(text, swaps, model_swaps.swap_budget("tiny"), "tiny")] = results
+    model_swaps.keep(text, swaps, results, model_id="tiny")
     page = handout.build(t, a, text, "tiny", {}, device="cpu", model="tiny")
     # live time and memory; the sweep's three charts (the tiny model's 4 layers make a stack of 3 in 4)
     assert page.count('class="plotly-graph-div"') == len(walk.steps()) + 2 + 3

@@ -80,12 +80,12 @@ def test_a_hundred_members_at_one_version_read_the_class_once_and_each_their_own
     for s in students[:3]:
         room.join(code, s)
     room.answer(code, vote, students[1], 1)
-    got = [handle._read(room, code, s) for s in students]
+    got = [handle.read_from(room, code, s) for s in students]
     assert len(shared) == 1
     assert got[1].mine == {vote: 1} and got[0].mine == {} and got[0].counts[vote] == [0, 1]
     assert all(g.page == "every-pair" and g.version == room.version(code) for g in got)
     room.move(code, key, "neighbours")  # the version moves: read afresh, once
-    again = [handle._read(room, code, s) for s in students]
+    again = [handle.read_from(room, code, s) for s in students]
     assert len(shared) == 2 and {g.page for g in again} == {"neighbours"}
     room.answer(code, vote, students[2], 0)  # the tally moves: the counts are read afresh
-    assert handle._read(room, code, students[0]).counts[vote] == [1, 1] and len(shared) == 3
+    assert handle.read_from(room, code, students[0]).counts[vote] == [1, 1] and len(shared) == 3

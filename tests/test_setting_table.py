@@ -69,14 +69,14 @@ def other_value(row: Setting, d: Dims):
 
 
 def test_the_table_has_each_setting_once_and_each_page_draws_its_own(make_app, dims):
-    model_swaps._store().clear()  # step 6's sweep unmeasured, whatever ran before: its button is there
+    model_swaps.forget_all()  # step 6's sweep unmeasured, whatever ran before: its button is there
     rows = [r.key for r in setting_table.TABLE]  # the rows themselves, not a dict made of them
     assert len(rows) == len(set(rows))
     for page in sorted({r.page for r in setting_table.TABLE}):
         at = opened(make_app, page)
         if page == SWEEP:
             at.button(key="s6_swap").click().run(timeout=300)  # the sweep's own settings come after its run
-            model_swaps._store().clear()  # the next test (and order) starts unmeasured
+            model_swaps.forget_all()  # the next test (and order) starts unmeasured
         for key in setting_table.keys(page):
             if key == "pg_hubs":  # drawn when the hubs are chosen by hand
                 at.radio(key="pg_hub_mode").set_value("chosen").run()
@@ -87,12 +87,12 @@ def test_every_widget_starts_at_its_rows_default_and_takes_exactly_its_range(mak
     """The widget's own bounds and options, read from what Streamlit drew, against the
     row (a second definition of a range anywhere would show here) — every row, those drawn
     only after a choice too (the hubs chosen by hand, the sweep's settings after its run)."""
-    model_swaps._store().clear()
+    model_swaps.forget_all()
     for page in sorted({r.page for r in setting_table.TABLE}):
         at = opened(make_app, page)
         if page == SWEEP:
             at.button(key="s6_swap").click().run(timeout=300)  # the sweep's own settings come after its run
-            model_swaps._store().clear()
+            model_swaps.forget_all()
         for key in setting_table.keys(page):
             if key == "pg_hubs":  # drawn when the hubs are chosen by hand (its mode was checked before)
                 at.radio(key="pg_hub_mode").set_value("chosen").run()

@@ -63,12 +63,28 @@ def release_dropped() -> None:
     gc.collect()
 
 
+def cached(text: str, model_id: str):
+    """The analysis of ``text`` this process keeps, or None (never runs the model)."""
+    return _analyses().get((model_id, text))
+
+
+def dropped() -> int:
+    """How many analyses the process's cache has dropped to stay within its bytes."""
+    return _analyses().evicted
+
+
+def forget_all() -> None:
+    """Drop every kept analysis, and size the cache afresh from the settings
+    (``ATLAS_ANALYSIS_MB``) at its next use."""
+    _analyses.clear()
+
+
 def get_analysis(text: str, model_id: str, progress=None):
     """One run of the model per text, kept read-only and shared by every page and
     reader; a new text waits its turn for the model in the queue (before heavy work
     still waiting; readers pasting the same text share one run). ``progress``: called with
     (layers done, layers) while this reader's run goes."""
-    found = _analyses().get((model_id, text))
+    found = cached(text, model_id)
     if found is not None:
         return found
     return in_line("analysis", _analysis_work(text, model_id, progress), same=(model_id, text),
@@ -78,7 +94,7 @@ def get_analysis(text: str, model_id: str, progress=None):
 def analysis_unseen(text: str, model_id: str):
     """The same analysis, for work without a reader (a class's summaries built in the
     background): through the same queue, with no place in line to show."""
-    found = _analyses().get((model_id, text))
+    found = cached(text, model_id)
     if found is not None:
         return found
     return work_queue().run("analysis", _analysis_work(text, model_id), None, same=(model_id, text),

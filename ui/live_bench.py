@@ -61,6 +61,16 @@ def results(key) -> list | None:
     return _results().get(key)
 
 
+def keep(key, rows: list) -> None:
+    """A finished live run's rows (``key``: :func:`key`), kept for every reader."""
+    _results()[key] = rows
+
+
+def forget_all() -> None:
+    """Every kept live run dropped: step 7's live benchmark is unmeasured again."""
+    _results().clear()
+
+
 def on_this_device() -> tuple[list | None, int]:
     """Step 7's live rows on this process's device (None before anyone ran it) and the
     largest size: what step 7's summary is built from, on its page and in a class's
@@ -85,7 +95,7 @@ def run(t: Translator, key, s: Shape, device, sizes: list[int]) -> list:
         if done is not None:
             return done
         rows = bench.run_plan(plan, s, device, repeats=2, max_seconds=2.0, progress=progress)
-        _results()[key] = rows
+        keep(key, rows)
         return rows
 
     try:

@@ -68,6 +68,19 @@ def _store() -> CountLRU:
     return measures.finished_results("sweeps", SWEEPS)
 
 
+def keep(text: str, swaps: list[swap.Swap], results: list, budget: int | None = None,
+         model_id: str | None = None) -> None:
+    """A finished sweep's results, kept for every reader of the process (as a run by the
+    button keeps them)."""
+    budget = swap_budget(model_id) if budget is None else budget
+    _store()[_key(text, swaps, budget, model_id)] = results
+
+
+def forget_all() -> None:
+    """Every kept sweep dropped: each page's sweep is unmeasured again."""
+    _store().clear()
+
+
 def measured(text: str, swaps: list[swap.Swap], budget: int | None = None, model_id: str | None = None) -> list | None:
     """The results of a sweep already run on this text (by any reader) with the model (the
     reader's, unless given), or None."""

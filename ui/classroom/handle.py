@@ -77,14 +77,14 @@ def read(code: str, student: str = ""):
     found = Unreadable("unavailable") if room is None else None
     if room is not None:
         with share.store_trouble() as trouble:
-            found = _read(room, code, student)
+            found = read_from(room, code, student)
         if trouble:
             found = Unreadable(trouble.error.reason)
     st.session_state[keys.CLASS_READ] = ((code, student), found)
     return found
 
 
-def _read(room, code: str, student: str):
+def read_from(room, code: str, student: str):
     """:meth:`Classes.read` through :func:`state_at`: the version and tally read now (a page
     run shows the class as it is, not as it was up to a second ago on another replica), the
     shared part once for everyone at them, the student's own answers apart."""
