@@ -219,14 +219,11 @@ def sweep_section(t: Translator, a, text: str, step) -> None:
     st.markdown(t("swap.outro"))
 
 
-
-
 def stacks_note(t: Translator, a, swaps: list) -> str:
     """What the hybrid stacks copy and which layers they kept exact, with the window's 5 in 6
     said as what happened to it: drawn; left out as the model's own sliding layers (its
     numbers are the sliding-layers line); or not run, the model having fewer layers."""
-    exact4 = t.list(str(i) for i in swap.kept_exact(a.n_layers, swap.STACK_EVERY))
-    exact6 = t.list(str(i) for i in swap.kept_exact(a.n_layers, swap.WINDOW_STACK_EVERY))
+    exact4, exact6 = _exact(t, a.n_layers, swap.STACK_EVERY), _exact(t, a.n_layers, swap.WINDOW_STACK_EVERY)
     if any(s.series == f"{methods.window().name}/stack" for s in swaps):
         return t("swap.stacks_note", exact4=exact4, exact6=exact6)
     if a.n_layers >= swap.WINDOW_STACK_EVERY:  # the stack is the model's own sliding layers
@@ -235,23 +232,37 @@ def stacks_note(t: Translator, a, swaps: list) -> str:
 
 
 def sweep_figures(t: Translator, res: list, metric: str, layer: int):
-    """The sweep's two charts: each window family against w, and the feature maps."""
-    series = []
-    plain, with_hubs = methods.window().name, methods.window(hubs=True).name  # the sweep's series, by method
-    names = {f"{plain}/all": t("swap.series_window_all"), f"{with_hubs}/all": t("swap.series_hubs_all"),
-             f"{plain}/sliding": t("swap.series_window_sliding"),
-             f"{with_hubs}/sliding": t("swap.series_hubs_sliding"),
-             f"{methods.top_k().name}/all": t("swap.series_topk_all"),
-             f"{methods.top_k(indexer=True).name}/all": t("swap.series_topk_indexer_all",
-                                                          dims=methods.top_k(indexer=True).indexer_dims)}
-    # the hybrid stacks: which layers stayed exact, said in the series' names (the control
-    # swaps every layer: its layers are the model's)
+    """The sweep's charts: each window family against w, the feature maps, and (with the
+    hybrid stacks) the metric against the share of layers kept exact."""
     n_layers = max((max(r.layers) + 1 for r in res if r.layers), default=0)
-    exact4 = t.list(str(i) for i in swap.kept_exact(n_layers, swap.STACK_EVERY))
-    exact6 = t.list(str(i) for i in swap.kept_exact(n_layers, swap.WINDOW_STACK_EVERY))
-    names[f"{methods.top_k().name}/stack"] = t("swap.series_topk_stack", exact=exact4)
-    names[f"{plain}/stack"] = t("swap.series_window_stack", exact=exact6)
-    for tag, name in names.items():
+    figs = (_window_figure(t, res, metric, n_layers), _linear_figure(t, res, metric, layer, n_layers))
+    fig3 = exact_share_figure(t, res, metric, n_layers)
+    return figs + ((fig3,) if fig3 is not None else ())
+
+
+def _window_names(t: Translator, n_layers: int) -> dict:
+    """Each window family's series → its name; the hybrid stacks' names say which layers
+    stayed exact (the control swaps every layer: its layers are the model's)."""
+    plain, with_hubs = methods.window().name, methods.window(hubs=True).name  # the sweep's series, by method
+    indexer = methods.top_k(indexer=True)
+    return {f"{plain}/all": t("swap.series_window_all"), f"{with_hubs}/all": t("swap.series_hubs_all"),
+            f"{plain}/sliding": t("swap.series_window_sliding"),
+            f"{with_hubs}/sliding": t("swap.series_hubs_sliding"),
+            f"{methods.top_k().name}/all": t("swap.series_topk_all"),
+            f"{indexer.name}/all": t("swap.series_topk_indexer_all", dims=indexer.indexer_dims),
+            f"{methods.top_k().name}/stack": t("swap.series_topk_stack", exact=_exact(t, n_layers, swap.STACK_EVERY)),
+            f"{plain}/stack": t("swap.series_window_stack", exact=_exact(t, n_layers, swap.WINDOW_STACK_EVERY))}
+
+
+def _exact(t: Translator, n_layers: int, every: int) -> str:
+    """The layers a stack of one exact layer in ``every`` keeps exact, as a list."""
+    return t.list(str(i) for i in swap.kept_exact(n_layers, every))
+
+
+def _window_figure(t: Translator, res: list, metric: str, n_layers: int):
+    """Each window family (and top-k) against w: one line a series the sweep ran."""
+    series = []
+    for tag, name in _window_names(t, n_layers).items():
         pts = [(r.swap.window, getattr(r, metric)) for r in res if r.swap.series == tag]
         if not pts:  # a model without sliding layers has no such series: none is drawn
             continue
@@ -259,23 +270,26 @@ def sweep_figures(t: Translator, res: list, metric: str, layer: int):
         series.append({"name": name, "x": [p[0] for p in pts], "y": [p[1] for p in pts],
                        "dash": "dash" if "sliding" in tag else "dot" if chosen else "solid",
                        "hover": t("swap.hover_point")})
-    fig = figures.lines(series, title=t("swap.chart_window", metric=t(f"swap.metric_{metric}")),
-                        x_title=t("swap.w_axis"), y_title=t(f"swap.metric_{metric}"), separators=t.separators,
-                        log_x=True, log_y=(metric != "top1_agreement"),
-                        x_ticks=(list(WINDOWS), [t.int(w) for w in WINDOWS]))
+    return figures.lines(series, title=t("swap.chart_window", metric=t(f"swap.metric_{metric}")),
+                         x_title=t("swap.w_axis"), y_title=t(f"swap.metric_{metric}"), separators=t.separators,
+                         log_x=True, log_y=(metric != "top1_agreement"),
+                         x_ticks=(list(WINDOWS), [t.int(w) for w in WINDOWS]))
+
+
+def _linear_figure(t: Translator, res: list, metric: str, layer: int, n_layers: int):
+    """The feature maps: in every layer, in one layer, and in a hybrid stack."""
     groups = []
     for tag, name in (("linear/all", t("swap.series_linear_all")),
                       ("linear/one", t("swap.series_linear_one", layer=layer)),
-                      ("linear/stack", t("swap.series_linear_stack", exact=exact4))):
+                      ("linear/stack", t("swap.series_linear_stack", exact=_exact(t, n_layers, swap.STACK_EVERY)))):
         values = [getattr(r, metric) for r in res if r.swap.series == tag]
         if values:  # a model with fewer layers than a stack's period has no stack
             groups.append({"name": name, "values": values})
     linear = [r.swap.method for r in res if r.swap.series == "linear/all"]
-    fig2 = figures.grouped_bars(groups, [t(methods.get(m).label_key) for m in linear],
+    return figures.grouped_bars(groups, [t(methods.get(m).label_key) for m in linear],
                                 title=t("swap.chart_linear", metric=t(f"swap.metric_{metric}")),
                                 y_title=t(f"swap.metric_{metric}"), separators=t.separators,
                                 log_y=(metric != "top1_agreement"))
-    return (fig, fig2) + ((fig3,) if (fig3 := exact_share_figure(t, res, metric, n_layers)) is not None else ())
 
 
 EXACT_SHARE_WINDOW = 16  # top-k's line on the exact-share chart: at the cells of this window
