@@ -97,18 +97,27 @@ def and_masks(*mods: MaskMod) -> MaskMod:
 # --- arguments --------------------------------------------------------------
 
 
-def check_window(window) -> int:
-    if isinstance(window, bool) or not isinstance(window, int):
+def whole_number(value, name: str, why: str) -> int:
+    """``value`` as a whole number ≥ 1 (an int, or what equals one: 4.0), else ``ValueError``
+    naming it, with ``why`` it cannot be less than 1; a bool is no number here."""
+    bad = f"{name} must be a whole number >= 1, got {value!r}"
+    if isinstance(value, bool):
+        raise ValueError(bad)
+    if not isinstance(value, int):
         try:
-            as_int = int(window)
+            as_int = int(value)
         except (TypeError, ValueError):
-            raise ValueError(f"window must be a whole number >= 1, got {window!r}") from None
-        if as_int != window:
-            raise ValueError(f"window must be a whole number >= 1, got {window!r}")
-        window = as_int
-    if window < 1:
-        raise ValueError(f"window must be >= 1 (a token always sees itself), got {window}")
-    return window
+            raise ValueError(bad) from None
+        if as_int != value:
+            raise ValueError(bad)
+        value = as_int
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1 ({why}), got {value}")
+    return value
+
+
+def check_window(window) -> int:
+    return whole_number(window, "window", "a token always sees itself")
 
 
 def check_hubs(n: int, hubs: Iterable[int] | None) -> tuple[int, ...]:

@@ -21,25 +21,15 @@ from __future__ import annotations
 
 import torch
 
+from . import patterns
+
 ROWS = 128  # queries scored at a time
 PART_ROWS = 64  # beside fixed parts: the parts' cells are worked out for each block too, so half as many
 
 
 def check_keep(keep) -> int:
     """The number of keys each query keeps: a whole number ≥ 1 (a row needs a key)."""
-    if isinstance(keep, bool):
-        raise ValueError(f"k must be a whole number >= 1, got {keep!r}")
-    if not isinstance(keep, int):
-        try:
-            as_int = int(keep)
-        except (TypeError, ValueError):
-            raise ValueError(f"k must be a whole number >= 1, got {keep!r}") from None
-        if as_int != keep:
-            raise ValueError(f"k must be a whole number >= 1, got {keep!r}")
-        keep = as_int
-    if keep < 1:
-        raise ValueError(f"k must be >= 1 (each query keeps at least one key), got {keep}")
-    return keep
+    return patterns.whole_number(keep, "k", "each query keeps at least one key")
 
 
 def for_window(window: int, causal: bool) -> int:

@@ -46,16 +46,22 @@ ticks = (xs, [t.int(x) if i == len(xs) - 1 or xs[-1] / x > 1.25 else "" for i, x
 settings = (text, model_id, layer, head, p)
 
 
-def prefix_figure():
+def growth_figure(measured: str, even: str, hover: str, title: str, axis: str, **extra):
+    """One of the step's two lines against the prefix's length: the text's own
+    (``measured``, a field of each prefix) beside an even spread's (``even``)."""
     series = [
-        {"name": t("nearly_empty.series_share"), "x": xs, "y": [r.share for r in prefixes],
-         "hover": t("nearly_empty.hover_prefix")},
-        {"name": t("nearly_empty.series_uniform"), "x": xs, "y": [r.uniform_share for r in prefixes], "dash": "dot",
-         "colour": "#999999", "hover": t("nearly_empty.hover_uniform")},
+        {"name": t(f"nearly_empty.series_{measured}"), "x": xs, "y": [getattr(r, measured) for r in prefixes],
+         "hover": t(hover)},
+        {"name": t("nearly_empty.series_uniform"), "x": xs, "y": [getattr(r, even) for r in prefixes], "dash": "dot",
+         "colour": "#999999", "hover": t(hover if measured == "k" else "nearly_empty.hover_uniform")},
     ]
-    return figures.lines(series, title=t("nearly_empty.prefix_title", p=t.pct(p, 0)), x_title=t("common.n_axis"),
-                         y_title=t("nearly_empty.share_axis"), separators=t.separators, log_x=True, log_y=True,
-                         y_format=".0%", x_ticks=ticks)
+    return figures.lines(series, title=t(title, p=t.pct(p, 0)), x_title=t("common.n_axis"), y_title=t(axis),
+                         separators=t.separators, log_x=True, log_y=True, x_ticks=ticks, **extra)
+
+
+def prefix_figure():
+    return growth_figure("share", "uniform_share", "nearly_empty.hover_prefix", "nearly_empty.prefix_title",
+                         "nearly_empty.share_axis", y_format=".0%")
 
 
 drawing.chart("s2_prefix", settings, prefix_figure)
@@ -79,15 +85,7 @@ if len(prefixes) >= 2:
 
 
 def k_figure():
-    k_series = [
-        {"name": t("nearly_empty.series_k"), "x": xs, "y": [r.k for r in prefixes],
-         "hover": t("nearly_empty.hover_k")},
-        {"name": t("nearly_empty.series_uniform"), "x": xs, "y": [r.uniform_k for r in prefixes], "dash": "dot",
-         "colour": "#999999", "hover": t("nearly_empty.hover_k")},
-    ]
-    return figures.lines(k_series, title=t("nearly_empty.k_title", p=t.pct(p, 0)), x_title=t("common.n_axis"),
-                         y_title=t("nearly_empty.k_axis"), separators=t.separators, log_x=True, log_y=True,
-                         x_ticks=ticks)
+    return growth_figure("k", "uniform_k", "nearly_empty.hover_k", "nearly_empty.k_title", "nearly_empty.k_axis")
 
 
 drawing.chart("s2_k", settings, k_figure)
