@@ -140,7 +140,7 @@ def _r(x: float) -> float:
 def hubs_of(a, weights=None) -> tuple[int, ...]:
     """The room's hubs on a text: the first token and the text's own strongest anchors
     (``weights``: its attention, Analysis.weights)."""
-    found = [p for p, _ in stats.anchors(a.weights() if weights is None else weights, a.layers[0], top=ANCHOR_HUBS)]
+    found = [p for p, _ in stats.anchors(a.weights() if weights is None else weights, a.causal, top=ANCHOR_HUBS)]
     return tuple(sorted({0, *found}))
 
 
@@ -160,15 +160,15 @@ def text_numbers(a, model: str = "") -> RoomNumbers:
         tops.append(top)
     kept = {}
     for w in ROOM_WINDOWS:
-        res = stats.share_kept_by_pattern(weights, w, (), a.layers[0])
+        res = stats.share_kept_by_pattern(weights, w, (), a.causal)
         kept[w] = KeptShare(_r(res["mean"]), tuple(_r(x) for x in res["per_layer"].tolist()))
     kept_top = {}
     for w, keep in keeps.items():  # top-k by the real weights at the window's cells a row
         res = stats.kept_by_rows(torch.stack([top[keep] for top in tops]))
         kept_top[w] = KeptShare(_r(res["mean"]), tuple(_r(x) for x in res["per_layer"].tolist()))
     hubs = hubs_of(a, weights)
-    alone = stats.share_kept_by_pattern(weights, HUB_WINDOW, (), a.layers[0])["mean"]
-    with_hubs = stats.share_kept_by_pattern(weights, HUB_WINDOW, hubs, a.layers[0])["mean"]
+    alone = stats.share_kept_by_pattern(weights, HUB_WINDOW, (), a.causal)["mean"]
+    with_hubs = stats.share_kept_by_pattern(weights, HUB_WINDOW, hubs, a.causal)["mean"]
     sink = tuple(_r(stats.sink_share(weights[layer])) if n > 1 else 0.0 for layer in range(layers))
     layer = min(ERROR_LAYER, layers - 1)
     q, k, v = a.qkv(layer)

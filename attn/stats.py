@@ -11,7 +11,6 @@ references), with rows summing to 1; sums run in float32. A statistic read on a
 from __future__ import annotations
 
 
-import dataclasses
 from collections.abc import Sequence
 
 import torch
@@ -277,21 +276,21 @@ def share_kept(weights, allowed) -> torch.Tensor:
     return kept_rows(weights, allowed).mean(dim=-1)
 
 
-def share_kept_by_pattern(weights, window: int, hubs, reads: LayerAttention, sample: RowSample | None = None) -> dict:
-    """The share of the real weight a window (+ hubs) keeps, read as the model reads
-    (``reads``: a layer of it, for its direction): per layer and head (``(L, H)``), per
+def share_kept_by_pattern(weights, window: int, hubs, causal: bool, sample: RowSample | None = None) -> dict:
+    """The share of the real weight a window (+ hubs) keeps, read in the model's direction
+    (``causal``: each token looks back only): per layer and head (``(L, H)``), per
     layer and overall, for weights ``(L, H, n, n)`` (or a ``sample`` of their rows)."""
     n = weights.shape[-1]
-    mod = patterns.pattern(n, window, patterns.check_hubs(n, hubs), reads.causal)
+    mod = patterns.pattern(n, window, patterns.check_hubs(n, hubs), causal)
     return kept_by_rows(kept_rows(weights, patterns.rows_of(mod, n)), _sample(weights, sample))
 
 
-def shares_kept_and_sink(weights, window: int, hub_sets: Sequence, reads: LayerAttention,
+def shares_kept_and_sink(weights, window: int, hub_sets: Sequence, causal: bool,
                          sample: RowSample | None = None) -> tuple[list[dict], tuple[float, float]]:
     """:func:`share_kept_by_pattern` for a window with each of ``hub_sets``, and the sink
     (:func:`sink_rows`: the first token's share), read in one pass over the rows."""
     n = weights.shape[-1]
-    mods = [patterns.rows_of(patterns.pattern(n, window, patterns.check_hubs(n, hubs), reads.causal), n)
+    mods = [patterns.rows_of(patterns.pattern(n, window, patterns.check_hubs(n, hubs), causal), n)
             for hubs in hub_sets]
     *kept, first = kept_rows_many(weights, [*mods, _first_column])
     sample = _sample(weights, sample)
@@ -313,17 +312,16 @@ def kept_by_rows(kept: torch.Tensor, sample: RowSample | None = None) -> dict:
 ANCHOR_DISTANCE = 8  # an anchor is scored by the rows at least this far after it
 
 
-def anchors(weights, reads: LayerAttention, top: int = 5, min_distance: int = ANCHOR_DISTANCE,
+def anchors(weights, causal: bool, top: int = 5, min_distance: int = ANCHOR_DISTANCE,
             sample: RowSample | None = None) -> list[tuple[int, float]]:
     """Positions that receive the most weight from far away: for column j, the mean
     weight it gets from rows i ≥ j + min_distance (averaged over layers and heads
     when given ``(L, H, n, n)``), for columns with at least a quarter of the text
-    after them. In an encoder (``reads``, a layer of it, reads both ways) rows on both sides count:
+    after them. In an encoder (not ``causal``: it reads both ways) rows on both sides count:
     |i − j| ≥ min_distance. Candidates for hubs: the <bos> sink, an encoder's [CLS]
     and [SEP], separators, punctuation. On a ``sample`` of the rows, each row weighs the
     rows it stands for. Returns [(position, mean far weight)], best first."""
     n = weights.shape[-1]
-    causal = reads.causal
     sample = _sample(weights, sample)
     rows = sample.positions
     r = rows.numel()
@@ -384,16 +382,15 @@ def _sink_of(first: torch.Tensor, sample: RowSample) -> tuple[float, float]:
     return sub.mean(first[:, later]), sub.spread_95(first[:, later])
 
 
-def share_to(weights, columns, reads: LayerAttention, sample: RowSample | None = None) -> dict:
+def share_to(weights, columns, causal: bool, sample: RowSample | None = None) -> dict:
     """The share of each row's weight that lands on ``columns`` (positions), for weights
     ``(L, H, n, n)``: averaged over every row, head and layer (``mean``), per layer
     (``per_layer``), and what rows spreading their weight evenly over the cells they see
     would give those columns (``even``: in an encoder each row sees all n, so g / n);
     each column on its own too (``each``: [(column, mean, even)]);
-    ``reads``: a layer of the model, for its direction. On a ``sample`` of the rows, each
-    row weighs the rows it stands for."""
+    ``causal``: the model's direction. On a ``sample`` of the rows, each row weighs the
+    rows it stands for."""
     n = weights.shape[-1]
-    causal = reads.causal
     n_layers = weights.shape[0]
     cols = sorted({int(c) for c in columns if 0 <= int(c) < n})
     if not cols or n == 0:
@@ -407,7 +404,7 @@ def share_to(weights, columns, reads: LayerAttention, sample: RowSample | None =
     got = got.reshape(n_layers, -1, sample.count, len(cols)).double()  # (L, H, rows, columns)
     wt = sample.weights[:, None] / sample.weights.sum()
     i = torch.arange(n)
-    seen = row_cells(n, dataclasses.replace(reads, window=None)).double()  # cells each row sees in a full layer
+    seen = row_cells(n, LayerAttention(causal=causal, window=None, scale=1.0)).double()  # each row's cells, full layer
     per_row = ((torch.tensor(cols)[None, :] <= i[:, None]) if causal else torch.ones(n, len(cols), dtype=torch.bool))
     even = float((per_row.sum(dim=-1).double() / seen).mean())
     total = got.sum(dim=-1)  # (L, H, rows)

@@ -55,8 +55,8 @@ def one(n: int) -> dict:
     w = a.weights() if sample.every_row else a.weights().at(sample.positions)
     timings = {}
     for name, fn in (("k(p), every layer", lambda: stats.k_for_share(w, 0.9)),
-                     ("kept by a window", lambda: stats.share_kept_by_pattern(w, 64, (), a.layers[0], sample=sample)),
-                     ("anchors", lambda: stats.anchors(w, a.layers[0], sample=sample)),
+                     ("kept by a window", lambda: stats.share_kept_by_pattern(w, 64, (), a.causal, sample=sample)),
+                     ("anchors", lambda: stats.anchors(w, a.causal, sample=sample)),
                      ("the sink", lambda: stats.sink_rows(w, sample))):
         t = time.perf_counter()
         fn()

@@ -41,10 +41,10 @@ def parts_of(a, times: dict) -> None:
                                      prefix=lambda m, layer=layer: a.prefix(m)[layer], k_rows=found[layer][0])
         for layer in range(layers)])
     timed("share kept by each window", lambda: [
-        stats.share_kept_by_pattern(weights, w, (), a.layers[0]) for w in room_numbers.ROOM_WINDOWS])
+        stats.share_kept_by_pattern(weights, w, (), a.causal) for w in room_numbers.ROOM_WINDOWS])
     hubs = timed("the hubs", lambda: room_numbers.hubs_of(a, weights))
     timed("window with and without hubs", lambda: [
-        stats.share_kept_by_pattern(weights, room_numbers.HUB_WINDOW, h, a.layers[0]) for h in ((), hubs)])
+        stats.share_kept_by_pattern(weights, room_numbers.HUB_WINDOW, h, a.causal) for h in ((), hubs)])
     timed("the sink", lambda: stats.sink_share(weights))
     layer = min(room_numbers.ERROR_LAYER, layers - 1)
 

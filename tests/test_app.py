@@ -215,7 +215,7 @@ def test_step3_reach_and_cells_follow_their_formulas(make_app, tiny):
     at.slider(key="s3_rl").set_value(3).run()  # the tiny model has 4 layers
     at.slider(key="s3_rw").set_value(5).run()
     assert parse(metric(at, "neighbours.metric_reach_formula", "en"), "en") == 3 * 4 + 1
-    kept = stats.share_kept_by_pattern(a.weights().dense(), 16, (), a.layers[0])["mean"]
+    kept = stats.share_kept_by_pattern(a.weights().dense(), 16, (), a.causal)["mean"]
     assert parse(metric(at, "neighbours.metric_kept_all", "en"), "en") == pytest.approx(kept, abs=5e-4)
 
 
@@ -223,7 +223,7 @@ def test_step4_cells_with_hubs_and_hops(make_app, tiny):
     at = open_page(make_app, PAGES[3])
     assert_clean(at)
     a = tiny.analyze(sample_text("en"))
-    found = stats.anchors(a.weights().dense(), a.layers[0], top=5)
+    found = stats.anchors(a.weights().dense(), a.causal, top=5)
     hubs = tuple(sorted(p for p, _ in found[:3]))
     assert tuple(sorted(at.multiselect(key="s4_hubs").value)) == hubs
     # each candidate with its score, as the engine measured it
@@ -231,7 +231,7 @@ def test_step4_cells_with_hubs_and_hops(make_app, tiny):
              for p, s in found]
     items = ", ".join(items[:-1]) + ", and " + items[-1]  # a list as English writes it
     assert i18n.translate("en", "hubs.anchors_found", found=items) in [c.value for c in at.caption]
-    sink = stats.share_kept_by_pattern(a.weights().dense(), 8, (0,), a.layers[0])["mean"]
+    sink = stats.share_kept_by_pattern(a.weights().dense(), 8, (0,), a.causal)["mean"]
     assert parse(metric(at, "hubs.metric_kept_sink", "en"), "en") == pytest.approx(sink, abs=5e-4)
     shown = parse(metric(at, "hubs.metric_cells", "en", g=len(hubs)), "en")
     assert shown == patterns.cells(a.n, 8, hubs, True)
@@ -241,8 +241,8 @@ def test_step4_cells_with_hubs_and_hops(make_app, tiny):
     # the gain of the hubs is in percentage points, and equals the two shares' difference
     # (each share counted here over every row: the shown values are rounded)
     w = 8  # the page's default window
-    exact_w = stats.share_kept_by_pattern(a.weights().dense(), w, (), a.layers[0])["mean"]
-    exact_h = stats.share_kept_by_pattern(a.weights().dense(), w, hubs, a.layers[0])["mean"]
+    exact_w = stats.share_kept_by_pattern(a.weights().dense(), w, (), a.causal)["mean"]
+    exact_h = stats.share_kept_by_pattern(a.weights().dense(), w, hubs, a.causal)["mean"]
     assert parse(metric(at, "hubs.metric_kept_window", "en"), "en") == pytest.approx(exact_w, abs=5e-4)
     kept_h = metric_of(at, "hubs.metric_kept_hubs", "en", g=len(hubs))
     assert kept_h.delta == i18n.translate("en", "hubs.metric_kept_delta",
@@ -411,7 +411,7 @@ def test_step6_captions_follow_the_measured_errors_and_sharpness(make_app, tiny,
     a = tiny.analyze(text or sample_text("en"))
     layer = min(8, a.n_layers - 1)
     q, k, v = a.qkv(layer)
-    found = tuple(sorted(p for p, _ in stats.anchors(a.weights().dense(), a.layers[0], top=3)))
+    found = tuple(sorted(p for p, _ in stats.anchors(a.weights().dense(), a.causal, top=3)))
     w = min(16, a.n)
     err = outputs.output_errors(q, k, v, a.layers[layer], window=w, hubs=found)["mean"]
     linear = [name for name in err if name.startswith("linear_")]
@@ -598,7 +598,7 @@ def test_predictions_on_steps_1_2_5_6_reveal_the_pages_own_number_for_each_text(
     a = tiny.analyze(text or sample_text("en"))
     layer = min(8, a.n_layers - 1)
     q, k, v = (x.double() for x in a.qkv(layer))
-    hubs = tuple(sorted(p for p, _ in stats.anchors(a.weights().dense(), a.layers[0], top=3)))
+    hubs = tuple(sorted(p for p, _ in stats.anchors(a.weights().dense(), a.causal, top=3)))
     n, own, w = a.n, a.layers[layer].window, min(16, a.n)
     allowed = torch.tensor([[j <= i and (own is None or i - j < own) for j in range(n)] for i in range(n)])
     scores = (q @ k.transpose(-1, -2) * a.layers[layer].scale).masked_fill(~allowed, float("-inf"))
@@ -843,8 +843,8 @@ def test_closing_page_is_written_from_the_readers_numbers(make_app, tiny, unmeas
     a = tiny.analyze(text)
     at = open_page(make_app, PAGES[7])
     assert_clean(at)
-    near = stats.share_kept_by_pattern(a.weights().dense(), 16, (), a.layers[0])["mean"]
-    both = stats.share_kept_by_pattern(a.weights().dense(), 16, (0,), a.layers[0])["mean"]
+    near = stats.share_kept_by_pattern(a.weights().dense(), 16, (), a.causal)["mean"]
+    both = stats.share_kept_by_pattern(a.weights().dense(), 16, (0,), a.causal)["mean"]
     lead = i18n.translate("en", "closing.lead_numbers", n=i18n.fmt_int(a.n, "en"),
                           sink=i18n.fmt_pct(stats.sink_share(a.weights().dense()), "en"), w=16,
                           near=i18n.fmt_pct(near, "en"), both=i18n.fmt_pct(both, "en"))

@@ -104,8 +104,8 @@ def test_a_sampled_statistic_lands_within_its_stated_spread_of_every_rows_value(
     for x in (0, 700, 2999):  # k itself, against a row sorted by hand
         assert int(exact_k[x]) == brute_k(every.block(layer, 0, torch.tensor([x]))[0], 0.9)
     # a window's kept share: the sampled value and the one over every row
-    whole = stats.share_kept_by_pattern(a.weights(), 64, (), reads)
-    part = stats.share_kept_by_pattern(a.weights().at(sample.positions), 64, (), reads, sample=sample)
+    whole = stats.share_kept_by_pattern(a.weights(), 64, (), a.causal)
+    part = stats.share_kept_by_pattern(a.weights().at(sample.positions), 64, (), a.causal, sample=sample)
     assert part["spread"] > 0 and abs(part["mean"] - whole["mean"]) <= 2 * part["spread"]
     sink, spread = stats.sink_rows(a.weights().at(sample.positions), sample)
     assert spread > 0 and abs(sink - stats.sink_share(a.weights())) <= 2 * spread
@@ -147,7 +147,7 @@ def test_step_4s_shares_and_sink_read_in_one_pass_equal_each_cell_counted_by_han
     dense = a.weights().dense().double()  # (L, H, n, n)
     n, w = dense.shape[-1], 5
     sets = ((), (3, 40), (0,))
-    got, (sink, spread) = stats.shares_kept_and_sink(a.weights(), w, sets, a.layers[0])
+    got, (sink, spread) = stats.shares_kept_and_sink(a.weights(), w, sets, a.causal)
     i = torch.arange(n)[:, None]
     j = torch.arange(n)[None, :]
     for hubs, r in zip(sets, got):

@@ -110,7 +110,7 @@ def test_sliding_layers_put_no_weight_beyond_their_window(real):
 @pytest.mark.parametrize("lang", ["en", "pt", "ja"])
 def test_the_first_token_is_found_as_the_sink(real, lang):
     a = real.analyze(sample_text(lang))
-    found = stats.anchors(a.weights().dense(), a.layers[0], top=3)
+    found = stats.anchors(a.weights().dense(), a.causal, top=3)
     assert found[0][0] == 0
     assert stats.sink_share(a.weights().dense()) > 0.2
 

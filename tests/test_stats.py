@@ -79,10 +79,10 @@ def test_share_kept_by_a_window_is_the_weight_inside_it():
     w = torch.full((n, n), 0.0)
     for i in range(n):
         w[i, : i + 1] = 1.0 / (i + 1)
-    res = stats.share_kept_by_pattern(w[None, None], 2, (), L())
+    res = stats.share_kept_by_pattern(w[None, None], 2, (), True)
     expect = sum(min(i + 1, 2) / (i + 1) for i in range(n)) / n
     assert res["mean"] == pytest.approx(expect, rel=1e-6)
-    hub = stats.share_kept_by_pattern(w[None, None], 2, (0,), L())
+    hub = stats.share_kept_by_pattern(w[None, None], 2, (0,), True)
     expect_h = sum(min(i + 1, 3 if i >= 2 else 2) / (i + 1) for i in range(n)) / n
     assert hub["mean"] == pytest.approx(expect_h, rel=1e-6)
 
@@ -94,7 +94,7 @@ def test_anchors_find_the_column_that_far_rows_look_at():
         w[i, i] = 0.3
         w[i, 0] += 0.5
         w[i, 17 if i > 17 else i] += 0.2
-    best = stats.anchors(w, L(), top=2)
+    best = stats.anchors(w, True, top=2)
     assert best[0][0] == 0 and best[1][0] == 17
 
 
@@ -205,15 +205,15 @@ def test_an_encoders_prefixes_are_counted_on_their_own_runs():
 def test_share_to_sums_the_special_columns_of_every_row():
     torch.manual_seed(3)
     w = torch.softmax(torch.randn(2, 3, 10, 10), dim=-1)
-    got = stats.share_to(w, (0, 9), L(causal=False))
+    got = stats.share_to(w, (0, 9), False)
     by_loops = sum(float(w[l_, h, i, 0] + w[l_, h, i, 9]) for l_ in range(2) for h in range(3) for i in range(10))
     assert got["mean"] == pytest.approx(by_loops / 60, rel=1e-6)
     assert got["per_layer"][1] == pytest.approx(float((w[1, :, :, 0] + w[1, :, :, 9]).mean()), rel=1e-6)
     assert got["even"] == pytest.approx(2 / 10)
     # causal: column 9 is seen by row 9 only; column 0 by every row i (1 / (i + 1) each)
     even = sum((1 / (i + 1)) + (1 / 10 if i == 9 else 0) for i in range(10)) / 10
-    assert stats.share_to(w, (0, 9), L())["even"] == pytest.approx(even)
-    assert stats.share_to(w, (), L())["mean"] == 0.0
+    assert stats.share_to(w, (0, 9), True)["even"] == pytest.approx(even)
+    assert stats.share_to(w, (), True)["mean"] == 0.0
 
 
 def test_anchors_both_ways_count_the_rows_on_either_side():
@@ -223,8 +223,8 @@ def test_anchors_both_ways_count_the_rows_on_either_side():
         w[i, i] = 0.4
         w[i, n - 1] += 0.4  # a [SEP] at the end: causally only its own row sees it
         w[i, 20] += 0.2
-    assert stats.anchors(w, L(causal=False), top=1)[0] == (n - 1, pytest.approx(0.4))
-    assert all(p != n - 1 for p, _ in stats.anchors(w, L(), top=3))  # causal: no row lies 8 after it
+    assert stats.anchors(w, False, top=1)[0] == (n - 1, pytest.approx(0.4))
+    assert all(p != n - 1 for p, _ in stats.anchors(w, True, top=3))  # causal: no row lies 8 after it
 
 
 def test_output_errors_both_ways_against_a_hand_made_bidirectional_softmax():

@@ -13,7 +13,6 @@ import streamlit as st
 import torch
 
 from attn import graph, methods, outputs, patterns, stats, topk
-from attn.layer import LayerAttention
 from attn.rows import BLOCK_CELLS
 from server.lru import CountLRU
 
@@ -243,7 +242,7 @@ def kept(text: str, model_id: str, window: int, hubs: tuple) -> Kept:
     """Share of the real weight a window (+ hubs) keeps, per layer and head."""
     a = _analysis(text, model_id)
     weights, sample = sampled_weights(a)
-    return _kept(stats.share_kept_by_pattern(weights, window, hubs, a.layers[0], sample=sample), sample)
+    return _kept(stats.share_kept_by_pattern(weights, window, hubs, a.causal, sample=sample), sample)
 
 
 def _kept(r: dict, sample) -> Kept:
@@ -258,7 +257,7 @@ def kept_and_sink(text: str, model_id: str, window: int, hub_sets: tuple) -> tup
     them: one pass instead of four)."""
     a = _analysis(text, model_id)
     weights, sample = sampled_weights(a)
-    got, (sink, spread) = stats.shares_kept_and_sink(weights, window, hub_sets, a.layers[0], sample=sample)
+    got, (sink, spread) = stats.shares_kept_and_sink(weights, window, hub_sets, a.causal, sample=sample)
     return tuple(_kept(r, sample) for r in got), sink, sampled(sample, spread)
 
 
@@ -280,13 +279,14 @@ def anchors(text: str, model_id: str, top: int = 5) -> list[tuple[int, float]]:
 def _anchors(text: str, model_id: str, top: int) -> list[tuple[int, float]]:
     a = _analysis(text, model_id)
     weights, sample = sampled_weights(a)
-    return stats.anchors(weights, a.layers[0], top=top, sample=sample)
+    return stats.anchors(weights, a.causal, top=top, sample=sample)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def reach_frames(n: int, window: int, layers: int, reads: LayerAttention) -> list[np.ndarray]:
-    """Which tokens reach which after 0…layers stacked windows, read as ``reads`` reads."""
-    return [graph.reach_after_layers(n, window, L, causal=reads.causal).numpy() for L in range(layers + 1)]
+def reach_frames(n: int, window: int, layers: int, causal: bool) -> list[np.ndarray]:
+    """Which tokens reach which after 0…layers stacked windows, looking back only (``causal``)
+    or both ways."""
+    return [graph.reach_after_layers(n, window, L, causal=causal).numpy() for L in range(layers + 1)]
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -312,10 +312,10 @@ def route(n: int, window: int, hubs: tuple, i: int, j: int) -> list[int]:
     return graph.route(torch.from_numpy(hop), graph.adjacency(n, window, hubs, False), i, j)
 
 
-def cells(n: int, reads: LayerAttention, window=None, hubs=()) -> int:
-    """Cells of a window (None: every pair) with hubs on n tokens, read as the model's
-    layer ``reads`` reads: looking back only, or both ways."""
-    return patterns.cells(n, window, hubs, reads.causal)
+def cells(n: int, causal: bool, window=None, hubs=()) -> int:
+    """Cells of a window (None: every pair) with hubs on n tokens, looking back only
+    (``causal``) or both ways."""
+    return patterns.cells(n, window, hubs, causal)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -339,7 +339,7 @@ def special_share(text: str, model_id: str) -> SpecialShare:
     layer too, beside what an even spread over each row's cells would give them."""
     a = _analysis(text, model_id)
     weights, sample = sampled_weights(a)
-    r = stats.share_to(weights, a.specials, a.layers[0], sample=sample)
+    r = stats.share_to(weights, a.specials, a.causal, sample=sample)
     return SpecialShare(tuple(r["columns"]), r["mean"], r["even"], tuple(r["per_layer"]), tuple(r["each"]),
                         sampled(sample, r.get("spread", 0.0)))
 

@@ -58,7 +58,7 @@ def hub_sets(hubs: tuple) -> tuple:
 def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     hubs, w = tuple(sorted(cfg["s4_hubs"])), cfg["s4_w"]
     n = a.n
-    cells_h = measures.cells(n, a.layers[0], w, hubs)
+    cells_h = measures.cells(n, a.causal, w, hubs)
     kept_w, kept_h, _ = measures.kept_and_sink(text, model_id, w, hub_sets(hubs))[0]
     hn = min(n, HOP_TOKENS)
     hop_hubs = tuple(h for h in hubs if h < hn) or (0,)

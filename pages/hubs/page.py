@@ -27,7 +27,7 @@ drawing.formula(t, r"\text{@cells} = O\big(n\,(w + g)\big) \ll n^2", t("hubs.for
 
 sm = page.summary()
 v: step.Numbers = sm.numbers
-cells_full = measures.cells(n, a.layers[0])
+cells_full = measures.cells(n, a.causal)
 (_, _, kept_s), sink_share, sink_rows = measures.kept_and_sink(text, model_id, w, step.hub_sets(hubs))
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(t("hubs.metric_cells", g=g), t.int(v.cells_h),

@@ -78,12 +78,12 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     rw, rl = cfg["s3_rw"], cfg["s3_rl"]
     n = a.n
     kept = measures.kept(text, model_id, w, ())
-    cells = measures.cells(n, a.layers[0], w)
+    cells = measures.cells(n, a.causal, w)
     fig, factor = heatmap(t, measures.grid(text, model_id, layer, head), a.tokens,
                           t("neighbours.grid_title", w=t.int(w), who=head_caption(t, a, layer, head)))
     figures.add_band(fig, n, w, name=t("neighbours.band_name", w=t.int(w)), causal=a.causal)
     rn = min(n, REACH_TOKENS)
-    frames = measures.reach_frames(rn, rw, rl, a.layers[0])
+    frames = measures.reach_frames(rn, rw, rl, a.causal)
     if a.causal:  # the last token drawn: every other one lies before it
         i = rn - 1
         formula_size, options = graph.reach_size(rw, rl), reach_options(rw, rl, rn)

@@ -35,7 +35,7 @@ with top:
     c1.metric(t("neighbours.metric_kept_shown"), t.pct(shown), help=t("neighbours.metric_kept_shown_help"))
     c2.metric(t("neighbours.metric_kept_all"), t.pct(kept.mean))
     c3.metric(t("neighbours.metric_cells"), t.int(v.cells),
-              delta=t("neighbours.metric_cells_delta", share=t.pct(v.cells / measures.cells(n, a.layers[0]))),
+              delta=t("neighbours.metric_cells_delta", share=t.pct(v.cells / measures.cells(n, a.causal))),
               **drawing.REFERENCE)
     if (said := sampled_note(t, kept.sampled)) is not None:  # a long text: read on a sample of its rows
         st.caption(said)
