@@ -37,6 +37,8 @@ from .analysis import Analysis
 from .budgets import model_token_budget
 from .tokens import Tokenizer, labels_from_offsets, words_from_offsets
 
+OWN_ROWS = 1024  # query rows the layer's own attention scores at a time on a long causal text
+
 _BASE_CACHE = 8  # unmodified hidden states kept (by token ids), for swaps on the same text
 _counter = itertools.count()
 # transformers' loading patches process-wide state while it builds a model (torch.nn.init's
@@ -158,9 +160,28 @@ class LoadedModel:
         else:
             # the own method and layers not swapped: the model's own pattern (its mask), through
             # the fused SDPA kernel
-            out = F.scaled_dot_product_attention(query, k, v, attn_mask=attention_mask, scale=scale,
-                                                 is_causal=attention_mask is None and self.causal)
+            out = self._own_sdpa(layer, query, k, v, attention_mask, scale)
         return out.transpose(1, 2).contiguous(), None  # (b, n, heads, d)
+
+    def _own_sdpa(self, layer: int, query, k, v, attention_mask, scale: float) -> torch.Tensor:
+        """The layer's own attention through the fused SDPA kernel, with the model's own mask.
+        On a long causal text, a block of OWN_ROWS query rows at a time, each with only the
+        keys its rows can see (those before its last row, and in a sliding layer not before
+        its first row's window): the mask is −∞ (False) on every other key, so the output
+        is the same, and the kernel no longer scores the n² pairs that the mask throws away
+        (a sliding layer of Gemma 3 at 8,192 tokens: 1/5 of them)."""
+        n = query.shape[2]
+        if attention_mask is None or not self.causal or n <= OWN_ROWS or tuple(attention_mask.shape[-2:]) != (n, n):
+            return F.scaled_dot_product_attention(query, k, v, attn_mask=attention_mask, scale=scale,
+                                                  is_causal=attention_mask is None and self.causal)
+        window = self.arch.layers[layer].window
+        out = []
+        for r0 in range(0, n, OWN_ROWS):
+            r1 = min(n, r0 + OWN_ROWS)
+            lo = 0 if window is None else max(0, r0 - window + 1)
+            out.append(F.scaled_dot_product_attention(query[:, :, r0:r1], k[:, :, lo:r1], v[:, :, lo:r1],
+                                                      attn_mask=attention_mask[..., r0:r1, lo:r1], scale=scale))
+        return torch.cat(out, dim=2)
 
     @property
     def has_head(self) -> bool:

@@ -189,6 +189,24 @@ def test_the_four_way_run_reproduces_the_model_with_its_own_layout_and_counts_it
         res.of("full")[2].operations / res.of("full")[1].operations)
 
 
+def test_the_models_own_attention_read_a_block_of_rows_at_a_time_is_the_models_own_output(tiny):
+    """On a long text the layer's own attention scores a block of rows at a time with the
+    keys those rows see (attn.model.OWN_ROWS): its hidden states equal transformers' own
+    eager attention on the whole grid (no plan), in the sliding layers (window 8) and the
+    full one; the last block a partial one."""
+    from attn import methods, model
+    from attn.model import Replace
+
+    n = 2 * model.OWN_ROWS + 300
+    ids = tiny.encode(text_of(n))[0][:n]
+    own = Replace(methods.own().name, frozenset(range(tiny.n_layers)), methods.Params(causal=True))
+    x = torch.tensor([ids])
+    got = tiny.run_plan(own, lambda: tiny.hidden(x))
+    want = tiny.base_hidden(ids)  # transformers' eager attention: every pair scored, the mask applied
+    assert got.shape == want.shape == (1, n, tiny.model.config.hidden_size)
+    torch.testing.assert_close(got, want, atol=2e-5, rtol=2e-5)
+
+
 def test_the_four_way_run_compares_positions_spread_over_the_whole_text():
     from attn import model_run
 
