@@ -12,7 +12,7 @@ import torch
 from . import arch as arch_
 from . import methods, patterns
 from .layer import LayerAttention
-from .rows import Weights
+from .rows import RowNorms, Weights
 
 
 @dataclass
@@ -44,6 +44,12 @@ class Analysis:
     # what it reads), and their share of the text's non-space characters
     changed: dict = field(default_factory=dict)
     changed_share: float = 0.0
+    # each row's softmax normaliser, kept as the rows are made (attn.rows.RowNorms: n numbers
+    # a head of a layer), so that a measure of a few cells a row needs no second pass
+    norms: RowNorms = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        self.norms = RowNorms(self.q.shape[0], self.q.shape[2], self.q.shape[3])
 
     @property
     def n(self) -> int:
@@ -59,7 +65,7 @@ class Analysis:
         100 bytes per token and 1 per character)."""
         held = (self.q, self.k, self.v, *(x for qk in self.prefix_qk.values() for x in qk), *self.biases.values())
         tensors = sum(x.element_size() * x.numel() for x in held)
-        return tensors + 100 * self.n + len(self.text)
+        return tensors + self.norms.nbytes + 100 * self.n + len(self.text)
 
     @property
     def n_heads(self) -> int:
@@ -81,7 +87,7 @@ class Analysis:
     def weights(self) -> Weights:
         """Every layer's attention weights, ``(layers, heads, n, n)``, as a view that is never
         held: its rows are recomputed a block at a time (:class:`attn.rows.Weights`)."""
-        return Weights(self.q, self.k, self.layers, self.biases)
+        return Weights(self.q, self.k, self.layers, self.biases, norms=self.norms)
 
     def rows(self, layer: int, head: int | None, positions) -> torch.Tensor:
         """float32 ``(len(positions), n)``: the weights of the rows at ``positions`` (ascending)

@@ -84,6 +84,39 @@ class RowSample:
         return 1.96 * se * rest / self.n
 
 
+class RowNorms:
+    """Each row's log-sum-exp (its softmax's normaliser), per (layer, head), kept as the rows
+    are made: n numbers a head, linear in the text. A row whose normaliser is known gives
+    its weight on any cell from that cell's score alone, exp(s − lse), so a measure that
+    reads a few cells a row (a narrow window, a few hub columns, the first token) needs no
+    pass over whole rows once a pass has been made (:meth:`Weights.kept_near`). Filled by
+    every block :meth:`Weights.narrow_heads` makes of a whole row (all of its columns)."""
+
+    def __init__(self, layers: int, heads: int, n: int):
+        self.values = torch.zeros(layers, heads, n)
+        self.known = torch.zeros(layers, heads, n, dtype=torch.bool)
+
+    @property
+    def nbytes(self) -> int:
+        return self.values.numel() * 5
+
+    def put(self, layer: int, heads: list[int], positions: torch.Tensor, lse: torch.Tensor) -> None:
+        h = torch.as_tensor(heads)[:, None]
+        self.values[layer][h, positions[None, :]] = lse
+        self.known[layer][h, positions[None, :]] = True
+
+    def get(self, layer: int, heads: list[int], positions: torch.Tensor) -> torch.Tensor | None:
+        """``(heads, rows)``, or None when some of them are not known yet."""
+        h = torch.as_tensor(heads)[:, None]
+        if not bool(self.known[layer][h, positions[None, :]].all()):
+            return None
+        return self.values[layer][h, positions[None, :]]
+
+
+NEAR_CELLS = 1 << 22  # gathered keys' elements at once in kept_near (16 MB in float32)
+NEAR_WIDTH = 256  # kept_near reads windows up to this many cells a row; a wider one makes a pass
+
+
 class Weights:
     """A ``(layers, heads, rows, columns)`` grid of attention weights that is never held:
     ``q`` ``(L, 1, H, n, d)`` and ``k`` ``(L, 1, KV, n, d)`` float32 (the model's own heads),
@@ -93,8 +126,9 @@ class Weights:
 
     def __init__(self, q, k, layers: tuple[LayerAttention, ...], biases: dict | None = None, *,
                  layer_ids=None, head_ids=None, rows: torch.Tensor | None = None, cols: int | None = None,
-                 keep: tuple[bool, bool] = (True, True)):
+                 keep: tuple[bool, bool] = (True, True), norms: RowNorms | None = None):
         self.q, self.k, self.layers, self.biases = q, k, layers, biases or {}
+        self.norms = norms  # the analysis' rows' normalisers, kept as rows are made (None: not kept)
         n = q.shape[3]
         self.layer_ids = list(range(q.shape[0])) if layer_ids is None else list(layer_ids)
         self.head_ids = list(range(q.shape[2])) if head_ids is None else list(head_ids)
@@ -119,7 +153,7 @@ class Weights:
 
     def _with(self, **kw) -> Weights:
         args = {"layer_ids": self.layer_ids, "head_ids": self.head_ids, "rows": self.rows, "cols": self.cols,
-                "keep": self._keep}
+                "keep": self._keep, "norms": self.norms}
         args.update(kw)
         return Weights(self.q, self.k, self.layers, self.biases, **args)
 
@@ -212,7 +246,76 @@ class Weights:
             sink = torch.tensor([rule.sinks[x] for x in heads], dtype=scores.dtype)[:, None, None]
             full = torch.cat([scores, sink.expand(*scores.shape[:-1], 1)], dim=-1)
             return torch.softmax(full, dim=-1, dtype=torch.float32)[..., :-1], lo
-        return torch.softmax(scores, dim=-1, dtype=torch.float32), lo
+        w = torch.softmax(scores, dim=-1, dtype=torch.float32)
+        if self.norms is not None and self.cols == self.q.shape[3]:  # whole rows: keep their normalisers
+            # lse = m − log w(m) at each row's largest score m, whose weight is the row's largest
+            # (at least 1/n: no underflow)
+            self.norms.put(layer, heads, positions, scores.amax(dim=-1) - w.amax(dim=-1).log())
+        return w, lo
+
+    def kept_near(self, window: int, hub_sets, causal: bool) -> tuple[list[torch.Tensor], torch.Tensor] | None:
+        """What :func:`attn.stats.shares_kept_and_sink` reads, from the rows' normalisers
+        (:class:`RowNorms`) instead of a pass over whole rows: each row's weight kept by a
+        window of ``window`` (looking back only when ``causal``, else both ways) with each
+        of ``hub_sets`` — ``(layers, heads, rows)`` each, as its pass would give — and each
+        row's weight on the first token. A row's kept cells are its window's and the hub
+        columns' (a hub row keeps its whole row: 1), each weight exp(s − lse) from its score
+        by the layer's own rule. None when a normaliser is not known yet, the window is wider
+        than NEAR_WIDTH, or a layer has learned sinks or a bias (then: the pass)."""
+        n = self.q.shape[3]
+        width = window if causal else 2 * window - 1
+        if self.norms is None or self.cols != n or window > NEAR_WIDTH:
+            return None
+        if any(self.layers[x].sinks is not None or self.biases.get(x) is not None for x in self.layer_ids):
+            return None
+        lses = [self.norms.get(x, self.head_ids, self.rows) for x in self.layer_ids]
+        if any(x is None for x in lses):
+            return None
+        sets = [tuple(sorted({int(h) for h in hubs})) for hubs in hub_sets]
+        columns = sorted({0, *(h for hubs in sets for h in hubs)})
+        kept = [torch.empty(len(self.layer_ids), len(self.head_ids), self.rows.numel()) for _ in sets]
+        first = torch.empty(len(self.layer_ids), len(self.head_ids), self.rows.numel())
+        offsets = torch.arange(width) if causal else torch.arange(-(window - 1), window)
+        chunk = max(1, NEAR_CELLS // (width * self.q.shape[-1]))
+        for li, layer in enumerate(self.layer_ids):
+            for s in range(0, self.rows.numel(), chunk):
+                pos = self.rows[s:s + chunk]
+                lse = lses[li][:, s:s + chunk, None]  # (H, r, 1)
+                near = pos[:, None] - offsets[None, :]  # (r, width): the window's cells of each row
+                inside = (near >= 0) & (near < n)
+                near_w = self._cell_weights(layer, pos, near.clamp(0, n - 1), lse) * inside
+                cols = torch.tensor(columns)[None, :].expand(pos.numel(), -1)
+                col_w = self._cell_weights(layer, pos, cols, lse)  # (H, r, columns)
+                in_window = ((pos[:, None] - cols) < window) & ((pos[:, None] - cols) >= (0 if causal else
+                                                                                           -(window - 1)))
+                ahead = (cols <= pos[:, None]) if causal else torch.ones_like(in_window)
+                base = near_w.sum(dim=-1)
+                first[li, :, s:s + chunk] = col_w[..., columns.index(0)]
+                for x, hubs in enumerate(sets):
+                    extra = torch.tensor([c in hubs for c in columns])[None, :] & ~in_window & ahead
+                    got = base + (col_w * extra).sum(dim=-1)
+                    hub_row = torch.isin(pos, torch.tensor(hubs, dtype=torch.int64))
+                    kept[x][li, :, s:s + chunk] = torch.where(hub_row[None, :], 1.0, got)
+        shape = tuple(d for d, shown in zip((len(self.layer_ids), len(self.head_ids)), self._keep) if shown)
+        return [k.reshape(*shape, -1) for k in kept], first.reshape(*shape, -1)
+
+    def _cell_weights(self, layer: int, positions: torch.Tensor, cols: torch.Tensor, lse: torch.Tensor):
+        """float32 ``(heads, r, c)``: the weights of the cells (positions[i], cols[i, c]) of the
+        chosen heads, each exp(s − lse) from its score by the layer's rule (0 where the layer
+        does not read it: its direction, its own window)."""
+        rule = self.layers[layer]
+        kv, n_heads = self.k.shape[2], self.q.shape[2]
+        q = self.q[layer, 0, :, positions][self.head_ids]  # (H, r, d)
+        raw = torch.empty(len(self.head_ids), *cols.shape)
+        for g in sorted({x * kv // n_heads for x in self.head_ids}):
+            mine = [i for i, x in enumerate(self.head_ids) if x * kv // n_heads == g]
+            keys = self.k[layer, 0, g][cols]  # (r, c, d)
+            raw[mine] = torch.einsum("hrd,rcd->hrc", q[mine], keys)
+        i = positions[:, None]
+        reads = (cols <= i) if rule.causal else torch.ones_like(cols, dtype=torch.bool)
+        if rule.window is not None:
+            reads = reads & ((i - cols).abs() < rule.window)
+        return (rule.score(raw) - lse).exp() * reads
 
     def _groups(self, layer: int, positions: torch.Tensor):
         """The positions of a block split where a window layer's rows lie far apart (a sample

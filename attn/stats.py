@@ -281,8 +281,21 @@ def share_kept_by_pattern(weights, window: int, hubs, causal: bool, sample: RowS
     (``causal``: each token looks back only): per layer and head (``(L, H)``), per
     layer and overall, for weights ``(L, H, n, n)`` (or a ``sample`` of their rows)."""
     n = weights.shape[-1]
-    mod = patterns.pattern(n, window, patterns.check_hubs(n, hubs), causal)
+    hubs = patterns.check_hubs(n, hubs)
+    near = _near(weights, window, [hubs], causal)
+    if near is not None:  # the rows' normalisers are known: the window's cells and the hubs' alone
+        return kept_by_rows(near[0][0], _sample(weights, sample))
+    mod = patterns.pattern(n, window, hubs, causal)
     return kept_by_rows(kept_rows(weights, patterns.rows_of(mod, n)), _sample(weights, sample))
+
+
+def _near(weights, window: int, hub_sets: Sequence, causal: bool):
+    """Each row's kept weight for a window with each hub set, and its weight on the first
+    token, read from the rows' normalisers (attn.rows.Weights.kept_near) — None where they
+    are not known, or for a plain tensor (then: a pass over the rows)."""
+    if not isinstance(weights, Weights):
+        return None
+    return weights.kept_near(patterns.check_window(window), hub_sets, causal)
 
 
 def shares_kept_and_sink(weights, window: int, hub_sets: Sequence, causal: bool,
@@ -290,9 +303,13 @@ def shares_kept_and_sink(weights, window: int, hub_sets: Sequence, causal: bool,
     """:func:`share_kept_by_pattern` for a window with each of ``hub_sets``, and the sink
     (:func:`sink_rows`: the first token's share), read in one pass over the rows."""
     n = weights.shape[-1]
-    mods = [patterns.rows_of(patterns.pattern(n, window, patterns.check_hubs(n, hubs), causal), n)
-            for hubs in hub_sets]
-    *kept, first = kept_rows_many(weights, [*mods, _first_column])
+    hub_sets = [patterns.check_hubs(n, hubs) for hubs in hub_sets]
+    near = _near(weights, window, hub_sets, causal)
+    if near is not None:  # the rows' normalisers are known: no second pass over whole rows
+        kept, first = near
+    else:
+        mods = [patterns.rows_of(patterns.pattern(n, window, hubs, causal), n) for hubs in hub_sets]
+        *kept, first = kept_rows_many(weights, [*mods, _first_column])
     sample = _sample(weights, sample)
     return [kept_by_rows(k, sample) for k in kept], _sink_of(first, sample)
 

@@ -7,6 +7,7 @@ and its time printed.
     python -m bench.pages --tokens 1024             # cut at 1,024 tokens (ATLAS_MAX_TOKENS)
     python -m bench.pages --tokens 1024 --ahead
     python -m bench.pages --lang pt                 # the whole sample (8,121 tokens on a CPU)
+    python -m bench.pages --tokens 1024 --steps hubs  # step 4 opened straight after step 1
 
 Prints a table, the process's peak memory and the machine's matmul rate beside the
 times (attn.bench.matmul_gflops): compare runs of one machine, in one sitting.
@@ -29,6 +30,7 @@ def main() -> None:
     ap.add_argument("--lang", default="en", choices=("en", "ja", "pt"))
     ap.add_argument("--tokens", type=int, default=None, help="ATLAS_MAX_TOKENS (default: the device's budget)")
     ap.add_argument("--ahead", action="store_true", help="wait for the background build before the other pages")
+    ap.add_argument("--steps", nargs="*", default=None, help="the steps opened after step 1, by id (default: all)")
     args = ap.parse_args()
     os.environ.update({"ATLAS_MODEL": "gemma", "ATLAS_FLEX_WARMUP": "0", "ATLAS_ROOM_WORKER": "0",
                        "ATLAS_BUILD_AHEAD": "1" if args.ahead else "0"})
@@ -52,7 +54,7 @@ def main() -> None:
             if th.name == "atlas-class-summaries":
                 th.join()
         print(f"background build: {time.perf_counter() - t:.1f} s after step 1")
-    for step in walk.steps()[1:]:
+    for step in [walk.get(x) for x in args.steps] if args.steps else walk.steps()[1:]:
         t = time.perf_counter()
         at.switch_page(page_of(step.page)).run()
         first = time.perf_counter() - t

@@ -159,6 +159,71 @@ def test_step_4s_shares_and_sink_read_in_one_pass_equal_each_cell_counted_by_han
     assert sink == pytest.approx(float(dense[..., 1:, 0].mean()), rel=1e-5) and spread == 0.0
 
 
+def kept_by_hand(dense: torch.Tensor, w: int, hubs, causal: bool) -> torch.Tensor:
+    """Each row's kept weight ``(L, H, n)``, summed cell by cell over the dense grid: (i, j) is
+    kept when it is read (j ≤ i in a causal model) and i − j < w (|i − j| < w both ways), or j
+    is a hub, or i is one."""
+    n = dense.shape[-1]
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    h = torch.tensor(hubs, dtype=torch.long)
+    near = (i - j < w) & (j <= i) if causal else (i - j).abs() < w
+    keep = near | torch.isin(j, h) | torch.isin(i, h)
+    return (dense * (keep & (j <= i) if causal else keep)).sum(-1)
+
+
+@pytest.mark.parametrize("family", ["tiny", "bert", "gemma2", "mistral"])
+def test_once_a_pass_kept_each_rows_normaliser_step_4_reads_only_the_windows_and_hubs_cells(family, tiny, tmp_path):
+    """After one pass over the rows (which keeps each row's log-sum-exp: attn.rows.RowNorms),
+    step 4's kept shares and the sink are read from the window's cells and the hub columns
+    alone (Weights.kept_near), and equal the dense grid summed cell by cell: a causal model
+    with sliding layers (the tiny one, window 8), an encoder (both ways), a soft cap, grouped
+    key heads. Before the pass, nothing is known and the pass is made."""
+    if family == "tiny":
+        m, text = tiny, text_of(300)
+    else:
+        from attn import folders
+        from harness import model_folders as mf
+
+        m, text = folders.load_folder(mf.build(family, tmp_path / family), device="cpu"), text_of(100)
+    a = m.analyze(text, max_tokens=120)
+    n, w, sets = a.n, 5, ((), (3, 40), (0,))
+    fresh = a.weights()
+    assert fresh.kept_near(w, sets, a.causal) is None  # no row made yet: its normaliser unknown
+    dense = fresh.dense().double()  # a pass over every row: their normalisers kept
+    assert bool(a.norms.known.all())
+    near, first = a.weights().kept_near(w, sets, a.causal)
+    for hubs, got in zip(sets, near):
+        torch.testing.assert_close(got.double(), kept_by_hand(dense, w, hubs, a.causal), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(first.double(), dense[..., 0], rtol=1e-5, atol=1e-6)
+    got, (sink, _) = stats.shares_kept_and_sink(a.weights(), w, sets, a.causal)
+    assert got[1]["mean"] == pytest.approx(float(kept_by_hand(dense, w, sets[1], a.causal).mean()), rel=1e-5)
+    assert sink == pytest.approx(float(dense[..., 1:, 0].mean()), rel=1e-5)
+    assert n > 40
+
+
+def test_on_a_row_sample_the_normalisers_read_give_the_passs_own_shares(tiny):
+    """On a long text's row sample, a pass keeps the sampled rows' normalisers; the shares read
+    from them then equal the pass's own (the same rows, each standing for its stretch); a layer
+    with learned sinks or a bias, or a window wider than NEAR_WIDTH, is left to the pass."""
+    from attn import rows
+
+    a = tiny.analyze(text_of(3000), max_tokens=3000)
+    sample = RowSample.spread(a.n, 1024, 1024)
+    view = a.weights().at(sample.positions)
+    sets = ((), (0, 7, 2500), (0,))
+    assert view.kept_near(16, sets, True) is None
+    by_pass, by_pass_sink = stats.shares_kept_and_sink(view, 16, sets, True, sample=sample)  # the pass: norms kept
+    near = a.weights().at(sample.positions).kept_near(16, sets, True)
+    assert near is not None
+    got, got_sink = stats.shares_kept_and_sink(a.weights().at(sample.positions), 16, sets, True, sample=sample)
+    for x, y in zip(got, by_pass):
+        torch.testing.assert_close(x["per_head"], y["per_head"], rtol=1e-5, atol=1e-6)
+        assert x["spread"] == pytest.approx(y["spread"], rel=1e-4) and x["spread"] > 0
+    assert got_sink == pytest.approx(by_pass_sink, rel=1e-5)
+    assert a.weights().kept_near(rows.NEAR_WIDTH + 1, sets, True) is None
+    assert a.weights().kept_near(16, sets, True) is None  # the rows outside the sample: never made
+
+
 # --- step 7 on the model itself ----------------------------------------------------------
 
 

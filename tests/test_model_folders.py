@@ -145,7 +145,8 @@ def test_an_encoders_prefixes_are_its_own_runs_on_those_tokens(loaded, family):
         assert (corner - want).abs().max() > 4 * 5e-4  # the whole run's corner is another thing
     # what the analysis holds counts the prefixes' queries and keys: layers·(heads + kv heads)·Σm·d·4 bytes more
     extra = an.n_layers * (an.n_heads + m.kv_heads) * sum(an.prefix_qk) * m.head_dim * 4
-    assert an.nbytes - extra == sum(x.element_size() * x.numel() for x in (an.q, an.k, an.v)) \
+    norms = an.n_layers * an.n_heads * an.n * 5  # each row's normaliser (float32) and whether it is known
+    assert an.nbytes - extra == sum(x.element_size() * x.numel() for x in (an.q, an.k, an.v)) + norms \
         + 100 * an.n + len(an.text)
     assert m.arch.analysis_bytes(an.n) == sum(x.element_size() * x.numel() for x in (an.q, an.k, an.v)) + extra
     # the closing token is the tokenizer's own end, never an unknown word the text ends on
