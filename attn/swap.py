@@ -32,7 +32,8 @@ from . import composition, methods, patterns
 from .model import LoadedModel, Replace
 
 SWAP_MAX_TOKENS = 256
-_LOGIT_CHUNK = 32  # positions whose next-token distributions are held at once
+_LOGIT_CHUNK = 64  # positions whose next-token distributions are held at once (64 × 262,144 float32: 67 MB;
+# the head's weights are read once a chunk, so 32 took half as long again: bench/model_sweep.py)
 WINDOWS = (4, 16, 64)  # the standard sweep's windows
 MASKED_POSITIONS = 32  # an encoder's positions masked and predicted, each in its own copy
 MASK_SEED = 0  # the same positions for every swap of a text
