@@ -32,7 +32,8 @@ def main() -> None:
     swaps = swap.standard_sweep((0,), min(8, model.n_layers - 1), sliding=any(x.sliding for x in layers),
                                 n_layers=model.n_layers,
                                 sliding_layers=tuple(i for i, x in enumerate(layers) if x.sliding))
-    print(f"matmul {matmul_gflops('cpu'):.0f} GFLOP/s · {len(swaps)} swaps on {swap.SWAP_MAX_TOKENS} tokens ({args.lang})")
+    print(f"matmul {matmul_gflops('cpu'):.0f} GFLOP/s · {len(swaps)} swaps "
+          f"on {swap.SWAP_MAX_TOKENS} tokens ({args.lang})")
     print("\n| positions a chunk | the sweep | a swap |\n|---:|---:|---:|")
     kept = swap._LOGIT_CHUNK
     results = []
