@@ -167,21 +167,35 @@ class LoadedModel:
         """The layer's own attention through the fused SDPA kernel, with the model's own mask.
         On a long causal text, a block of OWN_ROWS query rows at a time, each with only the
         keys its rows can see (those before its last row, and in a sliding layer not before
-        its first row's window): the mask is −∞ (False) on every other key, so the output
-        is the same, and the kernel no longer scores the n² pairs that the mask throws away
-        (a sliding layer of Gemma 3 at 8,192 tokens: 1/5 of them)."""
+        its first row's window): where the mask (a boolean grid: _bool_mask) is False on
+        every other key, the output is the same, and the kernel no longer scores the n² pairs
+        that the mask throws away (a sliding layer of Gemma 3 at 8,192 tokens: 1/5 of them).
+        A mask that lets a block's rows see any key outside its band (a model whose mask
+        reads ahead somewhere, or a window wider than the one read from its config), or one
+        that is not boolean, runs on the whole grid."""
         n = query.shape[2]
-        if attention_mask is None or not self.causal or n <= OWN_ROWS or tuple(attention_mask.shape[-2:]) != (n, n):
+        whole = (attention_mask is None or not self.causal or n <= OWN_ROWS or attention_mask.dtype != torch.bool
+                 or tuple(attention_mask.shape[-2:]) != (n, n))
+        bands = [] if whole else self._bands(layer, attention_mask, n)
+        if not bands:
             return F.scaled_dot_product_attention(query, k, v, attn_mask=attention_mask, scale=scale,
                                                   is_causal=attention_mask is None and self.causal)
+        return torch.cat([F.scaled_dot_product_attention(query[:, :, r0:r1], k[:, :, lo:r1], v[:, :, lo:r1],
+                                                         attn_mask=attention_mask[..., r0:r1, lo:r1], scale=scale)
+                          for r0, r1, lo in bands], dim=2)
+
+    def _bands(self, layer: int, mask: torch.Tensor, n: int) -> list[tuple[int, int, int]]:
+        """Each block of OWN_ROWS rows with the first key its rows can see, (r0, r1, lo); []
+        when the mask lets a block's rows see a key outside [lo, r1)."""
         window = self.arch.layers[layer].window
-        out = []
+        bands = []
         for r0 in range(0, n, OWN_ROWS):
             r1 = min(n, r0 + OWN_ROWS)
             lo = 0 if window is None else max(0, r0 - window + 1)
-            out.append(F.scaled_dot_product_attention(query[:, :, r0:r1], k[:, :, lo:r1], v[:, :, lo:r1],
-                                                      attn_mask=attention_mask[..., r0:r1, lo:r1], scale=scale))
-        return torch.cat(out, dim=2)
+            if bool(mask[..., r0:r1, :lo].any()) or bool(mask[..., r0:r1, r1:].any()):
+                return []
+            bands.append((r0, r1, lo))
+        return bands
 
     @property
     def has_head(self) -> bool:

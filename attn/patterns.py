@@ -106,7 +106,7 @@ def whole_number(value, name: str, why: str) -> int:
     if not isinstance(value, int):
         try:
             as_int = int(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(bad) from None
         if as_int != value:
             raise ValueError(bad)

@@ -107,7 +107,8 @@ class RoomNumbers:
         layouts): 1 had no version, and before encoders no ``causal`` (every text was read
         by a causal model); 1 and 2 name no model ("": drawn on every model's charts, as
         they were); before 4 no ``kept_top`` (None: not measured, and said so); before 5 no
-        step's own record ({}: each step says its numbers were not measured)."""
+        step's own record ({}: each step says its numbers were not measured); a step's entry
+        without a version or a record is left out (that step: not measured)."""
         version = raw.get("version", 1)
         if version > VERSION:
             raise ValueError(f"room numbers of layout {version}, newer than this release's {VERSION}")
@@ -126,7 +127,8 @@ class RoomNumbers:
             kept_top=({int(w): KeptShare(v["mean"], tuple(v["layers"])) for w, v in raw["kept_top"].items()}
                       if raw.get("kept_top") is not None else None),
             steps={str(step): {"version": int(own["version"]), "record": own["record"]}
-                   for step, own in (raw.get("steps") or {}).items()})
+                   for step, own in (raw.get("steps") or {}).items()
+                   if isinstance(own, dict) and isinstance(own.get("version"), int) and "record" in own})
 
 
 def _r(x: float) -> float:

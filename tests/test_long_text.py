@@ -272,6 +272,24 @@ def test_the_models_own_attention_read_a_block_of_rows_at_a_time_is_the_models_o
     torch.testing.assert_close(got, want, atol=2e-5, rtol=2e-5)
 
 
+def test_a_mask_that_reads_outside_the_band_runs_the_layers_own_attention_on_the_whole_grid(tiny, monkeypatch):
+    """Where the model's mask lets a block's rows see keys the band leaves out (here: a
+    window read as 4 while the mask keeps the model's 8), the band is not used: the output is
+    still transformers' own."""
+    import dataclasses
+
+    from attn import methods, model
+    from attn.model import Replace
+
+    narrow = tuple(4 if w else w for w in tiny.arch.windows)
+    monkeypatch.setattr(tiny, "arch", dataclasses.replace(tiny.arch, windows=narrow))
+    n = model.OWN_ROWS + 200
+    ids = tiny.encode(text_of(n))[0][:n]
+    own = Replace(methods.own().name, frozenset(range(tiny.n_layers)), methods.Params(causal=True))
+    got = tiny.run_plan(own, lambda: tiny.hidden(torch.tensor([ids])))
+    torch.testing.assert_close(got, tiny.base_hidden(ids), atol=2e-5, rtol=2e-5)
+
+
 def test_the_four_way_run_compares_positions_spread_over_the_whole_text():
     from attn import model_run
 

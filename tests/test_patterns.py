@@ -49,7 +49,7 @@ def test_window_of_n_or_more_is_full_attention():
         assert patterns.cells(n, n + 5, (), False) == n * n
 
 
-@pytest.mark.parametrize("bad", [0, -3, 2.5, "4", None, True])
+@pytest.mark.parametrize("bad", [0, -3, 2.5, "4", None, True, float("inf")])
 def test_bad_window_raises_value_error(bad):
     with pytest.raises(ValueError, match="window"):
         patterns.check_window(bad)

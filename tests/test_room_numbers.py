@@ -256,6 +256,29 @@ def test_a_steps_own_room_record_is_read_in_its_own_layouts_and_none_where_it_wa
     assert step.room_record(made(steps={"text-length": {"version": 3, "record": {"tokens": 7}}})) is None
     assert step.room_record(made()) is None and step.room_record(made(steps={"other": {"version": 1}})) is None
     assert Step("x", order=1, icon="", page="").room_record(made(steps={"x": {"version": 1, "record": {}}})) is None
+    assert step.room_record(made(steps={"text-length": {"version": 2, "record": {"chars": 40}}})) is None  # unreadable
+    kept = room_numbers.RoomNumbers.from_json({**made().to_json(), "steps": {
+        "text-length": {"version": 2, "record": {"tokens": 7}}, "broken": {"record": {}}, "odd": [1, 2]}})
+    assert kept.steps == {"text-length": {"version": 2, "record": {"tokens": 7}}}  # the malformed ones left out
+
+
+def test_a_step_whose_own_room_measure_fails_is_left_out_and_the_others_keep_theirs(monkeypatch, caplog):
+    """The room's worker runs each step's own measure on a text; one that raises, or gives
+    what JSON cannot hold, is left out (logged), the others' records are kept."""
+    import types
+
+    from ui import room_work, walk
+    from ui.step_parts import RoomMeasure, Step
+
+    def plain(name, measure):
+        return Step(name, order=len(name), icon="", page="", room_measure=RoomMeasure(
+            1, measure=measure, to_json=lambda x: {"x": x}, from_json=lambda raw, v: raw["x"]))
+
+    steps = (plain("a", lambda a: a.n), plain("bb", lambda a: 1 / 0), plain("ccc", lambda a: object()))
+    monkeypatch.setattr(walk, "pages", lambda: steps)
+    got = room_work.steps_own(types.SimpleNamespace(n=12))
+    assert got == {"a": {"version": 1, "record": {"x": 12}}}
+    assert "bb" in caplog.text and "ccc" in caplog.text
 
 
 @pytest.mark.parametrize("causal", [True, False])

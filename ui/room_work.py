@@ -10,6 +10,7 @@ a replica that offers theirs), its lease renewed while it is."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import secrets
 import threading
@@ -54,10 +55,21 @@ def measure(claim, model_id: str) -> room_numbers.RoomNumbers:
 
 def steps_own(a) -> dict:
     """What each step that declares a measure of its own (ui.step_parts.RoomMeasure) keeps of
-    an analysed text: step id → its layout version and its record as JSON."""
-    return {step.id: {"version": step.room_measure.version,
-                      "record": step.room_measure.to_json(step.room_measure.measure(a))}
-            for step in walk.pages() if step.room_measure is not None}
+    an analysed text: step id → its layout version and its record as JSON. A step whose
+    measure fails (or gives what JSON cannot hold) is left out and logged: its charts say the
+    text was not measured, and every other step keeps its numbers."""
+    out = {}
+    for step in walk.pages():
+        if step.room_measure is None:
+            continue
+        try:
+            record = step.room_measure.to_json(step.room_measure.measure(a))
+            json.dumps(record)
+        except Exception:
+            logging.getLogger(__name__).exception("step %s's own measure of a room text", step.id)
+            continue
+        out[step.id] = {"version": step.room_measure.version, "record": record}
+    return out
 
 
 class Renewing:

@@ -9,6 +9,7 @@ No Streamlit here."""
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -172,12 +173,16 @@ class Step:
 
     def room_record(self, numbers) -> Any:
         """Its own record of a room text (``numbers``: the text's RoomNumbers), or None where
-        it was not measured: a text measured before the step declared it, or kept in a
-        layout newer than this release reads."""
+        it was not measured: a text measured before the step declared it, kept in a layout
+        newer than this release reads, or one its ``from_json`` cannot read (logged)."""
         own = numbers.steps.get(self.id) if self.room_measure is not None else None
         if own is None or own["version"] > self.room_measure.version:
             return None
-        return self.room_measure.from_json(own["record"], own["version"])
+        try:
+            return self.room_measure.from_json(own["record"], own["version"])
+        except Exception:  # a record the step cannot read: not measured, rather than a broken room
+            logging.getLogger(__name__).exception("step %s's own room record could not be read", self.id)
+            return None
 
     def matched_to(self, qid: str) -> Matched | None:
         """The matched question of its question ``qid``, if it declares one."""
