@@ -149,7 +149,9 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
             if not page.questions:
                 continue
             slug = page.questions[0].replace(".", "_")
-            teacher.get_by_role("button", name=i18n.translate("en", "vote.open")).click()
+            # her page's own run (the class's pages are built in the background beside it, and the
+            # other test process runs its own browsers): up to a minute on a busy 2-core machine
+            teacher.get_by_role("button", name=i18n.translate("en", "vote.open")).click(timeout=60_000)
             for pg in students.values():  # every phone picks an option as soon as the vote reaches it
                 pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').first.wait_for(timeout=15_000)
                 # nothing answers it yet: the step's numbers leave as the held page's run ends (Streamlit
