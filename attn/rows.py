@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import patterns
 from .layer import LayerAttention
 
 BLOCK_CELLS = 1 << 21  # weights recomputed at once (8 MB in float32): one block of rows of one (layer, head)
@@ -255,15 +256,15 @@ class Weights:
 
     def kept_near(self, window: int, hub_sets, causal: bool) -> tuple[list[torch.Tensor], torch.Tensor] | None:
         """What :func:`attn.stats.shares_kept_and_sink` reads, from the rows' normalisers
-        (:class:`RowNorms`) instead of a pass over whole rows: each row's weight kept by a
-        window of ``window`` (looking back only when ``causal``, else both ways) with each
-        of ``hub_sets`` — ``(layers, heads, rows)`` each, as its pass would give — and each
-        row's weight on the first token. A row's kept cells are its window's and the hub
-        columns' (a hub row keeps its whole row: 1), each weight exp(s − lse) from its score
-        by the layer's own rule. None when a normaliser is not known yet, the window is wider
+        (:class:`RowNorms`) instead of a pass over whole rows: each row's weight kept by the
+        pattern of a window of ``window`` with each of ``hub_sets`` (attn.patterns.pattern,
+        looking back only when ``causal``) — ``(layers, heads, rows)`` each, as its pass would
+        give — and each row's weight on the first token. Only the cells such a pattern can
+        keep in a row are scored: the window's band and the hub columns (a hub row, which
+        may keep its whole row, is read whole), each weight exp(s − lse) from its score by
+        the layer's own rule. None when a normaliser is not known yet, the window is wider
         than NEAR_WIDTH, or a layer has learned sinks or a bias (then: the pass)."""
         n = self.q.shape[3]
-        width = window if causal else 2 * window - 1
         if self.norms is None or self.cols != n or window > NEAR_WIDTH:
             return None
         if any(self.layers[x].sinks is not None or self.biases.get(x) is not None for x in self.layer_ids):
@@ -272,49 +273,52 @@ class Weights:
         if any(x is None for x in lses):
             return None
         sets = [tuple(sorted({int(h) for h in hubs})) for hubs in hub_sets]
-        columns = sorted({0, *(h for hubs in sets for h in hubs)})
+        mods = [patterns.pattern(n, window, hubs, causal) for hubs in sets]
+        hub_rows = torch.tensor(sorted({h for hubs in sets for h in hubs}), dtype=torch.int64)
+        columns = torch.tensor(sorted({0, *hub_rows.tolist()}), dtype=torch.int64)
+        offsets = torch.arange(window) if causal else torch.arange(-(window - 1), window)  # the band, past to future
         kept = [torch.empty(len(self.layer_ids), len(self.head_ids), self.rows.numel()) for _ in sets]
         first = torch.empty(len(self.layer_ids), len(self.head_ids), self.rows.numel())
-        offsets = torch.arange(width) if causal else torch.arange(-(window - 1), window)
-        chunk = max(1, NEAR_CELLS // (width * self.q.shape[-1]))
+        chunk = max(1, NEAR_CELLS // ((offsets.numel() + columns.numel()) * self.q.shape[-1]))
         for li, layer in enumerate(self.layer_ids):
             for s in range(0, self.rows.numel(), chunk):
                 pos = self.rows[s:s + chunk]
                 lse = lses[li][:, s:s + chunk, None]  # (H, r, 1)
-                near = pos[:, None] - offsets[None, :]  # (r, width): the window's cells of each row
-                inside = (near >= 0) & (near < n)
-                near_w = self._cell_weights(layer, pos, near.clamp(0, n - 1), lse) * inside
-                cols = torch.tensor(columns)[None, :].expand(pos.numel(), -1)
-                col_w = self._cell_weights(layer, pos, cols, lse)  # (H, r, columns)
-                in_window = ((pos[:, None] - cols) < window) & ((pos[:, None] - cols) >= (0 if causal else
-                                                                                           -(window - 1)))
-                ahead = (cols <= pos[:, None]) if causal else torch.ones_like(in_window)
-                base = near_w.sum(dim=-1)
-                first[li, :, s:s + chunk] = col_w[..., columns.index(0)]
-                for x, hubs in enumerate(sets):
-                    extra = torch.tensor([c in hubs for c in columns])[None, :] & ~in_window & ahead
-                    got = base + (col_w * extra).sum(dim=-1)
-                    hub_row = torch.isin(pos, torch.tensor(hubs, dtype=torch.int64))
-                    kept[x][li, :, s:s + chunk] = torch.where(hub_row[None, :], 1.0, got)
+                near = pos[:, None] - offsets[None, :]  # (r, band): each row's band of cells
+                cols = columns[None, :].expand(pos.numel(), -1)
+                cells = torch.cat([near.clamp(0, n - 1), cols], dim=1)
+                w = self._cell_weights(layer, pos, cells, lse)  # (H, r, band + columns)
+                first[li, :, s:s + chunk] = w[..., offsets.numel() + int((columns == 0).nonzero())]
+                # each cell once: a band cell inside the text, a hub column outside the row's band
+                once = torch.cat([(near >= 0) & (near < n), ~(cols[:, :, None] == near[:, None, :]).any(-1)], dim=1)
+                whole = torch.isin(pos, hub_rows)
+                for x, mod in enumerate(mods):
+                    got = (w * (mod(0, 0, pos[:, None], cells) & once)).sum(dim=-1)
+                    if bool(whole.any()):  # a hub row's pattern may reach any cell: read it whole
+                        got[:, whole] = self._kept_whole(layer, pos[whole], lses[li][:, s:s + chunk][:, whole], mod)
+                    kept[x][li, :, s:s + chunk] = got
         shape = tuple(d for d, shown in zip((len(self.layer_ids), len(self.head_ids)), self._keep) if shown)
         return [k.reshape(*shape, -1) for k in kept], first.reshape(*shape, -1)
+
+    def _kept_whole(self, layer: int, positions: torch.Tensor, lse: torch.Tensor, mod) -> torch.Tensor:
+        """``(heads, r)``: the weight each of a few rows keeps under the pattern ``mod``,
+        every cell of the row scored."""
+        cells = torch.arange(self.q.shape[3])[None, :].expand(positions.numel(), -1)
+        w = self._cell_weights(layer, positions, cells, lse[..., None])
+        return (w * mod(0, 0, positions[:, None], cells)).sum(dim=-1)
 
     def _cell_weights(self, layer: int, positions: torch.Tensor, cols: torch.Tensor, lse: torch.Tensor):
         """float32 ``(heads, r, c)``: the weights of the cells (positions[i], cols[i, c]) of the
         chosen heads, each exp(s − lse) from its score by the layer's rule (0 where the layer
-        does not read it: its direction, its own window)."""
+        does not read it: its own pattern, attn.patterns.pattern of its window and direction)."""
         rule = self.layers[layer]
         kv, n_heads = self.k.shape[2], self.q.shape[2]
         q = self.q[layer, 0, :, positions][self.head_ids]  # (H, r, d)
         raw = torch.empty(len(self.head_ids), *cols.shape)
         for g in sorted({x * kv // n_heads for x in self.head_ids}):
             mine = [i for i, x in enumerate(self.head_ids) if x * kv // n_heads == g]
-            keys = self.k[layer, 0, g][cols]  # (r, c, d)
-            raw[mine] = torch.einsum("hrd,rcd->hrc", q[mine], keys)
-        i = positions[:, None]
-        reads = (cols <= i) if rule.causal else torch.ones_like(cols, dtype=torch.bool)
-        if rule.window is not None:
-            reads = reads & ((i - cols).abs() < rule.window)
+            raw[mine] = torch.einsum("hrd,rcd->hrc", q[mine], self.k[layer, 0, g][cols])
+        reads = patterns.pattern(self.q.shape[3], rule.window, (), rule.causal)(0, 0, positions[:, None], cols)
         return (rule.score(raw) - lse).exp() * reads
 
     def _groups(self, layer: int, positions: torch.Tensor):
