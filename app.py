@@ -4,6 +4,7 @@ attention escape it — on the reader's own text, with a real model.
     bash scripts/run.sh   (streamlit run app.py, through launch.py)
 """
 
+import os
 from contextlib import nullcontext
 
 import streamlit as st
@@ -15,10 +16,13 @@ from ui import (glossary, handout, keys, page_run, served_model, session, share,
 from ui.classroom import gate, handle, membership, panel, teacher, vote_results
 from ui.i18n import LANGS
 
+ICON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "icon.png")
+
 if PagesManager.uses_pages_directory:  # `streamlit run app.py` by hand: a fresh server takes pages/ for
     PagesManager.uses_pages_directory = False  # Streamlit's older folder mode (launch.py turns it off before
     st.rerun()  # the first visitor); off for good, and run again through this file's navigation
-st.set_page_config(page_title="Attention Atlas", page_icon=":material/explore:", layout="wide")
+# the tab's icon is a file of ours: a Material icon there is fetched from Google's font server
+st.set_page_config(page_title="Attention Atlas", page_icon=ICON, layout="wide")
 
 session.init_language()
 served_model.check_environment()  # a server variable it cannot use: one sentence, not a traceback
@@ -35,6 +39,7 @@ membership.notice_if_left(t)  # a following student who changed the text or a se
 home = walk.home()
 nav = st.navigation(step_page.nav_pages(t))
 here = walk.by_id(nav.url_path) or home
+page_run.drawn(here)  # the page this browser now shows: a timed fragment asked for from another redraws it
 if link_page is not None and link_page.id != here.id:
     st.switch_page(link_page.page, query_params={"lang": lang, **({"present": "1"} if presenting else {}),
                                                  **membership.query()})

@@ -15,6 +15,8 @@ SHARE_APPLIED = "_share_applied"  # the share key (?s=) this session has already
 FROM_LINK = "_from_link"  # the settings a share link set, so that dropping one is said
 LINKS_MADE = "_links_made"  # share links this session has made (bounded per session)
 AFTER_PAGE = "_after_page"  # what runs once the page has drawn its widgets (page_run.after_page)
+DRAWN = "_drawn_page"  # (script hash, page id, whole run's serial) of the page last drawn whole (page_run.drawn)
+REDRAWN = "_redrawn_at"  # the whole run's serial whose page a stale timed fragment redrew (once each)
 CLASS = "_class"  # the code of the live class this session is in
 HOST = "_class_host"  # the class's host key: the teacher's session only, never an address
 STUDENT = "_class_student"  # a student's anonymous id (also in their address)

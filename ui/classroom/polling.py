@@ -128,6 +128,7 @@ def _decide(code: str, version: int, tally: int, seat: follow.Seat):
 def poll(step: Step) -> None:
     """A class member's tick each second, in the sidebar's class panel; the teacher's
     shows the students present, counted live."""
+    page_run.redraw_if_left()
     page_run.touch()  # a class polling keeps the server busy: no background compile meanwhile
     tick(step)
     code = member()

@@ -13,7 +13,7 @@ import dataclasses
 
 import streamlit as st
 
-from .. import drawing, figures, keys, room_figures, served_model, session, walk
+from .. import drawing, figures, keys, page_run, room_figures, served_model, session, walk
 from ..i18n import Translator
 from ..step_parts import RoomView, Step
 from .handle import Unreadable
@@ -41,11 +41,13 @@ def section(t: Translator, step: Step, **settings) -> None:
 
 @st.fragment(run_every=ROOM_REFRESH)
 def live(page: str, settings: tuple) -> None:
+    page_run.redraw_if_left()
     draw(page, settings)
 
 
 @st.fragment(run_every=TEACHER_REFRESH)
 def live_teacher(page: str, settings: tuple) -> None:
+    page_run.redraw_if_left()
     draw(page, settings)
 
 

@@ -13,7 +13,7 @@ from server import classes as live_classes
 from server import codes, follow
 from server.store import Refused, StoreError
 
-from .. import keys, prebuild, session, share, walk
+from .. import keys, page_run, prebuild, session, share, walk
 from ..step_parts import Step
 from ..i18n import Translator
 from . import room
@@ -182,6 +182,7 @@ def join_slide(code: str, t: Translator) -> None:
 @st.fragment(run_every=2.0)
 def slide_count(code: str) -> None:
     """The join slide's count of the students present, updating while it is shown."""
+    page_run.redraw_if_left()
     t = session.tr()
     now = pulse(code)
     st.markdown(f"### {t('class.present', n=t.int(now.present if now else 0))}")

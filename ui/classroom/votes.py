@@ -13,7 +13,7 @@ import streamlit as st
 from server import answers, class_reads
 from server import classes as live_classes
 
-from .. import figures, keys, session, share
+from .. import figures, keys, page_run, session, share
 from ..i18n import Translator
 from ..step_parts import Step
 from .handle import classes
@@ -259,6 +259,7 @@ def live_count(code: str, vote: int) -> None:
     """The teacher's count of answers to the open vote — how many came from students seen
     in the last minute, and the students present — redrawn each second in its own
     fragment: an answer redraws this line, not her page nor any student's."""
+    page_run.redraw_if_left()
     t = session.tr()
     now = pulse(code)
     if now is not None:
