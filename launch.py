@@ -11,7 +11,9 @@ page's URL with "page not found" (app.py's ``st.navigation`` names the pages).""
 
 from __future__ import annotations
 
+import faulthandler
 import os
+import signal
 import sys
 
 from streamlit.runtime.pages_manager import PagesManager
@@ -36,6 +38,7 @@ def main(args: list[str]) -> None:
     script = args[0] if args and args[0].endswith(".py") else APP
     options = args[1:] if args and args[0].endswith(".py") else args
     PagesManager.uses_pages_directory = False  # read once, when the first session starts
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 PID`: every thread's stack to stderr
     if not cold:
         warm.start(the_walk)  # waits for the runtime that cli.main creates
     cli.main(["run", script, *options], prog_name="streamlit")

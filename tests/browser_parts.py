@@ -7,11 +7,13 @@ the app's plumbing is the point (``tiny_url``), the real one where its numbers a
 (``url``). In CI a missing browser fails."""
 
 import os
+import signal
+import time
 
 import pytest
 
 from helpers import ROOT, WALK
-from harness.serve import app_server, chromium_path, launch, wait_idle
+from harness.serve import SERVER_LOGS, SERVER_PIDS, app_server, chromium_path, launch, wait_idle
 from ui import i18n, walk
 
 ARTIFACTS = os.path.join(ROOT, "test-artifacts")
@@ -30,8 +32,30 @@ def browser():
 
     with sync_playwright() as p:
         b = launch(p)
+        opened = b.new_context
+
+        def new_context(**kwargs):  # every page's script errors kept, for a failed test's report
+            ctx = opened(**kwargs)
+            ctx.on("page", _keep_errors)
+            return ctx
+
+        b.new_context = new_context
         yield b
         b.close()
+
+
+def _keep_errors(pg) -> None:
+    """Keep the page's uncaught script errors and console errors on it (``pg.errors``), and
+    any request it makes outside the app's server (``pg.outside``):
+    a page that goes blank with the server idle is the browser's own failure, and only
+    its console says why."""
+    pg.errors = []
+    pg.outside = []  # requests to anywhere but the app's own server (the app makes no network calls)
+    pg.on("request", lambda r: None if r.url.startswith(("http://127.0.0.1", "data:", "blob:", "about:"))
+          else pg.outside.append(r.url))
+    pg.on("pageerror", lambda e: pg.errors.append(f"pageerror: {e}"))
+    pg.on("requestfailed", lambda r: pg.errors.append(f"request failed: {r.url} ({r.failure})"))
+    pg.on("console", lambda m: pg.errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
 
 
 @pytest.fixture(scope="module")
@@ -95,18 +119,34 @@ def walk(page, base: str, query: str, lang: str, timeout: float = 600_000, idle:
         yield i, step
 
 
-def screenshots_on_failure(name: str, *contexts) -> None:
+def screenshots_on_failure(name: str, *contexts, url: str | None = None) -> None:
     """After a failed class test: every open page of these browser contexts, as it stood,
-    into test-artifacts/failed-NAME-K.png, for whoever reads the failure."""
+    into test-artifacts/failed-NAME-K.png, for whoever reads the failure, and each page's
+    script errors printed (the test's captured output)."""
     os.makedirs(ARTIFACTS, exist_ok=True)
     k = 0
     for ctx in contexts:
         for pg in ctx.pages:
+            print(f"failed-{name}-{k}: {pg.url}", *getattr(pg, "errors", [])[-20:], sep="\n  ")
             try:
                 pg.screenshot(path=os.path.join(ARTIFACTS, f"failed-{name}-{k}.png"), full_page=True, timeout=10_000)
             except Exception:  # noqa: BLE001 (a page that cannot be drawn any more: the others still are)
                 pass
             k += 1
+    if url is not None:
+        print(server_state(url))
+
+
+def server_state(url: str) -> str:
+    """The end of the log of the app serving ``url``, after it has written every thread's
+    stack there (launch.py answers SIGUSR1 so): what its runs were doing when a page hung."""
+    pid, log = SERVER_PIDS.get(url), SERVER_LOGS.get(url)
+    if pid is None or log is None:
+        return f"no server of ours at {url}"
+    os.kill(pid, signal.SIGUSR1)
+    time.sleep(2)
+    with open(log, encoding="utf-8", errors="replace") as f:
+        return "server log (end):\n" + f.read()[-30_000:]
 
 
 def axe_violations(page) -> list:

@@ -66,6 +66,7 @@ def test_every_step_draws_its_chart_in_every_language(page, url, lang):
                 found[path or "every-pair"] = bad
     assert not page.dialogs
     assert not found, found
+    assert not page.outside, page.outside  # nothing fetched from the network (a Material tab icon was)
 
 
 def test_a_pasted_text_stays_through_next_pagedown_pageup_previous_and_a_page_link(page, tiny_url):

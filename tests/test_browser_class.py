@@ -204,7 +204,7 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
                 return g.data.map(t => t.y.reduce((a, b) => a + b, 0)); }}""")
             assert bars == [3]  # one vote, the three answers counted
     except Exception:
-        screenshots_on_failure(f"class-{text}", desk, *phones.values())
+        screenshots_on_failure(f"class-{text}", desk, *phones.values(), url=tiny_url)
         raise
     finally:
         desk.close()
@@ -430,7 +430,7 @@ def test_three_phones_reason_see_the_one_shown_answer_the_matched_question_and_a
             f"{t('vote.result_step', step=2)} · {t('vote.estimate_row')} · {t('vote.col_first')}: {cell}").wait_for(
             timeout=30_000)
     except Exception:
-        screenshots_on_failure("phones", desk, *phones.values())
+        screenshots_on_failure("phones", desk, *phones.values(), url=tiny_url)
         raise
     finally:
         desk.close()
