@@ -22,7 +22,10 @@ from .rows import RowSample, Weights
 
 _CHUNK = 1 << 22  # weights handled at once (in float32: 16 MB), so all layers of a long text fit
 _FIRST_CELLS = 32  # k(p) looks first among a row's 32 largest cells (7 rows in 10 of the model's need no more)
-_SECOND_LOOK = 512  # rows that need more: their 512 largest cells, before a sort of the whole row
+# rows that need more: their 128 largest cells, then 512, then a sort of the whole row (of a
+# 1,024-token text's rows of every head, 54 % need at most 32 cells, 34 % 33–128, 12 % 129–512;
+# a topk of 128 costs 45 % of one of 512: the first 32 then the 512 largest, 0.65 → 0.55 s)
+_LOOKS = (128, 512, None)
 _TOP_CELLS = 64  # k_and_top: a keep up to this many cells a row is read off one sorted selection
 
 
@@ -70,18 +73,16 @@ def k_and_top(weights: torch.Tensor, p: float, keeps: Sequence[int] = ()) -> tup
         # a 354-token text: 156 → 104 ms)
         top = torch.topk(w, look, dim=-1).values.cumsum(dim=-1)
         k = (top < target[:, None]).sum(dim=-1) + 1  # cells strictly below it, plus the one that reaches it
-        longer = top[:, -1] < target
-        if look < c and bool(longer.any()):
-            # then their largest _SECOND_LOOK cells, and only the rows still short sorted whole
-            wide = min(c, _SECOND_LOOK)
-            more = torch.topk(w[longer], wide, dim=-1).values.cumsum(dim=-1)
-            k_more = (more < target[longer, None]).sum(dim=-1) + 1
-            still = more[:, -1] < target[longer]
-            if wide < c and bool(still.any()):
-                rows = longer.nonzero()[:, 0][still]
-                whole = torch.sort(w[rows], dim=-1, descending=True).values.cumsum(dim=-1)
-                k_more[still] = (whole < target[rows, None]).sum(dim=-1) + 1
-            k[longer] = k_more
+        short = (top[:, -1] < target).nonzero()[:, 0]  # the rows their largest cells leave short of it
+        seen = look
+        for wide in _LOOKS:  # then wider looks at only those rows, the last a sort of each whole row
+            if seen >= c or short.numel() == 0:
+                break
+            seen = c if wide is None else min(c, wide)
+            more = (torch.topk(w[short], seen, dim=-1) if seen < c
+                    else torch.sort(w[short], dim=-1, descending=True)).values.cumsum(dim=-1)
+            k[short] = (more < target[short, None]).sum(dim=-1) + 1
+            short = short[more[:, -1] < target[short]]
         out[s:e] = k.clamp_max(n)
         for kk in keeps:
             if kk <= look:

@@ -295,6 +295,20 @@ def test_k_for_share_is_the_whole_rows_sort_when_most_rows_need_more_than_the_fi
         assert torch.equal(got, whole)
 
 
+def test_k_for_share_reaches_every_look_and_counts_as_a_plain_loop():
+    """Rows of 1,500 cells whose k(0.9) falls within the first 32 cells, within 128, within
+    512 and past them (a whole row's sort), in one chunk, and at p = 0.5: each the count of
+    a plain loop over the row sorted by hand."""
+    g = torch.Generator().manual_seed(11)
+    w = torch.softmax(torch.randn(80, 1500, generator=g) * torch.linspace(0.02, 10, 80)[:, None], dim=-1)
+    for p in (0.9, 0.5):
+        got = stats.k_for_share(w, p)
+        if p == 0.9:
+            assert ((got <= 32).any() and ((got > 32) & (got <= 128)).any() and ((got > 128) & (got <= 512)).any()
+                    and (got > 512).any()), got
+        assert _agrees(got.tolist(), w.tolist(), p), p
+
+
 @pytest.mark.parametrize("n", [3, 40, 300])
 def test_k_and_top_gives_k_and_each_keeps_largest_cells_as_rows_sorted_by_hand(n):
     # keeps within the first sorted cells, past them, and past the row (a row of fewer cells keeps them all)
