@@ -203,6 +203,13 @@ def test_wrong_codes_typed_again_and_again_are_slowed_and_a_full_class_answers_a
         make_app, klass, monkeypatch):
     from server import classes as class_rules
 
+    import time
+    from types import SimpleNamespace
+
+    from ui.classroom import membership
+
+    waits = []  # each answer's wait, kept instead of slept (they add up to 55 s)
+    monkeypatch.setattr(membership, "time", SimpleNamespace(time=time.time, sleep=waits.append))
     teacher, student, code, vote = klass
     guesser = make_app("tiny", "pt")
     guesser.run()
@@ -212,6 +219,9 @@ def test_wrong_codes_typed_again_and_again_are_slowed_and_a_full_class_answers_a
         clean(guesser.sidebar.button(key="class_join").click().run())
     said = toasts(guesser)
     assert said[-1] == i18n.translate("pt", "class.slow_down")
+    # the address's burst of 10 wrong codes reaches the store (no time passes for a token to
+    # come back), the last 2 are refused before it; of the 10, 3 free, then 1, 2, 4, at most 8 s
+    assert waits == [1, 2, 4, 8, 8, 8, 8]
     handle.guesses.clear()  # the same machine's sessions (no address) share a count: the newcomer's afresh
     monkeypatch.setattr(class_rules, "MAX_STUDENTS", 1)  # the student in Japanese holds the one seat
     newcomer = make_app("tiny", "en")
