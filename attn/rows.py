@@ -288,24 +288,20 @@ class Weights:
                 cols = columns[None, :].expand(pos.numel(), -1)
                 cells = torch.cat([near.clamp(0, n - 1), cols], dim=1)
                 w = self._cell_weights(layer, pos, cells, lse)  # (H, r, band + columns)
-                first[li, :, s:s + chunk] = w[..., offsets.numel() + int((columns == 0).nonzero())]
+                first[li, :, s:s + chunk] = w[..., offsets.numel()]  # column 0, the first of the columns
                 # each cell once: a band cell inside the text, a hub column outside the row's band
                 once = torch.cat([(near >= 0) & (near < n), ~(cols[:, :, None] == near[:, None, :]).any(-1)], dim=1)
                 whole = torch.isin(pos, hub_rows)
+                if bool(whole.any()):  # a hub row's pattern may reach any cell: read it whole, once for every pattern
+                    row_cells = torch.arange(n)[None, :].expand(int(whole.sum()), -1)
+                    row_w = self._cell_weights(layer, pos[whole], row_cells, lses[li][:, s:s + chunk][:, whole, None])
                 for x, mod in enumerate(mods):
                     got = (w * (mod(0, 0, pos[:, None], cells) & once)).sum(dim=-1)
-                    if bool(whole.any()):  # a hub row's pattern may reach any cell: read it whole
-                        got[:, whole] = self._kept_whole(layer, pos[whole], lses[li][:, s:s + chunk][:, whole], mod)
+                    if bool(whole.any()):
+                        got[:, whole] = (row_w * mod(0, 0, pos[whole][:, None], row_cells)).sum(dim=-1)
                     kept[x][li, :, s:s + chunk] = got
         shape = tuple(d for d, shown in zip((len(self.layer_ids), len(self.head_ids)), self._keep) if shown)
         return [k.reshape(*shape, -1) for k in kept], first.reshape(*shape, -1)
-
-    def _kept_whole(self, layer: int, positions: torch.Tensor, lse: torch.Tensor, mod) -> torch.Tensor:
-        """``(heads, r)``: the weight each of a few rows keeps under the pattern ``mod``,
-        every cell of the row scored."""
-        cells = torch.arange(self.q.shape[3])[None, :].expand(positions.numel(), -1)
-        w = self._cell_weights(layer, positions, cells, lse[..., None])
-        return (w * mod(0, 0, positions[:, None], cells)).sum(dim=-1)
 
     def _cell_weights(self, layer: int, positions: torch.Tensor, cols: torch.Tensor, lse: torch.Tensor):
         """float32 ``(heads, r, c)``: the weights of the cells (positions[i], cols[i, c]) of the

@@ -24,7 +24,7 @@ _CHUNK = 1 << 22  # weights handled at once (in float32: 16 MB), so all layers o
 _FIRST_CELLS = 32  # k(p) looks first among a row's 32 largest cells (7 rows in 10 of the model's need no more)
 # rows that need more: their 128 largest cells, then 512, then a sort of the whole row (of a
 # 1,024-token text's rows of every head, 54 % need at most 32 cells, 34 % 33–128, 12 % 129–512;
-# a topk of 128 costs 45 % of one of 512: the first 32 then the 512 largest, 0.65 → 0.55 s)
+# a topk of 128 costs 45 % of one of 512: the first 32 then the 512 largest, 0.65 → 0.53 s)
 _LOOKS = (128, 512, None)
 _TOP_CELLS = 64  # k_and_top: a keep up to this many cells a row is read off one sorted selection
 
