@@ -63,3 +63,15 @@ def test_a_whole_run_is_never_taken_for_a_stale_tick(run):
     as_run("hash-of-3", fragment=False)  # a whole run (a switch): it records, never redraws
     page_run.redraw_if_left()
     assert fake.switched == []
+
+
+def test_every_timed_fragment_is_made_through_page_run_timed():
+    """A timed fragment made with st.fragment(run_every=…) directly would miss the check:
+    only ui/page_run.timed makes them."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    found = [str(f.relative_to(root)) for d in ("ui", "pages", "server") for f in (root / d).rglob("*.py")
+             if "run_every=" in f.read_text(encoding="utf-8")] + (["app.py"] if "run_every=" in (
+                 root / "app.py").read_text(encoding="utf-8") else [])
+    assert found == [str(Path("ui") / "page_run.py")], found

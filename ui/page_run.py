@@ -4,6 +4,7 @@ FlexAttention warm-up waits for the server to be idle)."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 
@@ -83,9 +84,21 @@ def drawn(page) -> None:
     st.session_state[keys.DRAWN] = (ctx.page_script_hash, page.id, serial)
 
 
+def timed(every: float):
+    """``st.fragment(run_every=every)`` for every timed part of a page (a class member's
+    poll, a vote's count, the room's charts), each tick checked first (``redraw_if_left``)."""
+    def made(draw):
+        @functools.wraps(draw)
+        def tick(*args, **kwargs):
+            redraw_if_left()
+            return draw(*args, **kwargs)
+        return st.fragment(run_every=every)(tick)
+    return made
+
+
 def redraw_if_left() -> None:
-    """At the start of a timed fragment's run (``run_every``): a tick the browser asked for
-    from the page it has just left redraws the page it now shows, whole.
+    """At the start of a timed fragment's run: a tick the browser asked for from the page
+    it has just left redraws the page it now shows, whole.
 
     Such a tick can reach the server as a page switch ends (a class member follows the
     teacher, she presses PageDown): it carries the old page's script hash, and Streamlit's

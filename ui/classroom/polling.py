@@ -124,11 +124,10 @@ def _decide(code: str, version: int, tally: int, seat: follow.Seat):
     return follow.decide(version, found.page if found else None, seat)
 
 
-@st.fragment(run_every=1.0)
+@page_run.timed(1.0)
 def poll(step: Step) -> None:
     """A class member's tick each second, in the sidebar's class panel; the teacher's
     shows the students present, counted live."""
-    page_run.redraw_if_left()
     page_run.touch()  # a class polling keeps the server busy: no background compile meanwhile
     tick(step)
     code = member()

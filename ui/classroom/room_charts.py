@@ -39,15 +39,13 @@ def section(t: Translator, step: Step, **settings) -> None:
     (live_teacher if is_teacher() else live)(step.id, tuple(sorted(settings.items())))
 
 
-@st.fragment(run_every=ROOM_REFRESH)
+@page_run.timed(ROOM_REFRESH)
 def live(page: str, settings: tuple) -> None:
-    page_run.redraw_if_left()
     draw(page, settings)
 
 
-@st.fragment(run_every=TEACHER_REFRESH)
+@page_run.timed(TEACHER_REFRESH)
 def live_teacher(page: str, settings: tuple) -> None:
-    page_run.redraw_if_left()
     draw(page, settings)
 
 

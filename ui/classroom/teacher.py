@@ -179,10 +179,9 @@ def join_slide(code: str, t: Translator) -> None:
         st.warning(t("share.local_note"))
 
 
-@st.fragment(run_every=2.0)
+@page_run.timed(2.0)
 def slide_count(code: str) -> None:
     """The join slide's count of the students present, updating while it is shown."""
-    page_run.redraw_if_left()
     t = session.tr()
     now = pulse(code)
     st.markdown(f"### {t('class.present', n=t.int(now.present if now else 0))}")

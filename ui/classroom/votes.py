@@ -254,12 +254,11 @@ def _teacher_open(t: Translator, code: str, vote) -> None:
     st.caption(held_note(t))
 
 
-@st.fragment(run_every=1.0)
+@page_run.timed(1.0)
 def live_count(code: str, vote: int) -> None:
     """The teacher's count of answers to the open vote — how many came from students seen
     in the last minute, and the students present — redrawn each second in its own
     fragment: an answer redraws this line, not her page nor any student's."""
-    page_run.redraw_if_left()
     t = session.tr()
     now = pulse(code)
     if now is not None:
