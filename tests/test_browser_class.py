@@ -145,7 +145,7 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
                 teacher.keyboard.press("PageDown")
                 wait_title(teacher, i18n.translate("en", page.title_key))
             for lang, pg in students.items():
-                wait_title(pg, i18n.translate(lang, page.title_key), 60_000, idle=False)  # followed
+                wait_title(pg, i18n.translate(lang, page.title_key), 30_000, idle=False)  # followed
             if not page.questions:
                 continue
             slug = page.questions[0].replace(".", "_")
@@ -384,7 +384,7 @@ def test_three_phones_reason_see_the_one_shown_answer_the_matched_question_and_a
         teacher.keyboard.press("PageDown")
         wait_title(teacher, i18n.translate("en", "nearly_empty.title"))
         for lang, pg in students.items():
-            wait_title(pg, i18n.translate(lang, "nearly_empty.title"), 60_000, idle=False)
+            wait_title(pg, i18n.translate(lang, "nearly_empty.title"), 30_000, idle=False)
         ask = teacher.get_by_role("button", name=i18n.translate("en", "vote.estimate_open"))
         ask.scroll_into_view_if_needed()
         teacher.screenshot(path=os.path.join(ARTIFACTS, "class-teacher-2-ask-en.png"))  # both ways to ask, side by side
