@@ -22,10 +22,13 @@ from .rows import RowSample, Weights
 
 _CHUNK = 1 << 22  # weights handled at once (in float32: 16 MB), so all layers of a long text fit
 _FIRST_CELLS = 32  # k(p) looks first among a row's 32 largest cells (7 rows in 10 of the model's need no more)
-# rows that need more: their 128 largest cells, then 512, then a sort of the whole row (of a
-# 1,024-token text's rows of every head, 54 % need at most 32 cells, 34 % 33–128, 12 % 129–512;
-# a topk of 128 costs 45 % of one of 512: the first 32 then the 512 largest, 0.65 → 0.53 s)
-_LOOKS = (128, 512, None)
+# rows that need more: their 128 largest cells, then 512, then 2,048, then a sort of the whole
+# row (of a 1,024-token text's rows of every head, 54 % need at most 32 cells, 34 % 33–128,
+# 12 % 129–512; a topk of 128 costs 45 % of one of 512: the first 32 then the 512 largest,
+# 0.65 → 0.53 s. An 8,120-token text's full layers: 10–25 % of their sampled rows need more than
+# 512 of up to 8,120 cells and nearly all of those at most 2,048, whose topk costs a third of a
+# sort: 0.66 → 0.47 s)
+_LOOKS = (128, 512, 2048, None)
 _TOP_CELLS = 64  # k_and_top: a keep up to this many cells a row is read off one sorted selection
 
 
@@ -55,6 +58,18 @@ def k_and_top(weights: torch.Tensor, p: float, keeps: Sequence[int] = ()) -> tup
     ``keep`` largest cells hold (float32 ``(..., n)``; a row of fewer cells, all of them):
     one selection of each row's largest cells serves both (the room reads k(p) and the top
     cells at four windows' counts on every layer of a text: 77 + 74 → 84 ms, bench/room_text.py)."""
+    k, tops, _ = _k_top_kth(weights, p, keeps)
+    return k, tops
+
+
+def k_and_kth(weights: torch.Tensor, p: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """k(p) per row and the weight of the row's k-th largest cell (the smallest that share
+    p needs): int64 and float32 ``(..., n)``."""
+    k, _, kth = _k_top_kth(weights, p, ())
+    return k, kth
+
+
+def _k_top_kth(weights, p: float, keeps: Sequence[int]) -> tuple[torch.Tensor, dict, torch.Tensor]:
     if not 0 < p <= 1:
         raise ValueError(f"p must be in (0, 1], got {p}")
     n = weights.shape[-1]
@@ -62,6 +77,7 @@ def k_and_top(weights: torch.Tensor, p: float, keeps: Sequence[int] = ()) -> tup
     # the largest cells taken sorted at once: k(p)'s first look, and every keep up to _TOP_CELLS
     first = min(n, max([_FIRST_CELLS, *(kk for kk in keeps if kk <= _TOP_CELLS)]))
     out = torch.empty(weights.shape[:-1], dtype=torch.int64).reshape(-1)
+    kth = torch.empty(weights.shape[:-1]).reshape(-1)
     tops = {kk: torch.empty(weights.shape[:-1]).reshape(-1) for kk in keeps}
     for s, e, w, _ in _rows(weights, narrow=True):  # only the columns that can hold weight
         c = w.shape[-1]
@@ -71,17 +87,21 @@ def k_and_top(weights: torch.Tensor, p: float, keeps: Sequence[int] = ()) -> tup
         # (topk, sorted) give the same running sums as a sort of the whole row, and only
         # the rows that do not reach it are sorted whole (bench/room_text.py, every layer of
         # a 354-token text: 156 → 104 ms)
-        top = torch.topk(w, look, dim=-1).values.cumsum(dim=-1)
+        largest = torch.topk(w, look, dim=-1).values
+        top = largest.cumsum(dim=-1)
         k = (top < target[:, None]).sum(dim=-1) + 1  # cells strictly below it, plus the one that reaches it
+        kth[s:e] = largest.gather(-1, (k - 1).clamp_max(look - 1)[:, None])[:, 0]
         short = (top[:, -1] < target).nonzero()[:, 0]  # the rows their largest cells leave short of it
         seen = look
         for wide in _LOOKS:  # then wider looks at only those rows, the last a sort of each whole row
             if seen >= c or short.numel() == 0:
                 break
             seen = c if wide is None else min(c, wide)
-            more = (torch.topk(w[short], seen, dim=-1) if seen < c
-                    else torch.sort(w[short], dim=-1, descending=True)).values.cumsum(dim=-1)
+            values = (torch.topk(w[short], seen, dim=-1) if seen < c
+                      else torch.sort(w[short], dim=-1, descending=True)).values
+            more = values.cumsum(dim=-1)
             k[short] = (more < target[short, None]).sum(dim=-1) + 1
+            kth[s + short] = values.gather(-1, (k[short] - 1).clamp_max(seen - 1)[:, None])[:, 0]
             short = short[more[:, -1] < target[short]]
         out[s:e] = k.clamp_max(n)
         for kk in keeps:
@@ -92,17 +112,19 @@ def k_and_top(weights: torch.Tensor, p: float, keeps: Sequence[int] = ()) -> tup
             else:
                 tops[kk][s:e] = w.topk(kk, dim=-1, sorted=False).values.sum(dim=-1)
     shape = weights.shape[:-1]
-    return out.reshape(shape), {kk: t.reshape(shape) for kk, t in tops.items()}
+    return out.reshape(shape), {kk: t.reshape(shape) for kk, t in tops.items()}, kth.reshape(shape)
 
 
 def top_share_mask(weights: torch.Tensor, p: float) -> torch.Tensor:
-    """bool, same shape: the cells that make up share p of each row (largest first)."""
+    """bool, same shape: the k(p) cells that make up share p of each row, largest first:
+    every cell above the row's k-th largest weight, and of the cells equal to it the first
+    ones (by column) up to k — no sort of whole rows (a long text's drawn grid: 1.2 → 0.3 s)."""
     w = weights.float()
-    k = k_for_share(w, p)
-    order = torch.argsort(w, dim=-1, descending=True)
-    ranks = torch.empty_like(order)
-    ranks.scatter_(-1, order, torch.arange(w.shape[-1]).expand_as(order).contiguous())
-    return ranks < k[..., None]
+    k, kth = k_and_kth(w, p)
+    above = w > kth[..., None]
+    ties = w == kth[..., None]
+    need = k - above.sum(dim=-1)
+    return above | (ties & (ties.cumsum(dim=-1) <= need[..., None]))
 
 
 def row_cells(n: int, layer: LayerAttention) -> torch.Tensor:
@@ -346,15 +368,21 @@ def anchors(weights, causal: bool, top: int = 5, min_distance: int = ANCHOR_DIST
     grids = max(1, (weights.n_grids if isinstance(weights, Weights) else weights.reshape(-1, r, n).shape[0]))
     got = torch.zeros(n, dtype=torch.float64)  # Σ over far rows (weighted) of their weight on j
     first = 0.0  # Σ over every row (weighted) of its weight on the first token
+    near = torch.arange(-(min_distance - 1), min_distance if not causal else 1)  # j − i of the cells too near
     for s, e, w, lo in _rows(weights, narrow=True):
         local = torch.arange(s, e) % r
-        i = rows[local][:, None]
-        j = torch.arange(lo, lo + w.shape[-1])[None, :]
-        far = ((i - j) if causal else (i - j).abs()) >= min_distance
-        wt = sample.weights[local][:, None]
-        got[lo:lo + w.shape[-1]] += ((w * far).double() * wt).sum(dim=0)
+        c = w.shape[-1]
+        wt = sample.weights[local].float()
+        # every row's weight on each column (one product), less the few cells too near each row
+        # (|i − j| < min_distance; a causal row's are before it): no (rows, columns) mask made
+        got[lo:lo + c] += (w.T @ wt).double()
+        j = rows[local][:, None] + near[None, :] - lo
+        inside = (j >= 0) & (j < c)
+        j = j.clamp(0, c - 1)
+        got[lo:lo + c] -= torch.zeros(c, dtype=torch.float64).index_add_(
+            0, j[inside], (w.gather(1, j) * wt[:, None])[inside].double())
         if lo == 0:
-            first += float((w[:, :1].double() * wt).sum())
+            first += float((w[:, :1].double() * wt[:, None].double()).sum())
     got /= grids
     if n <= min_distance:
         return [(0, first / grids / float(sample.weights.sum()))] if n else []

@@ -216,6 +216,28 @@ def test_share_to_sums_the_special_columns_of_every_row():
     assert stats.share_to(w, (), True)["mean"] == 0.0
 
 
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "both ways"])
+def test_anchors_score_each_column_as_a_plain_loop_over_its_far_rows(causal):
+    """Every column's score, the mean weight over layers, heads and far rows (|i − j| ≥ 8;
+    a causal model's after it), by a loop over the cells: the five best, in order."""
+    g = torch.Generator().manual_seed(5)
+    n, d = 48, stats.ANCHOR_DISTANCE
+    scores = torch.randn(2, 3, n, n, generator=g) * 2
+    if causal:
+        scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+    w = torch.softmax(scores, dim=-1)
+    flat = w.double().reshape(-1, n, n).tolist()
+    want = {}
+    for j in range(n):
+        far = [i for i in range(n) if (i - j if causal else abs(i - j)) >= d]
+        if len(far) >= max(d, n // 4):
+            want[j] = sum(g_[i][j] for g_ in flat for i in far) / len(flat) / len(far)
+    best = sorted(want, key=want.get, reverse=True)[:5]
+    got = stats.anchors(w, causal, top=5)
+    assert [p for p, _ in got] == best
+    assert [x for _, x in got] == pytest.approx([want[p] for p in best], rel=1e-5)
+
+
 def test_anchors_both_ways_count_the_rows_on_either_side():
     n = 40
     w = torch.zeros(n, n)
@@ -295,18 +317,39 @@ def test_k_for_share_is_the_whole_rows_sort_when_most_rows_need_more_than_the_fi
         assert torch.equal(got, whole)
 
 
-def test_k_for_share_reaches_every_look_and_counts_as_a_plain_loop():
-    """Rows of 1,500 cells whose k(0.9) falls within the first 32 cells, within 128, within
-    512 and past them (a whole row's sort), in one chunk, and at p = 0.5: each the count of
-    a plain loop over the row sorted by hand."""
+def _every_look_rows() -> torch.Tensor:
+    """Rows of 3,000 cells whose k(0.9) falls within the first 32 cells, within 128, within
+    512, within 2,048 and past them (a whole row's sort)."""
     g = torch.Generator().manual_seed(11)
-    w = torch.softmax(torch.randn(80, 1500, generator=g) * torch.linspace(0.02, 10, 80)[:, None], dim=-1)
+    return torch.softmax(torch.randn(100, 3000, generator=g) * torch.linspace(0.01, 10, 100)[:, None], dim=-1)
+
+
+def test_k_for_share_reaches_every_look_and_counts_as_a_plain_loop():
+    """Rows whose k(0.9) is reached at each of k(p)'s looks, in one chunk, and at p = 0.5:
+    each the count of a plain loop over the row sorted by hand."""
+    w = _every_look_rows()
     for p in (0.9, 0.5):
         got = stats.k_for_share(w, p)
         if p == 0.9:
-            assert ((got <= 32).any() and ((got > 32) & (got <= 128)).any() and ((got > 128) & (got <= 512)).any()
-                    and (got > 512).any()), got
+            bounds = (0, 32, 128, 512, 2048, 3000)
+            assert all(((got > lo) & (got <= hi)).any() for lo, hi in zip(bounds, bounds[1:])), got
         assert _agrees(got.tolist(), w.tolist(), p), p
+
+
+def test_top_share_mask_holds_k_cells_none_smaller_than_a_cell_left_out_and_the_first_of_equal_ones():
+    """At every look: the mask's cells number k(p), and none of them weighs less than a
+    cell left out (checked row by row, by hand). Equal weights: the first columns."""
+    w = _every_look_rows()
+    mask = stats.top_share_mask(w, 0.9)
+    k = stats.k_for_share(w, 0.9)
+    assert torch.equal(mask.sum(dim=-1), k)
+    for row, m in zip(w.tolist(), mask.tolist()):
+        kept = [x for x, inside in zip(row, m) if inside]
+        left = [x for x, inside in zip(row, m) if not inside]
+        assert not left or min(kept) >= max(left)
+    ties = torch.tensor([[0.3, 0.3, 0.3, 0.1], [0.1, 0.3, 0.3, 0.3], [0.25, 0.25, 0.25, 0.25]])
+    assert stats.top_share_mask(ties, 0.5).tolist() == [[True, True, False, False], [False, True, True, False],
+                                                        [True, True, False, False]]
 
 
 @pytest.mark.parametrize("n", [3, 40, 300])
