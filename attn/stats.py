@@ -27,7 +27,8 @@ _FIRST_CELLS = 32  # k(p) looks first among a row's 32 largest cells (7 rows in 
 # 12 % 129–512; a topk of 128 costs 45 % of one of 512: the first 32 then the 512 largest,
 # 0.65 → 0.53 s. An 8,120-token text's full layers: 10–25 % of their sampled rows need more than
 # 512 of up to 8,120 cells and nearly all of those at most 2,048, whose topk costs a third of a
-# sort: 0.66 → 0.47 s)
+# sort: the sorts then the 2,048 look 0.47 s where the sorts alone were 0.66 s, of a k(p) of
+# about 4 s whose change between runs is larger — docs/performance.md, stop 71)
 _LOOKS = (128, 512, 2048, None)
 _TOP_CELLS = 64  # k_and_top: a keep up to this many cells a row is read off one sorted selection
 
@@ -118,7 +119,8 @@ def _k_top_kth(weights, p: float, keeps: Sequence[int]) -> tuple[torch.Tensor, d
 def top_share_mask(weights: torch.Tensor, p: float) -> torch.Tensor:
     """bool, same shape: the k(p) cells that make up share p of each row, largest first:
     every cell above the row's k-th largest weight, and of the cells equal to it the first
-    ones (by column) up to k — no sort of whole rows (a long text's drawn grid: 1.2 → 0.3 s)."""
+    ones (by column) up to k — no sort of whole rows (step 2's drawn grid of an 8,120-token
+    text: 0.6 → 0.3 s under cProfile)."""
     w = weights.float()
     k, kth = k_and_kth(w, p)
     above = w > kth[..., None]
@@ -358,9 +360,11 @@ def anchors(weights, causal: bool, top: int = 5, min_distance: int = ANCHOR_DIST
     weight it gets from rows i ≥ j + min_distance (averaged over layers and heads
     when given ``(L, H, n, n)``), for columns with at least a quarter of the text
     after them. In an encoder (not ``causal``: it reads both ways) rows on both sides count:
-    |i − j| ≥ min_distance. Candidates for hubs: the <bos> sink, an encoder's [CLS]
-    and [SEP], separators, punctuation. On a ``sample`` of the rows, each row weighs the
-    rows it stands for. Returns [(position, mean far weight)], best first."""
+    |i − j| ≥ min_distance. A causal grid must hold no weight after its row (as a causal
+    layer's rows never do): each column's sum is taken over every row, less the near cells.
+    Candidates for hubs: the <bos> sink, an encoder's [CLS] and [SEP], separators, punctuation.
+    On a ``sample`` of the rows, each row weighs the rows it stands for. Returns [(position,
+    mean far weight)], best first."""
     n = weights.shape[-1]
     sample = _sample(weights, sample)
     rows = sample.positions

@@ -3,6 +3,7 @@ from fractions import Fraction
 import pytest
 import torch
 
+from attn.rows import RowSample
 from attn import methods, outputs, stats
 from attn.layer import LayerAttention
 
@@ -217,7 +218,7 @@ def test_share_to_sums_the_special_columns_of_every_row():
 
 
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "both ways"])
-def test_anchors_score_each_column_as_a_plain_loop_over_its_far_rows(causal):
+def test_anchors_score_each_column_as_a_plain_loop_over_its_far_rows(causal, monkeypatch):
     """Every column's score, the mean weight over layers, heads and far rows (|i − j| ≥ 8;
     a causal model's after it), by a loop over the cells: the five best, in order."""
     g = torch.Generator().manual_seed(5)
@@ -236,6 +237,21 @@ def test_anchors_score_each_column_as_a_plain_loop_over_its_far_rows(causal):
     got = stats.anchors(w, causal, top=5)
     assert [p for p, _ in got] == best
     assert [x for _, x in got] == pytest.approx([want[p] for p in best], rel=1e-5)
+    # on a sample of the rows (the first 10, then 12 spread over the rest, each standing for its
+    # stretch), read in blocks of a few rows: each far row weighs the rows it stands for
+    sample = RowSample.spread(n, 10, 12)
+    pos, weight = sample.positions.tolist(), sample.weights.tolist()
+    want = {}
+    for j in range(n):
+        far = [(r, x) for r, x in zip(pos, weight) if (r - j if causal else abs(r - j)) >= d]
+        rows_far = max(0, n - j - d) + (0 if causal else max(0, j - d + 1))  # the text's far rows of column j
+        if rows_far >= max(d, n // 4):
+            want[j] = sum(g_[r][j] * x for g_ in flat for r, x in far) / len(flat) / rows_far
+    best = sorted(want, key=want.get, reverse=True)[:5]
+    monkeypatch.setattr(stats, "_CHUNK", 7 * n)  # 7 rows a chunk: rows of a sample split across chunks
+    got = stats.anchors(w[..., sample.positions, :], causal, top=5, sample=sample)
+    assert [p for p, _ in got] == best
+    assert [x for _, x in got] == pytest.approx([want[p] for p in best], rel=1e-5)
 
 
 def test_anchors_both_ways_count_the_rows_on_either_side():
@@ -246,7 +262,9 @@ def test_anchors_both_ways_count_the_rows_on_either_side():
         w[i, n - 1] += 0.4  # a [SEP] at the end: causally only its own row sees it
         w[i, 20] += 0.2
     assert stats.anchors(w, False, top=1)[0] == (n - 1, pytest.approx(0.4))
-    assert all(p != n - 1 for p, _ in stats.anchors(w, True, top=3))  # causal: no row lies 8 after it
+    causal = w.tril()  # the same rows read causally (a causal grid holds nothing after its row)
+    causal = causal / causal.sum(dim=-1, keepdim=True)
+    assert all(p != n - 1 for p, _ in stats.anchors(causal, True, top=3))  # causal: no row lies 8 after it
 
 
 def test_output_errors_both_ways_against_a_hand_made_bidirectional_softmax():
@@ -336,7 +354,7 @@ def test_k_for_share_reaches_every_look_and_counts_as_a_plain_loop():
         assert _agrees(got.tolist(), w.tolist(), p), p
 
 
-def test_top_share_mask_holds_k_cells_none_smaller_than_a_cell_left_out_and_the_first_of_equal_ones():
+def test_top_share_mask_holds_k_cells_none_smaller_than_a_cell_left_out_and_the_first_of_equal_ones(monkeypatch):
     """At every look: the mask's cells number k(p), and none of them weighs less than a
     cell left out (checked row by row, by hand). Equal weights: the first columns."""
     w = _every_look_rows()
@@ -347,6 +365,10 @@ def test_top_share_mask_holds_k_cells_none_smaller_than_a_cell_left_out_and_the_
         kept = [x for x, inside in zip(row, m) if inside]
         left = [x for x, inside in zip(row, m) if not inside]
         assert not left or min(kept) >= max(left)
+    monkeypatch.setattr(stats, "_CHUNK", 7 * 3000)  # 7 rows a chunk: a look's rows split across chunks
+    k, kth = stats.k_and_kth(w, 0.9)
+    assert [x for x in kth.tolist()] == [sorted(row, reverse=True)[c - 1] for row, c in zip(w.tolist(), k.tolist())]
+    assert torch.equal(stats.top_share_mask(w, 0.9), mask)
     ties = torch.tensor([[0.3, 0.3, 0.3, 0.1], [0.1, 0.3, 0.3, 0.3], [0.25, 0.25, 0.25, 0.25]])
     assert stats.top_share_mask(ties, 0.5).tolist() == [[True, True, False, False], [False, True, True, False],
                                                         [True, True, False, False]]
