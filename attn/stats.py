@@ -383,10 +383,9 @@ def anchors(weights, causal: bool, top: int = 5, min_distance: int = ANCHOR_DIST
         j = rows[local][:, None] + near[None, :] - lo
         inside = (j >= 0) & (j < c)
         j = j.clamp(0, c - 1)
-        got[lo:lo + c] -= torch.zeros(c, dtype=torch.float64).index_add_(
-            0, j[inside], (w.gather(1, j) * wt[:, None])[inside].double())
+        got.index_add_(0, lo + j[inside], -(w.gather(1, j) * wt[:, None])[inside].double())
         if lo == 0:
-            first += float((w[:, :1].double() * wt[:, None].double()).sum())
+            first += float(w[:, 0].double() @ wt.double())
     got /= grids
     if n <= min_distance:
         return [(0, first / grids / float(sample.weights.sum()))] if n else []
