@@ -111,6 +111,85 @@ def test_a_sampled_statistic_lands_within_its_stated_spread_of_every_rows_value(
     assert spread > 0 and abs(sink - stats.sink_share(a.weights())) <= 2 * spread
 
 
+def test_step_2s_model_wide_k_reads_a_smaller_stated_sample_within_its_spread_of_every_row(tiny):
+    """Step 2's k(p) of every head (the model-wide k̄ and the share's trend) reads every row
+    where the other statistics do (2,048 tokens); on 3,000 tokens the first 256 rows and 256
+    spread over the rest, whose k̄ lands within twice its stated spread of k̄ over every row
+    of every head, counted here head by head."""
+    from ui import row_reads
+
+    short = tiny.analyze(text_of(2048), max_tokens=2048)
+    assert short.n == 2048 and row_reads.trend_sample(short).every_row and row_reads.row_sample(short).every_row
+    a = tiny.analyze(text_of(3000), max_tokens=3000)
+    sample = row_reads.trend_sample(a)
+    assert (sample.whole, sample.count, sample.n) == (256, 512, 3000)
+    assert sample.positions[:256].tolist() == list(range(256)) and sample.positions[256:].min() >= 256
+    r = stats.share_trend(a.weights().at(sample.positions), 0.9, 16, a.layers, sample=sample)
+    exact = torch.stack([stats.k_for_share(a.weights()[layer, head], 0.9).double()
+                         for layer in range(a.n_layers) for head in range(a.n_heads)])
+    assert exact.shape == (a.n_layers * a.n_heads, 3000)
+    assert r["k_spread"] > 0 and abs(r["k_mean"] - float(exact.mean())) <= 2 * r["k_spread"]
+
+
+def test_step_2_says_which_rows_its_model_wide_k_and_trend_read_on_a_long_text(make_app, monkeypatch):
+    """On 3,000 tokens, step 2 says under its k̄ over every head, and under the share's trend,
+    that they read 512 of the 3,000 rows (the first 256, and 256 spread over the rest)."""
+    from helpers import page_path
+    from ui import i18n, walk
+
+    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
+    at = make_app("tiny", "en")
+    at.run()
+    at.text_area(key="text").input(text_of(3000)).run()
+    at.switch_page(page_path(walk.get("nearly-empty"))).run()
+    assert not at.exception, [e.value for e in at.exception]
+    captions = [c.value for c in at.caption]
+    note = i18n.translate("en", "common.sampled_cells", rows="512", n="3,000", first="256", spaced="256", spread="§")
+    head, tail = note.split("§")
+    assert any(c.endswith(tail) and head in c and c.startswith("On your text, over every layer and head")
+               for c in captions), captions
+    said = i18n.translate("en", "nearly_empty.trend_sampled", rows="512", n="3,000")
+    assert any(c.startswith("Across the model on your text") and c.endswith(said) for c in captions), captions
+
+
+def test_step_6s_indexer_recall_reads_the_first_tokens_its_errors_read(monkeypatch):
+    """On 3,000 tokens, step 6's top-k recall reads the layer's first 2,048 tokens, as the
+    errors beside it do (budgets.LAYER_TOKENS): the indexer's chosen keys against the oracle's,
+    chosen here row by row with torch.topk on those tokens' scores. (The tiny model's heads
+    have 16 dimensions, as many as the indexer keeps, where it would choose as the oracle
+    does: here it keeps 4.)"""
+    import dataclasses
+
+    from attn import methods, topk
+    from ui import analyses, measures, row_reads
+
+    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
+    text = text_of(3000)
+    a = analyses.get_analysis(text, "tiny")
+    m = row_reads.layer_tokens(a)
+    assert a.causal and a.n == 3000 and m == budgets.LAYER_TOKENS == 2048
+    layer, w = 3, 64
+    method = dataclasses.replace(methods.top_k(indexer=True), indexer_dims=4)
+    assert a.qkv(layer)[0].shape[-1] == 16
+    chosen = methods.top_k
+    monkeypatch.setattr(methods, "top_k", lambda indexer=False: method if indexer else chosen())
+    keep = method.keep_of(methods.Params(window=w, causal=True))
+    q, k, _ = a.qkv(layer)
+    q, k = q[:, :, :m].float(), k[:, :, :m].float()
+    pq, pk = topk.projected(q, k, method.indexer_dims)  # what the indexer chooses by, on these tokens
+    later = torch.ones(m, m, dtype=torch.bool).triu(1)
+    hit = total = 0
+    for h in range(q.shape[1]):
+        exact = (q[0, h] @ k[0, h].T).masked_fill(later, float("-inf"))
+        guess = (pq[0, h] @ pk[0, h].T).masked_fill(later, float("-inf"))
+        for i in range(m):
+            seen = min(keep, i + 1)
+            hit += len(set(exact[i].topk(seen).indices.tolist()) & set(guess[i].topk(seen).indices.tolist()))
+            total += seen
+    assert 0.05 < hit / total < 0.95
+    assert measures.topk_recall(text, "tiny", layer, w) == pytest.approx(hit / total, abs=1e-12)
+
+
 def test_the_sample_mean_weighs_each_spread_row_by_the_rows_it_stands_for():
     sample = RowSample.spread(100, 10, 9)  # 10 rows whole, then 9 standing for 10 each
     assert sample.positions[:10].tolist() == list(range(10))

@@ -227,10 +227,11 @@ def useful(text: str, model_id: str, layer: int, head, p: float) -> Useful:
 @st.cache_data(max_entries=16, show_spinner=False)
 def share_trend(text: str, model_id: str, p: float) -> ShareTrend:
     """In how many layers (and heads) the useful share falls from the first prefix step 2
-    draws to the whole text (stats.share_trend)."""
+    draws to the whole text (stats.share_trend), and k̄ over every head, on the rows of
+    ``row_reads.trend_sample`` (``sampled`` says which)."""
     a = _analysis(text, model_id)
     first = stats.prefix_lengths(a.n)[0]
-    weights, sample = sampled_weights(a)
+    weights, sample = sampled_weights(a, row_reads.trend_sample(a))
     r = stats.share_trend(weights, p, first, a.layers, first_attentions=None if a.causal else a.prefix(first),
                           sample=sample)
     return ShareTrend(first=r["first"], n=r["n"], layers=r["layers"], heads=r["heads"], layers_fell=r["layers_fell"],
@@ -375,9 +376,10 @@ def errors(text: str, model_id: str, layer: int, window: int, hubs: tuple) -> Er
 @st.cache_data(max_entries=32, show_spinner=False)
 def topk_recall(text: str, model_id: str, layer: int, window: int) -> float:
     """Top-k's indexer on one layer: the share of the oracle's keys it chose too, at the
-    window's cells a row (k of :meth:`attn.methods.Method.keep_of`)."""
+    window's cells a row (k of :meth:`attn.methods.Method.keep_of`), on the tokens the
+    layer's other measures read (``layer_on``: a long text's first ones, as the errors beside it)."""
     a = _analysis(text, model_id)
-    q, k, _ = a.qkv(layer)
+    q, k, _, _ = layer_on(a, layer)
     m = methods.top_k(indexer=True)
     keep = m.keep_of(methods.Params(window=window, causal=a.causal))
     return topk.recall(q.float(), k.float(), keep, m.indexer_dims, causal=a.causal)

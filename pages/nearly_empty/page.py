@@ -24,11 +24,16 @@ c1.metric(t("nearly_empty.metric_k", p=t.pct(p, 0)), t.float(res.k, 1))
 c2.metric(t("nearly_empty.metric_useful"), t.int(res.useful), help=t("nearly_empty.metric_useful_help"))
 c3.metric(t("nearly_empty.metric_share"), t.pct(res.share),
           help=t("nearly_empty.metric_share_help", cells=t.int(res.cells)))
-c4.metric(t("nearly_empty.metric_all"), t.float(res.k_all, 1), help=t("nearly_empty.metric_all_help"))
+# k̄ over every head and the share's trend: a long text's on a smaller sample of rows (row_reads.trend_sample)
+trend = measures.share_trend(text, model_id, p)
+trend_said = sampled_note(t, trend.sampled, "cells")
+c4.metric(t("nearly_empty.metric_all"), t.float(res.k_all, 1),
+          help=t.sentences([t("nearly_empty.metric_all_help")] + ([trend_said] if trend_said else [])))
 if (said := sampled_note(t, res.sampled)) is not None:  # a long text: its statistics read on a sample of its rows
     st.caption(said)
 # the lead's "a small part of its cells", in this text's numbers
-st.caption(t("nearly_empty.all_caption", k=t.float(res.k_all, 1), p=t.pct(p, 0), n=t.int(n)))
+all_said = t("nearly_empty.all_caption", k=t.float(res.k_all, 1), p=t.pct(p, 0), n=t.int(n))
+st.caption(t.sentences([all_said, trend_said]) if trend_said else all_said)
 st.caption(t("nearly_empty.topk_caption", k=t.int(max(1, round(res.k))), p=t.pct(p, 0), kept=t.pct(res.top_kept),
              reached=t.pct(res.top_reached, 0)))
 
@@ -77,11 +82,14 @@ if len(prefixes) >= 2:
     how = "nearly_empty.prefix_how" if a.causal else "nearly_empty.prefix_how_encoder"
     st.caption(t.sentences([t(said, n0=t.int(first.n), s0=t.pct(first.share), n1=t.int(last.n),
                               s1=t.pct(last.share), p=t.pct(p, 0)), t(how)]))
-    trend = measures.share_trend(text, model_id, p)
     every = trend.heads_fell == trend.heads and trend.layers_fell == trend.layers  # nothing else left
-    st.caption(t("nearly_empty.trend_caption_all" if every else "nearly_empty.trend_caption",
-                 n0=t.int(trend.first), n1=t.int(trend.n), fell=t.int(trend.layers_fell),
-                 layers=t.int(trend.layers), fell_heads=t.int(trend.heads_fell), heads=t.int(trend.heads)))
+    trend_line = t("nearly_empty.trend_caption_all" if every else "nearly_empty.trend_caption",
+                   n0=t.int(trend.first), n1=t.int(trend.n), fell=t.int(trend.layers_fell),
+                   layers=t.int(trend.layers), fell_heads=t.int(trend.heads_fell), heads=t.int(trend.heads))
+    if trend_said:  # counted on the rows the model-wide k̄ above was
+        trend_line = t.sentences([trend_line, t("nearly_empty.trend_sampled", rows=t.int(trend.sampled.rows),
+                                                n=t.int(trend.sampled.n))])
+    st.caption(trend_line)
 
 
 def k_figure():
