@@ -138,12 +138,15 @@ class Method:
         i = torch.arange(r0, r0 + chosen.shape[-2], device=chosen.device)[:, None]
         return chosen | fixed(0, 0, i, torch.arange(n, device=chosen.device)[None, :])
 
-    def allowed_rows(self, q, k, params: Params, r0: int, r1: int) -> torch.Tensor:
-        """The same for queries r0…r1-1 only: ``(b, h, r, n)`` or ``(r, n)``."""
+    def allowed_rows(self, q, k, params: Params, r0: int, r1: int, by=None) -> torch.Tensor:
+        """The same for queries r0…r1-1 only: ``(b, h, r, n)`` or ``(r, n)``. ``by``: the
+        indexer's projections of these q and k (``topk.projected``), where a caller reading
+        block after block made them once."""
         n = k.shape[2]
         if self.data_dependent:
+            by = topk.projected(q, k, self.indexer_dims) if by is None else by
             return self._with_fixed(topk.rows_chosen(q, k, self.keep_of(params), causal=params.causal, r0=r0, r1=r1,
-                                                     by=topk.projected(q, k, self.indexer_dims)), n, params, r0)
+                                                     by=by), n, params, r0)
         i, j = torch.arange(r0, r1, device=q.device), torch.arange(n, device=q.device)
         return torch.broadcast_to(self.mask(n, params)(0, 0, i[:, None], j[None, :]), (r1 - r0, n))
 

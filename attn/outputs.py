@@ -21,7 +21,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from . import composition, linear_kernels, methods, patterns
+from . import composition, linear_kernels, methods, patterns, topk
 from .layer import LayerAttention
 from .stats import row_cells
 from .device import compute_dtype
@@ -142,10 +142,11 @@ def method_outputs(q, k, v, layer: LayerAttention, *, window: int, hubs=(), feat
 
 
 def chosen_pairs(m: methods.Method, q, k, params: methods.Params, layer: LayerAttention, bias=None,
-                 rows: tuple[int, int] | None = None) -> torch.Tensor:
+                 rows: tuple[int, int] | None = None, by=None) -> torch.Tensor:
     """The pairs a softmax method sees, for the rows ``rows`` (r0, r1; None: every row). Top-k's
     oracle chooses by the scores the layer itself computes (its bias added, its cap applied);
-    the indexer by its projections, as its kernel does; the others by their pattern."""
+    the indexer by its projections, as its kernel does (``by``: made once by a caller reading
+    block after block); the others by their pattern."""
     r0, r1 = rows or (0, q.shape[2])
     if m.data_dependent and m.indexer_dims is None and not (layer.plain_scores and bias is None):
         qf = q.float()[:, :, r0:r1]
@@ -153,7 +154,7 @@ def chosen_pairs(m: methods.Method, q, k, params: methods.Params, layer: LayerAt
         return m.allowed_scored(q, k, params, scores, r0)
     if rows is None:
         return m.allowed(q, k, params)
-    return m.allowed_rows(q, k, params, r0, r1)
+    return m.allowed_rows(q, k, params, r0, r1, by=by)
 
 
 def uniform_error(v, exact: torch.Tensor, layer: LayerAttention) -> torch.Tensor:
@@ -227,6 +228,7 @@ def peak_weights(q, k, layer: LayerAttention, *, window: int, hubs=(), features_
                                        kf.to(working_dtype(m.feature, kf.dtype)), scale=layer.scale)
              for m in chosen if m.family == "linear"}
     j = torch.arange(n)
+    by = {m.name: topk.projected(qf, kf, m.indexer_dims) for m in chosen if m.indexer_dims is not None}  # once
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
         i = torch.arange(r0, r1)
@@ -240,7 +242,7 @@ def peak_weights(q, k, layer: LayerAttention, *, window: int, hubs=(), features_
             else:
                 params = methods.Params(window=layer.window if m.family == "own" else window, hubs=hubs,
                                         causal=causal)
-                allowed = chosen_pairs(m, qf, kf, params, layer, bias, (r0, r1))  # these rows only
+                allowed = chosen_pairs(m, qf, kf, params, layer, bias, (r0, r1), by.get(m.name))  # these rows only
                 rows_bias = None if bias is None else bias[..., r0:r1, :]
                 w = scored_weights(qf[:, :, r0:r1], kf, allowed, layer, rows_bias, torch.float32)[0]
             sums[m.name] += float(w.amax(dim=-1).sum())
