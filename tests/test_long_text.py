@@ -131,7 +131,7 @@ def test_step_2s_model_wide_k_reads_a_smaller_stated_sample_within_its_spread_of
     assert r["k_spread"] > 0 and abs(r["k_mean"] - float(exact.mean())) <= 2 * r["k_spread"]
 
 
-def test_step_2_says_which_rows_its_model_wide_k_and_trend_read_on_a_long_text(make_app, monkeypatch):
+def test_step_2_says_which_rows_its_model_wide_k_and_trend_read_on_a_long_text(make_app, monkeypatch, fresh_caches):
     """On 3,000 tokens, step 2 says under its k̄ over every head, and under the share's trend,
     that they read 512 of the 3,000 rows (the first 256, and 256 spread over the rest)."""
     from helpers import page_path
@@ -152,7 +152,7 @@ def test_step_2_says_which_rows_its_model_wide_k_and_trend_read_on_a_long_text(m
     assert any(c.startswith("Across the model on your text") and c.endswith(said) for c in captions), captions
 
 
-def test_step_6s_indexer_recall_reads_the_first_tokens_its_errors_read(monkeypatch):
+def test_step_6s_indexer_recall_reads_the_first_tokens_its_errors_read(monkeypatch, fresh_caches):
     """On 3,000 tokens, step 6's top-k recall reads the layer's first 2,048 tokens, as the
     errors beside it do (budgets.LAYER_TOKENS): the indexer's chosen keys against the oracle's,
     chosen here row by row with torch.topk on those tokens' scores. (The tiny model's heads
