@@ -119,9 +119,9 @@ def test_step_2s_model_wide_k_reads_a_smaller_stated_sample_within_its_spread_of
     from ui import row_reads
 
     short = tiny.analyze(text_of(2048), max_tokens=2048)
-    assert short.n == 2048 and row_reads.trend_sample(short).every_row and row_reads.row_sample(short).every_row
+    assert short.n == 2048 and row_reads.model_sample(short).every_row and row_reads.row_sample(short).every_row
     a = tiny.analyze(text_of(3000), max_tokens=3000)
-    sample = row_reads.trend_sample(a)
+    sample = row_reads.model_sample(a)
     assert (sample.whole, sample.count, sample.n) == (256, 512, 3000)
     assert sample.positions[:256].tolist() == list(range(256)) and sample.positions[256:].min() >= 256
     r = stats.share_trend(a.weights().at(sample.positions), 0.9, 16, a.layers, sample=sample)
@@ -150,6 +150,31 @@ def test_step_2_says_which_rows_its_model_wide_k_and_trend_read_on_a_long_text(m
                for c in captions), captions
     said = i18n.translate("en", "nearly_empty.trend_sampled", rows="512", n="3,000")
     assert any(c.startswith("Across the model on your text") and c.endswith(said) for c in captions), captions
+
+
+def test_step_4_finds_a_long_texts_anchors_on_the_model_wide_sample_and_says_so(make_app, monkeypatch,
+                                                                                 fresh_caches):
+    """On 3,000 tokens the anchors (step 4's list, the hubs' default) read the rows step 2's
+    model-wide k̄ reads, the first 256 and 256 spread, and step 4 says so under its list."""
+    from helpers import page_path
+    from ui import analyses, i18n, measures, walk
+
+    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
+    text = text_of(3000)
+    at = make_app("tiny", "en")
+    at.run()
+    at.text_area(key="text").input(text).run()
+    at.switch_page(page_path(walk.get("hubs"))).run()
+    assert not at.exception, [e.value for e in at.exception]
+    a = analyses.get_analysis(text, "tiny")
+    sample = RowSample.spread(3000, 256, 256)
+    expect = stats.anchors(a.weights().at(sample.positions), a.causal, top=measures.ANCHORS_READ, sample=sample)
+    assert measures.anchors(text, "tiny", 5) == expect[:5]
+    said = i18n.translate("en", "hubs.anchors_sampled", rows="512", n="3,000", first="256", spaced="256")
+    captions = [c.value for c in at.caption]
+    assert said in captions, captions
+    listed = captions[captions.index(said) - 1]  # the list it is said of, just above
+    assert listed.startswith("Positions your text's far rows") and f"{expect[0][0]} · " in listed, listed
 
 
 def test_step_6s_indexer_recall_reads_the_first_tokens_its_errors_read(monkeypatch, fresh_caches):

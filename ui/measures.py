@@ -228,10 +228,10 @@ def useful(text: str, model_id: str, layer: int, head, p: float) -> Useful:
 def share_trend(text: str, model_id: str, p: float) -> ShareTrend:
     """In how many layers (and heads) the useful share falls from the first prefix step 2
     draws to the whole text (stats.share_trend), and k̄ over every head, on the rows of
-    ``row_reads.trend_sample`` (``sampled`` says which)."""
+    ``row_reads.model_sample`` (``sampled`` says which)."""
     a = _analysis(text, model_id)
     first = stats.prefix_lengths(a.n)[0]
-    weights, sample = sampled_weights(a, row_reads.trend_sample(a))
+    weights, sample = sampled_weights(a, row_reads.model_sample(a))
     r = stats.share_trend(weights, p, first, a.layers, first_attentions=None if a.causal else a.prefix(first),
                           sample=sample)
     return ShareTrend(first=r["first"], n=r["n"], layers=r["layers"], heads=r["heads"], layers_fell=r["layers_fell"],
@@ -269,8 +269,9 @@ ANCHORS_READ = 8  # anchors found in one pass over the weights: every page's cou
 
 
 def anchors(text: str, model_id: str, top: int = 5) -> list[tuple[int, float]]:
-    """The text's ``top`` anchors, strongest first (stats.anchors): the first ``top`` of one
-    cached pass that keeps ANCHORS_READ (step 4 asks for 5, step 6 and 7 for 3)."""
+    """The text's ``top`` anchors, strongest first (stats.anchors, on the rows of
+    ``row_reads.model_sample``): the first ``top`` of one cached pass that keeps ANCHORS_READ
+    (step 4 asks for 5, step 6 and 7 for 3)."""
     if top <= ANCHORS_READ:
         return _anchors(text, model_id, ANCHORS_READ)[:top]
     return _anchors(text, model_id, top)
@@ -279,7 +280,7 @@ def anchors(text: str, model_id: str, top: int = 5) -> list[tuple[int, float]]:
 @st.cache_data(max_entries=16, show_spinner=False)
 def _anchors(text: str, model_id: str, top: int) -> list[tuple[int, float]]:
     a = _analysis(text, model_id)
-    weights, sample = sampled_weights(a)
+    weights, sample = sampled_weights(a, row_reads.model_sample(a))  # said on step 4
     return stats.anchors(weights, a.causal, top=top, sample=sample)
 
 

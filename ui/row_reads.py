@@ -44,20 +44,23 @@ def row_sample(a) -> RowSample:
     return RowSample.spread(a.n, EXACT_ROWS, SAMPLED_ROWS)
 
 
-# Step 2's whole-model k(p) (every head's, for the model-wide k̄ and the share's trend) is the
-# costliest statistic of a long text: where row_sample reads every row, so does it; beyond,
-# TREND_FIRST rows and TREND_SPACED spread over the rest (about 1.3 s at 8,120 tokens on this
-# project's machines, against 4.4 s on row_sample's 2,048 rows; k̄ 124.0 ± 5.1 against
-# 124.5 ± 2.0, the same 18 of 18 layers falling and 65 of 72 heads against 66: docs/performance.md).
-TREND_FIRST = 256
-TREND_SPACED = 256
+# The statistics of the whole model (every head's rows) are the costliest of a long text: step
+# 2's k(p) of every head (its model-wide k̄ and the share's trend) and the text's anchors (step
+# 4's list, the hubs' default). Where row_sample reads every row, so do they; beyond, the first
+# MODEL_FIRST rows and MODEL_SPACED spread over the rest (k(p) of every head: about 1.3 s at
+# 8,120 tokens on this project's machines, against 4.4 s on row_sample's 2,048 rows; k̄ 124.0 ±
+# 5.1 against 124.5 ± 2.0, the same 18 of 18 layers falling and 65 of 72 heads against 66:
+# docs/performance.md). The pages say which rows they read.
+MODEL_FIRST = 256
+MODEL_SPACED = 256
 
 
-def trend_sample(a) -> RowSample:
-    """The rows of step 2's whole-model statistics (k(p) of every head): row_sample's where
-    it reads every row, else the first TREND_FIRST and TREND_SPACED spread over the rest."""
+def model_sample(a) -> RowSample:
+    """The rows of the whole model's statistics (every head's: step 2's k(p), the anchors):
+    row_sample's where it reads every row, else the first MODEL_FIRST and MODEL_SPACED spread
+    over the rest."""
     sample = row_sample(a)
-    return sample if sample.every_row else RowSample.spread(a.n, TREND_FIRST, TREND_SPACED)
+    return sample if sample.every_row else RowSample.spread(a.n, MODEL_FIRST, MODEL_SPACED)
 
 
 def sampled_weights(a, sample: RowSample | None = None):

@@ -4,7 +4,7 @@ special tokens ([CLS], [SEP])."""
 
 import streamlit as st
 
-from ui import drawing, figures, glossary, measures, model_swaps, served_model, step_page, widgets
+from ui import drawing, figures, glossary, measures, model_swaps, row_reads, served_model, step_page, widgets
 from ui.step_parts import sampled_note
 from pages import hubs as step
 
@@ -19,6 +19,10 @@ else:
     items = t.list(t("hubs.anchor_item", p=p, token=drawing.literal(a.tokens[p]), score=t.float(score, 3))
                    for p, score in found)
     st.caption(t("hubs.anchors_found" if a.causal else "hubs.anchors_found_both", found=items))
+    read = row_reads.model_sample(a)  # a long text's anchors: found on a sample of its rows
+    if not read.every_row:
+        st.caption(t("hubs.anchors_sampled", rows=t.int(read.count), n=t.int(n), first=t.int(read.whole),
+                     spaced=t.int(read.count - read.whole)))
 hubs = tuple(sorted(widgets.setting(t, "s4_hubs", a, t("hubs.pick_hubs"))))
 w = widgets.setting(t, "s4_w", a, t("hubs.pick_w"))
 g = len(hubs)

@@ -24,7 +24,7 @@ c1.metric(t("nearly_empty.metric_k", p=t.pct(p, 0)), t.float(res.k, 1))
 c2.metric(t("nearly_empty.metric_useful"), t.int(res.useful), help=t("nearly_empty.metric_useful_help"))
 c3.metric(t("nearly_empty.metric_share"), t.pct(res.share),
           help=t("nearly_empty.metric_share_help", cells=t.int(res.cells)))
-# k̄ over every head and the share's trend: a long text's on a smaller sample of rows (row_reads.trend_sample)
+# k̄ over every head and the share's trend: a long text's on a smaller sample of rows (row_reads.model_sample)
 trend = measures.share_trend(text, model_id, p)
 trend_said = sampled_note(t, trend.sampled, "cells")
 c4.metric(t("nearly_empty.metric_all"), t.float(res.k_all, 1),
