@@ -72,6 +72,7 @@ with st.sidebar:
         served_model.model_choice(t)  # ATLAS_MODELS: the reader picks the model their pages run
         # kept for the session: st.switch_page (Next, PageDown) reruns without widget states,
         # and a widget that is not kept loses its value on the way
+        page_run.drawing(keys.TEXT)
         st.text_area(t("sidebar.text"), key=keys.TEXT, persist_state=widgets.KEEP, height=200,
                      help=t("sidebar.text_help"), max_chars=session.MAX_CHARS, on_change=session.text_changed)
         st.caption(t("sidebar.text_cap", n=t.int(session.MAX_CHARS), tokens=t.int(served_model.token_budget())))

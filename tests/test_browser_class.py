@@ -12,7 +12,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from browser_parts import ARTIFACTS, SEND_ENABLED, axe_violations, h1, screenshots_on_failure, wait_title
 from helpers import WALK
-from harness.serve import app_server, paste, wait_idle
+from harness.serve import FIRST_METRIC, app_server, paste, wait_idle
 from ui import i18n
 
 pytestmark = pytest.mark.browser
@@ -82,25 +82,25 @@ def test_three_readers_at_once_each_see_only_their_own_language_and_text(browser
             ctx.close()
 
 
+HAS_TEXT = "t => { const a = document.querySelector('[data-testid=stSidebar] textarea'); return a && a.value === t; }"
 OWN_TEXT = ("O rio atravessa a cidade velha devagar, passando por baixo de sete pontes de pedra. Nas manhãs de "
             "inverno, a névoa cobre as margens e os pescadores esperam em silêncio. Quando o sol aparece, as crianças "
             "correm para a escola e os barcos sobem o rio, carregados de frutas, peixe e notícias das aldeias.")
 
 
-@pytest.mark.parametrize("text", ["own", "sample"])
 def test_students_in_three_languages_follow_the_teacher_through_every_page_with_a_vote_on_each_step(
-        browser, tiny_url, text):
-    """A class on the teacher's own text (a Portuguese paragraph, not a sample) and on the
-    sample: the teacher on a projector (presenter mode) and three students on phones, in
-    ja, pt and en, who join by the link and follow her PageDown through the seven steps,
-    the closing page and the playground; on each step she opens the vote, every phone
-    answers, she closes and reveals it. No student is ever switched to exploring: what
-    their page sets itself (a default worked out on the text, a token picker's labels for
-    the new text) is no change of theirs. On the own text's walk, the phones are checked
-    as a room uses them: no sideways scrolling, axe at a phone's size, the vote's controls
-    large and on the first screen, the count live on the join slide; screenshots kept."""
+        browser, tiny_url):
+    """A class as a teacher runs one: she starts it on the sample, on a projector (presenter
+    mode), and three students on phones, in ja, pt and en, join by the link; after step 1's
+    vote she pastes her own text (a Portuguese paragraph), and the phones take it up still
+    following. They follow her PageDown through the seven steps, the closing page and the
+    playground; on each step she opens the vote, every phone answers, she closes and
+    reveals it. No student is ever switched to exploring: what their page sets itself (a
+    default worked out on the text, a token picker's labels for the new text) is no change
+    of theirs. The phones are checked as a room uses them: no sideways scrolling, axe at a
+    phone's size, the vote's controls large and on the first screen, the count live on the
+    join slide; screenshots kept."""
     os.makedirs(ARTIFACTS, exist_ok=True)
-    checked = text == "own"
     desk = browser.new_context(viewport={"width": 1920, "height": 1080}, locale="en-US")
     phones = {lang: browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US", is_mobile=True,
                                         has_touch=True) for lang in ("ja", "pt", "en")}
@@ -108,10 +108,12 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
         teacher = desk.new_page()
         teacher.goto(tiny_url + "/?lang=en&present=1")
         wait_title(teacher, i18n.translate("en", "every_pair.title"))
-        teacher.locator('[data-testid="stSidebar"] [data-testid="stExpander"] summary',
-                        has_text=i18n.translate("en", "sidebar.controls")).click()
-        if text == "own":
-            paste(teacher, OWN_TEXT)
+        controls = teacher.locator('[data-testid="stSidebar"] [data-testid="stExpander"] summary',
+                                   has_text=i18n.translate("en", "sidebar.controls"))
+        controls.click()
+        teacher.wait_for_function(FIRST_METRIC, timeout=300_000)
+        sample = teacher.locator('[data-testid="stSidebar"] textarea').input_value()
+        assert sample and sample != OWN_TEXT
         teacher.locator('[data-testid="stSidebar"] summary', has_text=i18n.translate("en", "class.heading")).click()
         teacher.get_by_role("button", name=i18n.translate("en", "class.start")).click()
         said = teacher.locator('[data-testid="stSidebar"] strong').filter(has_text=re.compile(r"^\w{3} \w{3}$"))
@@ -123,17 +125,16 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
             pg.goto(f"{tiny_url}/?lang={lang}&class={code.lower()}")
             wait_title(pg, i18n.translate(lang, "every_pair.title"))
             students[lang] = pg
-        if checked:
-            teacher.get_by_role("button", name=i18n.translate("en", "class.show_slide")).click()
-            teacher.locator('[role="dialog"]').get_by_text(i18n.translate("en", "class.present", n="3")).wait_for(
-                timeout=10_000)  # live on the slide
-            teacher.screenshot(path=os.path.join(ARTIFACTS, "class-join-slide-en.png"))
-            teacher.keyboard.press("Escape")
-            for pg in students.values():
-                assert pg.locator('[data-testid="stSidebar"] textarea').input_value() == OWN_TEXT  # the class's text
-                assert "me=" in pg.url and "class=" in pg.url
-                width = pg.evaluate("() => document.documentElement.scrollWidth")
-                assert width <= 390 + 1, width  # no sideways scrolling on the phone
+        teacher.get_by_role("button", name=i18n.translate("en", "class.show_slide")).click()
+        teacher.locator('[role="dialog"]').get_by_text(i18n.translate("en", "class.present", n="3")).wait_for(
+            timeout=10_000)  # live on the slide
+        teacher.screenshot(path=os.path.join(ARTIFACTS, "class-join-slide-en.png"))
+        teacher.keyboard.press("Escape")
+        for pg in students.values():
+            assert pg.locator('[data-testid="stSidebar"] textarea').input_value() == sample  # the class's text
+            assert "me=" in pg.url and "class=" in pg.url
+            width = pg.evaluate("() => document.documentElement.scrollWidth")
+            assert width <= 390 + 1, width  # no sideways scrolling on the phone
         exploring = {lang: i18n.translate(lang, "class.exploring") for lang in students}
         heads = {lang: re.compile("|".join(re.escape(i18n.translate(lang, key, value="§", answer="§", right="§")
                                                      .split("§")[0].replace("**", ""))
@@ -161,7 +162,7 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
             for lang, pg in students.items():  # then sends it, once Send is enabled
                 send = pg.locator('[class*="st-key-vote_send_"] button')
                 pg.wait_for_function(SEND_ENABLED, timeout=15_000)
-                if checked and page.id == "hubs":  # the vote's own controls, checked on a phone
+                if page.id == "hubs":  # the vote's own controls, checked on a phone
                     assert not axe_violations(pg)
                     heights = pg.evaluate("""() => [...document.querySelectorAll(
                         '[class*="st-key-vote_pick_"] [role="radiogroup"] label, [class*="st-key-vote_send_"] button')]
@@ -183,7 +184,7 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
                 pg.get_by_text(i18n.translate(lang, "vote.page_waits")).wait_for(timeout=15_000)
                 assert pg.locator('[data-testid="stMetricValue"]').count() == 0, (page.id, lang)
                 assert pg.locator(".js-plotly-plot").count() == 1, (page.id, lang)
-                if checked and page.id == "hubs":
+                if page.id == "hubs":
                     pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-closed.png"), full_page=True)
             assert teacher.locator('[data-testid="stMetricValue"]').count() == 0  # the projector holds too
             teacher.get_by_role("button", name=i18n.translate("en", "vote.reveal")).click()
@@ -194,7 +195,7 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
                 side = pg.evaluate("() => document.querySelector('[data-testid=stSidebar]').textContent")
                 assert exploring[lang] not in side, (page.id, lang)
                 assert i18n.translate(lang, "class.following") in side, (page.id, lang)
-                if checked and page.id == "hubs":
+                if page.id == "hubs":
                     wait_idle(pg)
                     assert not axe_violations(pg)  # WCAG 2 A/AA at a phone's size
                     pg.screenshot(path=os.path.join(ARTIFACTS, f"class-phone-{lang}-4-revealed.png"), full_page=True)
@@ -203,8 +204,14 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
                 const g = document.querySelector('.st-key-vote_chart_{slug} .js-plotly-plot');
                 return g.data.map(t => t.y.reduce((a, b) => a + b, 0)); }}""")
             assert bars == [3]  # one vote, the three answers counted
+            if i == 0:  # her own text, pasted mid-class: every phone takes it up, still following
+                if not teacher.locator('[data-testid="stSidebar"] textarea').is_visible():
+                    controls.click()  # her controls, folded again since the class began
+                paste(teacher, OWN_TEXT)
+                for pg in students.values():
+                    pg.wait_for_function(HAS_TEXT, arg=OWN_TEXT, timeout=30_000)
     except Exception:
-        screenshots_on_failure(f"class-{text}", desk, *phones.values(), url=tiny_url)
+        screenshots_on_failure("class-walk", desk, *phones.values(), url=tiny_url)
         raise
     finally:
         desk.close()

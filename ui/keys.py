@@ -36,6 +36,7 @@ NOTICES = "_notices"  # notices to show on the next run (a page switch drops thi
 LABELLED = "_labelled"  # per token-named setting: the text its widget's labels were made for
 RANGES = "_ranges"  # per number setting: the range its widget was last drawn with
 CHANGED = "_changed"  # the settings (and "text") the reader changed by hand since the last run began
+AS_DRAWN = "_as_drawn"  # per setting (and "text"): the value the last whole run drew its widget with
 
 
 def slug(qid: str) -> str:

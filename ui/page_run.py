@@ -61,6 +61,34 @@ def wait_quiet(limit: float) -> float:
     return time.monotonic() - t0
 
 
+def fragment_only() -> bool:
+    """Whether this run is a fragment's own (a timed part's tick), not a whole run of the
+    page: Streamlit's run context records the fragments a run is for."""
+    ctx = get_script_run_ctx()
+    return ctx is not None and bool(ctx.fragment_ids_this_run)
+
+
+def drawing(key: str) -> None:
+    """Before a whole run draws a page widget (a setting, the text): its value as drawn,
+    for ``stale`` to put back."""
+    st.session_state.setdefault(keys.AS_DRAWN, {})[key] = st.session_state.get(key)
+
+
+def stale(key: str) -> bool:
+    """In a page widget's on_change: whether the change came with a timed fragment's tick,
+    and so is no change of the reader's. Page widgets are drawn only by whole runs, and a
+    hand on one starts a whole run; a tick carries every widget's value as the browser
+    held it when it sent the tick — after the teacher's new text, the old text and a token
+    picker under the old text's names (students of a class left the lead that way, and
+    their text went back). The value the page last drew is put back."""
+    if not fragment_only():
+        return False
+    drawn = st.session_state.get(keys.AS_DRAWN, {})
+    if key in drawn:
+        st.session_state[key] = drawn[key]
+    return True
+
+
 def touch() -> None:
     """A fragment's run (a class member's poll, the room's charts): the server is not
     idle, though no page ran (app.py counts only whole runs)."""

@@ -9,7 +9,7 @@ import streamlit as st
 
 from server import limits, texts
 
-from . import keys
+from . import keys, page_run
 from .i18n import Translator, detect_language
 from .samples import long_text, sample_text
 
@@ -68,7 +68,10 @@ def on_language_change() -> None:
 
 
 def text_changed() -> None:
-    """on_change of the text area, and the sample's button: the reader's own change."""
+    """on_change of the text area, and the sample's button: the reader's own change (a
+    text a timed fragment's tick brought is put back instead: ``page_run.stale``)."""
+    if page_run.stale(keys.TEXT):
+        return
     st.session_state.setdefault(keys.CHANGED, set()).add(keys.TEXT)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from . import keys, measures, served_model, session, setting_table
+from . import keys, measures, page_run, served_model, session, setting_table
 from . import tap_strip
 from .i18n import Translator
 from .setting_rows import AVERAGE, Dims, Setting
@@ -30,6 +30,7 @@ def setting(t: Translator, key: str, a, label: str, *, where=None, ctx=None,
     puts there is not."""
     row = setting_table.row(key)
     place(key, a, ctx)
+    page_run.drawing(key)
     where = where or st
     kw = dict(key=key, persist_state=KEEP, on_change=changed_by_reader, args=(key,), **extra)
     if row.takes == "bool":
@@ -112,7 +113,11 @@ def follow_tapped(chart: str, key: str, strip_curve: int, n: int, factor: int) -
 def changed_by_reader(key: str) -> None:
     """on_change of every setting's widget (and the text): the reader's own change, which
     Streamlit reports only for a value the browser sent, never for one the app set. A
-    following student's own change takes them out of the class's lead (ui.classroom)."""
+    following student's own change takes them out of the class's lead (ui.classroom).
+
+    A value a timed fragment's tick brought is put back instead (``page_run.stale``)."""
+    if page_run.stale(key):
+        return
     st.session_state.setdefault(keys.CHANGED, set()).add(key)
 
 

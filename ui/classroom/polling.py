@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from server import follow
 from server.store import StoreError
@@ -61,7 +60,7 @@ def _tick(code: str, step: Step) -> None:
         return
     if action == follow.GONE:
         said, icon = farewell(session.tr())
-        if _alone():  # said after the rerun that takes the class away
+        if page_run.fragment_only():  # said after the rerun that takes the class away
             session.notice_later(said, icon)
             st.rerun(scope="app")
         st.toast(said, icon=icon)
@@ -101,18 +100,11 @@ def _send_pending(code: str) -> bool:
     return True
 
 
-def _alone() -> bool:
-    """Whether this run is the poll fragment's own, not a full run of the page
-    (Streamlit's run context records the fragments a run is for)."""
-    ctx = get_script_run_ctx()
-    return ctx is not None and bool(ctx.fragment_ids_this_run)
-
-
 def _redraw() -> None:
     """After a tick that changed what the page shows: a poll's own run reruns the app;
     in a full run (the sidebar draws the poll before the page) the page that follows
     draws it, and a rerun would drop the click that started this run."""
-    if _alone():
+    if page_run.fragment_only():
         st.rerun(scope="app")
 
 
