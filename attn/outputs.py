@@ -80,6 +80,13 @@ def scored_weights(q, k, allowed: torch.Tensor, layer: LayerAttention, bias=None
     scaled, soft-capped, biased (LayerAttention.score) — with its learned sink logits, where
     it has them, as a column with no value: ``(b, heads, rows, n)`` in ``dtype``."""
     scores = layer.score(q.to(dtype) @ k.to(dtype).transpose(-1, -2), None if bias is None else bias.to(dtype))
+    return masked_softmax(scores, allowed, layer)
+
+
+def masked_softmax(scores, allowed: torch.Tensor, layer: LayerAttention) -> torch.Tensor:
+    """Softmax over ``allowed`` of the layer's scores (already scaled, capped, biased), with
+    its sink logits where it has them, in the scores' dtype (:func:`scored_weights`)."""
+    dtype = scores.dtype
     scores = scores.masked_fill(~allowed, float("-inf"))
     if layer.sinks is not None:
         sink = torch.tensor(layer.sinks, dtype=dtype, device=scores.device)[None, :, None, None]
@@ -106,7 +113,9 @@ def method_outputs(q, k, v, layer: LayerAttention, *, window: int, hubs=(), feat
     dtype (bfloat16 on CUDA) — or, where the layer does more to a score than scale it (a
     soft cap, a bias: ``plain``), the same softmax written out in that dtype, since the
     fused kernel cannot. The softmax shortcuts keep the layer's scores (written out where
-    it soft-caps or biases them); the linear ones run in float32."""
+    it soft-caps or biases them, and for top-k, whose kernel gathers each query's chosen keys
+    and values: on a CPU 8-14x slower than written-out rows at 2,048 tokens); the linear ones
+    run in float32."""
     device = torch.device(device) if device is not None else q.device
     dtype = compute_dtype(device)
     n = q.shape[2]
@@ -131,14 +140,32 @@ def method_outputs(q, k, v, layer: LayerAttention, *, window: int, hubs=(), feat
                 q32, k32, v32 = (t.to(device=device, dtype=torch.float32) for t in (q, k, v))
                 outs[methods.in_float32(m.name)] = F.scaled_dot_product_attention(
                     q32, k32, v32, attn_mask=mask, is_causal=is_causal, scale=layer.scale)
-        elif plain and m.family != "linear":  # the layer's own scores over the shortcut's pattern
-            allowed = chosen_pairs(m, q, k, params, layer, bias)
-            outs[m.name] = scored_weights(q, k, allowed, layer, bias, torch.float32) @ v.float()
+        elif m.family != "linear" and (plain or m.data_dependent):  # the layer's own scores over its pairs
+            qd, kd, vd = (t.to(device=device) for t in (q, k, v))
+            outs[m.name] = written_out(m, qd, kd, vd, params, layer, None if bias is None else bias.to(device))
         else:
             qf, kf, vf = (t.to(device=device, dtype=torch.float32) for t in (q, k, v))
             outs[m.name] = m.run(qf, kf, vf, params)
     return {"exact": exact, "outputs": {k_: o.float().cpu() for k_, o in outs.items()},
             "dtype": str(dtype).replace("torch.", ""), "plain": plain}
+
+
+def written_out(m: methods.Method, q, k, v, params: methods.Params, layer: LayerAttention, bias=None,
+                rows: int = 128) -> torch.Tensor:
+    """A softmax method's output written out in float32, ``rows`` queries at a time: softmax
+    over the pairs it sees (:func:`chosen_pairs`) of the layer's own scores, times v. Holds
+    ``(heads, rows, n)`` weights at most, never an n×n tensor."""
+    qf, kf, vf = q.float(), k.float(), v.float()
+    n = q.shape[2]
+    by = topk.projected(qf, kf, m.indexer_dims) if m.indexer_dims is not None else None  # once, not once a block
+    out = torch.empty(*qf.shape[:3], vf.shape[-1], dtype=torch.float32, device=qf.device)
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
+        allowed = chosen_pairs(m, qf, kf, params, layer, bias, (r0, r1), by)
+        rows_bias = None if bias is None else bias[..., r0:r1, :].float()
+        scores = layer.score(qf[:, :, r0:r1] @ kf.transpose(-1, -2), rows_bias)
+        out[:, :, r0:r1] = masked_softmax(scores, allowed, layer) @ vf
+    return out
 
 
 def chosen_pairs(m: methods.Method, q, k, params: methods.Params, layer: LayerAttention, bias=None,
@@ -160,9 +187,14 @@ def chosen_pairs(m: methods.Method, q, k, params: methods.Params, layer: LayerAt
 def uniform_error(v, exact: torch.Tensor, layer: LayerAttention) -> torch.Tensor:
     """Per head: the error of uniform attention over the layer's own pattern (every
     token it sees weighted equally), the floor a method must beat."""
-    n = v.shape[2]
-    own_mask = patterns.dense(methods.own().mask(n, own_params(layer)), n).double()
-    return relative_error((own_mask / own_mask.sum(dim=-1, keepdim=True)) @ v.double(), exact)
+    n, w = v.shape[2], layer.window
+    i = torch.arange(n, device=v.device)
+    lo = torch.zeros_like(i) if w is None else (i - w + 1).clamp_min(0)  # a row sees keys lo…hi
+    hi = i if layer.causal else (torch.full_like(i, n - 1) if w is None else (i + w - 1).clamp_max(n - 1))
+    # the mean of those values, from running sums in float64 (no n×n mask)
+    sums = torch.cat([torch.zeros_like(v[:, :, :1], dtype=torch.float64), v.double().cumsum(dim=2)], dim=2)
+    mean = (sums[:, :, hi + 1] - sums[:, :, lo]) / (hi - lo + 1).double()[:, None]
+    return relative_error(mean, exact)
 
 
 def output_errors(q, k, v, layer: LayerAttention, *, window: int, hubs=(), features_list=tuple(FEATURE_MAPS),
@@ -232,6 +264,8 @@ def peak_weights(q, k, layer: LayerAttention, *, window: int, hubs=(), features_
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
         i = torch.arange(r0, r1)
+        rows_bias = None if bias is None else bias[..., r0:r1, :].float()
+        scores = layer.score(qf[:, :, r0:r1] @ kf.transpose(-1, -2), rows_bias)  # once a block, for every softmax
         for m in chosen:
             if m.family == "linear":
                 fq, fk = feats[m.name]
@@ -243,8 +277,7 @@ def peak_weights(q, k, layer: LayerAttention, *, window: int, hubs=(), features_
                 params = methods.Params(window=layer.window if m.family == "own" else window, hubs=hubs,
                                         causal=causal)
                 allowed = chosen_pairs(m, qf, kf, params, layer, bias, (r0, r1), by.get(m.name))  # these rows only
-                rows_bias = None if bias is None else bias[..., r0:r1, :]
-                w = scored_weights(qf[:, :, r0:r1], kf, allowed, layer, rows_bias, torch.float32)[0]
+                w = masked_softmax(scores, allowed, layer)[0]
             sums[m.name] += float(w.amax(dim=-1).sum())
     heads = q.shape[1]
     out = {name: s / (n * heads) for name, s in sums.items()}

@@ -387,3 +387,21 @@ def test_k_and_top_gives_k_and_each_keeps_largest_cells_as_rows_sorted_by_hand(n
     for keep in keeps:
         want = torch.tensor([sum(sorted(row, reverse=True)[:keep]) for row in rows])
         assert torch.allclose(tops[keep].reshape(-1), want, atol=1e-5), keep
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "both ways"])
+@pytest.mark.parametrize("window", [None, 1, 4, 50])
+def test_the_uniform_floor_is_each_rows_mean_over_the_keys_its_pattern_sees(causal, window):
+    """uniform_error's floor, from running sums, against each row's mean of its visible
+    values by hand (|i - j| < w, and j <= i looking back)."""
+    g = torch.Generator().manual_seed(5)
+    n = 23
+    v = torch.randn(1, 2, n, 3, generator=g)
+    exact = torch.randn(1, 2, n, 3, generator=g).double()
+    by_hand = torch.zeros(1, 2, n, 3, dtype=torch.float64)
+    for i in range(n):
+        seen = [j for j in range(n) if (window is None or abs(i - j) < window) and (not causal or j <= i)]
+        by_hand[0, :, i] = v[0, :, seen].double().mean(dim=1)
+    want = ((by_hand - exact).norm(dim=(-1, -2)) / exact.norm(dim=(-1, -2)))[0]
+    got = outputs.uniform_error(v, exact, L(window, causal=causal, scale=1.0))
+    assert got.tolist() == pytest.approx(want.tolist(), rel=1e-12)
