@@ -195,6 +195,8 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
                 side = pg.evaluate("() => document.querySelector('[data-testid=stSidebar]').textContent")
                 assert exploring[lang] not in side, (page.id, lang)
                 assert i18n.translate(lang, "class.following") in side, (page.id, lang)
+                shown = pg.locator('[data-testid="stSidebar"] textarea').input_value()
+                assert shown == (sample if i == 0 else OWN_TEXT), (page.id, lang)  # the class's text, kept
                 if page.id == "hubs":
                     wait_idle(pg)
                     assert not axe_violations(pg)  # WCAG 2 A/AA at a phone's size

@@ -36,7 +36,8 @@ NOTICES = "_notices"  # notices to show on the next run (a page switch drops thi
 LABELLED = "_labelled"  # per token-named setting: the text its widget's labels were made for
 RANGES = "_ranges"  # per number setting: the range its widget was last drawn with
 CHANGED = "_changed"  # the settings (and "text") the reader changed by hand since the last run began
-AS_DRAWN = "_as_drawn"  # per setting (and "text"): the value the last whole run drew its widget with
+AS_DRAWN = "_as_drawn"  # per setting (and "text", the model): its value as last drawn, or as the app then set it
+SET_BY_APP = "_set_by_app"  # the page widgets the app set (a class, a link) and no run has drawn since
 
 
 def slug(qid: str) -> str:

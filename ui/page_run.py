@@ -69,19 +69,30 @@ def fragment_only() -> bool:
 
 
 def drawing(key: str) -> None:
-    """Before a whole run draws a page widget (a setting, the text): its value as drawn,
-    for ``stale`` to put back."""
+    """Before a whole run draws a page widget (a setting, the text, the model): its value
+    as drawn, for ``stale`` to put back."""
     st.session_state.setdefault(keys.AS_DRAWN, {})[key] = st.session_state.get(key)
+    st.session_state.setdefault(keys.SET_BY_APP, set()).discard(key)
+
+
+def set_by_app(key: str, value) -> None:
+    """The app puts a page widget's value (a class's text and settings, a link's): the
+    value ``stale`` puts back until a run draws the widget with it."""
+    st.session_state[key] = value
+    st.session_state.setdefault(keys.AS_DRAWN, {})[key] = value
+    st.session_state.setdefault(keys.SET_BY_APP, set()).add(key)
 
 
 def stale(key: str) -> bool:
-    """In a page widget's on_change: whether the change came with a timed fragment's tick,
-    and so is no change of the reader's. Page widgets are drawn only by whole runs, and a
-    hand on one starts a whole run; a tick carries every widget's value as the browser
-    held it when it sent the tick — after the teacher's new text, the old text and a token
-    picker under the old text's names (students of a class left the lead that way, and
-    their text went back). The value the page last drew is put back."""
-    if not fragment_only():
+    """In a page widget's on_change: whether the value came from the browser's past, and
+    so is no change of the reader's. Page widgets are drawn only by whole runs, and a
+    hand on one starts a whole run; a timed fragment's tick carries every widget's value
+    as the browser held it when it sent the tick — after the teacher's new text, the old
+    text and a token picker under the old text's names (students of a class left the lead
+    that way, and their text went back). Such a tick, waiting as the poll asks for a whole
+    run, is merged into it: a widget the app set and no run has drawn since is stale in a
+    whole run too. The value drawn, or set by the app since, is put back."""
+    if not fragment_only() and key not in st.session_state.get(keys.SET_BY_APP, ()):
         return False
     drawn = st.session_state.get(keys.AS_DRAWN, {})
     if key in drawn:

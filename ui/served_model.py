@@ -21,7 +21,7 @@ from attn import converted as converted_copy
 from attn import budgets, loading
 from attn.device import device_info, pick_device
 
-from . import keys
+from . import keys, page_run
 from .i18n import Translator
 from .page_run import stop_page
 from .session import tr
@@ -79,12 +79,16 @@ def choose(model_id) -> bool:
     this server does not offer it (the reader's own model stays)."""
     if not isinstance(model_id, str) or model_id not in offered():
         return False
-    st.session_state[keys.MODEL] = st.session_state[keys.MODEL_CHOICE] = model_id
+    st.session_state[keys.MODEL] = model_id
+    page_run.set_by_app(keys.MODEL_CHOICE, model_id)
     return True
 
 
 def on_model_change() -> None:
-    """on_change of the sidebar's model selectbox: the reader's own change."""
+    """on_change of the sidebar's model selectbox: the reader's own change (one from the
+    browser's past is put back instead: ``page_run.stale``)."""
+    if page_run.stale(keys.MODEL_CHOICE):
+        return
     st.session_state[keys.MODEL] = st.session_state[keys.MODEL_CHOICE]
     st.session_state.setdefault(keys.CHANGED, set()).add(keys.MODEL)
 
@@ -192,6 +196,7 @@ def model_choice(t: Translator) -> None:
     if len(kinds) < 2:
         return
     st.session_state[keys.MODEL_CHOICE] = model_id()  # a share link or a class may have set it
+    page_run.drawing(keys.MODEL_CHOICE)
     st.selectbox(t("sidebar.model"), kinds, key=keys.MODEL_CHOICE, format_func=lambda k: model_name(t, k),
                  on_change=on_model_change, help=t("sidebar.model_help"))
 

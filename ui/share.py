@@ -21,7 +21,7 @@ from attn import settings
 from server import store as sharestore
 from server.class_layout import NUMBERED_PAGES
 
-from . import keys, served_model, session, setting_table, walk
+from . import keys, page_run, served_model, session, setting_table, walk
 from .i18n import LANGS, Translator
 from .step_parts import Step
 
@@ -160,7 +160,7 @@ def apply_settings(raw) -> bool:
     ok = True
     for k, v in (raw if isinstance(raw, dict) else {}).items():
         if setting_table.valid(k, v):
-            st.session_state[k] = v
+            page_run.set_by_app(k, v)
             link.add(k)
         else:
             ok = False

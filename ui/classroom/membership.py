@@ -14,7 +14,7 @@ from server import answers, class_reads
 from server import classes as live_classes
 from server import codes
 
-from .. import keys, prebuild, session, served_model, share
+from .. import keys, page_run, prebuild, session, served_model, share
 from ..i18n import Translator
 from .. import walk
 from ..step_parts import Step
@@ -78,7 +78,7 @@ def _apply(view: dict) -> None:
     served_model.choose(view.get("model"))  # the teacher's model, where this server offers it
     text = view.get("text")
     if isinstance(text, str) and len(text) <= session.MAX_CHARS:
-        st.session_state[keys.TEXT] = text
+        page_run.set_by_app(keys.TEXT, text)
     share.apply_settings(view.get("settings"))
 
 
