@@ -95,12 +95,25 @@ def masked_softmax(scores, allowed: torch.Tensor, layer: LayerAttention) -> torc
     return torch.softmax(scores, dim=-1)
 
 
-def exact_output(q, k, v, layer: LayerAttention, bias=None, dtype=torch.float64) -> torch.Tensor:
+def exact_output(q, k, v, layer: LayerAttention, bias=None, dtype=torch.float64, rows: int = 256) -> torch.Tensor:
     """The layer's own attention, written out: softmax over its own pattern of its own
-    scores, times v (in ``dtype``): what the model computes, the reference of every error."""
-    n = q.shape[2]
-    allowed = patterns.dense(methods.own().mask(n, own_params(layer)), n, device=q.device)
-    return scored_weights(q, k, allowed, layer, bias, dtype) @ v.to(dtype)
+    scores, times v (in ``dtype``): what the model computes, the reference of every error.
+    ``rows`` queries at a time, each block on the keys its pattern can reach (looking back:
+    none after the block; in a window: none farther than it), never an n×n tensor."""
+    n, w = q.shape[2], layer.window
+    own = methods.own().mask(n, own_params(layer))
+    qd, kd, vd = q.to(dtype), k.to(dtype), v.to(dtype)
+    out = torch.empty(*q.shape[:3], v.shape[-1], dtype=dtype, device=q.device)
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
+        lo = 0 if w is None else max(0, r0 - w + 1)
+        hi = r1 if layer.causal else (n if w is None else min(n, r1 + w - 1))
+        i, j = torch.arange(r0, r1, device=q.device)[:, None], torch.arange(lo, hi, device=q.device)[None, :]
+        allowed = torch.broadcast_to(own(0, 0, i, j), (r1 - r0, hi - lo))
+        scores = layer.score(qd[:, :, r0:r1] @ kd[:, :, lo:hi].transpose(-1, -2),
+                             None if bias is None else bias[..., r0:r1, lo:hi].to(dtype))
+        out[:, :, r0:r1] = masked_softmax(scores, allowed, layer) @ vd[:, :, lo:hi]
+    return out
 
 
 def method_outputs(q, k, v, layer: LayerAttention, *, window: int, hubs=(), features_list=tuple(FEATURE_MAPS),

@@ -405,3 +405,19 @@ def test_the_uniform_floor_is_each_rows_mean_over_the_keys_its_pattern_sees(caus
     want = ((by_hand - exact).norm(dim=(-1, -2)) / exact.norm(dim=(-1, -2)))[0]
     got = outputs.uniform_error(v, exact, L(window, causal=causal, scale=1.0))
     assert got.tolist() == pytest.approx(want.tolist(), rel=1e-12)
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "both ways"])
+@pytest.mark.parametrize("window", [None, 1, 5, 300])
+def test_the_exact_output_block_by_block_equals_the_whole_grid_written_out(causal, window):
+    """exact_output reads blocks of rows on the keys each can reach; the whole pattern's
+    grid (patterns.dense) softmaxed at once gives the same, with a soft cap, a bias and
+    sink logits."""
+    g = torch.Generator().manual_seed(11)
+    n = 600  # more than two blocks of rows, and a window that crosses them
+    q, k, v = (torch.randn(1, 2, n, 8, generator=g) for _ in range(3))
+    bias = torch.randn(1, 2, n, n, generator=g)
+    layer = LayerAttention(causal=causal, window=window, scale=0.3, softcap=5.0, sinks=(0.5, -1.0))
+    grid = outputs.patterns.dense(methods.own().mask(n, outputs.own_params(layer)), n)
+    whole = outputs.scored_weights(q, k, grid, layer, bias, torch.float64) @ v.double()
+    torch.testing.assert_close(outputs.exact_output(q, k, v, layer, bias), whole, rtol=0, atol=1e-13)
