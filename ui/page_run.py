@@ -83,6 +83,14 @@ def set_by_app(key: str, value) -> None:
     st.session_state.setdefault(keys.SET_BY_APP, set()).add(key)
 
 
+def set_by_reader(key: str, value) -> None:
+    """A value the reader chose by another control than the widget (a preset's button, a
+    tap on a grid): it stands, whatever the app set before."""
+    st.session_state[key] = value
+    st.session_state.setdefault(keys.AS_DRAWN, {})[key] = value
+    st.session_state.setdefault(keys.SET_BY_APP, set()).discard(key)
+
+
 def stale(key: str) -> bool:
     """In a page widget's on_change: whether the value came from the browser's past, and
     so is no change of the reader's. Page widgets are drawn only by whole runs, and a

@@ -106,8 +106,7 @@ def follow_tapped(chart: str, key: str, strip_curve: int, n: int, factor: int) -
     points = st.session_state[chart]["selection"]["points"]
     found = [x for x in (tap_strip.token_of(p, strip_curve, n, factor) for p in points) if x is not None]
     if found:
-        st.session_state[key] = found[0]
-        changed_by_reader(key)
+        chosen_by_reader(key, found[0])
 
 
 def changed_by_reader(key: str) -> None:
@@ -118,6 +117,13 @@ def changed_by_reader(key: str) -> None:
     A value a timed fragment's tick brought is put back instead (``page_run.stale``)."""
     if page_run.stale(key):
         return
+    st.session_state.setdefault(keys.CHANGED, set()).add(key)
+
+
+def chosen_by_reader(key: str, value) -> None:
+    """A setting the reader chose by another control than its widget (a preset, a tap):
+    their own change, never taken for a stale one."""
+    page_run.set_by_reader(key, value)
     st.session_state.setdefault(keys.CHANGED, set()).add(key)
 
 

@@ -185,8 +185,7 @@ def apply_preset(name: str, model_window: int, causal: bool = True) -> None:
     """on_click of a preset's button: its settings replace the widgets' values. (Its
     arguments stay in the reader's session: small values, never the analysis.)"""
     for key, value in preset(name, model_window, causal).items():
-        st.session_state[key] = value
-        widgets.changed_by_reader(key)  # the reader's own choice, as a widget's change is
+        widgets.chosen_by_reader(key, value)  # the reader's own choice, as a widget's change is
 
 
 def hub_positions(cfg: dict, anchors: list[int]) -> tuple[int, ...]:
