@@ -19,6 +19,11 @@ from ui import walk
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER_PIDS: dict[str, int] = {}  # url -> pid of the app serving it
 SERVER_LOGS: dict[str, str] = {}  # url -> the file its output goes to
+# how often a browser test's wait_for_function checks its condition, in ms. Playwright's
+# default ("raf") checks it on every animation frame, 60 times a second, and keeps the page
+# drawing frames all the while: on 2 cores, beside the app and the other test process, that
+# was CPU taken from the work the test waits for
+POLL_MS = 100
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
@@ -154,12 +159,13 @@ FIRST_METRIC = "() => { const m = document.querySelector('[data-testid=stMetricV
 def paste(page, text: str) -> str:
     """Type a text into the sidebar box (same session) and wait for the page to show
     its numbers: the first metric, step 1's token count, changes. Returns it."""
-    page.wait_for_function(FIRST_METRIC, timeout=300_000)
+    page.wait_for_function(FIRST_METRIC, timeout=300_000, polling=POLL_MS)
     before = page.evaluate(FIRST_METRIC)
     box = page.locator('[data-testid="stSidebar"] textarea')
     box.fill(text)
     box.press("Control+Enter")
-    page.wait_for_function(f"() => ({FIRST_METRIC})() && ({FIRST_METRIC})() !== {before!r}", timeout=600_000)
+    page.wait_for_function(f"() => ({FIRST_METRIC})() && ({FIRST_METRIC})() !== {before!r}", timeout=600_000,
+                           polling=POLL_MS)
     wait_idle(page, 300_000)
     return page.evaluate(FIRST_METRIC)
 

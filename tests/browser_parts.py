@@ -13,7 +13,7 @@ import time
 import pytest
 
 from helpers import ROOT, WALK
-from harness.serve import SERVER_LOGS, SERVER_PIDS, app_server, chromium_path, launch, wait_idle
+from harness.serve import POLL_MS, SERVER_LOGS, SERVER_PIDS, app_server, chromium_path, launch, wait_idle
 from ui import i18n, walk
 
 ARTIFACTS = os.path.join(ROOT, "test-artifacts")
@@ -99,7 +99,7 @@ def wait_title(page, title: str, timeout: float = 300_000, idle: bool = True) ->
     """The page's h1 reads ``title``; then (unless the caller waits for something of its
     own and then for idle) the run has ended."""
     page.wait_for_function("t => { const h = document.querySelector('h1'); return h && h.innerText.trim() === t; }",
-                           arg=title, timeout=timeout)
+                           arg=title, timeout=timeout, polling=POLL_MS)
     if idle:
         wait_idle(page, timeout)
 

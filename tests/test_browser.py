@@ -11,7 +11,7 @@ import pytest
 
 from browser_parts import ARTIFACTS, URLS, axe_violations, h1, markup_and_cuts, wait_title, walk
 from helpers import LANGS, WALK
-from harness.serve import app_server, paste, wait_idle
+from harness.serve import POLL_MS, app_server, paste, wait_idle
 from ui import i18n
 from ui import walk as the_walk
 
@@ -30,7 +30,8 @@ def test_switch_language_paste_japanese_and_see_the_chart(page, url):
     assert "lang=ja" in page.url
     paste(page, JAPANESE)
     # the grid and the followed token's row (Plotly draws each when it comes into view)
-    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=120_000)
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=120_000,
+                           polling=POLL_MS)
     assert "東京" in page.locator('[data-testid="stSidebar"] textarea').input_value()
     # the text survives a page switch
     page.locator('[data-testid="stSidebarNav"] a').nth(2).click()
@@ -126,7 +127,7 @@ def test_the_readers_window_is_kept_when_a_shorter_text_is_pasted(page, tiny_url
     for _ in range(4):
         thumb.press("ArrowRight")
     page.wait_for_function("([l, v]) => document.querySelector(`input[type=range][aria-label=\"${l}\"]`).value == v",
-                           arg=[label, str(start + 4)], timeout=30_000)
+                           arg=[label, str(start + 4)], timeout=30_000, polling=POLL_MS)
     wait_idle(page)
     chosen = start + 4
     a = loading.tiny(device="cpu").analyze(SHORTER)
@@ -176,7 +177,7 @@ def test_measuring_buttons_show_progress_then_live_numbers(page, tiny_url):
     wait_title(page, i18n.translate("en", "hubs.title"), 600_000)
     page.get_by_role("button", name=i18n.translate("en", "swap.measure_hub")).click()
     label = i18n.translate("en", "swap.w4_hub_ppl")
-    page.wait_for_function("t => document.body.innerText.includes(t)", arg=label, timeout=300_000)
+    page.wait_for_function("t => document.body.innerText.includes(t)", arg=label, timeout=300_000, polling=POLL_MS)
     wait_idle(page, 300_000)
     page.screenshot(path=os.path.join(ARTIFACTS, "en-4-hubs-measured.png"), full_page=True)
 
@@ -186,7 +187,7 @@ def test_measuring_buttons_show_progress_then_live_numbers(page, tiny_url):
     page.wait_for_selector('[data-testid="stProgress"]', timeout=60_000)  # progress is shown
     # the key/value cache's table is there from the start: the live run's is the second
     page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stDataFrame\"]').length >= 2",
-                           timeout=600_000)
+                           timeout=600_000, polling=POLL_MS)
     wait_idle(page, 300_000)
     assert page.locator(".js-plotly-plot").count() >= 4  # the cost model, the cache, time and memory
     page.screenshot(path=os.path.join(ARTIFACTS, "en-7-payoff-measured.png"), full_page=True)
@@ -237,7 +238,7 @@ def test_the_handout_downloads_and_opens_offline_with_seven_figures(browser, url
         doc.goto(saved.as_uri())
         steps = len(the_walk.steps())
         doc.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= {steps}",
-                              timeout=60_000)
+                              timeout=60_000, polling=POLL_MS)
         assert doc.locator(".js-plotly-plot").count() >= steps
         assert doc.locator("h2").count() == steps + 1  # every step and the glossary
         assert not outside and not errors
@@ -258,7 +259,7 @@ def test_a_term_link_scrolls_to_its_meaning_on_the_same_page(page, tiny_url):
     page.locator('[data-testid="stMain"] a[href="#terms"]').first.click()
     heading = page.locator("#terms")
     heading.wait_for(timeout=30_000)
-    page.wait_for_function(in_view, timeout=30_000)
+    page.wait_for_function(in_view, timeout=30_000, polling=POLL_MS)
     assert i18n.translate("pt", "glossary.on_page") in heading.inner_text()
     # the same session: the pasted text and the numbers are still there
     assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == shown
@@ -285,7 +286,8 @@ def test_the_playground_draws_every_preset_in_every_language(page, url, lang):
         said = page.locator('[data-testid="stAlertContentInfo"]').first.inner_text()
         assert window in said, (name, said)
         assert (i18n.translate(lang, "parts.random_n", r="2", b="32", seed="0") in said) == (name == "bigbird")
-        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3", timeout=60_000)
+        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3", timeout=60_000,
+                               polling=POLL_MS)
         assert page.locator('[data-testid="stException"]').count() == 0, name
         page.screenshot(path=os.path.join(ARTIFACTS, f"playground-{lang}-{name}.png"), full_page=True)
     assert not page.dialogs

@@ -12,7 +12,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from browser_parts import ARTIFACTS, SEND_ENABLED, axe_violations, h1, screenshots_on_failure, wait_title
 from helpers import WALK
-from harness.serve import FIRST_METRIC, app_server, paste, wait_idle
+from harness.serve import FIRST_METRIC, POLL_MS, app_server, paste, wait_idle
 from ui import i18n
 
 pytestmark = pytest.mark.browser
@@ -67,7 +67,7 @@ def test_three_readers_at_once_each_see_only_their_own_language_and_text(browser
                 "t => { const a = document.querySelector('[data-testid=\"stSidebar\"] textarea');"
                 " const m = document.querySelector('[data-testid=\"stMetricValue\"]');"
                 " return a && a.value === t && m && !document.querySelector('[data-testid=\"stStatusWidget\"]'); }",
-                arg=own[lang], timeout=300_000)
+                arg=own[lang], timeout=300_000, polling=POLL_MS)
             wait_idle(pg)
             counts[lang] = pg.locator('[data-testid="stMetricValue"]').first.inner_text()
             assert h1(pg) == i18n.translate(lang, "every_pair.title")
@@ -111,7 +111,7 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
         controls = teacher.locator('[data-testid="stSidebar"] [data-testid="stExpander"] summary',
                                    has_text=i18n.translate("en", "sidebar.controls"))
         controls.click()
-        teacher.wait_for_function(FIRST_METRIC, timeout=300_000)
+        teacher.wait_for_function(FIRST_METRIC, timeout=300_000, polling=POLL_MS)
         sample = teacher.locator('[data-testid="stSidebar"] textarea').input_value()
         assert sample and sample != OWN_TEXT
         teacher.locator('[data-testid="stSidebar"] summary', has_text=i18n.translate("en", "class.heading")).click()
@@ -157,11 +157,11 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
                 pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').first.wait_for(timeout=15_000)
                 # nothing answers it yet: the step's numbers leave as the held page's run ends (Streamlit
                 # removes the elements a run did not draw again only at its end)
-                pg.wait_for_function(NO_NUMBERS, timeout=15_000)
+                pg.wait_for_function(NO_NUMBERS, timeout=15_000, polling=POLL_MS)
                 pg.locator('[class*="st-key-vote_pick_"] [role="radiogroup"] label').first.click()
             for lang, pg in students.items():  # then sends it, once Send is enabled
                 send = pg.locator('[class*="st-key-vote_send_"] button')
-                pg.wait_for_function(SEND_ENABLED, timeout=15_000)
+                pg.wait_for_function(SEND_ENABLED, timeout=15_000, polling=POLL_MS)
                 if page.id == "hubs":  # the vote's own controls, checked on a phone
                     assert not axe_violations(pg)
                     heights = pg.evaluate("""() => [...document.querySelectorAll(
@@ -211,7 +211,7 @@ def test_students_in_three_languages_follow_the_teacher_through_every_page_with_
                     controls.click()  # her controls, folded again since the class began
                 paste(teacher, OWN_TEXT)
                 for pg in students.values():
-                    pg.wait_for_function(HAS_TEXT, arg=OWN_TEXT, timeout=30_000)
+                    pg.wait_for_function(HAS_TEXT, arg=OWN_TEXT, timeout=30_000, polling=POLL_MS)
     except Exception:
         screenshots_on_failure("class-walk", desk, *phones.values(), url=tiny_url)
         raise
@@ -257,7 +257,8 @@ def test_the_room_on_phones_each_student_sees_their_own_point_and_nobody_elses_w
             pg.locator(chart).wait_for(timeout=60_000)
             pg.wait_for_function("""() => { const g = document.querySelector('""" + chart + """');
                 return g && g.data.filter(t => t.mode === 'markers' && !(t.marker.line && t.marker.line.color))
-                    .reduce((a, t) => a + t.x.length, 0) >= 2 * 2; }""", timeout=60_000)  # 2 texts × 2 kinds of layer
+                    .reduce((a, t) => a + t.x.length, 0) >= 2 * 2; }""",  # 2 texts × 2 kinds of layer
+                timeout=60_000, polling=POLL_MS)
             wait_idle(pg)
             ringed = pg.evaluate("""() => document.querySelector('""" + chart + """').data
                 .filter(t => t.marker && t.marker.line && t.marker.line.color === '#000000').length""")
@@ -314,7 +315,7 @@ def test_three_phones_reason_see_the_one_shown_answer_the_matched_question_and_a
             box = pg.locator('[class*="st-key-vote_reason_"] input')
             box.fill(REASONS[lang])
             box.press("Enter")
-            pg.wait_for_function(SEND_ENABLED, timeout=15_000)
+            pg.wait_for_function(SEND_ENABLED, timeout=15_000, polling=POLL_MS)
             if lang == "ja":
                 pg.screenshot(path=os.path.join(ARTIFACTS, "class-phone-ja-1-reason.png"), full_page=True)
             pg.locator('[class*="st-key-vote_send_"] button').click()
@@ -348,7 +349,7 @@ def test_three_phones_reason_see_the_one_shown_answer_the_matched_question_and_a
             picks.nth(2).wait_for(timeout=15_000)
             assert pg.locator('[class*="st-key-vote_reason_"]').count() == 0  # reasons go with the first vote
             picks.nth((i + 1) % 3).click()
-            pg.wait_for_function(SEND_ENABLED, timeout=15_000)
+            pg.wait_for_function(SEND_ENABLED, timeout=15_000, polling=POLL_MS)
             pg.locator('[class*="st-key-vote_send_"] button').click()
             pg.get_by_text(i18n.translate(lang, "vote.sent", answer="§").split("§")[0].replace("**", "")).wait_for(
                 timeout=15_000)
@@ -361,7 +362,7 @@ def test_three_phones_reason_see_the_one_shown_answer_the_matched_question_and_a
             picks.nth(2).wait_for(timeout=15_000)  # the caption may come a moment before the options
             assert picks.count() == 3 and pg.locator('[class*="st-key-vote_reason_"]').count() == 0
             picks.nth(i).click()
-            pg.wait_for_function(SEND_ENABLED, timeout=15_000)
+            pg.wait_for_function(SEND_ENABLED, timeout=15_000, polling=POLL_MS)
             if lang == "ja":
                 pg.screenshot(path=os.path.join(ARTIFACTS, "class-phone-ja-1-matched.png"), full_page=True)
             pg.locator('[class*="st-key-vote_send_"] button').click()
@@ -405,7 +406,7 @@ def test_three_phones_reason_see_the_one_shown_answer_the_matched_question_and_a
             box.wait_for(timeout=30_000)
             box.fill(typed[lang])
             box.press("Enter")
-            pg.wait_for_function(SEND_ENABLED, timeout=15_000)
+            pg.wait_for_function(SEND_ENABLED, timeout=15_000, polling=POLL_MS)
             read = {"ja": "5", "pt": "1,5", "en": "500"}[lang]  # what the phone says it understood, before Send
             pg.get_by_text(i18n.translate(lang, "vote.estimate_read", number=read).replace("**", "")).wait_for(
                 timeout=5_000)
@@ -422,7 +423,7 @@ def test_three_phones_reason_see_the_one_shown_answer_the_matched_question_and_a
             chart = pg.locator(".st-key-vote_chart_s2_cells_estimate")
             chart.wait_for(timeout=30_000)
             chart.scroll_into_view_if_needed()  # Plotly draws a chart once it comes into view
-            traces = pg.wait_for_function(ESTIMATE_TRACES, arg=name, timeout=30_000).json_value()
+            traces = pg.wait_for_function(ESTIMATE_TRACES, arg=name, timeout=30_000, polling=POLL_MS).json_value()
             assert sorted(traces[i18n.translate(lang, "vote.estimate_guesses")]) == sorted(guesses.values())
             line = traces[name]
             assert line[0] == line[1] and (measured is None or line[0] == measured)  # one value on every phone
@@ -474,7 +475,7 @@ def test_a_tap_on_the_strip_beside_a_grid_row_follows_that_token_on_a_phone(brow
             for _ in range(2):
                 pg.touchscreen.tap(aim["x"], aim["y"])
                 pg.wait_for_timeout(700)
-            pg.wait_for_function(MARKED + "[0] !== " + str(before[0]), timeout=15_000)
+            pg.wait_for_function(MARKED + "[0] !== " + str(before[0]), timeout=15_000, polling=POLL_MS)
             wait_idle(pg)
             row, token = pg.evaluate(MARKED)
             assert abs(row - aim["i"]) <= max(3, 0.05 * aim["rows"]), (row, aim)  # near the finger
@@ -546,7 +547,7 @@ def _projector(tiny_url, desk, own, phones, written) -> None:
             box = pg.locator('[class*="st-key-vote_reason_"] input')
             box.fill(reason)
             box.press("Enter")
-            pg.wait_for_function(SEND_ENABLED, timeout=15_000)
+            pg.wait_for_function(SEND_ENABLED, timeout=15_000, polling=POLL_MS)
             pg.locator('[class*="st-key-vote_send_"] button').click()
             pg.get_by_text(i18n.translate("en", "vote.sent", answer="§").split("§")[0].replace("**", "")).wait_for(
                 timeout=15_000)
@@ -565,7 +566,8 @@ def _projector(tiny_url, desk, own, phones, written) -> None:
         row = mine.locator('[data-testid="stHorizontalBlock"]').filter(has=shown).last
         row.get_by_role("button", name=i18n.translate("en", "vote.show_reason")).click()
         wall.wait_for_function("([shown, kept]) => { const s = document.body.innerText;"
-                               " return s.includes(shown) && !s.includes(kept); }", arg=written, timeout=15_000)
+                               " return s.includes(shown) && !s.includes(kept); }", arg=written, timeout=15_000,
+                               polling=POLL_MS)
         wall.wait_for_timeout(1500)
         seen = wall.evaluate("() => document.body.innerText")
         assert written[0] in seen and written[1] not in seen
