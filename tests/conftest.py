@@ -43,9 +43,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
     torch.set_num_threads(1)
     # and one each in the servers they start (ATLAS_TORCH_THREADS, as a replica takes its
-    # share of the cores): two threads of a server beside a browser and another test
-    # process cost 30–40 % more CPU for the same pages (tiny model, build_all) and are
-    # no faster on 2 busy cores
+    # share of the cores): two threads of a server cost 30–40 % more CPU for the same pages
+    # (tiny model, summaries.build_all), CPU the browser and the other test process need
+    # (docs/performance.md, "The test command after stop 74")
     os.environ.setdefault("ATLAS_TORCH_THREADS", "1")
 
 # every model family the tests build a folder of, imported before anything compiles (each
