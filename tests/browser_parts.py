@@ -119,10 +119,28 @@ def walk(page, base: str, query: str, lang: str, timeout: float = 600_000, idle:
         yield i, step
 
 
+SIDEBAR_TEXT = """() => { const s = document.querySelector('[data-testid="stSidebarUserContent"]');
+  return s ? s.textContent.replace(/\\s+/g, ' ').slice(0, 800) : ''; }"""
+
+
+def frames_sent(page, seconds: float = 3.0) -> int:
+    """How many websocket frames the page sends to the app in ``seconds``: a class member's
+    poll sends one a second (its fragment's tick); none means its timer is gone."""
+    cdp = page.context.new_cdp_session(page)
+    sent = []
+    cdp.on("Network.webSocketFrameSent", lambda e: sent.append(e))
+    cdp.send("Network.enable")
+    page.wait_for_timeout(seconds * 1000)
+    cdp.detach()
+    return len(sent)
+
+
 def screenshots_on_failure(name: str, *contexts, url: str | None = None) -> None:
     """After a failed class test: every open page of these browser contexts, as it stood,
     into test-artifacts/failed-NAME-K.png, for whoever reads the failure, and each page's
-    script errors printed (the test's captured output)."""
+    script errors printed (the test's captured output), with what tells a stopped poll
+    from a student who stopped following: the frames the page sends in 3 s, and its
+    sidebar's text (hidden on a phone, where "exploring on your own" would be)."""
     os.makedirs(ARTIFACTS, exist_ok=True)
     k = 0
     for ctx in contexts:
@@ -130,6 +148,7 @@ def screenshots_on_failure(name: str, *contexts, url: str | None = None) -> None
             print(f"failed-{name}-{k}: {pg.url}", *getattr(pg, "errors", [])[-20:], sep="\n  ")
             try:
                 pg.screenshot(path=os.path.join(ARTIFACTS, f"failed-{name}-{k}.png"), full_page=True, timeout=10_000)
+                print(f"  frames sent in 3 s: {frames_sent(pg)}", f"  sidebar: {pg.evaluate(SIDEBAR_TEXT)}", sep="\n")
             except Exception:  # noqa: BLE001 (a page that cannot be drawn any more: the others still are)
                 pass
             k += 1
