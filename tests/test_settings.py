@@ -93,3 +93,21 @@ def test_the_store_has_settings_of_its_own_and_a_database_url_never_shows_its_pa
     assert "postgresql://" in str(caught.value)
     assert settings.hide_password("postgresql://a:pw@h/db") == "postgresql://a:***@h/db"
 
+
+
+def test_the_sidebar_says_the_threads_torch_will_use_even_before_the_model_is_loaded(monkeypatch, fresh_caches):
+    """A replica given ATLAS_TORCH_THREADS=1 says "1 thread" from its first page, drawn
+    before any model is loaded (the sidebar's device line was cached with every core's
+    threads then, while torch later ran on one)."""
+    import torch
+
+    from ui import served_model
+
+    before = torch.get_num_threads()
+    monkeypatch.setenv("ATLAS_TORCH_THREADS", "1")
+    try:
+        torch.set_num_threads(2)  # as a process starts on 2 cores
+        assert served_model.device_line().startswith("CPU · 1 thread · ")
+        assert torch.get_num_threads() == 1  # and torch computes on that one
+    finally:
+        torch.set_num_threads(before)

@@ -113,9 +113,7 @@ def get_model(model_id: str):
     libraries, the model) is moved out of the garbage collector's sight (gc.freeze):
     it lives as long as the process, and each collection then scans only what readers
     make."""
-    threads = settings.read().torch_threads
-    if threads:  # a replica's share of the machine's cores (scripts/serve.sh), not every core
-        torch.set_num_threads(threads)
+    use_threads()
     if model_id == "tiny":
         model = loading.tiny()
     elif model_id == "gemma":
@@ -315,8 +313,18 @@ def model_line(t: Translator) -> str:
     return t("sidebar.about", model=name, quant=loading.QUANT_LABEL, licence=t("sidebar.licence"))
 
 
+def use_threads() -> None:
+    """The CPU threads torch may use in this process, where set: a replica's share of the
+    machine's cores (``ATLAS_TORCH_THREADS``, scripts/serve.sh), not every core. Set before
+    the model runs and before the sidebar says how many threads compute."""
+    threads = settings.read().torch_threads
+    if threads and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
 @st.cache_resource(show_spinner=False)
 def _device_info() -> dict:
+    use_threads()  # the sidebar can be drawn before the model is loaded: it says the threads torch will use
     return device_info(pick_device())
 
 
