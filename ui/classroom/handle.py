@@ -65,6 +65,13 @@ def begin_run() -> None:
     st.session_state.pop(keys.CLASS_READ, None)
 
 
+def read_again() -> None:
+    """What this run read of the class is older than the version its poll has just seen (a
+    full run reads the class in the sidebar before its poll ticks): the page that follows
+    reads it again, so that it draws what the seen version holds."""
+    st.session_state.pop(keys.CLASS_READ, None)
+
+
 def read(code: str, student: str = ""):
     """The class ``code`` as this page run sees it, read once however often the run asks
     (``begin_run`` forgets it): a ClassState with every vote's counts and the student's

@@ -19,7 +19,7 @@ from server.store import StoreError
 from .. import keys, page_run, prebuild, session, walk
 from ..step_parts import Step
 from . import room as room_panel
-from .handle import classes, forget, state_at, versions
+from .handle import classes, forget, read_again, state_at, versions
 from .membership import _apply, farewell, is_teacher, member
 from .teacher import pulse_panel
 
@@ -68,6 +68,11 @@ def _tick(code: str, step: Step) -> None:
     if action == follow.STAY:
         return
     st.session_state[keys.SEEN] = version
+    if not page_run.fragment_only():
+        # a full run read the class before this tick (gate.answers_locked, in the sidebar): a
+        # change made in between would be marked seen and never drawn (a phone kept showing a
+        # closed vote without the reason the teacher showed after)
+        read_again()
     if seat.teacher:  # the class moved by another session of hers (her other device): her page redraws
         _redraw()
         return
