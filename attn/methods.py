@@ -48,6 +48,7 @@ class Params:
     scale: float | None = None
     parts: Composition | None = None
     k: int | None = None  # keys each query keeps (top-k); None: as many cells a row as the window
+    span: int | None = None  # the layer's own window: top-k chooses only keys within it (None: no window)
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,8 @@ class Method:
         top-k, ``(n, n)`` for the others (for references, small texts and drawing)."""
         n = q.shape[2]
         if self.data_dependent:
-            chosen = topk.selection(q, k, self.keep_of(params), causal=params.causal, indexer_dims=self.indexer_dims)
+            chosen = topk.selection(q, k, self.keep_of(params), causal=params.causal, indexer_dims=self.indexer_dims,
+                                    span=params.span)
             fixed = self._fixed(n, params)
             return chosen if fixed is None else chosen | patterns.dense(fixed, n, device=q.device)
         return patterns.dense(self.mask(n, params), n, device=q.device)
@@ -146,7 +148,7 @@ class Method:
         if self.data_dependent:
             by = topk.projected(q, k, self.indexer_dims) if by is None else by
             return self._with_fixed(topk.rows_chosen(q, k, self.keep_of(params), causal=params.causal, r0=r0, r1=r1,
-                                                     by=by), n, params, r0)
+                                                     by=by, span=params.span), n, params, r0)
         i, j = torch.arange(r0, r1, device=q.device), torch.arange(n, device=q.device)
         return torch.broadcast_to(self.mask(n, params)(0, 0, i[:, None], j[None, :]), (r1 - r0, n))
 
@@ -155,7 +157,7 @@ class Method:
         applied, ``(b, h, r, n)``) are at hand: top-k's oracle chooses by those; the others
         as :meth:`allowed_rows`."""
         if self.data_dependent and self.indexer_dims is None:
-            chosen = topk.top_of_scores(scores, self.keep_of(params), causal=params.causal, r0=r0)
+            chosen = topk.top_of_scores(scores, self.keep_of(params), causal=params.causal, r0=r0, span=params.span)
             return self._with_fixed(chosen, k.shape[2], params, r0)
         return self.allowed_rows(q, k, params, r0, r0 + scores.shape[-2])
 
@@ -163,7 +165,7 @@ class Method:
         if self.data_dependent:
             if params.parts is not None:
                 raise ValueError("top-k beside fixed parts: its cells depend on the text; count them on it (allowed)")
-            return topk.cells(n, self.keep_of(params), params.causal) if n else 0
+            return topk.cells(n, self.keep_of(params), params.causal, params.span) if n else 0
         if self.family == "pattern":
             return composed_cells(n, self.composition_of(n, params), params.causal) if n else 0
         w = self.window_of(n, params)
@@ -182,9 +184,9 @@ class Method:
             fixed = self._fixed(n, params)
             if fixed is not None:
                 return topk.beside_parts(q, k, v, self.keep_of(params), fixed, causal=params.causal,
-                                         scale=params.scale, indexer_dims=self.indexer_dims)
+                                         scale=params.scale, indexer_dims=self.indexer_dims, span=params.span)
             return topk.topk_attention(q, k, v, self.keep_of(params), causal=params.causal, scale=params.scale,
-                                       indexer_dims=self.indexer_dims)
+                                       indexer_dims=self.indexer_dims, span=params.span)
         if self.family == "pattern":
             return backends.composed_attention(q, k, v, self.composition_of(n, params), causal=params.causal,
                                                scale=params.scale, backend=backend)

@@ -143,7 +143,8 @@ class LoadedModel:
         k, v = arch_.repeat_kv(key, heads), arch_.repeat_kv(value, heads)  # (b, heads, n, d)
         if layer in plan.layers and plan.method != methods.own().name:
             method = methods.get(plan.method)
-            params = replace(plan.params, scale=scale)
+            # a shortcut chooses among the keys this layer reads: top-k within its own window
+            params = replace(plan.params, scale=scale, span=self.arch.layers[layer].window)
             bias = arch_.additive_bias(attention_mask)
             if method.family != "linear" and (softcap is not None or bias is not None):
                 # the layer's own scores (soft cap, bias) over the shortcut's pattern: written out

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from . import composition, linear_kernels, methods, patterns, topk
+from .bench import clearly_faster
 from .layer import LayerAttention
 from .stats import row_cells
 from .device import compute_dtype
@@ -58,6 +59,8 @@ def linear_orders(q, k, v, layer: LayerAttention, *, feature: str, causal: bool,
         "grid_numbers": n * (n + 1) // 2 if causal else n * n, "summary_numbers": patterns.linear_summary_size(m, dv),
         "seconds_linear": statistics.median(times_fast), "seconds_quadratic": statistics.median(times_slow),
         "runs": len(times_fast),
+        # which order ran faster beyond the runs' spread: "summary", "grid" or None (too noisy to tell)
+        "faster": {"a": "summary", "b": "grid", None: None}[clearly_faster(times_fast, times_slow)],
     }
 
 
@@ -137,7 +140,7 @@ def method_outputs(q, k, v, layer: LayerAttention, *, window: int, hubs=(), feat
     outs = {}
     for m in methods.tagged(methods.ERRORS, lambda m: m.family != "linear" or m.feature in features_list):
         params = methods.Params(window=layer.window if m.family == "own" else window, hubs=hubs, scale=layer.scale,
-                                causal=layer.causal)
+                                causal=layer.causal, span=layer.window)
         if m.fused:
             qd, kd, vd = (t.to(device=device, dtype=dtype) for t in (q, k, v))
             if plain:
@@ -236,7 +239,7 @@ def pattern_error(q, k, v, layer: LayerAttention, parts: composition.Composition
     the pattern (None: the pattern alone)."""
     exact = exact_output(q, k, v, layer, bias)
     method = method or methods.composed()
-    params = methods.Params(parts=parts, scale=layer.scale, causal=layer.causal, k=keep)
+    params = methods.Params(parts=parts, scale=layer.scale, causal=layer.causal, k=keep, span=layer.window)
     if layer.plain_scores and bias is None and layer.sinks is None:
         out = method.run(q.float(), k.float(), v.float(), params)
     else:
@@ -288,7 +291,7 @@ def peak_weights(q, k, layer: LayerAttention, *, window: int, hubs=(), features_
                 w = w / w.sum(-1, keepdim=True).clamp_min(torch.finfo(w.dtype).tiny)
             else:
                 params = methods.Params(window=layer.window if m.family == "own" else window, hubs=hubs,
-                                        causal=causal)
+                                        causal=causal, span=layer.window)
                 allowed = chosen_pairs(m, qf, kf, params, layer, bias, (r0, r1), by.get(m.name))  # these rows only
                 w = masked_softmax(scores, allowed, layer)[0]
             sums[m.name] += float(w.amax(dim=-1).sum())

@@ -13,8 +13,9 @@ its own window in a layer that slides one) through the fused SDPA kernel: the co
 which must reproduce the model.
 ``window`` / ``window_hubs`` replace the pattern of the swapped layers, whatever it
 was (so w means w in a sliding layer too); ``topk`` / ``topk_indexer`` keep each query's
-k highest-scoring keys among every key it may see (k: the swap's, else the window's cells a
-row); ``linear_φ`` replaces softmax by φ.
+k highest-scoring keys among the keys the layer reads (its direction, and in a sliding layer
+its own window; k: the swap's, else the window's cells a row); ``linear_φ`` replaces softmax
+by φ.
 Layers not swapped keep their own attention.
 """
 

@@ -13,6 +13,11 @@ Two ways to choose:
   head's key matrix; deterministic, no seed). Exact attention then runs over the keys it
   chose. Its *recall*, how many of the oracle's k it found, is its honest number.
 
+Top-k chooses only among the keys the layer itself reads: its direction (``causal``) and,
+in a layer that slides a window of its own, that window (``span``: a causal row i reads
+keys i − span + 1 … i, a row reading both ways keys i − span + 1 … i + span − 1). A key
+the layer never reads has no weight to keep, so choosing it would only waste a slot.
+
 Queries go :data:`ROWS` at a time: at most ``(b, h, ROWS, n)`` scores are held, never an
 n×n grid, and the attention over the chosen keys gathers ``(b, h, ROWS, k, d)``.
 """
@@ -38,13 +43,24 @@ def for_window(window: int, causal: bool) -> int:
     return window if causal else 2 * window - 1
 
 
-def cells(n: int, keep: int, causal: bool) -> int:
-    """Cells top-k attention computes the attention over: each row min(k, the keys it may see)."""
+def cells(n: int, keep: int, causal: bool, span: int | None = None) -> int:
+    """Cells top-k attention computes the attention over: each row min(k, the keys it may
+    see), the keys it may see bounded by the layer's ``span`` where it has one."""
     keep = check_keep(keep)
-    if not causal:
-        return n * min(keep, n)
-    full = min(keep, n)  # rows 0 … keep-1 see i + 1 keys, the rest keep k
-    return full * (full + 1) // 2 + (n - full) * keep
+    if span is None:
+        if not causal:
+            return n * min(keep, n)
+        full = min(keep, n)  # rows 0 … keep-1 see i + 1 keys, the rest keep k
+        return full * (full + 1) // 2 + (n - full) * keep
+    lo, hi = _reach(torch.arange(n), n, causal, span)
+    return int(torch.clamp(hi - lo, max=keep).sum())
+
+
+def _reach(i: torch.Tensor, n: int, causal: bool, span: int | None):
+    """The keys rows ``i`` may see, as half-open bounds [lo, hi) (their direction, their span)."""
+    lo = torch.zeros_like(i) if span is None else (i - span + 1).clamp_min(0)
+    hi = i + 1 if causal else (torch.full_like(i, n) if span is None else (i + span).clamp_max(n))
+    return lo, hi
 
 
 def _scale(q, scale):
@@ -77,43 +93,54 @@ def projected(q, k, dims: int | None):
     return q @ p, k @ p
 
 
-def rows_chosen(q, k, keep: int, *, causal: bool, r0: int, r1: int, by=None) -> torch.Tensor:
+def rows_chosen(q, k, keep: int, *, causal: bool, r0: int, r1: int, by=None, span: int | None = None) -> torch.Tensor:
     """Which cells rows r0…r1-1 keep, ``(b, h, r, n)`` bool."""
-    idx, ok = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1, by=by)
+    idx, ok = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1, by=by, span=span)
     return torch.zeros(*idx.shape[:3], k.shape[2], dtype=torch.bool, device=q.device).scatter_(-1, idx, ok)
 
 
-def _visible(r0: int, r1: int, n: int, causal: bool, device) -> torch.Tensor | None:
-    if not causal:
+def _visible(r0: int, r1: int, n: int, causal: bool, device, span: int | None = None,
+             j0: int = 0) -> torch.Tensor | None:
+    """Which of keys j0…n-1 rows r0…r1-1 may see, ``(r, n - j0)`` bool (None: every one)."""
+    if not causal and span is None:
         return None
-    i = torch.arange(r0, r1, device=device)[:, None]
-    return torch.arange(n, device=device)[None, :] <= i
+    lo, hi = _reach(torch.arange(r0, r1, device=device), n, causal, span)
+    j = torch.arange(j0, n, device=device)[None, :]
+    return (j >= lo[:, None]) & (j < hi[:, None])
 
 
-def chosen_keys(q, k, keep: int, *, causal: bool, r0: int, r1: int, by=None, values: bool = False):
-    """The keys rows r0…r1-1 keep: indices ``(b, h, r, kk)`` (kk = min(k, n)) and a flag for
-    each that it is visible (a causal row near the start sees fewer than k keys); with
-    ``values``, their scores too (q·k unscaled, or the indexer's).
+def chosen_keys(q, k, keep: int, *, causal: bool, r0: int, r1: int, by=None, values: bool = False,
+                span: int | None = None):
+    """The keys rows r0…r1-1 keep: indices ``(b, h, r, kk)`` (kk = min(k, the keys the block
+    reaches)) and a flag for each that it is visible (a causal row near the start, or a row
+    whose ``span`` holds fewer than k keys, sees fewer than k); with ``values``, their scores
+    too (q·k unscaled, or the indexer's).
     ``by``: (q, k) to choose by instead (the indexer's projections); None: the exact scores."""
-    n = r1 if causal else k.shape[2]  # looking back, rows r0…r1-1 see no key from r1 on
+    n = k.shape[2]
+    # only the keys some row of the block can see are scored: looking back, none from r1 on;
+    # in a span, none farther than it from the block's rows
+    lo = 0 if span is None else max(0, r0 - span + 1)
+    hi = r1 if causal else (n if span is None else min(n, r1 + span - 1))
     sq, sk = (q, k) if by is None else by
-    scores = sq[:, :, r0:r1] @ sk[:, :, :n].transpose(-1, -2)  # (b, h, r, n): the scoring, every visible pair
-    if causal:  # keys before r0 are seen by every row of the block: only its own diagonal square is masked
-        i = torch.arange(r0, r1, device=q.device)[:, None]
-        scores[..., r0:r1].masked_fill_(torch.arange(r0, r1, device=q.device)[None, :] > i, float("-inf"))
-    kk = min(keep, n)
+    scores = sq[:, :, r0:r1] @ sk[:, :, lo:hi].transpose(-1, -2)  # (b, h, r, hi - lo): every visible pair
+    vis = _visible(r0, r1, hi, causal, q.device, span, j0=lo)
+    if vis is not None:
+        scores.masked_fill_(~vis, float("-inf"))
+    kk = min(keep, hi - lo)
     top = scores.topk(kk, dim=-1, sorted=False)  # the order of the chosen keys does not matter
+    idx = top.indices + lo if lo else top.indices
     if values:
-        return top.indices, torch.isfinite(top.values), top.values
-    return top.indices, torch.isfinite(top.values)
+        return idx, torch.isfinite(top.values), top.values
+    return idx, torch.isfinite(top.values)
 
 
-def top_of_scores(scores: torch.Tensor, keep: int, *, causal: bool, r0: int = 0) -> torch.Tensor:
+def top_of_scores(scores: torch.Tensor, keep: int, *, causal: bool, r0: int = 0,
+                  span: int | None = None) -> torch.Tensor:
     """The k highest of scores already computed for rows r0… ``(b, h, r, n)`` → bool of the
-    same shape (a causal row sees no key after it)."""
+    same shape (a causal row sees no key after it; no row a key beyond its ``span``)."""
     keep = check_keep(keep)
     r, n = scores.shape[-2:]
-    vis = _visible(r0, r0 + r, n, causal, scores.device)
+    vis = _visible(r0, r0 + r, n, causal, scores.device, span)
     if vis is not None:
         scores = scores.masked_fill(~vis, float("-inf"))
     top = scores.topk(min(keep, n), dim=-1)
@@ -121,10 +148,13 @@ def top_of_scores(scores: torch.Tensor, keep: int, *, causal: bool, r0: int = 0)
 
 
 def topk_attention(q, k, v, keep: int, *, causal: bool = True, scale: float | None = None,
-                   indexer_dims: int | None = None, rows: int = ROWS) -> torch.Tensor:
-    """Softmax over each query's top ``keep`` keys (by the exact scores, or with
-    ``indexer_dims`` by the indexer's), on ``(b, h, n, d)`` tensors, ``rows`` queries at a
-    time: never an n×n tensor."""
+                   indexer_dims: int | None = None, rows: int = ROWS, span: int | None = None) -> torch.Tensor:
+    """Softmax over each query's top ``keep`` keys among those it may see (its direction,
+    its layer's ``span``), by the exact scores or with ``indexer_dims`` by the indexer's.
+
+    Args:
+        q, k: ``[B, H, N, D]``; v: ``[B, H, N, Dv]``.
+    Returns ``[B, H, N, Dv]``, ``rows`` queries at a time: never an n×n tensor."""
     keep = check_keep(keep)
     s = _scale(q, scale)
     n = q.shape[2]
@@ -132,7 +162,7 @@ def topk_attention(q, k, v, keep: int, *, causal: bool = True, scale: float | No
     out = torch.empty(*q.shape[:3], v.shape[-1], dtype=q.dtype, device=q.device)
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
-        idx, ok, chosen = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1, by=by, values=True)
+        idx, ok, chosen = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1, by=by, values=True, span=span)
         b, h, r, kk = idx.shape
         flat = idx.reshape(b, h, r * kk, 1)
         vc = v.gather(2, flat.expand(b, h, r * kk, v.shape[-1])).reshape(b, h, r, kk, -1)
@@ -147,7 +177,7 @@ def topk_attention(q, k, v, keep: int, *, causal: bool = True, scale: float | No
 
 
 def beside_parts(q, k, v, keep: int, fixed, *, causal: bool = True, scale: float | None = None,
-                 indexer_dims: int | None = None, rows: int = PART_ROWS) -> torch.Tensor:
+                 indexer_dims: int | None = None, rows: int = PART_ROWS, span: int | None = None) -> torch.Tensor:
     """Softmax over each query's top ``keep`` keys *and* the cells of a fixed pattern
     (``fixed``: a mask_mod of :mod:`attn.patterns`, causality its own), as Native Sparse
     Attention keeps a window beside its chosen blocks; ``rows`` queries at a time: the
@@ -162,8 +192,8 @@ def beside_parts(q, k, v, keep: int, fixed, *, causal: bool = True, scale: float
         r1 = min(n, r0 + rows)
         i = torch.arange(r0, r1, device=q.device)[:, None]
         scores = q[:, :, r0:r1] @ k.transpose(-1, -2)  # the block's exact scores, unscaled: the oracle chooses by them
-        chosen = (top_of_scores(scores, keep, causal=causal, r0=r0) if by is None
-                  else rows_chosen(q, k, keep, causal=causal, r0=r0, r1=r1, by=by))
+        chosen = (top_of_scores(scores, keep, causal=causal, r0=r0, span=span) if by is None
+                  else rows_chosen(q, k, keep, causal=causal, r0=r0, r1=r1, by=by, span=span))
         allowed = chosen | fixed(0, 0, i, j[None, :])
         if causal:
             allowed &= j[None, :] <= i
@@ -172,7 +202,8 @@ def beside_parts(q, k, v, keep: int, fixed, *, causal: bool = True, scale: float
     return out
 
 
-def selection(q, k, keep: int, *, causal: bool, indexer_dims: int | None = None, rows: int = ROWS) -> torch.Tensor:
+def selection(q, k, keep: int, *, causal: bool, indexer_dims: int | None = None, rows: int = ROWS,
+              span: int | None = None) -> torch.Tensor:
     """Which cells top-k keeps, written out ``(b, h, n, n)`` bool (for references and small
     texts; the kernel never builds it)."""
     keep = check_keep(keep)
@@ -181,11 +212,11 @@ def selection(q, k, keep: int, *, causal: bool, indexer_dims: int | None = None,
     grid = torch.zeros(b, h, n, n, dtype=torch.bool, device=q.device)
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
-        grid[:, :, r0:r1] = rows_chosen(q, k, keep, causal=causal, r0=r0, r1=r1, by=by)
+        grid[:, :, r0:r1] = rows_chosen(q, k, keep, causal=causal, r0=r0, r1=r1, by=by, span=span)
     return grid
 
 
-def recall(q, k, keep: int, indexer_dims: int, *, causal: bool, rows: int = ROWS) -> float:
+def recall(q, k, keep: int, indexer_dims: int, *, causal: bool, rows: int = ROWS, span: int | None = None) -> float:
     """The indexer's recall: the share of the oracle's chosen keys it chose too, over every
     row and head (``rows`` queries at a time)."""
     keep = check_keep(keep)
@@ -194,8 +225,8 @@ def recall(q, k, keep: int, indexer_dims: int, *, causal: bool, rows: int = ROWS
     hit = total = 0
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
-        idx, ok = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1)
-        mark = rows_chosen(q, k, keep, causal=causal, r0=r0, r1=r1, by=by)
+        idx, ok = chosen_keys(q, k, keep, causal=causal, r0=r0, r1=r1, span=span)
+        mark = rows_chosen(q, k, keep, causal=causal, r0=r0, r1=r1, by=by, span=span)
         hit += int((mark.gather(-1, idx) & ok).sum())
         total += int(ok.sum())
     return hit / max(1, total)

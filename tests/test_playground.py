@@ -464,16 +464,18 @@ def test_top_k_beside_parts_with_every_key_is_the_model_and_a_stack_keeps_every_
         assert small.layers == stack and small.kl > 1e-4
 
 
-def _hand_cells(q, k, keep, w, causal):
-    """Per head, in Python: each row's top ``keep`` keys by q·k among those it sees, and the
-    window |i − j| < w (the diagonal inside it)."""
+def _hand_cells(q, k, keep, w, causal, span=None):
+    """Per head, in Python: each row's top ``keep`` keys by q·k among those it sees (inside
+    the layer's own window ``span`` where it slides one), and the window |i − j| < w (the
+    diagonal inside it)."""
     h, n = q.shape[1], q.shape[2]
     total = 0
     for hi in range(h):
         s = (q[0, hi].double() @ k[0, hi].double().T).tolist()
         for i in range(n):
             seen = list(range(i + 1)) if causal else list(range(n))
-            top = set(sorted(seen, key=lambda j: -s[i][j])[:keep])
+            within = [j for j in seen if span is None or abs(i - j) < span]
+            top = set(sorted(within, key=lambda j: -s[i][j])[:keep])
             total += len(top | {j for j in seen if abs(i - j) < w})
     return total
 
@@ -495,7 +497,7 @@ def test_the_top_k_part_and_a_stack_show_numbers_counted_by_hand(make_app, tiny,
     layer, causal = at.session_state["pg_layer"], at.session_state["pg_causal"]
     q, k, v = a.qkv(layer)
     h, d, n = a.n_heads, q.shape[-1], a.n
-    cells = _hand_cells(q, k, 4, 3, causal)
+    cells = _hand_cells(q, k, 4, 3, causal, a.layers[layer].window)
     shown = metric(at, "playground.metric_cells_topk", lang, layer=layer)
     assert parse(shown, lang) == pytest.approx(cells / h, abs=0.005)
     # operations: 4d per cell over the heads, and the oracle's choosing: 2d per visible pair and head
@@ -519,7 +521,9 @@ def test_the_top_k_part_and_a_stack_show_numbers_counted_by_hand(make_app, tiny,
         for hi in range(h):
             for r in range(n):
                 seen = list(range(r + 1)) if a.causal else list(range(n))
-                top = set(sorted(seen, key=lambda j: -s[hi][r][j])[:4]) | {j for j in seen if abs(r - j) < 3}
+                span = a.layers[i].window  # top-k chooses inside the layer's own window
+                within = [j for j in seen if span is None or abs(r - j) < span]
+                top = set(sorted(within, key=lambda j: -s[hi][r][j])[:4]) | {j for j in seen if abs(r - j) < 3}
                 kept_rows.append(sum(w_[hi][r][j] for j in top))
         weights.append(sum(kept_rows) / len(kept_rows))
     assert parse(metric(at, "playground.metric_kept_all", lang), lang) == pytest.approx(

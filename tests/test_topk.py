@@ -11,10 +11,11 @@ from attn import topk
 from helpers import ROOT
 
 
-def brute(q, k, v, keep, causal, scale=None, choose=None, also=None):
+def brute(q, k, v, keep, causal, scale=None, choose=None, also=None, span=None):
     """Row by row, in Python: sort the visible keys by score (or by ``choose``'s scores),
     keep the first ``keep`` (and the keys ``also(i, j)`` keeps besides), softmax of the
-    exact scores over those."""
+    exact scores over those. ``span``: a sliding layer's window, the keys a row may see at
+    most span − 1 away."""
     b, h, n, d = q.shape
     s = d ** -0.5 if scale is None else scale
     out = torch.zeros(b, h, n, v.shape[-1], dtype=torch.float64)
@@ -22,6 +23,8 @@ def brute(q, k, v, keep, causal, scale=None, choose=None, also=None):
         for hi in range(h):
             for i in range(n):
                 seen = range(i + 1) if causal else range(n)
+                if span is not None:
+                    seen = [j for j in seen if abs(i - j) < span]
                 exact = {j: float(q[bi, hi, i].double() @ k[bi, hi, j].double()) * s for j in seen}
                 rank = exact if choose is None else {j: choose(bi, hi, i, j) for j in seen}
                 kept = sorted(seen, key=lambda j: -rank[j])[:keep]
@@ -56,6 +59,25 @@ def test_a_scale_is_honoured_and_the_dense_selection_counts_each_rows_cells():
         assert int(grid[0, 0].sum()) == topk.cells(11, 3, causal)
         if causal:  # nothing after the query
             assert not torch.triu(grid[0, 0], diagonal=1).any()
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "both ways"])
+@pytest.mark.parametrize("n,keep,span,rows", [(20, 4, 6, 5), (17, 3, 2, 128), (12, 9, 5, 4), (25, 2, 30, 7)])
+def test_in_a_sliding_layer_the_oracle_chooses_only_keys_inside_the_layers_window(causal, n, keep, span, rows):
+    g = torch.Generator().manual_seed(n * 7 + span)
+    q, k, v = (torch.randn(1, 2, n, 8, generator=g) for _ in range(3))
+    got = topk.topk_attention(q, k, v, keep, causal=causal, rows=rows, span=span)
+    assert torch.allclose(got.double(), brute(q, k, v, keep, causal, span=span), atol=1e-5)
+    grid = topk.selection(q, k, keep, causal=causal, rows=rows, span=span)
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    assert not (grid & ((i - j).abs() >= span)).any()  # nothing the layer never reads
+    # each row keeps min(k, the keys its window holds), counted by hand
+    seen = [len([c for c in (range(r + 1) if causal else range(n)) if abs(r - c) < span]) for r in range(n)]
+    assert grid.sum(-1)[0, 0].tolist() == [min(keep, s_) for s_ in seen]
+    assert topk.cells(n, keep, causal, span) == sum(min(keep, s_) for s_ in seen)
+    with_parts = topk.beside_parts(q, k, v, keep, lambda b, h, i_, j_: i_ == j_, causal=causal, rows=rows, span=span)
+    assert torch.allclose(with_parts.double(), brute(q, k, v, keep, causal, span=span, also=lambda a, b: a == b),
+                          atol=1e-5)
 
 
 def test_cells_by_hand():
@@ -156,6 +178,26 @@ def test_step_sixs_errors_measure_top_k_at_the_windows_cells_against_a_brute_for
     p = topk.principal_directions(k, 16)  # d = 8 < 16 directions: the indexer sees every one, as the oracle
     assert p.shape[-1] == d
     assert res["mean"]["topk_indexer"] == pytest.approx(res["mean"]["topk"], rel=1e-4)
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "both ways"])
+def test_step_sixs_top_k_on_a_sliding_layer_keeps_to_the_layers_window(causal):
+    """A layer that slides a window of 6 gives no weight farther back: top-k there chooses
+    its k keys inside that window, and so keeps at least what the w nearest keep."""
+    from attn import outputs
+    from attn.layer import LayerAttention
+
+    g = torch.Generator().manual_seed(5)
+    n, d, w, span = 40, 8, 3, 6
+    q, k, v = (torch.randn(1, 1, n, d, generator=g) * 2 for _ in range(3))
+    k[..., 0, :] *= 6  # a far key that scores high for many rows: outside most rows' window
+    layer = LayerAttention(causal=causal, window=span, scale=0.5)
+    res = outputs.output_errors(q, k, v, layer, window=w)
+    exact = brute(q, k, v, n, causal, scale=0.5, span=span)  # every key of the window: the layer itself
+    keep = w if causal else 2 * w - 1
+    assert res["mean"]["topk"] == pytest.approx(_error(brute(q, k, v, keep, causal, scale=0.5, span=span), exact),
+                                                rel=1e-4)
+    assert res["mean"]["topk"] <= res["mean"]["window"] + 1e-9
 
 
 def test_with_a_bias_the_oracle_chooses_by_the_scores_the_layer_computes():

@@ -126,6 +126,7 @@ class LinearOrders:
     seconds_linear: float
     seconds_quadratic: float
     runs: int
+    faster: str | None = None  # "summary" or "grid" when it ran faster beyond the runs' spread; None: too noisy
 
 
 @dataclass(frozen=True)
@@ -383,7 +384,7 @@ def topk_recall(text: str, model_id: str, layer: int, window: int) -> float:
     q, k, _, _ = layer_on(a, layer)
     m = methods.top_k(indexer=True)
     keep = m.keep_of(methods.Params(window=window, causal=a.causal))
-    return topk.recall(q.float(), k.float(), keep, m.indexer_dims, causal=a.causal)
+    return topk.recall(q.float(), k.float(), keep, m.indexer_dims, causal=a.causal, span=a.layers[layer].window)
 
 
 MAP_TOKENS = 64  # the implied maps: small multiples, their tokens named on category axes

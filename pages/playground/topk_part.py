@@ -80,7 +80,7 @@ def cells(a, parts: Composition, top: TopK, layer: int, causal: bool) -> torch.T
     q, k, _, bias = row_reads.layer_on(a, layer)
     m = q.shape[2]
     params = methods.Params(parts=parts if m == a.n else algebra.composition_on_prefix(m, parts), k=top.keep,
-                            causal=causal)
+                            causal=causal, span=a.layers[layer].window)
     return outputs.chosen_pairs(top.method, q, k, params, a.layers[layer], bias)
 
 
@@ -94,7 +94,7 @@ def cost(a, parts: Composition, top: TopK, layer: int, causal: bool, large: int)
 
     def operations(m: int) -> float:  # at length m: the parts' cells and the chosen keys apart (at most)
         attended = algebra.composed_cells(m, algebra.composition_on_prefix(m, parts), causal)
-        return (attended + topk.cells(m, top.keep, causal)) * costs_model.cell_flops(shape) + \
+        return (attended + topk.cells(m, top.keep, causal, a.layers[layer].window)) * costs_model.cell_flops(shape) + \
             top.method.scoring_flops(m, shape)
 
     every = every_pair(n, causal)
