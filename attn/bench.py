@@ -117,6 +117,22 @@ class Row:
         return row_key(self.method, self.backend, self.extra.get("preset"))
 
 
+def clearly_faster(a: list[float], b: list[float]) -> str | None:
+    """Which of two sets of repeated timings is faster beyond the spread of both: ``"a"`` or
+    ``"b"`` when the middle halves of their runs (lower to upper quartile) do not overlap,
+    None when they do, or when either has fewer than 3 runs: the machine was too noisy (or
+    the runs too few) to tell. A sentence about which order or method runs faster reads this,
+    never one timing."""
+    if min(len(a), len(b)) < 3:
+        return None
+    qa, qb = statistics.quantiles(a, n=4, method="inclusive"), statistics.quantiles(b, n=4, method="inclusive")
+    if qa[2] < qb[0]:
+        return "a"
+    if qb[2] < qa[0]:
+        return "b"
+    return None
+
+
 def row_key(method: str, backend: str, preset: str | None = None) -> str:
     """A timed row's name: the method, or the method written out (its dense
     reference, ``backend="reference"``, timed beside it), or a playground preset of

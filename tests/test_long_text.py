@@ -546,3 +546,25 @@ def test_a_classs_prebuild_builds_every_page_of_a_long_text(monkeypatch, fresh_c
     assert all(summaries.BUILT[s.id] - built.get(s.id, 0) == 1 for s in walk.steps())  # each step, once
     a = analyses.get_analysis(text, "tiny")
     assert a.n == 3000 and not row_reads.row_sample(a).every_row
+
+
+def test_step_5_says_how_long_the_text_is_and_how_much_of_it_its_measure_reads(make_app, monkeypatch, fresh_caches):
+    """On 3,000 tokens step 5's orders read the first 2,048 (budgets.LAYER_TOKENS): its words
+    on the break-even say both numbers, and never call 2,048 the text's length."""
+    from attn import costs
+    from helpers import page_path
+    from ui import i18n, walk
+
+    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
+    at = make_app("tiny", "en")
+    at.run()
+    at.text_area(key="text").input(text_of(3000)).run()
+    at.switch_page(page_path(walk.get("linear"))).run()
+    assert not at.exception, [e.value for e in at.exception]
+    d = 16  # the tiny model's head size; elu + 1: m = d
+    even = costs.linear_break_even(d, d, True)
+    said = i18n.translate("en", "linear.break_long_part", n="2,048", total="3,000", nm=even.memory,
+                          no=even.operations)
+    shown = [m.value for m in at.markdown]
+    assert said in shown, shown
+    assert not [m for m in shown if "Your text has 2,048" in m]

@@ -55,6 +55,20 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     return Summary(ID, params, key, fig, [q], Numbers(layer, feature, causal, r))
 
 
+def clock_sentence(side: str, faster: str | None, causal: bool) -> str | None:
+    """The locale key of what the clock says beside the count (``side``: where the text's
+    length stands against the break-even lengths, "long", "between" or "short"; ``faster``:
+    the order that ran faster beyond the runs' spread, None when they overlap): a word only
+    when the runs overlap or the clock goes against the count, None when it agrees."""
+    if faster is None:
+        return "linear.clock_noisy"
+    if side == "long" and faster == "grid":
+        return "linear.clock_against_causal" if causal else "linear.clock_against"
+    if side == "short" and faster == "summary":
+        return "linear.clock_against_short"
+    return None
+
+
 def shorter(t: Translator, a, text: str, model_id: str, cfg: dict) -> Question:
     """The matched question: the same layer and feature map on a text an eighth as long —
     the grid shrinks with n², the summary (m × d) not at all; counted as the page's chart

@@ -1,5 +1,7 @@
 """Step 5 — never build the grid: linear attention reassociates (QKᵀ)V into Q(KᵀV)."""
 
+import math
+
 import streamlit as st
 
 from attn import costs, methods
@@ -39,9 +41,16 @@ b1, b2 = st.columns(2)
 help_f = t("linear.break_help", f=t(f"features.{feature}"), m=t.int(r.m), d=t.int(r.d))
 b1.metric(t("linear.metric_break_memory"), t.int(even.memory), help=help_f)
 b2.metric(t("linear.metric_break_ops"), t.int(even.operations), help=help_f)
-side = ("linear.break_long" if r.n >= max(even.memory, even.operations)
-        else "linear.break_short" if r.n < min(even.memory, even.operations) else "linear.break_between")
-st.markdown(t(side, n=t.int(r.n), nm=t.int(even.memory), no=t.int(even.operations)))
+side = ("long" if r.n >= max(even.memory, even.operations)
+        else "short" if r.n < min(even.memory, even.operations) else "between")
+part = "_part" if r.n < a.n else ""  # a long text's first tokens: both lengths said
+st.markdown(t(f"linear.break_{side}{part}", n=t.int(r.n), total=t.int(a.n), nm=t.int(even.memory),
+              no=t.int(even.operations)))
+clock = linear.clock_sentence(side, r.faster, causal)
+if clock:
+    st.caption(t(clock, runs=t.int(r.runs), chunk=t.int(methods.linear(feature).scan_chunk),
+                 chunks=t.int(math.ceil(r.n / methods.linear(feature).scan_chunk)), cells=t.int(r.grid_numbers),
+                 summary=t.int(r.summary_numbers)))
 if a.k.shape[2] == 1 and a.n_heads > 1:
     st.caption(t("linear.shared_kv", h=a.n_heads))
 
