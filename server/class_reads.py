@@ -25,6 +25,11 @@ JOINED_DURING = "v.opened > 0 AND s.joined >= v.opened"
 # out of it, joined at or after its since (server.classes.Classes.leave_out)
 LEFT_OUT_STUDENTS = ("SELECT s.student FROM students s JOIN left_out l ON l.code = s.code AND l.network = s.network "
                      "WHERE l.code = ? AND l.vote = ? AND s.joined >= l.since")
+# an answer ``a`` (the answers table) whose student is left out of its vote: set aside, not
+# deleted — kept for the teacher's CSV, counted nowhere, counted again if she takes it back
+ASIDE = ("EXISTS (SELECT 1 FROM left_out l JOIN students ls ON ls.code = l.code AND ls.network = l.network "
+         "WHERE l.code = a.code AND l.vote = a.vote AND ls.student = a.student AND ls.joined >= l.since)")
+COUNTED = f"NOT {ASIDE}"
 
 
 def link_token(stored_host_hash: str) -> str:
@@ -154,11 +159,16 @@ class Pulse:
     door: bool
     joined: int = 0  # students who ever joined the class
     expected: int = 0  # how many the teacher expects (0: she has not said)
-    burst: int = 0  # the most students who joined from one network in the last BURST_SECONDS (≥ BURST_AT, else 0)
+    # the most students who joined from one network in the last BURST_SECONDS and since the
+    # last vote opened (≥ BURST_AT, else 0): a class arriving before its first vote is no burst
+    burst: int = 0
     burst_network: str = ""  # that network (server.limits.key), for Classes.leave_out; never shown
     burst_since: float = 0.0  # its first join in that window
     vote: int = 0  # the open vote (0: none)
     left_out: int = 0  # students left out of the open vote (Classes.leave_out)
+    aside: int = 0  # their answers to it, set aside (counted nowhere until she takes it back)
+    would_set_aside: int = 0  # the answers leaving the burst out would set aside now (its network, joined
+    # since the burst began and the vote opened)
 
 
 def state_of(db, code: str) -> ClassState | None:
@@ -170,8 +180,8 @@ def state_of(db, code: str) -> ClassState | None:
     votes = db.execute("SELECT vote, page, qid, round, state, question FROM votes WHERE code = ? "
                        "ORDER BY vote", (code,)).fetchall()
     shown: dict[int, list] = {}
-    for vote, choice, reason in db.execute("SELECT vote, choice, reason FROM answers WHERE code = ? AND shown = 1 "
-                                           "ORDER BY vote, at, student", (code,)).fetchall():
+    for vote, choice, reason in db.execute("SELECT vote, choice, reason FROM answers a WHERE code = ? AND shown = 1 "
+                                           f"AND {COUNTED} ORDER BY vote, at, student", (code,)).fetchall():
         shown.setdefault(vote, []).append((choice, reason))
     kept = tuple(Vote(v, s, qid, r, st, Asked.from_json(json.loads(q))) for v, s, qid, r, st, q in votes)
     return ClassState(code, row[0], row[1], json.loads(row[2]), kept, row[3],
@@ -182,7 +192,7 @@ def state_of(db, code: str) -> ClassState | None:
 def counts_of(db, code: str, votes) -> dict[int, list[int]]:
     """How many students chose each option, for each of ``votes``, in one query."""
     out = {v.vote: [0] * len(v.question.options) for v in votes}
-    for vote, choice, count in db.execute("SELECT vote, choice, COUNT(*) FROM answers WHERE code = ? "
+    for vote, choice, count in db.execute(f"SELECT vote, choice, COUNT(*) FROM answers a WHERE code = ? AND {COUNTED} "
                                           "GROUP BY vote, choice", (code,)).fetchall():
         if vote in out and 0 <= choice < len(out[vote]):
             out[vote][choice] = count
@@ -197,7 +207,7 @@ def late_of(db, code: str, votes) -> dict[int, list[int]]:
             "SELECT a.vote, a.choice, COUNT(*) FROM answers a "
             "JOIN votes v ON v.code = a.code AND v.vote = a.vote "
             "JOIN students s ON s.code = a.code AND s.student = a.student "
-            f"WHERE a.code = ? AND {JOINED_DURING} GROUP BY a.vote, a.choice", (code,)).fetchall():
+            f"WHERE a.code = ? AND {JOINED_DURING} AND {COUNTED} GROUP BY a.vote, a.choice", (code,)).fetchall():
         if vote in out and 0 <= choice < len(out[vote]):
             out[vote][choice] = count
     return out
@@ -210,8 +220,8 @@ def guesses_of(db, code: str, votes) -> dict[int, tuple[float, ...]]:
     done = {v.vote for v in votes if v.question.is_estimate and v.state != "open"}
     out: dict[int, list[float]] = {v: [] for v in done}
     if done:
-        for vote, number in db.execute("SELECT vote, number FROM answers WHERE code = ? AND number IS NOT NULL",
-                                       (code,)).fetchall():
+        for vote, number in db.execute("SELECT vote, number FROM answers a WHERE code = ? AND number IS NOT NULL "
+                                       f"AND {COUNTED}", (code,)).fetchall():
             if vote in out:
                 out[vote].append(float(number))
     return {v: tuple(sorted(x)) for v, x in out.items()}
@@ -240,26 +250,38 @@ def pulse_of(db, code: str, present_since: float, now: float) -> Pulse | None:
     if row is None:
         return None
     ever = db.execute("SELECT COUNT(*) FROM students WHERE code = ?", (code,)).fetchone()[0]
-    burst = db.execute("SELECT network, COUNT(*) AS n, MIN(joined) FROM students WHERE code = ? AND joined >= ? "
-                       "AND network != '' GROUP BY network ORDER BY n DESC, network LIMIT 1",
-                       (code, now - BURST_SECONDS)).fetchone()
+    opened = db.execute("SELECT MAX(opened) FROM votes WHERE code = ?", (code,)).fetchone()[0]
+    burst = None
+    if opened is not None:  # before the first vote, a class arriving together is the class
+        burst = db.execute("SELECT network, COUNT(*) AS n, MIN(joined) FROM students WHERE code = ? AND joined >= ? "
+                           "AND network != '' GROUP BY network ORDER BY n DESC, network LIMIT 1",
+                           (code, max(now - BURST_SECONDS, float(opened)))).fetchone()
     most = burst[1] if burst else 0
     present = db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND seen >= ?",
                          (code, present_since)).fetchone()[0]
     joined = db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND joined >= ?", (code, recent)).fetchone()[0]
     vote = db.execute("SELECT vote FROM votes WHERE code = ? AND state = 'open'", (code,)).fetchone()
-    answered = fresh = left = 0
+    answered = fresh = left = aside = would = 0
+    crowd = most >= BURST_AT
     if vote is not None:
         left = db.execute(f"SELECT COUNT(*) FROM students WHERE code = ? AND student IN ({LEFT_OUT_STUDENTS})",
                           (code, code, vote[0])).fetchone()[0]
         answered, fresh = db.execute(
             "SELECT COUNT(*), COALESCE(SUM(CASE WHEN s.seen >= ? THEN 1 ELSE 0 END), 0) FROM answers a "
-            "JOIN students s ON s.code = a.code AND s.student = a.student WHERE a.code = ? AND a.vote = ?",
+            "JOIN students s ON s.code = a.code AND s.student = a.student "
+            f"WHERE a.code = ? AND a.vote = ? AND {COUNTED}",
             (recent, code, vote[0])).fetchone()
-    crowd = most >= BURST_AT
+        aside = db.execute(f"SELECT COUNT(*) FROM answers a WHERE a.code = ? AND a.vote = ? AND {ASIDE}",
+                           (code, vote[0])).fetchone()[0]
+        if crowd:
+            would = db.execute("SELECT COUNT(*) FROM answers a "
+                               "JOIN students s ON s.code = a.code AND s.student = a.student "
+                               "JOIN votes v ON v.code = a.code AND v.vote = a.vote WHERE a.code = ? AND a.vote = ? "
+                               "AND s.network = ? AND s.joined >= ? AND s.joined >= v.opened",
+                               (code, vote[0], burst[0], float(burst[2]))).fetchone()[0]
     return Pulse(present, joined, int(answered), int(fresh), bool(row[0]), int(ever), int(row[1]),
                  int(most) if crowd else 0, burst[0] if crowd else "", float(burst[2]) if crowd else 0.0,
-                 int(vote[0]) if vote is not None else 0, int(left))
+                 int(vote[0]) if vote is not None else 0, int(left), int(aside), int(would))
 
 
 class ClassReads:
@@ -344,12 +366,14 @@ class ClassReads:
             found = state_of(db, code)
             return {} if found is None else counts_of(db, code, found.votes)
 
-    def answers_of(self, code: str) -> list[tuple[int, str, int, str, float | None]]:
+    def answers_of(self, code: str) -> list[tuple[int, str, int, str, float | None, bool]]:
         """Every answer of the class: (vote, student, choice, reason, an estimate's number or
-        None) — for the teacher's export."""
+        None, whether it is set aside: its student left out of that vote) — for the teacher's
+        export."""
         with self.store.reading() as db:
-            return [tuple(r) for r in db.execute("SELECT vote, student, choice, reason, number FROM answers "
-                                                 "WHERE code = ? ORDER BY vote, at, student", (code,)).fetchall()]
+            return [(*r[:5], bool(r[5])) for r in db.execute(
+                f"SELECT vote, student, choice, reason, number, CASE WHEN {ASIDE} THEN 1 ELSE 0 END FROM answers a "
+                "WHERE code = ? ORDER BY vote, at, student", (code,)).fetchall()]
 
     def my_answer(self, code: str, vote: int, student: str) -> int | None:
         with self.store.reading() as db:

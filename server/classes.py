@@ -48,7 +48,7 @@ from . import codes, limits, texts
 from .backend import Backend, Refused, StoreError
 from .answers import MAX_OPTIONS, clean_reason, estimate_choice
 from .class_layout import SCHEMA, VERSION, upgrades
-from .class_reads import LEFT_OUT_STUDENTS, Asked, ClassReads
+from .class_reads import COUNTED, LEFT_OUT_STUDENTS, Asked, ClassReads
 
 MAX_STUDENTS = 200  # seats: students seen in the last SEAT_SECONDS
 SEAT_SECONDS = 180.0  # a student unseen for 3 minutes (12 missed presence writes) holds no seat
@@ -303,10 +303,12 @@ class Classes(ClassReads):
 
     def leave_out(self, code: str, key, vote: int, network: str, since: float, now: float | None = None) -> int:
         """Leave out of an open vote the students of one ``network`` (server.limits.key) who
-        joined at or after ``since`` or while the vote was open, whichever is earlier (a
-        burst the teacher saw on her panel: Pulse.burst_network, burst_since): their answers
-        to it are deleted, and answer() refuses theirs ("left out"); they stay in the class
-        and answer the next vote. How many students that is (0: the vote is not open)."""
+        joined at or after ``since`` and after the vote opened (a burst the teacher saw on her
+        panel: Pulse.burst_network, burst_since): a student seated before the vote opened is
+        never left out. Their answers to it are set aside, not deleted (counted nowhere, kept
+        for the CSV, counted again by :meth:`take_back_left_out` while the vote is open), and
+        answer() refuses theirs ("left out"); they stay in the class and answer the next
+        vote. How many students that is (0: the vote is not open)."""
         now = time.time() if now is None else now
         with self.store.transaction() as db:
             self._host(db, code, key)
@@ -314,7 +316,7 @@ class Classes(ClassReads):
                              (code, int(vote))).fetchone()
             if row is None or not network:
                 return 0
-            since = min(float(since), float(row[0]))
+            since = max(float(since), float(row[0]))
             had = db.execute("SELECT since FROM left_out WHERE code = ? AND vote = ? AND network = ?",
                              (code, int(vote), network)).fetchone()
             if had is None:
@@ -323,12 +325,23 @@ class Classes(ClassReads):
             elif since < had[0]:
                 db.execute("UPDATE left_out SET since = ? WHERE code = ? AND vote = ? AND network = ?",
                            (since, code, int(vote), network))
-            db.execute(f"DELETE FROM answers WHERE code = ? AND vote = ? AND student IN ({LEFT_OUT_STUDENTS})",
-                       (code, int(vote), code, int(vote)))
             left = db.execute(f"SELECT COUNT(*) FROM students WHERE code = ? AND student IN ({LEFT_OUT_STUDENTS})",
                               (code, code, int(vote))).fetchone()[0]
             self._tally(db, code, now)
         return int(left)
+
+    def take_back_left_out(self, code: str, key, vote: int, now: float | None = None) -> bool:
+        """Undo :meth:`leave_out` on a vote still open: its students may answer again, and
+        the answers set aside count again. Whether anything was undone."""
+        now = time.time() if now is None else now
+        with self.store.transaction() as db:
+            self._host(db, code, key)
+            if db.execute("SELECT 1 FROM votes WHERE code = ? AND vote = ? AND state = 'open'",
+                          (code, int(vote))).fetchone() is None:
+                return False
+            undone = db.execute("DELETE FROM left_out WHERE code = ? AND vote = ?", (code, int(vote))).rowcount
+            self._tally(db, code, now)
+        return bool(undone)
 
     def reasons(self, code: str, key, vote: int) -> list[tuple[str, int, str, bool]]:
         """Every reason written with a vote, for its teacher only: (student, option, reason,
@@ -336,8 +349,8 @@ class Classes(ClassReads):
         with self.store.reading() as db:
             self._host(db, code, key)
             return [(s, c, r, bool(sh)) for s, c, r, sh in db.execute(
-                "SELECT student, choice, reason, shown FROM answers WHERE code = ? AND vote = ? AND reason != '' "
-                "ORDER BY at, student", (code, int(vote))).fetchall()]
+                "SELECT student, choice, reason, shown FROM answers a WHERE code = ? AND vote = ? AND reason != '' "
+                f"AND {COUNTED} ORDER BY at, student", (code, int(vote))).fetchall()]
 
     def end(self, code: str, key) -> None:
         """End the class: its text, students, votes and answers are deleted."""
@@ -418,7 +431,7 @@ class Classes(ClassReads):
             if db.execute(f"SELECT 1 FROM students WHERE code = ? AND student = ? AND student IN ({LEFT_OUT_STUDENTS})",
                           (code, student, code, int(vote))).fetchone() is not None:
                 return "left_out"
-            taken = db.execute("SELECT COUNT(*) FROM answers WHERE code = ? AND vote = ?",
+            taken = db.execute(f"SELECT COUNT(*) FROM answers a WHERE code = ? AND vote = ? AND {COUNTED}",
                                (code, int(vote))).fetchone()[0]
             since = db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND joined >= ?",
                                (code, row[3])).fetchone()[0]

@@ -59,11 +59,18 @@ def votes_csv(found: ClassState, answers: list[tuple]) -> str:
     reasons written with that option, one a line, and an estimate's numbers under its
     option, one a line (``answers``: (vote, student, choice, reason[, number]) rows, in the
     order written; no student's id is written). A cell a spreadsheet could read as a
-    formula is written as text (:func:`neutral`, each reason's line too)."""
+    formula is written as text (:func:`neutral`, each reason's line too). An answer set aside
+    (its student left out of that vote: a sixth field, true) is counted apart, in
+    ``left_out``, and in nothing else."""
     by_vote: dict[int, dict[str, int]] = {}
     reasons: dict[tuple[int, int], list[str]] = {}
     numbers: dict[tuple[int, int], list[str]] = {}
-    for vote, student, choice, reason, *number in answers:
+    aside: dict[tuple[int, int], int] = {}
+    for vote, student, choice, reason, *rest in answers:
+        number = rest[:1]
+        if len(rest) > 1 and rest[1]:
+            aside[(vote, choice)] = aside.get((vote, choice), 0) + 1
+            continue
         by_vote.setdefault(vote, {})[student] = choice
         if reason:
             reasons.setdefault((vote, choice), []).append(neutral(reason))
@@ -82,9 +89,9 @@ def votes_csv(found: ClassState, answers: list[tuple]) -> str:
         for option, value in enumerate(v.question.options):
             rows.append([v.qid, v.page, v.round, v.state, value, counts[option], late[option],
                          int(option == v.question.answer), changed, "\n".join(reasons.get((v.vote, option), [])),
-                         "\n".join(numbers.get((v.vote, option), []))])
+                         "\n".join(numbers.get((v.vote, option), [])), aside.get((v.vote, option), 0)])
     return _csv(["question", "page", "round", "state", "option", "count", "joined_during_vote", "measured_answer",
-                 "changed_answer", "reasons", "estimates"], rows)
+                 "changed_answer", "reasons", "estimates", "left_out"], rows)
 
 
 def shares_csv(found: ClassState) -> str:

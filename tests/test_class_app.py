@@ -762,8 +762,10 @@ def test_reasons_from_students_who_joined_during_the_vote_are_folded_under_one_l
 
 def test_a_burst_during_a_vote_is_left_out_of_it_from_the_teachers_panel(make_app, teacher, live_classes):
     """Step 3's vote open; 12 students join from one network in a few seconds and answer:
-    her panel says the burst and offers «Leave them out of this vote»; pressed, their answers
-    are gone, the panel counts them left out, and one more answer from them is refused."""
+    her panel says the burst, how many answers leaving it out would set aside, and offers
+    «Leave them out of this vote»; pressed, their answers count no more, the panel counts
+    them left out and their answers set aside, and one more answer from them is refused;
+    «Count their answers again» undoes it while the vote is open."""
     code = teacher.session_state[keys.CLASS]
     teacher.button(key="vote_open_s3_reach").click().run()
     vote = live_classes.state(code).vote_on("s3.reach").vote
@@ -775,9 +777,15 @@ def test_a_burst_during_a_vote_is_left_out_of_it_from_the_teachers_panel(make_ap
     panel = tick(teacher)
     said = i18n.translate("en", "class.burst", n="12", s="20")
     assert said in [w.value for w in panel.sidebar.warning]
+    assert i18n.translate("en", "class.leave_out_count", answers=11) in [c.value for c in panel.sidebar.caption]
     panel.sidebar.button(key="class_leave_out").click().run()
     assert sum(live_classes.read(code).counts[vote]) == 0
     left = i18n.translate("en", "class.left_out", n=12)
     assert left in [c.value for c in tick(teacher).sidebar.caption]
     assert live_classes.answer(code, vote, crowd[11], 0) == "left_out"
-    assert not [b for b in tick(teacher).sidebar.button if b.key == "class_leave_out"]  # done: offered no more
+    after = tick(teacher)
+    assert not [b for b in after.sidebar.button if b.key == "class_leave_out"]  # done: offered no more
+    assert i18n.translate("en", "class.left_out_aside", answers=11) in [c.value for c in after.sidebar.caption]
+    after.sidebar.button(key="class_leave_out_undo").click().run()
+    assert sum(live_classes.read(code).counts[vote]) == 11  # counted again
+    assert live_classes.answer(code, vote, crowd[11], 0) == "taken"

@@ -651,39 +651,63 @@ def test_a_crowd_that_joins_while_a_vote_is_open_is_counted_apart_from_the_class
 
 
 def test_the_teacher_leaves_a_burst_out_of_the_open_vote_and_the_class_on_the_same_network_keeps_its_answers(room):
-    """A class of 30 behind the school's one address, 18 of them right; 40 students join from
-    that address within 20 s while the vote is open, and 35 answer. Leaving the burst out
-    deletes those 35 answers and refuses the burst's next one; the 30 who sat down before
-    keep theirs (one of them still answers after), the pulse counts 40 left out, the next
-    vote takes the burst's answers again, and only the host key can do it."""
+    """A class of 30 behind the school's one address, seated 10 s before the vote opens (the
+    normal flow), 18 of them right; 40 students join from that address within 20 s of the
+    class's own joins, while the vote is open, and 35 answer. The panel counts the burst from
+    the vote's opening and says before she presses that 35 answers would be set aside;
+    leaving the burst out keeps 30 of 30 seated answers (one of them still answers after),
+    sets the 35 aside (kept, marked, in the CSV; counted nowhere), refuses the burst's next
+    one, and can be undone while the vote is open; the next vote takes the burst's answers
+    again, and only the host key can do it."""
+    import csv
+    import io
+
+    from server import exports
+
     school = "198.51.100.7"
     code, key = room.create(VIEW, page="every-pair", now=0.0)
     seated = [f"pupil-{i:04d}" for i in range(30)]
     for s in seated:
         assert room.join(code, s, now=10.0, address=school) == IN
+    assert room.pulse(code, 0.0, now=12.0).burst == 0  # a class arriving before its first vote is no burst
     vote = room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION, now=20.0)
     right, wrong = QUESTION.answer, (QUESTION.answer + 1) % 3
     for i, s in enumerate(seated[:29]):  # 18 right, 11 wrong; the last one answers later
-        assert room.answer(code, vote, s, right if i < 18 else wrong, now=30.0) == "taken"
+        assert room.answer(code, vote, s, right if i < 18 else wrong, now=21.0) == "taken"
     crowd = [f"mint-{i:05d}" for i in range(40)]
     for i, s in enumerate(crowd):
-        assert room.join(code, s, now=40.0 + i * 0.25, address=school) == IN
+        assert room.join(code, s, now=22.0 + i * 0.25, address=school) == IN
     for s in crowd[:35]:
-        assert room.answer(code, vote, s, wrong, now=51.0) == "taken"
-    now = room.pulse(code, 0.0, now=52.0)
-    assert (now.burst, now.vote, now.left_out, now.burst_since) == (40, vote, 0, 40.0)
+        assert room.answer(code, vote, s, wrong, now=33.0) == "taken"
+    now = room.pulse(code, 0.0, now=34.0)  # the seated 30 joined 24 s ago: outside the window anyway
+    assert (now.burst, now.vote, now.left_out, now.burst_since, now.would_set_aside) == (40, vote, 0, 22.0, 35)
     with pytest.raises(NotHost):
         room.leave_out(code, "not-the-key", vote, now.burst_network, now.burst_since)
-    assert room.leave_out(code, key, vote, now.burst_network, now.burst_since, now=53.0) == 40
-    assert room.answer(code, vote, crowd[36], wrong, now=54.0) == "left_out"
-    assert room.answer(code, vote, seated[29], right, now=54.0) == "taken"  # sat down before: not left out
+    # even asked to leave out from before the vote opened, no seated student is touched
+    assert room.leave_out(code, key, vote, now.burst_network, 0.0, now=35.0) == 40
+    assert room.answer(code, vote, crowd[36], wrong, now=36.0) == "left_out"
+    assert room.answer(code, vote, seated[29], right, now=36.0) == "taken"  # sat down before: not left out
     found = room.read(code)
     assert found.counts[vote][right] == 19 and found.counts[vote][wrong] == 11 and sum(found.counts[vote]) == 30
     assert sum(found.late.get(vote, [0])) == 0
-    assert room.pulse(code, 0.0, now=55.0).left_out == 40
+    after = room.pulse(code, 0.0, now=37.0)
+    assert (after.left_out, after.aside, after.answered) == (40, 35, 30)
+    rows = list(csv.DictReader(io.StringIO(exports.votes_csv(found, room.answers_of(code)))))
+    assert [int(r["left_out"]) for r in rows] == [35 if i == wrong else 0 for i in range(3)]
+    assert [int(r["count"]) for r in rows] == found.counts[vote]
+    # taken back while open: the 35 count again, and the burst may answer
+    with pytest.raises(NotHost):
+        room.take_back_left_out(code, "not-the-key", vote)
+    assert room.take_back_left_out(code, key, vote, now=38.0)
+    assert sum(room.read(code).counts[vote]) == 30 + 35
+    assert room.answer(code, vote, crowd[36], wrong, now=39.0) == "taken"
+    assert room.leave_out(code, key, vote, now.burst_network, now.burst_since, now=40.0) == 40  # and out again
+    assert sum(room.read(code).counts[vote]) == 30
     room.set_state(code, key, vote, "closed", now=60.0)
+    assert not room.take_back_left_out(code, key, vote, now=61.0)  # closed: no undo
+    assert sum(room.read(code).counts[vote]) == 30
     nxt = room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION, now=70.0)
-    assert room.answer(code, nxt, crowd[36], wrong, now=80.0) == "taken"  # this vote only
+    assert room.answer(code, nxt, crowd[37], wrong, now=80.0) == "taken"  # this vote only
     assert room.leave_out(code, key, vote, now.burst_network, now.burst_since) == 0  # a closed vote: nothing
 
 
@@ -693,6 +717,7 @@ def test_the_teachers_pulse_counts_a_burst_from_one_network_and_more_students_th
     same twelve spread over minutes are no burst."""
     code, key = room.create(VIEW, page="every-pair", now=0.0)
     room.set_expected(code, key, 10, now=1.0)
+    room.open_vote(code, key, "every-pair", "s1.doubling", QUESTION, now=50.0)  # bursts count from a vote on
     for i in range(12):
         assert room.join(code, f"crowd-{i:04d}", now=100.0 + i, address="198.51.100.20") == IN
     for i in range(3):
@@ -702,6 +727,7 @@ def test_the_teachers_pulse_counts_a_burst_from_one_network_and_more_students_th
     later = room.pulse(code, 0.0, now=200.0)  # the window has passed
     assert later.burst == 0 and later.joined == 15
     other, other_key = room.create(VIEW, page="every-pair", now=0.0)
+    room.open_vote(other, other_key, "every-pair", "s1.doubling", QUESTION, now=50.0)
     for i in range(12):  # one a minute from one network: a class arriving, no burst
         room.join(other, f"slow-{i:04d}", now=300.0 + 60 * i, address="198.51.100.20")
     assert room.pulse(other, 0.0, now=300.0 + 60 * 11).burst == 0

@@ -93,9 +93,15 @@ def _as_host(change) -> None:
 
 def leave_out(vote: int, network: str, since: float) -> None:
     """on_click of «Leave them out of this vote»: the burst's students (of its network, joined
-    since its first join or the vote's opening) lose their answers to the open vote and
-    cannot answer it (server.classes.Classes.leave_out)."""
+    since its first join and after the vote opened) have their answers to the open vote set
+    aside and cannot answer it (server.classes.Classes.leave_out)."""
     _as_host(lambda room, code, key: room.leave_out(code, key, vote, network, since))
+
+
+def take_back_left_out(vote: int) -> None:
+    """on_click of «Count their answers again»: the leave-out undone while the vote is open
+    (server.classes.Classes.take_back_left_out)."""
+    _as_host(lambda room, code, key: room.take_back_left_out(code, key, vote))
 
 
 def set_lock_walk() -> None:
@@ -209,11 +215,17 @@ def pulse_panel(t: Translator, code: str) -> None:
         st.warning(t("class.burst", n=t.int(now.burst), s=t.int(class_reads.BURST_SECONDS)), icon=":material/groups:")
     seen = st.session_state.get(BURST)
     if now.vote and seen and seen[0] == now.vote and not now.left_out:  # … and, while its vote is open, left out
+        if now.burst:  # what it would set aside, said before she presses
+            st.caption(t("class.leave_out_count", answers=now.would_set_aside))
         st.button(t("class.leave_out"), key="class_leave_out", on_click=leave_out,
                   args=(now.vote, seen[2], seen[3]), width="stretch", icon=":material/person_remove:",
                   help=t("class.leave_out_help"))
     if now.left_out:
         st.caption(t("class.left_out", n=now.left_out))
+        if now.aside:
+            st.caption(t("class.left_out_aside", answers=now.aside))
+        st.button(t("class.leave_out_undo"), key="class_leave_out_undo", on_click=take_back_left_out,
+                  args=(now.vote,), width="stretch", icon=":material/undo:")
     if now.expected and now.joined > now.expected:
         st.warning(t("class.more_than_expected", joined=t.int(now.joined), expected=t.int(now.expected)),
                    icon=":material/person_alert:")
