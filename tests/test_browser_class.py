@@ -553,10 +553,10 @@ def _projector(tiny_url, desk, own, phones, written) -> None:
                 timeout=15_000)
         wall.get_by_role("button", name=i18n.translate("en", "vote.close")).click()
         private = i18n.translate("en", "vote.reasons_private", n=2).split(" · ")[0]
-        wall.locator('[data-testid="stExpander"] summary', has_text=private).wait_for(timeout=15_000)
+        wall.get_by_text(private).first.wait_for(timeout=15_000)
         wall.wait_for_timeout(1500)  # the closed vote drawn in full
-        seen = wall.evaluate("() => document.body.innerText")
-        assert not [r for r in written if r in seen]  # nothing written reaches the wall unshown
+        held = wall.evaluate("() => document.body.textContent")  # what is drawn, folded or not
+        assert not [r for r in written if r in held]  # nothing written reaches the wall's browser unshown
         wall.screenshot(path=os.path.join(ARTIFACTS, "class-projector-reasons-private-en.png"), full_page=True)
         mine = own.new_page()  # her own phone: the teacher link, no presenter mode
         mine.goto(link + "&lang=en")

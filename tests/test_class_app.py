@@ -612,9 +612,10 @@ def test_a_reason_with_the_first_vote_reaches_only_the_teacher_until_she_shows_i
 
 def test_on_a_projector_the_reasons_stay_folded_and_private_and_a_removed_one_is_gone_for_good(
         make_app, teacher, live_classes):
-    """Presenter mode is the projector: after the vote closes, the teacher's reasons panel is
-    folded and says it is private (the wall shows only what she shows); off the projector
-    it opens as before. «Remove» erases a reason's words for good: from her panel, from
+    """Presenter mode is the projector: after the vote closes, the teacher's page there says
+    how many reasons were written and that they are private, and holds none of them, nor the
+    late joiners' toggle (the wall shows only what she shows); off the projector her panel
+    opens as before. «Remove» erases a reason's words for good: from her panel, from
     what the class is shown and from the CSV; the answer still counts."""
     from server import exports
 
@@ -631,8 +632,11 @@ def test_on_a_projector_the_reasons_stay_folded_and_private_and_a_removed_one_is
     teacher.session_state[keys.PRESENTER] = True
     tick(teacher)
     private = i18n.translate("en", "vote.reasons_private", n=2)
-    panel = [e for e in teacher.expander if e.label == private]
-    assert len(panel) == 1 and not panel[0].proto.expanded  # folded on the projector, marked private
+    assert private in [c.value for c in teacher.caption]  # the count, marked private …
+    drawn = [x.value for x in teacher.text] + [m.value for m in teacher.markdown] + [c.value for c in teacher.caption]
+    assert not [x for x in drawn if unkind in x or kind in x]  # … and no reason, not even folded
+    assert not [e for e in teacher.expander if e.label.startswith("Reasons written")]
+    assert not [b for b in teacher.button if b.key.startswith(f"reason_{vote.vote}_")]
     teacher.session_state[keys.PRESENTER] = False
     tick(teacher)
     panel = [e for e in teacher.expander if e.label == i18n.translate("en", "vote.reasons_heading", n=2)]
@@ -714,7 +718,7 @@ def test_the_teacher_says_how_many_students_she_expects_and_is_told_when_more_jo
 def test_the_teacher_may_lock_the_walk_while_a_vote_is_held_and_it_is_off_by_default(make_app, teacher, live_classes):
     """Step 3's vote open, a student exploring alone opens step 7 (whose numbers answer
     other steps): by default the page is there; with the walk locked it says why it waits,
-    and shows none of its numbers; revealed, the page comes back."""
+    and shows none of its numbers nor its lead; revealed, the page comes back."""
     code = teacher.session_state[keys.CLASS]
     ana = student_of(make_app, code, "pt")
     teacher.button(key="vote_open_s3_reach").click().run()
@@ -729,11 +733,15 @@ def test_the_teacher_may_lock_the_walk_while_a_vote_is_held_and_it_is_off_by_def
         assert not ana.exception, [e.value for e in ana.exception]
         return ana
 
+    lead = i18n.translate("pt", "payoff.lead")
     assert locked not in [i.value for i in on_step_7().info] and ana.metric  # off: the page as it is
+    assert [m for m in ana.markdown if m.value.startswith(lead[:40])]
     teacher.sidebar.toggle(key="class_lock_walk").set_value(True).run()
     assert live_classes.state(code).lock_walk
     page = on_step_7()
     assert locked in [i.value for i in page.info] and not page.metric
+    # the notice and the way back only: not even the lead («double the text, four times the work»)
+    assert not [m for m in page.markdown if m.value.startswith(lead[:40])]
     teacher.button(key=f"vote_close_{vote.vote}").click().run()
     teacher.button(key=f"vote_reveal_{vote.vote}").click().run()
     assert locked not in [i.value for i in on_step_7().info]

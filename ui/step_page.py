@@ -142,9 +142,10 @@ def step_header(t: Translator, step: Step) -> None:
     answer is not revealed yet (open, or closed for the discussion), the question and the
     class's answers come before the lead (on a phone they fit the first screen), and the
     page stops there: its numbers would answer it until the teacher reveals the answer.
-    While the class cannot be read at all, the page says so and stops before its numbers
-    too (it cannot know whether a vote is open): it fails closed, and the class's poll
-    redraws it once the class can be read."""
+    While the class cannot be read at all, the page says so and stops before its lead and
+    numbers (it cannot know whether a vote is open): it fails closed, and the class's poll
+    redraws it once the class can be read. A page locked while the class votes elsewhere
+    draws its notice and the way back, nothing of its own."""
     step_nav(t, step)
     st.caption(t("common.step_of", step=walk.number(step), total=len(walk.steps())))
     st.title(t(step.title_key))
@@ -157,6 +158,8 @@ def step_header(t: Translator, step: Step) -> None:
         gate.pending_note(t)
     elif shown == gate.LOCKED:
         gate.locked_note(t)
+    if shown in (gate.LOCKED, gate.UNREAD):  # a notice (and the way back) only: a lead can answer a vote too
+        page_run.stop_page()  # (step 7's «double the text, four times the work» answers step 1's)
     lead = f"{step.key}.lead"
     if t.has(f"{lead}_both") and not served_model.reads_back_only():  # the lead an encoder's direction needs
         lead = f"{lead}_both"

@@ -171,17 +171,19 @@ def shown_reasons(t: Translator, found, vote, labels: list[str]) -> None:
 def reasons_panel(t: Translator, room, code: str, vote, labels: list[str]) -> None:
     """The teacher's view of the reasons written with a question's first vote, grouped by
     option and without names; one click shows one to the class, another takes it back, a
-    third removes it for good. On a projector (presenter mode) it stays folded and says it
-    is private: the wall shows only the reasons she shows (``shown_reasons``), and she reads
-    them on a device of her own (her teacher link, without presenter mode)."""
+    third removes it for good. On a projector (presenter mode) only their count is drawn, and
+    that they are private: the browser on the wall never receives one (it shows only the
+    reasons she shows, ``shown_reasons``); she reads them on a device of her own (her teacher
+    link, without presenter mode)."""
     try:
         written = room.reasons(code, st.session_state.get(keys.HOST), vote.vote)
-        late = room.joined_during(code, vote.vote)
+        late = room.joined_during(code, vote.vote) if not session.presenter() else set()
     except live_classes.NotHost:
         return
-    projected = session.presenter()
-    heading = t("vote.reasons_private" if projected else "vote.reasons_heading", n=len(written))
-    with st.expander(heading, expanded=bool(written) and not projected, icon=":material/lock:" if projected else None):
+    if session.presenter():
+        st.caption(t("vote.reasons_private", n=len(written)))
+        return
+    with st.expander(t("vote.reasons_heading", n=len(written)), expanded=bool(written)):
         if not written:
             st.caption(t("vote.reasons_none"))
         rows = list(enumerate(written))
