@@ -76,8 +76,9 @@ with st.sidebar:
         st.text_area(t("sidebar.text"), key=keys.TEXT, persist_state=widgets.KEEP, height=200,
                      help=t("sidebar.text_help"), max_chars=session.MAX_CHARS, on_change=session.text_changed)
         st.caption(t("sidebar.text_cap", n=t.int(session.MAX_CHARS), tokens=t.int(served_model.token_budget())))
-        st.file_uploader(t("sidebar.upload"), type=["txt", "md"], key=session.UPLOAD, help=t("sidebar.upload_help"),
-                         on_change=session.text_uploaded)
+        st.file_uploader(t("sidebar.upload"), type=["txt", "md"], key=session.UPLOAD,
+                         help=t("sidebar.upload_help", mb=session.UPLOAD_MB), on_change=session.text_uploaded,
+                         max_upload_size=session.UPLOAD_MB)
         st.button(t("sidebar.restore"), on_click=session.restore_sample, width="stretch", key="restore_sample")
         st.button(t("sidebar.long_sample"), on_click=session.load_long_sample, width="stretch", key="long_sample",
                   help=t("sidebar.long_sample_help"))

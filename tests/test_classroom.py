@@ -330,3 +330,16 @@ def test_a_replica_killed_mid_class_its_students_reconnect_to_the_other_still_in
         assert any(m.startswith(sent[0]) for m in run.markdown)  # their answer is still theirs
         assert not any(k.startswith("vote_send_") for k in run.ids)  # no second answer offered
     assert count == "4"  # the teacher counts every answer, from both replicas, before and after
+
+
+@pytest.mark.parametrize("x,lang,shown", [
+    (1e-300, "en", "1.00 × 10⁻³⁰⁰"),  # never the 0 no one sent
+    (0.00002, "pt", "2,00 × 10⁻⁵"),
+    (0.000123, "en", "0.000123"),  # three significant digits in six decimals: as written
+    (6.5, "en", "6.5"), (0.722, "pt", "0,722"), (2098176.0, "pt", "2.098.176"),
+])
+def test_an_estimate_is_echoed_as_a_number_the_student_would_recognise(x, lang, shown):
+    from ui.classroom import estimates
+    from ui.i18n import Translator
+
+    assert estimates.number_text(Translator(lang), x) == shown

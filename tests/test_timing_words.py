@@ -63,3 +63,4 @@ def test_the_orders_timing_verdict_reads_the_runs_it_timed(monkeypatch):
     r = outputs.linear_orders(q, k, v, LayerAttention(causal=True, window=None, scale=0.5), feature="elu",
                               causal=True)
     assert r["runs"] == outputs.ORDER_RUNS and r["faster"] == "summary"
+

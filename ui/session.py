@@ -14,6 +14,8 @@ from .i18n import Translator, detect_language
 from .samples import long_text, sample_text
 
 MAX_CHARS = 100_000  # the text area's cap (a few hundred pages; the analysis reads its first tokens)
+UPLOAD_MB = 2  # a text file's bound, in Streamlit's megabytes (2 × 1024² bytes): said in the upload's help
+UPLOAD_BYTES = UPLOAD_MB * 1024 * 1024  # (the server takes a request 1 MB larger: a file's framing is not the file)
 
 
 def init_language() -> str:
@@ -86,12 +88,20 @@ def text_uploaded() -> None:
     if upload is None:
         return
     t = tr()
+    data = upload.getvalue()
+    if len(data) > UPLOAD_BYTES:  # a client that went round the widget's own bound
+        notice_later(t("sidebar.upload_too_big", name=upload.name, mb=UPLOAD_MB), ":material/block:")
+        return
     try:
-        text = upload.getvalue().decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
+        text = None
+    # a NUL is no letter of a text: UTF-16 saved without its byte-order mark reads as valid
+    # UTF-8 with a NUL between the letters, and a file of NULs is no text either
+    if text is None or "\x00" in text:
         notice_later(t("sidebar.upload_not_utf8", name=upload.name), ":material/block:")
         return
-    if not text.strip():
+    if not texts.clean(text).strip():
         notice_later(t("sidebar.upload_empty", name=upload.name), ":material/block:")
         return
     if len(text) > MAX_CHARS:

@@ -22,10 +22,13 @@ EDGE = 1000.0  # an estimate further than this factor from the class's median is
 
 def number_text(t: Translator, x: float) -> str:
     """A number as a class reads it: whole from 100 up (or when it is whole), else to three
-    significant digits, no trailing zeros (6.5, 0.722)."""
+    significant digits, no trailing zeros (6.5, 0.722); one too small for that in six
+    decimals in powers of ten (1.0 × 10⁻³⁰⁰), never a 0 that no one sent."""
     x = float(x)
     if abs(x) >= 100 or x.is_integer():
         return t.int(round(x))
+    if abs(x) < 1e-4:  # three significant digits would need more than six decimals
+        return t.sci(x, 2)
     most = min(6, max(0, 2 - math.floor(math.log10(abs(x)))))
     return t.float(x, next(d for d in range(most + 1) if round(x, d) == round(x, most)))
 
