@@ -464,8 +464,8 @@ def test_step7_cost_model_ratios_are_four_and_two(make_app, tiny):
     assert arch.max_positions == 2 ** 16
     kept = sum(2 * arch.kv_heads * arch.head_dim * (n if w is None else min(n, w)) for w in arch.windows)
     full = 2 * arch.kv_heads * arch.head_dim * n * arch.n_layers
-    assert [m.value for m in at.metric[4:6]] == [f"{i18n.fmt_float(kept * 2 / 1e6, 'en', 1)} MB",
-                                                 f"{i18n.fmt_float(full * 2 / 1e6, 'en', 1)} MB"]
+    assert [m.value for m in at.metric[4:6]] == [f"{i18n.fmt_float(kept * 4 / 1e6, 'en', 1)} MB",  # float32
+                                                 f"{i18n.fmt_float(full * 4 / 1e6, 'en', 1)} MB"]
     assert all(v == pytest.approx(2.0, abs=0.02) for v in values[1:4])
     heading = i18n.translate("en", "payoff.ratio_heading", n=i18n.fmt_int(ns[-2], "en"), n2=i18n.fmt_int(ns[-1], "en"))
     assert f"**{heading}**" in [m.value for m in at.markdown]
@@ -480,6 +480,44 @@ def test_step7_cost_model_ratios_are_four_and_two(make_app, tiny):
     said = i18n.translate("en", "payoff.formula_caption", layers=str(arch.n_layers), h=str(arch.n_heads),
                           d=str(arch.head_dim), w="128", g="4")
     assert said in [c.value for c in at.caption]
+
+
+def test_step7_cache_table_stops_at_the_models_context_and_counts_the_dtype_the_app_runs(make_app, tiny):
+    """The tiny model reads 65,536 positions and runs in float32 on the CPU: step 7's cache
+    table runs 4,096 and 65,536 tokens, each number 4 bytes (by hand: a key and a value per
+    key/value head of each layer, for every token a full layer reads or its window); 131,072
+    and 1,048,576 stand in a table of their own, under a line that calls it another model's."""
+    at = open_page(make_app, PAGES[6])
+    assert_clean(at)
+    arch = tiny.arch
+    assert arch.max_positions == 65_536 and tiny.model.dtype == torch.float32
+    way, full_way, own_way = (i18n.translate("en", f"payoff.{k}") for k in ("cache_col_way", "cache_full",
+                                                                            "cache_model_short"))
+
+    def col(n):
+        return i18n.translate("en", "payoff.cache_col_n", n=i18n.fmt_int(n, "en"))
+
+    def mb(numbers):  # 4 bytes a number: float32
+        return i18n.fmt_float(numbers * 4 / 1e6, "en", 1)
+
+    tables = [d.value for d in at.dataframe]
+    own = next(tb for tb in tables if col(4096) in tb.columns)
+    assert list(own.columns) == [way, col(4096), col(65_536)]  # nothing past the model's own context
+    rows = {r[way]: r for _, r in own.iterrows()}
+    for n in (4096, 65_536):
+        assert rows[full_way][col(n)] == mb(2 * arch.n_layers * arch.kv_heads * arch.head_dim * n)
+        kept = sum(2 * arch.kv_heads * arch.head_dim * (n if w is None else min(n, w)) for w in arch.windows)
+        assert rows[own_way][col(n)] == mb(kept)
+    # the longer lengths: apart, under a line that says whose they are
+    other = next(tb for tb in tables if col(2 ** 20) in tb.columns)
+    assert list(other.columns) == [way, col(2 ** 17), col(2 ** 20)]
+    assert {r[way]: r for _, r in other.iterrows()}[full_way][col(2 ** 20)] == mb(
+        2 * arch.n_layers * arch.kv_heads * arch.head_dim * 2 ** 20)
+    captions = [c.value for c in at.caption]
+    assert i18n.translate("en", "payoff.cache_beyond", max="65,536", dtype="float32") in captions
+    said = " ".join([i18n.translate("en", "payoff.cache_caption", bytes="4", dtype="float32"),
+                     i18n.translate("en", "payoff.cache_context", max="65,536")])
+    assert said in captions and not any("bfloat16" in c for c in captions if "number type" in c)
 
 
 def test_step7_live_benchmark_runs_on_a_button_press(make_app, unmeasured):
@@ -503,7 +541,7 @@ def test_step7_live_benchmark_runs_on_a_button_press(make_app, unmeasured):
     said += " " + i18n.translate("en", split, over=" ".join(over), under=" ".join(under))
     captions = [c.value for c in at.caption]
     assert said in captions or any(abs(parse(top[n], "en") - 3) < 0.01 for n in top), (said, captions)
-    assert len(at.dataframe) == 2  # the live run's table, and the key/value cache's
+    assert len(at.dataframe) == 3  # the live run's table, the key/value cache's, and a longer-context model's
     # the two walls, and each line labelled with its kernel and dtype (linear keeps float32)
     assert i18n.translate("en", "payoff.walls_note") in [i.value for i in at.info]
     names = [tr["name"] for ch in at.get("plotly_chart") for tr in json.loads(ch.proto.spec)["data"]]
@@ -707,11 +745,11 @@ def test_presenter_mode_enlarges_chart_text_and_draws_tables_it_can_enlarge(make
     at = open_page(make_app, PAGES[6])
     at.button(key="s7_run").click().run(timeout=300)
     glossary = len(at.table)  # the sidebar's glossary is a static table in every mode
-    assert len(at.dataframe) == 2  # the live run and the cache
+    assert len(at.dataframe) == 3  # the live run, the cache, and a longer-context model's cache
     at.session_state["presenter"] = True
     at.run()
     assert_clean(at)
-    assert len(at.table) == glossary + 2 and not at.dataframe
+    assert len(at.table) == glossary + 3 and not at.dataframe
     for chart in at.get("plotly_chart"):
         layout = json.loads(chart.proto.spec)["layout"]
         assert layout["xaxis"]["tickfont"]["size"] == 16 and layout["yaxis"]["title"]["font"]["size"] == 18

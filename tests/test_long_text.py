@@ -152,6 +152,48 @@ def test_step_2_says_which_rows_its_model_wide_k_and_trend_read_on_a_long_text(m
     assert any(c.startswith("Across the model on your text") and c.endswith(said) for c in captions), captions
 
 
+def test_step_2s_coloured_cells_on_a_long_text_are_said_as_an_estimate_whose_stray_holds_the_true_count(
+        make_app, monkeypatch, fresh_caches):
+    """On 3,000 tokens step 2 reads its rows on a sample (the first 1,024 and 1,024 spread over
+    the rest): the count of the cells it colours is said as an estimate from those rows, with
+    its stray, and the true count over every row (k(p) of each of the 3,000 rows of the layer
+    and head shown, counted here row by row with a sort) lies within that stray."""
+    import re
+
+    from helpers import page_path
+    from ui import analyses, i18n, walk
+    from ui.setting_rows import AVERAGE
+
+    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
+    text = text_of(3000)
+    at = make_app("tiny", "en")
+    at.run()
+    at.text_area(key="text").input(text).run()
+    at.switch_page(page_path(walk.get("nearly-empty"))).run()
+    assert not at.exception, [e.value for e in at.exception]
+    layer, head, p = at.session_state["s2_layer"], at.session_state["s2_head"], at.session_state["s2_p"]
+    template = i18n.translate("en", "nearly_empty.grid_caption_sampled", p="§", cells="§", total="§", spread="§",
+                              rows="2,048", n="3,000")
+    pattern = re.escape(template).replace("§", "([0-9,.%]+)")
+    found = [m for c in at.caption if (m := re.fullmatch(pattern, c.value))]
+    assert len(found) == 1, [c.value for c in at.caption]
+    cells, spread = (int(found[0].group(i).replace(",", "")) for i in (2, 3))
+    assert spread > 0
+
+    # the true count: every row of the grid shown, its weights sorted, k(p) = the fewest
+    # largest cells whose sum reaches p of the row
+    a = analyses.get_analysis(text, "tiny")
+    assert a.n == 3000
+    heads = range(a.n_heads) if head == AVERAGE else [int(head)]
+    true = 0
+    for pos in torch.arange(a.n).split(100):
+        rows = torch.stack([a.weights().block(layer, h, pos) for h in heads]).double().mean(0)  # (100, n)
+        for row in rows:
+            running = row.sort(descending=True).values.cumsum(0)
+            true += int((running < p * float(row.sum()) - 1e-6).sum()) + 1
+    assert abs(true - cells) <= spread, (true, cells, spread)
+
+
 def test_step_4_finds_a_long_texts_anchors_on_the_model_wide_sample_and_says_so(make_app, monkeypatch,
                                                                                  fresh_caches):
     """On 3,000 tokens the anchors (step 4's list, the hubs' default) read the rows step 2's
@@ -568,3 +610,29 @@ def test_step_5_says_how_long_the_text_is_and_how_much_of_it_its_measure_reads(m
     shown = [m.value for m in at.markdown]
     assert said in shown, shown
     assert not [m for m in shown if "Your text has 2,048" in m]
+
+
+def test_a_file_that_is_no_utf8_text_is_refused_and_one_just_under_the_bound_is_read(make_app):
+    """UTF-16 saved without its byte-order mark decodes as UTF-8 with a NUL between the
+    letters, and a file of NULs is no text: both refused in words, the text kept. A file of
+    2,097,052 bytes, under the 2 MB (2 × 1024² bytes) the help promises, is read (cut to the
+    text area, and said); one byte over 2 MB is refused in words."""
+    from ui import i18n, keys, session
+
+    at = make_app("tiny", "en")
+    at.run()
+    before = at.session_state[keys.TEXT]
+    for name, data in (("utf16.txt", "Plain words in UTF-16.".encode("utf-16-le")),
+                       ("nul.txt", b"\x00" * 64)):
+        at.sidebar.file_uploader(key="text_file").set_value((name, data, "text/plain")).run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.session_state[keys.TEXT] == before
+        assert i18n.translate("en", "sidebar.upload_not_utf8", name=name) in [x.value for x in at.toast]
+    assert session.UPLOAD_BYTES == 2 * 1024 * 1024
+    near = (b"words and more words. " * 100_000)[:2_097_052]
+    at.sidebar.file_uploader(key="text_file").set_value(("near.txt", near, "text/plain")).run()
+    assert at.session_state[keys.TEXT] == near[:session.MAX_CHARS].decode()
+    over = b"a" * (2 * 1024 * 1024 + 1)
+    at.sidebar.file_uploader(key="text_file").set_value(("over.txt", over, "text/plain")).run()
+    assert at.session_state[keys.TEXT] == near[:session.MAX_CHARS].decode()
+    assert i18n.translate("en", "sidebar.upload_too_big", name="over.txt", mb=2) in [x.value for x in at.toast]

@@ -157,22 +157,23 @@ def test_the_key_value_cache_by_hand_for_gemma_3s_shape():
     assert costs.kv_cache(100, windows, 1, 256) == per_token * 18 * 100  # a short text: every layer keeps it all
     assert costs.linear_state(18, 1, 256) == 18 * (256 * 256 + 256)  # elu + 1: m = d
     arch = SimpleNamespace(windows=windows, kv_heads=1, head_dim=256, n_layers=18, max_positions=32_768)
-    c = payoff.cache(arch, 128)
-    at = c.ns.index(payoff.CACHE_AT)
-    assert c.model[at] == pytest.approx(205_258_752 * 2 / 1e6)  # 410.5 MB in bfloat16
-    assert c.full[at] == pytest.approx(per_token * 18 * n * 2 / 1e6)  # 2,415.9 MB
-    assert c.window[at] == pytest.approx(per_token * 18 * 128 * 2 / 1e6)
-    assert c.linear[at] == pytest.approx(18 * 65_792 * 2 / 1e6) and len(set(c.linear)) == 1
+    c = payoff.cache(arch, 128, 4)  # float32, as the app runs the model
+    assert c.ns[-1] == payoff.cache_at(arch) == 32_768  # the chart stops at the model's own context
+    at, n = c.ns.index(32_768), 32_768
+    assert c.model[at] == pytest.approx(per_token * (3 * n + 15 * 512) * 4 / 1e6)  # 217.1 MB in float32
+    assert c.full[at] == pytest.approx(per_token * 18 * n * 4 / 1e6)  # 1,208.0 MB
+    assert c.window[at] == pytest.approx(per_token * 18 * 128 * 4 / 1e6)
+    assert c.linear[at] == pytest.approx(18 * 65_792 * 4 / 1e6) and len(set(c.linear)) == 1
     assert (c.full_layers, c.sliding_layers) == (3, 15)
     from ui.i18n import Translator
 
     t = Translator("en")
-    rows = payoff.cache_rows(t, arch, Shape(window=128, hubs=4))
+    rows = payoff.cache_rows(t, arch, Shape(window=128, hubs=4), (4096,), 4)
     col = t("payoff.cache_col_n", n=t.int(4096))
     got = {r[t("payoff.cache_col_way")]: r[col] for r in rows}
 
     def mb(numbers):
-        return t.float(numbers * 2 / 1e6, 1)
+        return t.float(numbers * 4 / 1e6, 1)
 
     assert got[t("payoff.cache_full")] == got[t("payoff.cache_topk")] == mb(per_token * 18 * 4096)
     assert got[t("payoff.cache_model_short")] == mb(per_token * (3 * 4096 + 15 * 512))
@@ -181,10 +182,10 @@ def test_the_key_value_cache_by_hand_for_gemma_3s_shape():
     assert got[t("payoff.cache_hybrid", exact=4, layers=18)] == mb(per_token * 4 * 4096 + 14 * 65_792)
 
 
-def test_the_cache_is_said_within_the_models_positions_and_lengths_past_them_are_marked():
+def test_the_cache_is_said_within_the_models_positions_and_lengths_past_them_stand_apart():
     """Gemma-3-270m reads 32,768 positions: the cache's metric is said at 32,768 (not
-    131,072), and the table's 131,072 and 1,048,576 columns are marked as a longer-context
-    model of its shape; a model that reads further is said at 131,072, unmarked."""
+    131,072), its table runs 4,096 and 32,768, and 131,072 and 1,048,576 stand apart (another
+    model's table); a model that reads further is said at 131,072, every length its own."""
     from types import SimpleNamespace
 
     from pages import payoff
@@ -194,10 +195,10 @@ def test_the_cache_is_said_within_the_models_positions_and_lengths_past_them_are
     windows = ((512,) * 5 + (None,)) * 3
     gemma = SimpleNamespace(windows=windows, kv_heads=1, head_dim=256, n_layers=18, max_positions=32_768)
     assert payoff.cache_at(gemma) == 32_768
-    columns = list(payoff.cache_rows(t, gemma, Shape(window=128, hubs=4))[0])[1:]
-    assert columns == [t("payoff.cache_col_n", n="4,096"), t("payoff.cache_col_n_beyond", n="131,072"),
-                       t("payoff.cache_col_n_beyond", n="1,048,576")]
+    own, beyond = payoff.cache_lengths(gemma)
+    assert (own, beyond) == ((4096, 32_768), (131_072, 1_048_576))
+    columns = list(payoff.cache_rows(t, gemma, Shape(window=128, hubs=4), own, 4)[0])[1:]
+    assert columns == [t("payoff.cache_col_n", n="4,096"), t("payoff.cache_col_n", n="32,768")]
     longer = SimpleNamespace(**{**vars(gemma), "max_positions": 2 ** 21})
     assert payoff.cache_at(longer) == payoff.CACHE_AT == 131_072
-    assert list(payoff.cache_rows(t, longer, Shape(window=128, hubs=4))[0])[1:] == [
-        t("payoff.cache_col_n", n=n) for n in ("4,096", "131,072", "1,048,576")]
+    assert payoff.cache_lengths(longer) == ((4096, 131_072, 1_048_576), ())

@@ -49,6 +49,7 @@ class Useful:
     top_kept: float = 0.0  # the mean share of a row's weight in its round(k̄) largest cells (top-k at k = k̄)
     top_reached: float = 0.0  # the share of rows whose round(k̄) largest cells hold at least p
     sampled: Sampled | None = None  # the rows read (spread: of the useful share)
+    mask_spread: float = 0.0  # half the 95 % width of mask_cells, an estimate on a sample (0: counted on every row)
 
 
 @dataclass(frozen=True)
@@ -203,12 +204,13 @@ def useful(text: str, model_id: str, layer: int, head, p: float) -> Useful:
     weights = every[layer] if head is None else every[layer, head]  # (H, rows, n) or (rows, n)
     s = stats.useful_summary(weights, p, reads, sample=sample)
     # the drawn mask holds exactly k cells per row of the grid drawn (the averaged one for head=None)
+    # (on a long text's sample, an estimate of the whole grid's count: its spread goes with it)
     if head is not None:
-        mask_cells = sample.mean(s["k_rows"]) * a.n
+        mask_k = s["k_rows"]
     else:
-        k_mean = torch.cat([stats.k_for_share(a.rows(layer, None, pos), p)
+        mask_k = torch.cat([stats.k_for_share(a.rows(layer, None, pos), p)
                             for pos in sample.positions.split(max(1, BLOCK_CELLS // a.n))])
-        mask_cells = sample.mean(k_mean) * a.n
+    mask_cells, mask_spread = sample.mean(mask_k) * a.n, sample.spread_95(mask_k) * a.n
     prefixes = stats.useful_share_by_prefix(
         weights, p, stats.prefix_lengths(a.n), reads, k_rows=s["k_rows"], sample=sample,  # k of the rows, counted above
         prefix=lambda m: a.prefix(m)[layer] if head is None else a.prefix(m)[layer, head])
@@ -222,7 +224,7 @@ def useful(text: str, model_id: str, layer: int, head, p: float) -> Useful:
                   k_all=share_trend(text, model_id, p).k_mean,  # k(p) of every head once per text and p, shared
                   prefixes=tuple(PrefixPoint(r["n"], r["k"], r["share"], r["uniform_k"], r["uniform_share"])
                                  for r in prefixes),
-                  window=window, sampled=sampled(sample, s["spread"] * a.n / cells))
+                  window=window, sampled=sampled(sample, s["spread"] * a.n / cells), mask_spread=mask_spread)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

@@ -1,5 +1,7 @@
 """Step 2 — the grid is nearly empty: k(p) cells carry a share p of each row."""
 
+import math
+
 import streamlit as st
 
 from ui import drawing, figures, glossary, measures, step_page, widgets
@@ -39,7 +41,12 @@ st.caption(t("nearly_empty.topk_caption", k=t.int(max(1, round(res.k))), p=t.pct
 
 drawing.show_figure(sm.figure, key="s2_grid")
 drawing.downsample_note(t, v.factor, n)
-st.caption(t("nearly_empty.grid_caption", p=t.pct(p, 0), cells=t.int(res.mask_cells), total=t.int(res.cells)))
+if res.sampled is None or res.sampled.every_row:  # counted on every row
+    st.caption(t("nearly_empty.grid_caption", p=t.pct(p, 0), cells=t.int(res.mask_cells), total=t.int(res.cells)))
+else:  # a long text: the count is estimated from its row sample, and said so with its spread
+    st.caption(t("nearly_empty.grid_caption_sampled", p=t.pct(p, 0), cells=t.int(res.mask_cells),
+                 total=t.int(res.cells), spread=t.int(math.ceil(res.mask_spread)), rows=t.int(res.sampled.rows),
+                 n=t.int(res.sampled.n)))
 if head is None:
     st.caption(t("nearly_empty.grid_caption_average"))
 

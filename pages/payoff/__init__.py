@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 from attn import bench, costs as cost_model, methods, swap
 from attn.costs import Shape
 from attn.device import pick_device
@@ -16,8 +18,7 @@ from ui.walk import page_file
 
 ID = "payoff"
 SIZES = [2 ** e for e in range(9, 21)]  # the cost model: n = 512 … 2²⁰
-CACHE_BYTES = 2  # a cached number in bfloat16, as models are served
-CACHE_AT = 2 ** 17  # the cache's figures said at 131,072 tokens, a long context of 2026
+CACHE_AT = 2 ** 17  # the cache's figures said at 131,072 tokens, a long context of 2026, or at the model's own
 BENCH_SHAPE = Shape()  # the live run: one causal layer of the benchmark's shape, on random q, k, v
 
 
@@ -40,11 +41,30 @@ def model_shape(model_id: str) -> Shape:
     return Shape.of_model(served_model.get_model(model_id).arch)
 
 
+def cache_number(model) -> tuple[int, str]:
+    """The bytes a cached number takes in the dtype the app runs the served model in (its
+    own parameters' dtype: float32, 4 bytes, as loaded on every device), and that dtype's name."""
+    dtype = model.model.dtype
+    return torch.empty((), dtype=dtype).element_size(), str(dtype).replace("torch.", "")
+
+
+def cache_ns(arch) -> list[int]:
+    """The lengths the cache's chart runs over: SIZES up to the model's own positions (its
+    last, those positions, where they are no power of two); every one of SIZES when the
+    model names no limit."""
+    top = arch.max_positions
+    if not top:
+        return list(SIZES)
+    ns = [n for n in SIZES if n <= top]
+    return ns + [top] if not ns or ns[-1] < top and top < SIZES[-1] else ns
+
+
 @dataclass(frozen=True)
 class Cache:
-    """The key/value cache of the served model at each of SIZES, in MB (CACHE_BYTES a
-    number): as it is (its sliding layers keep their window), with every layer full, with
-    every layer a window of ``window``, and linear attention's fixed state."""
+    """The key/value cache of the served model at each of ``cache_ns`` (never past the
+    positions it reads), in MB (``per`` bytes a number): as it is (its sliding layers keep
+    their window), with every layer full, with every layer a window of ``window``, and
+    linear attention's fixed state."""
 
     ns: tuple[int, ...]
     model: tuple[float, ...]
@@ -56,35 +76,49 @@ class Cache:
     sliding_layers: int
 
 
-def cache(arch, window: int = 128) -> Cache:
-    """The served model's cache, counted from its own layers (attn.costs.kv_cache)."""
-    mb = CACHE_BYTES / 1e6
+def cache(arch, window: int, per: int) -> Cache:
+    """The served model's cache, counted from its own layers (attn.costs.kv_cache), ``per``
+    bytes a number (``cache_number``)."""
+    mb = per / 1e6
     windows = tuple(arch.windows)
+    ns = cache_ns(arch)
 
     def of(ws):
-        return tuple(cost_model.kv_cache(n, ws, arch.kv_heads, arch.head_dim) * mb for n in SIZES)
+        return tuple(cost_model.kv_cache(n, ws, arch.kv_heads, arch.head_dim) * mb for n in ns)
 
     state = cost_model.linear_state(arch.n_layers, arch.kv_heads, arch.head_dim) * mb
-    return Cache(tuple(SIZES), of(windows), of((None,) * arch.n_layers), of((window,) * arch.n_layers),
-                 (state,) * len(SIZES), window, sum(w is None for w in windows), sum(w is not None for w in windows))
+    return Cache(tuple(ns), of(windows), of((None,) * arch.n_layers), of((window,) * arch.n_layers),
+                 (state,) * len(ns), window, sum(w is None for w in windows), sum(w is not None for w in windows))
 
 
 CACHE_TABLE_NS = (4096, 2 ** 17, 2 ** 20)  # the table's lengths: 4,096, 131,072 and 1,048,576 tokens
 
 
-def cache_at(arch) -> int:
-    """The length the cache's metrics are said at: CACHE_AT, or the longest of SIZES the
-    model's positions reach when it reads fewer (Gemma 3 270m: 32,768)."""
+def cache_lengths(arch) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The table's lengths: (the model's own — those of CACHE_TABLE_NS below its positions,
+    then its positions themselves —, those past them: what another model of its shape, with
+    a longer context, would keep, shown apart). All of CACHE_TABLE_NS its own when the model
+    reads at least as far, or names no limit."""
     top = arch.max_positions
-    return CACHE_AT if not top or top >= CACHE_AT else max([n for n in SIZES if n <= top] or [SIZES[0]])
+    if not top or top >= CACHE_TABLE_NS[-1]:
+        return CACHE_TABLE_NS, ()
+    return (tuple(n for n in CACHE_TABLE_NS if n < top) + (top,), tuple(n for n in CACHE_TABLE_NS if n > top))
 
 
-def cache_rows(t: Translator, arch, shape: Shape) -> list[dict]:
-    """The cache each way of attending keeps, in MB at CACHE_TABLE_NS, counted in the
-    model's own shape: every layer full; the model as it is; a window; the window with the
-    shape's hubs (their keys and values kept too); top-k (every key, since any may be
-    chosen); linear attention; the 3-in-4 hybrid stack (linear, every fourth layer full)."""
-    mb = CACHE_BYTES / 1e6
+def cache_at(arch) -> int:
+    """The length the cache's metrics are said at: CACHE_AT, or the longest length of the
+    chart (``cache_ns``) when the model reads fewer positions (Gemma 3 270m: 32,768)."""
+    top = arch.max_positions
+    return CACHE_AT if not top or top >= CACHE_AT else cache_ns(arch)[-1]
+
+
+def cache_rows(t: Translator, arch, shape: Shape, lengths: tuple[int, ...], per: int) -> list[dict]:
+    """The cache each way of attending keeps, in MB at ``lengths`` (``cache_lengths``),
+    ``per`` bytes a number, counted in the model's own shape: every layer full; the model
+    as it is; a window; the window with the shape's hubs (their keys and values kept too);
+    top-k (every key, since any may be chosen); linear attention; the 3-in-4 hybrid stack
+    (linear, every fourth layer full)."""
+    mb = per / 1e6
     kv, d, layers = arch.kv_heads, arch.head_dim, arch.n_layers
     exact = len(swap.kept_exact(layers, swap.STACK_EVERY))
 
@@ -104,12 +138,8 @@ def cache_rows(t: Translator, arch, shape: Shape) -> list[dict]:
          lambda n: full(n, exact) + cost_model.linear_state(layers - exact, kv, d)),
     ]
     head = t("payoff.cache_col_way")
-    top = arch.max_positions
-
-    def column(n):  # a length past the model's positions is what a longer-context model of its shape keeps
-        return t("payoff.cache_col_n_beyond" if top and n > top else "payoff.cache_col_n", n=t.int(n))
-
-    return [{head: name, **{column(n): t.float(f(n) * mb, 1) for n in CACHE_TABLE_NS}} for name, f in ways]
+    return [{head: name, **{t("payoff.cache_col_n", n=t.int(n)): t.float(f(n) * mb, 1) for n in lengths}}
+            for name, f in ways]
 
 
 def cache_figure(t: Translator, c: Cache):

@@ -36,11 +36,13 @@ st.subheader(t("payoff.cache_heading"))
 if not s.causal:  # an encoder reads the whole text at once: nothing is kept to write a next token
     st.markdown(t("payoff.cache_encoder"))
 elif page.model_id:
-    arch = served_model.get_model(page.model_id).arch
-    kept = payoff.cache(arch, s.window)
+    served = served_model.get_model(page.model_id)
+    arch = served.arch
+    per, dtype = payoff.cache_number(served)  # the dtype the app runs the model in, not another's
+    kept = payoff.cache(arch, s.window, per)  # up to the positions the model reads
     st.markdown(t("payoff.cache_lead", kv=t.int(arch.kv_heads), d=t.int(arch.head_dim),
                   per=t.int(2 * arch.kv_heads * arch.head_dim)))
-    drawing.chart("s7_cache", (page.model_id, s.window), lambda: payoff.cache_figure(t, kept))
+    drawing.chart("s7_cache", (page.model_id, s.window, per), lambda: payoff.cache_figure(t, kept))
     at_n = payoff.cache_at(arch)  # never past the positions the model reads
     at = kept.ns.index(at_n)
     c1, c2, c3 = st.columns(3)
@@ -48,11 +50,15 @@ elif page.model_id:
     c2.metric(t("payoff.metric_cache_full"), t("payoff.mb", mb=t.float(kept.full[at], 1)),
               delta=t("payoff.cache_times", x=t.float(kept.full[at] / kept.model[at], 1)), **drawing.REFERENCE)
     c3.metric(t("payoff.metric_cache_linear"), t("payoff.mb", mb=t.float(kept.linear[at], 2)))
-    drawing.data_table(payoff.cache_rows(t, arch, s))
-    st.caption(t("payoff.cache_caption", bytes=payoff.CACHE_BYTES))
-    st.caption(t("payoff.cache_float32"))
-    if arch.max_positions and max(payoff.CACHE_TABLE_NS) > arch.max_positions:
-        st.caption(t("payoff.cache_beyond", max=t.int(arch.max_positions)))
+    own, beyond = payoff.cache_lengths(arch)
+    drawing.data_table(payoff.cache_rows(t, arch, s, own, per))
+    said = [t("payoff.cache_caption", bytes=t.int(per), dtype=dtype)]
+    if arch.max_positions:
+        said.append(t("payoff.cache_context", max=t.int(arch.max_positions)))
+    st.caption(t.sentences(said))
+    if beyond:  # longer texts than this model reads: another model's cache, apart and said so
+        st.caption(t("payoff.cache_beyond", max=t.int(arch.max_positions), dtype=dtype))
+        drawing.data_table(payoff.cache_rows(t, arch, s, beyond, per))
 
 st.subheader(t("payoff.live_heading"))
 st.markdown(t("payoff.live_lead", device=served_model.device_line()))  # the device line names its dtype
