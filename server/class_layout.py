@@ -10,7 +10,8 @@ SCHEMA = (
         code TEXT PRIMARY KEY, host TEXT NOT NULL, view TEXT NOT NULL,
         version INTEGER NOT NULL, created REAL NOT NULL, touched REAL NOT NULL, tally INTEGER NOT NULL DEFAULT 0,
         door INTEGER NOT NULL DEFAULT 1, room INTEGER NOT NULL DEFAULT 0, room_version INTEGER NOT NULL DEFAULT 0,
-        page TEXT NOT NULL DEFAULT '', expected INTEGER NOT NULL DEFAULT 0, lock_walk INTEGER NOT NULL DEFAULT 0)""",
+        page TEXT NOT NULL DEFAULT '', expected INTEGER NOT NULL DEFAULT 0, lock_walk INTEGER NOT NULL DEFAULT 0,
+        owner TEXT NOT NULL DEFAULT '', host_seen REAL NOT NULL DEFAULT 0)""",
     """CREATE TABLE IF NOT EXISTS students (
         code TEXT NOT NULL, student TEXT NOT NULL, seen REAL NOT NULL, joined REAL NOT NULL DEFAULT 0,
         network TEXT NOT NULL DEFAULT '', PRIMARY KEY (code, student))""",
@@ -32,7 +33,7 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS ended_classes (
         code TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL)""",
 )
-VERSION = 8  # the layout of these tables (server.store records it; ``upgrades`` moves an older one on)
+VERSION = 9  # the layout of these tables (server.store records it; ``upgrades`` moves an older one on)
 # What the layouts before 5 (and the share links made before them) numbered the pages by: a
 # page's place in the walk then. History, never changed: a page is named by its id now.
 NUMBERED_PAGES = {1: "every-pair", 2: "nearly-empty", 3: "neighbours", 4: "hubs", 5: "linear", 6: "honest-catch",
@@ -65,7 +66,10 @@ def upgrades() -> dict[int, list]:
     a burst of joins from one network is counted on the teacher's panel, and how many
     students the teacher expects (0: she has not said), and whether she locks the walk to the
     class's step while a vote is held (off); a student kept before has no network. 8: the
-    students a teacher left out of a vote (``left_out``: made by ``SCHEMA``)."""
+    students a teacher left out of a vote (``left_out``: made by ``SCHEMA``). 9: who started
+    a class (``owner``: the network of her address, an IPv6 one by its site) and when her
+    session was last seen (``host_seen``), so that a full server makes room by fair share; a
+    class kept before has neither, and makes room only as before."""
     return {2: ["ALTER TABLE votes ADD COLUMN qid TEXT NOT NULL DEFAULT ''",
                 *(("UPDATE votes SET qid = ? WHERE step = ?", (qid, step)) for step, qid in FIRST_QUESTIONS.items())],
             3: ["ALTER TABLE classes ADD COLUMN tally INTEGER NOT NULL DEFAULT 0",
@@ -83,4 +87,6 @@ def upgrades() -> dict[int, list]:
             7: ["ALTER TABLE students ADD COLUMN network TEXT NOT NULL DEFAULT ''",
                 "ALTER TABLE classes ADD COLUMN expected INTEGER NOT NULL DEFAULT 0",
                 "ALTER TABLE classes ADD COLUMN lock_walk INTEGER NOT NULL DEFAULT 0"],
-            8: []}
+            8: [],
+            9: ["ALTER TABLE classes ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+                "ALTER TABLE classes ADD COLUMN host_seen REAL NOT NULL DEFAULT 0"]}

@@ -24,11 +24,14 @@ What one script cannot do (each bound in docs/deploy.md, with what its refusal s
 * **start classes without end**: ``limits.STARTS`` from one client (an address, an IPv6
   /64: server.limits.key); a class no student has joined ends after ``EMPTY_MINUTES``
   untouched, one in use after ``IDLE_HOURS``;
-* **take every class slot**: when the server holds ``ATLAS_MAX_CLASSES`` (500), a start ends the
-  longest-untouched class that no student has ever joined and that nobody made or used
-  in the last ``PROTECTED_HOURS`` (its teacher is told it ended unused), and is refused
-  in words when there is none: a class prepared before a lesson is never lost to a crowd
-  of starts; a public server may ask for a passphrase to start one (``ATLAS_START_KEY``);
+* **take every class slot**: when the server holds ``ATLAS_MAX_CLASSES`` (500), a start ends a
+  class no student has ever joined and whose teacher is not connected, by fair share: of
+  the networks (an IPv6 one by its site) that started more than one class, the one holding
+  the most loses its longest-untouched first (its teacher is told it ended unused). A
+  class with students, one whose teacher is connected, and the only class of its network
+  are kept, so a class prepared before a lesson is never lost to a crowd of starts and a
+  new teacher can still start; refused in words when nothing may go. A public server may
+  ask for a passphrase to start one (``ATLAS_START_KEY``);
 * **find a code by guessing**: a wrong code only reads (no write), and a full class
   answers a newcomer as an unknown code does.
 
@@ -54,7 +57,8 @@ MAX_STUDENTS = 200  # seats: students seen in the last SEAT_SECONDS
 SEAT_SECONDS = 180.0  # a student unseen for 3 minutes (12 missed presence writes) holds no seat
 IDLE_HOURS = 12
 EMPTY_MINUTES = 120  # a class that no student has joined ends after two hours untouched (one prepared before a lesson)
-PROTECTED_HOURS = 2  # a class made or used this recently is never ended to make room for another
+PROTECTED_HOURS = 2  # a class kept before layout 9 (no owner) made or used this recently is never ended for another
+HOST_AWAY = 3 * 15.0  # a teacher whose session has not been seen for this long is not connected (follow.PRESENCE_EVERY)
 STATES = ("open", "closed", "revealed")
 # what join() says: the student is in; no such class; no seat free for a newcomer; no seat free
 # for one of its students coming back; the door is closed; too many new students from this
@@ -74,6 +78,16 @@ def _seated(db, code: str, now: float) -> int:
     """Seats held: students seen in the last SEAT_SECONDS."""
     return db.execute("SELECT COUNT(*) FROM students WHERE code = ? AND seen >= ?",
                       (code, now - SEAT_SECONDS)).fetchone()[0]
+
+
+def owner(address: str | None) -> str:
+    """Who started a class, for the fair share of a full server: the network of the address
+    (server.limits.key), an IPv6 one by its site (limits.site), so that one site's many
+    networks count as one; "" when there is no address."""
+    if address is None:
+        return ""
+    client = limits.key(address)
+    return limits.site(client) or client
 
 
 def _choice(question: Asked, choice, number: float | None, reason: str) -> int | None:
@@ -110,9 +124,8 @@ class Classes(ClassReads):
         a wrong one costs no start, so that wrong ones from her network never refuse a teacher
         who has it (what a found passphrase buys stays bounded by the starts per client and
         ATLAS_MAX_CLASSES; the app slows the session that typed it); ``Refused("classes")`` when the
-        server holds ATLAS_MAX_CLASSES and none can go. When it holds ATLAS_MAX_CLASSES and some class
-        has never had a student and was neither made nor used in the last PROTECTED_HOURS,
-        the longest untouched of those ends to make room (``ended_reason``: "unused")."""
+        server holds ATLAS_MAX_CLASSES and none can go. When it holds ATLAS_MAX_CLASSES, a class
+        ends to make room (``ended_reason``: "unused") by :meth:`_room_for_one`."""
         now = time.time() if now is None else now
         key = secrets.token_urlsafe(32)
         payload = json.dumps(view, ensure_ascii=False, sort_keys=True)
@@ -125,16 +138,7 @@ class Classes(ClassReads):
             if not limits.take(db, limits.STARTS, address, now):
                 raise Refused("starts")
             if db.execute("SELECT COUNT(*) FROM classes").fetchone()[0] >= settings.read().max_classes:
-                unused = db.execute("SELECT code FROM classes WHERE NOT EXISTS (SELECT 1 FROM students "
-                                    "WHERE students.code = classes.code) AND created < ? AND touched < ? "
-                                    "ORDER BY touched, code LIMIT 1",
-                                    (now - PROTECTED_HOURS * 3600, now - PROTECTED_HOURS * 3600)).fetchone()
-                if unused is None:
-                    raise Refused("classes")
-                self._delete(db, unused[0])
-                db.execute("INSERT INTO ended_classes (code, reason, at) VALUES (?, 'unused', ?) "
-                           "ON CONFLICT (code) DO UPDATE SET reason = excluded.reason, at = excluded.at",
-                           (unused[0], now))
+                self._room_for_one(db, now)
             for _ in range(20):
                 code = codes.new_code()
                 if db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone() is None:
@@ -142,10 +146,39 @@ class Classes(ClassReads):
             else:  # 20 collisions in a billion codes: the store is not what it seems
                 raise StoreError("unavailable", "no free join code")
             db.execute("DELETE FROM ended_classes WHERE code = ?", (code,))
-            db.execute("INSERT INTO classes (code, host, view, page, version, created, touched) "
-                       "VALUES (?, ?, ?, ?, 1, ?, ?)",
-                       (code, host_hash(key), payload, str(page), now, now))
+            db.execute("INSERT INTO classes (code, host, view, page, version, created, touched, owner, host_seen) "
+                       "VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)",
+                       (code, host_hash(key), payload, str(page), now, now, owner(address), now))
         return code, key
+
+    def _room_for_one(self, db, now: float) -> None:
+        """End one class to make room, or raise ``Refused("classes")``. It has never had a
+        student and its teacher is not connected (not seen for HOST_AWAY); of those, by fair
+        share: its owner (the network that started it) holds more than one class, and of
+        the owners, the one holding the most loses its longest-untouched first. A class
+        kept before its owner was recorded goes as before: untouched for PROTECTED_HOURS."""
+        empty = "NOT EXISTS (SELECT 1 FROM students s WHERE s.code = c.code)"
+        found = db.execute(
+            "SELECT c.code FROM classes c JOIN (SELECT owner, COUNT(*) AS held FROM classes GROUP BY owner) o "
+            f"ON o.owner = c.owner WHERE c.owner != '' AND o.held > 1 AND {empty} AND c.host_seen < ? "
+            "ORDER BY o.held DESC, c.touched, c.code LIMIT 1", (now - HOST_AWAY,)).fetchone()
+        if found is None:
+            found = db.execute(f"SELECT c.code FROM classes c WHERE c.owner = '' AND {empty} AND c.created < ? "
+                               "AND c.touched < ? ORDER BY c.touched, c.code LIMIT 1",
+                               (now - PROTECTED_HOURS * 3600, now - PROTECTED_HOURS * 3600)).fetchone()
+        if found is None:
+            raise Refused("classes")
+        self._delete(db, found[0])
+        db.execute("INSERT INTO ended_classes (code, reason, at) VALUES (?, 'unused', ?) "
+                   "ON CONFLICT (code) DO UPDATE SET reason = excluded.reason, at = excluded.at", (found[0], now))
+
+    def host_here(self, code: str, key, now: float | None = None) -> None:
+        """The teacher's session is connected (her poll says so every follow.PRESENCE_EVERY):
+        her class is not ended to make room for another, even before a student joins."""
+        now = time.time() if now is None else now
+        with self.store.transaction() as db:
+            self._host(db, code, key)
+            db.execute("UPDATE classes SET host_seen = ? WHERE code = ?", (now, code))
 
     def ended_reason(self, code: str) -> str | None:
         """Why a class ended, when its teacher could not know: "unused" (no student had

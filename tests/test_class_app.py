@@ -520,15 +520,17 @@ def test_with_the_store_away_mid_class_the_vote_panel_and_back_say_so_and_never_
 
 def test_a_full_server_ends_an_unused_class_for_a_new_one_tells_its_teacher_and_refuses_only_when_all_are_used(
         make_app, teacher, monkeypatch, live_classes):
-    """The server holds one class (ATLAS_MAX_CLASSES=1): the teacher's, which no student joined.
-    Another teacher starts hers: the first class ends to make room, and its teacher is told
-    it ended unused, in her language; once a student is in the new class, a third start is
-    refused in words."""
+    """The server holds two classes (ATLAS_MAX_CLASSES=2), both started from this machine's
+    address and joined by no student: the teacher's and another. Another teacher starts hers:
+    the oldest ends to make room (its address holds the most), and its teacher is told it ended
+    unused, in her language; once every class left has a student, a third start is refused in
+    the words that say why."""
     from server import classes as class_rules
 
-    monkeypatch.setenv("ATLAS_MAX_CLASSES", "1")
-    monkeypatch.setattr(class_rules, "PROTECTED_HOURS", 0)  # no class protected for being new (tests/test_room_bounds)
+    monkeypatch.setenv("ATLAS_MAX_CLASSES", "2")
+    monkeypatch.setattr(class_rules, "HOST_AWAY", -60.0)  # no teacher counts as connected (tests/test_room_bounds)
     first = teacher.session_state[keys.CLASS]
+    spare, _ = live_classes.create({"text": "", "settings": {}}, page="every-pair", address="local")
     other = make_app("tiny", "ja")
     other.run()
     other.sidebar.button(key="class_start").click().run()
@@ -539,6 +541,7 @@ def test_a_full_server_ends_an_unused_class_for_a_new_one_tells_its_teacher_and_
     said = i18n.translate("en", "class.ended_unused", code=f"{first[:3]} {first[3:]}")
     assert said in [t.value for t in teacher.toast] and keys.CLASS not in teacher.session_state
     student_of(make_app, second, "pt")
+    student_of(make_app, spare, "en")
     third = make_app("tiny", "pt")
     third.run()
     third.sidebar.button(key="class_start").click().run()

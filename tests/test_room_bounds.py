@@ -11,7 +11,7 @@ import pytest
 from server.class_reads import Asked
 from server import classes, limits
 from server.backend import Refused
-from server.classes import BUSY, DOOR, FULL, IN, UNKNOWN, Classes
+from server.classes import BUSY, DOOR, FULL, IN, UNKNOWN, Classes, NotHost
 from server.store import store_at
 
 VIEW = {"text": "A class's own text, long enough to read.", "lang": "en", "settings": {}}
@@ -121,26 +121,64 @@ def test_starting_classes_in_a_loop_from_one_address_leaves_room_for_another_tea
     assert room.create(VIEW, page="every-pair", now=30.0 + hour + 2, address=SCHOOL)
 
 
-def test_a_full_server_makes_room_by_ending_the_longest_untouched_class_nobody_joined(room, monkeypatch):
-    """ATLAS_MAX_CLASSES classes started from many addresses, none joined but one: a teacher from
-    a fresh address starts hers, and the class ended for it is the longest untouched of
-    those no student joined (its teacher will be told it ended unused); with every class
-    joined, a start is refused for what it is."""
+def test_a_full_server_makes_room_by_fair_share_and_keeps_what_a_teacher_needs(room, monkeypatch):
+    """ATLAS_MAX_CLASSES classes, none joined but one: three started from one address, two
+    from another. A teacher from a fresh address starts hers: the class ended for it is the
+    longest untouched empty one of the address holding the most (its teacher will be told it
+    ended unused). A class with a student, one whose teacher is connected, and the only class
+    of an address are kept: with nothing else left, a start is refused for what it is."""
     monkeypatch.setenv("ATLAS_MAX_CLASSES", "5")
     monkeypatch.setattr(classes, "EMPTY_MINUTES", 10**6)  # this test is about making room, not expiring
-    later = classes.PROTECTED_HOURS * 3600 + 30.0  # past the hours a class made or used is protected
-    made = [room.create(VIEW, page="every-pair", now=10.0 + i, address=f"203.0.113.{i + 1}")[0] for i in range(5)]
+    crowd, other = "203.0.113.1", "203.0.113.2"
+    made = [room.create(VIEW, page="every-pair", now=10.0 + i, address=crowd if i < 3 else other)[0]
+            for i in range(5)]
     assert room.join(made[0], "pupil-0001", now=20.0) == IN  # the oldest has a student: it stays
-    mine, _ = room.create(VIEW, page="every-pair", now=later, address=HOME)
-    assert room.state(made[1]) is None and room.ended_reason(made[1]) == "unused"  # the oldest empty one
+    later = 100.0 + classes.HOST_AWAY  # no teacher of theirs seen since they started
+    mine, mine_key = room.create(VIEW, page="every-pair", now=later, address=HOME)
+    assert room.state(made[1]) is None and room.ended_reason(made[1]) == "unused"  # the crowd's oldest empty one
     assert all(room.state(c) is not None for c in (made[0], *made[2:], mine))
     assert room.ended_reason(made[2]) is None and room.ended_reason(mine) is None
-    for i, code in enumerate([*made[2:], mine]):
-        assert room.join(code, f"pupil-{i + 2:04d}", now=later + 10) == IN
-    with pytest.raises(Refused) as refused:  # every class has students now
-        room.create(VIEW, page="every-pair", now=later + 20, address=SCHOOL)
+    # the crowd's address holds two, the other address two: the crowd's empty one, then the other's oldest
+    again = [room.create(VIEW, page="every-pair", now=later + 1 + i, address=f"198.51.100.{i + 1}")[0]
+             for i in range(2)]
+    assert room.state(made[2]) is None and room.state(made[3]) is None
+    assert all(room.state(c) is not None for c in (made[0], made[4], mine, *again))
+    # now each address holds one class, or its class has a student: nothing may go
+    with pytest.raises(Refused) as refused:
+        room.create(VIEW, page="every-pair", now=later + 10, address=SCHOOL)
     assert refused.value.what == "classes"
-    assert all(room.state(c) is not None for c in (made[0], *made[2:], mine))
+    assert all(room.state(c) is not None for c in (made[0], made[4], mine, *again))
+
+
+def test_a_fresh_teacher_starts_after_a_flood_of_empty_classes_and_a_connected_teacher_keeps_hers(room, monkeypatch):
+    """493 empty classes started from 84 addresses fill a server of 495 beside a prepared
+    class (the only one of its school's address) and a teacher who is connected (her poll
+    says so). Starts from fresh addresses go on, each by ending a flood's class (of the
+    address holding the most); the prepared class and the connected teacher's stay."""
+    monkeypatch.setenv("ATLAS_MAX_CLASSES", "495")
+    monkeypatch.setattr(classes, "EMPTY_MINUTES", 10**6)
+    prepared, _ = room.create(VIEW, page="every-pair", now=0.0, address=SCHOOL)
+    hers, key = room.create(VIEW, page="every-pair", now=1.0, address="203.0.113.1")  # one of the flood's addresses
+    flood, t = [], 100.0
+    for i in range(493):
+        address = f"203.0.113.{i % 84 + 1}"
+        flood.append((room.create(VIEW, page="every-pair", now=t, address=address)[0], address))
+        t += 0.5
+    assert len(flood) + 2 == 495
+    held = {a: sum(1 for _, b in flood if b == a) + (a == "203.0.113.1") for _, a in flood}
+    most = max(held.values())
+    assert held["203.0.113.1"] == most == 7  # hers is the oldest class of the address holding the most
+    for j in range(3):
+        now = t + classes.HOST_AWAY + j
+        room.host_here(hers, key, now=now)  # her poll, every 15 s
+        room.create(VIEW, page="every-pair", now=now, address=f"198.51.100.{j + 1}")
+    ended = [(c, a) for c, a in flood if room.state(c) is None]
+    assert len(ended) == 3 and all(room.ended_reason(c) == "unused" for c, _ in ended)
+    assert [a for _, a in ended][0] == "203.0.113.1"  # the address holding the most, not hers: she is here
+    assert all(held[a] >= most - 1 for _, a in ended)  # then those holding the most after it
+    assert room.state(prepared) is not None and room.state(hers) is not None
+    with pytest.raises(NotHost):
+        room.host_here(hers, "not-the-key")
 
 
 def test_a_class_made_or_used_in_the_last_two_hours_is_never_ended_to_make_room(room, monkeypatch):

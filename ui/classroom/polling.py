@@ -14,6 +14,7 @@ import time
 import streamlit as st
 
 from server import follow
+from server.classes import NotHost
 from server.store import StoreError
 
 from .. import keys, page_run, prebuild, session, walk
@@ -45,13 +46,15 @@ def _tick(code: str, step: Step) -> None:
     version, tally = (None, None) if found is None else found[:2]
     action, to = follow.decide(version, None, seat) if version is None else _decide(code, version, tally, seat)
     now = time.time()
-    if not seat.teacher and follow.presence_due(st.session_state.get(keys.PRESENCE_AT), now):
+    if follow.presence_due(st.session_state.get(keys.PRESENCE_AT), now):
         st.session_state[keys.PRESENCE_AT] = now
         room = classes()
         try:
-            if room is not None:
+            if room is not None and seat.teacher:  # her class is not ended to make room while she is here
+                room.host_here(code, st.session_state.get(keys.HOST), now)
+            elif room is not None:
                 room.join(code, st.session_state.get(keys.STUDENT, ""), now, address=session.address())
-        except StoreError:
+        except (StoreError, NotHost):
             pass  # presence is a count on the teacher's screen: the next tick tries again
     if action != follow.GONE and (_send_pending(code) | room_panel.send_pending(code)
                                   or st.session_state.pop(keys.UNREAD, False)):
