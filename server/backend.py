@@ -5,12 +5,15 @@ an older layout is recorded, and made again where the tables vanished), ``put`` 
 ``get`` a view. Neither backend imports the other; server.store chooses one. No Streamlit
 here.
 
-Views are bounded in number and bytes; when full, the views that are not safe go first —
-safe: a class was started from it, someone else opened it, or it was made in the last
-KEEP_HOURS — and among those the fair share decides: the client (its address) that made
-the most loses its own least recently used first, so that one address making hundreds of
-links evicts its own, not a teacher's one link. A client makes a bounded number of links
-an hour and puts a bounded number of bytes in the store an hour (server.limits).
+Views are bounded in number and bytes; when full, the views of a site past its share of the
+bytes go first, then the views neither kept nor recent, then the merely recent (made in the
+last KEEP_HOURS); a kept view (a class was started from it, someone else opened it) never
+goes for a new one: the new one is refused in words instead. Within each, the fair share
+decides: the client (its address; an IPv6 /64) that made the most loses its own least
+recently used first, and a site (an IPv6 /48) counts as SITE_FACTOR clients, so that one
+address, or one site's many /64s, making hundreds of links evicts its own, not a teacher's
+one link. A client makes a bounded number of links an hour and puts a bounded number of
+bytes in the store an hour (server.limits).
 """
 
 from __future__ import annotations
@@ -29,15 +32,19 @@ KEY_LENGTH = 12  # hex digits of a SHA-256: 48 bits, plenty for a class's links
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS atlas_schema (part TEXT PRIMARY KEY, version INTEGER NOT NULL)"
 VIEWS = ("""CREATE TABLE IF NOT EXISTS views (
     key TEXT PRIMARY KEY, payload TEXT NOT NULL, bytes INTEGER NOT NULL, created REAL NOT NULL, used REAL NOT NULL,
-    maker TEXT NOT NULL DEFAULT '', kept INTEGER NOT NULL DEFAULT 0, client TEXT NOT NULL DEFAULT '')""",)
+    maker TEXT NOT NULL DEFAULT '', kept INTEGER NOT NULL DEFAULT 0, client TEXT NOT NULL DEFAULT '',
+    site TEXT NOT NULL DEFAULT '')""",)
 # 2: who made a view, and whether it is kept first (opened by another, or a class's); 3: the
 # client (server.limits.key of its address) that made it, for the fair share (a view kept
-# before has none: all such views share one client's share)
-VIEWS_VERSION = 3
+# before has none: all such views share one client's share); 4: its site (an IPv6 client's /48,
+# else the client), for the site's share (a view kept before has none: one share, as its client)
+VIEWS_VERSION = 4
 VIEWS_UPGRADES = {2: ["ALTER TABLE views ADD COLUMN maker TEXT NOT NULL DEFAULT ''",
                       "ALTER TABLE views ADD COLUMN kept INTEGER NOT NULL DEFAULT 0"],
-                  3: ["ALTER TABLE views ADD COLUMN client TEXT NOT NULL DEFAULT ''"]}
-KEEP_HOURS = 24  # a view made this recently is safe while others can go
+                  3: ["ALTER TABLE views ADD COLUMN client TEXT NOT NULL DEFAULT ''"],
+                  4: ["ALTER TABLE views ADD COLUMN site TEXT NOT NULL DEFAULT ''"]}
+KEEP_HOURS = 24  # a view made this recently goes only after every older one nobody kept
+SITE_SHARE = 4  # one site holds at most 1/SITE_SHARE of the store's bytes before its views go first
 LIMITS_VERSION = 1
 
 
@@ -161,8 +168,9 @@ class Backend:
         """Keep a view (a JSON-able dict: text, language, step, settings); returns its key.
         The same view always gets the same key. ``address``: the client (server.limits.key;
         None for a tool: not limited), whose links and bytes an hour are bounded
-        (``Refused("links")`` / ``Refused("bytes")`` past them); ``maker``: who made it (an
-        id of the maker's session), so that another's opening keeps it first. Raises
+        (``Refused("links")`` / ``Refused("bytes")`` past them); ``Refused("full")`` when the
+        store holds only kept views and a new one would push one out; ``maker``: who made it
+        (an id of the maker's session), so that another's opening keeps it first. Raises
         StoreError when it cannot be written (nothing half-written stays: one transaction)."""
         payload = _payload(view)
         key = key_of(view)
@@ -174,34 +182,52 @@ class Backend:
             for statement in limits.SCHEMA:
                 db.execute(statement)
             if db.execute("SELECT 1 FROM views WHERE key = ?", (key,)).fetchone() is None:
+                kept, kept_bytes = db.execute("SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM views "
+                                              "WHERE kept = 1").fetchone()
+                if kept + 1 > self.max_views or kept_bytes + size > self.max_bytes:
+                    raise Refused("full")  # only kept views are left to go: none goes for a new one
                 if not limits.take(db, limits.LINKS, address, now):
                     raise Refused("links")
                 if not limits.take(db, limits.LINK_BYTES, address, now, cost=size):
                     raise Refused("bytes")
-            db.execute("INSERT INTO views(key, payload, bytes, created, used, maker, client) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET used = excluded.used",
-                       (key, payload, size, now, now, maker, address or ""))
+            client = address or ""
+            db.execute("INSERT INTO views(key, payload, bytes, created, used, maker, client, site) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET used = excluded.used",
+                       (key, payload, size, now, now, maker, client, limits.site(limits.key(client)) or client
+                        if client else ""))
             self._evict(db, now)
             limits.forget_full(db, now)
         return key
 
     def _evict(self, db, now: float) -> None:
-        """Until both bounds hold, the views that are not safe go first (safe: kept — a
-        class's, or opened by another reader — or made in the last KEEP_HOURS), then the
-        safe ones; within each, by fair share: every client's most recently used view is
-        kept before any client's second, and so on (the client that made the most loses
-        its own oldest first), least recently used last. One statement: the views kept are
-        the first in that order whose running total fits both bounds."""
-        order = "safe DESC, share, used DESC, key"
+        """A site's views past its share of the bytes (max_bytes / SITE_SHARE: its least
+        recently used) go at once. Until both bounds hold, views then go by tier — those neither
+        kept nor made in the last KEEP_HOURS, then the merely recent, the kept last (kept: a
+        class's, or opened by another reader; ``put`` refuses a new view before one would
+        go) — and within a tier by fair share: every client's most recently used view is
+        kept before any client's second, and so on, a site's views counting as if SITE_FACTOR
+        clients shared them (the client or site that made the most loses its own oldest
+        first), least recently used last. One statement: the views kept are the first in
+        that order whose running total fits both bounds."""
+        order = "tier DESC, share, used DESC, key"
         db.execute(f"""DELETE FROM views WHERE key IN (
-            SELECT key FROM (SELECT key,
+            SELECT key FROM (SELECT key, tier,
                 ROW_NUMBER() OVER (ORDER BY {order}) AS place,
                 SUM(bytes) OVER (ORDER BY {order} ROWS UNBOUNDED PRECEDING) AS total
                 FROM (SELECT key, bytes, used,
-                        CASE WHEN kept = 1 OR created > ? THEN 1 ELSE 0 END AS safe,
-                        ROW_NUMBER() OVER (PARTITION BY client ORDER BY used DESC, key) AS share
-                      FROM views) AS fair) AS ranked
-            WHERE place > ? OR total > ?)""", (now - KEEP_HOURS * 3600, self.max_views, self.max_bytes))
+                        CASE WHEN kept = 1 THEN 3 WHEN site != '' AND site_bytes > ? THEN 0
+                             WHEN created > ? THEN 2 ELSE 1 END AS tier,
+                        CASE WHEN by_client >= (by_site + ? - 1) / ? THEN by_client
+                             ELSE (by_site + ? - 1) / ? END AS share
+                      FROM (SELECT key, bytes, used, kept, created, site,
+                              ROW_NUMBER() OVER (PARTITION BY client ORDER BY used DESC, key) AS by_client,
+                              ROW_NUMBER() OVER (PARTITION BY site ORDER BY used DESC, key) AS by_site,
+                              SUM(bytes) OVER (PARTITION BY site ORDER BY used DESC, key
+                                               ROWS UNBOUNDED PRECEDING) AS site_bytes
+                            FROM views) AS counted) AS fair) AS ranked
+            WHERE place > ? OR total > ? OR tier = 0)""",
+                   (self.max_bytes // SITE_SHARE, now - KEEP_HOURS * 3600, *(limits.SITE_FACTOR,) * 4,
+                    self.max_views, self.max_bytes))
 
     def keep(self, key) -> None:
         """Keep a view first (a class was started from it): it outlives the views nobody

@@ -335,7 +335,7 @@ def test_a_view_older_than_a_day_that_nobody_opened_goes_before_a_recent_one(tmp
 
 
 def test_links_kept_by_the_release_before_open_after_the_upgrade_on_both_backends(where):
-    """The views as layout 2 wrote them (no client): upgraded once to layout 3, every link
+    """The views as layout 2 wrote them (no client): upgraded once to layout 4, every link
     opens as it was, and new links are made and evicted beside them."""
     from server import backend
 
@@ -349,7 +349,56 @@ def test_links_kept_by_the_release_before_open_after_the_upgrade_on_both_backend
                    ("0123456789ab", '{"text": "kept before"}', 23, 1.0, 1.0, "someone", 1))
         db.execute("UPDATE atlas_schema SET version = 2 WHERE part = 'views'")
     again = store_at(where, max_views=3)
-    assert again.version_of("views") == backend.VIEWS_VERSION == 3
+    assert again.version_of("views") == backend.VIEWS_VERSION == 4
     assert again.get("0123456789ab") == {"text": "kept before"}
     made = [again.put({"text": f"new {i}"}, address="203.0.113.9") for i in range(4)]
     assert again.get("0123456789ab") == {"text": "kept before"} and again.get(made[0]) is None
+
+
+def test_a_flood_of_links_from_many_addresses_evicts_no_classs_link_nor_one_opened_by_another(where):
+    """A store of 200 links: the teacher makes three — one a class is started from (kept),
+    one a student opens (kept), one only made — then 250 addresses make one each. Every
+    merely recent link goes before a kept one: both kept links stay. The flood's links go
+    by fair share, the teacher's only-made one with them (one link each: a tie)."""
+    s = store_at(where, max_views=200)
+    teacher = "198.51.100.20"
+    started = s.put({"text": "the class's text"}, address=teacher, maker="her")
+    s.keep(started)  # a class was started from it
+    opened = s.put({"text": "a link she sent"}, address=teacher, maker="her")
+    assert s.get(opened, reader="a student") is not None  # someone else opened it: kept
+    s.put({"text": "only made"}, address=teacher, maker="her")
+    for i in range(250):
+        s.put({"text": f"flood {i}"}, address=f"10.{i // 250}.{i % 250}.1", maker=f"bot{i}")
+    assert s.count() == 200
+    assert s.get(started) == {"text": "the class's text"} and s.get(opened) == {"text": "a link she sent"}
+
+
+def test_a_flood_from_one_ipv6_site_counts_as_one_site_and_holds_under_its_share_of_the_bytes(where):
+    """260 /64s of one /48 make one link each into a store of 100 links: the site's links
+    share SITE_FACTOR clients' fair share, so a teacher's one link, made first and never
+    opened, outlives them; and the site never holds more than its share of the bytes."""
+    from server import backend, limits
+
+    s = store_at(where, max_views=100, max_bytes=40_000)
+    hers = s.put({"text": "the teacher's one link"}, address="198.51.100.20", maker="her")
+    site = [s.put({"text": f"site {i} " + "x" * 100}, address=limits.key(f"2001:db8:77:{i:x}::1"), maker=f"b{i}")
+            for i in range(260)]
+    assert s.get(hers) == {"text": "the teacher's one link"}
+    with s.reading() as db:
+        held = db.execute("SELECT COALESCE(SUM(bytes), 0) FROM views WHERE site = ?",
+                          ("2001:db8:77::/48",)).fetchone()[0]
+    assert 0 < held <= 40_000 // backend.SITE_SHARE
+    assert sum(s.get(k) is not None for k in site) >= 1
+
+
+def test_when_only_kept_links_are_left_a_new_link_is_refused_in_words(where):
+    from server.backend import Refused
+
+    s = store_at(where, max_views=3)
+    for i in range(3):
+        k = s.put({"text": f"kept {i}"}, address="198.51.100.20", maker="her")
+        s.keep(k)
+    with pytest.raises(Refused) as refused:
+        s.put({"text": "one more"}, address="203.0.113.5", maker="someone")
+    assert refused.value.what == "full"
+    assert s.count() == 3
