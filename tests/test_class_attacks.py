@@ -261,3 +261,53 @@ def test_a_wave_of_starts_from_many_addresses_never_ends_a_prepared_class(tmp_pa
     assert ok  # the prepared class took its first student
     pulse = i18n.translate("en", "class.pulse", n="1", joined="1")
     assert any(pulse in m for m in panel.markdown)
+
+
+def test_leave_out_behind_one_school_address_keeps_every_seated_answer(tmp_path):
+    """Through the app: a class of 30 behind the school's one address is seated, the teacher
+    opens step 1's vote at once, and 12 students join from that address seconds later (the
+    class's own joins still within the last 20 s). Her panel offers to leave the burst out;
+    pressed, every seated student still answers (30 of 30 counted) and the burst's students
+    are refused this vote."""
+    from harness.live_class import answer
+    from server.classes import Classes
+    from server.store import store_at
+
+    store = tmp_path / "room.sqlite3"
+
+    async def scenario(url):
+        teacher, code, _ = await start_class(url, HOME)
+        seated = []
+        for _ in range(30):
+            r, ok, _ = await join(url, code, SCHOOL)
+            assert ok
+            seated.append(r)
+        await teacher.run(None, click="vote_open_s1_doubling")
+        crowd = []
+        for _ in range(12):
+            r, ok, _ = await join(url, code, SCHOOL)
+            assert ok
+            crowd.append(r)
+        panel = await teacher.run(None)
+        offered = "class_leave_out" in panel.ids
+        await teacher.run(None, click="class_leave_out")
+        for r in seated:
+            run = await r.run(None)
+            send = next(k for k in run.ids if k.startswith("vote_send_"))
+            await answer(r, send, r.options["vote_pick_" + send.removeprefix("vote_send_")][0])
+        refused = []
+        for r in crowd:
+            run = await r.run(None)
+            send = next(k for k in run.ids if k.startswith("vote_send_"))
+            sent = await answer(r, send, r.options["vote_pick_" + send.removeprefix("vote_send_")][1])
+            refused.append(i18n.translate("en", "vote.refused_left_out") in sent.toasts)
+        await asyncio.gather(*(r.close() for r in seated + crowd + [teacher]))
+        return code, offered, refused
+
+    with app_server("tiny", extra_env={"ATLAS_STORE_PATH": str(store)}) as url:
+        code, offered, refused = asyncio.run(scenario(url))
+        found = Classes(store_at(str(store))).read(code)
+    assert offered
+    vote = next(v.vote for v in found.votes if v.qid == "s1.doubling")
+    assert found.counts[vote][0] == 30 and sum(found.counts[vote]) == 30  # 30 of 30 seated answers kept
+    assert all(refused), refused  # the burst's students may not answer this vote
