@@ -87,6 +87,12 @@ def peak_memory(fn, device: torch.device) -> int | None:
 
 def median_time(fn, device, repeats: int = 3, max_seconds: float | None = None) -> float:
     """Median wall time of ``fn`` after one warm-up call (stops early past max_seconds)."""
+    return statistics.median(wall_times(fn, device, repeats, max_seconds))
+
+
+def wall_times(fn, device, repeats: int = 3, max_seconds: float | None = None) -> list[float]:
+    """Wall times of ``fn``, each run on its own, after one warm-up call (stops early past
+    max_seconds, after one run at least)."""
     fn()
     synchronize(device)
     times = []
@@ -98,7 +104,7 @@ def median_time(fn, device, repeats: int = 3, max_seconds: float | None = None) 
         times.append(time.perf_counter() - t0)
         if max_seconds is not None and time.perf_counter() - start > max_seconds:
             break
-    return statistics.median(times)
+    return times
 
 
 @dataclass
@@ -115,6 +121,19 @@ class Row:
     @property
     def key(self) -> str:
         return row_key(self.method, self.backend, self.extra.get("preset"))
+
+
+def growth(rows: list[Row], key: str, n2: int, factor: float) -> str | None:
+    """Whether the time of row ``key`` grew more or less than ``factor``× from n2/2 to n2,
+    beyond the spread of its repeated runs (:func:`clearly_faster` of factor·t(n) against
+    t(2n)): ``"over"``, ``"under"``, or None (too noisy to tell, or not measured)."""
+    by = {(r.key, r.n): r for r in rows}
+    small, large = by.get((key, n2 // 2)), by.get((key, n2))
+    if small is None or large is None:
+        return None
+    times = [r.extra.get("times") or [r.seconds] for r in (small, large)]
+    said = clearly_faster([factor * x for x in times[0]], times[1])
+    return {"a": "over", "b": "under", None: None}[said]
 
 
 def clearly_faster(a: list[float], b: list[float]) -> str | None:
@@ -198,14 +217,14 @@ def measure(method: str, n: int, s: Shape, device, dtype=None, repeats: int = 3,
     q, k, v = _inputs(n, s, device, dtype)
     fn = run_method(method, q, k, v, s, backend, preset)
     ran = backend_of(method, q, v, s, backend, preset)
-    seconds = median_time(fn, device, repeats, max_seconds)
+    times = wall_times(fn, device, repeats, max_seconds)
     peak = peak_memory(fn, device) if memory else None
     if preset:
         useful, computed = costs.composed_flops(n, s, preset_params(n, s, preset).parts, ran, device=device.type)
     else:
         useful, computed = m.flops(n, s, ran, device.type)
-    extra = {"dtype": str(dtype).replace("torch.", ""), **({"preset": preset} if preset else {})}
-    return Row(method, n, seconds, peak, useful, computed, ran, extra)
+    extra = {"dtype": str(dtype).replace("torch.", ""), "times": times, **({"preset": preset} if preset else {})}
+    return Row(method, n, statistics.median(times), peak, useful, computed, ran, extra)
 
 
 def measure_memory(row: Row, s: Shape, device, backend: str = "auto") -> Row:

@@ -94,7 +94,8 @@ def run(t: Translator, key, s: Shape, device, sizes: list[int]) -> list:
         done = results(key)  # measured meanwhile by a reader ahead in the line
         if done is not None:
             return done
-        rows = bench.run_plan(plan, s, device, repeats=2, max_seconds=2.0, progress=progress)
+        # three runs each: a sentence about how a time grows reads their spread (bench.growth)
+        rows = bench.run_plan(plan, s, device, repeats=3, max_seconds=2.0, progress=progress)
         keep(key, rows)
         return rows
 
@@ -104,18 +105,51 @@ def run(t: Translator, key, s: Shape, device, sizes: list[int]) -> list:
         bar.empty()  # a failed run leaves no bar behind
 
 
-def topk_split(t: Translator, oracle: float, indexer: float) -> str:
-    """What two top-k ratios t(2n)/t(n) say of their work's split. A time a·n + b·n² grows
-    (2a·n + 4b·n²)/(a·n + b·n²) times when n doubles: past 3 exactly when its n² part
-    (scoring every pair to choose the keys) is the larger, below 3 when the part that grows
-    like n (gathering each query's k keys) is."""
-    square = {name: r > 3 for name, r in ((t("methods.topk"), oracle), (t("methods.topk_indexer"), indexer))}
-    if all(square.values()):
+def topk_parts(rows: list, n2: int) -> dict[str, str | None]:
+    """What each top-k method's runs from n2/2 to n2 say of its work's split, beyond their
+    spread (bench.growth). A time a·n + b·n² grows (2a·n + 4b·n²)/(a·n + b·n²) times when n
+    doubles, between 2 and 4: past 3 exactly when its n² part (scoring every pair to choose
+    the keys) is the larger ("square"), below 3 when the part that grows like n (gathering
+    each query's k keys) is ("line"); below 2, which neither part can give, fixed costs
+    outweigh both ("fixed"); None: the runs overlap, too noisy to tell."""
+    out = {}
+    for m in (methods.top_k(), methods.top_k(indexer=True)):
+        key_ = bench.row_key(m.name, "auto")
+        three, two = bench.growth(rows, key_, n2, 3.0), bench.growth(rows, key_, n2, 2.0)
+        out[m.name] = "fixed" if two == "under" else "square" if three == "over" else "line" if three == "under" \
+            else None
+    return out
+
+
+def topk_split(t: Translator, parts: dict[str, str | None]) -> str:
+    """The sentence for :func:`topk_parts`: both methods alike, or each named with its part;
+    said as too noisy to tell where the runs do not allow it."""
+    names = {methods.top_k().name: t("methods.topk"), methods.top_k(indexer=True).name: t("methods.topk_indexer")}
+    kinds = set(parts.values())
+    if kinds == {"square"}:
         return t("payoff.live_topk_square")
-    if not any(square.values()):
+    if kinds == {"line"}:
         return t("payoff.live_topk_line")
-    over, under = (next(name for name, v in square.items() if v is side) for side in (True, False))
-    return t("payoff.live_topk_split", over=over, under=under)
+    if kinds == {"fixed"}:
+        return t("payoff.live_topk_fixed")
+    if None in kinds:
+        return t("payoff.live_topk_noisy")
+    said = {kind: t.list(names[m] for m, k in parts.items() if k == kind) for kind in kinds}
+    return t.sentences([t(f"payoff.live_topk_part_{kind}", who=who) for kind, who in said.items()])
+
+
+def walls_shown(rows: list, n2: int) -> tuple[str, dict]:
+    """Whether this run shows the two walls on full attention's fused kernel from n2/2 to
+    n2: its peak memory grew at most like n (at most 2.5×) while its time grew past 3×
+    beyond its runs' spread. The locale key of what is said, and its numbers."""
+    key_ = bench.row_key(methods.exact().name, "auto")
+    by = {(r.key, r.n): r for r in rows}
+    small, large = by.get((key_, n2 // 2)), by.get((key_, n2))
+    if small is None or large is None or not small.peak_bytes or large.peak_bytes is None:
+        return "payoff.walls_note_unmeasured", {}
+    memory, seconds = large.peak_bytes / small.peak_bytes, large.seconds / small.seconds
+    shown = memory <= 2.5 and bench.growth(rows, key_, n2, 3.0) == "over"
+    return ("payoff.walls_note" if shown else "payoff.walls_note_unclear"), {"mem": memory, "time": seconds}
 
 
 def table(t: Translator, rows: list, s: Shape) -> dict:

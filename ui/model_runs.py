@@ -91,3 +91,10 @@ def slower_than_counted(res: model_run.FourWays) -> list[tuple[str, float, float
         if measured is not None and counted is not None and measured > SLOWER * counted:
             out.append((way, measured, counted))
     return out
+
+
+def payoff_shown(res: model_run.FourWays) -> bool:
+    """Whether this run shows the payoff the step closes on: from n/2 to n, the model's own
+    layout (or its window) grew less than full attention did."""
+    full, own = res.ratio("full"), res.ratio("own")
+    return full is not None and own is not None and own < full

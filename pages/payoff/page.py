@@ -83,10 +83,11 @@ if rows:
         drawing.show_figure(fig_time, key="s7_time")
     with g2:
         drawing.show_figure(fig_mem, key="s7_mem")
-    st.info(t("payoff.walls_note"))
-    st.caption(t("payoff.dtype_note"))
     ratios = bench.ratios(rows)
     last = sizes[-1]
+    walls, said = live_bench.walls_shown(rows, last)  # read from this run's numbers, never a fixed lesson
+    st.info(t(walls, n=t.int(last // 2), n2=t.int(last), **{k: t.float(v, 2) for k, v in said.items()}))
+    st.caption(t("payoff.dtype_note"))
     plan = live_bench.plan_methods()
     per_row = 4
     for i, (m, backend) in enumerate(plan):
@@ -106,7 +107,8 @@ if rows:
     oracle, found = (ratios.get((bench.row_key(m.name, "auto"), last)) for m in (methods.top_k(), methods.top_k(True)))
     if oracle is not None and found is not None:
         st.caption(t.sentences([t("payoff.live_topk", w=t.int(bs.window), oracle=t.float(oracle, 2),
-                                  indexer=t.float(found, 2)), live_bench.topk_split(t, oracle, found)]))
+                                  indexer=t.float(found, 2)),
+                                live_bench.topk_split(t, live_bench.topk_parts(rows, last))]))
 
 # --- the model itself, on the reader's text ---------------------------------------------
 
@@ -114,6 +116,7 @@ st.subheader(t("payoff.model_heading"))
 text = session.current_text()
 model = served_model.get_model(page.model_id) if page.model_id else None
 a = analyses.get_analysis(text, page.model_id) if model is not None and text.strip() else None
+res = None  # the model run's result, once there is one
 if a is None or a.n < 8:
     st.info(t("payoff.model_short"))
 else:
@@ -124,6 +127,9 @@ else:
                   w=t.int(a.sliding_window or model_run.WINDOW)))
     if not sliding:
         st.caption(t("payoff.model_no_sliding", w=t.int(model_run.WINDOW), last=a.n_layers - 1))
+    if a.n <= (a.sliding_window or model_run.WINDOW):  # the window holds the whole text: nothing is dropped
+        st.caption(t("payoff.model_window_covers", n=t.int(a.n), w=t.int(a.sliding_window or model_run.WINDOW),
+                     own=t("payoff.way_own" if sliding else "payoff.way_window"), hubs=t("payoff.way_hubs")))
     if not measured:
         st.caption(t("payoff.model_unmeasured" if model.causal else "payoff.model_unmeasured_both"))
     run_key = model_runs.key(page.model_id, text, a.n)
@@ -162,6 +168,8 @@ else:
             st.caption(t("payoff.model_kl_caption", k=t.int(model_run.KL_POSITIONS),
                          hubs=t.numbers(t.int(h) for h in res.hubs)))
 
-glossary.prose(t, page.step, "payoff.outro")
+# the closing words read the model run where there is one: its shortcut's time grew less than full attention's
+shown = res is None or model_runs.payoff_shown(res)
+glossary.prose(t, page.step, "payoff.outro" if shown else "payoff.outro_unshown")
 
 page.close(sm)
