@@ -195,3 +195,36 @@ def test_damage_grows_as_the_window_shrinks_and_the_first_token_as_hub_repairs_i
     assert h4.kl < w4.kl / 2 and h4.perplexity < w4.perplexity / 10
     assert h16.kl < w16.kl
     assert w4.perplexity / w4.base_perplexity > 50  # "hundreds" on the samples; at least 50
+
+
+def test_a_chapters_pooled_grid_shows_the_band_and_the_sink_and_leaves_blank_what_a_layer_never_computes(real):
+    """2,000 tokens of the long sample, pooled 6×6 to a square (figures.pool_factor), as
+    steps 1 and 3 draw it (measures.grid: each block's largest weight). In a sliding layer,
+    every square wholly beyond the window is blank (never computed, not a weight of 0) and the
+    squares on the diagonal stand far above the rest of what is computed; in a full layer, the
+    first token's column does, the sink (the colour scale's top stops: at least 0.3; pooled
+    by the mean, as before, 0.07 here, and the never-computed squares drawn as weights of 0)."""
+    import numpy as np
+
+    from ui import figures, row_reads
+    from ui.samples import long_text
+
+    a = real.analyze(long_text("en"), max_tokens=2000)
+    f = figures.pool_factor(a.n)
+    assert a.n == 2000 and f == 6
+    sliding = next(i for i, x in enumerate(a.layers) if x.sliding)
+    full = next(i for i, x in enumerate(a.layers) if not x.sliding)
+    for layer in (sliding, full):
+        w = a.layers[layer].window
+        g = row_reads.pooled_grid(a, layer, None, reduce="max", window=w)
+        rows, cols = np.indices(g.shape)
+        diagonal, first = rows == cols, (cols == 0) & (rows > 2)
+        if w is not None:  # a square whose nearest cell is w or more tokens back: never computed
+            beyond = (rows - cols - 1) * f + 1 >= w
+            assert np.isnan(g[beyond]).all() and beyond.sum() > 0
+            assert not np.isnan(g[diagonal]).any()
+        rest = ~np.isnan(g) & ~diagonal & ~first & (rows > cols + 1)
+        if w is not None:  # the band this layer computes
+            assert np.median(g[diagonal]) > 10 * np.percentile(g[rest], 90)
+        else:  # the sink's column
+            assert np.median(g[first]) >= 0.3 and np.median(g[first]) > 10 * np.percentile(g[rest], 90)

@@ -42,9 +42,15 @@ def tex_int(t: Translator, x: int) -> str:
     return t.int(x).replace(",", "{,}").replace(".", "{.}")
 
 
-def downsample_note(t: Translator, factor: int, n: int) -> None:
+def downsample_note(t: Translator, factor: int, n: int, largest: bool = False, window: int | None = None) -> None:
+    """Under a pooled grid: how many cells a square stands for — their mean, or with
+    ``largest`` their largest weight — and, with a ``window``, that the cells a layer sliding
+    it never computes are left blank."""
     if factor > 1:
-        st.caption(t("common.downsampled", f=factor, n=n))
+        said = [t("common.downsampled_max" if largest else "common.downsampled", f=factor, n=t.int(n))]
+        if window is not None and window < n:
+            said.append(t("common.downsampled_beyond", w=t.int(window)))
+        st.caption(t.sentences(said))
 
 
 def show_figure(fig, key: str | None = None, on_select=None) -> None:

@@ -16,7 +16,7 @@ from attn import graph, methods, outputs, patterns, stats, topk
 from attn.rows import BLOCK_CELLS
 from server.lru import CountLRU
 
-from . import analyses, row_reads
+from . import analyses, figures, row_reads
 from .row_reads import Sampled, causal_view, layer_on, pooled_grid, sampled, sampled_weights
 from .setting_rows import Context
 
@@ -139,6 +139,7 @@ class Errors:
     dtype: str
     n: int
     plain: bool = False  # the layer's own attention was written out (a soft cap, a bias, sinks), not fused
+    hubs: tuple[int, ...] = ()  # the hubs window + hubs was measured with: those among the n tokens read
 
     @property
     def uniform(self) -> float:
@@ -174,8 +175,14 @@ def _analysis(text: str, model_id: str):
 # few: a summary (kept for every reader) draws each grid once; at most 384² cells each
 @st.cache_data(max_entries=8, show_spinner=False)
 def grid(text: str, model_id: str, layer: int, head) -> np.ndarray:
-    """The grid as drawn (pooled to screen resolution: ``_pooled``, each block's mean)."""
-    return pooled_grid(_analysis(text, model_id), layer, head)
+    """The grid as drawn: every cell, or on a long text pooled to screen resolution
+    (figures.pool_factor), each block its largest weight (a block's mean would fade the band
+    along the diagonal and the sink's column into the average), and the cells the layer never
+    computes (beyond its own window) left empty (drawing.downsample_note says both)."""
+    a = _analysis(text, model_id)
+    if figures.pool_factor(a.n) == 1:
+        return pooled_grid(a, layer, head)
+    return pooled_grid(a, layer, head, reduce="max", window=a.layers[layer].window)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -275,16 +282,22 @@ def anchors(text: str, model_id: str, top: int = 5) -> list[tuple[int, float]]:
     """The text's ``top`` anchors, strongest first (stats.anchors, on the rows of
     ``row_reads.model_sample``): the first ``top`` of one cached pass that keeps ANCHORS_READ
     (step 4 asks for 5, step 6 and 7 for 3)."""
+    return [(p, score) for p, score, _ in anchor_scores(text, model_id, top)]
+
+
+def anchor_scores(text: str, model_id: str, top: int = ANCHORS_READ) -> list[tuple[int, float, float]]:
+    """:func:`anchors` with each score's spread on the row sample (stats.anchor_scores; 0 when
+    every row is read): [(position, score, spread)]."""
     if top <= ANCHORS_READ:
         return _anchors(text, model_id, ANCHORS_READ)[:top]
     return _anchors(text, model_id, top)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _anchors(text: str, model_id: str, top: int) -> list[tuple[int, float]]:
+def _anchors(text: str, model_id: str, top: int) -> list[tuple[int, float, float]]:
     a = _analysis(text, model_id)
     weights, sample = sampled_weights(a, row_reads.model_sample(a))  # said on step 4
-    return stats.anchors(weights, a.causal, top=top, sample=sample)
+    return stats.anchor_scores(weights, a.causal, top=top, sample=sample)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -374,7 +387,7 @@ def errors(text: str, model_id: str, layer: int, window: int, hubs: tuple) -> Er
     q, k, v, bias = layer_on(a, layer)
     hubs = tuple(h for h in hubs if h < q.shape[2])  # the hubs among the tokens read
     r = outputs.output_errors(q, k, v, a.layers[layer], window=window, hubs=hubs, bias=bias)
-    return Errors(r["mean"], r["dtype"], r["n"], r["plain"])
+    return Errors(r["mean"], r["dtype"], r["n"], r["plain"], hubs)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

@@ -98,12 +98,19 @@ def pooled(n: int, rows, causal: bool, reduce: str = "mean") -> np.ndarray:
     return np.concatenate(out, axis=0)
 
 
-def pooled_grid(a, layer: int, head, reduce: str = "mean", keep=None) -> np.ndarray:
+def pooled_grid(a, layer: int, head, reduce: str = "mean", keep=None, window: int | None = None) -> np.ndarray:
     """One head's attention grid (head=None: the layer's heads averaged) as drawn
-    (:func:`pooled`); ``keep``: a function of a block's rows giving the cells to draw."""
+    (:func:`pooled`); ``keep``: a function of a block's rows giving the cells to draw;
+    ``window``: cells at least that far from their row's token (which a layer sliding that
+    window never computes) left empty, apart from the cells it computes with a weight near 0."""
     def rows(positions):
         w = a.rows(layer, head, positions)
-        return w if keep is None else torch.where(keep(w), w, torch.nan)
+        if keep is not None:
+            w = torch.where(keep(w), w, torch.nan)
+        if window is not None:
+            far = (positions[:, None] - torch.arange(w.shape[-1])[None, :]).abs() >= window
+            w = w.masked_fill(far, torch.nan)
+        return w
 
     return pooled(a.n, rows, a.causal, reduce)
 

@@ -64,7 +64,7 @@ tapped = drawing.figure_once("s1_tap", (text, model_id, layer, head, followed), 
 # a tap on the strip (the figure's last trace) follows that row's token, as the drop-down below does
 drawing.show_figure(tapped, key="s1_grid", on_select=functools.partial(
     widgets.follow_tapped, "s1_grid", "s1_token", len(sm.figure.data), n, v.factor))
-drawing.downsample_note(t, v.factor, n)
+drawing.downsample_note(t, v.factor, n, largest=True, window=v.window)  # measures.grid
 st.caption(t.sentences([t("every_pair.grid_caption"), t("every_pair.strip_caption")]))
 
 st.subheader(t("every_pair.row_heading"))

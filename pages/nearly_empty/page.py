@@ -40,7 +40,7 @@ st.caption(t("nearly_empty.topk_caption", k=t.int(max(1, round(res.k))), p=t.pct
              reached=t.pct(res.top_reached, 0)))
 
 drawing.show_figure(sm.figure, key="s2_grid")
-drawing.downsample_note(t, v.factor, n)
+drawing.downsample_note(t, v.factor, n, largest=True)  # measures.top_share_view: each block's largest
 if res.sampled is None or res.sampled.every_row:  # counted on every row
     st.caption(t("nearly_empty.grid_caption", p=t.pct(p, 0), cells=t.int(res.mask_cells), total=t.int(res.cells)))
 else:  # a long text: the count is estimated from its row sample, and said so with its spread

@@ -40,7 +40,7 @@ with top:
     if (said := sampled_note(t, kept.sampled)) is not None:  # a long text: read on a sample of its rows
         st.caption(said)
     drawing.show_figure(sm.figure, key="s3_grid")
-    drawing.downsample_note(t, v.factor, n)
+    drawing.downsample_note(t, v.factor, n, largest=True, window=a.layers[v.layer].window)  # measures.grid
     sliding = sum(1 for x in a.layer_types if x == "sliding")
     # on a text no longer than the window, a sliding layer still sees every earlier token
     note = ("neighbours.model_note_none" if not sliding else  # a model that slides no window
