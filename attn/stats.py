@@ -364,7 +364,16 @@ def anchors(weights, causal: bool, top: int = 5, min_distance: int = ANCHOR_DIST
     layer's rows never do): each column's sum is taken over every row, less the near cells.
     Candidates for hubs: the <bos> sink, an encoder's [CLS] and [SEP], separators, punctuation.
     On a ``sample`` of the rows, each row weighs the rows it stands for. Returns [(position,
-    mean far weight)], best first."""
+    mean far weight)], best first (their spreads on a sample: :func:`anchor_scores`)."""
+    return [(p, score) for p, score, _ in anchor_scores(weights, causal, top, min_distance, sample)]
+
+
+def anchor_scores(weights, causal: bool, top: int = 5, min_distance: int = ANCHOR_DISTANCE,
+                  sample: RowSample | None = None) -> list[tuple[int, float, float]]:
+    """:func:`anchors`, each with half the width within which 95 % of such samples' scores of
+    that position fall (RowSample.spread_95 of each sampled row's far weight on it, scaled as
+    the score is: the far rows of the column against the text's rows; 0 when every row is read):
+    [(position, mean far weight, spread)], best first."""
     n = weights.shape[-1]
     sample = _sample(weights, sample)
     rows = sample.positions
@@ -372,6 +381,9 @@ def anchors(weights, causal: bool, top: int = 5, min_distance: int = ANCHOR_DIST
     grids = max(1, (weights.n_grids if isinstance(weights, Weights) else weights.reshape(-1, r, n).shape[0]))
     got = torch.zeros(n, dtype=torch.float64)  # Σ over far rows (weighted) of their weight on j
     first = 0.0  # Σ over every row (weighted) of its weight on the first token
+    # each spread row's weight on every column, summed over the grids (its far cells are kept
+    # below): what the spread of a column's score is read from; (spread rows, n) in float32
+    spaced = None if sample.every_row else torch.zeros(r - sample.whole, n)
     near = torch.arange(-(min_distance - 1), min_distance if not causal else 1)  # j − i of the cells too near
     for s, e, w, lo in _rows(weights, narrow=True):
         local = torch.arange(s, e) % r
@@ -380,6 +392,8 @@ def anchors(weights, causal: bool, top: int = 5, min_distance: int = ANCHOR_DIST
         # every row's weight on each column (one product), less the few cells too near each row
         # (|i − j| < min_distance; a causal row's are before it): no (rows, columns) mask made
         got[lo:lo + c] += (w.T @ wt).double()
+        if spaced is not None and bool((later := local >= sample.whole).any()):
+            spaced[:, lo:lo + c].index_add_(0, local[later] - sample.whole, w[later])
         j = rows[local][:, None] + near[None, :] - lo
         inside = (j >= 0) & (j < c)
         j = j.clamp(0, c - 1)
@@ -388,7 +402,7 @@ def anchors(weights, causal: bool, top: int = 5, min_distance: int = ANCHOR_DIST
             first += float(w[:, 0].double() @ wt.double())
     got /= grids
     if n <= min_distance:
-        return [(0, first / grids / float(sample.weights.sum()))] if n else []
+        return [(0, first / grids / float(sample.weights.sum()), 0.0)] if n else []
     jj = torch.arange(n)
     counts = (n - (jj + min_distance)).clamp_min(0)  # the far rows of each column: after it
     if not causal:
@@ -398,7 +412,16 @@ def anchors(weights, causal: bool, top: int = 5, min_distance: int = ANCHOR_DIST
     eligible = counts >= max(1, min(n - min_distance, max(min_distance, n // 4)))
     score = torch.where(eligible, score, torch.full_like(score, -1.0))
     best = torch.argsort(score, descending=True)[: min(top, int(eligible.sum()))]
-    return [(int(b), float(score[b])) for b in best]
+    spreads = [0.0] * len(best)
+    if spaced is not None:
+        later = rows[sample.whole:]
+        for x, b in enumerate(best.tolist()):
+            far = (later - b).abs() >= min_distance if not causal else later - b >= min_distance
+            values = torch.zeros(r, dtype=torch.float64)  # a row's far weight on b (the rows read whole: unused)
+            values[sample.whole:] = torch.where(far, spaced[:, b].double() / grids, 0.0)
+            # the score is Σ (weighted) far weight / the column's far rows = the sample's mean · n / far rows
+            spreads[x] = sample.spread_95(values) * n / max(1, int(counts[b]))
+    return [(int(b), float(score[b]), spreads[x]) for x, b in enumerate(best.tolist())]
 
 
 def sink_share(weights, sample: RowSample | None = None) -> float:

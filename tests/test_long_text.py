@@ -214,9 +214,89 @@ def test_step_4_finds_a_long_texts_anchors_on_the_model_wide_sample_and_says_so(
     assert measures.anchors(text, "tiny", 5) == expect[:5]
     said = i18n.translate("en", "hubs.anchors_sampled", rows="512", n="3,000", first="256", spaced="256")
     captions = [c.value for c in at.caption]
-    assert said in captions, captions
-    listed = captions[captions.index(said) - 1]  # the list it is said of, just above
+    found = [c for c in captions if c.startswith(said)]
+    assert found, captions
+    listed = captions[captions.index(found[0]) - 1]  # the list it is said of, just above
     assert listed.startswith("Positions your text's far rows") and f"{expect[0][0]} · " in listed, listed
+
+
+def test_step_4_gives_each_sampled_anchor_its_stray_and_says_which_the_sample_cannot_order(make_app, monkeypatch,
+                                                                                          fresh_caches):
+    """On 3,000 tokens step 4's anchors are read on 512 rows (the first 256, and 256 spread
+    over the rest): each listed anchor is written with its score ± the stray of such samples,
+    the listed ones whose ranges overlap are said to be in an order the sample cannot tell,
+    and so is a position not listed whose range reaches the fifth's. Worked out here from the
+    sampled rows written out whole: a row's far weight on column j (i − j ≥ 8, averaged over
+    every layer and head), the score Σ (rows each stands for) · far weight / the far rows of
+    j, and its stray 1.96 standard errors of the spread rows' far weights (the finite-population
+    correction, scaled as the score is)."""
+    from helpers import page_path
+    from ui import analyses, drawing, i18n, walk
+
+    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
+    text = text_of(3000)
+    at = make_app("tiny", "en")
+    at.run()
+    at.text_area(key="text").input(text).run()
+    at.switch_page(page_path(walk.get("hubs"))).run()
+    assert not at.exception, [e.value for e in at.exception]
+
+    a = analyses.get_analysis(text, "tiny")
+    n, d, whole = 3000, 8, 256
+    sample = RowSample.spread(n, whole, 256)
+    pos = sample.positions
+    far = torch.zeros(pos.numel(), n, dtype=torch.float64)
+    for layer in range(a.n_layers):
+        far += a.weights()[layer].at(pos).dense().double().sum(0)  # (rows, n), the heads summed
+    far /= a.n_layers * a.n_heads
+    far *= (pos[:, None] - torch.arange(n)[None, :]) >= d
+    counts = n - torch.arange(n) - d
+    score = (sample.weights[:, None] * far).sum(0) / counts.clamp_min(1)
+    eligible = [j for j in range(n) if counts[j] >= n // 4]  # a quarter of the text after it
+    ranked = sorted(eligible, key=lambda j: -float(score[j]))[:8]
+    m, rest = 256, n - whole
+
+    def stray(j):
+        se = float(far[whole:, j].std()) / math.sqrt(m) * math.sqrt(1 - m / rest)
+        return 1.96 * se * rest / n * n / int(counts[j])
+
+    read = [(j, float(score[j]), stray(j)) for j in ranked]
+    assert all(s > 0 for _, _, s in read)
+    digits = min(6, max(3, 1 - math.floor(math.log10(min(s for _, _, s in read)))))
+
+    def item(j, sc, sp):
+        return f"{j} · {drawing.literal(a.tokens[j])} ({sc:.{digits}f} ± {sp:.{digits}f})"
+
+    def listing(words):  # English lists: "a and b", "a, b, and c"
+        return " and ".join(words) if len(words) < 3 else ", ".join(words[:-1]) + ", and " + words[-1]
+
+    captions = [c.value for c in at.caption]
+    listed = next(c for c in captions if c.startswith("Positions your text's far rows"))
+    assert listed.endswith(": " + listing([item(*x) for x in read[:5]])), listed
+
+    def overlap(x, y):
+        return abs(x[1] - y[1]) <= x[2] + y[2]
+
+    runs, run = [], [read[0]]
+    for x, y in zip(read[:4], read[1:5]):
+        if overlap(x, y):
+            run.append(y)
+        else:
+            runs.append(run)
+            run = [y]
+    runs.append(run)
+    said = [i18n.translate("en", "hubs.anchors_sampled", rows="512", n="3,000", first="256", spaced="256")]
+    for r in runs:
+        if len(r) > 1:
+            names = listing([str(x[0]) for x in r])
+            said.append(f"Positions {names} lie within each other's range: this sample cannot tell their order.")
+    nearby = [x for x in read[5:] if overlap(read[4], x)]
+    if nearby:
+        said.append(i18n.translate("en", "hubs.anchors_close_next", names=listing([item(*x) for x in nearby]),
+                                   count=len(nearby),
+                                   last=read[4][0]))
+    assert len(said) > 1  # this text's anchors take nearly equal weight: some order is not told
+    assert " ".join(said) in captions, captions
 
 
 def test_step_6s_indexer_recall_reads_the_first_tokens_its_errors_read(monkeypatch, fresh_caches):
@@ -636,3 +716,142 @@ def test_a_file_that_is_no_utf8_text_is_refused_and_one_just_under_the_bound_is_
     at.sidebar.file_uploader(key="text_file").set_value(("over.txt", over, "text/plain")).run()
     assert at.session_state[keys.TEXT] == near[:session.MAX_CHARS].decode()
     assert i18n.translate("en", "sidebar.upload_too_big", name="over.txt", mb=2) in [x.value for x in at.toast]
+
+
+def test_step_6_names_the_hubs_its_errors_measured_when_some_lie_past_the_tokens_read(make_app, monkeypatch,
+                                                                                     fresh_caches):
+    """On 3,000 tokens step 6's errors read the first 2,048: with hubs 0, 2,500 and 2,900 asked
+    for, window + hubs is measured with hub 0 alone, and every label of it on the page (the
+    bar, the metric, the vote's options and revealed answer) says so, with the hubs left out
+    named; its error equals window 16 + the first token's, computed here in float64 on those
+    2,048 tokens of the full layer 3 (a cell (i, j) read when j ≤ i and i − j < 16, or j = 0)."""
+    import json
+
+    from helpers import page_path, revealed
+    from ui import analyses, i18n, walk
+
+    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
+    text = text_of(3000)
+    at = make_app("tiny", "en")
+    at.run()
+    at.text_area(key="text").input(text).run()
+    at.switch_page(page_path(walk.get("honest-catch"))).run()
+    at.selectbox(key="s6_layer").set_value(3).run()
+    at.multiselect(key="s6_hubs").set_value([0, 2500, 2900]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["s6_w"] == 16
+    name = "window 16 + hub 0 only"
+    assert not [m for m in at.metric if "3 hubs" in m.label]
+    shown = next(m for m in at.metric if m.label == f"{name}: error")
+    said = ("Hubs 2500 and 2900 lie beyond the first 2,048 tokens these errors read, so window + hubs is measured "
+            "with hub 0 alone.")
+    assert said in [c.value for c in at.caption], [c.value for c in at.caption]
+    assert i18n.translate("en", "honest_catch.name_window_hubs_some", w=16, g=1, hubs="0") == name
+    specs = [json.dumps(json.loads(c.proto.spec)["data"], ensure_ascii=False) for c in at.get("plotly_chart")]
+    assert any(name in s for s in specs) and not any("+ 3 hubs" in s for s in specs)
+    options = [o for r in at.radio for o in r.options]
+    assert name in options and not [o for o in options if "3 hubs" in o], options
+
+    # by hand: the layer's q, k, v on the first 2,048 tokens, softmax in float64, head by head
+    a = analyses.get_analysis(text, "tiny")
+    m, scale = 2048, a.layers[3].scale
+    assert a.n == 3000 and a.layers[3].window is None
+    q, k, v = (x[0, :, :m].double() for x in a.qkv(3))
+    i, j = torch.arange(m)[:, None], torch.arange(m)[None, :]
+    seen = j <= i
+    kept = seen & ((i - j < 16) | (j == 0))
+    errs = []
+    for h in range(q.shape[0]):
+        s = q[h] @ k[h].T * scale
+        exact = torch.softmax(s.masked_fill(~seen, float("-inf")), -1) @ v[h]
+        got = torch.softmax(s.masked_fill(~kept, float("-inf")), -1) @ v[h]
+        errs.append(float((got - exact).norm() / exact.norm()))
+    assert shown.value == i18n.fmt_pct(sum(errs) / len(errs), "en")
+    answer = revealed(at)
+    page = " ".join(x.value for x in at.markdown)
+    assert said in page and "3 hubs" not in page
+    assert "hub" not in answer or answer.startswith(name), answer
+
+
+def test_the_closing_pages_numbers_read_on_a_sample_say_so_with_each_ones_stray(make_app, monkeypatch, fresh_caches):
+    """On 3,000 tokens the closing page's first token's share, its 16 nearest tokens' and the
+    two together are read on 2,048 rows (the first 1,024, and 1,024 spread over the rest): the
+    page says so under them, with each one's stray. Worked out here from those rows written
+    out whole, each row's kept weight averaged over every layer and head: the shares are the
+    rows' weighted means (the sink's over the rows after the first), the strays 1.96 standard
+    errors of the spread rows' values with the finite-population correction."""
+    from helpers import page_path
+    from ui import analyses, i18n, walk
+
+    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
+    text = text_of(3000)
+    at = make_app("tiny", "en")
+    at.run()
+    at.text_area(key="text").input(text).run()
+    at.switch_page(page_path(walk.get("closing"))).run()
+    assert not at.exception, [e.value for e in at.exception]
+
+    a = analyses.get_analysis(text, "tiny")
+    n, whole, m = 3000, 1024, 1024
+    sample = RowSample.spread(n, whole, m)
+    pos = sample.positions
+    i, j = pos[:, None], torch.arange(n)[None, :]
+    near_cells = (j <= i) & (i - j < 16)
+    both_cells = near_cells | ((j == 0) & (j <= i))
+    near = torch.zeros(pos.numel(), dtype=torch.float64)
+    both, first = torch.zeros_like(near), torch.zeros_like(near)
+    for layer in range(a.n_layers):
+        rows = a.weights()[layer].at(pos).dense().double()  # (heads, rows, n)
+        near += (rows * near_cells).sum(-1).sum(0)
+        both += (rows * both_cells).sum(-1).sum(0)
+        first += rows[..., 0].sum(0)
+    grids = a.n_layers * a.n_heads
+    near, both, first = near / grids, both / grids, first / grids
+    wt = sample.weights
+    rest = n - whole
+
+    def stray(values, rows_after):  # 95 % of the spread rows' mean, scaled to the rows it stands for
+        se = float(values[whole:].std()) / math.sqrt(m) * math.sqrt(1 - m / rest)
+        return 1.96 * se * rest / rows_after
+
+    got = {"near": (float((wt * near).sum() / n), stray(near, n)),
+           "both": (float((wt * both).sum() / n), stray(both, n)),
+           "sink": (float((wt[1:] * first[1:]).sum() / (n - 1)), stray(first, n - 1))}  # rows after the first
+    lead = i18n.translate("en", "closing.lead_numbers", n="3,000", w=16,
+                          **{k: i18n.fmt_pct(v, "en") for k, (v, _) in got.items()})
+    assert lead in [x.value for x in at.markdown]
+    note = ("These three numbers are read on 2,048 of the text's 3,000 rows: all of its first 1,024 rows, and 1,024 "
+            "more spread evenly over the rest. 95% of such samples land within ±{sink} percentage points of the "
+            "first token's share, ±{near} of the neighbours' and ±{both} of the two together.")
+    smallest = min(100 * s for _, s in got.values())
+    assert smallest > 0
+    digits = min(4, max(2, -math.floor(math.log10(smallest))))  # never ±0.00: as many as its first digit needs
+    note = note.format(**{k: f"{100 * s:.{digits}f}" for k, (_, s) in got.items()})
+    assert note in [c.value for c in at.caption], [c.value for c in at.caption]
+
+
+def test_the_playground_names_the_hubs_its_swap_and_its_error_leave_out_past_their_first_tokens(
+        make_app, monkeypatch, fresh_caches):
+    """On 3,000 tokens with hubs 0, 1000 and 2500 chosen, the swap runs the model on the first
+    256 tokens and the output error reads the first 2,048: each says which of the hubs lie
+    past its tokens (1000 and 2500; 2500), never only «your pattern»."""
+    from attn import swap
+    from helpers import page_path
+    from ui import i18n, walk
+
+    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
+    at = make_app("tiny", "en")
+    at.run()
+    at.text_area(key="text").input(text_of(3000)).run()
+    at.switch_page(page_path(walk.get("playground"))).run()
+    at.radio(key="pg_hub_mode").set_value("chosen").run()
+    at.multiselect(key="pg_hubs").set_value([0, 1000, 2500]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert swap.SWAP_MAX_TOKENS == 256 and "hubs" in at.session_state["pg_on"]
+    captions = [c.value for c in at.caption]
+    runs = i18n.translate("en", "playground.swap_caption", n="256", scope=i18n.translate("en", "playground.scope_all"))
+    left = "Hubs 1000 and 2500 lie beyond the first 256 tokens, so the pattern measured on them leaves them out."
+    assert f"{runs} {left}" in captions, captions
+    first = i18n.translate("en", "playground.error_first", m="2,048", n="3,000")
+    assert f"{first} Hub 2500 lies beyond the first 2,048 tokens, so the pattern measured on them leaves it out." \
+        in captions, captions

@@ -3,6 +3,8 @@ the reader's own numbers; in a class, the room's verdict on each claim of the le
 
 from __future__ import annotations
 
+import math
+
 from attn import methods, room_numbers
 
 from ui import room_figures
@@ -11,6 +13,13 @@ from ui.step_parts import RoomChart, RoomView, Step
 from ui.walk import page_file
 
 NEAR = 16  # the neighbourhood the summary speaks of: the 16 most recent tokens, each token itself included
+
+
+def stray_digits(points) -> int:
+    """The decimals the strays (in percentage points) are written with: 2, or more where the
+    smallest needs them to show its first digit (at most 4), never a stray written as 0.00."""
+    small = min((x for x in points if x > 0), default=0.0)
+    return 2 if small <= 0 else min(4, max(2, -math.floor(math.log10(small))))
 
 
 def room_verdict(t: Translator, done: list, cfg: dict) -> RoomView:

@@ -14,12 +14,18 @@ if a is None:
     if not text.strip():  # a text too short has been told so already, by the analysis
         st.info(t("closing.empty"))
 else:
-    near = measures.kept(text, model_id, closing.NEAR, ()).mean
-    both = measures.kept(text, model_id, closing.NEAR, (0,)).mean
+    near = measures.kept(text, model_id, closing.NEAR, ())
+    both = measures.kept(text, model_id, closing.NEAR, (0,))
+    sink, read = measures.sink_estimate(text, model_id)  # the rows all three were read on (a long text's sample)
     # an encoder's window reaches both ways: its neighbours lie on either side
     lead = "closing.lead_numbers" if a.causal else "closing.lead_numbers_both"
-    st.markdown(t(lead, n=t.int(a.n), sink=t.pct(measures.sink_share(text, model_id)), w=closing.NEAR,
-                  near=t.pct(near), both=t.pct(both)))
+    st.markdown(t(lead, n=t.int(a.n), sink=t.pct(sink), w=closing.NEAR, near=t.pct(near.mean),
+                  both=t.pct(both.mean)))
+    if not read.every_row:  # read on a sample of a long text's rows: said so, with each number's stray
+        strays = {"sink": 100 * read.spread, "near": 100 * near.sampled.spread, "both": 100 * both.sampled.spread}
+        digits = closing.stray_digits(strays.values())
+        st.caption(t("closing.lead_sampled", rows=t.int(read.rows), n=t.int(read.n), first=t.int(read.first),
+                     spaced=t.int(read.rows - read.first), **{k: t.float(x, digits) for k, x in strays.items()}))
     pair = hub_pair(4)
     measured = model_swaps.measured(text, pair) if served_model.has_head() else None
     if not served_model.has_head():  # a folder without its language-model head: nothing to measure with

@@ -41,9 +41,30 @@ def _chosen(cfg: dict) -> tuple[int, int, int, tuple[int, ...]]:
     return cfg["s6_layer"], int(cfg["s6_head"]), cfg["s6_w"], tuple(sorted(cfg["s6_hubs"]))
 
 
+def window_hubs_name(t: Translator, w: int, asked: tuple, reach: tuple) -> str:
+    """Window + hubs as measured: with the hubs asked for, or, where some lie beyond the tokens
+    a measure reads, with those in reach, named (``reach``: the hubs it was measured with)."""
+    if len(reach) == len(asked):
+        return t("methods.window_hubs", w=w, g=len(asked))
+    if not reach:
+        return t("honest_catch.name_window_hubs_none", w=w)
+    return t("honest_catch.name_window_hubs_some", w=w, g=len(reach), hubs=t.list(str(h) for h in reach))
+
+
+def hubs_beyond(t: Translator, asked: tuple, reach: tuple, m: int) -> str | None:
+    """The sentence that says which hubs lie beyond the ``m`` tokens a measure read, and which
+    it was measured with (None: every hub asked for was in reach)."""
+    left = [h for h in asked if h not in reach]
+    if not left:
+        return None
+    return t("honest_catch.hubs_beyond_some" if reach else "honest_catch.hubs_beyond_none", out=len(left),
+             left=t.list(str(h) for h in left), m=t.int(m), g=len(reach), kept=t.list(str(h) for h in reach))
+
+
 def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     layer, head, w, hubs = _chosen(cfg)
     err = measures.errors(text, model_id, layer, w, hubs)
+    hubs_name = window_hubs_name(t, w, hubs, err.hubs)  # with the hubs the errors' tokens hold
     mean = err.mean
     shown = methods.tagged(methods.ERRORS)
     order = [m.name for m in shown]
@@ -51,8 +72,9 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     own, own32 = methods.own().name, methods.in_float32(methods.own().name)
     # (or, where the layer changes its scores before the softmax, written out step by step)
     ran = "written" if err.plain else "fused"
-    names = [t(f"honest_catch.name_{ran}", dtype=err.dtype) if m.name == own else t(m.label_key, w=w, g=len(hubs))
-             for m in shown]
+    with_hubs = methods.window(hubs=True).name
+    names = [t(f"honest_catch.name_{ran}", dtype=err.dtype) if m.name == own else
+             hubs_name if m.name == with_hubs else t(m.label_key, w=w, g=len(err.hubs)) for m in shown]
     if own32 in mean:  # on a GPU: the same in float32 too
         order.insert(1, own32)
         names.insert(1, t(f"honest_catch.name_{ran}", dtype="float32"))
@@ -70,10 +92,10 @@ def summary(t: Translator, a, text: str, model_id: str, cfg: dict) -> Summary:
     shortcuts = [name for name in order if name not in (own, own32)]
     closest = min(shortcuts, key=lambda name: mean[name])
     q = Question(t(f"honest_catch.question_{ran}", layer=layer), shortcuts, closest, lambda name: label_of[name],
-                 f"{label_of[closest]} ({t.pct(mean[closest])})")
+                 f"{label_of[closest]} ({t.pct(mean[closest])})", note=hubs_beyond(t, hubs, err.hubs, err.n))
     best_linear = min((m for m in shown if m.family == "linear"), key=lambda m: mean[m.name])
     key = [(t(f"honest_catch.metric_{ran}"), t.sci(mean[own])),
-           (t("honest_catch.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean[methods.window(hubs=True).name])),
+           (t("honest_catch.metric_error_of", name=hubs_name), t.pct(mean[with_hubs])),
            (t("honest_catch.metric_best_linear", f=t(f"features.{best_linear.feature}")),
             t.pct(mean[best_linear.name]))]
     params = [(t("common.layer"), layer_label(t, a, layer)), (t("common.head"), head_label(t, head)),

@@ -29,12 +29,15 @@ if err.plain:  # a soft cap, a bias: the fused kernel cannot, so the layer's own
 else:
     k1.metric(t("honest_catch.metric_fused"), t.sci(mean[own]),
               help=t("honest_catch.metric_fused_help", dtype=err.dtype))
-k2.metric(t("honest_catch.metric_window_hubs", w=w, g=len(hubs)), t.pct(mean[methods.window(hubs=True).name]))
+k2.metric(t("honest_catch.metric_error_of", name=honest_catch.window_hubs_name(t, w, hubs, err.hubs)),
+          t.pct(mean[methods.window(hubs=True).name]))
 k3.metric(t("honest_catch.metric_best_linear", f=t(f"features.{best_linear.feature}")), t.pct(mean[best_linear.name]),
           delta=t("honest_catch.metric_uniform", u=t.pct(err.uniform)), **drawing.REFERENCE)
 
 if err.n < n:  # a long text: the layer's outputs are written out on its first tokens
     st.caption(t("common.layer_first", m=t.int(err.n), n=t.int(n)))
+if (beyond := honest_catch.hubs_beyond(t, hubs, err.hubs, err.n)) is not None:  # named: measured without them
+    st.caption(beyond)
 drawing.show_figure(sm.figure, key="s6_errors")
 st.caption(t("honest_catch.heads_note"))  # the errors average the layer's heads; the picked head draws the maps
 linear = [m for m in shown if m.family == "linear"]
@@ -110,8 +113,9 @@ feature = widgets.setting(t, "s6_feature", a, t("honest_catch.pick_feature"), ho
 maps = measures.implied_maps(text, model_id, layer, head, w, hubs, feature)
 m = maps[own].shape[0]
 cols = st.columns(2)
-g_small = len([h for h in hubs if h < m])
-titles = {name: t(methods.get(name).label_key, w=w, g=g_small) for name in maps}
+small = tuple(h for h in hubs if h < m)  # the hubs among the drawn tokens: those the maps hold
+titles = {name: honest_catch.window_hubs_name(t, w, hubs, small) if name == methods.window(hubs=True).name else
+          t(methods.get(name).label_key, w=w, g=len(small)) for name in maps}
 
 
 def map_figure(key: str, grid):

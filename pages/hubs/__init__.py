@@ -3,6 +3,7 @@ causal model the first token is a sink; an encoder's own hubs are its special to
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from attn import room_numbers
@@ -47,6 +48,45 @@ def reach_phrase(t: Translator, res: measures.HopGrid) -> str:
     if res.farthest is None:
         return t("hubs.pairs_never", n=t.int(res.never))
     return t("hubs.farthest_layers", n=t.int(res.farthest))
+
+
+ANCHORS_LISTED = 5  # the anchors the page lists (of measures.ANCHORS_READ read)
+
+
+def overlap(x: tuple, y: tuple) -> bool:
+    """Whether two anchors' (position, score, spread) ranges overlap: a sample that cannot
+    tell which of them takes more weight."""
+    return abs(x[1] - y[1]) <= x[2] + y[2]
+
+
+def score_digits(spreads) -> int:
+    """The decimals the anchors' scores and spreads are written with: 3, or more where the
+    smallest spread needs them to show its first two digits (at most 6)."""
+    small = min((x for x in spreads if x > 0), default=0.0)
+    return 3 if small <= 0 else min(6, max(3, 1 - math.floor(math.log10(small))))
+
+
+def close_groups(found: list) -> list[list]:
+    """The listed anchors (best first, each (position, score, spread)) in runs of neighbours in
+    rank whose ranges overlap, each run of two or more: the orders the sample cannot tell."""
+    runs, run = [], found[:1]
+    for prev, x in zip(found, found[1:]):
+        if overlap(prev, x):
+            run.append(x)
+        else:
+            runs.append(run)
+            run = [x]
+    runs.append(run)
+    return [r for r in runs if len(r) > 1]
+
+
+def close_to_last(read: list, listed: int) -> list:
+    """The anchors read but not listed whose range overlaps the last listed one's: read on
+    every row, one of them could be listed in its place."""
+    if len(read) <= listed:
+        return []
+    last = read[listed - 1]
+    return [x for x in read[listed:] if overlap(last, x)]
 
 
 def hub_sets(hubs: tuple) -> tuple:

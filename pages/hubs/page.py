@@ -11,18 +11,32 @@ from pages import hubs as step
 page = step_page.opened(step.STEP)
 t, a, text, model_id = page.t, page.a, page.text, page.model_id
 n = a.n
-found = measures.anchors(text, model_id, 5)
+read_all = measures.anchor_scores(text, model_id)  # the anchors read: the 5 listed, then the next ones
+found = read_all[:step.ANCHORS_LISTED]
 if n <= measures.ANCHOR_DISTANCE:  # no row lies that far after another: there is nothing to score anchors by
     st.caption(t("hubs.anchors_none" if a.causal else "hubs.anchors_none_both", n=t.int(n),
                  d=t.int(measures.ANCHOR_DISTANCE)))
 else:
-    items = t.list(t("hubs.anchor_item", p=p, token=drawing.literal(a.tokens[p]), score=t.float(score, 3))
-                   for p, score in found)
-    st.caption(t("hubs.anchors_found" if a.causal else "hubs.anchors_found_both", found=items))
-    read = row_reads.model_sample(a)  # a long text's anchors: found on a sample of its rows
+    read = row_reads.model_sample(a)  # a long text's anchors: found on a sample of its rows, each score ± its spread
+    digits = step.score_digits(x[2] for x in read_all)
+
+    def item(p: int, score: float, spread: float) -> str:
+        if read.every_row:
+            return t("hubs.anchor_item", p=p, token=drawing.literal(a.tokens[p]), score=t.float(score, 3))
+        return t("hubs.anchor_item_sampled", p=p, token=drawing.literal(a.tokens[p]), score=t.float(score, digits),
+                 spread=t.float(spread, digits))
+
+    st.caption(t("hubs.anchors_found" if a.causal else "hubs.anchors_found_both",
+                 found=t.list(item(*x) for x in found)))
     if not read.every_row:
-        st.caption(t("hubs.anchors_sampled", rows=t.int(read.count), n=t.int(n), first=t.int(read.whole),
-                     spaced=t.int(read.count - read.whole)))
+        said = [t("hubs.anchors_sampled", rows=t.int(read.count), n=t.int(n), first=t.int(read.whole),
+                  spaced=t.int(read.count - read.whole))]
+        for group in step.close_groups(found):  # neighbours in rank the sample cannot order
+            said.append(t("hubs.anchors_close", names=t.list(str(p) for p, _, _ in group)))
+        if nearby := step.close_to_last(read_all, step.ANCHORS_LISTED):  # one not listed that could be fifth
+            said.append(t("hubs.anchors_close_next", names=t.list(item(*x) for x in nearby), count=len(nearby),
+                          last=found[-1][0]))
+        st.caption(t.sentences(said))
 hubs = tuple(sorted(widgets.setting(t, "s4_hubs", a, t("hubs.pick_hubs"))))
 w = widgets.setting(t, "s4_w", a, t("hubs.pick_w"))
 g = len(hubs)

@@ -130,10 +130,12 @@ class PatternKept:
 
 @dataclass(frozen=True)
 class PatternError:
-    """The pattern's output error in one layer, and equal weights' (the floor)."""
+    """The pattern's output error in one layer, and equal weights' (the floor), on the
+    text's first ``n`` tokens (row_reads.layer_tokens: a long text's first)."""
 
     mean: float
     uniform: float
+    n: int = 0
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,15 @@ def apply_preset(name: str, model_window: int, causal: bool = True) -> None:
     arguments stay in the reader's session: small values, never the analysis.)"""
     for key, value in preset(name, model_window, causal).items():
         widgets.chosen_by_reader(key, value)  # the reader's own choice, as a widget's change is
+
+
+def hubs_left_out(t: Translator, c: Composition, m: int) -> str | None:
+    """The sentence that names the pattern's hubs past the first ``m`` tokens a measure reads
+    (composition_on_prefix drops them), or None when it keeps them all."""
+    left = [h for h in c.hubs if h >= m]
+    if not left:
+        return None
+    return t("playground.hubs_left_out", count=len(left), hubs=t.list(str(h) for h in left), m=t.int(m))
 
 
 def hub_positions(cfg: dict, anchors: list[int]) -> tuple[int, ...]:
@@ -367,7 +378,7 @@ def error(text: str, model_id: str, key: tuple, layer: int, top_key_: tuple | No
     top = topk_part.of_key(top_key_)
     r = outputs.pattern_error(q, k, v, a.layers[layer], comp, bias=bias,
                               method=None if top is None else top.method, keep=None if top is None else top.keep)
-    return PatternError(r["mean"], r["uniform"])
+    return PatternError(r["mean"], r["uniform"], m)
 
 
 def swap_settings(a, c: Composition, scope: str, top: TopK | None = None, every: int = STACK_EVERY) -> list:

@@ -100,8 +100,9 @@ st.subheader(t("playground.cost_heading"))
 m1, m2, m3, m4 = st.columns(4)
 if top is not None:
     tc = pg.top_costs(text, model_id, key, tk, layer, causal)
-    if tc.n < n:  # a long text: top-k's cells chosen on its first tokens
-        st.caption(t("playground.topk_first", m=t.int(tc.n), n=t.int(n)))
+    if tc.n < n:  # a long text: top-k's cells chosen on its first tokens (and the hubs past them named)
+        st.caption(t.sentences(x for x in (t("playground.topk_first", m=t.int(tc.n), n=t.int(n)),
+                                           pg.hubs_left_out(t, comp, tc.n)) if x))
     mean_cells = tc.cells / tc.heads
     m1.metric(t("playground.metric_cells_topk", layer=layer),
               t.int(tc.cells // tc.heads) if tc.cells % tc.heads == 0 else t.float(mean_cells, 2),
@@ -190,6 +191,9 @@ if err is not None:
               delta=t("playground.metric_error_delta", floor=t.pct(err.uniform)), **drawing.REFERENCE)
 else:
     k3.metric(t("playground.metric_error", layer=layer), "—", help=t("playground.keeps_own", layer=layer))
+if err is not None and err.n < n and top is None:  # a long text: the error reads its first tokens (top-k: said above)
+    st.caption(t.sentences(x for x in (t("playground.error_first", m=t.int(err.n), n=t.int(n)),
+                                       pg.hubs_left_out(t, comp, err.n)) if x))
 own = a.layers[layer].window
 if err is not None and own is not None and comp.window > own and n > own and top is None:
     # the pattern keeps every weight the layer computes, and reads further back than the layer ever does
@@ -206,7 +210,8 @@ scope_words = (t("playground.scope_stack_n", layers=t.list(str(i) for i in range
                if scope == "stack" else t(f"playground.scope_{scope}"))
 if served_model.has_head():  # without one nothing runs: run_or_show says so, and no caption says it runs
     caption = "playground.swap_caption" + ("" if a.causal else "_both") + ("" if a.n > swap_n else "_all")
-    st.caption(t(caption, n=t.int(min(a.n, swap_n)), scope=scope_words))
+    left = pg.hubs_left_out(t, comp, min(a.n, swap_n))  # the hubs the swap's tokens do not hold, named
+    st.caption(t.sentences(x for x in (t(caption, n=t.int(min(a.n, swap_n)), scope=scope_words), left) if x))
 res = model_swaps.run_or_show(t, text, pg.swap_settings(a, comp, scope, top, every), swap_n,
                               t("playground.swap_button"), "pg_swap")
 if res and not model_swaps.failure(t, res):
