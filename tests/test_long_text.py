@@ -743,8 +743,8 @@ def test_step_6_names_the_hubs_its_errors_measured_when_some_lie_past_the_tokens
     name = "window 16 + hub 0 only"
     assert not [m for m in at.metric if "3 hubs" in m.label]
     shown = next(m for m in at.metric if m.label == f"{name}: error")
-    said = ("Hubs 2500 and 2900 lie beyond the first 2,048 tokens these errors read, so window + hubs is measured "
-            "with hub 0 alone.")
+    said = ("Hubs 2500 and 2900 lie beyond the first 2,048 tokens these errors are measured on, so window + hubs "
+            "is measured with hub 0 alone.")
     assert said in [c.value for c in at.caption], [c.value for c in at.caption]
     assert i18n.translate("en", "honest_catch.name_window_hubs_some", w=16, g=1, hubs="0") == name
     specs = [json.dumps(json.loads(c.proto.spec)["data"], ensure_ascii=False) for c in at.get("plotly_chart")]
@@ -822,7 +822,8 @@ def test_the_closing_pages_numbers_read_on_a_sample_say_so_with_each_ones_stray(
     assert lead in [x.value for x in at.markdown]
     note = ("These three numbers are read on 2,048 of the text's 3,000 rows: all of its first 1,024 rows, and 1,024 "
             "more spread evenly over the rest. 95% of such samples land within ±{sink} percentage points of the "
-            "first token's share, ±{near} of the neighbours' and ±{both} of the two together.")
+            "first token's share, ±{near} of the neighbours' and ±{both} of the two together, each around its "
+            "figure above.")
     smallest = min(100 * s for _, s in got.values())
     assert smallest > 0
     digits = min(4, max(2, -math.floor(math.log10(smallest))))  # never ±0.00: as many as its first digit needs
