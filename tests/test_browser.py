@@ -183,11 +183,14 @@ def test_measuring_buttons_show_progress_then_live_numbers(page, tiny_url):
 
     page.goto(url + "/payoff?lang=en")
     wait_title(page, i18n.translate("en", "payoff.title"), 600_000)
+    wait_idle(page, 300_000)
+    # the key/value cache's tables (the model's own context, and a longer-context model's) are
+    # there from the start: the live run's is one more
+    before = page.locator('[data-testid="stDataFrame"]').count()
     page.get_by_role("button", name=i18n.translate("en", "payoff.run")).click()
     page.wait_for_selector('[data-testid="stProgress"]', timeout=60_000)  # progress is shown
-    # the key/value cache's table is there from the start: the live run's is the second
-    page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stDataFrame\"]').length >= 2",
-                           timeout=600_000, polling=POLL_MS)
+    page.wait_for_function("n => document.querySelectorAll('[data-testid=\"stDataFrame\"]').length > n",
+                           arg=before, timeout=600_000, polling=POLL_MS)
     wait_idle(page, 300_000)
     assert page.locator(".js-plotly-plot").count() >= 4  # the cost model, the cache, time and memory
     page.screenshot(path=os.path.join(ARTIFACTS, "en-7-payoff-measured.png"), full_page=True)

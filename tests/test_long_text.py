@@ -23,6 +23,22 @@ def text_of(n: int) -> str:
     return (words * (n // len(words) + 2))[: n + 16]
 
 
+def opened_on_3000_tokens(make_app, monkeypatch, step_id: str, lang: str = "en"):
+    """A page of the tiny model's app opened on a text of 3,000 tokens (ATLAS_MAX_TOKENS lets
+    it read them all): (the app, the text)."""
+    from helpers import page_path
+    from ui import walk
+
+    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
+    text = text_of(3000)
+    at = make_app("tiny", lang)
+    at.run()
+    at.text_area(key="text").input(text).run()
+    at.switch_page(page_path(walk.get(step_id))).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at, text
+
+
 def tensors(x) -> list[torch.Tensor]:
     """Every tensor an analysis holds, in its fields, dicts and tuples."""
     if isinstance(x, torch.Tensor):
@@ -134,15 +150,9 @@ def test_step_2s_model_wide_k_reads_a_smaller_stated_sample_within_its_spread_of
 def test_step_2_says_which_rows_its_model_wide_k_and_trend_read_on_a_long_text(make_app, monkeypatch, fresh_caches):
     """On 3,000 tokens, step 2 says under its k̄ over every head, and under the share's trend,
     that they read 512 of the 3,000 rows (the first 256, and 256 spread over the rest)."""
-    from helpers import page_path
-    from ui import i18n, walk
+    from ui import i18n
 
-    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
-    at = make_app("tiny", "en")
-    at.run()
-    at.text_area(key="text").input(text_of(3000)).run()
-    at.switch_page(page_path(walk.get("nearly-empty"))).run()
-    assert not at.exception, [e.value for e in at.exception]
+    at, _ = opened_on_3000_tokens(make_app, monkeypatch, "nearly-empty")
     captions = [c.value for c in at.caption]
     note = i18n.translate("en", "common.sampled_cells", rows="512", n="3,000", first="256", spaced="256", spread="§")
     head, tail = note.split("§")
@@ -160,17 +170,10 @@ def test_step_2s_coloured_cells_on_a_long_text_are_said_as_an_estimate_whose_str
     and head shown, counted here row by row with a sort) lies within that stray."""
     import re
 
-    from helpers import page_path
-    from ui import analyses, i18n, walk
+    from ui import analyses, i18n
     from ui.setting_rows import AVERAGE
 
-    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
-    text = text_of(3000)
-    at = make_app("tiny", "en")
-    at.run()
-    at.text_area(key="text").input(text).run()
-    at.switch_page(page_path(walk.get("nearly-empty"))).run()
-    assert not at.exception, [e.value for e in at.exception]
+    at, text = opened_on_3000_tokens(make_app, monkeypatch, "nearly-empty")
     layer, head, p = at.session_state["s2_layer"], at.session_state["s2_head"], at.session_state["s2_p"]
     template = i18n.translate("en", "nearly_empty.grid_caption_sampled", p="§", cells="§", total="§", spread="§",
                               rows="2,048", n="3,000")
@@ -198,16 +201,9 @@ def test_step_4_finds_a_long_texts_anchors_on_the_model_wide_sample_and_says_so(
                                                                                  fresh_caches):
     """On 3,000 tokens the anchors (step 4's list, the hubs' default) read the rows step 2's
     model-wide k̄ reads, the first 256 and 256 spread, and step 4 says so under its list."""
-    from helpers import page_path
-    from ui import analyses, i18n, measures, walk
+    from ui import analyses, i18n, measures
 
-    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
-    text = text_of(3000)
-    at = make_app("tiny", "en")
-    at.run()
-    at.text_area(key="text").input(text).run()
-    at.switch_page(page_path(walk.get("hubs"))).run()
-    assert not at.exception, [e.value for e in at.exception]
+    at, text = opened_on_3000_tokens(make_app, monkeypatch, "hubs")
     a = analyses.get_analysis(text, "tiny")
     sample = RowSample.spread(3000, 256, 256)
     expect = stats.anchors(a.weights().at(sample.positions), a.causal, top=measures.ANCHORS_READ, sample=sample)
@@ -230,16 +226,9 @@ def test_step_4_gives_each_sampled_anchor_its_stray_and_says_which_the_sample_ca
     every layer and head), the score Σ (rows each stands for) · far weight / the far rows of
     j, and its stray 1.96 standard errors of the spread rows' far weights (the finite-population
     correction, scaled as the score is)."""
-    from helpers import page_path
-    from ui import analyses, drawing, i18n, walk
+    from ui import analyses, drawing, i18n
 
-    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
-    text = text_of(3000)
-    at = make_app("tiny", "en")
-    at.run()
-    at.text_area(key="text").input(text).run()
-    at.switch_page(page_path(walk.get("hubs"))).run()
-    assert not at.exception, [e.value for e in at.exception]
+    at, text = opened_on_3000_tokens(make_app, monkeypatch, "hubs")
 
     a = analyses.get_analysis(text, "tiny")
     n, d, whole = 3000, 8, 256
@@ -674,15 +663,9 @@ def test_step_5_says_how_long_the_text_is_and_how_much_of_it_its_measure_reads(m
     """On 3,000 tokens step 5's orders read the first 2,048 (budgets.LAYER_TOKENS): its words
     on the break-even say both numbers, and never call 2,048 the text's length."""
     from attn import costs
-    from helpers import page_path
-    from ui import i18n, walk
+    from ui import i18n
 
-    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
-    at = make_app("tiny", "en")
-    at.run()
-    at.text_area(key="text").input(text_of(3000)).run()
-    at.switch_page(page_path(walk.get("linear"))).run()
-    assert not at.exception, [e.value for e in at.exception]
+    at, _ = opened_on_3000_tokens(make_app, monkeypatch, "linear")
     d = 16  # the tiny model's head size; elu + 1: m = d
     even = costs.linear_break_even(d, d, True)
     said = i18n.translate("en", "linear.break_long_part", n="2,048", total="3,000", nm=even.memory,
@@ -780,16 +763,9 @@ def test_the_closing_pages_numbers_read_on_a_sample_say_so_with_each_ones_stray(
     out whole, each row's kept weight averaged over every layer and head: the shares are the
     rows' weighted means (the sink's over the rows after the first), the strays 1.96 standard
     errors of the spread rows' values with the finite-population correction."""
-    from helpers import page_path
-    from ui import analyses, i18n, walk
+    from ui import analyses, i18n
 
-    monkeypatch.setenv("ATLAS_MAX_TOKENS", "3000")
-    text = text_of(3000)
-    at = make_app("tiny", "en")
-    at.run()
-    at.text_area(key="text").input(text).run()
-    at.switch_page(page_path(walk.get("closing"))).run()
-    assert not at.exception, [e.value for e in at.exception]
+    at, text = opened_on_3000_tokens(make_app, monkeypatch, "closing")
 
     a = analyses.get_analysis(text, "tiny")
     n, whole, m = 3000, 1024, 1024
