@@ -8,6 +8,7 @@ import os
 import re
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from browser_parts import ARTIFACTS, SEND_ENABLED, axe_violations, h1, screenshots_on_failure, wait_title
@@ -421,8 +422,14 @@ def test_three_phones_reason_see_the_one_shown_answer_the_matched_question_and_a
         for lang, pg in students.items():
             name = i18n.translate(lang, "vote.estimate_measured")
             chart = pg.locator(".st-key-vote_chart_s2_cells_estimate")
-            chart.wait_for(timeout=30_000)
-            chart.scroll_into_view_if_needed()  # Plotly draws a chart once it comes into view
+            for attempt in range(5):  # the reveal's rerun may replace the chart's element under the scroll
+                chart.wait_for(timeout=30_000)
+                try:
+                    chart.scroll_into_view_if_needed(timeout=10_000)  # Plotly draws a chart once it comes into view
+                    break
+                except PlaywrightError:
+                    if attempt == 4:
+                        raise
             traces = pg.wait_for_function(ESTIMATE_TRACES, arg=name, timeout=30_000, polling=POLL_MS).json_value()
             assert sorted(traces[i18n.translate(lang, "vote.estimate_guesses")]) == sorted(guesses.values())
             line = traces[name]
