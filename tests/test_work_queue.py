@@ -2,6 +2,7 @@
 model (server.work_queue) and the bounded caches every session shares (server.lru)."""
 
 import threading
+import time
 
 import pytest
 
@@ -49,10 +50,11 @@ def test_an_abandoned_ticket_lets_the_next_one_in():
     a, b = q.take("sweep"), q.take("analysis")
     c = q.take("handout")
     q.done(b)  # the second reader left before its turn
-    assert q.ahead(a) == 0 and q.ahead(c) == 1
-    q.done(a)
-    assert q.ahead(c) == 0
+    # neither has started: the handout (a guessed 5 s) before the sweep (90 s)
+    assert q.ahead(c) == 0 and q.ahead(a) == 1
     q.done(c)
+    assert q.ahead(a) == 0
+    q.done(a)
     with pytest.raises(RuntimeError):  # work that fails still lets the next one in
         q.run("analysis", lambda: (_ for _ in ()).throw(RuntimeError("work failed")))
     assert len(q) == 0 and q.run("analysis", lambda: 42) == 42 and len(q) == 0
@@ -132,22 +134,24 @@ def test_a_new_text_then_a_rooms_text_go_before_heavy_work_still_waiting_but_aft
     text = q.take("analysis")  # a reader's own new text
     later = q.take("analysis")
     room2 = q.take("room")
-    assert [q.ahead(t) for t in (text, later, room, room2, bench, handout)] == [1, 2, 3, 4, 5, 6]
+    # heavy work by what it has left: the handout (a guessed 5 s) before the benchmark (40 s)
+    assert [q.ahead(t) for t in (text, later, room, room2, handout, bench)] == [1, 2, 3, 4, 5, 6]
     workers = [_in_thread(lambda t=t, name=name: (q.wait(t), order.append(name), q.done(t)))
                for t, name in ((handout, "handout"), (bench, "bench"), (room2, "room2"), (room, "room"),
                                (later, "later"), (text, "text"))]
     q.done(running)
     for th in workers:
         th.join(5)
-    assert order == ["text", "later", "room", "room2", "bench", "handout"]
+    assert order == ["text", "later", "room", "room2", "handout", "bench"]
 
 
 def test_the_wait_told_is_each_kinds_measured_rate_times_its_size(monkeypatch):
     """A fake clock: a sweep of weight 2 took 20 s (10 s a unit), an analysis of weight
     1 took 1 s. Behind a sweep of weight 3 running for 12 s and a waiting sweep of
     weight 1, a new text waits only for what is left of the running sweep: 3·10 − 12 =
-    18 s, a second text 18 + 1 = 19 s; the waiting sweep 18 + 1 + 1 = 20 s (the two
-    texts went before it), and a handout after it 20 + 1·10 = 30 s."""
+    18 s, a second text 18 + 1 = 19 s; a handout (a guessed 5 s) 18 + 1 + 1 = 20 s (the
+    two texts go before it), and the waiting sweep after it 20 + 5 = 25 s (heavy work
+    waiting goes by what it has left: the handout's 5 s before the sweep's 10)."""
     import server.work_queue as work_queue
 
     now = [1000.0]
@@ -165,9 +169,9 @@ def test_the_wait_told_is_each_kinds_measured_rate_times_its_size(monkeypatch):
     heavy = q.take("handout")
     text = q.take("analysis", weight=1)
     text2 = q.take("analysis", weight=1)
-    assert q.estimate(heavy) == pytest.approx(30.0)
+    assert q.estimate(heavy) == pytest.approx(20.0)
     assert q.estimate(text) == pytest.approx(18.0) and q.estimate(text2) == pytest.approx(19.0)
-    assert q.estimate(waiting) == pytest.approx(20.0)  # behind the running sweep and both texts
+    assert q.estimate(waiting) == pytest.approx(25.0)  # behind the running sweep, both texts and the handout
 
 
 def test_a_shared_result_store_is_bounded_and_safe_across_threads():
@@ -195,3 +199,86 @@ def test_a_shared_result_store_is_bounded_and_safe_across_threads():
     for th in threads:
         th.join()
     assert len(big) == 50 and big.nbytes == 50
+
+
+def test_a_short_text_taken_while_a_long_one_runs_in_pieces_goes_at_the_next_piece():
+    """A long text read in ten pieces (100 tokens at 1 s a token, as measured); a short
+    text (1 token) taken during its third piece runs right after that piece, then the long
+    one goes on where it was, and finishes."""
+    q = TicketQueue()
+    q._took["analysis"] = 1.0
+    log, short_taken = [], threading.Event()
+
+    def long_work(turn):
+        for i in range(10):
+            log.append(f"long {i}")
+            if i == 2:
+                _in_thread(lambda: q.run("analysis", lambda: log.append("short"), weight=1))
+                assert _until(lambda: len(q) == 2)  # the short text holds its ticket
+            turn(100 - 10 * (i + 1))
+        return "read"
+
+    assert q.run("analysis", long_work, weight=100, pieces=True) == "read"
+    assert _until(lambda: "short" in log)
+    assert log == ["long 0", "long 1", "long 2", "short"] + [f"long {i}" for i in range(3, 10)]
+    assert len(q) == 0
+
+
+def test_a_long_text_behind_a_stream_of_short_ones_is_not_starved(monkeypatch):
+    """A fake clock: a long text of 100 s waits while short texts (1 s) keep coming; each
+    new short text goes first until the long one has waited about as long as it has left
+    to run (100 − 1 = 99 s, AGING = 1), then the long one goes before every later one."""
+    import server.work_queue as work_queue
+
+    now = [0.0]
+    monkeypatch.setattr(work_queue.time, "monotonic", lambda: now[0])
+    q = TicketQueue()
+    q._took["analysis"] = 1.0
+    long = q.take("analysis", weight=100)
+    for at, long_first in ((10.0, False), (60.0, False), (98.0, False), (100.0, True), (150.0, True)):
+        now[0] = at
+        short = q.take("analysis", weight=1)
+        assert (q.ahead(long) == 0) is long_first, at
+        q.done(short)
+
+
+def test_no_ticket_goes_before_an_earlier_one_of_its_tier_with_less_left():
+    """Brute force on random lines: tickets of random sizes taken at random moments, some
+    of them already part done; in the order served, no ticket comes before one of its tier
+    that was taken earlier and has no more left (that one is both older and shorter)."""
+    import random
+
+    import server.work_queue as work_queue
+
+    rng = random.Random(7)
+    for _ in range(200):
+        q = TicketQueue()
+        q._took.update(analysis=1.0, room=2.0)
+        clock, tickets = 0.0, []
+        for _ in range(rng.randint(2, 9)):
+            clock += rng.uniform(0, 30)
+            t = q.take(rng.choice(["analysis", "analysis", "room"]), weight=rng.uniform(1, 200))
+            t.taken = clock
+            if rng.random() < 0.3:
+                t.left = rng.uniform(0, t.weight)
+            tickets.append(t)
+        real = work_queue.time.monotonic
+        at = clock + rng.uniform(0, 100)
+        work_queue.time.monotonic = lambda: at
+        try:
+            order = sorted(tickets, key=q.ahead)
+        finally:
+            work_queue.time.monotonic = real
+        for i, b in enumerate(order):
+            for a in order[i + 1:]:
+                older_and_shorter = a.tier == b.tier and a.taken < b.taken and a.to_do <= b.to_do
+                assert not older_and_shorter, (a, b)
+
+
+def _until(ok, seconds: float = 5.0) -> bool:
+    end = time.monotonic() + seconds
+    while not ok():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+    return True
