@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
-from transformers import AttentionInterface
+from transformers import AttentionInterface, DynamicCache
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from . import arch as arch_
@@ -38,6 +38,12 @@ from .budgets import model_token_budget
 from .tokens import Tokenizer, labels_from_offsets, words_from_offsets
 
 OWN_ROWS = 1024  # query rows the layer's own attention scores at a time on a long causal text
+# A causal model reads a longer text CHUNK tokens at a time through every layer, each layer
+# keeping its keys and values (the chunked prefill of serving systems; a sliding layer keeps
+# its window): between chunks the process's queue may give the model to a shorter text
+# (server.work_queue), so a long text holds it up for one chunk at most, and no layer scores
+# a chunk's rows against more than the keys before them.
+CHUNK = 512
 
 _BASE_CACHE = 8  # unmodified hidden states kept (by token ids), for swaps on the same text
 _counter = itertools.count()
@@ -61,7 +67,9 @@ class Capture:
     (:meth:`attn.analysis.Analysis.weights` recomputes them)."""
 
     record: dict
-    progress: object = None  # called with (layers done, layers) after each layer, where given
+    progress: object = None  # called with (tokens read, tokens) after each layer, where given
+    rows: tuple[int, int] | None = None  # the text's tokens [s, e) this run reads (a chunk), None: all
+    tokens: int = 0  # the text's length (a chunk's run: for the progress)
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,10 @@ class Replace:
     method: str
     layers: frozenset[int]
     params: methods.Params = methods.Params()
+
+
+class _WholeRun(Exception):
+    """A chunk's run met a score bias (an additive mask): the text is read whole."""
 
 
 # --- the loaded model ----------------------------------------------------------
@@ -129,16 +141,20 @@ class LoadedModel:
         if plan is None:
             raise RuntimeError("attention called outside a plan")
         if isinstance(plan, Capture):
+            bias = arch_.additive_bias(attention_mask)
+            if bias is not None and plan.rows is not None:
+                raise _WholeRun()  # a bias the model adds to its scores: recorded from a whole run
             out = arch_.attend_rows(query, key, value, attention_mask, scale, softcap, causal=self.causal)
             rec = plan.record  # each layer into its slice of the analysis' tensors, made up front
+            s, e = plan.rows or (0, query.shape[2])
             for name, x in (("q", query), ("k", key), ("v", value)):
-                if rec[name] is not None:
-                    rec[name][layer].copy_(x.detach())
-            bias = arch_.additive_bias(attention_mask)
+                if rec[name] is not None:  # a chunk's keys and values are the last of those passed
+                    rec[name][layer][:, :, s:e].copy_(x.detach()[:, :, x.shape[2] - (e - s):])
             if bias is not None and "bias" in rec:  # a score the model adds to (an ALiBi-like bias)
                 rec["bias"][layer] = bias[0].detach().float().cpu()
             if plan.progress is not None:
-                plan.progress(layer + 1, self.n_layers)
+                n = plan.tokens or e
+                plan.progress(s + (e - s) * (layer + 1) // self.n_layers, n)
             return out, None
         k, v = arch_.repeat_kv(key, heads), arch_.repeat_kv(value, heads)  # (b, heads, n, d)
         if layer in plan.layers and plan.method != methods.own().name:
@@ -236,13 +252,15 @@ class LoadedModel:
     # -- analysis -----------------------------------------------------------------
 
     def analyze(self, text: str, max_tokens: int | None = None, mask: torch.Tensor | None = None,
-                progress=None) -> Analysis:
+                progress=None, between=None) -> Analysis:
         """Run the model on ``text`` (at most ``max_tokens`` tokens, default the model's
         budget for the device; never past its positions) and record its attention; on an
         encoder, its runs on the text's beginnings too (Analysis.prefix). ``mask``: an
         additive 4-D mask handed to the model as it is, for a model whose scores carry a
-        bias (the app passes none: its families take none). ``progress``: called with (layers
-        done, layers) as the run goes (a long text's takes a minute on a CPU)."""
+        bias (the app passes none: its families take none). ``progress``: called with (tokens
+        read, tokens) as the run goes (a long text's takes a minute on a CPU); ``between``:
+        called with (tokens left, tokens) once the text is tokenized, and between the chunks
+        of a long causal text — the process's queue may let shorter work run there (CHUNK)."""
         budget = self.max_tokens if max_tokens is None else int(max_tokens)
         if budget < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
@@ -262,7 +280,9 @@ class LoadedModel:
         changed = getattr(self.tokenizer, "changed_characters", lambda s: {})(read)
         letters = [c for c in read if not c.isspace()]
         changed_share = sum(1 for c in letters if c in changed) / len(letters) if letters else 0.0
-        rec = self._capture(ids, mask=mask, progress=progress)
+        if between is not None:  # its size is known now, in the unit the queue measures
+            between(n, n)
+        rec = self._capture(ids, mask=mask, progress=progress, between=between)
         prefixes = {}
         if not self.causal:  # an encoder's prefixes are runs of their own (Analysis.prefix)
             for m in stats.prefix_lengths(n)[:-1]:
@@ -302,12 +322,13 @@ class LoadedModel:
         return ids[-1]
 
     def _capture(self, ids: list[int], keep=("q", "k", "v"), mask: torch.Tensor | None = None,
-                 progress=None) -> dict:
+                 progress=None, between=None) -> dict:
         """One run of the model on ``ids`` with its attention recorded: ``q`` (layers, 1,
         heads, n, d), ``k``, ``v`` (layers, 1, kv heads, n, d) float32, on the CPU — those
         named in ``keep``; ``bias``: each layer's additive score bias, where the model passed
         one. ``mask``: an additive 4-D mask handed to the model as it is (a model whose
-        scores carry a bias). Nothing n×n is kept."""
+        scores carry a bias). Nothing n×n is kept. A causal model reads a text longer than
+        CHUNK a chunk at a time (``between`` called after each but the last)."""
         n = len(ids)
         # the analysis' tensors, made once and filled layer by layer: stacking per-layer
         # copies at the end held every number twice (≈ 250 MB more at 1,024 tokens)
@@ -318,9 +339,29 @@ class LoadedModel:
         rec = {name: torch.empty(shape, device=cpu) if name in keep else None for name, shape in shapes.items()}
         rec["bias"] = {}
         input_ids = torch.tensor([ids], device=self.device)
+        if mask is None and self.causal and n > CHUNK and "use_cache" in self._forward_kwargs:
+            try:
+                return self._capture_chunks(input_ids, rec, progress, between)
+            except _WholeRun:
+                rec["bias"] = {}
         extra = {} if mask is None else {"attention_mask": mask.to(self.device)}
-        self.run_plan(Capture(rec, progress), lambda: self.model.base_model(input_ids=input_ids, **self._forward_kwargs,
-                                                                   **extra))
+        self.run_plan(Capture(rec, progress, tokens=n),
+                      lambda: self.model.base_model(input_ids=input_ids, **self._forward_kwargs, **extra))
+        return rec
+
+    def _capture_chunks(self, input_ids: torch.Tensor, rec: dict, progress=None, between=None) -> dict:
+        """The run of :meth:`_capture` CHUNK tokens at a time, each layer keeping its keys and
+        values in the model's own cache (transformers' DynamicCache: a sliding layer keeps
+        its window) between chunks; the queue may run other work between them."""
+        n = input_ids.shape[1]
+        cache = DynamicCache(config=self.config)
+        for s in range(0, n, CHUNK):
+            e = min(n, s + CHUNK)
+            self.run_plan(Capture(rec, progress, rows=(s, e), tokens=n),
+                          lambda: self.model.base_model(input_ids=input_ids[:, s:e], past_key_values=cache,
+                                                        use_cache=True))
+            if between is not None and e < n:
+                between(n - e, n)
         return rec
 
     # -- running the model ------------------------------------------------------------

@@ -64,8 +64,9 @@ class TicketQueue:
     gets its result."""
 
     TIERS = {"analysis": 0, "room": 1}  # every other job: 2
-    # a first guess at each job's duration (seconds per unit of weight) until one has been measured
-    GUESS = {"analysis": 2.0, "room": 1.0, "sweep": 90.0, "bench": 40.0, "handout": 5.0}
+    # a first guess at each job's duration (seconds per unit of weight: a token for a text's
+    # analysis) until one has been measured
+    GUESS = {"analysis": 0.01, "room": 1.0, "sweep": 90.0, "bench": 40.0, "handout": 5.0}
 
     def __init__(self):
         self._cond = threading.Condition()

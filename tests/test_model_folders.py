@@ -511,3 +511,25 @@ def test_top_k_on_a_soft_capped_model_keeps_the_layers_own_scores(loaded, method
     assert every.kl < 1e-5 and every.top1_agreement == 1.0
     assert window.kl > 10 * every.kl
     assert two.kl > 2 * every.kl  # this random little model barely leans on attention: a clear rise, no more
+
+
+@pytest.mark.parametrize("chunk", [4, 7])  # smaller and larger than the sliding layers' window (6)
+@pytest.mark.parametrize("family", mf.DECODERS)
+def test_a_decoder_read_in_chunks_records_what_its_whole_run_does(loaded, family, chunk, monkeypatch):
+    """A causal model reads a longer text a chunk at a time, each layer keeping its keys and
+    values (a sliding layer its window): every layer's q, k and v, and so every weight, are
+    those of the one run on the whole text (soft cap, grouped keys and windows included);
+    the queue was offered the model between the chunks, with the tokens left."""
+    m = loaded(family)
+    monkeypatch.setattr(model, "CHUNK", 10**9)
+    whole = m.analyze(TEXT)
+    monkeypatch.setattr(model, "CHUNK", chunk)
+    told, read = [], []
+    parts = m.analyze(TEXT, between=lambda left, n: told.append((left, n)), progress=lambda d, n: read.append((d, n)))
+    n = whole.n
+    assert told == [(n, n)] + [(n - e, n) for e in range(chunk, n, chunk)]
+    assert read[-1] == (n, n) and all(b[0] >= a[0] for a, b in zip(read, read[1:]))
+    for name in ("q", "k", "v"):
+        a, b = getattr(whole, name), getattr(parts, name)
+        assert a.shape == b.shape and torch.allclose(a, b, atol=2e-5, rtol=1e-4), (family, name, (a - b).abs().max())
+    assert torch.allclose(whole.weights().dense(), parts.weights().dense(), atol=2e-5)

@@ -5,6 +5,7 @@ import threading
 import time
 
 import pytest
+import torch
 
 from server.lru import ByteLRU, CountLRU
 from server.work_queue import TicketQueue
@@ -282,3 +283,43 @@ def _until(ok, seconds: float = 5.0) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+def test_a_short_text_sent_while_a_long_one_is_read_is_read_between_its_chunks(monkeypatch):
+    """The app's analysis work (ui.analyses) on the tiny model, through one queue: a long
+    text read 64 tokens at a time; a short text sent while its first chunks are read is
+    read before the long one's next chunk, and the long one then goes on. Each analysis
+    is the same as the one its text gets alone, read whole."""
+    from attn import loading
+    from attn import model as model_module
+    from ui import analyses
+
+    tiny = loading.tiny(device="cpu")
+    monkeypatch.setattr(analyses, "get_model", lambda model_id: tiny)
+    kept = ByteLRU(10**9, lambda a: a.nbytes)
+    monkeypatch.setattr(analyses, "_analyses", lambda: kept)
+    long_text, short_text = "A long chapter, read a chunk at a time. " * 20, "Five short words here."
+    monkeypatch.setattr(model_module, "CHUNK", 10**9)
+    alone = {t: tiny.analyze(t) for t in (long_text, short_text)}
+    monkeypatch.setattr(model_module, "CHUNK", 64)
+    q, order, sent = TicketQueue(), [], threading.Event()
+    q._took["analysis"] = 0.01
+    reading = analyses.Reading()
+
+    def progress(done, tokens):
+        order.append(("long", done))
+        if done >= 128 and not sent.is_set():  # two chunks read: the short text is sent now
+            sent.set()
+            _in_thread(lambda: order.append(("short", q.run("analysis", analyses._analysis_work(short_text, "tiny"),
+                                                            weight=5, pieces=True).n)))
+            assert _until(lambda: len(q) == 2)
+
+    got = q.run("analysis", analyses._analysis_work(long_text, "tiny", reading, progress), weight=200, pieces=True)
+    assert _until(lambda: any(o[0] == "short" for o in order))
+    first_short = [i for i, o in enumerate(order) if o[0] == "short"][0]
+    # read after the long text's second chunk ended, and before its third one began
+    assert order[first_short - 1] == ("long", 128) and order[first_short + 1][1] > 128
+    assert order[first_short][1] == alone[short_text].n
+    assert reading.done == reading.tokens == alone[long_text].n and reading.paused > 0
+    for name in ("q", "k", "v"):
+        assert torch.allclose(getattr(got, name), getattr(alone[long_text], name), atol=2e-5)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import time
+from dataclasses import dataclass, field
 
 import streamlit as st
 
@@ -31,10 +32,12 @@ def work_queue() -> TicketQueue:
     return TicketQueue()
 
 
-def in_line(job: str, work, same=None, weight: float = 1.0):
+def in_line(job: str, work, same=None, weight: float = 1.0, pieces: bool = False, saying=None):
     """Heavy work through the process's queue (server.work_queue.TicketQueue: the same work
-    is done once, ``same`` saying what it makes; ``weight`` its size); while others
-    come first, the reader sees their place in the line and about how long it is."""
+    is done once, ``same`` saying what it makes; ``weight`` its size; ``pieces``: the work
+    is handed the queue's ``turn`` to call between its pieces); while others come first,
+    the reader sees their place in the line and about how long it is (``saying(ahead,
+    seconds)``: the sentence, where the work has its own)."""
     t = tr()
     slot = None
 
@@ -42,11 +45,13 @@ def in_line(job: str, work, same=None, weight: float = 1.0):
         nonlocal slot
         if slot is None:
             slot = st.empty()
-        slot.info(t("queue.waiting", ahead=t.int(ahead), seconds=t.int(max(1, round(seconds)))),
+        seconds = max(1, round(seconds))
+        told = saying(ahead, seconds) if saying is not None else None
+        slot.info(told or t("queue.waiting", ahead=t.int(ahead), seconds=t.int(seconds)),
                   icon=":material/hourglass_top:")
 
     try:
-        return work_queue().run(job, work, on_wait, same=same, weight=weight)
+        return work_queue().run(job, work, on_wait, same=same, weight=weight, pieces=pieces)
     finally:
         if slot is not None:
             slot.empty()
@@ -79,16 +84,36 @@ def forget_all() -> None:
     _analyses.clear()
 
 
-def get_analysis(text: str, model_id: str, progress=None):
+@dataclass
+class Reading:
+    """One reader's text being read: the tokens read so far, of how many, and the seconds
+    its run stood aside for shorter texts (the time left is told from the time it ran)."""
+
+    done: int = 0
+    tokens: int = 0
+    paused: float = 0.0
+    began: float = field(default_factory=time.monotonic)
+
+    def read(self, done: int, tokens: int) -> None:
+        self.done, self.tokens = done, tokens
+
+    def seconds_left(self) -> float:
+        """The run's own pace so far times the tokens left."""
+        ran = time.monotonic() - self.began - self.paused
+        return ran / max(self.done, 1) * (self.tokens - self.done)
+
+
+def get_analysis(text: str, model_id: str, reading: Reading | None = None, saying=None, progress=None):
     """One run of the model per text, kept read-only and shared by every page and
-    reader; a new text waits its turn for the model in the queue (before heavy work
-    still waiting; readers pasting the same text share one run). ``progress``: called with
-    (layers done, layers) while this reader's run goes."""
+    reader; a new text waits its turn for the model in the queue (by the work it has left:
+    a long text gives the model up between its chunks to shorter texts; readers pasting
+    the same text share one run). ``reading``: kept up to date while this reader's run goes
+    (``progress(done, tokens)`` called too); ``saying``: the place in line, in words."""
     found = cached(text, model_id)
     if found is not None:
         return found
-    return in_line("analysis", _analysis_work(text, model_id, progress), same=(model_id, text),
-                   weight=_analysis_weight(text))
+    return in_line("analysis", _analysis_work(text, model_id, reading, progress), same=(model_id, text),
+                   weight=_analysis_weight(text), pieces=True, saying=saying)
 
 
 def analysis_unseen(text: str, model_id: str):
@@ -98,22 +123,35 @@ def analysis_unseen(text: str, model_id: str):
     if found is not None:
         return found
     return work_queue().run("analysis", _analysis_work(text, model_id), None, same=(model_id, text),
-                            weight=_analysis_weight(text))
+                            weight=_analysis_weight(text), pieces=True)
 
 
 def _analysis_weight(text: str) -> float:
-    # its size for the wait told: characters up to what the budget reads (≈ 5 a token)
-    return min(len(text), 5 * token_budget()) / 1000 + 0.2
+    # its size in tokens (the unit its rate is measured in), guessed until the text is
+    # read (≈ 4 characters a token, at most what the budget reads); the run tells it then
+    return min(len(text) / 4, token_budget()) + 1
 
 
-def _analysis_work(text: str, model_id: str, progress=None):
+def _analysis_work(text: str, model_id: str, reading: Reading | None = None, progress=None):
     cache, key = _analyses(), (model_id, text)
+    reading = reading if reading is not None else Reading()
 
-    def work():
+    def read(done: int, tokens: int) -> None:
+        reading.read(done, tokens)
+        if progress is not None:
+            progress(done, tokens)
+
+    def work(turn):
         again = cache.get(key)  # analysed meanwhile by a reader ahead in the line
         if again is not None:
             return again
-        a = get_model(model_id).analyze(text, progress=progress)
+
+        def between(left: int, tokens: int) -> None:  # the model may go to a shorter text here
+            stood = time.monotonic()
+            turn(left, weight=tokens)
+            reading.paused += time.monotonic() - stood
+
+        a = get_model(model_id).analyze(text, progress=read, between=between)
         if cache.put(key, a):
             release_dropped()
         return a
@@ -129,17 +167,21 @@ def analysis_or_message():
         st.info(t("common.need_text"))
         return None
     ensure_model()
-    bar, started = st.empty(), time.monotonic()
+    bar, reading = st.empty(), Reading()
 
-    def progress(done: int, layers: int) -> None:  # a long text's run: layer by layer, and the time left
-        spent = time.monotonic() - started
-        if spent > 2 and done < layers:
-            left = spent / done * (layers - done)
-            bar.progress(done / layers, text=t("common.analysing_layers", done=done, layers=layers,
-                                               left=t.int(max(1, round(left)))))
+    def progress(done: int, tokens: int) -> None:  # a long text's run: the tokens read, and the time left
+        if time.monotonic() - reading.began > 2 and 0 < done < tokens:
+            bar.progress(done / tokens, text=t("common.analysing_tokens", done=t.int(done), tokens=t.int(tokens),
+                                               left=t.int(max(1, round(reading.seconds_left())))))
+
+    def saying(ahead: int, seconds: int) -> str | None:  # a long text standing aside for shorter ones
+        if not 0 < reading.done < reading.tokens:
+            return None
+        return t("queue.paused", done=t.int(reading.done), tokens=t.int(reading.tokens), ahead=t.int(ahead),
+                 seconds=t.int(seconds))
 
     with st.spinner(t("common.analysing")):
-        a = get_analysis(text, model_id(), progress)
+        a = get_analysis(text, model_id(), reading, saying, progress)
     bar.empty()
     if a.n < 3:
         st.info(t("common.too_short", n=a.n))
