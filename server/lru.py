@@ -10,6 +10,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 
+GONE_KEPT = 256  # ByteLRU: how many dropped keys it remembers having dropped
+
+
 class ByteLRU:
     """A thread-safe mapping bounded by the total of ``size(value)`` in bytes; the
     least recently used entries go first. One entry larger than the budget is kept
@@ -21,6 +24,7 @@ class ByteLRU:
         self._sizes: dict = {}
         self._lock = threading.Lock()
         self.evicted = 0
+        self._gone: OrderedDict = OrderedDict()  # the keys dropped last (GONE_KEPT), until kept again
 
     def get(self, key, default=None):
         with self._lock:
@@ -44,7 +48,16 @@ class ByteLRU:
                 self._sizes.pop(old)
                 self.evicted += 1
                 dropped += 1
+                self._gone[old] = None
+                while len(self._gone) > GONE_KEPT:
+                    self._gone.popitem(last=False)
+            self._gone.pop(key, None)
         return dropped
+
+    def was_dropped(self, key) -> bool:
+        """Whether ``key`` was kept, then dropped to make room (among the last GONE_KEPT)."""
+        with self._lock:
+            return key in self._gone
 
     def __contains__(self, key) -> bool:
         with self._lock:

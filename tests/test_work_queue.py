@@ -70,6 +70,11 @@ def test_the_analysis_cache_is_bounded_in_bytes_least_recently_used_first():
     assert "b" not in cache and "a" in cache and "c" in cache and cache.nbytes == 80
     cache.put("huge", "x" * 500)  # larger than the budget: kept alone
     assert len(cache) == 1 and "huge" in cache
+    # what was dropped is remembered (its reader is told it is read again), until kept again
+    assert cache.was_dropped("b") and cache.was_dropped("a") and not cache.was_dropped("huge")
+    assert not cache.was_dropped("never kept")
+    cache.put("b", "x" * 40)
+    assert not cache.was_dropped("b") and cache.was_dropped("huge")
 
 
 def _in_thread(target, *args):

@@ -73,6 +73,11 @@ def cached(text: str, model_id: str):
     return _analyses().get((model_id, text))
 
 
+def was_dropped(text: str, model_id: str) -> bool:
+    """Whether this text's analysis was kept, then dropped to stay within the budget."""
+    return _analyses().was_dropped((model_id, text))
+
+
 def dropped() -> int:
     """How many analyses the process's cache has dropped to stay within its bytes."""
     return _analyses().evicted
@@ -180,7 +185,8 @@ def analysis_or_message():
         return t("queue.paused", done=t.int(reading.done), tokens=t.int(reading.tokens), ahead=t.int(ahead),
                  seconds=t.int(seconds))
 
-    with st.spinner(t("common.analysing")):
+    again = was_dropped(text, model_id())  # read before, dropped to stay within the memory budget
+    with st.spinner(t("common.analysing_again" if again else "common.analysing")):
         a = get_analysis(text, model_id(), reading, saying, progress)
     bar.empty()
     if a.n < 3:

@@ -1,0 +1,102 @@
+"""A class of chapters on one server (a benchmark, not a test): N readers paste a long
+text each at the same moment, and a few seconds later one more reader sends five
+sentences; does one reader's chapter cost that reader, or the class?
+
+    .venv/bin/python -m bench.chapters [--readers 3] [--after 5] [--model gemma]
+
+Starts the app as scripts/run.sh does (launch.py, the sample pages built from the start)
+and waits until it is ready. Readers speak Streamlit's websocket protocol
+(harness/readers.py). First each text alone, one after another (each signed so that no
+analysis is found kept): its step 1's time. Then the class: the N long texts at once, and
+the short one ``--after`` seconds later (signed afresh). Prints each time, the short
+text's wait ÷ its time alone (goal ≤ 2× plus one chunk), the last long text's time ÷ the
+sum of the long texts' times alone (goal ≤ 1.25), and the server's peak resident memory
+(polled from outside: goal ≤ 3.5 GB for three, 4 GB for six), with the matmul rate.
+The long texts are the app's own long samples (assets/long_*.txt), cut at the CPU's budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+from attn.bench import matmul_gflops
+from attn.model import CHUNK
+from bench.classroom import MemoryPoll
+from harness.readers import Reader
+from harness.serve import SERVER_PIDS, app_server, ready_after
+
+ROOT = Path(__file__).resolve().parent.parent
+SHORT = ("Attention compares every word with every other word. A window keeps only the nearby ones. "
+         "A hub is a token that many rows read. Linear attention keeps a running sum instead. "
+         "Each shortcut has a cost that step 6 measures.")
+LANGS = ("en", "pt", "ja")
+
+
+def chapter(i: int, sign: str) -> tuple[str, str]:
+    lang = LANGS[i % 3]
+    return lang, f"({sign} {i}) " + (ROOT / "assets" / f"long_{lang}.txt").read_text(encoding="utf-8")
+
+
+async def step_one(url: str, lang: str, text: str, delay: float = 0.0) -> float:
+    """Seconds from this reader's paste to its step 1 drawn (the reader on the page first)."""
+    await asyncio.sleep(delay)
+    r = Reader(url, lang)
+    await r.connect()
+    try:
+        await r.run("")
+        t0 = time.perf_counter()
+        run = await r.run("", text=text, timeout=3600)
+        if not run.finished or run.exceptions:
+            raise RuntimeError(run.exceptions or "not finished")
+        return time.perf_counter() - t0
+    finally:
+        await r.close()
+
+
+async def scenario(url: str, n: int, after: float) -> dict:
+    alone = []
+    for i in range(n):
+        lang, text = chapter(i, "alone")
+        alone.append(await step_one(url, lang, text))
+        print(f"  chapter {i} ({lang}) alone: {alone[-1]:.1f} s", flush=True)
+    short_alone = await step_one(url, "en", "(alone) " + SHORT)
+    print(f"  five sentences alone: {short_alone:.1f} s", flush=True)
+    jobs = [step_one(url, *chapter(i, "class")) for i in range(n)]
+    jobs.append(step_one(url, "en", "(class) " + SHORT, delay=after))
+    together = await asyncio.gather(*jobs)
+    return {"alone": alone, "short_alone": short_alone, "together": together[:-1], "short": together[-1]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--readers", type=int, default=3)
+    ap.add_argument("--after", type=float, default=5.0)
+    ap.add_argument("--model", default="gemma")
+    args = ap.parse_args()
+    print(f"chapters: {args.readers} long texts and five sentences {args.after:g} s later, model {args.model}; "
+          f"chunk {CHUNK} tokens; this machine's matmul {matmul_gflops('cpu'):.0f} GFLOP/s", flush=True)
+    t0 = time.perf_counter()
+    with app_server(args.model, timeout=900, warm=True) as url:
+        print(f"the app ready {ready_after(url, t0):.1f} s after the start", flush=True)
+        with MemoryPoll([SERVER_PIDS[url]]) as mem:
+            res = asyncio.run(scenario(url, args.readers, args.after))
+    alone_sum = sum(res["alone"])
+    print(f"\n{'':<26}{'alone':>9}{'in the class':>14}")
+    for i, (a, b) in enumerate(zip(res["alone"], res["together"])):
+        print(f"  chapter {i} ({LANGS[i % 3]}){'':<11}{a:8.1f} s{b:12.1f} s")
+    print(f"  five sentences{'':<10}{res['short_alone']:8.1f} s{res['short']:12.1f} s")
+    print(f"\nthe short text: {res['short'] / res['short_alone']:.1f}× its time alone (goal ≤ 2× plus one chunk)")
+    print(f"the last chapter: {max(res['together']) / alone_sum:.2f}× the sum of the chapters alone "
+          f"({alone_sum:.0f} s; goal ≤ 1.25)")
+    print(f"the server's peak resident memory: {mem.peak:,.0f} MB (goal ≤ {3500 if args.readers <= 3 else 4000} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("MALLOC_ARENA_MAX", "2")
+    sys.exit(main())
