@@ -9,6 +9,7 @@ from contextlib import nullcontext
 
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import pages  # noqa: F401 (importing it fills the walk: ui.walk)
 from ui import (glossary, handout, keys, page_run, served_model, session, share, step_page, style, walk, warmup,
@@ -18,9 +19,13 @@ from ui.i18n import LANGS
 
 ICON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "icon.png")
 
+FIRST_PAGE = "_atlas_first_page"  # the step a server's first visitor asked for, while folder mode was on
 if PagesManager.uses_pages_directory:  # `streamlit run app.py` by hand: a fresh server takes pages/ for
     PagesManager.uses_pages_directory = False  # Streamlit's older folder mode (launch.py turns it off before
-    st.rerun()  # the first visitor); off for good, and run again through this file's navigation
+    # the first visitor); off for good, and run again through this file's navigation — on the step the
+    # link named (folder mode found no such page and ran this file as its home)
+    st.session_state[FIRST_PAGE] = get_script_run_ctx().pages_manager.intended_page_name
+    st.rerun()
 # the tab's icon is a file of ours: a Material icon there is fetched from Google's font server
 st.set_page_config(page_title="Attention Atlas", page_icon=ICON, layout="wide")
 
@@ -39,6 +44,9 @@ membership.notice_if_left(t)  # a following student who changed the text or a se
 home = walk.home()
 nav = st.navigation(step_page.nav_pages(t))
 here = walk.by_id(nav.url_path) or home
+first = walk.by_id(st.session_state.pop(FIRST_PAGE, None) or "")
+if first is not None and first.id != here.id:  # a step's link, the server's first visit: that step
+    st.switch_page(first.page, query_params=st.query_params.to_dict())
 page_run.drawn(here)  # the page this browser now shows: a timed fragment asked for from another redraws it
 if link_page is not None and link_page.id != here.id:
     st.switch_page(link_page.page, query_params={"lang": lang, **({"present": "1"} if presenting else {}),

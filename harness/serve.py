@@ -71,15 +71,16 @@ def running(cmd: list[str], url: str, *, name: str, env: dict, timeout: float, s
 
 @contextlib.contextmanager
 def app_server(model: str = "gemma", timeout: float = 300, extra_env: dict | None = None, script: str = "app.py",
-               port: int | None = None, warm: bool = False):
+               port: int | None = None, warm: bool = False, plain: bool = False):
     """Yield the base URL of a running app (or another Streamlit script); stop it afterwards.
     ``warm``: started as scripts/run.sh starts it (launch.py: the model loaded and the
     sample text's pages built from the start); else ``launch.py --cold``, the model loaded
-    by the first page that needs it (another script than app.py: plain ``streamlit run``)."""
+    by the first page that needs it (another script than app.py, or ``plain``: ``streamlit
+    run`` as Streamlit's own convention and its hosts start an app)."""
     port = port or free_port()
     env = {"MALLOC_ARENA_MAX": "2", **os.environ, "ATLAS_MODEL": model, "PYTHONUNBUFFERED": "1",
            **(extra_env or {})}  # as scripts/run.sh starts it
-    if script != "app.py":
+    if script != "app.py" or plain:
         run = ["-m", "streamlit", "run"]
     else:
         run = ["-m", "launch"] if warm else ["-m", "launch", "--cold"]

@@ -27,21 +27,29 @@ if [ ! -x .venv/bin/python ]; then
   fi
 fi
 
-stamp=".venv/.installed-$(cat "$req" requirements.txt pyproject.toml | sha256sum | cut -c1-16)"
-if [ ! -f "$stamp" ]; then
+# One stamp per requirements file, under the hash of what every file shares (requirements.txt,
+# pyproject.toml): every requirements file includes requirements.txt (-r), so the app's own set
+# is installed once any stamp of that hash is there, and run.sh after test.sh (or the other
+# way) installs nothing it has already installed; a change to the shared files starts afresh
+base=$(cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+stamp=".venv/.installed-$base-$(sha256sum < "$req" | cut -c1-16)"
+shared=$(ls .venv/.installed-"$base"-* 2>/dev/null | head -n 1 || true)
+if [ ! -f "$stamp" ] && { [ "$req" != requirements.txt ] || [ -z "$shared" ]; }; then
   echo "Installing Python packages from $req into .venv …"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   # byte-compiled afterwards on every core at once (pip compiles one file after another):
   # 61 s → 39 s on 2 cores. Compiled they must be: PYTHONDONTWRITEBYTECODE, where set,
-  # keeps every process from caching what it compiled
+  # keeps every process from caching what it compiled (compileall skips what is compiled)
   .venv/bin/python -m pip install -q --no-compile -r "$req"
   .venv/bin/python -m compileall -q -j 0 "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
     >/dev/null 2>&1 || true  # a package's file that is not Python 3 (a template) is skipped, as pip skips it
-  # the project itself, editable: attn, ui and harness import from the working tree
-  if ! out=$(.venv/bin/python -m pip install -q -e . --no-deps 2>&1); then  # setuptools' notes only on failure
-    echo "$out" >&2
-    exit 1
+  # the project itself, editable: attn, ui and harness import from the working tree (once per hash)
+  if [ -z "$shared" ]; then
+    if ! out=$(.venv/bin/python -m pip install -q -e . --no-deps 2>&1); then  # setuptools' notes only on failure
+      echo "$out" >&2
+      exit 1
+    fi
   fi
-  rm -f .venv/.installed-*
+  find .venv -maxdepth 1 -name '.installed-*' ! -name ".installed-$base-*" -delete
   touch "$stamp"
 fi

@@ -196,11 +196,14 @@ def test_measuring_buttons_show_progress_then_live_numbers(page, tiny_url):
     page.screenshot(path=os.path.join(ARTIFACTS, "en-7-payoff-measured.png"), full_page=True)
 
 
-def test_a_bookmarked_page_opens_through_the_app_on_a_fresh_server(browser):
-    """The very first request a server gets is a page URL: the page still runs inside
-    app.py (sidebar, language, text), not alone as Streamlit's pages/ folder mode
-    would run it."""
-    with app_server("tiny", timeout=300) as fresh:
+@pytest.mark.parametrize("plain", [False, True], ids=["launch", "streamlit-run"])
+def test_a_bookmarked_page_opens_through_the_app_on_a_fresh_server(browser, plain):
+    """The very first request a server gets is a page URL: that page opens, inside
+    app.py (sidebar, language, text), not alone as Streamlit's pages/ folder mode would
+    run it — also on a server started as Streamlit's convention starts an app
+    (``streamlit run app.py``: folder mode is turned off by the first run, which then
+    goes on to the step the link named, with its query)."""
+    with app_server("tiny", timeout=300, plain=plain) as fresh:
         ctx = browser.new_context(viewport={"width": 1400, "height": 1400})
         pg = ctx.new_page()
         pg.goto(fresh + "/neighbours?lang=pt")
@@ -209,6 +212,7 @@ def test_a_bookmarked_page_opens_through_the_app_on_a_fresh_server(browser):
         nav = pg.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
         assert nav[0].endswith(i18n.translate("pt", "every_pair.nav")) and len(nav) == len(WALK)
         pg.wait_for_selector(".js-plotly-plot", timeout=120_000)
+        assert pg.url.split("?")[0].endswith("/neighbours") and "lang=pt" in pg.url
         ctx.close()
 
 
