@@ -54,10 +54,29 @@ class ByteLRU:
             self._gone.pop(key, None)
         return dropped
 
+    def shrink(self, budget: int) -> int:
+        """Drop the least recently used entries until at most ``budget`` bytes are kept (all
+        of them, where ``budget`` ≤ 0): how many were dropped."""
+        dropped = 0
+        with self._lock:
+            while self._items and self.nbytes > max(budget, 0):
+                old, _ = self._items.popitem(last=False)
+                self._sizes.pop(old)
+                self.evicted += 1
+                dropped += 1
+                self._gone[old] = None
+            while len(self._gone) > GONE_KEPT:
+                self._gone.popitem(last=False)
+        return dropped
+
     def was_dropped(self, key) -> bool:
         """Whether ``key`` was kept, then dropped to make room (among the last GONE_KEPT)."""
         with self._lock:
             return key in self._gone
+
+    def values(self) -> list:
+        with self._lock:
+            return list(self._items.values())
 
     def __contains__(self, key) -> bool:
         with self._lock:

@@ -39,6 +39,7 @@ class Ticket:
     started: float | None = None  # when its present turn came (None: not running now)
     served: bool = False  # its turn has come (once at least)
     since: float = 0.0  # when ``left`` was last told, or its present turn came
+    not_before: float = 0.0  # a ticket standing aside (``aside``) takes no turn before this moment
     sharers: int = 0  # callers besides the first waiting on its result
     finished: threading.Event = field(default_factory=threading.Event)
     result: object = None
@@ -104,6 +105,11 @@ class TicketQueue:
         rest = sorted((t for t in self._waiting if t is not self._holder), key=lambda t: self._place(t, now))
         return ([self._holder] if self._holder is not None else []) + rest
 
+    def _next(self) -> Ticket | None:
+        """The ticket whose turn comes next: the first in order not standing aside."""
+        now = time.monotonic()
+        return next((t for t in self._order() if t.not_before <= now), None)
+
     def ahead(self, ticket: Ticket) -> int:
         """How many tickets come before this one (0: its turn)."""
         with self._cond:
@@ -129,7 +135,7 @@ class TicketQueue:
         ``every`` seconds while others come first."""
         while True:
             with self._cond:
-                if self._holder is ticket or (self._holder is None and self._order()[0] is ticket):
+                if self._holder is ticket or (self._holder is None and self._next() is ticket):
                     self._holder = ticket
                     ticket.started = ticket.since = time.monotonic()
                     ticket.served = True
@@ -137,7 +143,7 @@ class TicketQueue:
             if on_wait is not None:
                 on_wait(self.ahead(ticket), self.estimate(ticket))
             with self._cond:
-                if not (self._holder is None and self._order()[0] is ticket):
+                if not (self._holder is None and self._next() is ticket):
                     self._cond.wait(timeout=every)
 
     def turn(self, ticket: Ticket, left: float, on_wait: Callable[[int, float], None] | None = None,
@@ -158,6 +164,20 @@ class TicketQueue:
             ticket.ran += now - ticket.started
             ticket.started = None
             self._holder = None
+            self._cond.notify_all()
+        self.wait(ticket, on_wait)
+
+    def aside(self, ticket: Ticket, seconds: float, on_wait: Callable[[int, float], None] | None = None) -> None:
+        """The ticket whose turn it is cannot go on yet (the memory it needs is in use):
+        it gives the turn up for ``seconds``, the others go meanwhile, then it waits for
+        its turn again."""
+        with self._cond:
+            now = time.monotonic()
+            if self._holder is ticket and ticket.started is not None:
+                ticket.ran += now - ticket.started
+                ticket.started = None
+                self._holder = None
+            ticket.not_before = now + seconds
             self._cond.notify_all()
         self.wait(ticket, on_wait)
 
@@ -185,8 +205,8 @@ class TicketQueue:
             same=None, weight: float = 1.0, pieces: bool = False):
         """Take a ticket, wait for its turn, do ``work``, let the next one in — or, when
         the same work (``same``, not None) is already in line, wait for its result.
-        ``pieces``: ``work`` is called with a function ``turn(left, weight=None)`` to call
-        between its pieces (see :meth:`turn`)."""
+        ``pieces``: ``work`` is called with a :class:`Turn`, ``turn(left, weight=None)`` to
+        call between its pieces (see :meth:`turn`), ``turn.aside(seconds)`` to stand aside."""
         with self._cond:
             shared = self._find(job, same)
             if shared is not None:
@@ -197,7 +217,7 @@ class TicketQueue:
         try:
             self.wait(ticket, on_wait)
             if pieces:
-                ticket.result = work(lambda left, weight=None: self.turn(ticket, left, on_wait, weight))
+                ticket.result = work(Turn(self, ticket, on_wait))
             else:
                 ticket.result = work()
             return ticket.result
@@ -218,3 +238,19 @@ class TicketQueue:
         if ticket.error is None and ticket.served:
             return ticket.result
         return self.run(job, work, on_wait, None, weight, pieces)
+
+
+@dataclass
+class Turn:
+    """What work done in pieces is handed: ``turn(left, weight=None)`` between two pieces
+    (TicketQueue.turn), ``turn.aside(seconds)`` when it cannot go on yet (TicketQueue.aside)."""
+
+    queue: TicketQueue
+    ticket: Ticket
+    on_wait: Callable[[int, float], None] | None = None
+
+    def __call__(self, left: float, weight: float | None = None) -> None:
+        self.queue.turn(self.ticket, left, self.on_wait, weight)
+
+    def aside(self, seconds: float) -> None:
+        self.queue.aside(self.ticket, seconds, self.on_wait)

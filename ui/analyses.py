@@ -6,6 +6,7 @@ there is none."""
 from __future__ import annotations
 
 import gc
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -15,6 +16,7 @@ from attn import settings
 from server.lru import ByteLRU
 from server.work_queue import TicketQueue
 
+from . import page_run
 from .session import current_text, tr
 from .served_model import ensure_model, get_model, model_id, token_budget
 
@@ -24,6 +26,45 @@ def _analyses() -> ByteLRU:
     """The analyses of this process, bounded in bytes (``ATLAS_ANALYSIS_MB``; what one
     text holds: docs/deploy.md)."""
     return ByteLRU(settings.read().analysis_bytes, lambda a: a.nbytes)
+
+
+# The memory budget (ATLAS_ANALYSIS_MB) counts the analyses kept, those other readers' page
+# runs are reading (ui.page_run.reads: a page reading a long text holds its analysis until it
+# ends, whether or not the cache still keeps it) and those being made: a new text's run waits
+# until the memory it needs fits (a reader's own page, and what it holds, never waits on itself)
+_MAKING: dict[int, int] = {}  # a run being made (by its Reading's id) → the bytes it will hold
+_MAKING_LOCK = threading.Lock()
+ASIDE = 1.0  # seconds a new text's run stands aside while the memory it needs is in use
+MEMORY_WAIT = 300.0  # at most: then it runs
+
+
+def held_bytes() -> int:
+    """Bytes the analyses in use hold: kept, read by other readers' pages, being made."""
+    kept = _analyses()
+    read, _ = page_run.held_bytes(besides={id(a) for a in kept.values()})
+    with _MAKING_LOCK:
+        making = sum(_MAKING.values())
+    return kept.nbytes + read + making
+
+
+def _room_for(need: int, turn, reading: "Reading") -> None:
+    """Before a run that will hold ``need`` bytes: while the analyses in use would pass the
+    budget with it, the kept ones are dropped (least recently used first), and while other
+    readers' pages still read the rest, the run stands aside (``turn.aside``: shorter work
+    goes meanwhile) until one ends. A run alone is never held back, whatever its size."""
+    budget = settings.read().analysis_bytes
+    began = time.monotonic()
+    while True:
+        held = held_bytes()
+        if held == 0 or held + need <= budget or time.monotonic() - began > MEMORY_WAIT:
+            reading.for_memory = False
+            return
+        kept = _analyses()
+        if kept.shrink(kept.nbytes - (held + need - budget)):
+            release_dropped()
+            continue
+        reading.for_memory = True
+        turn.aside(ASIDE)
 
 
 @st.cache_resource(show_spinner=False)
@@ -98,6 +139,7 @@ class Reading:
     tokens: int = 0
     paused: float = 0.0
     began: float = field(default_factory=time.monotonic)
+    for_memory: bool = False  # waiting for the memory other readers' analyses hold
 
     def read(self, done: int, tokens: int) -> None:
         self.done, self.tokens = done, tokens
@@ -113,12 +155,14 @@ def get_analysis(text: str, model_id: str, reading: Reading | None = None, sayin
     reader; a new text waits its turn for the model in the queue (by the work it has left:
     a long text gives the model up between its chunks to shorter texts; readers pasting
     the same text share one run). ``reading``: kept up to date while this reader's run goes
-    (``progress(done, tokens)`` called too); ``saying``: the place in line, in words."""
+    (``progress(done, tokens)`` called too); ``saying``: the place in line, in words. The
+    page run reads it until it ends (the memory budget counts it: ui.page_run.reads)."""
     found = cached(text, model_id)
-    if found is not None:
-        return found
-    return in_line("analysis", _analysis_work(text, model_id, reading, progress), same=(model_id, text),
-                   weight=_analysis_weight(text), pieces=True, saying=saying)
+    if found is None:
+        found = in_line("analysis", _analysis_work(text, model_id, reading, progress), same=(model_id, text),
+                        weight=_analysis_weight(text), pieces=True, saying=saying)
+    page_run.reads(found, found.nbytes)
+    return found
 
 
 def analysis_unseen(text: str, model_id: str):
@@ -151,12 +195,22 @@ def _analysis_work(text: str, model_id: str, reading: Reading | None = None, pro
         if again is not None:
             return again
 
+        model = get_model(model_id)
+
         def between(left: int, tokens: int) -> None:  # the model may go to a shorter text here
             stood = time.monotonic()
             turn(left, weight=tokens)
+            if left == tokens:  # before the run: the memory it will hold must fit
+                _room_for(model.arch.analysis_bytes(tokens), turn, reading)
+                with _MAKING_LOCK:
+                    _MAKING[id(reading)] = model.arch.analysis_bytes(tokens)
             reading.paused += time.monotonic() - stood
 
-        a = get_model(model_id).analyze(text, progress=read, between=between)
+        try:
+            a = model.analyze(text, progress=read, between=between)
+        finally:
+            with _MAKING_LOCK:
+                _MAKING.pop(id(reading), None)
         if cache.put(key, a):
             release_dropped()
         return a
@@ -180,6 +234,8 @@ def analysis_or_message():
                                                left=t.int(max(1, round(reading.seconds_left())))))
 
     def saying(ahead: int, seconds: int) -> str | None:  # a long text standing aside for shorter ones
+        if reading.for_memory:
+            return t("queue.memory")
         if not 0 < reading.done < reading.tokens:
             return None
         return t("queue.paused", done=t.int(reading.done), tokens=t.int(reading.tokens), ahead=t.int(ahead),

@@ -15,6 +15,7 @@ from . import keys, walk
 
 _runs = {"active": 0, "last": time.monotonic()}
 _runs_lock = threading.Lock()
+_held: dict[int, dict[int, tuple[object, int]]] = {}  # a running page's thread → what it reads, by id: (it, bytes)
 
 
 def after_page(action) -> None:
@@ -41,12 +42,33 @@ def run_started() -> None:
     """app.py, at the start of every run: the warm-up waits while pages run."""
     with _runs_lock:
         _runs["active"] += 1
+        _held[threading.get_ident()] = {}
 
 
 def run_ended() -> None:
     with _runs_lock:
         _runs["active"] -= 1
         _runs["last"] = time.monotonic()
+        _held.pop(threading.get_ident(), None)
+
+
+def reads(thing, nbytes: int) -> None:
+    """This page run reads ``thing`` (an analysis) of ``nbytes`` until it ends: the memory
+    budget counts it as in use (``held_bytes``). Outside a page run, nothing."""
+    with _runs_lock:
+        mine = _held.get(threading.get_ident())
+        if mine is not None:
+            mine[id(thing)] = (thing, int(nbytes))
+
+
+def held_bytes(besides: set[int] = frozenset()) -> tuple[int, set[int]]:
+    """What the page runs of other threads than this one read now: their bytes (each thing
+    once, none whose id is in ``besides``), and the ids of those things."""
+    me = threading.get_ident()
+    with _runs_lock:
+        things = {k: nb for tid, held in _held.items() if tid != me for k, (_, nb) in held.items()}
+    ids = set(things) - set(besides)
+    return sum(things[k] for k in ids), ids
 
 
 def wait_quiet(limit: float) -> float:

@@ -15,7 +15,10 @@ import streamlit as st
 from . import analyses, page_run, served_model, summaries
 from .i18n import LANGS
 
-QUIET_WAIT = 30.0  # a reader's long text: its pages are built ahead only while no page runs (at most this long)
+# a reader's long text: its other pages are built ahead only while no page runs, however long
+# that takes (work built ahead for one text never delays another reader's page: a class's own
+# pasting after three chapters waited 10× its time alone behind their pages built ahead)
+QUIET_WAIT = float("inf")
 
 
 PREBUILDS = 16  # class views whose summaries this process keeps track of having built

@@ -1,0 +1,107 @@
+"""The analyses' memory budget (ATLAS_ANALYSIS_MB, ui.analyses): it counts the analyses
+kept and those other readers' page runs are reading (ui.page_run.reads), not only those
+kept; a new text's run stands aside (shorter work goes meanwhile) until the memory it needs
+is free; an analysis dropped to make room and read again gives the same numbers. On the
+tiny model, through the app's own analysis work and one queue."""
+
+import gc
+import threading
+import time
+
+import pytest
+import torch
+
+from attn import loading
+from server.lru import ByteLRU
+from server.work_queue import TicketQueue
+from ui import analyses, page_run
+
+LONG = ["A long chapter one reader pastes, sentence after sentence. " * 12,
+        "Another reader's long chapter, word after word, line after line. " * 12]
+SHORT = "Five short words, no more."
+
+
+@pytest.fixture
+def app_work(monkeypatch):
+    """The app's analysis work on the tiny model, with a cache and live set of its own."""
+    tiny = loading.tiny(device="cpu")
+    kept = ByteLRU(10**12, lambda a: a.nbytes)
+    monkeypatch.setattr(analyses, "get_model", lambda model_id: tiny)
+    monkeypatch.setattr(analyses, "_analyses", lambda: kept)
+    monkeypatch.setattr(analyses, "ASIDE", 0.05)
+    q = TicketQueue()
+
+    def run(text, reading=None):
+        return q.run("analysis", analyses._analysis_work(text, "tiny", reading), weight=len(text), pieces=True)
+
+    return tiny, kept, run
+
+
+def test_an_analysis_dropped_to_make_room_is_read_again_with_the_same_numbers(app_work, monkeypatch):
+    tiny, kept, run = app_work
+    one = tiny.arch.analysis_bytes(tiny.encode(LONG[0])[0].__len__())
+    monkeypatch.setenv("ATLAS_ANALYSIS_MB", str(1.5 * one / 2**20))  # room for one long text
+    first = run(LONG[0])
+    q0, k0, v0 = first.q.clone(), first.k.clone(), first.v.clone()
+    del first
+    run(LONG[1])  # the first is dropped to make room for it
+    assert kept.was_dropped(("tiny", LONG[0])) and ("tiny", LONG[0]) not in kept
+    gc.collect()
+    again = run(LONG[0])
+    assert torch.equal(again.q, q0) and torch.equal(again.k, k0) and torch.equal(again.v, v0)
+
+
+def test_a_new_text_waits_while_other_pages_read_analyses_past_the_budget_and_short_work_goes_meanwhile(
+        app_work, monkeypatch):
+    tiny, kept, run = app_work
+    n = len(tiny.encode(LONG[0])[0])
+    monkeypatch.setenv("ATLAS_ANALYSIS_MB", str(1.5 * tiny.arch.analysis_bytes(n) / 2**20))
+    reading_page, page_ends = threading.Event(), threading.Event()
+
+    def page():  # another reader's page run, reading the first long text until it ends
+        page_run.run_started()
+        try:
+            a = run(LONG[0])
+            page_run.reads(a, a.nbytes)
+            reading_page.set()
+            page_ends.wait(20)
+        finally:
+            page_run.run_ended()
+
+    other = threading.Thread(target=page, daemon=True)
+    other.start()
+    assert reading_page.wait(20)
+    reading, got = analyses.Reading(), {}
+    second = threading.Thread(target=lambda: got.setdefault("long", run(LONG[1], reading)), daemon=True)
+    second.start()
+    end = time.monotonic() + 10
+    while not reading.for_memory and time.monotonic() < end:
+        time.sleep(0.01)
+    assert reading.for_memory and "long" not in got  # it stands aside: the memory is in use
+    assert run(SHORT).n == len(tiny.encode(SHORT)[0])  # a short text fits beside it, and goes
+    time.sleep(0.3)
+    assert "long" not in got and ("tiny", LONG[0]) not in kept  # the kept copy was let go; the page still reads it
+    page_ends.set()  # the other page ends
+    second.join(10)
+    assert not second.is_alive() and got["long"].n == len(tiny.encode(LONG[1])[0]) and not reading.for_memory
+
+
+def test_a_page_that_reads_one_text_and_asks_for_another_never_waits_on_itself(app_work, monkeypatch):
+    tiny, kept, run = app_work
+    monkeypatch.setenv("ATLAS_ANALYSIS_MB", "0.001")  # smaller than any analysis
+    page_run.run_started()
+    try:
+        a = run(LONG[0])
+        page_run.reads(a, a.nbytes)
+        t0 = time.monotonic()
+        assert run(LONG[1]).n == len(tiny.encode(LONG[1])[0])
+        assert time.monotonic() - t0 < analyses.MEMORY_WAIT / 10
+    finally:
+        page_run.run_ended()
+
+
+def test_a_text_alone_is_read_whatever_its_size(app_work, monkeypatch):
+    tiny, kept, run = app_work
+    monkeypatch.setenv("ATLAS_ANALYSIS_MB", "0.001")  # smaller than any analysis
+    assert analyses.held_bytes() == 0
+    assert run(LONG[0]).n == len(tiny.encode(LONG[0])[0])
