@@ -228,3 +228,24 @@ def test_a_chapters_pooled_grid_shows_the_band_and_the_sink_and_leaves_blank_wha
             assert np.median(g[diagonal]) > 10 * np.percentile(g[rest], 90)
         else:  # the sink's column
             assert np.median(g[first]) >= 0.3 and np.median(g[first]) > 10 * np.percentile(g[rest], 90)
+
+
+def test_gemma_read_in_chunks_records_what_its_whole_run_does(real, monkeypatch):
+    """1,300 tokens of the three samples: read 512 at a time (the app's chunked run; its
+    sliding layers keep their window of 512 in the cache) or whole, every layer's q, k
+    and v agree to float32's rounding, and so do the weights of a full and a sliding layer
+    past the window."""
+    text = " ".join(sample_text(lang) for lang in ("en", "pt", "ja")) * 2
+    monkeypatch.setattr(atlas_model, "CHUNK", 10**9)
+    whole = real.analyze(text, max_tokens=1300)
+    monkeypatch.setattr(atlas_model, "CHUNK", 512)
+    told = []
+    parts = real.analyze(text, max_tokens=1300, between=lambda left, n: told.append(left))
+    assert whole.n == parts.n == 1300 and told == [1300, 788, 276]
+    for name in ("q", "k", "v"):
+        a, b = getattr(whole, name), getattr(parts, name)
+        scale = a.abs().amax()
+        assert (a - b).abs().max() <= 1e-4 * scale, (name, (a - b).abs().max(), scale)
+    rows = list(range(1100, 1300, 7))
+    for layer in (0, next(i for i, t in enumerate(real.layer_types) if t == "full")):
+        torch.testing.assert_close(parts.rows(layer, None, rows), whole.rows(layer, None, rows), atol=1e-4, rtol=1e-3)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from collections import Counter, OrderedDict
 
 import streamlit as st
 
-from . import analyses, page_run, served_model, summaries
+from . import analyses, page_run, served_model, summaries, walk
 from .i18n import LANGS
 
 # a reader's long text: its other pages are built ahead only while no page runs, however long
@@ -65,14 +66,42 @@ def prebuild(view: dict, langs: tuple[str, ...] = LANGS, quiet: bool = False) ->
 PREBUILD_FAILED: Counter = Counter()  # background builds that raised, by the exception's class
 
 
+def lower_priority() -> None:
+    """This thread (and the threads its numeric libraries start from it) at the lowest CPU
+    priority (Linux: a thread's nice value is its own, and threads inherit it): work built
+    ahead takes only the CPU that readers' pages leave. Elsewhere, nothing."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except (AttributeError, OSError):
+        pass
+
+
+def _build_quietly(text: str, model_id: str, settings: dict, langs: tuple[str, ...]) -> None:
+    """A reader's long text: each step built only while no page runs, from the analysis
+    the process keeps — fetched again after every wait and never held while waiting (the
+    memory budget does not count this thread), nor read again once the cache dropped it."""
+    for step in walk.steps():
+        page_run.wait_quiet(QUIET_WAIT)
+        a = analyses.cached(text, model_id)
+        if a is None or a.n < 3:
+            return
+        summaries.build_all(a, text, model_id, settings, langs=langs, only=(step,),
+                            pause=lambda: page_run.wait_quiet(QUIET_WAIT))
+        del a
+
+
 def _build_summaries(key: tuple, text: str, model_id: str, settings: dict, langs: tuple[str, ...] = LANGS,
                      quiet: bool = False) -> None:
+    if quiet:
+        lower_priority()
     try:
-        a = analyses.analysis_unseen(text, model_id)
-        if a.n >= 3:  # a shorter text has no steps to build (its pages say so)
-            pause = (lambda: page_run.wait_quiet(QUIET_WAIT)) if quiet else (lambda: None)
-            # each step as its page shows it (its inputs too)
-            summaries.build_all(a, text, model_id, settings, langs=langs, pause=pause)
+        if quiet:
+            _build_quietly(text, model_id, settings, langs)
+        else:
+            a = analyses.analysis_unseen(text, model_id)
+            if a.n >= 3:  # a shorter text has no steps to build (its pages say so)
+                # each step as its page shows it (its inputs too)
+                summaries.build_all(a, text, model_id, settings, langs=langs)
     except Exception as exc:  # reported, never swallowed: logged with its traceback and counted
         PREBUILD_FAILED[type(exc).__name__] += 1  # (a reader who opens the step builds it then, and sees the error)
         logging.getLogger(__name__).exception("building a class's summaries in the background")
