@@ -357,9 +357,10 @@ class LoadedModel:
         cache = DynamicCache(config=self.config)
         for s in range(0, n, CHUNK):
             e = min(n, s + CHUNK)
+            chunk = input_ids[:, s:e]
             self.run_plan(Capture(rec, progress, rows=(s, e), tokens=n),
-                          lambda: self.model.base_model(input_ids=input_ids[:, s:e], past_key_values=cache,
-                                                        use_cache=True))
+                          lambda chunk=chunk: self.model.base_model(input_ids=chunk, past_key_values=cache,
+                                                                    use_cache=True))
             if between is not None and e < n:
                 between(n - e, n)
         return rec

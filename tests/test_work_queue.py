@@ -213,7 +213,7 @@ def test_a_short_text_taken_while_a_long_one_runs_in_pieces_goes_at_the_next_pie
     one goes on where it was, and finishes."""
     q = TicketQueue()
     q._took["analysis"] = 1.0
-    log, short_taken = [], threading.Event()
+    log = []
 
     def long_work(turn):
         for i in range(10):
@@ -270,7 +270,7 @@ def test_no_ticket_goes_before_an_earlier_one_of_its_tier_with_less_left():
             tickets.append(t)
         real = work_queue.time.monotonic
         at = clock + rng.uniform(0, 100)
-        work_queue.time.monotonic = lambda: at
+        work_queue.time.monotonic = lambda at=at: at
         try:
             order = sorted(tickets, key=q.ahead)
         finally:

@@ -47,7 +47,7 @@ def held_bytes() -> int:
     return kept.nbytes + read + making
 
 
-def _room_for(need: int, turn, reading: "Reading") -> None:
+def _room_for(need: int, turn, reading: Reading) -> None:
     """Before a run that will hold ``need`` bytes: while the analyses in use would pass the
     budget with it, the kept ones are dropped (least recently used first), and while other
     readers' pages still read the rest, the run stands aside (``turn.aside``: shorter work
