@@ -43,16 +43,20 @@ class ByteLRU:
                 self._sizes.pop(key)
             self._items[key] = value
             self._sizes[key] = nbytes
-            while len(self._items) > 1 and self.nbytes > self.budget:
-                old, _ = self._items.popitem(last=False)
-                self._sizes.pop(old)
-                self.evicted += 1
-                dropped += 1
-                self._gone[old] = None
-                while len(self._gone) > GONE_KEPT:
-                    self._gone.popitem(last=False)
             self._gone.pop(key, None)
+            while len(self._items) > 1 and self.nbytes > self.budget:
+                self._drop_oldest()
+                dropped += 1
         return dropped
+
+    def _drop_oldest(self) -> None:
+        """Drop the least recently used entry, remembering its key (under the lock)."""
+        old, _ = self._items.popitem(last=False)
+        self._sizes.pop(old)
+        self.evicted += 1
+        self._gone[old] = None
+        while len(self._gone) > GONE_KEPT:
+            self._gone.popitem(last=False)
 
     def shrink(self, budget: int) -> int:
         """Drop the least recently used entries until at most ``budget`` bytes are kept (all
@@ -60,13 +64,8 @@ class ByteLRU:
         dropped = 0
         with self._lock:
             while self._items and self.nbytes > max(budget, 0):
-                old, _ = self._items.popitem(last=False)
-                self._sizes.pop(old)
-                self.evicted += 1
+                self._drop_oldest()
                 dropped += 1
-                self._gone[old] = None
-            while len(self._gone) > GONE_KEPT:
-                self._gone.popitem(last=False)
         return dropped
 
     def was_dropped(self, key) -> bool:

@@ -201,9 +201,10 @@ def _analysis_work(text: str, model_id: str, reading: Reading | None = None, pro
             stood = time.monotonic()
             turn(left, weight=tokens)
             if left == tokens:  # before the run: the memory it will hold must fit
-                _room_for(model.arch.analysis_bytes(tokens), turn, reading)
+                need = model.arch.analysis_bytes(tokens)
+                _room_for(need, turn, reading)
                 with _MAKING_LOCK:
-                    _MAKING[id(reading)] = model.arch.analysis_bytes(tokens)
+                    _MAKING[id(reading)] = need
             reading.paused += time.monotonic() - stood
 
         try:
