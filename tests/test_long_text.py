@@ -659,6 +659,36 @@ def test_a_classs_prebuild_builds_every_page_of_a_long_text(monkeypatch, fresh_c
     assert a.n == 3000 and not row_reads.row_sample(a).every_row
 
 
+def test_a_readers_long_text_built_ahead_never_holds_its_analysis_while_it_waits(monkeypatch, fresh_caches):
+    """A reader's long text, its other pages built ahead (ui.prebuild, quiet): each step in
+    each language, every one built; at every wait for the readers' pages the thread holds
+    no reference to the analysis (the memory budget does not count it: held while waiting,
+    it would be memory nobody counts, kept past the cache's drop)."""
+    import sys
+    import weakref
+
+    from ui import analyses, page_run, prebuild, summaries, walk
+
+    text = text_of(400)
+    ref = weakref.ref(analyses.get_analysis(text, "tiny"))
+    holding = []
+
+    def wait(limit):
+        mine, f, held = ref(), sys._getframe(1), False
+        while f is not None:
+            held = held or any(v is mine for v in f.f_locals.values())
+            f = f.f_back
+        del mine, f
+        holding.append(held)
+        return 0.0
+
+    monkeypatch.setattr(page_run, "wait_quiet", wait)
+    built = dict(summaries.BUILT)
+    prebuild._build_quietly(text, "tiny", {}, ("en", "pt"))
+    assert all(summaries.BUILT[s.id] - built.get(s.id, 0) == 2 for s in walk.steps())  # each step, both languages
+    assert len(holding) == 3 * len(walk.steps()) and not any(holding)
+
+
 def test_step_5_says_how_long_the_text_is_and_how_much_of_it_its_measure_reads(make_app, monkeypatch, fresh_caches):
     """On 3,000 tokens step 5's orders read the first 2,048 (budgets.LAYER_TOKENS): its words
     on the break-even say both numbers, and never call 2,048 the text's length."""

@@ -105,3 +105,53 @@ def test_a_text_alone_is_read_whatever_its_size(app_work, monkeypatch):
     monkeypatch.setenv("ATLAS_ANALYSIS_MB", "0.001")  # smaller than any analysis
     assert analyses.held_bytes() == 0
     assert run(LONG[0]).n == len(tiny.encode(LONG[0])[0])
+
+
+def test_a_page_asking_again_for_its_own_text_after_the_cache_let_it_go_gets_what_it_reads(app_work, monkeypatch):
+    tiny, kept, run = app_work
+    n = len(tiny.encode(LONG[0])[0])
+    monkeypatch.setenv("ATLAS_ANALYSIS_MB", str(1.5 * tiny.arch.analysis_bytes(n) / 2**20))
+    runs = []
+    analyze = tiny.analyze
+    monkeypatch.setattr(tiny, "analyze", lambda *a, **k: runs.append(a[0]) or analyze(*a, **k))
+    page_run.run_started()
+    try:
+        first = analyses.get_analysis(LONG[0], "tiny")  # the page reads it (a step's grid) …
+        kept.shrink(0)  # … and the cache lets it go, to make room for another reader's text
+        assert analyses.cached(LONG[0], "tiny") is None
+        again = analyses.get_analysis(LONG[0], "tiny")  # the same page's row of that grid
+    finally:
+        page_run.run_ended()
+    assert again is first and runs == [LONG[0]]  # what it reads, not a second run of the model
+    assert analyses.held_bytes() == 0
+
+
+def test_two_pages_each_reading_a_text_and_asking_for_another_do_not_wait_for_each_other(app_work, monkeypatch):
+    tiny, kept, run = app_work
+    n = len(tiny.encode(LONG[0])[0])
+    monkeypatch.setattr(analyses, "MEMORY_WAIT", 30.0)
+    both_read, go, took = threading.Barrier(3, timeout=20), threading.Barrier(3, timeout=20), {}
+
+    def page(mine: str, other: str) -> None:
+        page_run.run_started()
+        try:
+            a = run(mine)
+            page_run.reads(a, a.nbytes)
+            both_read.wait()  # each page now holds one long text …
+            go.wait()  # … past the budget together
+            t0 = time.monotonic()
+            run(other)
+            took[mine] = time.monotonic() - t0
+        finally:
+            page_run.run_ended()
+
+    pages = [threading.Thread(target=page, args=(LONG[i], LONG[1 - i] + " (again)"), daemon=True) for i in (0, 1)]
+    for p in pages:
+        p.start()
+    both_read.wait()
+    kept.shrink(0)
+    monkeypatch.setenv("ATLAS_ANALYSIS_MB", str(1.5 * tiny.arch.analysis_bytes(n) / 2**20))
+    go.wait()
+    for p in pages:
+        p.join(40)
+    assert len(took) == 2 and max(took.values()) < analyses.MEMORY_WAIT / 3, took

@@ -51,7 +51,9 @@ def _room_for(need: int, turn, reading: Reading) -> None:
     """Before a run that will hold ``need`` bytes: while the analyses in use would pass the
     budget with it, the kept ones are dropped (least recently used first), and while other
     readers' pages still read the rest, the run stands aside (``turn.aside``: shorter work
-    goes meanwhile) until one ends. A run alone is never held back, whatever its size."""
+    goes meanwhile) until one ends. A run alone is never held back, whatever its size; nor
+    is a page that already reads an analysis itself (two such pages, each waiting for what
+    the other holds, would wait for each other)."""
     budget = settings.read().analysis_bytes
     began = time.monotonic()
     while True:
@@ -63,6 +65,9 @@ def _room_for(need: int, turn, reading: Reading) -> None:
         if kept.shrink(kept.nbytes - (held + need - budget)):
             release_dropped()
             continue
+        if page_run.holds():
+            reading.for_memory = False
+            return
         reading.for_memory = True
         turn.aside(ASIDE)
 
@@ -156,12 +161,16 @@ def get_analysis(text: str, model_id: str, reading: Reading | None = None, sayin
     a long text gives the model up between its chunks to shorter texts; readers pasting
     the same text share one run). ``reading``: kept up to date while this reader's run goes
     (``progress(done, tokens)`` called too); ``saying``: the place in line, in words. The
-    page run reads it until it ends (the memory budget counts it: ui.page_run.reads)."""
+    page run reads it until it ends (the memory budget counts it: ui.page_run.reads), and
+    finds it again there when the cache has dropped it meanwhile (to make room for another
+    reader's text: read again, the page's own copy would be held twice)."""
     found = cached(text, model_id)
+    if found is None:
+        found = page_run.reading((model_id, text))
     if found is None:
         found = in_line("analysis", _analysis_work(text, model_id, reading, progress), same=(model_id, text),
                         weight=_analysis_weight(text), pieces=True, saying=saying)
-    page_run.reads(found, found.nbytes)
+    page_run.reads(found, found.nbytes, key=(model_id, text))
     return found
 
 

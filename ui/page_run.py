@@ -15,7 +15,8 @@ from . import keys, walk
 
 _runs = {"active": 0, "last": time.monotonic()}
 _runs_lock = threading.Lock()
-_held: dict[int, dict[int, tuple[object, int]]] = {}  # a running page's thread → what it reads, by id: (it, bytes)
+# a running page's thread → what it reads, by id: (it, its bytes, its key)
+_held: dict[int, dict[int, tuple[object, int, object]]] = {}
 
 
 def after_page(action) -> None:
@@ -52,13 +53,28 @@ def run_ended() -> None:
         _held.pop(threading.get_ident(), None)
 
 
-def reads(thing, nbytes: int) -> None:
-    """This page run reads ``thing`` (an analysis) of ``nbytes`` until it ends: the memory
-    budget counts it as in use (``held_bytes``). Outside a page run, nothing."""
+def reads(thing, nbytes: int, key=None) -> None:
+    """This page run reads ``thing`` (an analysis, named by ``key``) of ``nbytes`` until it
+    ends: the memory budget counts it as in use (``held_bytes``), and the run finds it again
+    by its key (``reading``) once the cache has let it go. Outside a page run, nothing."""
     with _runs_lock:
         mine = _held.get(threading.get_ident())
         if mine is not None:
-            mine[id(thing)] = (thing, int(nbytes))
+            mine[id(thing)] = (thing, int(nbytes), key)
+
+
+def reading(key):
+    """What this page run already reads under ``key`` (``reads``), or None: a page asking
+    again for a text it holds gets it back, not a second run of the model."""
+    with _runs_lock:
+        mine = _held.get(threading.get_ident()) or {}
+        return next((thing for thing, _, k in mine.values() if k is not None and k == key), None)
+
+
+def holds() -> bool:
+    """Whether this page run reads anything (``reads``)."""
+    with _runs_lock:
+        return bool(_held.get(threading.get_ident()))
 
 
 def held_bytes(besides: set[int] = frozenset()) -> tuple[int, set[int]]:
@@ -66,7 +82,7 @@ def held_bytes(besides: set[int] = frozenset()) -> tuple[int, set[int]]:
     once, none whose id is in ``besides``), and the ids of those things."""
     me = threading.get_ident()
     with _runs_lock:
-        things = {k: nb for tid, held in _held.items() if tid != me for k, (_, nb) in held.items()}
+        things = {k: nb for tid, held in _held.items() if tid != me for k, (_, nb, _) in held.items()}
     ids = set(things) - set(besides)
     return sum(things[k] for k in ids), ids
 

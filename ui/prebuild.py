@@ -77,17 +77,19 @@ def lower_priority() -> None:
 
 
 def _build_quietly(text: str, model_id: str, settings: dict, langs: tuple[str, ...]) -> None:
-    """A reader's long text: each step built only while no page runs, from the analysis
-    the process keeps — fetched again after every wait and never held while waiting (the
-    memory budget does not count this thread), nor read again once the cache dropped it."""
+    """A reader's long text: each step, in each language, built only while no page runs,
+    from the analysis the process keeps — fetched again after every wait and never held
+    while waiting (the memory budget does not count this thread), nor read again once the
+    cache dropped it."""
     for step in walk.steps():
-        page_run.wait_quiet(QUIET_WAIT)
-        a = analyses.cached(text, model_id)
-        if a is None or a.n < 3:
-            return
-        summaries.build_all(a, text, model_id, settings, langs=langs, only=(step,),
-                            pause=lambda: page_run.wait_quiet(QUIET_WAIT))
-        del a
+        for lang in (*langs, None):  # None: the step's other measures (step.ahead)
+            page_run.wait_quiet(QUIET_WAIT)
+            a = analyses.cached(text, model_id)
+            if a is None or a.n < 3:
+                return
+            summaries.build_all(a, text, model_id, settings, langs=() if lang is None else (lang,), only=(step,),
+                                ahead=lang is None)
+            del a
 
 
 def _build_summaries(key: tuple, text: str, model_id: str, settings: dict, langs: tuple[str, ...] = LANGS,

@@ -120,7 +120,7 @@ def extra(step: Step) -> dict:
 
 
 def build_all(a, text: str, model_id: str, settings: dict, langs=LANGS, stop=lambda: False,
-              pause=lambda: None, only=None) -> int:
+              pause=lambda: None, only=None, ahead: bool = True) -> int:
     """Every step's summary for this text and these settings (each page's defaults where
     a setting is not given or does not fit), in every language, into the cache the pages
     read — with no reader's session: the language is given. A step's extra inputs are
@@ -128,7 +128,7 @@ def build_all(a, text: str, model_id: str, settings: dict, langs=LANGS, stop=lam
     (``step.ahead``). Returns how many were built here (0
     when all were built already); ``stop()`` true ends it early; ``pause()`` is called
     before each piece (the start's build waits there while a visitor's page runs); ``only``:
-    these steps alone."""
+    these steps alone; ``ahead``: the steps' other measures too."""
     cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), settings or {})
     made = 0
     for step in walk.steps() if only is None else only:
@@ -142,7 +142,7 @@ def build_all(a, text: str, model_id: str, settings: dict, langs=LANGS, stop=lam
             else:
                 get(step, Translator(lang), None, "", model_id, inputs(step, cfg), **extra(step))
             made += BUILT[step.id] - before
-        if step.ahead is not None and step.needs_text:
+        if ahead and step.ahead is not None and step.needs_text:
             pause()
             if stop():
                 return made
