@@ -25,8 +25,9 @@ import time
 from pathlib import Path
 
 from attn.bench import matmul_gflops
+from attn.budgets import MAX_TOKENS
 from attn.model import CHUNK
-from bench.classroom import MemoryPoll
+from bench.classroom import MemoryPoll, rss_mb
 from harness.readers import Reader
 from harness.serve import SERVER_PIDS, app_server, ready_after
 
@@ -58,7 +59,9 @@ async def step_one(url: str, lang: str, text: str, delay: float = 0.0) -> float:
         await r.close()
 
 
-async def scenario(url: str, n: int, after: float) -> dict:
+async def scenario(url: str, n: int, after: float, mem: MemoryPoll) -> dict:
+    pid = SERVER_PIDS[url]
+    print(f"  the server ready: {rss_mb(pid):,.0f} MB resident", flush=True)
     alone = []
     for i in range(n):
         lang, text = chapter(i, "alone")
@@ -66,10 +69,13 @@ async def scenario(url: str, n: int, after: float) -> dict:
         print(f"  chapter {i} ({lang}) alone: {alone[-1]:.1f} s", flush=True)
     short_alone = await step_one(url, "en", "(alone) " + SHORT)
     print(f"  five sentences alone: {short_alone:.1f} s", flush=True)
+    print(f"  after the texts alone: {rss_mb(pid):,.0f} MB resident (peak {mem.peak:,.0f} MB)", flush=True)
+    mem.peak = 0.0  # the class's own peak from here
     jobs = [step_one(url, *chapter(i, "class")) for i in range(n)]
     jobs.append(step_one(url, "en", "(class) " + SHORT, delay=after))
     together = await asyncio.gather(*jobs)
-    return {"alone": alone, "short_alone": short_alone, "together": together[:-1], "short": together[-1]}
+    return {"tokens": MAX_TOKENS["cpu"], "alone": alone, "short_alone": short_alone, "together": together[:-1],
+            "short": together[-1]}
 
 
 def main() -> int:
@@ -84,16 +90,20 @@ def main() -> int:
     with app_server(args.model, timeout=900, warm=True) as url:
         print(f"the app ready {ready_after(url, t0):.1f} s after the start", flush=True)
         with MemoryPoll([SERVER_PIDS[url]]) as mem:
-            res = asyncio.run(scenario(url, args.readers, args.after))
+            res = asyncio.run(scenario(url, args.readers, args.after, mem))
     alone_sum = sum(res["alone"])
     print(f"\n{'':<26}{'alone':>9}{'in the class':>14}")
     for i, (a, b) in enumerate(zip(res["alone"], res["together"])):
         print(f"  chapter {i} ({LANGS[i % 3]}){'':<11}{a:8.1f} s{b:12.1f} s")
     print(f"  five sentences{'':<10}{res['short_alone']:8.1f} s{res['short']:12.1f} s")
-    print(f"\nthe short text: {res['short'] / res['short_alone']:.1f}× its time alone (goal ≤ 2× plus one chunk)")
+    # one chunk's time: a chapter's time alone over its chunks (its tokens ≈ what the budget reads)
+    chunk = min(res["alone"]) / max(1, round(res["tokens"] / CHUNK))
+    print(f"\nthe short text: {res['short']:.1f} s = {res['short'] / res['short_alone']:.1f}× its time alone; "
+          f"goal ≤ 2× plus one chunk ({chunk:.1f} s): {2 * res['short_alone'] + chunk:.1f} s")
     print(f"the last chapter: {max(res['together']) / alone_sum:.2f}× the sum of the chapters alone "
           f"({alone_sum:.0f} s; goal ≤ 1.25)")
-    print(f"the server's peak resident memory: {mem.peak:,.0f} MB (goal ≤ {3500 if args.readers <= 3 else 4000} MB)")
+    goal = 3500 if args.readers <= 3 else 4000
+    print(f"the server's peak resident memory in the class: {mem.peak:,.0f} MB (goal ≤ {goal} MB)")
     return 0
 
 
