@@ -19,7 +19,8 @@ analysed), then:
           first visit since the start (what the start did not build is built while
           they wait), then N more
   switch  N readers already connected all move to the same step at once
-  own     N readers each paste their own text at once (≈ 370 tokens each; --long:
+  own     N readers each paste their own text at once, after the same texts (signed
+          apart) one after another (≈ 370 tokens each; --long:
           100,000 characters each, the 1,024 tokens the CPU analyses at most)
   class   a live class: a teacher starts one, N students join by its link (ja/pt/en),
           each polling as a browser does (the fragment's one-second reruns); the
@@ -217,11 +218,21 @@ async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], flo
         print(f"\n{n} readers each paste their own text at once (step 1)"
               + (f", each {LONG_CHARS:,} characters" if long else ""))
         readers = await connected(url, n)
+        # the same texts back to back first, signed apart (no analysis found kept): one
+        # reader of each language in turn, each text once the last is drawn
+        t0 = time.perf_counter()
+        for i, r in enumerate(readers):
+            run = await r.run("", text=own_text(i, long) + " ·")
+            if not run.finished or run.exceptions:
+                raise RuntimeError(run.exceptions or "not finished")
+        back = time.perf_counter() - t0
         texts = [own_text(i, long) for i in range(n)]
         t0 = time.perf_counter()
         times, failed = await all_run(readers, "", texts)
         whole = time.perf_counter() - t0
         print(summary_row("own texts", times, failed, None) + f"  (the whole class: {whole:.1f} s)")
+        print(f"  the same {n} back to back: {back:.1f} s; p95 at once ÷ that: "
+              f"{percentile(times, 95) / back:.2f} (goal ≤ 2)")
         await asyncio.gather(*(r.close() for r in readers))
     await asyncio.gather(*(r.close() for r in teacher))
     if "room" in scenarios:
