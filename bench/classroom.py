@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.classroom [--readers 30] [--steps 1,6] [--replicas 2]
                                         [--scenarios floor,open,switch,own,class] [--model gemma]
+                                        [--chapters 3]
 
 Starts the app as scripts/run.sh does (launch.py: the model loaded and the sample
 texts' pages built from the start; with --replicas N: N app processes behind HAProxy,
@@ -29,7 +30,9 @@ analysed), then:
           of its own within N/10 s (the time from a student's send to the teacher's
           count including it; the full-page reruns of following students the answers
           caused), closes and reveals it; meanwhile a reader outside the class views
-          one step again and again, against the same views with nobody polling
+          one step again and again, against the same views with nobody polling;
+          with --chapters K, the same class again while K readers outside it each
+          paste a chapter (bench/chapters.py's texts) as it starts
   room    the room: a teacher shows it on step 1, N students (an address each) send a
           text of their own (≈ 300 tokens) at once: what each send was told (taken with
           the press, kept for the poll to send again, refused) and its page run's p95;
@@ -192,7 +195,7 @@ async def floor_follow(url: str, n: int, where: str, moves: int = 3, wait: float
 
 
 async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], floor_p95: float | None,
-                    long: bool = False, follow_floor: float | None = None) -> None:
+                    long: bool = False, follow_floor: float | None = None, chapters: int = 0) -> None:
     by_step = {walk.number(p): walk.link(p) for p in walk.steps()}
     teacher = [Reader(url, lang) for lang in LANG_CYCLE]
     for r in teacher:  # the teacher opens each sample: analysed once, before the class
@@ -267,6 +270,18 @@ async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], flo
         print_class(res, floor_p95, time.perf_counter() - t0, follow_floor)
         if res["exceptions"]:
             print(f"  exceptions on class pages: {sorted(set(res['exceptions']))[:3]}")
+    if "class" in scenarios and chapters:
+        from bench.chapters import chapter, step_one
+
+        # the same class again while readers outside it paste a chapter each, at its start
+        print(f"\nthe same class while {chapters} readers outside it each paste a chapter (assets/long_*.txt) "
+              f"as it starts:")
+        t0 = time.perf_counter()
+        long = [asyncio.create_task(step_one(url, *chapter(i, "beside a class"))) for i in range(chapters)]
+        res = await class_scenario(url, n)
+        print_class(res, floor_p95, time.perf_counter() - t0, follow_floor)
+        done = await asyncio.gather(*long)
+        print(f"  the chapters beside it drawn after {', '.join(f'{x:.1f}' for x in done)} s")
 
 
 def print_class(res: dict, floor_p95: float | None, seconds: float, follow_floor: float | None = None) -> None:
@@ -370,6 +385,8 @@ def main() -> int:
     ap.add_argument("--scenarios", default="floor,open,switch,own,class")
     ap.add_argument("--replicas", type=int, default=1)
     ap.add_argument("--model", default="gemma")
+    ap.add_argument("--chapters", type=int, default=0,
+                    help="with class: the class again while this many readers outside it paste a chapter each")
     ap.add_argument("--long", action="store_true", help="own texts at the text area's cap (1,024 tokens each)")
     ap.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite",
                     help="the store: the SQLite file, or a throwaway PostgreSQL (ATLAS_DATABASE_URL)")
@@ -415,7 +432,7 @@ def main() -> int:
         mem = stack.enter_context(MemoryPoll(pids))
         if args.database == "postgres":
             stack.enter_context(DatabaseUse(pg))
-        asyncio.run(classroom(url, n, steps, scenarios, floor_p95, args.long, follow_floor))
+        asyncio.run(classroom(url, n, steps, scenarios, floor_p95, args.long, follow_floor, args.chapters))
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     print(f"\nservers' peak resident memory (sum over {len(pids)} process(es), polled): {mem.peak:,.0f} MB")
     print(f"this benchmark's own CPU: {cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime:.1f} s "
