@@ -22,7 +22,7 @@ analysed), then:
   switch  N readers already connected all move to the same step at once
   own     N readers each paste their own text at once, after the same texts (signed
           apart) one after another (≈ 370 tokens each; --long:
-          100,000 characters each, the 1,024 tokens the CPU analyses at most)
+          the text area's cap each, the tokens the CPU analyses at most)
   class   a live class: a teacher starts one, N students join by its link (ja/pt/en),
           each polling as a browser does (the fragment's one-second reruns); the
           teacher moves three steps (the time from her click to each student's page on
@@ -63,6 +63,7 @@ from harness.live_class import LANG_CYCLE, OVERHEAD_STEP, all_run, class_scenari
 from harness.readers import Reader, percentile
 from harness.serve import SERVER_PIDS, app_server, process_cpu, ready_after, rss_mb
 from ui.samples import sample_text
+from ui.session import MAX_CHARS
 from ui import walk
 
 FLOOR_PAGES = ("one", "two", "three", "four")  # bench/floor_app.py's pages in follow mode (the first is its default)
@@ -93,14 +94,14 @@ class MemoryPoll:
         self.thread.join()
 
 
-LONG_CHARS = 100_000  # the text area's cap: the longest text a reader can paste
+LONG_CHARS = MAX_CHARS  # the text area's cap: the longest text a reader can paste
 
 
 def own_text(i: int, long: bool = False) -> str:
     """Reader i's own text: a sample in one of the three languages, its sentences turned
     round by i and signed, so that no two readers send the same text. ``long``: the
-    same, repeated up to the text area's cap (the analysis reads its first 1,024
-    tokens on the CPU, the most any text costs)."""
+    same, repeated up to the text area's cap (the analysis reads the CPU's budget of
+    its first tokens, the most any text costs)."""
     lang = LANG_CYCLE[i % 3]
     base = sample_text(lang)
     cut = (i * 97) % max(1, len(base) // 2)
@@ -387,7 +388,7 @@ def main() -> int:
     ap.add_argument("--model", default="gemma")
     ap.add_argument("--chapters", type=int, default=0,
                     help="with class: the class again while this many readers outside it paste a chapter each")
-    ap.add_argument("--long", action="store_true", help="own texts at the text area's cap (1,024 tokens each)")
+    ap.add_argument("--long", action="store_true", help="own texts at the text area's cap (the CPU's budget of tokens)")
     ap.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite",
                     help="the store: the SQLite file, or a throwaway PostgreSQL (ATLAS_DATABASE_URL)")
     args = ap.parse_args()

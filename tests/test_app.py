@@ -988,9 +988,9 @@ ODD_TEXTS = {
     "emoji": "😀👨‍👩‍👧🇯🇵 🦜 " * 20,
     "control_bidi": "abc\x00\x07\x1b[31mred\u202eevil\u2066iso\u2069 \u200b zero",
     "mixed": "日本語 Português English 中文 العربية עברית Ελληνικά Русский 한국어 " * 5,
-    # at the text area's cap (100,000 characters: AppTest drops a longer input, as the browser
+    # at the text area's cap (150,000 characters: AppTest drops a longer input, as the browser
     # does; the server's own cut is tests/test_classroom.py's): far past the tokens read
-    "past_the_cap": ("The quick brown fox. " * 5100)[:100_000],
+    "past_the_cap": ("The quick brown fox. " * 7200)[:150_000],
 }
 # empty, blank and one-character texts take one path on every step (ui.step_page.opened): a
 # step, the closing page and the playground show it; the other texts go to every page

@@ -184,9 +184,9 @@ def test_a_dropped_analysis_is_freed_though_its_reader_stays(make_app, monkeypat
 
 
 def test_the_server_cuts_a_text_past_the_cap_whatever_the_browser_sends(server):
-    """A reader's websocket sends 150,000 characters where the text area takes 100,000:
-    the server analyses the first 100,000 only (the tiny model reads one token a
-    character, after its first token: 100,001 tokens, not 150,001)."""
+    """A reader's websocket sends 50,000 characters more than the text area takes: the
+    server reads the text area's cap only (the tiny model reads one token a character,
+    after its first token: the truncation says MAX_CHARS + 1 tokens, not 50,000 more)."""
     from ui.session import MAX_CHARS
 
     async def send_long(url):
