@@ -265,7 +265,15 @@ class LoadedModel:
         if budget < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         budget = min(budget, self.arch.max_positions or budget)  # never past the model's positions
-        t0 = time.perf_counter()
+        t0, paused = time.perf_counter(), 0.0
+        if between is not None:  # the waits there are the queue's, not the model's: not in Analysis.seconds
+            outer = between
+
+            def between(left: int, tokens: int) -> None:
+                nonlocal paused
+                stood = time.perf_counter()
+                outer(left, tokens)
+                paused += time.perf_counter() - stood
         ids, offsets = self.encode(text)
         total = len(ids)
         closing = self._closing(ids)
@@ -299,7 +307,7 @@ class LoadedModel:
             truncated=total - n,
             total_tokens=total,
             unknown=sum(1 for i in ids if i == self.tokenizer.unk_token_id),
-            seconds=time.perf_counter() - t0,
+            seconds=time.perf_counter() - t0 - paused,
             q=rec["q"],  # (layers, 1, heads, n, d) float32
             k=rec["k"],  # (layers, 1, kv_heads, n, d)
             v=rec["v"],

@@ -81,6 +81,28 @@ class FourWays:
         return rs[n] / rs[half] if n in rs and half in rs and rs[half] else None
 
 
+# How long the four ways take, in units of the model's own pace on the text (the analysis'
+# seconds a token): each run of m tokens about RUN_PACE × (m + RUN_EXTRA) of them, RUN_EXTRA
+# the comparison with the model's own output that follows each run (its positions' logits
+# over the whole vocabulary). Fitted on Gemma-3-270m at 1,024 and 4,096 tokens (330 GFLOP/s:
+# 27.0 and 72.7 s, the analyses 1.18 and 5.52 s); checked at 8,192: docs/performance.md.
+RUN_PACE = 1.24
+RUN_EXTRA = 823
+
+
+def run_units(n: int, measured: bool = True) -> list[float]:
+    """Each run's share of the work, in the order :func:`four_ways` runs them (the model's
+    own output at n first, where measured; then each length's four ways)."""
+    base = [n + RUN_EXTRA] if measured else []
+    return base + [m + RUN_EXTRA for m in lengths_of(n) for _ in WAYS]
+
+
+def forecast(seconds_a_token: float, n: int, measured: bool = True) -> float:
+    """About how many seconds :func:`four_ways` takes on n tokens, from the model's own pace
+    on the text (an analysis' seconds over its tokens): said before the run starts."""
+    return RUN_PACE * seconds_a_token * sum(run_units(n, measured))
+
+
 def lengths_of(n: int) -> tuple[int, ...]:
     """n/4, n/2 and n (the shorter ones at least 2 tokens)."""
     return tuple(sorted({max(2, n // 4), max(2, n // 2), n}))

@@ -3,6 +3,7 @@ its rows are recomputed by blocks (attn.rows), and a statistic read on a sample 
 text's rows lands within the spread it states of the exact value over every row."""
 
 import math
+import time
 
 import pytest
 import torch
@@ -469,6 +470,45 @@ def test_the_four_way_run_reproduces_the_model_with_its_own_layout_and_counts_it
         res.of("full")[2].operations / res.of("full")[1].operations)
 
 
+def test_the_forecast_of_the_four_way_run_weighs_each_run_in_the_order_it_runs(tiny):
+    """attn.model_run.run_units lists one share for each run four_ways makes, in its order:
+    the model's own output at n first (the tiny model has its head), then each length's four
+    ways — each m + RUN_EXTRA for the m tokens its progress names; the forecast is RUN_PACE
+    times the pace times their sum, worked out here by hand for 200 tokens."""
+    from attn import model_run
+
+    ids = tiny.encode(text_of(200))[0][:200]
+    calls = []
+    model_run.four_ways(tiny, ids, hubs=(0,), progress=lambda done, total, way, n: calls.append((done, total, way, n)))
+    units = model_run.run_units(200)
+    assert [c[0] for c in calls] == list(range(len(units))) and {c[1] for c in calls} == {len(units)}
+    assert units == [n + model_run.RUN_EXTRA for _, _, _, n in calls]
+    by_hand = (200 + 4 * (50 + 100 + 200)) + 13 * model_run.RUN_EXTRA
+    assert model_run.forecast(0.002, 200) == pytest.approx(model_run.RUN_PACE * 0.002 * by_hand)
+    assert model_run.run_units(200, measured=False) == units[1:]
+
+
+def test_an_analysis_counts_the_models_own_seconds_not_the_waits_between_its_chunks(tiny, monkeypatch):
+    """A long text read in chunks (attn.model.CHUNK, here 64) with the queue's turn taking
+    0.2 s between each: Analysis.seconds leaves those waits out (step 7's forecast reads the
+    model's pace from it)."""
+    from attn import model
+
+    monkeypatch.setattr(model, "CHUNK", 64)
+    text = text_of(400)
+    waits = []
+
+    def between(left, tokens):
+        if left < tokens:  # between two chunks (the first call comes before any)
+            time.sleep(0.2)
+            waits.append(0.2)
+
+    t0 = time.perf_counter()
+    a = tiny.analyze(text, between=between)
+    whole = time.perf_counter() - t0
+    assert len(waits) >= 5 and a.seconds <= whole - sum(waits) + 0.05
+
+
 def test_the_models_own_attention_read_a_block_of_rows_at_a_time_is_the_models_own_output(tiny):
     """On a long text the layer's own attention scores a block of rows at a time with the
     keys those rows see (attn.model.OWN_ROWS): its hidden states equal transformers' own
@@ -584,6 +624,8 @@ def test_step7_runs_the_model_four_ways_on_the_readers_text_and_says_each_number
     at.text_area(key="text").input(text_of(300)).run()
     at.switch_page(page_path(walk.get("payoff"))).run()
     assert not at.exception, [e.value for e in at.exception]
+    before, after = i18n.translate("en", "payoff.model_forecast", s="§").split("§")
+    assert [c for c in at.caption if before in c.value and after in c.value]  # how long, before it starts
     at.button(key="s7_model_run").click().run()
     assert not at.exception, [e.value for e in at.exception]
     labels = [m.label for m in at.metric]

@@ -29,20 +29,26 @@ def result(key) -> model_run.FourWays | None:
     return _results().get(key)
 
 
-def run(t: Translator, key, ids: list[int], hubs: tuple[int, ...]) -> model_run.FourWays:
-    """The four ways on ``ids``, showing each run and the time left (estimated from the
-    runs so far, each weighed by its length's square); kept for every reader."""
+def run(t: Translator, key, ids: list[int], hubs: tuple[int, ...], seconds_a_token: float) -> model_run.FourWays:
+    """The four ways on ``ids``, showing each run and the time left: before the first run
+    ends, the forecast from the model's own pace on the text (``seconds_a_token``: its
+    analysis' seconds over its tokens; attn.model_run.forecast); then the pace of the runs so
+    far, each weighed by its share of the work (attn.model_run.run_units). Kept for every
+    reader."""
+    model = served_model.get_model(key[0])
+    units = model_run.run_units(len(ids), model.causal and model.has_head)
     bar = st.progress(0.0, text=t("payoff.model_running_first"))
     started = time.monotonic()
-    sliding = any(x.sliding for x in served_model.get_model(key[0]).arch.layers)
+    sliding = any(x.sliding for x in model.arch.layers)
 
     def progress(done: int, total: int, way: str, n: int) -> None:
         spent = time.monotonic() - started
         name = t("payoff.way_window") if way == "own" and not sliding else t(f"payoff.way_{way}")  # as the table says
         said = t("payoff.model_running", way=name, n=t.int(n), done=done, total=total)
-        if done:
-            said = t.sentences([said, t("payoff.model_left", s=t.int(max(1, round(spent / done * (total - done)))))])
-        bar.progress(done / total, text=said)
+        ran, left = sum(units[:done]), sum(units[done:])
+        pace = spent / ran if done else model_run.RUN_PACE * seconds_a_token
+        said = t.sentences([said, t("payoff.model_left", s=t.int(max(1, round(pace * left))))])
+        bar.progress(ran / (ran + left), text=said)
 
     def work():
         done = result(key)
@@ -53,7 +59,7 @@ def run(t: Translator, key, ids: list[int], hubs: tuple[int, ...]) -> model_run.
         return out
 
     try:
-        return analyses.in_line("model_run", work, same=key)
+        return analyses.in_line("model_run", work, same=key, weight=sum(units))
     finally:
         bar.empty()
 

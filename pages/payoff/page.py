@@ -135,14 +135,17 @@ else:
     run_key = model_runs.key(page.model_id, text, a.n)
     res = model_runs.result(run_key)
     if res is None:
-        st.caption(t("payoff.model_bound", runs=len(lengths) * len(model_run.WAYS) + (1 if measured else 0),
-                     n=t.int(a.n)))
+        pace = a.seconds / a.n  # the model's own pace on this text: the run's forecast
+        runs = len(lengths) * len(model_run.WAYS) + (1 if measured else 0)
+        about = max(1, round(model_run.forecast(pace, a.n, measured)))
+        st.caption(t.sentences([t("payoff.model_bound", runs=runs, n=t.int(a.n)),
+                                t("payoff.model_forecast", s=t.int(about))]))
         if st.button(t("payoff.model_run"), type="primary", key="s7_model_run"):
             stop = st.empty()
             stop.button(t("payoff.model_stop"), key="s7_model_stop")  # its click reruns the page: the run ends
             hubs = tuple(sorted({0, *(p for p, _ in measures.anchors(text, page.model_id, 3) if p != 0)}))[:3]
             try:
-                res = model_runs.run(t, run_key, a.ids, hubs)
+                res = model_runs.run(t, run_key, a.ids, hubs, pace)
             except Exception as exc:  # said, with what the engine reported; the page goes on
                 drawing.error_box(t, "payoff.failed")
                 st.code(f"{type(exc).__name__}: {exc}", language=None)
