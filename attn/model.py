@@ -265,7 +265,7 @@ class LoadedModel:
         if budget < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         budget = min(budget, self.arch.max_positions or budget)  # never past the model's positions
-        t0, paused = time.perf_counter(), 0.0
+        paused = 0.0
         if between is not None:  # the waits there are the queue's, not the model's: not in Analysis.seconds
             outer = between
 
@@ -288,6 +288,7 @@ class LoadedModel:
         changed = getattr(self.tokenizer, "changed_characters", lambda s: {})(read)
         letters = [c for c in read if not c.isspace()]
         changed_share = sum(1 for c in letters if c in changed) / len(letters) if letters else 0.0
+        t0 = time.perf_counter()  # the model's own time from here (the tokenizer's first use is slow)
         if between is not None:  # its size is known now, in the unit the queue measures
             between(n, n)
         rec = self._capture(ids, mask=mask, progress=progress, between=between)

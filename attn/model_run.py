@@ -82,25 +82,46 @@ class FourWays:
 
 
 # How long the four ways take, in units of the model's own pace on the text (the analysis'
-# seconds a token): each run of m tokens about RUN_PACE × (m + RUN_EXTRA) of them, RUN_EXTRA
-# the comparison with the model's own output that follows each run (its positions' logits
-# over the whole vocabulary). Fitted on Gemma-3-270m at 1,024 and 4,096 tokens (330 GFLOP/s:
-# 27.0 and 72.7 s, the analyses 1.18 and 5.52 s); checked at 8,192: docs/performance.md.
-RUN_PACE = 1.24
-RUN_EXTRA = 823
+# seconds a token): a run of m tokens about RUN_LINEAR·m + RUN_SQUARE·m² of them, and a way's
+# run RUN_COMPARED more for each position its output is compared at (min(m − 1, KL_POSITIONS):
+# each a next-token distribution over the whole vocabulary, its own and the model's). Fitted on
+# Gemma-3-270m at 180, 371, 1,024, 2,048, 4,096 and 8,120 tokens (328–330 GFLOP/s: 10.3, 16.0,
+# 27.0, 40.8, 72.7 and 192.9 s), every one within 6 %: docs/performance.md, «Step 7's forecast».
+RUN_LINEAR = 0.445
+RUN_SQUARE = 2.04e-4
+RUN_COMPARED = 6.18
 
 
 def run_units(n: int, measured: bool = True) -> list[float]:
     """Each run's share of the work, in the order :func:`four_ways` runs them (the model's
-    own output at n first, where measured; then each length's four ways)."""
-    base = [n + RUN_EXTRA] if measured else []
-    return base + [m + RUN_EXTRA for m in lengths_of(n) for _ in WAYS]
+    own output at n first, where measured; then each length's four ways, each compared with
+    it where measured)."""
+    def share(m: int, compared: bool) -> float:
+        return RUN_LINEAR * m + RUN_SQUARE * m * m + (RUN_COMPARED * min(m - 1, KL_POSITIONS) if compared else 0.0)
+
+    return ([share(n, False)] if measured else []) + [share(m, measured) for m in lengths_of(n) for _ in WAYS]
+
+
+# The model's pace a token grows with the text (its full layers read every earlier token):
+# measured on Gemma-3-270m, 1.06 ms a token at 371 tokens, 1.15 at 1,024, 1.26 at 2,048, 1.35 at
+# 4,096, 1.45 at 8,120 — about (1 + n / PACE_DOUBLES) times its pace on a few tokens
+PACE_DOUBLES = 20_000
+
+
+def base_pace(seconds: float, n: int) -> float:
+    """An analysis' pace (``seconds`` for n tokens) brought back to a few tokens' pace."""
+    return seconds / max(n, 1) / (1 + n / PACE_DOUBLES)
+
+
+def pace_at(base: float, n: int) -> float:
+    """The seconds a token at n tokens, from a :func:`base_pace`."""
+    return base * (1 + n / PACE_DOUBLES)
 
 
 def forecast(seconds_a_token: float, n: int, measured: bool = True) -> float:
     """About how many seconds :func:`four_ways` takes on n tokens, from the model's own pace
     on the text (an analysis' seconds over its tokens): said before the run starts."""
-    return RUN_PACE * seconds_a_token * sum(run_units(n, measured))
+    return seconds_a_token * sum(run_units(n, measured))
 
 
 def lengths_of(n: int) -> tuple[int, ...]:

@@ -473,8 +473,8 @@ def test_the_four_way_run_reproduces_the_model_with_its_own_layout_and_counts_it
 def test_the_forecast_of_the_four_way_run_weighs_each_run_in_the_order_it_runs(tiny):
     """attn.model_run.run_units lists one share for each run four_ways makes, in its order:
     the model's own output at n first (the tiny model has its head), then each length's four
-    ways — each m + RUN_EXTRA for the m tokens its progress names; the forecast is RUN_PACE
-    times the pace times their sum, worked out here by hand for 200 tokens."""
+    ways — each for the m tokens its progress names; the forecast is the pace times their
+    sum, worked out here by hand for 200 tokens."""
     from attn import model_run
 
     ids = tiny.encode(text_of(200))[0][:200]
@@ -482,10 +482,32 @@ def test_the_forecast_of_the_four_way_run_weighs_each_run_in_the_order_it_runs(t
     model_run.four_ways(tiny, ids, hubs=(0,), progress=lambda done, total, way, n: calls.append((done, total, way, n)))
     units = model_run.run_units(200)
     assert [c[0] for c in calls] == list(range(len(units))) and {c[1] for c in calls} == {len(units)}
-    assert units == [n + model_run.RUN_EXTRA for _, _, _, n in calls]
-    by_hand = (200 + 4 * (50 + 100 + 200)) + 13 * model_run.RUN_EXTRA
-    assert model_run.forecast(0.002, 200) == pytest.approx(model_run.RUN_PACE * 0.002 * by_hand)
-    assert model_run.run_units(200, measured=False) == units[1:]
+    share = [model_run.RUN_LINEAR * n + model_run.RUN_SQUARE * n * n for _, _, _, n in calls]
+    compared = [0] + [min(n - 1, model_run.KL_POSITIONS) for _, _, _, n in calls[1:]]  # the base run is not
+    assert units == pytest.approx([s + model_run.RUN_COMPARED * c for s, c in zip(share, compared)])
+    by_hand = (model_run.RUN_LINEAR * (200 + 4 * (50 + 100 + 200))
+               + model_run.RUN_SQUARE * (200**2 + 4 * (50**2 + 100**2 + 200**2))
+               + model_run.RUN_COMPARED * 4 * (49 + 99 + 199))
+    assert model_run.forecast(0.002, 200) == pytest.approx(0.002 * by_hand)
+    assert model_run.run_units(200, measured=False) == pytest.approx(share[1:])
+
+
+def test_step_7_reads_the_models_pace_from_the_fastest_analysis_of_the_process(monkeypatch):
+    """A text read while other work ran beside it (10 s for 2,000 tokens) is forecast at the
+    pace another analysis of the process ran at (1 s for 1,000 tokens), brought to its length
+    by hand: 1/1000/(1 + 1000/20000) a token on a few tokens, × (1 + 2000/20000) at 2,000; a
+    text read faster than that keeps its own pace; another model's analyses are not read."""
+    from types import SimpleNamespace
+
+    from ui import analyses
+
+    monkeypatch.setattr(analyses, "_PACES", {})
+    quiet, busy = SimpleNamespace(n=1000, seconds=1.0), SimpleNamespace(n=2000, seconds=10.0)
+    assert analyses.pace(busy, "gemma") == pytest.approx(10.0 / 2000)  # nothing else known yet
+    analyses._record_pace(quiet, "gemma")
+    assert analyses.pace(busy, "gemma") == pytest.approx(1 / 1000 / 1.05 * 1.1)
+    assert analyses.pace(SimpleNamespace(n=2000, seconds=1.0), "gemma") == pytest.approx(1.0 / 2000)
+    assert analyses.pace(busy, "other") == pytest.approx(10.0 / 2000)
 
 
 def test_an_analysis_counts_the_models_own_seconds_not_the_waits_between_its_chunks(tiny, monkeypatch):

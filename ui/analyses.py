@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from attn import settings
+from attn import model_run, settings
 from server.lru import ByteLRU
 from server.work_queue import TicketQueue
 
@@ -101,6 +101,24 @@ def in_line(job: str, work, same=None, weight: float = 1.0, pieces: bool = False
     finally:
         if slot is not None:
             slot.empty()
+
+
+_PACES: dict[str, float] = {}  # a model → the least base pace its analyses ran at in this process
+
+
+def pace(a, model_id: str) -> float:
+    """The model's seconds a token on the text of ``a``: its own analysis' pace, or less where
+    another analysis of this process ran faster (attn.model_run.base_pace, brought to this
+    length): a run slowed by other work beside it (a server's start, a class) says more than
+    the model takes; none says less."""
+    return min(a.seconds / max(a.n, 1), model_run.pace_at(_PACES.get(model_id, float("inf")), a.n))
+
+
+def _record_pace(a, model_id: str) -> None:
+    if a.n >= 16 and a.seconds > 0:
+        base = model_run.base_pace(a.seconds, a.n)
+        with _MAKING_LOCK:
+            _PACES[model_id] = min(base, _PACES.get(model_id, float("inf")))
 
 
 def release_dropped() -> None:
@@ -221,6 +239,7 @@ def _analysis_work(text: str, model_id: str, reading: Reading | None = None, pro
         finally:
             with _MAKING_LOCK:
                 _MAKING.pop(id(reading), None)
+        _record_pace(a, model_id)
         if cache.put(key, a):
             release_dropped()
         return a

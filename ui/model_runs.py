@@ -46,7 +46,7 @@ def run(t: Translator, key, ids: list[int], hubs: tuple[int, ...], seconds_a_tok
         name = t("payoff.way_window") if way == "own" and not sliding else t(f"payoff.way_{way}")  # as the table says
         said = t("payoff.model_running", way=name, n=t.int(n), done=done, total=total)
         ran, left = sum(units[:done]), sum(units[done:])
-        pace = spent / ran if done else model_run.RUN_PACE * seconds_a_token
+        pace = spent / ran if done else seconds_a_token
         said = t.sentences([said, t("payoff.model_left", s=t.int(max(1, round(pace * left))))])
         bar.progress(ran / (ran + left), text=said)
 

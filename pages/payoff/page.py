@@ -135,7 +135,7 @@ else:
     run_key = model_runs.key(page.model_id, text, a.n)
     res = model_runs.result(run_key)
     if res is None:
-        pace = a.seconds / a.n  # the model's own pace on this text: the run's forecast
+        pace = analyses.pace(a, page.model_id)  # the model's own pace on this text: the run's forecast
         runs = len(lengths) * len(model_run.WAYS) + (1 if measured else 0)
         about = max(1, round(model_run.forecast(pace, a.n, measured)))
         st.caption(t.sentences([t("payoff.model_bound", runs=runs, n=t.int(a.n)),
