@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -30,6 +31,7 @@ from attn.model import CHUNK
 from bench.classroom import MemoryPoll, rss_mb
 from harness.readers import Reader
 from harness.serve import SERVER_PIDS, app_server, ready_after
+from ui.i18n import translate
 
 ROOT = Path(__file__).resolve().parent.parent
 SHORT = ("Attention compares every word with every other word. A window keeps only the nearby ones. "
@@ -45,18 +47,53 @@ def chapter(i: int, sign: str) -> tuple[str, str]:
 
 async def step_one(url: str, lang: str, text: str, delay: float = 0.0) -> float:
     """Seconds from this reader's paste to its step 1 drawn (the reader on the page first)."""
+    return (await read_one(url, lang, text, delay)).seconds
+
+
+async def read_one(url: str, lang: str, text: str, delay: float = 0.0):
+    """This reader's paste and its step 1 drawn (the reader on the page first): the run, its
+    notices with the moments they came (harness.readers.Run), and ``.lang``."""
     await asyncio.sleep(delay)
     r = Reader(url, lang)
     await r.connect()
     try:
         await r.run("")
-        t0 = time.perf_counter()
         run = await r.run("", text=text, timeout=3600)
         if not run.finished or run.exceptions:
             raise RuntimeError(run.exceptions or "not finished")
-        return time.perf_counter() - t0
+        run.lang = lang
+        return run
     finally:
         await r.close()
+
+
+def told(lang: str, notice: str) -> float | None:
+    """The seconds a queue's notice told (queue.waiting or queue.paused, in the reader's
+    language), or None (another notice: the memory's names no time)."""
+    for key in ("queue.waiting", "queue.paused"):
+        said = re.escape(translate(lang, key, ahead="§A§", seconds="§S§", done="§D§", tokens="§T§"))
+        number = r"[\d.,\s]+"
+        pattern = said.replace("§A§", number).replace("§D§", number).replace("§T§", number)
+        found = re.fullmatch(pattern.replace("§S§", f"({number})"), notice)
+        if found:
+            return float(re.sub(r"\D", "", found.group(1)))
+    return None
+
+
+def first_wait(run, ran_alone: float, chunk: float) -> tuple[float, float] | None:
+    """What the first notice with a time told, and the wait that came: until the reader's
+    text was read — a chapter's progress bar, less one chunk (it comes after the first); a
+    short text's end, less its time alone — or, sooner, until a notice that the memory is
+    full (the queue's turn came; the wait for memory is another, told without a time).
+    None when no notice told a time."""
+    notices = list(zip(run.alerts, run.alert_times))
+    for i, (notice, at) in enumerate(notices):
+        seconds = told(run.lang, notice)
+        if seconds is not None:
+            began = run.progress_at - chunk if run.progress_at is not None else run.ended_at - ran_alone
+            memory = next((t for n, t in notices[i + 1:] if n == translate(run.lang, "queue.memory")), began)
+            return seconds, max(0.0, min(began, memory) - at)
+    return None
 
 
 async def scenario(url: str, n: int, after: float, mem: MemoryPoll) -> dict:
@@ -71,11 +108,13 @@ async def scenario(url: str, n: int, after: float, mem: MemoryPoll) -> dict:
     print(f"  five sentences alone: {short_alone:.1f} s", flush=True)
     print(f"  after the texts alone: {rss_mb(pid):,.0f} MB resident (peak {mem.peak:,.0f} MB)", flush=True)
     mem.peak = 0.0  # the class's own peak from here
-    jobs = [step_one(url, *chapter(i, "class")) for i in range(n)]
-    jobs.append(step_one(url, "en", "(class) " + SHORT, delay=after))
-    together = await asyncio.gather(*jobs)
-    return {"tokens": MAX_TOKENS["cpu"], "alone": alone, "short_alone": short_alone, "together": together[:-1],
-            "short": together[-1]}
+    jobs = [read_one(url, *chapter(i, "class")) for i in range(n)]
+    jobs.append(read_one(url, "en", "(class) " + SHORT, delay=after))
+    runs = await asyncio.gather(*jobs)
+    chunk = min(alone) / max(1, round(MAX_TOKENS["cpu"] / CHUNK))
+    waits = [first_wait(r, a, chunk) for r, a in zip(runs, [*alone, short_alone])]
+    return {"tokens": MAX_TOKENS["cpu"], "alone": alone, "short_alone": short_alone,
+            "together": [r.seconds for r in runs[:-1]], "short": runs[-1].seconds, "waits": waits}
 
 
 def main() -> int:
@@ -102,6 +141,14 @@ def main() -> int:
           f"goal ≤ 2× plus one chunk ({chunk:.1f} s): {2 * res['short_alone'] + chunk:.1f} s")
     print(f"the last chapter: {max(res['together']) / alone_sum:.2f}× the sum of the chapters alone "
           f"({alone_sum:.0f} s; goal ≤ 1.25)")
+    print("\nthe first wait each reader was told, and the wait that came (goal: within half of it)")
+    for i, w in enumerate(res["waits"]):
+        name = f"chapter {i} ({LANGS[i % 3]})" if i < len(res["waits"]) - 1 else "five sentences"
+        if w is None:
+            print(f"  {name:<24} told no time (read at once, or waiting for memory)")
+        else:
+            print(f"  {name:<24} told {w[0]:5.0f} s, waited {w[1]:6.1f} s: "
+                  f"{'within half' if abs(w[0] - w[1]) <= w[1] / 2 else 'NOT within half'}")
     goal = 3500 if args.readers <= 3 else 4000
     print(f"the server's peak resident memory in the class: {mem.peak:,.0f} MB (goal ≤ {goal} MB)")
     return 0

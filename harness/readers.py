@@ -44,6 +44,8 @@ class Run:
     ids: dict[str, str] = field(default_factory=dict)  # widget key → id, for the keyed widgets drawn
     options: dict[str, list[str]] = field(default_factory=dict)  # a keyed radio's options, as drawn
     alerts: list[str] = field(default_factory=list)  # info / warning / error bodies as drawn, even if removed later
+    alert_times: list[float] = field(default_factory=list)  # perf_counter when each of ``alerts`` came
+    progress_at: float | None = None  # perf_counter when a progress bar first came (a long text read)
     code: list[str] = field(default_factory=list)  # code blocks (a share link, a class's link)
     toasts: list[str] = field(default_factory=list)  # notices (st.toast), as drawn
     charts: dict[str, str] = field(default_factory=dict)  # a keyed chart's Plotly spec (JSON), by its key
@@ -180,6 +182,11 @@ class Reader:
                         self.fragments.pop(fid, None)
                 elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
                     self._read(fwd.delta.new_element, out)
+                    came = fwd.delta.new_element.WhichOneof("type")
+                    if came == "alert":
+                        out.alert_times.append(time.perf_counter())
+                    elif came == "progress" and out.progress_at is None:
+                        out.progress_at = time.perf_counter()
                 elif kind == "script_finished":
                     if fwd.script_finished == RERUN:  # a rerun the script asked for (a page switch): go on
                         out = Run(seconds=0.0, page=self.page)

@@ -40,6 +40,7 @@ class Ticket:
     served: bool = False  # its turn has come (once at least)
     since: float = 0.0  # when ``left`` was last told, or its present turn came
     not_before: float = 0.0  # a ticket standing aside (``aside``) takes no turn before this moment
+    piece: float | None = None  # seconds its last piece ran (work in pieces: between two ``turn``s)
     sharers: int = 0  # callers besides the first waiting on its result
     finished: threading.Event = field(default_factory=threading.Event)
     result: object = None
@@ -123,13 +124,21 @@ class TicketQueue:
 
     def estimate(self, ticket: Ticket) -> float:
         """Seconds until this ticket's turn: what is left of the running work plus the
-        expected durations of the tickets before it."""
+        expected durations of the tickets before it. Running work in pieces that this
+        ticket would go before at its next ``turn`` counts only until then (about one piece
+        from the last turn: a short text behind a long one waits a chunk, not the text)."""
         with self._cond:
             order = self._order()
             if ticket not in order:
                 return 0.0
             now = time.monotonic()
-            return sum(self._left(t, now) for t in order[: order.index(ticket)])
+            seconds = 0.0
+            for t in order[: order.index(ticket)]:
+                left = self._left(t, now)
+                if t is self._holder and t.piece is not None and self._place(ticket, now) < self._place(t, now):
+                    left = min(left, max(t.piece - (now - t.since), 0.1))
+                seconds += left
+            return seconds
 
     def wait(self, ticket: Ticket, on_wait: Callable[[int, float], None] | None = None, every: float = 0.5) -> None:
         """Block until this ticket's turn; ``on_wait(ahead, seconds)`` about every
@@ -156,6 +165,8 @@ class TicketQueue:
             now = time.monotonic()
             if weight is not None:
                 ticket.weight = max(float(weight), 1e-9)
+            if ticket.started is not None and ticket.left is not None:  # a piece ran since the last turn
+                ticket.piece = now - max(ticket.since, ticket.started)
             ticket.left, ticket.since = max(float(left), 0.0), now
             if self._holder is not ticket or ticket.started is None:
                 return

@@ -180,6 +180,28 @@ def test_the_wait_told_is_each_kinds_measured_rate_times_its_size(monkeypatch):
     assert q.estimate(waiting) == pytest.approx(25.0)  # behind the running sweep, both texts and the handout
 
 
+def test_a_short_text_behind_a_long_one_read_in_pieces_is_told_the_rest_of_one_piece(monkeypatch):
+    """A fake clock, 1 s a token: a long text of 100 tokens read in pieces, its last piece
+    10 s (100 → 90 tokens left), 3 s into the next: a short text taken now goes at the next
+    turn, and is told 10 − 3 = 7 s (not the long text's 90 − 3 = 87); a longer text would not
+    go before it, and is told its 87 s and the short text's 1 s."""
+    import server.work_queue as work_queue
+
+    now = [1000.0]
+    monkeypatch.setattr(work_queue.time, "monotonic", lambda: now[0])
+    q = TicketQueue()
+    q._took["analysis"] = 1.0
+    long = q.take("analysis", weight=100)
+    q.wait(long)
+    q.turn(long, 100, weight=100)  # tokenized: its size told, before any piece
+    now[0] += 10
+    q.turn(long, 90)  # one piece read
+    now[0] += 3
+    short, longer = q.take("analysis", weight=1), q.take("analysis", weight=200)
+    assert q.estimate(short) == pytest.approx(7.0)
+    assert q.estimate(longer) == pytest.approx(87.0 + 1.0)
+
+
 def test_a_shared_result_store_is_bounded_and_safe_across_threads():
     """CountLRU: what every session of a process shares (sweeps, live runs, timings)
     keeps at most its number of entries, the least recently used dropped, under a lock."""
