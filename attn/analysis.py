@@ -28,7 +28,7 @@ class Analysis:
     truncated: int  # tokens dropped beyond the budget
     total_tokens: int
     unknown: int  # tokens the tokenizer could not place
-    seconds: float  # the model's own time reading it (the waits between a long text's chunks excluded)
+    seconds: float  # the model's own time reading it (the tokenizer's, and the queue's waits in between, excluded)
     q: torch.Tensor = field(repr=False)  # (layers, 1, heads, n, d) float32
     k: torch.Tensor = field(repr=False)  # (layers, 1, kv_heads, n, d): the model's own key/value heads
     v: torch.Tensor = field(repr=False)

@@ -92,6 +92,12 @@ RUN_SQUARE = 2.04e-4
 RUN_COMPARED = 6.18
 
 
+def measured(model: LoadedModel) -> bool:
+    """Whether the four ways are compared with the model's own output (a causal model with
+    its language-model head: the next-token distributions)."""
+    return model.causal and model.has_head
+
+
 def run_units(n: int, measured: bool = True) -> list[float]:
     """Each run's share of the work, in the order :func:`four_ways` runs them (the model's
     own output at n first, where measured; then each length's four ways, each compared with
@@ -233,11 +239,11 @@ def four_ways(model: LoadedModel, ids: list[int], hubs: tuple[int, ...] = (0,),
     layers = sliding or tuple(range(max(1, model.n_layers - 1)))
     window = model.arch.sliding_window or WINDOW
     lengths = lengths_of(n)
-    measured = model.causal and model.has_head
-    total = len(lengths) * len(WAYS) + (1 if measured else 0)
+    compared = measured(model)
+    total = len(lengths) * len(WAYS) + (1 if compared else 0)
     done = 0
     base = None
-    if measured:  # the model's own output, once at n: its first m rows are the run on m tokens
+    if compared:  # the model's own output, once at n: its first m rows are the run on m tokens
         if progress:
             progress(done, total, "base", n)
         own = Replace(methods.own().name, frozenset(range(model.n_layers)), methods.Params(causal=True))
@@ -252,11 +258,11 @@ def four_ways(model: LoadedModel, ids: list[int], hubs: tuple[int, ...] = (0,),
             hidden, seconds = _timed(model, ids[:m], way_plan)
             kl = ppl = base_ppl = None
             positions = spread_positions(m)
-            if measured:
+            if compared:
                 kl, ppl, base_ppl = compare_at(model, base[:, :m], hidden, ids[:m], positions)
             del hidden
             runs.append(WayRun(way, m, seconds, attention_peak(model, way_plan, m), kl, ppl, base_ppl,
-                               int(positions.numel()) if measured else 0,
+                               int(positions.numel()) if compared else 0,
                                operations(model, way, m, layers, window, hubs)))
             done += 1
     return FourWays(lengths, layers, window, tuple(hubs), tuple(runs), bool(sliding))

@@ -28,9 +28,9 @@ from pathlib import Path
 from attn.bench import matmul_gflops
 from attn.budgets import MAX_TOKENS
 from attn.model import CHUNK
-from bench.classroom import MemoryPoll, rss_mb
+from bench.classroom import MemoryPoll
 from harness.readers import Reader
-from harness.serve import SERVER_PIDS, app_server, ready_after
+from harness.serve import SERVER_PIDS, app_server, ready_after, rss_mb
 from ui.i18n import translate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,7 +107,7 @@ async def scenario(url: str, n: int, after: float, mem: MemoryPoll) -> dict:
     short_alone = await step_one(url, "en", "(alone) " + SHORT)
     print(f"  five sentences alone: {short_alone:.1f} s", flush=True)
     print(f"  after the texts alone: {rss_mb(pid):,.0f} MB resident (peak {mem.peak:,.0f} MB)", flush=True)
-    mem.peak = 0.0  # the class's own peak from here
+    mem.reset()  # the class's own peak from here
     jobs = [read_one(url, *chapter(i, "class")) for i in range(n)]
     jobs.append(read_one(url, "en", "(class) " + SHORT, delay=after))
     runs = await asyncio.gather(*jobs)
@@ -141,14 +141,15 @@ def main() -> int:
           f"goal ≤ 2× plus one chunk ({chunk:.1f} s): {2 * res['short_alone'] + chunk:.1f} s")
     print(f"the last chapter: {max(res['together']) / alone_sum:.2f}× the sum of the chapters alone "
           f"({alone_sum:.0f} s; goal ≤ 1.25)")
-    print("\nthe first wait each reader was told, and the wait that came (goal: within half of it)")
+    print("\nthe first wait each reader was told, and the wait that came (goal: within half of it, or of the "
+          "second a notice says at least)")
     for i, w in enumerate(res["waits"]):
         name = f"chapter {i} ({LANGS[i % 3]})" if i < len(res["waits"]) - 1 else "five sentences"
         if w is None:
             print(f"  {name:<24} told no time (read at once, or waiting for memory)")
         else:
             print(f"  {name:<24} told {w[0]:5.0f} s, waited {w[1]:6.1f} s: "
-                  f"{'within half' if abs(w[0] - w[1]) <= w[1] / 2 else 'NOT within half'}")
+                  f"{'within' if abs(w[0] - w[1]) <= max(w[1] / 2, 1.0) else 'NOT within'}")
     goal = 3500 if args.readers <= 3 else 4000
     print(f"the server's peak resident memory in the class: {mem.peak:,.0f} MB (goal ≤ {goal} MB)")
     return 0

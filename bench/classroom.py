@@ -75,6 +75,7 @@ class MemoryPoll:
     def __init__(self, pids: list[int], every: float = 0.2):
         self.pids, self.every, self.peak, self.stop = pids, every, 0.0, threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
+        self._lock = threading.Lock()
 
     def _run(self):
         while not self.stop.is_set():
@@ -82,8 +83,14 @@ class MemoryPoll:
             for pid in self.pids:
                 with contextlib.suppress(OSError):
                     total += rss_mb(pid)
-            self.peak = max(self.peak, total)
+            with self._lock:
+                self.peak = max(self.peak, total)
             time.sleep(self.every)
+
+    def reset(self) -> None:
+        """The peak from now on."""
+        with self._lock:
+            self.peak = 0.0
 
     def __enter__(self):
         self.thread.start()
@@ -278,10 +285,10 @@ async def classroom(url: str, n: int, steps: list[int], scenarios: set[str], flo
         print(f"\nthe same class while {chapters} readers outside it each paste a chapter (assets/long_*.txt) "
               f"as it starts:")
         t0 = time.perf_counter()
-        long = [asyncio.create_task(step_one(url, *chapter(i, "beside a class"))) for i in range(chapters)]
+        beside = [asyncio.create_task(step_one(url, *chapter(i, "beside a class"))) for i in range(chapters)]
         res = await class_scenario(url, n)
         print_class(res, floor_p95, time.perf_counter() - t0, follow_floor)
-        done = await asyncio.gather(*long)
+        done = await asyncio.gather(*beside)
         print(f"  the chapters beside it drawn after {', '.join(f'{x:.1f}' for x in done)} s")
 
 

@@ -67,9 +67,10 @@ class TicketQueue:
 
     TIERS = {"analysis": 0, "room": 1}  # every other job: 2
     # a first guess at each job's duration (seconds per unit of weight: a token for a text's
-    # analysis, a token of its runs for step 7's run of the model: attn.model_run.run_units)
+    # analysis; for step 7's run of the model a unit of attn.model_run.run_units, the model's
+    # pace a token: about 1.5 ms at 330 GFLOP/s, 0.004 on a machine three times slower)
     # until one has been measured
-    GUESS = {"analysis": 0.01, "room": 1.0, "sweep": 90.0, "bench": 40.0, "handout": 5.0, "model_run": 0.0124}
+    GUESS = {"analysis": 0.01, "room": 1.0, "sweep": 90.0, "bench": 40.0, "handout": 5.0, "model_run": 0.004}
 
     def __init__(self):
         self._cond = threading.Condition()

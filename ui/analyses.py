@@ -31,7 +31,8 @@ def _analyses() -> ByteLRU:
 # The memory budget (ATLAS_ANALYSIS_MB) counts the analyses kept, those other readers' page
 # runs are reading (ui.page_run.reads: a page reading a long text holds its analysis until it
 # ends, whether or not the cache still keeps it) and those being made: a new text's run waits
-# until the memory it needs fits (a reader's own page, and what it holds, never waits on itself)
+# until the memory it needs fits (a reader's own page, and what it holds, never waits on itself;
+# a page that already reads an analysis never waits at all)
 _MAKING: dict[int, int] = {}  # a run being made (by its Reading's id) → the bytes it will hold
 _MAKING_LOCK = threading.Lock()
 ASIDE = 1.0  # seconds a new text's run stands aside while the memory it needs is in use
@@ -104,6 +105,7 @@ def in_line(job: str, work, same=None, weight: float = 1.0, pieces: bool = False
 
 
 _PACES: dict[str, float] = {}  # a model → the least base pace its analyses ran at in this process
+_PACES_LOCK = threading.Lock()
 
 
 def pace(a, model_id: str) -> float:
@@ -117,7 +119,7 @@ def pace(a, model_id: str) -> float:
 def _record_pace(a, model_id: str) -> None:
     if a.n >= 16 and a.seconds > 0:
         base = model_run.base_pace(a.seconds, a.n)
-        with _MAKING_LOCK:
+        with _PACES_LOCK:
             _PACES[model_id] = min(base, _PACES.get(model_id, float("inf")))
 
 
@@ -180,11 +182,11 @@ def get_analysis(text: str, model_id: str, reading: Reading | None = None, sayin
     the same text share one run). ``reading``: kept up to date while this reader's run goes
     (``progress(done, tokens)`` called too); ``saying``: the place in line, in words. The
     page run reads it until it ends (the memory budget counts it: ui.page_run.reads), and
-    finds it again there when the cache has dropped it meanwhile (to make room for another
-    reader's text: read again, the page's own copy would be held twice)."""
-    found = cached(text, model_id)
+    finds it there first when it asks again: the cache may have dropped it meanwhile (to make
+    room for another reader's text), or hold a copy read again since."""
+    found = page_run.reading((model_id, text))  # first: a copy read again meanwhile would be held twice
     if found is None:
-        found = page_run.reading((model_id, text))
+        found = cached(text, model_id)
     if found is None:
         found = in_line("analysis", _analysis_work(text, model_id, reading, progress), same=(model_id, text),
                         weight=_analysis_weight(text), pieces=True, saying=saying)

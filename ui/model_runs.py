@@ -36,12 +36,15 @@ def run(t: Translator, key, ids: list[int], hubs: tuple[int, ...], seconds_a_tok
     far, each weighed by its share of the work (attn.model_run.run_units). Kept for every
     reader."""
     model = served_model.get_model(key[0])
-    units = model_run.run_units(len(ids), model.causal and model.has_head)
+    units = model_run.run_units(len(ids), model_run.measured(model))
     bar = st.progress(0.0, text=t("payoff.model_running_first"))
-    started = time.monotonic()
+    started = time.monotonic()  # again when the first run starts: the wait in line is not the run's
     sliding = any(x.sliding for x in model.arch.layers)
 
     def progress(done: int, total: int, way: str, n: int) -> None:
+        nonlocal started
+        if not done:
+            started = time.monotonic()
         spent = time.monotonic() - started
         name = t("payoff.way_window") if way == "own" and not sliding else t(f"payoff.way_{way}")  # as the table says
         said = t("payoff.model_running", way=name, n=t.int(n), done=done, total=total)

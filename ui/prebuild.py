@@ -82,7 +82,8 @@ def _build_quietly(text: str, model_id: str, settings: dict, langs: tuple[str, .
     while waiting (the memory budget does not count this thread), nor read again once the
     cache dropped it."""
     for step in walk.steps():
-        for lang in (*langs, None):  # None: the step's other measures (step.ahead)
+        ahead = (None,) if step.ahead is not None and step.needs_text else ()  # None: its other measures
+        for lang in (*langs, *ahead):
             page_run.wait_quiet(QUIET_WAIT)
             a = analyses.cached(text, model_id)
             if a is None or a.n < 3:

@@ -120,7 +120,7 @@ res = None  # the model run's result, once there is one
 if a is None or a.n < 8:
     st.info(t("payoff.model_short"))
 else:
-    measured = model.causal and model.has_head  # an encoder predicts no next token; a folder may lack its head
+    measured = model_run.measured(model)  # an encoder predicts no next token; a folder may lack its head
     lengths = model_run.lengths_of(a.n)
     sliding = any(x.sliding for x in a.layers)
     st.markdown(t("payoff.model_lead", n=t.int(a.n), lengths=t.numbers(t.int(m) for m in lengths),
@@ -136,7 +136,7 @@ else:
     res = model_runs.result(run_key)
     if res is None:
         pace = analyses.pace(a, page.model_id)  # the model's own pace on this text: the run's forecast
-        runs = len(lengths) * len(model_run.WAYS) + (1 if measured else 0)
+        runs = len(model_run.run_units(a.n, measured))
         about = max(1, round(model_run.forecast(pace, a.n, measured)))
         st.caption(t.sentences([t("payoff.model_bound", runs=runs, n=t.int(a.n)),
                                 t("payoff.model_forecast", s=t.int(about))]))
