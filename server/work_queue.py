@@ -42,6 +42,7 @@ class Ticket:
     not_before: float = 0.0  # a ticket standing aside (``aside``) takes no turn before this moment
     piece: float | None = None  # seconds its last piece ran (work in pieces: between two ``turn``s)
     sharers: int = 0  # callers besides the first waiting on its result
+    sharer_threads: set = field(default_factory=set)  # the threads of those waiting now (``_share``)
     finished: threading.Event = field(default_factory=threading.Event)
     result: object = None
     error: BaseException | None = None
@@ -243,11 +244,18 @@ class TicketQueue:
     def _share(self, ticket: Ticket, on_wait, job: str, work, weight: float, pieces: bool = False):
         """Wait for another caller's ticket; its result is ours. When that work failed
         or was abandoned, ours runs (in line as usual): its failure may be its own."""
-        while not ticket.finished.wait(0.5):
-            if on_wait is not None:
-                with self._cond:
-                    left = self._left(ticket, time.monotonic())
-                on_wait(self.ahead(ticket) + 1, self.estimate(ticket) + left)
+        me = threading.get_ident()
+        with self._cond:
+            ticket.sharer_threads.add(me)
+        try:
+            while not ticket.finished.wait(0.5):
+                if on_wait is not None:
+                    with self._cond:
+                        left = self._left(ticket, time.monotonic())
+                    on_wait(self.ahead(ticket) + 1, self.estimate(ticket) + left)
+        finally:
+            with self._cond:
+                ticket.sharer_threads.discard(me)
         if ticket.error is None and ticket.served:
             return ticket.result
         return self.run(job, work, on_wait, None, weight, pieces)
@@ -267,3 +275,8 @@ class Turn:
 
     def aside(self, seconds: float) -> None:
         self.queue.aside(self.ticket, seconds, self.on_wait)
+
+    def sharers(self) -> set[int]:
+        """The threads waiting now on this work's result (its work is theirs too)."""
+        with self.queue._cond:
+            return set(self.ticket.sharer_threads)

@@ -31,8 +31,9 @@ def app_work(monkeypatch):
     monkeypatch.setattr(analyses, "ASIDE", 0.05)
     q = TicketQueue()
 
-    def run(text, reading=None):
-        return q.run("analysis", analyses._analysis_work(text, "tiny", reading), weight=len(text), pieces=True)
+    def run(text, reading=None):  # as get_analysis runs it: a second reader of the same text shares the run
+        return q.run("analysis", analyses._analysis_work(text, "tiny", reading), same=("tiny", text),
+                     weight=len(text), pieces=True)
 
     return tiny, kept, run
 
@@ -158,3 +159,46 @@ def test_two_pages_each_reading_a_text_and_asking_for_another_do_not_wait_for_ea
     for p in pages:
         p.join(40)
     assert len(took) == 2 and max(took.values()) < analyses.MEMORY_WAIT / 3, took
+
+
+def test_a_page_that_waits_on_another_readers_run_of_the_same_text_does_not_hold_that_run_back(
+        app_work, monkeypatch):
+    """Page X reads one long text and asks for a second that page Y's run is reading: X waits
+    on Y's run, so what X holds is not counted against that run (counted, the run would stand
+    aside for X's memory while X waits for it: both until MEMORY_WAIT)."""
+    tiny, kept, run = app_work
+    n = len(tiny.encode(LONG[0])[0])
+    monkeypatch.setenv("ATLAS_ANALYSIS_MB", str(1.5 * tiny.arch.analysis_bytes(n) / 2**20))
+    monkeypatch.setattr(analyses, "MEMORY_WAIT", 30.0)
+    x_reads, y_reading, took = threading.Event(), analyses.Reading(), {}
+
+    def page_x():
+        page_run.run_started()
+        try:
+            a = run(LONG[0])
+            page_run.reads(a, a.nbytes)
+            x_reads.set()
+            end = time.monotonic() + 10
+            while not y_reading.for_memory and time.monotonic() < end:  # Y's run stands aside for X's text
+                time.sleep(0.01)
+            t0 = time.monotonic()
+            took["x"] = (run(LONG[1]), time.monotonic() - t0)  # … and X asks for Y's text: it shares Y's run
+        finally:
+            page_run.run_ended()
+
+    def page_y():
+        page_run.run_started()
+        try:
+            x_reads.wait(20)
+            t0 = time.monotonic()
+            took["y"] = (run(LONG[1], y_reading), time.monotonic() - t0)
+        finally:
+            page_run.run_ended()
+
+    pages = [threading.Thread(target=page_x, daemon=True), threading.Thread(target=page_y, daemon=True)]
+    for p in pages:
+        p.start()
+    for p in pages:
+        p.join(40)
+    assert set(took) == {"x", "y"} and took["x"][0] is took["y"][0]  # one run, shared
+    assert max(s for _, s in took.values()) < analyses.MEMORY_WAIT / 3, took

@@ -39,10 +39,11 @@ ASIDE = 1.0  # seconds a new text's run stands aside while the memory it needs i
 MEMORY_WAIT = 300.0  # at most: then it runs
 
 
-def held_bytes() -> int:
-    """Bytes the analyses in use hold: kept, read by other readers' pages, being made."""
+def held_bytes(threads: set[int] = frozenset()) -> int:
+    """Bytes the analyses in use hold: kept, read by other readers' pages (but those of
+    ``threads``), being made."""
     kept = _analyses()
-    read, _ = page_run.held_bytes(besides={id(a) for a in kept.values()})
+    read, _ = page_run.held_bytes(besides={id(a) for a in kept.values()}, threads=threads)
     with _MAKING_LOCK:
         making = sum(_MAKING.values())
     return kept.nbytes + read + making
@@ -54,11 +55,12 @@ def _room_for(need: int, turn, reading: Reading) -> None:
     readers' pages still read the rest, the run stands aside (``turn.aside``: shorter work
     goes meanwhile) until one ends. A run alone is never held back, whatever its size; nor
     is a page that already reads an analysis itself (two such pages, each waiting for what
-    the other holds, would wait for each other)."""
+    the other holds, would wait for each other), and what the pages waiting on this very
+    run hold (readers of the same text: ``turn.sharers``) is not counted against it."""
     budget = settings.read().analysis_bytes
     began = time.monotonic()
     while True:
-        held = held_bytes()
+        held = held_bytes(turn.sharers())
         if held == 0 or held + need <= budget or time.monotonic() - began > MEMORY_WAIT:
             reading.for_memory = False
             return

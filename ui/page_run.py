@@ -77,12 +77,14 @@ def holds() -> bool:
         return bool(_held.get(threading.get_ident()))
 
 
-def held_bytes(besides: set[int] = frozenset()) -> tuple[int, set[int]]:
-    """What the page runs of other threads than this one read now: their bytes (each thing
-    once, none whose id is in ``besides``), and the ids of those things."""
+def held_bytes(besides: set[int] = frozenset(), threads: set[int] = frozenset()) -> tuple[int, set[int]]:
+    """What the page runs of other threads than this one (and than ``threads``) read now:
+    their bytes (each thing once, none whose id is in ``besides``), and the ids of those
+    things."""
     me = threading.get_ident()
     with _runs_lock:
-        things = {k: nb for tid, held in _held.items() if tid != me for k, (_, nb, _) in held.items()}
+        things = {k: nb for tid, held in _held.items() if tid != me and tid not in threads
+                  for k, (_, nb, _) in held.items()}
     ids = set(things) - set(besides)
     return sum(things[k] for k in ids), ids
 
