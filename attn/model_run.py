@@ -98,14 +98,14 @@ def measured(model: LoadedModel) -> bool:
     return model.causal and model.has_head
 
 
-def run_units(n: int, measured: bool = True) -> list[float]:
+def run_units(n: int, compared: bool = True) -> list[float]:
     """Each run's share of the work, in the order :func:`four_ways` runs them (the model's
-    own output at n first, where measured; then each length's four ways, each compared with
-    it where measured)."""
-    def share(m: int, compared: bool) -> float:
-        return RUN_LINEAR * m + RUN_SQUARE * m * m + (RUN_COMPARED * min(m - 1, KL_POSITIONS) if compared else 0.0)
+    own output at n first, where ``compared`` with it: :func:`measured`; then each length's
+    four ways, each compared with it then)."""
+    def share(m: int, against: bool) -> float:
+        return RUN_LINEAR * m + RUN_SQUARE * m * m + (RUN_COMPARED * min(m - 1, KL_POSITIONS) if against else 0.0)
 
-    return ([share(n, False)] if measured else []) + [share(m, measured) for m in lengths_of(n) for _ in WAYS]
+    return ([share(n, False)] if compared else []) + [share(m, compared) for m in lengths_of(n) for _ in WAYS]
 
 
 # The model's pace a token grows with the text (its full layers read every earlier token):
@@ -124,10 +124,10 @@ def pace_at(base: float, n: int) -> float:
     return base * (1 + n / PACE_DOUBLES)
 
 
-def forecast(seconds_a_token: float, n: int, measured: bool = True) -> float:
+def forecast(seconds_a_token: float, n: int, compared: bool = True) -> float:
     """About how many seconds :func:`four_ways` takes on n tokens, from the model's own pace
     on the text (an analysis' seconds over its tokens): said before the run starts."""
-    return seconds_a_token * sum(run_units(n, measured))
+    return seconds_a_token * sum(run_units(n, compared))
 
 
 def lengths_of(n: int) -> tuple[int, ...]:

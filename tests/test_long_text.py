@@ -489,7 +489,7 @@ def test_the_forecast_of_the_four_way_run_weighs_each_run_in_the_order_it_runs(t
                + model_run.RUN_SQUARE * (200**2 + 4 * (50**2 + 100**2 + 200**2))
                + model_run.RUN_COMPARED * 4 * (49 + 99 + 199))
     assert model_run.forecast(0.002, 200) == pytest.approx(0.002 * by_hand)
-    assert model_run.run_units(200, measured=False) == pytest.approx(share[1:])
+    assert model_run.run_units(200, compared=False) == pytest.approx(share[1:])
 
 
 def test_step_7_reads_the_models_pace_from_the_fastest_analysis_of_the_process(monkeypatch):
