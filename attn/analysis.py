@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import arch as arch_
-from . import methods, patterns
+from . import methods, patterns, spill
 from .layer import LayerAttention
 from .rows import RowNorms, Weights
 
@@ -29,7 +29,8 @@ class Analysis:
     total_tokens: int
     unknown: int  # tokens the tokenizer could not place
     seconds: float  # the model's own time reading it (the tokenizer's, and the queue's waits in between, excluded)
-    q: torch.Tensor = field(repr=False)  # (layers, 1, heads, n, d) float32
+    # (layers, 1, heads, n, d) float32; a text past the memory budget: an attn.spill.LayerFile
+    q: torch.Tensor = field(repr=False)
     k: torch.Tensor = field(repr=False)  # (layers, 1, kv_heads, n, d): the model's own key/value heads
     v: torch.Tensor = field(repr=False)
     # an additive score bias the model passed in its mask, per layer that had one (layer →
@@ -64,7 +65,7 @@ class Analysis:
         """Memory the analysis holds: its tensors, plus its token lists and text (a rough
         100 bytes per token and 1 per character)."""
         held = (self.q, self.k, self.v, *(x for qk in self.prefix_qk.values() for x in qk), *self.biases.values())
-        tensors = sum(x.element_size() * x.numel() for x in held)
+        tensors = sum(spill.nbytes(x) for x in held)  # a layer file: the layers it keeps read back
         return tensors + self.norms.nbytes + 100 * self.n + len(self.text)
 
     @property

@@ -9,11 +9,12 @@ import torch
 from . import settings
 from .arch import Architecture
 
-# Tokens analysed at most, set by time (docs/performance.md): an analysis keeps only what
-# grows with n — q, k, v in float32, 18·6·256·4 bytes a token for the packaged model
-# (110 KB: 906 MB at 8,192 tokens) — and recomputes the weights a block of rows at a time.
-# On CUDA, the packaged model's own positions. ATLAS_MAX_TOKENS overrides it.
-MAX_TOKENS = {"cpu": 8192, "cuda": 32768}
+# Tokens analysed at most: the packaged model's own positions on either device. An analysis
+# keeps only what grows with n — q, k, v in float32, 18·6·256·4 bytes a token for the packaged
+# model (110 KB: 906 MB at 8,192 tokens, 3.6 GB at 32,768) — and recomputes the weights a
+# block of rows at a time; past the memory budget (ATLAS_ANALYSIS_MB) q, k, v are kept in
+# files and read back a layer at a time (attn.spill). ATLAS_MAX_TOKENS overrides it.
+MAX_TOKENS = {"cpu": 32768, "cuda": 32768}
 
 # Step 5's and step 6's measures of one layer write its whole grid out (the exact reference in
 # float64, linear attention's grid order, each method's output): on a longer text they read its
@@ -24,7 +25,7 @@ LAYER_TOKENS = 2048
 
 # Gemma-3-270m's attention (layers, heads, key/value heads, head size): the device budgets
 # above were measured on it, so any model's analysis may hold what Gemma's holds at its
-# device's budget (906 MB on the CPU, 3.6 GB on CUDA) and no more
+# device's budget (3.6 GB, in memory or in files) and no more
 _REFERENCE = (18, 4, 1, 256)
 
 

@@ -32,7 +32,7 @@ from transformers import AttentionInterface, DynamicCache
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from . import arch as arch_
-from . import methods, stats
+from . import methods, spill, stats
 from .analysis import Analysis
 from .budgets import model_token_budget
 from .tokens import Tokenizer, labels_from_offsets, words_from_offsets
@@ -149,7 +149,7 @@ class LoadedModel:
             s, e = plan.rows or (0, query.shape[2])
             for name, x in (("q", query), ("k", key), ("v", value)):
                 if rec[name] is not None:  # a chunk's keys and values are the last of those passed
-                    rec[name][layer][:, :, s:e].copy_(x.detach()[:, :, x.shape[2] - (e - s):])
+                    spill.write(rec[name], layer, s, x.detach()[:, :, x.shape[2] - (e - s):])
             if bias is not None and "bias" in rec:  # a score the model adds to (an ALiBi-like bias)
                 rec["bias"][layer] = bias[0].detach().float().cpu()
             if plan.progress is not None:
@@ -240,6 +240,10 @@ class LoadedModel:
             finally:
                 self.model.set_attn_implementation(self._own_impl)
                 self._plan = None
+
+    def memory_bytes(self, n: int) -> int:
+        """What an analysis of n tokens holds in memory (attn.spill.held_by)."""
+        return spill.held_by(self.arch, n, settings.read().analysis_bytes)
 
     # -- tokens -------------------------------------------------------------------
 
@@ -341,11 +345,12 @@ class LoadedModel:
         n = len(ids)
         # the analysis' tensors, made once and filled layer by layer: stacking per-layer
         # copies at the end held every number twice (≈ 250 MB more at 1,024 tokens)
-        cpu = torch.device("cpu")
         kv = self.kv_heads
         shapes = {"q": (self.n_layers, 1, self.n_heads, n, self.head_dim),
                   "k": (self.n_layers, 1, kv, n, self.head_dim), "v": (self.n_layers, 1, kv, n, self.head_dim)}
-        rec = {name: torch.empty(shape, device=cpu) if name in keep else None for name, shape in shapes.items()}
+        # past the memory budget, q, k, v are kept in files, a layer at a time in memory (attn.spill)
+        rec = spill.empty({name: shape for name, shape in shapes.items() if name in keep}, settings.read())
+        rec.update({name: None for name in shapes if name not in keep})
         rec["bias"] = {}
         input_ids = torch.tensor([ids], device=self.device)
         if mask is None and self.causal and n > CHUNK and "use_cache" in self._forward_kwargs:

@@ -8,6 +8,7 @@ and its time printed.
     python -m bench.pages --tokens 1024 --ahead
     python -m bench.pages --lang pt                 # the whole sample (8,121 tokens on a CPU)
     python -m bench.pages --tokens 1024 --steps hubs  # step 4 opened straight after step 1
+    python -m bench.pages --copies 4                # the sample four times: 32,768 tokens, the whole context
 
 Prints a table, the process's peak memory and the machine's matmul rate beside the
 times (attn.bench.matmul_gflops): compare runs of one machine, in one sitting.
@@ -31,6 +32,7 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=None, help="ATLAS_MAX_TOKENS (default: the device's budget)")
     ap.add_argument("--ahead", action="store_true", help="wait for the background build before the other pages")
     ap.add_argument("--steps", nargs="*", default=None, help="the steps opened after step 1, by id (default: all)")
+    ap.add_argument("--copies", type=int, default=1, help="the long sample this many times over, as one text")
     args = ap.parse_args()
     os.environ.update({"ATLAS_MODEL": "gemma", "ATLAS_FLEX_WARMUP": "0", "ATLAS_ROOM_WORKER": "0",
                        "ATLAS_BUILD_AHEAD": "1" if args.ahead else "0"})
@@ -42,7 +44,7 @@ def main() -> None:
     from harness.in_process import app, page_of
     from ui import walk
 
-    text = (ROOT / "assets" / f"long_{args.lang}.txt").read_text(encoding="utf-8").strip()
+    text = "\n\n".join([(ROOT / "assets" / f"long_{args.lang}.txt").read_text(encoding="utf-8").strip()] * args.copies)
     at = app(args.lang)
     at.run()
     t = time.perf_counter()
@@ -63,7 +65,7 @@ def main() -> None:
         rows.append((step.id, first, time.perf_counter() - t))
         if at.exception:
             raise SystemExit(f"{step.id}: {at.exception[0].value}")
-    print(f"| page ({args.lang}, {args.tokens or 'budget'} tokens) | opened | again |\n|---|---:|---:|")
+    print(f"| page ({args.lang} × {args.copies}, {args.tokens or 'budget'} tokens) | opened | again |\n|---|---:|---:|")
     for name, first, again in rows:
         print(f"| {name} | {first:.1f} s | {'' if again is None else f'{again:.1f} s'} |")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f} GB; "

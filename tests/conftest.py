@@ -23,8 +23,8 @@ os.environ["ATLAS_ROOM_WORKER"] = "0"
 # a long text's other pages not built in the background of the test process (a test that
 # wants it sets it back)
 os.environ["ATLAS_BUILD_AHEAD"] = "0"
-# the app's pages read the tiny model's samples at 1,024 tokens, as before the CPU's budget
-# became 8,192 (the test command's time); the long-text tests give their own lengths, and the
+# the app's pages read the tiny model's samples at 1,024 tokens, not the CPU's budget of
+# 32,768 (the test command's time); the long-text tests give their own lengths, and the
 # budget's own tests unset it
 os.environ.setdefault("ATLAS_MAX_TOKENS", "1024")
 # step 7's live benchmark at small sizes: the same methods and ratios, without the

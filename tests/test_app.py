@@ -1016,7 +1016,7 @@ def test_odd_text_gives_a_message_or_a_result_never_an_exception_or_html(make_ap
         for bad in ("<script", "<img", "onerror", "javascript:", "\u202e"):
             assert bad not in el.value
     if name == "past_the_cap" and step <= 6:
-        used = i18n.fmt_int(budgets.token_budget("cpu"), "en")  # the whole budget is read (8,192 on the CPU)
+        used = i18n.fmt_int(budgets.token_budget("cpu"), "en")  # the whole budget is read
         assert any(i18n.translate("en", "common.truncated", used=used, total="")[:20] in c.value for c in at.caption), \
             [c.value for c in at.caption][:6]
 

@@ -200,7 +200,7 @@ def test_the_server_cuts_a_text_past_the_cap_whatever_the_browser_sends(server):
 
     run = asyncio.run(send_long(server))
     assert run.finished and not run.exceptions
-    used = i18n.fmt_int(budgets.token_budget("cpu"), "en")  # the server's whole budget (8,192 on the CPU)
+    used = i18n.fmt_int(budgets.token_budget("cpu"), "en")  # the server's whole budget
     said = i18n.translate("en", "common.truncated", used=used, total=i18n.fmt_int(MAX_CHARS + 1, "en"))
     assert said in run.markdown, [m for m in run.markdown if used in m]
 

@@ -280,11 +280,11 @@ def test_budgets_follow_the_models_positions_and_size(loaded):
     assert a.analysis_bytes(100) == 3 * (4 + 2 * 4) * 100 * 32 * 4
     assert a.analysis_bytes(200) == 2 * a.analysis_bytes(100)
     big = dataclasses.replace(a, n_layers=32, n_heads=32, kv_heads=8, head_dim=128, max_positions=None)
-    room = budgets.reference_bytes("cpu")  # Gemma-3-270m's analysis at 8,192 tokens
-    assert room == 18 * (4 + 2) * 8192 * 256 * 4
-    n = big.token_budget(8192, room)
+    room = budgets.reference_bytes("cpu")  # Gemma-3-270m's analysis at 32,768 tokens
+    assert room == 18 * (4 + 2) * 32768 * 256 * 4
+    n = big.token_budget(32768, room)
     assert big.analysis_bytes(n) <= room < big.analysis_bytes(n + 1)
-    assert a.token_budget(8192, room) == 128  # the tiny model: its positions, not memory
+    assert a.token_budget(32768, room) == 128  # the tiny model: its positions, not memory
 
 
 @pytest.mark.parametrize("family", ["gpt2", "bert"])

@@ -232,7 +232,7 @@ def _analysis_work(text: str, model_id: str, reading: Reading | None = None, pro
             stood = time.monotonic()
             turn(left, weight=tokens)
             if left == tokens:  # before the run: the memory it will hold must fit
-                need = model.arch.analysis_bytes(tokens)
+                need = model.memory_bytes(tokens)
                 _room_for(need, turn, reading)
                 with _MAKING_LOCK:
                     _MAKING[id(reading)] = need
