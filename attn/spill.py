@@ -147,7 +147,10 @@ def empty(shapes: dict, budget) -> dict:
     """An analysis' tensors to fill, name → shape: in memory, or, where together they pass the
     memory budget (attn.settings.Settings: ``analysis_bytes``), layer files in the cache folder."""
     if spills(sum(4 * torch.Size(shape).numel() for shape in shapes.values()), budget.analysis_bytes):
-        return {name: LayerFile(shape, budget.cache_dir / "spill") for name, shape in shapes.items()}
+        try:
+            return {name: LayerFile(shape, budget.cache_dir / "spill") for name, shape in shapes.items()}
+        except OSError:  # a cache folder that takes no file (read-only, full): in memory, as before
+            pass
     return {name: torch.empty(shape) for name, shape in shapes.items()}
 
 

@@ -108,3 +108,11 @@ def test_the_memory_budget_counts_a_filed_analysis_at_the_layers_it_keeps_so_two
     for a, x in zip(read, texts):
         whole = twelve.analyze(x)
         assert torch.equal(a.q.dense(), whole.q) and torch.equal(a.v.dense(), whole.v)
+
+
+def test_a_cache_folder_that_takes_no_file_keeps_the_analysis_in_memory(tiny, monkeypatch, tmp_path):
+    (tmp_path / "spill").write_text("a file where the folder would be")  # no folder can be made there
+    monkeypatch.setenv("ATLAS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("ATLAS_ANALYSIS_MB", "0.001")
+    a = tiny.analyze(text_of(200))
+    assert isinstance(a.q, torch.Tensor) and a.n == len(tiny.encode(text_of(200))[0])
