@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from . import outputs, stats, topk
+from . import hub_stats, outputs, stats, topk
 
 ROOM_P = 0.9
 ROOM_WINDOWS = (4, 16, 64, 256)
@@ -142,7 +142,7 @@ def _r(x: float) -> float:
 def hubs_of(a, weights=None) -> tuple[int, ...]:
     """The room's hubs on a text: the first token and the text's own strongest anchors
     (``weights``: its attention, Analysis.weights)."""
-    found = [p for p, _ in stats.anchors(a.weights() if weights is None else weights, a.causal, top=ANCHOR_HUBS)]
+    found = [p for p, _ in hub_stats.anchors(a.weights() if weights is None else weights, a.causal, top=ANCHOR_HUBS)]
     return tuple(sorted({0, *found}))
 
 

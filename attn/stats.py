@@ -1,5 +1,6 @@
 """How a row's attention weight is spread: k(p) and the useful share (on growing
-prefixes too), the share a pattern keeps, the anchors and the first token's share.
+prefixes too), the share a pattern keeps and the first token's share (the anchors and the share that lands
+on chosen columns: :mod:`attn.hub_stats`).
 What each shortcut's output costs against exact softmax is :mod:`attn.outputs`.
 
 Weights are an :class:`attn.rows.Weights` (an analysis' weights, recomputed a block of
@@ -33,7 +34,7 @@ _LOOKS = (128, 512, 2048, None)
 _TOP_CELLS = 64  # k_and_top: a keep up to this many cells a row is read off one sorted selection
 
 
-def _rows(weights, narrow: bool = False):
+def blocks_of(weights, narrow: bool = False):
     """The grid's rows in chunks: yields (start, stop, float32 rows ``(r, n)``); ``narrow``:
     (start, stop, rows, lo), the rows on the columns [lo, lo + width) that can hold weight
     (an analysis' rows: attn.rows.Weights.blocks; a tensor's are whole, lo = 0)."""
@@ -80,7 +81,7 @@ def _k_top_kth(weights, p: float, keeps: Sequence[int]) -> tuple[torch.Tensor, d
     out = torch.empty(weights.shape[:-1], dtype=torch.int64).reshape(-1)
     kth = torch.empty(weights.shape[:-1]).reshape(-1)
     tops = {kk: torch.empty(weights.shape[:-1]).reshape(-1) for kk in keeps}
-    for s, e, w, _ in _rows(weights, narrow=True):  # only the columns that can hold weight
+    for s, e, w, _ in blocks_of(weights, narrow=True):  # only the columns that can hold weight
         c = w.shape[-1]
         look = min(c, first)
         target = p * w.sum(dim=-1) - 1e-6  # (float slack 1e-6)
@@ -150,7 +151,7 @@ def uniform_k(n: int, p: float, layer: LayerAttention) -> torch.Tensor:
     return torch.ceil(p * c - 1e-9).clamp_min(1).to(torch.int64)
 
 
-def _sample(weights, sample: RowSample | None) -> RowSample:
+def sample_of(weights, sample: RowSample | None) -> RowSample:
     """The rows the weights hold, as a sample: every row when none is given."""
     if sample is None:
         return RowSample.all(weights.shape[-2])
@@ -171,7 +172,7 @@ def useful_summary(weights, p: float, layer: LayerAttention, sample: RowSample |
     (the weights hold those rows), k̄ is the sample's weighted mean and ``spread`` half the
     width within which 95 % of such samples' k̄ fall."""
     n = weights.shape[-1]
-    sample = _sample(weights, sample)
+    sample = sample_of(weights, sample)
     k = k_for_share(weights, p).float()
     mean_k = sample.mean(k)
     cells = int(row_cells(n, layer).sum())
@@ -198,7 +199,7 @@ def useful_share_by_prefix(weights, p: float, lengths: list[int], layer: LayerAt
     if not causal and prefix is None:
         raise ValueError("an encoder's prefixes are runs of their own: give prefix(m)")
     n = weights.shape[-1]
-    sample = _sample(weights, sample)
+    sample = sample_of(weights, sample)
     if k_rows is None and (causal or n in lengths):  # an encoder's whole grid is needed only as its last prefix
         k_rows = k_for_share(weights, p)  # (..., n): one sort of every row
     k_rows = None if k_rows is None else k_rows.double()
@@ -228,7 +229,7 @@ def share_trend(attentions, p: float, first: int, layers: Sequence[LayerAttentio
     of its own (``first_attentions``, ``(L, H, first, first)``: Analysis.prefix)."""
     n_layers, n_heads, _, n = attentions.shape
     causal = layers[0].causal
-    sample = _sample(attentions, sample)
+    sample = sample_of(attentions, sample)
     if not causal and first_attentions is None:
         raise ValueError("an encoder's first tokens are a run of their own: give first_attentions")
     if causal and sample.whole < first:
@@ -279,7 +280,7 @@ def kept_rows_many(weights, alloweds: Sequence) -> list[torch.Tensor]:
     r = positions.numel()
     made = {}  # each pattern's bool rows of a block, the same in every layer and head: made once
     grids = [None if callable(a) else a.reshape(-1, n) for a in alloweds]
-    for s, e, w, lo in _rows(weights, narrow=True):
+    for s, e, w, lo in blocks_of(weights, narrow=True):
         for x, allowed in enumerate(alloweds):
             if grids[x] is not None:  # a small grid of bools
                 rows = torch.arange(s, e) % grids[x].shape[0]  # which row of the pattern each is
@@ -309,9 +310,9 @@ def share_kept_by_pattern(weights, window: int, hubs, causal: bool, sample: RowS
     hubs = patterns.check_hubs(n, hubs)
     near = _near(weights, window, [hubs], causal)
     if near is not None:  # the rows' normalisers are known: the window's cells and the hubs' alone
-        return kept_by_rows(near[0][0], _sample(weights, sample))
+        return kept_by_rows(near[0][0], sample_of(weights, sample))
     mod = patterns.pattern(n, window, hubs, causal)
-    return kept_by_rows(kept_rows(weights, patterns.rows_of(mod, n)), _sample(weights, sample))
+    return kept_by_rows(kept_rows(weights, patterns.rows_of(mod, n)), sample_of(weights, sample))
 
 
 def _near(weights, window: int, hub_sets: Sequence, causal: bool):
@@ -335,7 +336,7 @@ def shares_kept_and_sink(weights, window: int, hub_sets: Sequence, causal: bool,
     else:
         mods = [patterns.rows_of(patterns.pattern(n, window, hubs, causal), n) for hubs in hub_sets]
         *kept, first = kept_rows_many(weights, [*mods, _first_column])
-    sample = _sample(weights, sample)
+    sample = sample_of(weights, sample)
     return [kept_by_rows(k, sample) for k in kept], _sink_of(first, sample)
 
 
@@ -351,79 +352,6 @@ def kept_by_rows(kept: torch.Tensor, sample: RowSample | None = None) -> dict:
             "spread": sample.spread_95(kept)}
 
 
-ANCHOR_DISTANCE = 8  # an anchor is scored by the rows at least this far after it
-
-
-def anchors(weights, causal: bool, top: int = 5, min_distance: int = ANCHOR_DISTANCE,
-            sample: RowSample | None = None) -> list[tuple[int, float]]:
-    """Positions that receive the most weight from far away: for column j, the mean
-    weight it gets from rows i ≥ j + min_distance (averaged over layers and heads
-    when given ``(L, H, n, n)``), for columns with at least a quarter of the text
-    after them. In an encoder (not ``causal``: it reads both ways) rows on both sides count:
-    |i − j| ≥ min_distance. A causal grid must hold no weight after its row (as a causal
-    layer's rows never do): each column's sum is taken over every row, less the near cells.
-    Candidates for hubs: the <bos> sink, an encoder's [CLS] and [SEP], separators, punctuation.
-    On a ``sample`` of the rows, each row weighs the rows it stands for. Returns [(position,
-    mean far weight)], best first (their spreads on a sample: :func:`anchor_scores`)."""
-    return [(p, score) for p, score, _ in anchor_scores(weights, causal, top, min_distance, sample)]
-
-
-def anchor_scores(weights, causal: bool, top: int = 5, min_distance: int = ANCHOR_DISTANCE,
-                  sample: RowSample | None = None) -> list[tuple[int, float, float]]:
-    """:func:`anchors`, each with half the width within which 95 % of such samples' scores of
-    that position fall (RowSample.spread_95 of each sampled row's far weight on it, scaled as
-    the score is: the far rows of the column against the text's rows; 0 when every row is read):
-    [(position, mean far weight, spread)], best first."""
-    n = weights.shape[-1]
-    sample = _sample(weights, sample)
-    rows = sample.positions
-    r = rows.numel()
-    grids = max(1, (weights.n_grids if isinstance(weights, Weights) else weights.reshape(-1, r, n).shape[0]))
-    got = torch.zeros(n, dtype=torch.float64)  # Σ over far rows (weighted) of their weight on j
-    first = 0.0  # Σ over every row (weighted) of its weight on the first token
-    # each spread row's weight on every column, summed over the grids (its far cells are kept
-    # below): what the spread of a column's score is read from; (spread rows, n) in float32
-    spaced = None if sample.every_row else torch.zeros(r - sample.whole, n)
-    near = torch.arange(-(min_distance - 1), min_distance if not causal else 1)  # j − i of the cells too near
-    for s, e, w, lo in _rows(weights, narrow=True):
-        local = torch.arange(s, e) % r
-        c = w.shape[-1]
-        wt = sample.weights[local].float()
-        # every row's weight on each column (one product), less the few cells too near each row
-        # (|i − j| < min_distance; a causal row's are before it): no (rows, columns) mask made
-        got[lo:lo + c] += (w.T @ wt).double()
-        if spaced is not None and bool((later := local >= sample.whole).any()):
-            spaced[:, lo:lo + c].index_add_(0, local[later] - sample.whole, w[later])
-        j = rows[local][:, None] + near[None, :] - lo
-        inside = (j >= 0) & (j < c)
-        j = j.clamp(0, c - 1)
-        got.index_add_(0, lo + j[inside], -(w.gather(1, j) * wt[:, None])[inside].double())
-        if lo == 0:
-            first += float(w[:, 0].double() @ wt.double())
-    got /= grids
-    if n <= min_distance:
-        return [(0, first / grids / float(sample.weights.sum()), 0.0)] if n else []
-    jj = torch.arange(n)
-    counts = (n - (jj + min_distance)).clamp_min(0)  # the far rows of each column: after it
-    if not causal:
-        counts = counts + (jj - min_distance + 1).clamp_min(0)  # and before it
-    score = got / counts.clamp_min(1)
-    # a mean over a handful of rows is noise: a column needs a quarter of the text after it
-    eligible = counts >= max(1, min(n - min_distance, max(min_distance, n // 4)))
-    score = torch.where(eligible, score, torch.full_like(score, -1.0))
-    best = torch.argsort(score, descending=True)[: min(top, int(eligible.sum()))]
-    spreads = [0.0] * len(best)
-    if spaced is not None:
-        later = rows[sample.whole:]
-        for x, b in enumerate(best.tolist()):
-            far = (later - b).abs() >= min_distance if not causal else later - b >= min_distance
-            values = torch.zeros(r, dtype=torch.float64)  # a row's far weight on b (the rows read whole: unused)
-            values[sample.whole:] = torch.where(far, spaced[:, b].double() / grids, 0.0)
-            # the score is Σ (weighted) far weight / the column's far rows = the sample's mean · n / far rows
-            spreads[x] = sample.spread_95(values) * n / max(1, int(counts[b]))
-    return [(int(b), float(score[b]), spreads[x]) for x, b in enumerate(best.tolist())]
-
-
 def sink_share(weights, sample: RowSample | None = None) -> float:
     """Mean weight that each row after the first puts on the first token, over all
     layers and heads of ``(L, H, n, n)`` (weighted, on a ``sample`` of the rows): how
@@ -436,7 +364,7 @@ def sink_rows(weights, sample: RowSample | None = None) -> tuple[float, float]:
     samples' shares fall (0 when every row is read)."""
     if weights.shape[-1] < 2:
         return 0.0, 0.0
-    return _sink_of(kept_rows(weights, _first_column), _sample(weights, sample))
+    return _sink_of(kept_rows(weights, _first_column), sample_of(weights, sample))
 
 
 def _first_column(rows: torch.Tensor, lo: int, hi: int) -> torch.Tensor:
@@ -452,36 +380,3 @@ def _sink_of(first: torch.Tensor, sample: RowSample) -> tuple[float, float]:
     later = sample.positions >= 1
     sub = RowSample(sample.n - 1, sample.positions[later], sample.weights[later], max(0, sample.whole - 1))
     return sub.mean(first[:, later]), sub.spread_95(first[:, later])
-
-
-def share_to(weights, columns, causal: bool, sample: RowSample | None = None) -> dict:
-    """The share of each row's weight that lands on ``columns`` (positions), for weights
-    ``(L, H, n, n)``: averaged over every row, head and layer (``mean``), per layer
-    (``per_layer``), and what rows spreading their weight evenly over the cells they see
-    would give those columns (``even``: in an encoder each row sees all n, so g / n);
-    each column on its own too (``each``: [(column, mean, even)]);
-    ``causal``: the model's direction. On a ``sample`` of the rows, each row weighs the
-    rows it stands for."""
-    n = weights.shape[-1]
-    n_layers = weights.shape[0]
-    cols = sorted({int(c) for c in columns if 0 <= int(c) < n})
-    if not cols or n == 0:
-        return {"mean": 0.0, "per_layer": [0.0] * n_layers, "even": 0.0, "columns": cols, "each": []}
-    sample = _sample(weights, sample)
-    got = torch.zeros(*weights.shape[:-1], len(cols)).reshape(-1, len(cols))
-    for s, e, w, lo in _rows(weights, narrow=True):
-        for x, c in enumerate(cols):
-            if lo <= c < lo + w.shape[-1]:
-                got[s:e, x] = w[:, c - lo]
-    got = got.reshape(n_layers, -1, sample.count, len(cols)).double()  # (L, H, rows, columns)
-    wt = sample.weights[:, None] / sample.weights.sum()
-    i = torch.arange(n)
-    seen = row_cells(n, LayerAttention(causal=causal, window=None, scale=1.0)).double()  # each row's cells, full layer
-    per_row = ((torch.tensor(cols)[None, :] <= i[:, None]) if causal else torch.ones(n, len(cols), dtype=torch.bool))
-    even = float((per_row.sum(dim=-1).double() / seen).mean())
-    total = got.sum(dim=-1)  # (L, H, rows)
-    per_layer = (total.mean(dim=1) * wt[:, 0]).sum(dim=-1)
-    each = [(c, float((got[..., x].mean(dim=(0, 1)) * wt[:, 0]).sum()), float((per_row[:, x].double() / seen).mean()))
-            for x, c in enumerate(cols)]
-    return {"mean": float(per_layer.mean()), "per_layer": per_layer.tolist(), "even": even, "columns": cols,
-            "each": each, "spread": sample.spread_95(total)}

@@ -29,7 +29,7 @@ def one(n: int) -> dict:
     """One length, in this process: the numbers of a row of the table."""
     import torch
 
-    from attn import loading, stats
+    from attn import hub_stats, loading, stats
     from attn.rows import RowSample
     from ui.samples import sample_text
 
@@ -46,7 +46,7 @@ def one(n: int) -> dict:
     timings = {}
     for name, fn in (("k(p), every layer", lambda: stats.k_for_share(w, 0.9)),
                      ("kept by a window", lambda: stats.share_kept_by_pattern(w, 64, (), a.causal, sample=sample)),
-                     ("anchors", lambda: stats.anchors(w, a.causal, sample=sample)),
+                     ("anchors", lambda: hub_stats.anchors(w, a.causal, sample=sample)),
                      ("the sink", lambda: stats.sink_rows(w, sample))):
         t = time.perf_counter()
         fn()

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from attn import loading
-from attn import bench, budgets, methods, outputs, patterns, stats
+from attn import bench, budgets, hub_stats, methods, outputs, patterns, stats
 from helpers import LANGS, PAGES, WALK, revealed
 from ui import i18n
 from ui import live_bench
@@ -223,7 +223,7 @@ def test_step4_cells_with_hubs_and_hops(make_app, tiny):
     at = open_page(make_app, PAGES[3])
     assert_clean(at)
     a = tiny.analyze(sample_text("en"))
-    found = stats.anchors(a.weights().dense(), a.causal, top=5)
+    found = hub_stats.anchors(a.weights().dense(), a.causal, top=5)
     hubs = tuple(sorted(p for p, _ in found[:3]))
     assert tuple(sorted(at.multiselect(key="s4_hubs").value)) == hubs
     # each candidate with its score, as the engine measured it
@@ -411,7 +411,7 @@ def test_step6_captions_follow_the_measured_errors_and_sharpness(make_app, tiny,
     a = tiny.analyze(text or sample_text("en"))
     layer = min(8, a.n_layers - 1)
     q, k, v = a.qkv(layer)
-    found = tuple(sorted(p for p, _ in stats.anchors(a.weights().dense(), a.causal, top=3)))
+    found = tuple(sorted(p for p, _ in hub_stats.anchors(a.weights().dense(), a.causal, top=3)))
     w = min(16, a.n)
     err = outputs.output_errors(q, k, v, a.layers[layer], window=w, hubs=found)["mean"]
     linear = [name for name in err if name.startswith("linear_")]
@@ -653,7 +653,7 @@ def test_predictions_on_steps_1_2_5_6_reveal_the_pages_own_number_for_each_text(
     a = tiny.analyze(text or sample_text("en"))
     layer = min(8, a.n_layers - 1)
     q, k, v = (x.double() for x in a.qkv(layer))
-    hubs = tuple(sorted(p for p, _ in stats.anchors(a.weights().dense(), a.causal, top=3)))
+    hubs = tuple(sorted(p for p, _ in hub_stats.anchors(a.weights().dense(), a.causal, top=3)))
     n, own, w = a.n, a.layers[layer].window, min(16, a.n)
     allowed = torch.tensor([[j <= i and (own is None or i - j < own) for j in range(n)] for i in range(n)])
     scores = (q @ k.transpose(-1, -2) * a.layers[layer].scale).masked_fill(~allowed, float("-inf"))

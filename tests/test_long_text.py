@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from attn import budgets, loading, stats
+from attn import budgets, hub_stats, loading, stats
 from attn.layer import LayerAttention
 from attn.rows import RowSample
 
@@ -207,7 +207,7 @@ def test_step_4_finds_a_long_texts_anchors_on_the_model_wide_sample_and_says_so(
     at, text = opened_on_3000_tokens(make_app, monkeypatch, "hubs")
     a = analyses.get_analysis(text, "tiny")
     sample = RowSample.spread(3000, 256, 256)
-    expect = stats.anchors(a.weights().at(sample.positions), a.causal, top=measures.ANCHORS_READ, sample=sample)
+    expect = hub_stats.anchors(a.weights().at(sample.positions), a.causal, top=measures.ANCHORS_READ, sample=sample)
     assert measures.anchors(text, "tiny", 5) == expect[:5]
     said = i18n.translate("en", "hubs.anchors_sampled", rows="512", n="3,000", first="256", spaced="256")
     captions = [c.value for c in at.caption]

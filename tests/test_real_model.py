@@ -10,7 +10,7 @@ import textwrap
 import pytest
 import torch
 
-from attn import converted, methods, patterns, stats, swap, tokens
+from attn import converted, hub_stats, methods, patterns, stats, swap, tokens
 from attn import model as atlas_model
 from attn import loading
 from attn.swap import Swap
@@ -130,7 +130,7 @@ def test_sliding_layers_put_no_weight_beyond_their_window(real):
 @pytest.mark.parametrize("lang", ["en", "pt", "ja"])
 def test_the_first_token_is_found_as_the_sink(real, lang):
     a = real.analyze(sample_text(lang))
-    found = stats.anchors(a.weights().dense(), a.causal, top=3)
+    found = hub_stats.anchors(a.weights().dense(), a.causal, top=3)
     assert found[0][0] == 0
     assert stats.sink_share(a.weights().dense()) > 0.2
 

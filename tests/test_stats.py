@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from attn.rows import RowSample
-from attn import methods, outputs, stats
+from attn import hub_stats, methods, outputs, stats
 from attn.layer import LayerAttention
 
 
@@ -95,7 +95,7 @@ def test_anchors_find_the_column_that_far_rows_look_at():
         w[i, i] = 0.3
         w[i, 0] += 0.5
         w[i, 17 if i > 17 else i] += 0.2
-    best = stats.anchors(w, True, top=2)
+    best = hub_stats.anchors(w, True, top=2)
     assert best[0][0] == 0 and best[1][0] == 17
 
 
@@ -206,15 +206,15 @@ def test_an_encoders_prefixes_are_counted_on_their_own_runs():
 def test_share_to_sums_the_special_columns_of_every_row():
     torch.manual_seed(3)
     w = torch.softmax(torch.randn(2, 3, 10, 10), dim=-1)
-    got = stats.share_to(w, (0, 9), False)
+    got = hub_stats.share_to(w, (0, 9), False)
     by_loops = sum(float(w[l_, h, i, 0] + w[l_, h, i, 9]) for l_ in range(2) for h in range(3) for i in range(10))
     assert got["mean"] == pytest.approx(by_loops / 60, rel=1e-6)
     assert got["per_layer"][1] == pytest.approx(float((w[1, :, :, 0] + w[1, :, :, 9]).mean()), rel=1e-6)
     assert got["even"] == pytest.approx(2 / 10)
     # causal: column 9 is seen by row 9 only; column 0 by every row i (1 / (i + 1) each)
     even = sum((1 / (i + 1)) + (1 / 10 if i == 9 else 0) for i in range(10)) / 10
-    assert stats.share_to(w, (0, 9), True)["even"] == pytest.approx(even)
-    assert stats.share_to(w, (), True)["mean"] == 0.0
+    assert hub_stats.share_to(w, (0, 9), True)["even"] == pytest.approx(even)
+    assert hub_stats.share_to(w, (), True)["mean"] == 0.0
 
 
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "both ways"])
@@ -222,7 +222,7 @@ def test_anchors_score_each_column_as_a_plain_loop_over_its_far_rows(causal, mon
     """Every column's score, the mean weight over layers, heads and far rows (|i − j| ≥ 8;
     a causal model's after it), by a loop over the cells: the five best, in order."""
     g = torch.Generator().manual_seed(5)
-    n, d = 48, stats.ANCHOR_DISTANCE
+    n, d = 48, hub_stats.ANCHOR_DISTANCE
     scores = torch.randn(2, 3, n, n, generator=g) * 2
     if causal:
         scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
@@ -234,7 +234,7 @@ def test_anchors_score_each_column_as_a_plain_loop_over_its_far_rows(causal, mon
         if len(far) >= max(d, n // 4):
             want[j] = sum(g_[i][j] for g_ in flat for i in far) / len(flat) / len(far)
     best = sorted(want, key=want.get, reverse=True)[:5]
-    got = stats.anchors(w, causal, top=5)
+    got = hub_stats.anchors(w, causal, top=5)
     assert [p for p, _ in got] == best
     assert [x for _, x in got] == pytest.approx([want[p] for p in best], rel=1e-5)
     # on a sample of the rows (the first 10, then 12 spread over the rest, each standing for its
@@ -249,7 +249,7 @@ def test_anchors_score_each_column_as_a_plain_loop_over_its_far_rows(causal, mon
             want[j] = sum(g_[r][j] * x for g_ in flat for r, x in far) / len(flat) / rows_far
     best = sorted(want, key=want.get, reverse=True)[:5]
     monkeypatch.setattr(stats, "_CHUNK", 7 * n)  # 7 rows a chunk: rows of a sample split across chunks
-    got = stats.anchors(w[..., sample.positions, :], causal, top=5, sample=sample)
+    got = hub_stats.anchors(w[..., sample.positions, :], causal, top=5, sample=sample)
     assert [p for p, _ in got] == best
     assert [x for _, x in got] == pytest.approx([want[p] for p in best], rel=1e-5)
 
@@ -261,10 +261,10 @@ def test_anchors_both_ways_count_the_rows_on_either_side():
         w[i, i] = 0.4
         w[i, n - 1] += 0.4  # a [SEP] at the end: causally only its own row sees it
         w[i, 20] += 0.2
-    assert stats.anchors(w, False, top=1)[0] == (n - 1, pytest.approx(0.4))
+    assert hub_stats.anchors(w, False, top=1)[0] == (n - 1, pytest.approx(0.4))
     causal = w.tril()  # the same rows read causally (a causal grid holds nothing after its row)
     causal = causal / causal.sum(dim=-1, keepdim=True)
-    assert all(p != n - 1 for p, _ in stats.anchors(causal, True, top=3))  # causal: no row lies 8 after it
+    assert all(p != n - 1 for p, _ in hub_stats.anchors(causal, True, top=3))  # causal: no row lies 8 after it
 
 
 def test_output_errors_both_ways_against_a_hand_made_bidirectional_softmax():

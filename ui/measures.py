@@ -12,7 +12,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from attn import graph, methods, outputs, patterns, stats, topk
+from attn import graph, hub_stats, methods, outputs, patterns, stats, topk
 from attn.rows import BLOCK_CELLS
 from server.lru import CountLRU
 
@@ -272,21 +272,21 @@ def kept_and_sink(text: str, model_id: str, window: int, hub_sets: tuple) -> tup
     return tuple(_kept(r, sample) for r in got), sink, sampled(sample, spread)
 
 
-ANCHOR_DISTANCE = stats.ANCHOR_DISTANCE  # an anchor is scored by rows at least this far after it
+ANCHOR_DISTANCE = hub_stats.ANCHOR_DISTANCE  # an anchor is scored by rows at least this far after it
 
 
 ANCHORS_READ = 8  # anchors found in one pass over the weights: every page's count is a prefix of them
 
 
 def anchors(text: str, model_id: str, top: int = 5) -> list[tuple[int, float]]:
-    """The text's ``top`` anchors, strongest first (stats.anchors, on the rows of
+    """The text's ``top`` anchors, strongest first (hub_stats.anchors, on the rows of
     ``row_reads.model_sample``): the first ``top`` of one cached pass that keeps ANCHORS_READ
     (step 4 asks for 5, step 6 and 7 for 3)."""
     return [(p, score) for p, score, _ in anchor_scores(text, model_id, top)]
 
 
 def anchor_scores(text: str, model_id: str, top: int = ANCHORS_READ) -> list[tuple[int, float, float]]:
-    """:func:`anchors` with each score's spread on the row sample (stats.anchor_scores; 0 when
+    """:func:`anchors` with each score's spread on the row sample (hub_stats.anchor_scores; 0 when
     every row is read): [(position, score, spread)]."""
     if top <= ANCHORS_READ:
         return _anchors(text, model_id, ANCHORS_READ)[:top]
@@ -297,7 +297,7 @@ def anchor_scores(text: str, model_id: str, top: int = ANCHORS_READ) -> list[tup
 def _anchors(text: str, model_id: str, top: int) -> list[tuple[int, float, float]]:
     a = _analysis(text, model_id)
     weights, sample = sampled_weights(a, row_reads.model_sample(a))  # said on step 4
-    return stats.anchor_scores(weights, a.causal, top=top, sample=sample)
+    return hub_stats.anchor_scores(weights, a.causal, top=top, sample=sample)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -353,11 +353,11 @@ def sink_estimate(text: str, model_id: str) -> tuple[float, Sampled]:
 @st.cache_data(max_entries=16, show_spinner=False)
 def special_share(text: str, model_id: str) -> SpecialShare:
     """The weight the tokenizer's own tokens ([CLS], [SEP], <bos>) receive: their columns'
-    share of each row, averaged over every row, layer and head (stats.share_to), per
+    share of each row, averaged over every row, layer and head (hub_stats.share_to), per
     layer too, beside what an even spread over each row's cells would give them."""
     a = _analysis(text, model_id)
     weights, sample = sampled_weights(a)
-    r = stats.share_to(weights, a.specials, a.causal, sample=sample)
+    r = hub_stats.share_to(weights, a.specials, a.causal, sample=sample)
     return SpecialShare(tuple(r["columns"]), r["mean"], r["even"], tuple(r["per_layer"]), tuple(r["each"]),
                         sampled(sample, r.get("spread", 0.0)))
 
