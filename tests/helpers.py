@@ -21,6 +21,8 @@ def page_path(step) -> str:
 
 
 PAGES = [page_path(p) for p in WALK]
+PAGE = {p.id: page_path(p) for p in WALK}  # a page's file by its step's id: tests name pages by id
+HOME = walk.home()
 LANGS = list(_LANGS)
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 

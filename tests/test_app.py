@@ -12,7 +12,7 @@ import torch
 
 from attn import loading
 from attn import bench, budgets, hub_stats, methods, outputs, patterns, stats
-from helpers import LANGS, PAGES, WALK, revealed
+from helpers import HOME, LANGS, PAGE, PAGES, WALK, revealed
 from ui import i18n
 from ui import live_bench
 from ui import keys
@@ -21,10 +21,10 @@ from ui import walk as walk_steps
 
 pytestmark = pytest.mark.apptest
 
-KEY_METRIC = {  # the one number each step is about: its locale key
-    1: "every_pair.metric_causal", 2: "nearly_empty.metric_useful", 3: "neighbours.metric_kept_all",
-    4: "hubs.metric_cells",
-    5: "linear.metric_diff", 6: "honest_catch.metric_fused", 7: "payoff.metric_model_ratio",
+KEY_METRIC = {  # the one number each step is about: its locale key, by the step's id
+    "every-pair": "every_pair.metric_causal", "nearly-empty": "nearly_empty.metric_useful",
+    "neighbours": "neighbours.metric_kept_all", "hubs": "hubs.metric_cells", "linear": "linear.metric_diff",
+    "honest-catch": "honest_catch.metric_fused", "payoff": "payoff.metric_model_ratio",
 }
 
 
@@ -73,7 +73,7 @@ def open_page(make_app, page: str, lang: str = "en", text: str | None = None, mo
     at.run()
     if text is not None:
         at.text_area(key="text").input(text).run()
-    if page != PAGES[0]:
+    if page != PAGE[HOME.id]:  # it opens on the home page
         at.switch_page(page).run()
     return at
 
@@ -89,7 +89,7 @@ def assert_clean(at):
 def test_a_formula_caption_names_the_formulas_terms_in_the_readers_words(make_app, lang):
     """Step 6's caption writes o_exact as the formula above it does: an inline formula whose
     word is formula.exact in the reader's language (its raw underscore once showed)."""
-    at = open_page(make_app, PAGES[5], lang)
+    at = open_page(make_app, PAGE["honest-catch"], lang)
     assert_clean(at)
     word = i18n.translate(lang, "formula.exact")
     captions = [c.value for c in at.caption]
@@ -102,13 +102,13 @@ def test_a_formula_caption_names_the_formulas_terms_in_the_readers_words(make_ap
 def test_every_page_opens_in_every_language_with_its_key_number(make_app, page, lang):
     at = open_page(make_app, page, lang)
     assert_clean(at)
-    step = PAGES.index(page) + 1
-    assert at.title[0].value == i18n.translate(lang, WALK[step - 1].title_key)
-    if WALK[step - 1].id == "playground":  # not a step: its cells, counted exactly
+    step = WALK[PAGES.index(page)]
+    assert at.title[0].value == i18n.translate(lang, step.title_key)
+    if step.id == "playground":  # not a step: its cells, counted exactly
         cells = metric(at, "playground.metric_cells", lang)
         assert parse(cells, lang) > 0
-    elif step <= 7:
-        label = i18n.translate(lang, KEY_METRIC[step], m=i18n.translate(lang, "methods.full"), w=16, g=3)
+    elif step.is_step:
+        label = i18n.translate(lang, KEY_METRIC[step.id], m=i18n.translate(lang, "methods.full"), w=16, g=3)
         prefix = re.split(r"\d", label)[0][:12]
         values = [m.value for m in at.metric if m.label.startswith(prefix)]
         assert values and values[0] not in ("", "—"), (label, [m.label for m in at.metric])
@@ -129,7 +129,7 @@ def test_every_page_opens_in_every_language_with_its_key_number(make_app, page, 
 
 def test_step1_cells_follow_n_squared_and_the_causal_triangle(make_app):
     for lang in ("en", "pt"):
-        at = open_page(make_app, PAGES[0], lang)
+        at = open_page(make_app, PAGE["every-pair"], lang)
         n = int(parse(metric(at, "every_pair.metric_n", lang), lang))
         assert int(parse(metric(at, "every_pair.metric_square", lang), lang)) == n * n
         assert int(parse(metric(at, "every_pair.metric_causal", lang), lang)) == n * (n + 1) // 2
@@ -138,7 +138,7 @@ def test_step1_cells_follow_n_squared_and_the_causal_triangle(make_app):
 
 
 def test_step1_cells_follow_the_layer_shown_and_the_whole_model_is_counted(make_app, tiny):
-    at = open_page(make_app, PAGES[0])
+    at = open_page(make_app, PAGE["every-pair"])
     a = tiny.analyze(sample_text("en"))
     n, w = a.n, tiny.sliding_window
     assert n > w
@@ -167,11 +167,11 @@ def test_step1_cells_follow_the_layer_shown_and_the_whole_model_is_counted(make_
 
 
 def test_portuguese_numbers_use_a_decimal_comma_and_a_thousands_dot(make_app):
-    at = open_page(make_app, PAGES[0], "pt")
+    at = open_page(make_app, PAGE["every-pair"], "pt")
     n = int(parse(metric(at, "every_pair.metric_n", "pt"), "pt"))
     assert n >= 1000
     assert metric(at, "every_pair.metric_n", "pt") == f"{n // 1000}.{n % 1000:03d}"
-    at2 = open_page(make_app, PAGES[1], "pt")
+    at2 = open_page(make_app, PAGE["nearly-empty"], "pt")
     share = metric_starting(at2, "pt", "nearly_empty.metric_share")
     assert "," in share or "%" in share
     assert i18n.fmt_float(0.93, "pt") == "0,93" and i18n.fmt_int(1024, "pt") == "1.024"
@@ -179,7 +179,7 @@ def test_portuguese_numbers_use_a_decimal_comma_and_a_thousands_dot(make_app):
 
 
 def test_step2_useful_is_n_times_k(make_app, tiny):
-    at = open_page(make_app, PAGES[1])
+    at = open_page(make_app, PAGE["nearly-empty"])
     a = tiny.analyze(sample_text("en"))
     k_bar = parse(metric_starting(at, "en", "nearly_empty.metric_k"), "en")
     useful = parse(metric(at, "nearly_empty.metric_useful", "en"), "en")
@@ -207,7 +207,7 @@ def test_step2_useful_is_n_times_k(make_app, tiny):
 
 
 def test_step3_reach_and_cells_follow_their_formulas(make_app, tiny):
-    at = open_page(make_app, PAGES[2])
+    at = open_page(make_app, PAGE["neighbours"])
     a = tiny.analyze(sample_text("en"))
     assert parse(metric(at, "neighbours.metric_reach_formula", "en"), "en") == 4 * (3 - 1) + 1
     assert parse(metric(at, "neighbours.metric_reach_measured", "en", i=min(a.n, 64) - 1), "en") == 9
@@ -220,7 +220,7 @@ def test_step3_reach_and_cells_follow_their_formulas(make_app, tiny):
 
 
 def test_step4_cells_with_hubs_and_hops(make_app, tiny):
-    at = open_page(make_app, PAGES[3])
+    at = open_page(make_app, PAGE["hubs"])
     assert_clean(at)
     a = tiny.analyze(sample_text("en"))
     found = hub_stats.anchors(a.weights().dense(), a.causal, top=5)
@@ -256,7 +256,7 @@ def hop_values(at, lang="en"):
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_step4_says_never_when_a_window_joins_no_pair(make_app, lang):
-    at = open_page(make_app, PAGES[3], lang)
+    at = open_page(make_app, PAGE["hubs"], lang)
     never = i18n.translate(lang, "hubs.never_value")
     at.slider(key="s4_w").set_value(1).run()
     assert_clean(at)
@@ -278,7 +278,7 @@ def test_step4_says_never_when_a_window_joins_no_pair(make_app, lang):
 def test_step4_a_causal_hub_in_the_middle_relays_on_the_page(make_app):
     from attn import graph
 
-    at = open_page(make_app, PAGES[3])
+    at = open_page(make_app, PAGE["hubs"])
     at.multiselect(key="s4_hubs").set_value([20]).run()
     at.slider(key="s4_w").set_value(4).run()
     assert_clean(at)
@@ -309,7 +309,7 @@ def test_step4_says_the_sink_joins_no_pair_sooner_once_not_twice(make_app, lang)
     47 hears token 0 after ⌈47 / 3⌉ = 16 layers, and the first token as a hub cannot relay
     (nothing comes before it): 16 as well. Equal numbers are said once ("exactly as far as with
     no hub at all"), not as "16 — with no hub at all it is 16"."""
-    at = open_page(make_app, PAGES[3], lang)
+    at = open_page(make_app, PAGE["hubs"], lang)
     assert_clean(at)
     shown = [m.value for m in at.markdown]
     same = i18n.translate(lang, "hubs.sink_text_same", far=i18n.fmt_int(16, lang))
@@ -332,7 +332,7 @@ def test_step4_counts_the_hubs_it_leaves_out_in_words_that_agree():
 
 
 def test_step4_page_passes_the_count_of_hubs_it_leaves_out(make_app):
-    at = open_page(make_app, PAGES[3], "pt", text=sample_text("en"))
+    at = open_page(make_app, PAGE["hubs"], "pt", text=sample_text("en"))
     at.multiselect(key="s4_hubs").set_value([0, 65]).run()
     assert_clean(at)
     assert "O hub além dos primeiros 48 tokens (65) fica fora das duas grades abaixo." in [c.value for c in at.caption]
@@ -347,7 +347,7 @@ def test_the_swaps_say_the_tokens_they_run_on(make_app, tiny):
     n_short = len(tiny.encode(short)[0])
     long_text = " ".join([sample_text("en")] * 3)
     assert n_short < SWAP_MAX_TOKENS < len(tiny.encode(long_text)[0])
-    for page, key in ((PAGES[3], "swap.budget"), (PAGES[5], "swap.budget_sweep")):
+    for page, key in ((PAGE["hubs"], "swap.budget"), (PAGE["honest-catch"], "swap.budget_sweep")):
         at = open_page(make_app, page, text=short)
         assert_clean(at)
         captions = " ".join(c.value for c in at.caption)
@@ -365,7 +365,7 @@ def test_the_swaps_say_the_tokens_they_run_on(make_app, tiny):
 
 
 def test_step5_both_orders_agree_and_the_summary_is_m_by_d(make_app, tiny):
-    at = open_page(make_app, PAGES[4])
+    at = open_page(make_app, PAGE["linear"])
     assert parse(metric_starting(at, "en", "linear.metric_diff"), "en") < 1e-5
     a = tiny.analyze(sample_text("en"))
     d = tiny.head_dim
@@ -385,7 +385,7 @@ def test_step5_says_on_which_side_of_the_break_even_the_text_lies(make_app, tiny
 
     d = tiny.head_dim
     even = costs.linear_break_even(d, d, True)  # elu + 1: m = d
-    at = open_page(make_app, PAGES[4])
+    at = open_page(make_app, PAGE["linear"])
     assert parse(metric(at, "linear.metric_break_memory", "en"), "en") == even.memory
     assert parse(metric(at, "linear.metric_break_ops", "en"), "en") == even.operations
     n = tiny.analyze(sample_text("en")).n
@@ -399,14 +399,14 @@ def test_step5_says_on_which_side_of_the_break_even_the_text_lies(make_app, tiny
 
 
 def test_step6_fused_kernel_is_at_rounding_level(make_app):
-    at = open_page(make_app, PAGES[5])
+    at = open_page(make_app, PAGE["honest-catch"])
     assert parse(metric(at, "honest_catch.metric_fused", "en"), "en") <= 1e-5
     assert len(at.get("plotly_chart")) >= 6  # the error bars, the sharpness bars and four implied maps
 
 
 @pytest.mark.parametrize("text", [None, "Short, plain words: the cat sat on the mat, and then it slept for a while."])
 def test_step6_captions_follow_the_measured_errors_and_sharpness(make_app, tiny, text):
-    at = open_page(make_app, PAGES[5], text=text)
+    at = open_page(make_app, PAGE["honest-catch"], text=text)
     assert_clean(at)
     a = tiny.analyze(text or sample_text("en"))
     layer = min(8, a.n_layers - 1)
@@ -447,7 +447,7 @@ def test_step6_captions_follow_the_measured_errors_and_sharpness(make_app, tiny,
 
 
 def test_step7_cost_model_ratios_are_four_and_two(make_app, tiny):
-    at = open_page(make_app, PAGES[6])
+    at = open_page(make_app, PAGE["payoff"])
     from attn import methods
     from attn.costs import Shape
 
@@ -487,7 +487,7 @@ def test_step7_cache_table_stops_at_the_models_context_and_counts_the_dtype_the_
     table runs 4,096 and 65,536 tokens, each number 4 bytes (by hand: a key and a value per
     key/value head of each layer, for every token a full layer reads or its window); 131,072
     and 1,048,576 stand in a table of their own, under a line that calls it another model's."""
-    at = open_page(make_app, PAGES[6])
+    at = open_page(make_app, PAGE["payoff"])
     assert_clean(at)
     arch = tiny.arch
     assert arch.max_positions == 65_536 and tiny.model.dtype == torch.float32
@@ -521,7 +521,7 @@ def test_step7_cache_table_stops_at_the_models_context_and_counts_the_dtype_the_
 
 
 def test_step7_live_benchmark_runs_on_a_button_press(make_app, unmeasured):
-    at = open_page(make_app, PAGES[6])
+    at = open_page(make_app, PAGE["payoff"])
     at.button(key="s7_run").click().run(timeout=300)
     assert_clean(at)
     sizes = [i18n.fmt_int(n, "en") for n in bench.live_sizes("cpu")[-2:]]
@@ -605,19 +605,19 @@ def test_next_and_previous_walk_every_page_in_order_and_back(make_app, lang):
 
 
 def test_each_steps_settings_survive_moving_between_steps(make_app):
-    at = open_page(make_app, PAGES[2])
+    at = open_page(make_app, PAGE["neighbours"])
     at.slider(key="s3_w").set_value(24).run()
     at.sidebar.selectbox(key="s3_layer").set_value(1).run()
     # (AppTest keeps a page chosen with at.switch_page for later runs, so the test moves with it too)
-    at.switch_page(PAGES[3]).run()  # step 4: its own window
+    at.switch_page(PAGE["hubs"]).run()  # step 4: its own window
     assert at.title[0].value == i18n.translate("en", "hubs.title")
     at.slider(key="s4_w").set_value(3).run()
     at.multiselect(key="s4_hubs").set_value([0, 30]).run()
-    at.switch_page(PAGES[5]).run()
-    at.switch_page(PAGES[2]).run()
+    at.switch_page(PAGE["honest-catch"]).run()
+    at.switch_page(PAGE["neighbours"]).run()
     assert_clean(at)
     assert at.slider(key="s3_w").value == 24 and at.sidebar.selectbox(key="s3_layer").value == 1
-    at.switch_page(PAGES[3]).run()
+    at.switch_page(PAGE["hubs"]).run()
     assert at.slider(key="s4_w").value == 3 and at.multiselect(key="s4_hubs").value == [0, 30]
     assert not at.warning  # no "default value and session state" warning
     # a shorter text: a kept hub beyond it is dropped, the page opens without an error
@@ -631,7 +631,7 @@ SHORT = "A short line of text, then a few more words to read."
 
 @pytest.mark.parametrize("text", [None, SHORT])
 def test_predictions_on_steps_1_2_5_6_reveal_the_pages_own_number_for_each_text(make_app, tiny, text):
-    at = open_page(make_app, PAGES[0], text=text)
+    at = open_page(make_app, PAGE["every-pair"], text=text)
     n = int(parse(metric(at, "every_pair.metric_n", "en"), "en"))
     cells = int(parse(metric(at, "every_pair.metric_causal", "en"), "en"))
     doubled = int(parse(metric(at, "every_pair.metric_doubled", "en", n2=i18n.fmt_int(2 * n, "en")), "en"))
@@ -641,13 +641,13 @@ def test_predictions_on_steps_1_2_5_6_reveal_the_pages_own_number_for_each_text(
     at.radio(key="guess_s1_doubling").set_value(8).run()
     wrong = i18n.translate("en", "predict.wrong", nearest=i18n.translate("en", "predict.times", x=4))
     assert wrong in " ".join(m.value for m in at.markdown)
-    at.switch_page(PAGES[1]).run()
+    at.switch_page(PAGE["nearly-empty"]).run()
     assert revealed(at) == metric_starting(at, "en", "nearly_empty.metric_k")
-    at.switch_page(PAGES[4]).run()
+    at.switch_page(PAGE["linear"]).run()
     grid = parse(metric_starting(at, "en", "linear.metric_grid_causal"), "en")
     summary = parse(metric_starting(at, "en", "linear.metric_summary"), "en")
     assert revealed(at) == i18n.translate("en", "predict.opt_grid" if grid < summary else "predict.opt_summary")
-    at.switch_page(PAGES[5]).run()
+    at.switch_page(PAGE["honest-catch"]).run()
     # step 6's answer, computed apart from the page's code: exact attention written out over the
     # layer's own pattern, each shortcut by its dense twin (never the fast kernel the page runs)
     a = tiny.analyze(text or sample_text("en"))
@@ -670,19 +670,19 @@ def test_predictions_on_steps_1_2_5_6_reveal_the_pages_own_number_for_each_text(
 
 
 def test_predictions_on_steps_3_4_7_follow_their_parameters(make_app, unmeasured):
-    at = open_page(make_app, PAGES[2])
+    at = open_page(make_app, PAGE["neighbours"])
     for rw, rl in ((3, 4), (5, 2)):
         at.slider(key="s3_rw").set_value(rw).run()
         at.slider(key="s3_rl").set_value(rl).run()
         measured = metric(at, "neighbours.metric_reach_measured", "en", i=63)
         assert revealed(at) == measured == str(rl * (rw - 1) + 1)
     at.sidebar.text_area(key="text").input("abcd").run()  # 5 tokens, so a window of 4 nearly covers them
-    at.switch_page(PAGES[3]).run()
+    at.switch_page(PAGE["hubs"]).run()
     for w in (1, 4):  # bidirectional, the first token as hub: 2 layers, then 1 once the window joins the rest
         at.slider(key="s4_w").set_value(w).run()
         assert revealed(at) == hop_values(at)[1] == ("2" if w == 1 else "1")
     at.sidebar.text_area(key="text").input(sample_text("en")).run()
-    at.switch_page(PAGES[6]).run()
+    at.switch_page(PAGE["payoff"]).run()
     assert revealed(at) == "2.00"  # the cost model's window ratio
     assert i18n.translate("en", "predict.from_model") in " ".join(m.value for m in at.markdown)
     at.button(key="s7_run").click().run(timeout=300)
@@ -730,7 +730,7 @@ def test_the_answer_waits_for_a_guess_or_the_reveal_in_every_mode(make_app, pres
     def answer_shown(at) -> bool:
         return any(m.value.startswith(head) for m in at.markdown)
 
-    for step, page in ((1, PAGES[0]), (5, PAGES[4])):
+    for step, page in ((1, PAGE["every-pair"]), (5, PAGE["linear"])):
         at = open_page(make_app, page)
         if presenting:
             at.session_state["presenter"] = True
@@ -747,7 +747,7 @@ def test_the_answer_waits_for_a_guess_or_the_reveal_in_every_mode(make_app, pres
 
 
 def test_presenter_mode_keeps_the_answer_until_revealed(make_app):
-    at = open_page(make_app, PAGES[0])
+    at = open_page(make_app, PAGE["every-pair"])
     at.session_state["presenter"] = True
     at.run()
     assert not [m for m in at.markdown if m.value.startswith("Measured on your text")]
@@ -759,7 +759,7 @@ def test_presenter_mode_enlarges_chart_text_and_draws_tables_it_can_enlarge(make
     """On a projector the charts' ticks and axis titles grow with the page's type, and a
     table of numbers is a static table (its type set by our CSS), not an interactive grid
     that draws its own small type; off the projector the grid stays."""
-    at = open_page(make_app, PAGES[6])
+    at = open_page(make_app, PAGE["payoff"])
     at.button(key="s7_run").click().run(timeout=300)
     glossary = len(at.table)  # the sidebar's glossary is a static table in every mode
     assert len(at.dataframe) == 3  # the live run, the cache, and a longer-context model's cache
@@ -809,10 +809,10 @@ def toasts(at) -> list[str]:
 
 def test_a_share_link_restores_every_setting_on_a_fresh_session(make_app):
     text = "Um texto só nosso, para a turma inteira: cada aluno vê as mesmas contas, na mesma página."
-    at = open_page(make_app, PAGES[2], "pt", text=text)
+    at = open_page(make_app, PAGE["neighbours"], "pt", text=text)
     at.slider(key="s3_w").set_value(24).run()
     at.slider(key="s3_rw").set_value(5).run()
-    at.switch_page(PAGES[3]).run()
+    at.switch_page(PAGE["hubs"]).run()
     at.slider(key="s4_w").set_value(3).run()
     at.multiselect(key="s4_hubs").set_value([0, 30]).run()
     at.radio(key="guess_s4_hops").set_value(2).run()
@@ -830,7 +830,7 @@ def test_a_share_link_restores_every_setting_on_a_fresh_session(make_app):
     assert fresh.slider(key="s4_w").value == 3 and fresh.multiselect(key="s4_hubs").value == [0, 30]
     assert fresh.radio(key="guess_s4_hops").value == 2
     assert not toasts(fresh)
-    fresh.switch_page(PAGES[2]).run()
+    fresh.switch_page(PAGE["neighbours"]).run()
     assert fresh.slider(key="s3_w").value == 24 and fresh.slider(key="s3_rw").value == 5
 
 
@@ -857,7 +857,7 @@ def test_tampered_or_unknown_links_open_a_sensible_page_with_a_notice(make_app):
 
 
 def test_step_buttons_are_drawn_even_without_a_text(make_app):
-    at = open_page(make_app, PAGES[2], text="")
+    at = open_page(make_app, PAGE["neighbours"], text="")
     assert_clean(at)
     assert i18n.translate("en", "common.need_text") in [i.value for i in at.info]
     at.button(key="nav_next").click().run()
@@ -867,23 +867,23 @@ def test_step_buttons_are_drawn_even_without_a_text(make_app):
 def test_a_text_too_short_is_said_once_on_the_closing_page_and_a_row_of_few_cells_says_so(make_app, tiny):
     short = "H"
     assert tiny.analyze(short).n < 3
-    at = open_page(make_app, PAGES[7], text=short)
+    at = open_page(make_app, PAGE["closing"], text=short)
     assert_clean(at)
     infos = [i.value for i in at.info]
     assert i18n.translate("en", "common.too_short", n=tiny.analyze(short).n) in infos
     assert i18n.translate("en", "closing.empty") not in infos  # not also "paste a text": there is one
-    at = open_page(make_app, PAGES[0])
+    at = open_page(make_app, PAGE["every-pair"])
     at.selectbox(key="s1_token").set_value(0).run()  # the first row: one cell
     assert i18n.translate("en", "every_pair.row_caption_few", k="1") in [c.value for c in at.caption]
     assert not [c.value for c in at.caption if "three heaviest" in c.value]
     within = "Hello"  # fewer tokens than the tiny model's window of 8: every layer sees all of it
     n = tiny.analyze(within).n
     assert 3 <= n <= tiny.sliding_window
-    at = open_page(make_app, PAGES[2], text=within)
+    at = open_page(make_app, PAGE["neighbours"], text=within)
     assert_clean(at)
     note = i18n.translate("en", "neighbours.model_note_short", sliding=3, layers=4, w="8", n=str(n))
     assert note in [i.value for i in at.info]
-    at = open_page(make_app, PAGES[3], text=within)  # no row 8 tokens after another: no anchors, and it says so
+    at = open_page(make_app, PAGE["hubs"], text=within)  # no row 8 tokens after another: no anchors, and it says so
     assert_clean(at)
     captions = [c.value for c in at.caption]
     assert i18n.translate("en", "hubs.anchors_none", n=str(n), d="8") in captions
@@ -896,7 +896,7 @@ def test_closing_page_is_written_from_the_readers_numbers(make_app, tiny, unmeas
 
     text = sample_text("en")
     a = tiny.analyze(text)
-    at = open_page(make_app, PAGES[7])
+    at = open_page(make_app, PAGE["closing"])
     assert_clean(at)
     near = stats.share_kept_by_pattern(a.weights().dense(), 16, (), a.causal)["mean"]
     both = stats.share_kept_by_pattern(a.weights().dense(), 16, (0,), a.causal)["mean"]
@@ -908,9 +908,9 @@ def test_closing_page_is_written_from_the_readers_numbers(make_app, tiny, unmeas
     # until measured it says where to measure
     assert i18n.translate("en", "closing.swap_unmeasured") in shown
     # measured on step 4: the closing page then gives the perplexity factors
-    at.switch_page(PAGES[3]).run()
+    at.switch_page(PAGE["hubs"]).run()
     at.button(key="s4_swap").click().run(timeout=300)
-    at.switch_page(PAGES[7]).run()
+    at.switch_page(PAGE["closing"]).run()
     assert_clean(at)
     alone, hub = swap.sweep(tiny, text, swap.hub_pair(4))
     said = i18n.translate("en", "closing.swap_measured", w=4, m=i18n.fmt_int(alone.n, "en"),  # the tokens it ran on
@@ -924,7 +924,7 @@ def test_closing_page_is_written_from_the_readers_numbers(make_app, tiny, unmeas
 
 
 def test_swap_sweep_runs_on_a_button_press_and_the_control_matches(make_app, unmeasured):
-    at = open_page(make_app, PAGES[5])
+    at = open_page(make_app, PAGE["honest-catch"])
     at.button(key="s6_swap").click().run(timeout=300)
     assert_clean(at)
     base = parse(metric(at, "swap.base_ppl", "en"), "en")
@@ -934,7 +934,7 @@ def test_swap_sweep_runs_on_a_button_press_and_the_control_matches(make_app, unm
     # the tiny model's 4 layers hold the stacks of 3 in 4 (layer 3 kept) but not a window in 5 of
     # every 6: said so, with no layer list left empty (64, 9)
     assert i18n.translate("en", "swap.stacks_note_few", exact4="3", every=6, layers=4) in [c.value for c in at.caption]
-    at4 = open_page(make_app, PAGES[3])
+    at4 = open_page(make_app, PAGE["hubs"])
     at4.button(key="s4_swap").click().run(timeout=300)
     assert_clean(at4)
     assert parse(metric(at4, "swap.base_ppl", "en"), "en") > 0
@@ -969,7 +969,7 @@ def test_typed_text_survives_a_language_switch_and_a_page_switch(make_app):
     at.text_area(key="text").input(mine).run()
     at.selectbox(key="lang_choice").set_value("pt").run()
     assert at.text_area(key="text").value == mine
-    at.switch_page(PAGES[2]).run()
+    at.switch_page(PAGE["neighbours"]).run()
     assert_clean(at)
     assert at.text_area(key="text").value == mine
     assert at.title[0].value == i18n.translate("pt", "neighbours.title")
@@ -996,7 +996,8 @@ ODD_TEXTS = {
 # step, the closing page and the playground show it; the other texts go to every page
 SHARED_PATH = ("empty", "whitespace", "one_char")
 ODD_CASES = [(page, name) for name in ODD_TEXTS
-             for page in (PAGES if name not in SHARED_PATH else [PAGES[0], PAGES[7], PAGES[8]])]
+             for page in (PAGES if name not in SHARED_PATH
+                          else [PAGE["every-pair"], PAGE["closing"], PAGE["playground"]])]
 
 
 @pytest.mark.parametrize(("page", "name"), ODD_CASES)
@@ -1101,7 +1102,7 @@ def test_real_model_pages_in_each_language(make_app, lang):
 
     real = loading.load()
     a = real.analyze(sample_text(lang))
-    at = open_page(make_app, PAGES[0], lang, model="gemma")
+    at = open_page(make_app, PAGE["every-pair"], lang, model="gemma")
     assert_clean(at)
     assert int(parse(metric(at, "every_pair.metric_n", lang), lang)) == a.n
     assert int(parse(metric(at, "every_pair.metric_causal", lang), lang)) == a.n * (a.n + 1) // 2
@@ -1116,13 +1117,13 @@ def test_real_model_pages_in_each_language(make_app, lang):
         at.sidebar.selectbox(key="s1_layer").set_value(full_layer).run()
         assert int(parse(metric(at, "every_pair.metric_causal", lang), lang)) == n * (n + 1) // 2
         at.sidebar.text_area(key="text").input(sample_text(lang)).run()
-    at.switch_page(PAGES[2]).run()
+    at.switch_page(PAGE["neighbours"]).run()
     assert_clean(at)
     assert a.n <= 512  # the sample: every layer, sliding ones too, still sees all of it
     note = i18n.translate(lang, "neighbours.model_note_short", sliding=15, layers=18, w=i18n.fmt_int(512, lang),
                           n=i18n.fmt_int(a.n, lang))
     assert note in [i.value for i in at.info]
-    at.switch_page(PAGES[5]).run()
+    at.switch_page(PAGE["honest-catch"]).run()
     assert_clean(at)
     assert parse(metric(at, "honest_catch.metric_fused", lang), lang) <= 1e-5
 
@@ -1139,7 +1140,8 @@ def test_the_pasted_text_and_every_setting_survive_next_previous_and_the_page_li
     at.run()
     at.sidebar.text_area(key="text").input(mine).run()
     n = metric(at, "every_pair.metric_n", "en")
-    assert n != metric(open_page(make_app, PAGES[0]), "every_pair.metric_n", "en")  # the sample's count differs
+    # the sample's count differs
+    assert n != metric(open_page(make_app, PAGE["every-pair"]), "every_pair.metric_n", "en")
     at.sidebar.selectbox(key="s1_layer").set_value(1).run()
     at.selectbox(key="s1_token").set_value(5).run()
     set_here = {"s1_layer": 1, "s1_token": 5}
@@ -1164,7 +1166,7 @@ def test_the_pasted_text_and_every_setting_survive_next_previous_and_the_page_li
     at.button(key="nav_prev").click().run()  # step 1
     same("previous again")
     assert metric(at, "every_pair.metric_n", "en") == n  # the numbers are the text's, not the sample's
-    at.switch_page(PAGES[8]).run()  # the playground, through the sidebar's link
+    at.switch_page(PAGE["playground"]).run()  # the playground, through the sidebar's link
     same("link")
     assert set(set_here) <= set(setting_table.KEYS)
 
@@ -1183,7 +1185,7 @@ def test_anchor_tokens_holding_markdown_marks_are_shown_as_written(make_app, mon
     assert len(marks) >= 5
     monkeypatch.setattr(measures, "anchor_scores",
                         lambda text, kind, k=measures.ANCHORS_READ: [(p, 0.5, 0.0) for p in marks[:k]])
-    at = open_page(make_app, PAGES[3], text=text)
+    at = open_page(make_app, PAGE["hubs"], text=text)
     assert_clean(at)
     head = i18n.translate("en", "hubs.anchors_found", found="§").split("§")[0]
     caption = next(c.value for c in at.caption if c.value.startswith(head))
@@ -1219,7 +1221,7 @@ def test_step4_says_how_many_pairs_are_never_joined_where_the_farthest_pair_is_n
     """With a window of 1 (each token reads only itself) the causal hop grids leave pairs
     never joined: the sentence counts them (never "never layers apart"), as a breadth-first
     search over the same rules counts them."""
-    at = open_page(make_app, PAGES[3])
+    at = open_page(make_app, PAGE["hubs"])
     at.slider(key="s4_w").set_value(1).run()
     at.multiselect(key="s4_hubs").set_value([]).run()  # no hub: the hop grid's stand-in is said
     assert i18n.translate("en", "hubs.hub_stand_in", n="48") in [c.value for c in at.caption]
@@ -1263,7 +1265,7 @@ def test_step2_says_whether_the_share_fell_or_rose_and_on_how_many_layers_and_he
     layer and head shown measured, and a second caption counts the layers (heads
     averaged) and heads where it fell from the first prefix to the whole text — each
     checked against shares counted here row by row."""
-    at = open_page(make_app, PAGES[1])
+    at = open_page(make_app, PAGE["nearly-empty"])
     assert_clean(at)
     a = tiny.analyze(sample_text("en"))
     p = at.select_slider(key="s2_p").value
@@ -1342,7 +1344,7 @@ def test_step2s_top_k_caption_says_what_the_top_cells_keep_as_measured_not_by_de
     sorting every row of every head of the layer shown (heads averaged)."""
     import numpy as np
 
-    at = open_page(make_app, PAGES[1])
+    at = open_page(make_app, PAGE["nearly-empty"])
     assert_clean(at)
     a = tiny.analyze(sample_text("en"))
     p = at.select_slider(key="s2_p").value

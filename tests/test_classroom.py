@@ -20,7 +20,7 @@ from harness.live_class import ANSWERED, CLASS_CODE, answer, between, class_scen
 from harness.proxy import haproxy_path, replicas_behind_proxy
 from harness.readers import Reader
 from harness.serve import app_server
-from helpers import PAGES
+from helpers import PAGE, PAGES
 from ui import i18n
 
 TOKENS = i18n.translate("en", "every_pair.metric_n")
@@ -171,7 +171,7 @@ def test_a_dropped_analysis_is_freed_though_its_reader_stays(make_app, monkeypat
             at = make_app("tiny", "en")
             at.run()
             at.sidebar.text_area(key="text").input(text).run()
-            if page != PAGES[0]:
+            if page != PAGE["every-pair"]:
                 at.switch_page(page).run()
             assert not at.exception, [e.value for e in at.exception]
             readers.append(at)  # every reader stays, with their widgets and their last run

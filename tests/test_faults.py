@@ -5,7 +5,7 @@ its own. Tiny model, through AppTest."""
 
 import pytest
 
-from helpers import PAGES
+from helpers import PAGE
 from server import store as sharestore
 from ui import i18n, keys, share
 
@@ -132,7 +132,7 @@ def test_a_swap_that_fails_says_why(make_app, monkeypatch, raised, key):
     at = make_app("tiny", "en")
     at.run()
     at.sidebar.text_area(key="text").input(f"A text of our own for a failing swap ({key}), long enough.").run()
-    at.switch_page(PAGES[5]).run()
+    at.switch_page(PAGE["honest-catch"]).run()
     at.button(key="s6_swap").click().run(timeout=300)
     assert_clean(at)
     assert i18n.translate("en", key) in [e.value for e in at.error]
@@ -150,7 +150,7 @@ def test_a_live_benchmark_that_fails_says_so_and_leaves_no_bar(make_app, monkeyp
     monkeypatch.setattr(bench, "run_plan", failing)
     at = make_app("tiny", "ja")
     at.run()
-    at.switch_page(PAGES[6]).run()
+    at.switch_page(PAGE["payoff"]).run()
     at.button(key="s7_run").click().run(timeout=300)
     assert_clean(at)
     assert i18n.translate("ja", "payoff.failed") in [e.value for e in at.error]

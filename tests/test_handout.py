@@ -10,7 +10,7 @@ import pytest
 from attn import bench, swap
 from attn.costs import Shape
 from attn.device import pick_device
-from helpers import LANGS, PAGES, revealed
+from helpers import LANGS, PAGE, PAGES, revealed
 from ui import analyses, glossary, handout, live_bench, measures, model_swaps, served_model, setting_table, walk
 from ui.step_parts import ANSWER_FROM
 from pages import neighbours
@@ -47,7 +47,7 @@ def test_the_handout_reveals_the_same_answers_as_the_pages_with_the_readers_sett
     at.run()
     if text is not None:
         at.sidebar.text_area(key="text").input(text).run()
-    at.switch_page(PAGES[2]).run()
+    at.switch_page(PAGE["neighbours"]).run()
     at.slider(key="s3_rw").set_value(5).run()
     at.slider(key="s3_rl").set_value(2).run()
     at.slider(key="s3_w").set_value(3).run()
@@ -180,7 +180,7 @@ def test_each_term_is_linked_once_where_the_page_first_uses_it(lang, step):
 def test_a_step_page_links_its_terms_to_their_meanings_at_its_end(make_app, lang):
     at = make_app("tiny", lang)
     at.run()
-    at.switch_page(PAGES[3]).run()
+    at.switch_page(PAGE["hubs"]).run()
     assert not at.exception
     assert at.main.subheader[-1].value == translate(lang, "glossary.on_page")
     body = " ".join(m.value for m in at.markdown)

@@ -13,7 +13,7 @@ from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
 
 from harness import model_folders as mf
 from ui.i18n import Translator
-from helpers import WALK, page_path
+from helpers import HOME, WALK, page_path
 from ui import walk
 
 pytestmark = pytest.mark.usefixtures("fresh_caches")
@@ -61,7 +61,7 @@ def test_every_page_opens_on_each_family(make_app, folder_of, family):
     at = make_app(str(folder))
     at.run()
     for page in WALK:
-        if page.id != WALK[0].id:
+        if page.id != HOME.id:
             at.switch_page(page_path(page)).run()
         assert not at.exception, (family, page.id, at.exception[0].message if at.exception else "")
         assert not at.warning or all("cannot be used" not in w.value for w in at.warning), (family, page.id)
@@ -77,13 +77,13 @@ def test_every_page_opens_in_every_language_on_an_encoder_and_a_decoder(make_app
     at.run()
     t = Translator(lang)
     for page in WALK:
-        if page.id != WALK[0].id:
+        if page.id != HOME.id:
             at.switch_page(page_path(page)).run()
         assert not at.exception, (family, lang, page.id, at.exception[0].message if at.exception else "")
         if page.is_step:
             assert t("common.step_of", step=walk.number(page), total=len(walk.steps())) in caption_values(at), \
                 (family, lang, page.id)
-    at.switch_page(page_path(WALK[0])).run()
+    at.switch_page(page_path(HOME)).run()
     said = caption_values(at)
     assert (t("every_pair.formula_caption_both") in said) == (family == "bert"), (family, lang)
 
@@ -458,7 +458,7 @@ def test_a_folder_without_its_head_serves_every_page_and_shows_no_number_that_ne
     assert t("sidebar.no_head") in " ".join(c.value for c in at.sidebar.caption)
     said = t("swap.no_head")
     for page in WALK:
-        if page.id != WALK[0].id:
+        if page.id != HOME.id:
             at.switch_page(page_path(page)).run()
         assert not at.exception, (page.id, at.exception[0].message if at.exception else "")
         shown = [i.value for i in at.info] + [m.value for m in at.markdown]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from attn import room_numbers
-from ui import i18n, keys, room_work
+from ui import i18n, keys, room_work, walk
 from ui.classroom import handle
 from ui.classroom import room as room_panel
 
@@ -144,7 +144,8 @@ def test_every_step_that_measures_a_claim_draws_the_room_and_the_closing_page_gi
     teacher.sidebar.toggle(key="room_shown").set_value(True).run()
     s = students["pt"]
     drawn, said = {}, {}
-    for move in ["nav_prev"] + ["nav_next"] * 7:  # step 1, then 2 … 7 and the closing page
+    # step 1, then each step after it and the closing page (the walk's length, not a number)
+    for move in ["nav_prev"] + ["nav_next"] * len(walk.steps()):
         teacher.button(key=move).click().run()
         tick(s)
         drawn[s.title[0].value] = [c.key for c in s.get("plotly_chart") if (c.key or "").startswith("room_chart_")]

@@ -5,7 +5,7 @@ link, and every value a widget would refuse is refused by the link with a notice
 import pytest
 
 from attn import loading
-from helpers import PAGES, WALK, page_path
+from helpers import HOME, PAGE, PAGES, WALK, page_path
 from ui import i18n, measures, model_swaps, setting_table
 from ui.samples import sample_text
 from ui.setting_rows import WIDEST, Context, Dims, Setting, window_hi
@@ -44,7 +44,7 @@ def opened(make_app, page: str, query: dict | None = None):
     for k, v in (query or {}).items():
         at.query_params[k] = v
     at.run()
-    if page != WALK[0].id:
+    if page != HOME.id:
         at.switch_page(PAGE_OF[page]).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -187,7 +187,7 @@ def test_values_of_the_wrong_kind_in_a_link_never_fail_a_page(make_app):
         at = make_app("tiny", "en")
         at.query_params["s"] = key
         at.run()
-        if page != PAGES[0]:
+        if page != PAGE["every-pair"]:
             at.switch_page(page).run()
         assert not at.exception, (page, [e.value for e in at.exception])
     at = make_app("tiny", "en")
