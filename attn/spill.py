@@ -12,6 +12,7 @@ to slower storage and page it back.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 import threading
@@ -40,7 +41,12 @@ class LayerFile:
         os.unlink(path)  # unnamed: the file lives as long as its descriptor
         self._fd = fd
         self._close = weakref.finalize(self, os.close, fd)
-        os.ftruncate(fd, self.numel() * 4)
+        try:  # the space taken now: a disk too full says so here, not halfway through the model's run
+            os.posix_fallocate(fd, 0, self.numel() * 4)
+        except OSError as e:
+            if e.errno == errno.ENOSPC:
+                raise
+            os.ftruncate(fd, self.numel() * 4)  # a file system that cannot (tmpfs can): a sparse file
         self._kept: OrderedDict[int, torch.Tensor] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -95,14 +101,16 @@ class LayerFile:
             if layer in self._kept:
                 self._kept.move_to_end(layer)
                 return self._kept[layer]
-            out = torch.empty(self.shape[1:], dtype=torch.float32)
-            view, offset = memoryview(out.numpy()).cast("B"), self._offset(layer, 0, 0)
-            while view:
-                done = os.preadv(self._fd, [view], offset)
-                if done == 0:
-                    raise OSError("the analysis' file ended early")
-                view, offset = view[done:], offset + done
-            self._kept[layer] = out
+        out = torch.empty(self.shape[1:], dtype=torch.float32)  # read outside the lock: others read theirs
+        view, offset = memoryview(out.numpy()).cast("B"), self._offset(layer, 0, 0)
+        while view:
+            done = os.preadv(self._fd, [view], offset)
+            if done == 0:
+                raise OSError("the analysis' file ended early")
+            view, offset = view[done:], offset + done
+        with self._lock:
+            out = self._kept.setdefault(layer, out)  # another thread's read of it meanwhile: one copy kept
+            self._kept.move_to_end(layer)
             while len(self._kept) > KEEP:
                 self._kept.popitem(last=False)
             return out
@@ -149,7 +157,7 @@ def empty(shapes: dict, budget) -> dict:
     if spills(sum(4 * torch.Size(shape).numel() for shape in shapes.values()), budget.analysis_bytes):
         try:
             return {name: LayerFile(shape, budget.cache_dir / "spill") for name, shape in shapes.items()}
-        except OSError:  # a cache folder that takes no file (read-only, full): in memory, as before
+        except OSError:  # a cache folder that takes no file (read-only, too full): in memory, as before
             pass
     return {name: torch.empty(shape) for name, shape in shapes.items()}
 

@@ -116,3 +116,18 @@ def test_a_cache_folder_that_takes_no_file_keeps_the_analysis_in_memory(tiny, mo
     monkeypatch.setenv("ATLAS_ANALYSIS_MB", "0.001")
     a = tiny.analyze(text_of(200))
     assert isinstance(a.q, torch.Tensor) and a.n == len(tiny.encode(text_of(200))[0])
+
+
+def test_a_disk_too_full_for_the_files_keeps_the_analysis_in_memory(tiny, monkeypatch, tmp_path):
+    """The files' space is taken before the model runs (posix_fallocate): a full disk says so
+    there, and the analysis is kept in memory, not lost halfway through the run."""
+    import errno
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    monkeypatch.setenv("ATLAS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("ATLAS_ANALYSIS_MB", "0.001")
+    a = tiny.analyze(text_of(200))
+    assert isinstance(a.q, torch.Tensor) and a.n == len(tiny.encode(text_of(200))[0])
