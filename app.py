@@ -11,11 +11,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-import pages  # noqa: F401 (importing it fills the walk: ui.walk)
-from ui import (glossary, handout, keys, page_run, served_model, session, share, step_page, style, walk, warmup,
-                widgets)
-from ui.classroom import gate, handle, membership, panel, teacher, vote_results
-from ui.i18n import LANGS
+from ui import first_view  # imports no torch: step 1's view before the model (below)
 
 ICON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "icon.png")
 
@@ -28,6 +24,25 @@ if PagesManager.uses_pages_directory:  # `streamlit run app.py` by hand: a fresh
     st.rerun()
 # the tab's icon is a file of ours: a Material icon there is fetched from Google's font server
 st.set_page_config(page_title="Attention Atlas", page_icon=ICON, layout="wide")
+
+
+def the_walk():
+    """The pages (importing them imports torch): for the start's background build."""
+    import pages as walk_pages
+
+    return walk_pages.WALK
+
+
+# a new visitor's step 1 while the model loads: drawn, and the rest waits for the model
+if first_view.serve(the_walk, asked=st.session_state.get(FIRST_PAGE)):
+    st.stop()
+
+# the app itself: its imports bring torch and the model's libraries (a first view is sent by now)
+import pages  # noqa: E402,F401 (importing it fills the walk: ui.walk)
+from ui import (glossary, handout, keys, page_run, served_model, session, share, step_page, style, walk,  # noqa: E402
+                warmup, widgets)
+from ui.classroom import gate, handle, membership, panel, teacher, vote_results  # noqa: E402
+from ui.i18n import LANGS  # noqa: E402
 
 session.init_language()
 served_model.check_environment()  # a server variable it cannot use: one sentence, not a traceback

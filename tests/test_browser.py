@@ -5,13 +5,16 @@ presenter mode on every page in every language (sizes, axe-core, no label cut), 
 handout and the playground; moving between steps, a kept window, the measuring buttons,
 a bookmark and term links on the tiny model."""
 
+import datetime
+import math
 import os
+import time
 
 import pytest
 
 from browser_parts import ARTIFACTS, URLS, axe_violations, h1, markup_and_cuts, wait_title, walk
 from helpers import LANGS, WALK
-from harness.serve import POLL_MS, app_server, paste, wait_idle
+from harness.serve import POLL_MS, SERVER_LOGS, app_server, paste, ready_after, wait_idle
 from ui import i18n
 from ui import walk as the_walk
 
@@ -213,6 +216,35 @@ def test_a_bookmarked_page_opens_through_the_app_on_a_fresh_server(browser, plai
         assert nav[0].endswith(i18n.translate("pt", "every_pair.nav")) and len(nav) == len(WALK)
         pg.wait_for_selector(".js-plotly-plot", timeout=120_000)
         assert pg.url.split("?")[0].endswith("/neighbours") and "lang=pt" in pg.url
+        ctx.close()
+
+
+def test_a_later_starts_first_visitor_sees_step_1_before_torch_is_imported_and_when_it_was_computed(browser):
+    """A start that builds the sample's pages writes step 1's view (ui.first_view); the next
+    start's first visitor is sent it before the server imports torch — its numbers, its
+    figure and when the model computed them — and the page comes alive once the model is in."""
+    from babel import dates
+
+    from ui import first_view
+
+    t0 = time.perf_counter()
+    with app_server("gemma", timeout=900, warm=True) as first:
+        assert math.isfinite(ready_after(first, t0, 600))  # its pages built (nan: never)
+    view = first_view.load("pt")
+    assert view is not None and view["key"]
+    with app_server("gemma", timeout=900, warm=True) as later:
+        ctx = browser.new_context(viewport={"width": 1400, "height": 1400})
+        pg = ctx.new_page()
+        pg.goto(later + "/?lang=pt")
+        pg.wait_for_selector(".js-plotly-plot", timeout=120_000)
+        when = dates.format_datetime(datetime.datetime.fromtimestamp(view["computed"]), "medium", locale="pt_BR")
+        assert i18n.translate("pt", "first_view.notice", when=when) in pg.inner_text('[data-testid="stAlert"]')
+        shown = pg.locator('[data-testid="stMetricValue"]').all_inner_texts()
+        assert shown == [value for _, value in view["key"]]
+        with open(SERVER_LOGS[later], encoding="utf-8") as log:
+            assert "step 1's view sent before the model (pt; torch imported: no)" in log.read()
+        pg.wait_for_selector('[data-testid="stSidebar"] textarea', timeout=300_000)  # alive: the model is in
+        wait_title(pg, i18n.translate("pt", "every_pair.title"), 300_000)
         ctx.close()
 
 

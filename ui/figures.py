@@ -58,6 +58,13 @@ class FrozenFigure(go.Figure):
         fig._as_dict = as_dict
         return fig
 
+    @classmethod
+    def of_dict(cls, as_dict: dict) -> FrozenFigure:
+        """A figure that hands out ``as_dict`` as it is (read-only; neither copied nor validated)."""
+        out = cls()
+        out._as_dict = as_dict
+        return out
+
     def to_dict(self) -> dict:
         return self._as_dict
 
@@ -68,9 +75,7 @@ def with_trace(fig: FrozenFigure, trace: go.Scatter) -> FrozenFigure:
     FrozenFigure it is read-only, and
     it holds its traces only as a dict: ``go.Figure(fig.to_dict())`` gives one to change."""
     base = fig.to_dict()
-    out = FrozenFigure()
-    out._as_dict = {**base, "data": [*base["data"], trace.to_plotly_json()]}
-    return out
+    return FrozenFigure.of_dict({**base, "data": [*base["data"], trace.to_plotly_json()]})
 
 
 def frozen(built):

@@ -5,11 +5,13 @@ a class's votes and the summaries a class builds ahead all read it from here."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
 
 import streamlit as st
+from plotly.utils import PlotlyJSONEncoder
 
-from . import figures, measures, setting_table
+from . import figures, glossary, measures, setting_table
 from . import walk
 from .i18n import LANGS, Translator
 from .setting_rows import AVERAGE
@@ -148,3 +150,18 @@ def build_all(a, text: str, model_id: str, settings: dict, langs=LANGS, stop=lam
                 return made
             step.ahead(a, text, model_id, cfg)  # the page's other measures: language-free, built once
     return made
+
+
+def first_view(a, text: str, model_id: str, lang: str) -> dict:
+    """Step 1 on this text at its default settings, as ``ui.first_view`` saves it for the next
+    start to show before its model: the words above its numbers, its key numbers and its figure
+    (a dict in JSON's types), in ``lang`` — from the summary the page reads."""
+    step, t = walk.home(), Translator(lang)
+    cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), {})
+    sm = get(step, t, a, text, model_id, inputs(step, cfg), **extra(step))
+    lead = f"{step.key}.lead"
+    lead = f"{lead}_both" if not a.causal and t.has(f"{lead}_both") else lead
+    prose = glossary.linked_prose(lang, tuple(step.prose_keys()))[0]
+    return {"step_of": t("common.step_of", step=walk.number(step), total=len(walk.steps())),
+            "title": t(step.title_key), "lead": prose.get(lead, t(lead)), "key": [list(x) for x in sm.key],
+            "figure": json.loads(json.dumps(sm.figure.to_dict(), cls=PlotlyJSONEncoder))}

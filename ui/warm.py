@@ -11,22 +11,96 @@ when it is missing); a folder that cannot serve is left to the page, which says 
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import logging
+import os
 import threading
 import time
 import urllib.request
+from pathlib import Path
+
+from attn import settings
+
+from .i18n import LANGS, ROOT
 
 
+# step 1's view before the model (ui.first_view): written here once the sample's pages are built
+VIEW_MODEL = "gemma"  # the packaged model: its start (torch, transformers, the weights) takes seconds
+FIRST_VISIT_WAIT = 3.0  # at most, the heavy imports wait this long for a first visitor's view
+_SOURCES = ("app.py", "attn", "ui", "pages", "server", "locales", "assets")
 RUNTIME_WAIT = 120.0  # seconds the thread waits for Streamlit's runtime (its caches) to exist
 ANSWER_WAIT = 15.0  # then, at most, for the server to answer its health check on the loopback
 QUIET_WAIT = 10.0  # at most, before each piece of the build, for the visitors' page runs to end
 _log = logging.getLogger(__name__)
-_state = {"ready": None, "thread": None}  # when the pages were built; the thread
+_state = {"ready": None, "loaded": None, "thread": None, "views": True}  # when the pages were built; the model
+_view_sent = threading.Event()
 
 
 def ready() -> float | None:
     """When the sample text's pages were built (time.time()), or None: not (yet)."""
     return _state["ready"]
+
+
+def loaded() -> float | None:
+    """When this thread had the model loaded (time.time()), or None: not (yet)."""
+    return _state["loaded"]
+
+
+def running() -> bool:
+    """The warming thread was started in this process and has not ended."""
+    return _state["thread"] is not None and _state["thread"].is_alive()
+
+
+@functools.cache
+def version() -> str:
+    """The app's version: a hash of its source files, locales and sample texts."""
+    h = hashlib.sha256()
+    for part in _SOURCES:
+        root = ROOT / part
+        files = [root] if root.is_file() else sorted(
+            p for p in root.rglob("*") if p.is_file() and p.suffix in (".py", ".json", ".txt", ".md"))
+        for f in files:
+            h.update(str(f.relative_to(ROOT)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def view_file(lang: str) -> Path:
+    """Where step 1's view in ``lang`` is kept (the cache folder)."""
+    return settings.read().cache_dir / "first-view" / f"{VIEW_MODEL}-{lang}.json"
+
+
+def save_view(lang: str, view: dict) -> None:
+    """Step 1's view in ``lang`` (step_of, title, lead, key: [(label, value)], figure: a
+    figure's dict), written whole or not at all, with its key and the time it was computed."""
+    path = view_file(lang)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({**view, "model": VIEW_MODEL, "version": version(), "computed": time.time()}),
+                   encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def view_sent() -> bool:
+    """A first visitor's view was sent (ui.first_view): True the first time it is said."""
+    first = not _view_sent.is_set()
+    _view_sent.set()
+    return first
+
+
+def no_views() -> None:
+    """This process serves no view before the model (launch.py --cold): nothing waits for one."""
+    _state["views"] = False
+
+
+def _wait_first_visit() -> None:
+    """The heavy imports wait here, where a view is there to send, until a first visitor's is
+    sent (at most FIRST_VISIT_WAIT): imported meanwhile, they would hold the interpreter while
+    that page is drawn."""
+    if _state["views"] and settings.read().model_id == VIEW_MODEL and any(view_file(x).exists() for x in LANGS):
+        _view_sent.wait(FIRST_VISIT_WAIT)
 
 
 def start(find_walk) -> threading.Thread:
@@ -74,6 +148,7 @@ def _warm(find_walk) -> None:
     end = time.monotonic() + ANSWER_WAIT
     while not _answers() and time.monotonic() < end:  # not answering on the loopback (TLS): start anyway
         time.sleep(0.1)
+    _wait_first_visit()  # a first visitor's view before the model is sent without them
     t_imports = time.monotonic()
     try:  # the heavy imports (torch, transformers) only now: before, they would delay the health check
         from attn import converted
@@ -94,6 +169,7 @@ def _warm(find_walk) -> None:
             served_model.get_model(model_id)
         finally:
             served_model.background.update(loading=None, stage="")
+        _state["loaded"] = time.time()
         loaded = time.perf_counter() - t0
         # the default language's first; each piece waits while a visitor's page runs, so that
         # the page a reader opened gets the CPU and builds what it needs first (the rest is
@@ -103,6 +179,8 @@ def _warm(find_walk) -> None:
             page_run.wait_quiet(QUIET_WAIT)
             a = analyses.analysis_unseen(text, model_id)
             summaries.build_all(a, text, model_id, {}, langs=(lang,), pause=lambda: page_run.wait_quiet(QUIET_WAIT))
+            if model_id == VIEW_MODEL:  # the next start's first view, before its model
+                save_view(lang, summaries.first_view(a, text, model_id, lang))
         _state["ready"] = time.time()
         print(f"Attention Atlas: ready — the model ({model_id}) loaded in {loaded:.1f} s, the sample texts' "
               f"pages built in {time.perf_counter() - t0:.1f} s after the start", flush=True)
