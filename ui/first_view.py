@@ -68,6 +68,8 @@ def serve(find_walk, asked: str | None = None) -> bool:
     started behind it (``find_walk``: as launch.py's). ``asked``: the page a link asked for,
     where the app knows it better than this run's URL. False: the app runs as usual (and
     this session never sees the view again)."""
+    if LIVE in st.session_state:  # every run after a session's first: nothing more to ask
+        return False
     lang = detect_language(st.query_params.get("lang"), st.context.locale)
     view = load(lang) if _wanted(asked) else None
     if view is None:
