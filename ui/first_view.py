@@ -21,7 +21,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attn import settings
 
-from . import warm
+from . import page_run, warm
 from .figures import FrozenFigure
 from .i18n import CLDR, Translator, detect_language
 
@@ -97,7 +97,7 @@ def serve(find_walk, asked: str | None = None) -> bool:
     return True
 
 
-@st.fragment(run_every=POLL)
+@page_run.timed(POLL)
 def _until_ready() -> None:
     if warm.loaded() is not None:
         st.rerun(scope="app")
