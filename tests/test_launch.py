@@ -7,7 +7,7 @@ import asyncio
 import time
 
 from harness.readers import Reader
-from harness.serve import SERVER_LOGS, app_server
+from harness.serve import ROOT, SERVER_LOGS, app_server
 
 READY = "Attention Atlas: ready"
 
@@ -107,3 +107,16 @@ def test_a_page_opened_while_the_start_loads_the_model_says_what_it_reads_and_fo
                 ("model.stage_read_weights", 7)]
     assert said[:-1] == [t("model.loading", stage=t(key), seconds=t.int(s)) for key, s in expected]
     assert "lendo os pesos" in said[-2] and "7 s até agora" in said[-2]
+
+
+def test_what_draws_step_1_before_the_model_imports_no_torch():
+    """ui/first_view (and ui/warm, which saves its view) are imported by app.py and launch.py
+    before the server has drawn anything: neither may bring torch in with it, or the first
+    view would wait for it (a module of the walk does: ui.step_parts reads attn.methods)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", "import sys\nfrom ui import first_view, warm\n"
+                          "print(sorted(m for m in ('torch', 'transformers', 'pages') if m in sys.modules))"],
+                         capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -21,7 +21,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attn import settings
 
-from . import page_run, warm
+from . import warm
 from .figures import FrozenFigure
 from .i18n import CLDR, Translator, detect_language
 
@@ -97,7 +97,9 @@ def serve(find_walk, asked: str | None = None) -> bool:
     return True
 
 
-@page_run.timed(POLL)
+# a timed fragment not made by page_run.timed (which imports torch, through the walk): this
+# page has no navigation, so no tick can come from a page left behind
+@st.fragment(run_every=POLL)
 def _until_ready() -> None:
     if warm.loaded() is not None:
         st.rerun(scope="app")
