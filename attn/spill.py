@@ -1,7 +1,8 @@
 """An analysis' q, k or v kept in a file, a layer at a time in memory.
 
-A text longer than the memory budget allows (ATLAS_ANALYSIS_MB: 32,768 tokens of the
-packaged model hold 3.6 GB of q, k, v in float32) keeps them in an unnamed file in the
+A text whose q, k, v would take more than half the memory budget (ATLAS_ANALYSIS_MB: a
+chapter of 8,192 tokens of the packaged model holds 906 MB of them in float32, its whole
+context of 32,768 tokens 3.6 GB) keeps them in an unnamed file in the
 cache folder — the same float32 bytes the model used, so every number on every page is
 what it would be in memory — and reads one layer back when a page asks for it (the pages
 read a layer's rows together). The layers read last stay in memory (``KEEP``); the file goes
@@ -137,10 +138,16 @@ class LayerFile:
         return torch.stack([self.layer(i) for i in range(self.shape[0])])
 
 
+# an analysis whose q, k, v would take more than this share of the memory budget keeps them in
+# files: in a class, one reader's chapter (8,192 tokens: 906 MB of the default 1,000) would
+# otherwise fill the budget alone, and the next reader's would wait for it or push it out
+SHARE = 0.5
+
+
 def spills(qkv_bytes: int, budget: int) -> bool:
     """Whether an analysis whose q, k, v take ``qkv_bytes`` keeps them in files: when they
-    alone pass the memory budget."""
-    return qkv_bytes > budget
+    alone would take more than SHARE of the memory budget."""
+    return qkv_bytes > SHARE * budget
 
 
 def held_by(arch, n: int, budget: int) -> int:

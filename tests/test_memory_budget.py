@@ -11,7 +11,8 @@ import time
 import pytest
 import torch
 
-from attn import loading
+from attn import loading, spill
+from attn.spill import LayerFile
 from server.lru import ByteLRU
 from server.work_queue import TicketQueue
 from ui import analyses, page_run
@@ -21,10 +22,18 @@ LONG = ["A long chapter one reader pastes, sentence after sentence. " * 12,
 SHORT = "Five short words, no more."
 
 
+def dense(x) -> torch.Tensor:
+    """An analysis' q, k or v as one tensor, kept in memory or in a file (attn.spill)."""
+    return x.dense() if isinstance(x, LayerFile) else x.clone()
+
+
 @pytest.fixture
 def app_work(monkeypatch):
     """The app's analysis work on the tiny model, with a cache and live set of its own."""
     tiny = loading.tiny(device="cpu")
+    # these are about analyses held in memory: none goes to a file under budgets of a text or
+    # two (attn.spill; tests/test_spill.py is about those that do)
+    monkeypatch.setattr(spill, "SHARE", 1.0)
     kept = ByteLRU(10**12, lambda a: a.nbytes)
     monkeypatch.setattr(analyses, "get_model", lambda model_id: tiny)
     monkeypatch.setattr(analyses, "_analyses", lambda: kept)
@@ -43,13 +52,13 @@ def test_an_analysis_dropped_to_make_room_is_read_again_with_the_same_numbers(ap
     one = tiny.arch.analysis_bytes(tiny.encode(LONG[0])[0].__len__())
     monkeypatch.setenv("ATLAS_ANALYSIS_MB", str(1.5 * one / 2**20))  # room for one long text
     first = run(LONG[0])
-    q0, k0, v0 = first.q.clone(), first.k.clone(), first.v.clone()
+    q0, k0, v0 = (dense(x) for x in (first.q, first.k, first.v))
     del first
     run(LONG[1])  # the first is dropped to make room for it
     assert kept.was_dropped(("tiny", LONG[0])) and ("tiny", LONG[0]) not in kept
     gc.collect()
     again = run(LONG[0])
-    assert torch.equal(again.q, q0) and torch.equal(again.k, k0) and torch.equal(again.v, v0)
+    assert torch.equal(dense(again.q), q0) and torch.equal(dense(again.k), k0) and torch.equal(dense(again.v), v0)
 
 
 def test_a_new_text_waits_while_other_pages_read_analyses_past_the_budget_and_short_work_goes_meanwhile(
