@@ -29,7 +29,7 @@ class Analysis:
     total_tokens: int
     unknown: int  # tokens the tokenizer could not place
     seconds: float  # the model's own time reading it (the tokenizer's, and the queue's waits in between, excluded)
-    # (layers, 1, heads, n, d) float32; a text past the memory budget: an attn.spill.LayerFile
+    # (layers, 1, heads, n, d) float32; past half the memory budget: an attn.spill.LayerFile
     q: torch.Tensor = field(repr=False)
     k: torch.Tensor = field(repr=False)  # (layers, 1, kv_heads, n, d): the model's own key/value heads
     v: torch.Tensor = field(repr=False)

@@ -12,7 +12,7 @@ from .arch import Architecture
 # Tokens analysed at most: the packaged model's own positions on either device. An analysis
 # keeps only what grows with n — q, k, v in float32, 18·6·256·4 bytes a token for the packaged
 # model (110 KB: 906 MB at 8,192 tokens, 3.6 GB at 32,768) — and recomputes the weights a
-# block of rows at a time; past the memory budget (ATLAS_ANALYSIS_MB) q, k, v are kept in
+# block of rows at a time; past half the memory budget (ATLAS_ANALYSIS_MB) q, k, v are kept in
 # files and read back a layer at a time (attn.spill). ATLAS_MAX_TOKENS overrides it.
 MAX_TOKENS = {"cpu": 32768, "cuda": 32768}
 

@@ -348,7 +348,7 @@ class LoadedModel:
         kv = self.kv_heads
         shapes = {"q": (self.n_layers, 1, self.n_heads, n, self.head_dim),
                   "k": (self.n_layers, 1, kv, n, self.head_dim), "v": (self.n_layers, 1, kv, n, self.head_dim)}
-        # past the memory budget, q, k, v are kept in files, a layer at a time in memory (attn.spill)
+        # past half the memory budget, q, k, v are kept in files, a layer at a time in memory (attn.spill)
         rec = spill.empty({name: shape for name, shape in shapes.items() if name in keep}, settings.read())
         rec.update({name: None for name in shapes if name not in keep})
         rec["bias"] = {}

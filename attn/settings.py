@@ -101,9 +101,9 @@ def _live_max_n(raw: str | None) -> int | None:
     return n
 
 
-# the analyses' default budget: one text at the CPU's cap (8,192 tokens of the packaged model,
-# 907 MB: q, k, v, no weights), or eight at 1,024 tokens (113 MB each), or twenty-five of
-# 370 tokens (docs/deploy.md)
+# the analyses' default budget: eight texts of 1,024 tokens in memory (113 MB each: q, k, v, no
+# weights), or twenty-five of 370 tokens; a text past half of it keeps q, k, v in files and two
+# layers in memory (attn.spill: ≈ 100 MB for a chapter of 8,192 tokens) (docs/deploy.md)
 ANALYSIS_MB = 1000
 
 
