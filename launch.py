@@ -24,7 +24,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from streamlit.web import cli
 from streamlit.web.server import server as streamlit_server
 
-from ui import first_view, warm
+from ui import warm
 
 APP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "app.py")
 
@@ -96,7 +96,7 @@ def main(args: list[str]) -> None:
     if not cold:
         warm.start(the_walk)  # waits for the runtime that cli.main creates
     else:  # nothing prepared ahead: no view of step 1 before the model either
-        first_view.disable()
+        warm.no_views()
     cli.main(["run", script, *options], prog_name="streamlit")
 
 

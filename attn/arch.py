@@ -69,13 +69,16 @@ class Architecture:
     def layer_types(self) -> list[str]:
         return ["sliding" if w is not None else "full" for w in self.windows]
 
+    def qkv_bytes(self, n: int) -> int:
+        """The queries, keys and values of every layer on n tokens, as float32."""
+        return self.n_layers * self.head_dim * 4 * (self.n_heads + 2 * self.kv_heads) * n
+
     def analysis_bytes(self, n: int) -> int:
         """What an analysis of n tokens keeps: the queries, keys and values as float32 (its
         weights are recomputed, never kept); an encoder's queries and keys on the text's
         prefixes too (Analysis.prefix: less than as many again). Linear in n."""
-        per_token = self.n_layers * self.head_dim * 4
         prefixes = 0 if self.causal else sum(prefix_lengths(n)[:-1])
-        return per_token * ((self.n_heads + 2 * self.kv_heads) * n + (self.n_heads + self.kv_heads) * prefixes)
+        return self.qkv_bytes(n) + self.n_layers * self.head_dim * 4 * (self.n_heads + self.kv_heads) * prefixes
 
     def token_budget(self, ceiling: int, room: int) -> int:
         """The most tokens an analysis reads: at most ``ceiling`` (the device's), at most

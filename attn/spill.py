@@ -55,16 +55,6 @@ class LayerFile:
     def numel(self) -> int:
         return self.shape.numel()
 
-    def element_size(self) -> int:
-        return 4
-
-    def dim(self) -> int:
-        return 5
-
-    @property
-    def device(self) -> torch.device:
-        return torch.device("cpu")
-
     @property
     def layer_bytes(self) -> int:
         return self.shape[1:].numel() * 4
@@ -130,9 +120,6 @@ class LayerFile:
         x = self.layer(first)
         return x[rest] if rest else x
 
-    def __len__(self) -> int:
-        return self.shape[0]
-
     def dense(self) -> torch.Tensor:
         """Every layer in one tensor (for a test: it holds the whole file in memory)."""
         return torch.stack([self.layer(i) for i in range(self.shape[0])])
@@ -152,8 +139,8 @@ def spills(qkv_bytes: int, budget: int) -> bool:
 
 def held_by(arch, n: int, budget: int) -> int:
     """What an analysis of n tokens of a model (attn.arch.Architecture) holds in memory: all
-    its q, k, v (arch.analysis_bytes), or past the budget the layers its files keep."""
-    qkv = arch.n_layers * (arch.n_heads + 2 * arch.kv_heads) * n * arch.head_dim * 4
+    its q, k, v (arch.analysis_bytes), or, where they spill, the layers its files keep."""
+    qkv = arch.qkv_bytes(n)
     kept = qkv if not spills(qkv, budget) else min(KEEP, arch.n_layers) * qkv // arch.n_layers
     return arch.analysis_bytes(n) - qkv + kept
 

@@ -1,6 +1,6 @@
 """How a row's attention weight is spread: k(p) and the useful share (on growing
-prefixes too), the share a pattern keeps and the first token's share (the anchors and the share that lands
-on chosen columns: :mod:`attn.hub_stats`).
+prefixes too), the share a pattern keeps and the first token's share (the anchors and the
+share that lands on chosen columns: :mod:`attn.hub_stats`).
 What each shortcut's output costs against exact softmax is :mod:`attn.outputs`.
 
 Weights are an :class:`attn.rows.Weights` (an analysis' weights, recomputed a block of

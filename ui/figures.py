@@ -54,15 +54,13 @@ class FrozenFigure(go.Figure):
     def of(cls, fig: go.Figure) -> FrozenFigure:
         """``fig`` itself, now shared: its dict made here, the figure not copied."""
         as_dict = fig.to_dict()
-        fig.__class__ = cls
-        fig._as_dict = as_dict
+        fig.__class__, fig._as_dict = cls, as_dict
         return fig
 
     @classmethod
     def of_dict(cls, as_dict: dict) -> FrozenFigure:
         """A figure that hands out ``as_dict`` as it is (read-only; neither copied nor validated)."""
-        out = cls()
-        out._as_dict = as_dict
+        (out := cls())._as_dict = as_dict
         return out
 
     def to_dict(self) -> dict:
@@ -71,9 +69,8 @@ class FrozenFigure(go.Figure):
 
 def with_trace(fig: FrozenFigure, trace: go.Scatter) -> FrozenFigure:
     """A shared figure and one trace more, made from its dict: the figure's own traces are
-    neither copied nor validated again (what it saves: docs/performance.md). Like every
-    FrozenFigure it is read-only, and
-    it holds its traces only as a dict: ``go.Figure(fig.to_dict())`` gives one to change."""
+    neither copied nor validated again (docs/performance.md). Read-only, its traces a dict
+    only: ``go.Figure(fig.to_dict())`` gives one to change."""
     base = fig.to_dict()
     return FrozenFigure.of_dict({**base, "data": [*base["data"], trace.to_plotly_json()]})
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import json
 import sys
-import time
 
 import streamlit as st
 from babel import dates
@@ -28,19 +27,7 @@ from .i18n import CLDR, Translator, detect_language
 HOME = ("",)  # the URL path of step 1: the home page (a link to another page waits for the model)
 QUERY = {"lang", "present"}  # a link with more (a shared view, a class) waits for the model
 POLL = 0.5  # seconds between the page's looks at whether the model is ready
-_state = {"enabled": True, "sent": None}
 LIVE = "_atlas_live"  # in a session's state once the app itself has run there
-
-
-def disable() -> None:
-    """No view before the model in this process (``launch.py --cold``: nothing prepared ahead)."""
-    _state["enabled"] = False
-    warm.no_views()
-
-
-def last_sent() -> dict | None:
-    """The last view this process sent: when, in which language, and whether torch was imported then."""
-    return _state["sent"]
 
 
 def load(lang: str) -> dict | None:
@@ -54,7 +41,7 @@ def load(lang: str) -> dict | None:
 
 def _wanted(asked: str | None) -> bool:
     """This run is a new session's step 1 on the sample, before the model is ready."""
-    if not _state["enabled"] or LIVE in st.session_state or warm.loaded() is not None:
+    if not warm.views() or LIVE in st.session_state or warm.loaded() is not None:
         return False
     if "torch" in sys.modules and not warm.running():  # loaded by a page: the app itself says so
         return False
@@ -88,10 +75,9 @@ def serve(find_walk, asked: str | None = None) -> bool:
     for column, (label, value) in zip(st.columns(len(view["key"])), view["key"]):
         column.metric(label, value)
     st.plotly_chart(FrozenFigure.of_dict(view["figure"]), width="stretch", config={"displaylogo": False})
-    _state["sent"] = {"at": time.time(), "lang": lang, "torch": "torch" in sys.modules}
     if warm.view_sent():  # the server's log says it once: whether torch was in the process by then
         print(f"Attention Atlas: step 1's view sent before the model ({lang}; torch imported: "
-              f"{'yes' if _state['sent']['torch'] else 'no'})", flush=True)
+              f"{'yes' if 'torch' in sys.modules else 'no'})", flush=True)
     warm.start(find_walk)  # a server started plainly (streamlit run app.py): the model loads now
     _until_ready()
     return True

@@ -160,10 +160,7 @@ def step_header(t: Translator, step: Step) -> None:
         gate.locked_note(t)
     if shown in (gate.LOCKED, gate.UNREAD):  # a notice (and the way back) only: a lead can answer a vote too
         page_run.stop_page()  # (step 7's «double the text, four times the work» answers step 1's)
-    lead = f"{step.key}.lead"
-    if t.has(f"{lead}_both") and not served_model.reads_back_only():  # the lead an encoder's direction needs
-        lead = f"{lead}_both"
-    glossary.prose(t, step, lead)
+    glossary.prose(t, step, step.lead_key(t, both_ways=not served_model.reads_back_only()))
     if shown is not None:
         page_run.stop_page()
 

@@ -206,6 +206,11 @@ class Step:
         """Its name in the navigation."""
         return f"{self.key}.nav"
 
+    def lead_key(self, t, both_ways: bool) -> str:
+        """The locale key of its lead: the one an encoder's direction needs where it has one."""
+        lead = f"{self.key}.lead"
+        return f"{lead}_both" if both_ways and t.has(f"{lead}_both") else lead
+
     def prose_keys(self) -> list[str]:
         """The locale keys of its prose, in the order the page draws them."""
         return [k if "." in k else f"{self.key}.{k}" for k in self.prose]

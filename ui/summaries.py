@@ -159,8 +159,7 @@ def first_view(a, text: str, model_id: str, lang: str) -> dict:
     step, t = walk.home(), Translator(lang)
     cfg = setting_table.settings_for(a, measures.setting_context(text, model_id), {})
     sm = get(step, t, a, text, model_id, inputs(step, cfg), **extra(step))
-    lead = f"{step.key}.lead"
-    lead = f"{lead}_both" if not a.causal and t.has(f"{lead}_both") else lead
+    lead = step.lead_key(t, both_ways=not a.causal)
     prose = glossary.linked_prose(lang, tuple(step.prose_keys()))[0]
     return {"step_of": t("common.step_of", step=walk.number(step), total=len(walk.steps())),
             "title": t(step.title_key), "lead": prose.get(lead, t(lead)), "key": [list(x) for x in sm.key],

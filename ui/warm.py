@@ -95,11 +95,16 @@ def no_views() -> None:
     _state["views"] = False
 
 
+def views() -> bool:
+    """Whether this process serves step 1's view before its model (ui.first_view)."""
+    return _state["views"]
+
+
 def _wait_first_visit() -> None:
     """The heavy imports wait here, where a view is there to send, until a first visitor's is
     sent (at most FIRST_VISIT_WAIT): imported meanwhile, they would hold the interpreter while
     that page is drawn."""
-    if _state["views"] and settings.read().model_id == VIEW_MODEL and any(view_file(x).exists() for x in LANGS):
+    if views() and settings.read().model_id == VIEW_MODEL and any(view_file(x).exists() for x in LANGS):
         _view_sent.wait(FIRST_VISIT_WAIT)
 
 
